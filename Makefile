@@ -1,0 +1,46 @@
+# neardup: `make serve` and `make test` are all a new machine needs (each creates .venv).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: serve test lint bench clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# One stamp per set of extras, redone when pyproject.toml changes.
+$(VENV)/.base: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+$(VENV)/.lint: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[test,lint]'
+	touch $@
+
+$(VENV)/.bench: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[bench]'
+	touch $@
+
+serve: $(VENV)/.base
+	$(VENV)/bin/neardup serve --host $(HOST) --port $(PORT)
+
+test: $(VENV)/.test
+	$(PY) -m pytest
+
+lint: $(VENV)/.lint
+	$(VENV)/bin/ruff check core app tests bench
+	$(VENV)/bin/ruff format --check core app tests bench
+	$(VENV)/bin/mypy
+
+bench: $(VENV)/.bench
+	$(PY) -m bench.signatures
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

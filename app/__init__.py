@@ -1,0 +1,1 @@
+"""neardup's interfaces: the HTTP service and the ``neardup`` command line."""

@@ -1,0 +1,70 @@
+"""The spawn process pool the service computes signatures on, awaited without blocking."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core.errors import WorkerError
+from core.signatures import batch_signatures, chunk_bounds, spawn_pool
+
+__all__ = ["SignaturePool"]
+
+
+class SignaturePool:
+    """A spawn pool started once and reused by every request batch.
+
+    A batch is cut into one contiguous chunk per worker; chunks are concatenated in order, so
+    the result equals ``core.minhash.signatures`` of the batch.
+    """
+
+    def __init__(self, workers: int, *, num_perm: int, seed: int, k: int) -> None:
+        self.workers = workers
+        self.num_perm = num_perm
+        self.seed = seed
+        self.k = k
+        self.restarts = 0
+        self._pool: ProcessPoolExecutor = spawn_pool(workers)
+
+    async def signatures(self, texts: Sequence[str]) -> NDArray[np.uint32]:
+        """Signatures of ``texts``; a dead worker replaces the pool and the batch runs once more."""
+        try:
+            return await self._run(texts)
+        except WorkerError:
+            self._replace()
+            return await self._run(texts)
+
+    async def _run(self, texts: Sequence[str]) -> NDArray[np.uint32]:
+        if not texts:
+            return np.empty((0, self.num_perm), dtype=np.uint32)
+        try:
+            futures = [
+                asyncio.wrap_future(
+                    self._pool.submit(
+                        batch_signatures, list(texts[lo:hi]), self.num_perm, self.seed, self.k
+                    )
+                )
+                for lo, hi in chunk_bounds(len(texts), self.workers)
+            ]
+            chunks = await asyncio.gather(*futures)
+        except BrokenProcessPool as exc:
+            raise WorkerError(f"a signature worker process died: {exc}") from exc
+        return np.concatenate(chunks, axis=0)
+
+    def _replace(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = spawn_pool(self.workers)
+        self.restarts += 1
+
+    async def warm_up(self) -> None:
+        """Start every worker (spawned interpreters import numpy once, here, not per request)."""
+        await self._run(["warm up"] * self.workers)
+
+    def close(self) -> None:
+        """Shut the pool down."""
+        self._pool.shutdown(wait=True, cancel_futures=True)

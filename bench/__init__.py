@@ -1,0 +1,1 @@
+"""Benchmarks for neardup: a seeded corpus generator and the signature kernel against peers."""

@@ -1,0 +1,63 @@
+"""The errors core raises.
+
+Every error is a subclass of a builtin, so callers that only know Python's tree still catch it::
+
+    NeardupError
+     +-- ParameterError (ValueError)      a parameter out of range or inconsistent
+     +-- SignatureError (ValueError)      a signature of the wrong shape, or inserted twice
+     +-- DuplicateIdError (ValueError)    the same document id twice in one input
+     +-- CorpusError (ValueError)         a corpus or protected file that cannot be parsed;
+     |                                    names the file and line
+     +-- WorkerError (RuntimeError)       a signature worker process died
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CorpusError",
+    "DuplicateIdError",
+    "NeardupError",
+    "ParameterError",
+    "SignatureError",
+    "WorkerError",
+]
+
+
+class NeardupError(Exception):
+    """Base class of every error raised by core."""
+
+
+class ParameterError(NeardupError, ValueError):
+    """A parameter is out of range or inconsistent with another."""
+
+
+class SignatureError(NeardupError, ValueError):
+    """A signature has the wrong shape, or a key is inserted twice."""
+
+
+class DuplicateIdError(NeardupError, ValueError):
+    """The same document id appears twice where ids must be unique."""
+
+    def __init__(self, doc_id: str) -> None:
+        super().__init__(f"document id {doc_id!r} appears more than once")
+        self.doc_id = doc_id
+
+
+class CorpusError(NeardupError, ValueError):
+    """A corpus or protected file cannot be parsed.
+
+    Attributes:
+        path: the file, as given.
+        line: the 1-based line number, or None when the whole file is at fault.
+    """
+
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")
+        self.path = path
+        self.line = line
+        self.reason = reason
+
+
+class WorkerError(NeardupError, RuntimeError):
+    """A signature worker process died before returning its chunk."""

@@ -1,0 +1,87 @@
+"""Corpus stages: a stream of ``Doc`` in, a stream of ``Doc`` out (CORE.md section 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from core.cluster import check_params, cluster_roots
+from core.errors import DuplicateIdError
+from core.signatures import signatures
+
+__all__ = ["CLUSTER_KEY", "Doc", "exact_dedup", "near_dedup"]
+
+#: The meta key ``near_dedup`` writes: the id of the document's cluster root.
+CLUSTER_KEY = "minhash_cluster"
+
+
+class Doc(NamedTuple):
+    """One corpus document: ``Doc(id, text, meta)``, positional or by keyword."""
+
+    id: str
+    text: str
+    meta: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple default; stages never mutate it
+
+
+def _unique_ids(docs: Iterable[Doc]) -> list[Doc]:
+    """The whole input as a list; raises DuplicateIdError at the first repeated id."""
+    seen: set[str] = set()
+    out = []
+    for doc in docs:
+        if doc.id in seen:
+            raise DuplicateIdError(doc.id)
+        seen.add(doc.id)
+        out.append(doc)
+    return out
+
+
+def exact_dedup(docs: Iterable[Doc]) -> Iterator[Doc]:
+    """Of documents with identical text, keep the one with the smallest id; input order kept.
+
+    Reads its whole input first (a later document may have a smaller id). Raises
+    DuplicateIdError for a repeated id.
+    """
+    batch = _unique_ids(docs)
+    keeper: dict[str, str] = {}
+    for doc in batch:
+        best = keeper.get(doc.text)
+        if best is None or doc.id < best:
+            keeper[doc.text] = doc.id
+    return (doc for doc in batch if keeper[doc.text] == doc.id)
+
+
+def near_dedup(
+    docs: Iterable[Doc],
+    *,
+    num_perm: int = 128,
+    bands: int = 16,
+    threshold: float = 0.8,
+    k: int = 5,
+    seed: int = 0,
+    workers: int = 1,
+    drop: bool = True,
+) -> Iterator[Doc]:
+    """Tag every document ``meta["minhash_cluster"] = root id``; with ``drop``, keep only roots.
+
+    Reads its whole input (clusters need every signature), then yields in input order with all
+    other meta kept; the input's meta dicts are not modified. Raises DuplicateIdError for a
+    repeated id.
+    """
+    check_params(num_perm, bands, threshold)
+    batch = _unique_ids(docs)
+    order = sorted(range(len(batch)), key=lambda i: batch[i].id)
+    sigs = signatures(
+        [batch[i].text for i in order], num_perm=num_perm, seed=seed, k=k, workers=workers
+    )
+    roots = cluster_roots(sigs, bands=bands, threshold=threshold)
+    root_id = [""] * len(batch)
+    for rank, i in enumerate(order):
+        root_id[i] = batch[order[int(roots[rank])]].id
+    return _tagged(batch, root_id, drop)
+
+
+def _tagged(batch: list[Doc], root_id: list[str], drop: bool) -> Iterator[Doc]:
+    for doc, root in zip(batch, root_id, strict=True):
+        if drop and root != doc.id:
+            continue
+        yield doc._replace(meta={**doc.meta, CLUSTER_KEY: root})
