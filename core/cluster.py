@@ -68,9 +68,7 @@ def _equal_runs(block: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[n
     return order, run_start
 
 
-def _pairs_in_runs(
-    order: NDArray[np.int64], run_start: NDArray[np.int64]
-) -> NDArray[np.int64]:
+def _pairs_in_runs(order: NDArray[np.int64], run_start: NDArray[np.int64]) -> NDArray[np.int64]:
     """All pairs of positions inside each run, as an (m, 2) array of node numbers."""
     n = len(order)
     run_len = np.diff(np.append(run_start, n))
@@ -122,9 +120,7 @@ def confirm(
     return pairs[estimates(sigs, pairs) >= threshold]
 
 
-def cluster_roots(
-    sigs: NDArray[np.uint32], *, bands: int, threshold: float
-) -> NDArray[np.int64]:
+def cluster_roots(sigs: NDArray[np.uint32], *, bands: int, threshold: float) -> NDArray[np.int64]:
     """For every row, the smallest row number of its cluster.
 
     Row numbers must follow id order for the roots to be the smallest ids.

@@ -100,7 +100,8 @@ def contaminated(text: str, grams: Set[str], n: int = 13) -> bool:
 
     >>> grams = protected_ngrams_of("Tom found a shiny red shell by the river and carried it "
     ...                             "home to show his sister.")
-    >>> contaminated("and then TOM FOUND A SHINY, RED shell by the river and carried it home", grams)
+    >>> contaminated("and then TOM FOUND A SHINY, RED shell by the river and carried it "
+    ...              "home to show", grams)
     True
     """
     return first_shared_ngram(text, grams, n) is not None

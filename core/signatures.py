@@ -49,8 +49,10 @@ _HI, _LO = (1, 0) if sys.byteorder == "little" else (0, 1)
 def _word_table() -> NDArray[np.bool_]:
     """True for every code point that Python's ``re`` counts as ``\\w``; built once a process."""
     table = np.zeros(sys.maxunicode + 1, dtype=np.bool_)
-    chars = "".join(map(chr, range(0xD800))) + "\0" * 0x800 + "".join(
-        map(chr, range(0xE000, sys.maxunicode + 1))
+    chars = (
+        "".join(map(chr, range(0xD800)))
+        + "\0" * 0x800
+        + "".join(map(chr, range(0xE000, sys.maxunicode + 1)))
     )
     table[:] = np.fromiter(
         (c.isalnum() or c == "_" for c in chars), dtype=np.bool_, count=len(chars)
@@ -347,9 +349,7 @@ def _on_pool(
     parts: int,
 ) -> NDArray[np.uint32]:
     bounds = chunk_bounds(len(texts), parts)
-    futures = [
-        pool.submit(batch_signatures, texts[lo:hi], num_perm, seed, k) for lo, hi in bounds
-    ]
+    futures = [pool.submit(batch_signatures, texts[lo:hi], num_perm, seed, k) for lo, hi in bounds]
     try:
         # Results are taken in submission (chunk) order, never as they finish.
         chunks = [f.result() for f in futures]

@@ -12,20 +12,23 @@ __all__ = ["UnionFind", "min_label_components"]
 
 
 class _Ordered(Hashable, Protocol):
-    def __lt__(self, other: _K, /) -> bool: ...  # type: ignore[misc]
+    def __lt__(self, other: _K, /) -> bool: ...
 
 
 _K = TypeVar("_K", bound=_Ordered)
 
 
 class UnionFind(Generic[_K]):
-    """Disjoint sets whose root is the smallest member (string order for ids), for every union order.
+    """Disjoint sets whose root is the smallest member (string order for ids), in any union order.
 
     Rooting by size or by argument order would make the survivor depend on arrival order; here
     the root of a merged set is ``min(root_x, root_y)``, with path halving for speed.
 
     >>> uf = UnionFind()
-    >>> uf.union("b", "c"); uf.union("c", "a")
+    >>> uf.union("b", "c")
+    'b'
+    >>> uf.union("c", "a")
+    'a'
     >>> uf.find("b")
     'a'
     """

@@ -1,0 +1,102 @@
+"""Clusters: planted ones found exactly, borderline pairs apart, invariant to order and workers."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.cluster import candidate_pairs, cluster_roots
+from core.errors import ParameterError
+from core.minhash import LSH, MERSENNE31, UnionFind, clusters, estimate, signatures
+from tests.fixtures import planted_corpus
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_planted_clusters_are_found_exactly(seed):
+    corpus = planted_corpus(seed)
+    found = clusters(corpus.docs)
+    assert found == corpus.expected_clusters()
+    by_member = {m: group for group in found for m in group}
+    for a, b in corpus.borderline:
+        assert by_member[a] == {a} and by_member[b] == {b}
+    for doc_id in corpus.short:
+        assert by_member[doc_id] == {doc_id}
+
+
+def _chain():
+    words = [f"w{i}" for i in range(400)]
+    x = words[:300]
+    y = words[40:340]  # J(x, y) and J(y, z) about 0.76; J(x, z) about 0.56
+    z = words[80:380]
+    return {"x": " ".join(x), "y": " ".join(y), "z": " ".join(z)}
+
+
+def test_chain_of_near_duplicates_is_one_cluster():
+    docs = _chain()
+    sig = dict(zip(sorted(docs), signatures([docs[k] for k in sorted(docs)]), strict=True))
+    assert estimate(sig["x"], sig["y"]) >= 0.7 and estimate(sig["y"], sig["z"]) >= 0.7
+    assert estimate(sig["x"], sig["z"]) < 0.7
+    assert clusters(docs, threshold=0.7) == [{"x", "y", "z"}]
+
+
+def test_unconfirmed_candidates_are_never_merged():
+    docs = _chain()
+    # x ~ z is a candidate at most rarely and never confirmed at 0.7; at 0.95 nothing merges.
+    assert clusters(docs, threshold=0.95) == [{"x"}, {"y"}, {"z"}]
+
+
+def test_wordless_and_empty_texts_never_cluster():
+    docs = {"a": "", "b": "  ", "c": "!!!", "d": "...", "e": "one two"}
+    assert clusters(docs) == [{"a"}, {"b"}, {"c"}, {"d"}, {"e"}]
+
+
+def test_one_and_three_workers_give_the_same_clusters():
+    corpus = planted_corpus(5)
+    assert clusters(corpus.docs, workers=1) == clusters(corpus.docs, workers=3)
+
+
+@given(st.randoms(use_true_random=False))
+def test_clusters_do_not_depend_on_input_order(rnd):
+    corpus = planted_corpus(1, n_clusters=4, n_borderline=2, n_singletons=5)
+    items = list(corpus.docs.items())
+    rnd.shuffle(items)
+    assert clusters(dict(items)) == clusters(corpus.docs)
+
+
+def test_clusters_reject_inconsistent_parameters():
+    with pytest.raises(ParameterError, match="multiple of bands"):
+        clusters({"a": "x"}, num_perm=100, bands=16)
+    with pytest.raises(ParameterError, match="threshold"):
+        clusters({"a": "x"}, threshold=0.0)
+
+
+def _reference_roots(sigs, bands, threshold):
+    """LSH + estimate + UnionFind, the spec's reference path, over row numbers."""
+    rows = sigs.shape[1] // bands
+    lsh = LSH(bands, rows)
+    keys = [f"{i:06d}" for i in range(len(sigs))]
+    for key, sig in zip(keys, sigs, strict=True):
+        lsh.insert(key, sig)
+    uf = UnionFind(keys)
+    for a, b in lsh.candidates():
+        if estimate(sigs[int(a)], sigs[int(b)]) >= threshold:
+            uf.union(a, b)
+    return [int(uf.find(k)) for k in keys], lsh.candidates()
+
+
+@given(
+    st.lists(
+        st.lists(st.integers(0, 3), min_size=8, max_size=8).map(
+            lambda row: [MERSENNE31 if v == 3 else v for v in row]
+        ),
+        max_size=25,
+    ),
+    st.sampled_from([0.5, 0.75, 1.0]),
+)
+def test_vectorised_clusters_equal_the_lsh_union_find_reference(rows, threshold):
+    # Tiny alphabets make band collisions, copies and all-P rows frequent.
+    sigs = np.array(rows, dtype=np.uint32).reshape(-1, 8)
+    roots, reference_pairs = _reference_roots(sigs, 4, threshold)
+    pairs = candidate_pairs(sigs, 4) if len(sigs) else np.empty((0, 2), dtype=np.int64)
+    assert [(f"{a:06d}", f"{b:06d}") for a, b in pairs.tolist()] == reference_pairs
+    assert cluster_roots(sigs, bands=4, threshold=threshold).tolist() == roots

@@ -1,0 +1,31 @@
+"""JSON Lines corpus files: round trip, and errors that name file:line."""
+
+import pytest
+
+from core.corpus import read_docs, write_docs
+from core.errors import CorpusError
+from core.minhash import Doc
+
+
+def test_corpus_round_trip(tmp_path):
+    path = tmp_path / "c.jsonl"
+    docs = [Doc("a", "first text", {"lang": "en"}), Doc("b", "ünïcode ✓", {})]
+    assert write_docs(path, docs) == 2
+    assert list(read_docs(path)) == docs
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"id": 1, "text": "x"}', "'id'"),
+        ('{"id": "a", "text": 5}', "'text'"),
+        ('{"id": "a", "text": "x", "meta": []}', "'meta'"),
+        ("not json", "not valid JSON"),
+        ('"a string"', "JSON object"),
+    ],
+)
+def test_bad_corpus_lines_name_file_and_line(tmp_path, line, reason):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "ok", "text": "fine"}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=rf"c\.jsonl:2: .*{reason}"):
+        list(read_docs(path))

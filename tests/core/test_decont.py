@@ -1,0 +1,108 @@
+"""Decontamination: 13-grams anywhere, any case or punctuation; protected files; streaming."""
+
+import itertools
+
+import pytest
+
+from core.decont import first_shared_ngram
+from core.errors import CorpusError
+from core.minhash import Doc, contaminated, decontaminate, protected_ngrams
+from tests.fixtures import write_protected
+
+SHELL = "Tom found a shiny red shell by the river and carried it home to show his sister."
+
+
+@pytest.fixture
+def grams(tmp_path):
+    path = tmp_path / "story.txt"
+    path.write_text(SHELL, encoding="utf-8")
+    return protected_ngrams([path])
+
+
+def test_spec_example_is_contaminated_in_any_case_and_punctuation(grams):
+    doc = "... and then TOM FOUND A SHINY, RED shell by the river and carried it home to show ..."
+    assert contaminated(doc, grams)
+    assert (
+        first_shared_ngram(doc, grams)
+        == "tom found a shiny red shell by the river and carried it home"
+    )
+
+
+def test_twelve_shared_words_do_not_contaminate(grams):
+    assert not contaminated("so tom found a shiny red shell by the river and carried it", grams)
+    # Substring matching on raw text would find this one; word n-grams do not.
+    assert not contaminated("Tom found a shiny red shellby the river and carried it home", grams)
+
+
+def test_the_last_window_of_a_document_is_checked(grams):
+    words = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    text = " ".join([*words, "tom found a shiny red shell by the river and carried it home"])
+    assert contaminated(text, grams)
+    assert contaminated("Tom found a shiny red shell by the river and carried it home", grams)
+
+
+def test_protected_jsonl_values_nested_and_plain_files(tmp_path):
+    jsonl, plain = write_protected(tmp_path)
+    grams = protected_ngrams([jsonl, plain])
+    assert contaminated("Tom found a shiny red shell by the river and carried it home!", grams)
+    # nested object value and a string inside a list
+    assert contaminated(
+        "in the middle of the night the old lighthouse keeper climbed the stairs one last", grams
+    )
+    assert contaminated(
+        "the river ran quietly past the mill while the children played games in the", grams
+    )
+    # a plain file is one text, across its line breaks
+    assert contaminated("once upon a time in a kingdom by the sea there lived a baker", grams)
+
+
+def test_ids_tags_case_ids_and_scorer_args_are_not_protected(tmp_path):
+    jsonl, _ = write_protected(tmp_path)
+    grams = protected_ngrams([jsonl])
+    for text in [
+        "math-001 the quick brown fox jumps over the lazy dog again and again today",
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi",
+        "one two three four five six seven eight nine ten eleven twelve thirteen",
+        "q2 never protected because ids are labels and not text that a model sees",
+    ]:
+        assert not contaminated(text, grams), text
+
+
+def test_a_bad_jsonl_line_raises_naming_its_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"q": "fine"}\n\n["an", "array"]\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"bad\.jsonl:3"):
+        protected_ngrams([path])
+    path.write_text('{"q": "fine"}\n{"q": \n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"bad\.jsonl:2"):
+        protected_ngrams([path])
+
+
+def test_short_protected_texts_contribute_nothing(tmp_path):
+    path = tmp_path / "short.txt"
+    path.write_text("only twelve words here so nothing at all is protected by this", "utf-8")
+    assert protected_ngrams([path]) == set()
+
+
+def test_decontaminate_drops_contaminated_docs(grams):
+    docs = [
+        Doc("a", "clean text " * 20),
+        Doc("b", "x " + SHELL.upper()),
+        Doc("c", "tom found a shiny red shell by the river and carried it", {"k": 1}),
+    ]
+    assert [d.id for d in decontaminate(docs, grams)] == ["a", "c"]
+
+
+def test_decontaminate_streams_an_endless_input(grams):
+    read = []
+
+    def endless():
+        for i in itertools.count():
+            read.append(i)
+            text = SHELL if i % 3 == 1 else f"document number {i} is clean"
+            yield Doc(str(i), text)
+
+    out = decontaminate(endless(), grams)
+    first = list(itertools.islice(out, 5))
+    assert [d.id for d in first] == ["0", "2", "3", "5", "6"]
+    assert read == list(range(7))  # read exactly up to the fifth kept document, no further

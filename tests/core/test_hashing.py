@@ -1,0 +1,57 @@
+"""FNV-1a 64, PCG32 and perm_params against the published check vectors and the spec."""
+
+import pytest
+
+from core.errors import ParameterError
+from core.minhash import MERSENNE31, PCG32, fnv1a64, perm_params
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [(b"", 0xCBF29CE484222325), (b"a", 0xAF63DC4C8601EC8C), (b"foobar", 0x85944171F73967E8)],
+)
+def test_fnv1a64_check_vectors(data, expected):
+    assert fnv1a64(data) == expected
+
+
+def test_pcg32_published_demo_vectors():
+    rng = PCG32(42)
+    assert [rng.next() for _ in range(6)] == [
+        0xA15C02B7, 0x7B47F409, 0xBA1D3330, 0x83D2F293, 0xBFA4784B, 0xCBED606E,
+    ]  # fmt: skip
+    coins = "".join("H" if rng.below(2) else "T" for _ in range(65))
+    assert coins == "HHTTTHTHHHTHTTTHHHHHTTTHHHTHTHTHTTHTTTHHHHHHTTTTHHTTTTTHTTTTTTTHT"
+    rolls = [rng.below(6) + 1 for _ in range(33)]
+    assert rolls == [int(c) for c in "341122324324335231315141564662633"]
+
+
+def test_pcg32_default_sequence_is_54():
+    assert [PCG32(7).next() for _ in range(3)] == [PCG32(7, seq=54).next() for _ in range(3)]
+    assert PCG32(7).next() != PCG32(7, seq=55).next()
+
+
+def test_perm_params_draws_a_then_b_interleaved():
+    rng = PCG32(3)
+    expected_a, expected_b = [], []
+    for _ in range(16):
+        expected_a.append(1 + rng.below(MERSENNE31 - 1))
+        expected_b.append(rng.below(MERSENNE31))
+    a, b = perm_params(16, 3)
+    assert a.tolist() == expected_a
+    assert b.tolist() == expected_b
+    assert str(a.dtype) == "uint64" and str(b.dtype) == "uint64"
+
+
+def test_perm_params_ranges_and_prefix_stability():
+    a, b = perm_params(256, 0)
+    assert int(a.min()) >= 1 and int(a.max()) < MERSENNE31
+    assert int(b.min()) >= 0 and int(b.max()) < MERSENNE31
+    a64, b64 = perm_params(64, 0)
+    assert (a[:64] == a64).all() and (b[:64] == b64).all()
+
+
+def test_perm_params_rejects_bad_values():
+    with pytest.raises(ParameterError, match="num_perm"):
+        perm_params(0, 0)
+    with pytest.raises(ParameterError, match="seed"):
+        perm_params(4, -1)

@@ -1,0 +1,125 @@
+"""LSH banding: the S-curve, band-indexed keys, candidates, inserts and queries."""
+
+import random
+
+import numpy as np
+import pytest
+
+from core.errors import ParameterError, SignatureError
+from core.minhash import LSH, MERSENNE31, minhash
+
+
+def test_lsh_hand_values():
+    lsh = LSH(bands=16, rows=8)
+    assert round(lsh.threshold, 4) == 0.7071
+    assert round(lsh.probability(0.8), 4) == 0.9470
+    assert round(lsh.probability(0.5), 4) == 0.0607
+
+
+def test_lsh_rejects_bad_bands():
+    with pytest.raises(ParameterError):
+        LSH(bands=0, rows=8)
+
+
+def _sig(values):
+    return np.array(values, dtype=np.uint32)
+
+
+def test_equal_rows_in_different_bands_are_no_candidate():
+    lsh = LSH(bands=2, rows=2)
+    lsh.insert("x", _sig([1, 2, 3, 4]))
+    lsh.insert("y", _sig([3, 4, 5, 6]))  # x's band 1 is y's band 0
+    assert lsh.candidates() == []
+    assert lsh.query(_sig([9, 9, 1, 2])) == []  # x's band 0 rows, in band 1
+    assert lsh.query(_sig([1, 2, 9, 9])) == ["x"]
+
+
+def test_rows_minus_one_equal_rows_are_no_candidate():
+    lsh = LSH(bands=2, rows=4)
+    lsh.insert("x", _sig([1, 2, 3, 4, 5, 6, 7, 8]))
+    lsh.insert("y", _sig([1, 2, 3, 0, 5, 6, 7, 0]))
+    assert lsh.candidates() == []
+    lsh.insert("z", _sig([0, 0, 0, 0, 5, 6, 7, 8]))
+    assert lsh.candidates() == [("x", "z")]
+
+
+def test_candidates_are_sorted_unique_pairs():
+    lsh = LSH(bands=2, rows=2)
+    for key in ["d", "b", "c", "a"]:
+        lsh.insert(key, _sig([1, 1, 2, 2]))  # all agree on both bands
+    lsh.insert("e", _sig([1, 1, 9, 9]))
+    assert lsh.candidates() == [
+        ("a", "b"), ("a", "c"), ("a", "d"), ("a", "e"), ("b", "c"), ("b", "d"), ("b", "e"),
+        ("c", "d"), ("c", "e"), ("d", "e"),
+    ]  # fmt: skip
+
+
+def test_bad_inserts_raise():
+    lsh = LSH(bands=2, rows=2)
+    lsh.insert("x", _sig([1, 2, 3, 4]))
+    with pytest.raises(SignatureError, match="already"):
+        lsh.insert("x", _sig([5, 6, 7, 8]))
+    with pytest.raises(SignatureError, match="4 entries"):
+        lsh.insert("y", _sig([1, 2, 3]))
+    with pytest.raises(SignatureError):
+        lsh.insert("z", np.array([1.5, 2, 3, 4]))
+    with pytest.raises(SignatureError):
+        lsh.insert("w", np.array([1, 2, 3, MERSENNE31 + 1], dtype=np.int64))
+    assert "y" not in lsh and "z" not in lsh and len(lsh) == 1
+
+
+def test_empty_signatures_are_never_indexed():
+    lsh = LSH(bands=2, rows=2)
+    empty = _sig([MERSENNE31] * 4)
+    lsh.insert("e1", empty)
+    lsh.insert("e2", empty)
+    assert lsh.candidates() == []
+    assert lsh.query(empty) == []
+    with pytest.raises(SignatureError):
+        lsh.insert("e1", empty)
+
+
+def test_query_of_a_signature_not_inserted():
+    lsh = LSH(bands=2, rows=2)
+    lsh.insert("b", _sig([1, 2, 3, 4]))
+    lsh.insert("a", _sig([0, 0, 3, 4]))
+    lsh.insert("c", _sig([1, 2, 0, 0]))
+    assert lsh.query(_sig([1, 2, 3, 4])) == ["a", "b", "c"]
+    assert lsh.query(_sig([1, 2, 9, 9])) == ["b", "c"]
+    assert lsh.query(_sig([9, 9, 9, 9])) == []
+
+
+SIMILARITIES = [0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
+
+
+def _pair(rng, s, size=60):
+    """Two shingle sets with Jaccard as close to s as integers allow."""
+    shared = round(2 * size * s / (1 + s))
+    tokens = [f"{rng.getrandbits(48):x}" for _ in range(2 * size - shared)]
+    a = set(tokens[:size])
+    b = set(tokens[size - shared :])
+    return a, b, len(a & b) / len(a | b)
+
+
+def test_lsh_s_curve_fits_the_probability():
+    rng = random.Random(99)
+    bands, rows, trials = 16, 8, 120
+    chi2 = 0.0
+    rates = []
+    for s in SIMILARITIES:
+        hits = 0
+        for _ in range(trials):
+            a, b, j = _pair(rng, s)
+            lsh = LSH(bands, rows)
+            lsh.insert("a", minhash(a))
+            hits += "a" in lsh.query(minhash(b))
+        p = LSH(bands, rows).probability(j)
+        rates.append(hits / trials)
+        if 0 < p < 1:
+            chi2 += (hits - trials * p) ** 2 / (trials * p * (1 - p))
+        else:
+            assert hits == trials * p
+    # 13 cells; the 0.999 quantile of chi-square with 13 degrees of freedom is 34.53.
+    assert chi2 < 34.53, (chi2, rates)
+    midpoint = float(np.interp(0.5, rates, SIMILARITIES))
+    assert abs(midpoint - (1 / bands) ** (1 / rows)) < 0.05, (midpoint, rates)

@@ -1,0 +1,45 @@
+"""Words, shingles and Jaccard, with CORE.md's worked example."""
+
+import re
+import sys
+
+import numpy as np
+
+from core.minhash import jaccard, shingles, words
+from core.signatures import _word_table
+
+
+def test_words_ignore_case_and_punctuation():
+    assert words("The CAT, sat... on_the mat!") == ["the", "cat", "sat", "on_the", "mat"]
+
+
+def test_jaccard_worked_example():
+    a = shingles("the cat sat on the mat today", k=3)
+    b = shingles("the cat sat on the mat again", k=3)
+    assert len(a | b) == 6 and len(a & b) == 4
+    assert jaccard(a, b) == 4 / 6
+
+
+def test_shingles_of_one_to_k_minus_one_words_are_one_shingle():
+    for n in range(1, 5):
+        text = " ".join(f"w{i}" for i in range(n))
+        assert shingles(text, k=5) == {text}
+    assert shingles("a b c d e", k=5) == {"a b c d e"}
+    assert shingles("a b c d e f", k=5) == {"a b c d e", "b c d e f"}
+
+
+def test_wordless_texts_have_no_shingles():
+    for text in ["", "   ", "!?.,;", "\n\t"]:
+        assert shingles(text) == set()
+    assert jaccard(set(), set()) == 0.0
+
+
+def test_word_table_is_pythons_unicode_w():
+    # The batch kernel classifies code points with a table; it must be exactly re's \w.
+    table = _word_table()
+    pattern = re.compile(r"\w")
+    expected = np.zeros(sys.maxunicode + 1, dtype=bool)
+    for cp in range(sys.maxunicode + 1):
+        if not 0xD800 <= cp < 0xE000 and pattern.match(chr(cp)):
+            expected[cp] = True
+    assert np.array_equal(table, expected)
