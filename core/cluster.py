@@ -55,16 +55,19 @@ def _band_digest(block: NDArray[np.uint32]) -> NDArray[np.uint64]:
 
 
 def _equal_runs(block: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Row order grouping equal rows together, and the start of each run in that order."""
+    """A stable row order grouping equal rows together, and the start of each run in it."""
     digest = _band_digest(block)
     order = np.argsort(digest, kind="stable")
-    same = digest[order][1:] == digest[order][:-1]
-    rows_equal = (block[order][1:] == block[order][:-1]).all(axis=1)
-    if bool((same & ~rows_equal).any()):
-        # A digest collision inside a run: fall back to an exact sort on the rows themselves.
+    sorted_digest = digest[order]
+    # Rows are compared only where neighbouring digests agree (few), never the whole matrix.
+    same = np.flatnonzero(sorted_digest[1:] == sorted_digest[:-1])
+    rows_equal = np.zeros(max(len(order) - 1, 0), dtype=np.bool_)
+    rows_equal[same] = (block[order[same]] == block[order[same + 1]]).all(axis=1)
+    if not bool(rows_equal[same].all()):
+        # A digest collision between different rows: fall back to an exact (stable) row sort.
         order = np.lexsort(block.T[::-1])
         rows_equal = (block[order][1:] == block[order][:-1]).all(axis=1)
-    run_start = np.flatnonzero(np.concatenate(([True], ~rows_equal)))
+    run_start = np.flatnonzero(np.concatenate(([len(order) > 0], ~rows_equal)))
     return order, run_start
 
 
@@ -120,6 +123,18 @@ def confirm(
     return pairs[estimates(sigs, pairs) >= threshold]
 
 
+def _identical_rows(sigs: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The first row of each distinct signature, and for every row the index of its signature."""
+    order, run_start = _equal_runs(sigs)
+    starts = np.zeros(len(order), dtype=np.int64)
+    starts[run_start] = 1
+    run_of_sorted = np.cumsum(starts) - 1
+    copy_of = np.empty(len(order), dtype=np.int64)
+    copy_of[order] = run_of_sorted
+    # Both sorts are stable, so each run starts at its smallest row number.
+    return order[run_start], copy_of
+
+
 def cluster_roots(sigs: NDArray[np.uint32], *, bands: int, threshold: float) -> NDArray[np.int64]:
     """For every row, the smallest row number of its cluster.
 
@@ -130,14 +145,12 @@ def cluster_roots(sigs: NDArray[np.uint32], *, bands: int, threshold: float) -> 
     if n == 0:
         return np.empty(0, dtype=np.int64)
     # Identical signatures (estimate 1.0) are merged up front; banding runs on one row of each.
-    uniq, first, inverse = np.unique(sigs, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    empty = (uniq == MERSENNE31).all(axis=1)
-    copies = ~empty[inverse]
-    same_sig = np.stack((np.flatnonzero(copies), first[inverse[copies]]), axis=1)
-    pairs = confirm(uniq, candidate_pairs(uniq, bands), threshold)
-    near = first[pairs]
-    edges = np.concatenate((same_sig, near))
+    first, copy_of = _identical_rows(sigs)
+    live = ~(sigs[first] == MERSENNE31).all(axis=1)
+    copies = np.flatnonzero(live[copy_of] & (first[copy_of] != np.arange(n)))
+    same_sig = np.stack((copies, first[copy_of[copies]]), axis=1)
+    pairs = confirm(sigs[first], candidate_pairs(sigs[first], bands), threshold)
+    edges = np.concatenate((same_sig, first[pairs]))
     return min_label_components(n, edges[:, 0], edges[:, 1])
 
 

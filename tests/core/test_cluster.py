@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import core.cluster
 from core.cluster import candidate_pairs, cluster_roots
 from core.errors import ParameterError
 from core.minhash import LSH, MERSENNE31, UnionFind, clusters, estimate, signatures
@@ -100,3 +101,17 @@ def test_vectorised_clusters_equal_the_lsh_union_find_reference(rows, threshold)
     pairs = candidate_pairs(sigs, 4) if len(sigs) else np.empty((0, 2), dtype=np.int64)
     assert [(f"{a:06d}", f"{b:06d}") for a, b in pairs.tolist()] == reference_pairs
     assert cluster_roots(sigs, bands=4, threshold=threshold).tolist() == roots
+
+
+def test_digest_collisions_never_make_false_candidates(monkeypatch):
+    # Every band digest equal: the exact row comparison must still separate different rows.
+    rng = np.random.default_rng(3)
+    sigs = rng.integers(0, 4, size=(30, 8), dtype=np.uint32)
+    expected_pairs = candidate_pairs(sigs, 4).tolist()
+    expected_roots = cluster_roots(sigs, bands=4, threshold=0.5).tolist()
+    monkeypatch.setattr(core.cluster, "_band_digest", lambda block: np.zeros(len(block), np.uint64))
+    assert candidate_pairs(sigs, 4).tolist() == expected_pairs
+    assert cluster_roots(sigs, bands=4, threshold=0.5).tolist() == expected_roots
+    roots, reference_pairs = _reference_roots(sigs, 4, 0.5)
+    assert [(f"{a:06d}", f"{b:06d}") for a, b in expected_pairs] == reference_pairs
+    assert expected_roots == roots
