@@ -6,6 +6,8 @@ machines and ports to other languages; Python's ``hash()`` is salted per process
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -75,10 +77,12 @@ class PCG32:
                 return r % bound
 
 
+@lru_cache(maxsize=64)
 def perm_params(num_perm: int, seed: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
     """The universal-hash parameters ``(a, b)``, drawn interleaved from ``PCG32(seed)``.
 
     ``a_i = 1 + rng.below(P - 1)`` then ``b_i = rng.below(P)``, for i = 0, 1, ...
+    The arrays are cached per ``(num_perm, seed)`` and read-only.
 
     Args:
         num_perm: how many hash functions (the signature length), at least 1.
@@ -94,4 +98,6 @@ def perm_params(num_perm: int, seed: int) -> tuple[NDArray[np.uint64], NDArray[n
     for i in range(num_perm):
         a[i] = 1 + rng.below(MERSENNE31 - 1)
         b[i] = rng.below(MERSENNE31)
+    a.setflags(write=False)
+    b.setflags(write=False)
     return a, b
