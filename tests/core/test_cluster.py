@@ -115,3 +115,17 @@ def test_digest_collisions_never_make_false_candidates(monkeypatch):
     roots, reference_pairs = _reference_roots(sigs, 4, 0.5)
     assert [(f"{a:06d}", f"{b:06d}") for a, b in expected_pairs] == reference_pairs
     assert expected_roots == roots
+
+
+def test_all_p_rows_are_never_candidates_even_when_repeated():
+    e = [MERSENNE31] * 8
+    half = [MERSENNE31] * 6 + [0, 1]  # bands 0-2 equal to the empty row's bands
+    sigs = np.array([e, e, half, [0, 1, 2, 3, 4, 5, 6, 7]], dtype=np.uint32)
+    assert candidate_pairs(sigs, 4).tolist() == []
+    assert cluster_roots(sigs, bands=4, threshold=0.5).tolist() == [0, 1, 2, 3]
+
+
+def test_candidate_pairs_survive_band_digest_collisions(monkeypatch):
+    monkeypatch.setattr(core.cluster, "_band_digest", lambda b: np.zeros(len(b), dtype=np.uint64))
+    sigs = np.array([[1, 2, 5, 6], [3, 4, 5, 6], [1, 2, 7, 8], [9, 9, 9, 9]], dtype=np.uint32)
+    assert candidate_pairs(sigs, 2).tolist() == [[0, 1], [0, 2]]

@@ -106,3 +106,17 @@ def test_decontaminate_streams_an_endless_input(grams):
     first = list(itertools.islice(out, 5))
     assert [d.id for d in first] == ["0", "2", "3", "5", "6"]
     assert read == list(range(7))  # read exactly up to the fifth kept document, no further
+
+
+def test_ngram_match_respects_word_boundaries(grams):
+    text = "Atom found a shiny red shell by the river and carried it homework"
+    assert not contaminated(text, grams)
+
+
+def test_decontaminate_reads_lazily_and_fails_fast_if_it_does_not(grams):
+    def guarded():
+        for i in range(1000):
+            yield Doc(str(i), f"clean document {i}")
+        raise AssertionError("decontaminate read far past what was consumed")
+
+    assert next(decontaminate(guarded(), grams)).id == "0"

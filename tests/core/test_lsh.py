@@ -123,3 +123,11 @@ def test_lsh_s_curve_fits_the_probability():
     assert chi2 < 34.53, (chi2, rates)
     midpoint = float(np.interp(0.5, rates, SIMILARITIES))
     assert abs(midpoint - (1 / bands) ** (1 / rows)) < 0.05, (midpoint, rates)
+
+
+def test_query_returns_many_keys_sorted():
+    lsh = LSH(bands=2, rows=2)
+    keys = [f"k{i:02d}" for i in range(30)]
+    for key in reversed(keys):
+        lsh.insert(key, _sig([1, 2, 3, 4]))
+    assert lsh.query(_sig([1, 2, 0, 0])) == keys

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from core.errors import ParameterError
 from core.minhash import MERSENNE31, PCG32, minhash, shingle_hashes, shingles, signatures
+from tests.pools import ReversePool
 from tests.strategies import any_text, texts
 
 P = MERSENNE31
@@ -113,3 +114,17 @@ def test_signatures_reject_bad_parameters_and_unencodable_text():
         signatures(["a"], workers=0)
     with pytest.raises(ParameterError, match="text 1"):
         signatures(["fine", "lone \ud800 surrogate"])
+
+
+def test_chunks_are_concatenated_in_submission_order_not_completion_order():
+    texts = [f"document {i} has its own words {i * 7} and {i * 13}" for i in range(9)]
+    got = signatures(texts, pool=ReversePool(3))
+    assert np.array_equal(got, signatures(texts))
+
+
+@pytest.mark.parametrize("num_perm", [128, 16])
+def test_a_document_longer_than_a_kernel_block(num_perm):
+    long_text = " ".join(f"w{i}" for i in range(9000))
+    batch = ["short one", long_text, "another short text of words"]
+    got = signatures(batch, num_perm=num_perm)
+    assert [r.tolist() for r in got] == [spec_signature(t, num_perm) for t in batch]
