@@ -26,7 +26,7 @@ from core.hashing import MERSENNE31
 from core.signatures import signatures
 from core.unionfind import min_label_components
 
-__all__ = ["candidate_pairs", "cluster_roots", "clusters", "confirm", "estimates"]
+__all__ = ["band_digest", "candidate_pairs", "cluster_roots", "clusters", "confirm", "estimates"]
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant (golden ratio) for the band digest
 # Pairs whose estimates are computed per step; bounds the (pairs, num_perm) comparison matrix.
@@ -45,7 +45,9 @@ def check_params(num_perm: int, bands: int, threshold: float) -> int:
     return num_perm // bands
 
 
-def _band_digest(block: NDArray[np.uint32]) -> NDArray[np.uint64]:
+def band_digest(block: NDArray[np.uint32]) -> NDArray[np.uint64]:
+    """A 64-bit digest of every row of ``block`` (equal rows, equal digests; the converse is
+    checked by whoever relies on it)."""
     digest = np.zeros(len(block), dtype=np.uint64)
     for col in range(block.shape[1]):
         digest ^= block[:, col].astype(np.uint64)
@@ -56,7 +58,7 @@ def _band_digest(block: NDArray[np.uint32]) -> NDArray[np.uint64]:
 
 def _equal_runs(block: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """A stable row order grouping equal rows together, and the start of each run in it."""
-    digest = _band_digest(block)
+    digest = band_digest(block)
     order = np.argsort(digest, kind="stable")
     sorted_digest = digest[order]
     # Rows are compared only where neighbouring digests agree (few), never the whole matrix.

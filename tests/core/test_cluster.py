@@ -109,7 +109,7 @@ def test_digest_collisions_never_make_false_candidates(monkeypatch):
     sigs = rng.integers(0, 4, size=(30, 8), dtype=np.uint32)
     expected_pairs = candidate_pairs(sigs, 4).tolist()
     expected_roots = cluster_roots(sigs, bands=4, threshold=0.5).tolist()
-    monkeypatch.setattr(core.cluster, "_band_digest", lambda block: np.zeros(len(block), np.uint64))
+    monkeypatch.setattr(core.cluster, "band_digest", lambda block: np.zeros(len(block), np.uint64))
     assert candidate_pairs(sigs, 4).tolist() == expected_pairs
     assert cluster_roots(sigs, bands=4, threshold=0.5).tolist() == expected_roots
     roots, reference_pairs = _reference_roots(sigs, 4, 0.5)
@@ -126,6 +126,6 @@ def test_all_p_rows_are_never_candidates_even_when_repeated():
 
 
 def test_candidate_pairs_survive_band_digest_collisions(monkeypatch):
-    monkeypatch.setattr(core.cluster, "_band_digest", lambda b: np.zeros(len(b), dtype=np.uint64))
+    monkeypatch.setattr(core.cluster, "band_digest", lambda b: np.zeros(len(b), dtype=np.uint64))
     sigs = np.array([[1, 2, 5, 6], [3, 4, 5, 6], [1, 2, 7, 8], [9, 9, 9, 9]], dtype=np.uint32)
     assert candidate_pairs(sigs, 2).tolist() == [[0, 1], [0, 2]]
