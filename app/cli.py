@@ -42,6 +42,18 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"neardup serve: invalid settings:\n{exc}", file=sys.stderr)
         return 2
+    from app.service import index_params
+    from app.store import ParameterMismatch, SQLiteStore
+
+    try:  # refuse a data directory made with other index parameters before listening
+        store = SQLiteStore(settings.data_dir)
+        try:
+            store.ensure_params(index_params(settings))
+        finally:
+            store.close()
+    except ParameterMismatch as exc:
+        print(f"neardup serve: refusing to start: {exc}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     # One uvicorn process: the index lives in this process's memory, so more would split it.
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, workers=1)

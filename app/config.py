@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     max_batch: int = Field(10_000, ge=1)
     max_body_bytes: int = Field(64 * 2**20, ge=1)
+    store_text: bool = True
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, lt=65536)
 

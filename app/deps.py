@@ -8,8 +8,9 @@ from fastapi import Depends, Request
 
 from app.config import Settings
 from app.pool import SignaturePool
+from app.service import Service
 
-__all__ = ["PoolDep", "SettingsDep"]
+__all__ = ["PoolDep", "ServiceDep", "SettingsDep"]
 
 
 def _settings(request: Request) -> Settings:
@@ -17,10 +18,15 @@ def _settings(request: Request) -> Settings:
     return settings
 
 
+def _service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
 def _pool(request: Request) -> SignaturePool:
-    pool: SignaturePool = request.app.state.pool
-    return pool
+    return _service(request).pool
 
 
 SettingsDep = Annotated[Settings, Depends(_settings)]
+ServiceDep = Annotated[Service, Depends(_service)]
 PoolDep = Annotated[SignaturePool, Depends(_pool)]

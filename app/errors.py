@@ -1,10 +1,14 @@
-"""Core's errors mapped to HTTP status codes, in one place."""
+"""Errors mapped to HTTP status codes, in one place."""
 
 from __future__ import annotations
+
+import logging
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from app.service import Conflict, NotFound, TooLarge
+from app.store import ParameterMismatch
 from core.errors import (
     CorpusError,
     DuplicateIdError,
@@ -16,29 +20,39 @@ from core.errors import (
 
 __all__ = ["install_error_handlers", "status_for"]
 
-_STATUS: list[tuple[type[NeardupError], int]] = [
+log = logging.getLogger("neardup")
+
+_STATUS: list[tuple[type[Exception], int]] = [
+    (NotFound, 404),
+    (Conflict, 409),
+    (TooLarge, 413),
     (WorkerError, 503),
     (DuplicateIdError, 422),
     (CorpusError, 422),
     (ParameterError, 422),
     (SignatureError, 422),
+    (ParameterMismatch, 500),
 ]
 
 
-def status_for(exc: NeardupError) -> int:
-    """The status code of a core error (422 for anything core rejects as invalid input)."""
+def status_for(exc: Exception) -> int:
+    """The status code of an error (422 for anything core rejects as invalid input)."""
     for kind, status in _STATUS:
         if isinstance(exc, kind):
             return status
-    return 422
+    return 422 if isinstance(exc, NeardupError) else 500
 
 
-async def _core_error(request: Request, exc: Exception) -> JSONResponse:
-    status = status_for(exc) if isinstance(exc, NeardupError) else 500
+async def _error(request: Request, exc: Exception) -> JSONResponse:
+    status = status_for(exc)
+    if status >= 500 and status != 503:
+        log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"detail": "internal error"}, status_code=status)
     headers = {"Retry-After": "1"} if status == 503 else None
     return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Register the mapping on ``app``."""
-    app.add_exception_handler(NeardupError, _core_error)
+    app.add_exception_handler(NeardupError, _error)
+    app.add_exception_handler(Exception, _error)

@@ -1,4 +1,4 @@
-"""``create_app()``: the FastAPI service and its lifespan (the process pool, later the store)."""
+"""``create_app()``: the FastAPI service and its lifespan (store, index, process pool)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from fastapi import FastAPI
 
 from app.config import Settings, get_settings
 from app.errors import install_error_handlers
-from app.pool import SignaturePool
-from app.routes import health, signatures
+from app.limits import BodyLimit
+from app.metrics import Metrics
+from app.routes import clusters, documents, health, protected_sets, signatures, stats
+from app.service import Service
 
 __all__ = ["create_app"]
 
@@ -24,23 +26,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pool = SignaturePool(
-            settings.workers, num_perm=settings.num_perm, seed=settings.seed, k=settings.k
-        )
-        app.state.pool = pool
-        await pool.warm_up()
+        log.info("starting data_dir=%s workers=%d", settings.data_dir, settings.workers)
+        service = await Service.start(settings)
+        app.state.service = service
         app.state.ready = True
-        log.info("neardup ready: workers=%d num_perm=%d", settings.workers, settings.num_perm)
+        log.info("ready documents=%d", len(service.index))
         try:
             yield
         finally:
             app.state.ready = False
-            pool.close()
+            await service.close()
+            log.info("stopped")
 
     app = FastAPI(title="neardup", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.ready = False
+    app.state.metrics = Metrics()
     install_error_handlers(app)
-    app.include_router(health.router)
-    app.include_router(signatures.router)
+    app.middleware("http")(app.state.metrics.middleware)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    for module in (health, signatures, documents, clusters, protected_sets, stats):
+        app.include_router(module.router)
     return app

@@ -1,10 +1,57 @@
-"""Request and response models of the HTTP API (shared/spec/API.md)."""
+"""Request and response models of the HTTP API (shared/spec/API.md).
+
+Requests are strict (no coercion of numbers to strings) and forbid unknown fields; ids and texts
+must be valid Unicode that encodes as UTF-8.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import unicodedata
+from typing import Annotated, Any
 
-__all__ = ["ConfigResponse", "SignaturesRequest", "SignaturesResponse"]
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ClusterOut",
+    "ClustersResponse",
+    "ConfigResponse",
+    "ContaminationRequest",
+    "ContaminationResponse",
+    "ContaminationResult",
+    "DocumentIn",
+    "DocumentOut",
+    "DocumentResult",
+    "DocumentsRequest",
+    "DocumentsResponse",
+    "Hit",
+    "Match",
+    "ProtectedSetOut",
+    "QueryMatch",
+    "QueryRequest",
+    "QueryResponse",
+    "QueryResult",
+    "SignaturesRequest",
+    "SignaturesResponse",
+]
+
+
+def _encodable(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"not valid Unicode (a lone surrogate at character {exc.start})") from None
+    return value
+
+
+def _doc_id(value: str) -> str:
+    _encodable(value)
+    if any(unicodedata.category(c) == "Cc" for c in value):
+        raise ValueError("ids must not contain control characters")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_encodable)]
+DocId = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_doc_id)]
 
 
 class _Strict(BaseModel):
@@ -14,7 +61,7 @@ class _Strict(BaseModel):
 class SignaturesRequest(_Strict):
     """``POST /v1/signatures``."""
 
-    texts: list[str]
+    texts: list[Text]
 
 
 class SignaturesResponse(BaseModel):
@@ -34,3 +81,126 @@ class ConfigResponse(BaseModel):
     seed: int
     ngram: int
     lsh_threshold: float
+
+
+class DocumentIn(_Strict):
+    """A document to register. Ids are compared as exact strings (no Unicode normalisation)."""
+
+    id: DocId
+    text: Text
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class DocumentsRequest(_Strict):
+    """``POST /v1/documents``."""
+
+    documents: list[DocumentIn]
+
+
+class Match(BaseModel):
+    """A confirmed near duplicate registered before the document."""
+
+    id: str
+    estimate: float
+
+
+class DocumentResult(BaseModel):
+    """The outcome for one registered document."""
+
+    id: str
+    cluster: str
+    status: str
+    matches: list[Match]
+
+
+class DocumentsResponse(BaseModel):
+    """Results in request order."""
+
+    results: list[DocumentResult]
+
+
+class QueryRequest(_Strict):
+    """``POST /v1/query``: read-only."""
+
+    texts: list[Text]
+    threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    limit: int | None = Field(default=None, ge=1)
+
+
+class QueryMatch(BaseModel):
+    """A registered near duplicate of a queried text."""
+
+    id: str
+    estimate: float
+    cluster: str
+
+
+class QueryResult(BaseModel):
+    """Matches of one queried text."""
+
+    matches: list[QueryMatch]
+
+
+class QueryResponse(BaseModel):
+    """Results in request order."""
+
+    results: list[QueryResult]
+
+
+class DocumentOut(BaseModel):
+    """``GET /v1/documents/{id}``."""
+
+    id: str
+    cluster: str
+    meta: dict[str, Any]
+
+
+class ClusterOut(BaseModel):
+    """One cluster: its root (smallest id), size and sorted members."""
+
+    root: str
+    size: int
+    members: list[str]
+
+
+class ClustersResponse(BaseModel):
+    """A page of clusters ordered by root, and the cursor of the next page."""
+
+    clusters: list[ClusterOut]
+    next: str | None
+
+
+class ProtectedSetOut(BaseModel):
+    """A protected set's metadata (its contents are never returned)."""
+
+    name: str
+    items: int
+    ngrams: int
+
+
+class ContaminationRequest(_Strict):
+    """``POST /v1/contamination``."""
+
+    texts: list[Text]
+    sets: list[str] | None = None
+
+
+class Hit(BaseModel):
+    """A protected item sharing an n-gram with the text, and the first shared n-gram."""
+
+    set: str
+    item: str
+    ngram: str
+
+
+class ContaminationResult(BaseModel):
+    """One text's verdict."""
+
+    contaminated: bool
+    hits: list[Hit]
+
+
+class ContaminationResponse(BaseModel):
+    """Results in request order."""
+
+    results: list[ContaminationResult]

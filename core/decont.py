@@ -17,6 +17,9 @@ __all__ = [
     "contaminated",
     "decontaminate",
     "first_shared_ngram",
+    "item_label",
+    "item_strings",
+    "jsonl_items",
     "protected_ngrams",
     "protected_texts",
 ]
@@ -25,17 +28,26 @@ __all__ = [
 NON_TEXT_KEYS = frozenset({"case_id", "id", "tags", "scorer_args"})
 
 
-def _strings(value: Any) -> Iterator[str]:
+def item_strings(value: Any) -> Iterator[str]:
     """Every string inside a JSON value, nested ones included, except under NON_TEXT_KEYS."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for key, item in value.items():
             if key not in NON_TEXT_KEYS:
-                yield from _strings(item)
+                yield from item_strings(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from item_strings(item)
+
+
+def item_label(item: dict[str, Any], line: int) -> str:
+    """How a protected item is named in reports: its ``id``, else ``case_id``, else its line."""
+    for key in ("id", "case_id"):
+        value = item.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return str(value)
+    return str(line)
 
 
 def jsonl_items(lines: Iterable[str], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -61,7 +73,7 @@ def protected_texts(path: str | PathLike[str]) -> Iterator[str]:
                 yield fh.read()
                 return
             for _, item in jsonl_items(fh, str(path)):
-                yield from _strings(item)
+                yield from item_strings(item)
     except UnicodeDecodeError as exc:
         raise CorpusError(str(path), None, f"not UTF-8 ({exc.reason})") from None
 

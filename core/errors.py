@@ -38,9 +38,12 @@ class SignatureError(NeardupError, ValueError):
 class DuplicateIdError(NeardupError, ValueError):
     """The same document id appears twice where ids must be unique."""
 
-    def __init__(self, doc_id: str) -> None:
-        super().__init__(f"document id {doc_id!r} appears more than once")
-        self.doc_id = doc_id
+    def __init__(self, *doc_ids: str) -> None:
+        shown = ", ".join(repr(i) for i in doc_ids[:20])
+        more = f" and {len(doc_ids) - 20} more" if len(doc_ids) > 20 else ""
+        noun = "id" if len(doc_ids) == 1 else "ids"
+        super().__init__(f"document {noun} {shown}{more} appear(s) more than once")
+        self.doc_ids = doc_ids
 
 
 class CorpusError(NeardupError, ValueError):

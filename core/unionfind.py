@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,7 +12,7 @@ __all__ = ["UnionFind", "min_label_components"]
 
 
 class _Ordered(Hashable, Protocol):
-    def __lt__(self, other: _K, /) -> bool: ...
+    def __lt__(self, other: Any, /) -> bool: ...
 
 
 _K = TypeVar("_K", bound=_Ordered)

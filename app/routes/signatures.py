@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import PoolDep, SettingsDep
+from app.deps import ServiceDep, SettingsDep
 from app.schemas import ConfigResponse, SignaturesRequest, SignaturesResponse
 from core.lsh import lsh_threshold
 
@@ -27,7 +27,8 @@ async def config(settings: SettingsDep) -> ConfigResponse:
 
 
 @router.post("/signatures")
-async def signatures(body: SignaturesRequest, pool: PoolDep) -> SignaturesResponse:
+async def signatures(body: SignaturesRequest, service: ServiceDep) -> SignaturesResponse:
     """``core.minhash.signatures`` of the texts, computed in the process pool."""
-    sigs = await pool.signatures(body.texts)
+    service.check_batch(len(body.texts))
+    sigs = await service.pool.signatures(body.texts)
     return SignaturesResponse(signatures=sigs.tolist())

@@ -1,0 +1,57 @@
+"""Prometheus metrics: request counts and latencies by route, and the index's gauges."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from fastapi import Request, Response
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    """One registry per app (tests run several apps in one process)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "neardup_requests_total", "HTTP requests", ["method", "route", "status"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.latency = Histogram(
+            "neardup_request_seconds", "HTTP request latency", ["method", "route"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=self.registry,
+        )  # fmt: skip
+        self.gauges = {
+            name: Gauge(f"neardup_{name}", help_text, registry=self.registry)
+            for name, help_text in [
+                ("documents", "registered documents"),
+                ("clusters", "clusters of two or more documents"),
+                ("duplicates", "documents that are not their cluster's root"),
+                ("protected_sets", "protected sets"),
+                ("index_bytes", "approximate memory of the in-memory index"),
+                ("pool_restarts", "signature pool replacements after a dead worker"),
+            ]
+        }
+
+    async def middleware(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        """Count and time every request by its route template (not its raw path)."""
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        name = getattr(route, "path", "unmatched")
+        self.requests.labels(request.method, name, str(response.status_code)).inc()
+        self.latency.labels(request.method, name).observe(time.perf_counter() - started)
+        return response
+
+    def render(self, stats: dict[str, float]) -> Response:
+        """The text exposition, with the gauges refreshed from ``stats``."""
+        for name, gauge in self.gauges.items():
+            gauge.set(stats.get(name, 0))
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,23 @@
+"""``/v1/stats`` and ``/metrics``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from app.deps import ServiceDep
+
+router = APIRouter(tags=["stats"])
+
+
+@router.get("/v1/stats")
+async def stats(service: ServiceDep) -> dict[str, Any]:
+    """Documents, clusters (two or more members), duplicates, protected sets, and more."""
+    return service.stats()
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(request: Request, service: ServiceDep) -> Response:
+    """Prometheus text format."""
+    return request.app.state.metrics.render(service.stats())  # type: ignore[no-any-return]
