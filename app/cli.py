@@ -21,6 +21,8 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument("--k", type=int)
     serve.add_argument("--seed", type=int)
     serve.add_argument("--ngram", type=int)
+    serve.add_argument("--max-batch", type=int, help="items per request (default 10000)")
+    serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 64 MiB)")
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -37,6 +37,7 @@ class SignaturePool:
             return await self._run(texts)
         except WorkerError:
             self._replace()
+            await self.warm_up()
             return await self._run(texts)
 
     async def _run(self, texts: Sequence[str]) -> NDArray[np.uint32]:

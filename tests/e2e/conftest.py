@@ -28,13 +28,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(tmp: Path, *args: str, timeout: float = 60.0) -> Server:
+def start_server(
+    tmp: Path, *args: str, timeout: float = 60.0, data_dir: Path | None = None
+) -> Server:
     """``python -m app.cli serve`` (the module path, so its __main__ guard is exercised)."""
     port = _free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
     log = tmp / f"server-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
-    cmd += ["--data-dir", str(tmp / "data"), *args]
+    cmd += ["--data-dir", str(data_dir or tmp / "data"), *args]
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"

@@ -1,0 +1,89 @@
+"""Protected sets and contamination checks through a real server."""
+
+import json
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import start_server, stop_server
+from tests.fixtures import PROTECTED_ITEMS
+
+SHELL_HIT = "and then TOM FOUND A SHINY, RED shell by the river and carried it home to show"
+JSONL = "\n".join(json.dumps(item) for item in PROTECTED_ITEMS) + "\n"
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    server = start_server(tmp_path_factory.mktemp("protected"), "--workers", "1")
+    yield server
+    stop_server(server)
+
+
+def put(srv, name, content, content_type):
+    return httpx.put(
+        f"{srv.url}/v1/protected-sets/{name}", content=content,
+        headers={"content-type": content_type},
+    )  # fmt: skip
+
+
+def check(srv, texts, sets=None):
+    body = {"texts": texts} if sets is None else {"texts": texts, "sets": sets}
+    return httpx.post(f"{srv.url}/v1/contamination", json=body)
+
+
+def test_upload_jsonl_and_check(srv):
+    response = put(srv, "evals.v1", JSONL, "application/x-ndjson")
+    assert response.status_code == 201
+    assert response.json()["name"] == "evals.v1" and response.json()["items"] == 2
+    results = check(srv, [SHELL_HIT, "nothing protected here at all"]).json()["results"]
+    assert results[0] == {
+        "contaminated": True,
+        "hits": [{
+            "set": "evals.v1", "item": "math-001 the quick brown fox jumps over the lazy dog "
+            "again and again today",
+            "ngram": "tom found a shiny red shell by the river and carried it home",
+        }],
+    }  # fmt: skip
+    assert results[1] == {"contaminated": False, "hits": []}
+    # id-like keys are labels, not protected text
+    assert not check(srv, [PROTECTED_ITEMS[1]["id"]]).json()["results"][0]["contaminated"]
+
+
+def test_plain_text_and_multipart_uploads(srv):
+    text = "In a hole in the ground there lived a hobbit, not a nasty dirty wet hole at all."
+    assert put(srv, "plain", text, "text/plain").status_code == 201
+    files = {"file": ("set.jsonl", json.dumps({"case_id": "c7", "prompt": text}) + "\n")}
+    response = httpx.put(f"{srv.url}/v1/protected-sets/multi", files=files)
+    assert response.status_code == 201, response.text
+    hits = check(srv, [text.upper()], ["plain", "multi"]).json()["results"][0]["hits"]
+    assert [(h["set"], h["item"]) for h in hits] == [("plain", "1"), ("multi", "c7")]
+
+
+def test_bad_uploads_are_rejected_and_store_nothing(srv):
+    bad = put(srv, "broken", '{"q": "fine"}\n[1, 2]\n', "application/jsonl")
+    assert bad.status_code == 422 and ":2:" in bad.json()["detail"]
+    assert httpx.get(f"{srv.url}/v1/protected-sets/broken").status_code == 404
+    assert put(srv, "empty", "", "application/jsonl").status_code == 422
+    assert put(srv, "bad name!", "text", "text/plain").status_code in (404, 422)
+    assert put(srv, "x" * 129, "text", "text/plain").status_code == 422
+    assert put(srv, "wrongtype", "text", "application/json").status_code == 415
+    assert put(srv, "latin1", "caf\xe9".encode("latin-1"), "text/plain").status_code == 400
+
+
+def test_list_get_delete_never_return_contents(srv):
+    put(srv, "to-delete", JSONL, "application/x-ndjson")
+    listed = httpx.get(f"{srv.url}/v1/protected-sets").json()
+    assert {"name": "to-delete", "items": 2, "ngrams": listed[-1]["ngrams"]} in listed
+    assert all(set(entry) == {"name", "items", "ngrams"} for entry in listed)
+    assert "shiny" not in httpx.get(f"{srv.url}/v1/protected-sets/to-delete").text
+    assert httpx.delete(f"{srv.url}/v1/protected-sets/to-delete").status_code == 204
+    assert httpx.get(f"{srv.url}/v1/protected-sets/to-delete").status_code == 404
+    assert check(srv, ["x"], ["to-delete"]).status_code == 404
+
+
+def test_replacing_a_set_is_atomic(srv):
+    put(srv, "swap", "alpha " * 20, "text/plain")
+    assert check(srv, ["alpha " * 13], ["swap"]).json()["results"][0]["contaminated"]
+    put(srv, "swap", "beta " * 20, "text/plain")
+    result = check(srv, ["alpha " * 13, "beta " * 13], ["swap"]).json()["results"]
+    assert [r["contaminated"] for r in result] == [False, True]
