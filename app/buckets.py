@@ -15,65 +15,80 @@ from core.hashing import MERSENNE31
 
 __all__ = ["BandBuckets"]
 
-# The append buffer is merged into the sorted arrays once it holds this share of them (or at
-# least _MIN_BUFFER entries): inserts cost amortised O(log n), lookups scan a short buffer.
-_BUFFER_SHARE = 8
+# The append buffer is merged into the sorted arrays once it holds 1/_BUFFER_SHARE of them (or
+# _MIN_BUFFER entries): a merge costs O(n), lookups search a short buffer.
+_BUFFER_SHARE = 64
 _MIN_BUFFER = 4096
 
 
 class _Band:
-    """One band's sorted digests and document numbers, plus the unsorted buffer."""
+    """One band's sorted digests and document numbers, plus an unsorted append buffer."""
 
-    __slots__ = ("buf_keys", "buf_nums", "keys", "nums")
+    __slots__ = ("buf_keys", "buf_nums", "buffered", "keys", "nums")
 
     def __init__(self) -> None:
         self.keys = np.empty(0, dtype=np.uint64)
         self.nums = np.empty(0, dtype=np.int32)
-        self.buf_keys: list[NDArray[np.uint64]] = []
-        self.buf_nums: list[NDArray[np.int32]] = []
+        self.buf_keys = np.empty(_MIN_BUFFER, dtype=np.uint64)
+        self.buf_nums = np.empty(_MIN_BUFFER, dtype=np.int32)
+        self.buffered = 0
 
-    def buffered(self) -> int:
-        return sum(len(k) for k in self.buf_keys)
+    def append(self, keys: NDArray[np.uint64], nums: NDArray[np.int32]) -> None:
+        end = self.buffered + len(keys)
+        if end > len(self.buf_keys):
+            size = max(end, 2 * len(self.buf_keys))
+            self.buf_keys = np.resize(self.buf_keys, size)
+            self.buf_nums = np.resize(self.buf_nums, size)
+        self.buf_keys[self.buffered : end] = keys
+        self.buf_nums[self.buffered : end] = nums
+        self.buffered = end
+        if self.buffered >= max(_MIN_BUFFER, len(self.keys) // _BUFFER_SHARE):
+            self.merge()
 
     def merge(self) -> None:
-        if not self.buf_keys:
+        """Insert the (sorted) buffer into the sorted arrays: O(n + b log b), no full re-sort."""
+        if not self.buffered:
             return
-        keys = np.concatenate([self.keys, *self.buf_keys])
-        nums = np.concatenate([self.nums, *self.buf_nums])
-        order = np.argsort(keys, kind="stable")
-        self.keys, self.nums = keys[order], nums[order]
-        self.buf_keys, self.buf_nums = [], []
+        order = np.argsort(self.buf_keys[: self.buffered], kind="stable")
+        keys = self.buf_keys[: self.buffered][order]
+        nums = self.buf_nums[: self.buffered][order]
+        at = np.searchsorted(self.keys, keys, side="right")
+        self.keys = np.insert(self.keys, at, keys)
+        self.nums = np.insert(self.nums, at, nums)
+        self.buffered = 0
 
     def lookup(self, keys: NDArray[np.uint64]) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
         """(query index, document number) of every entry whose digest equals a query key."""
         lo = np.searchsorted(self.keys, keys, side="left")
-        hi = np.searchsorted(self.keys, keys, side="right")
-        count = hi - lo
+        count = np.searchsorted(self.keys, keys, side="right") - lo
         query = np.repeat(np.arange(len(keys)), count)
         offset = np.arange(len(query)) - np.repeat(np.cumsum(count) - count, count)
         nums = self.nums[np.repeat(lo, count) + offset]
-        if not self.buf_keys:
+        if not self.buffered:
             return query, nums
-        buf_keys = np.concatenate(self.buf_keys)
-        buf_nums = np.concatenate(self.buf_nums)
+        buf_keys = self.buf_keys[: self.buffered]
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
-        pos = np.searchsorted(sorted_keys, buf_keys, side="left")
-        extra_q: list[NDArray[np.int64]] = []
-        extra_n: list[NDArray[np.int32]] = []
-        # Each buffered entry can match several equal query keys: walk the runs.
-        while True:
-            hit = pos < len(sorted_keys)
-            hit[hit] = sorted_keys[pos[hit]] == buf_keys[hit]
-            if not hit.any():
-                break
-            extra_q.append(order[pos[hit]])
-            extra_n.append(buf_nums[hit])
-            pos = np.where(hit, pos + 1, len(sorted_keys))
-        return np.concatenate([query, *extra_q]), np.concatenate([nums, *extra_n])
+        first = np.searchsorted(sorted_keys, buf_keys, side="left")
+        last = np.searchsorted(sorted_keys, buf_keys, side="right")
+        hits = np.flatnonzero(last > first)
+        # A buffered entry matches every equal query key: one pair per (entry, equal key).
+        span = last[hits] - first[hits]
+        entry = np.repeat(hits, span)
+        pos = (
+            np.repeat(first[hits], span)
+            + np.arange(len(entry))
+            - np.repeat(np.cumsum(span) - span, span)
+        )
+        return (
+            np.concatenate([query, order[pos]]),
+            np.concatenate([nums, self.buf_nums[entry]]),
+        )
 
     def nbytes(self) -> int:
-        return int(self.keys.nbytes + self.nums.nbytes) + 12 * self.buffered()
+        return int(
+            self.keys.nbytes + self.nums.nbytes + self.buf_keys.nbytes + self.buf_nums.nbytes
+        )
 
 
 class BandBuckets:
@@ -104,10 +119,7 @@ class BandBuckets:
             return
         digests = self.digests(sigs)
         for band, entry in enumerate(self._bands):
-            entry.buf_keys.append(digests[:, band].copy())
-            entry.buf_nums.append(nums32)
-            if entry.buffered() >= max(_MIN_BUFFER, len(entry.keys) // _BUFFER_SHARE):
-                entry.merge()
+            entry.append(digests[:, band], nums32)
 
     def merge(self) -> None:
         """Merge every append buffer (after a bulk load)."""

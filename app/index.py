@@ -57,6 +57,7 @@ class ServiceIndex:
         self.count = 0  # the next document number
         self.ids: list[str] = []
         self.num_of: dict[str, int] = {}
+        self._id_chars = 0  # total length of the ids, for nbytes()
         self.buckets = BandBuckets(bands, self.rows)
         self.clusters = ClusterState(self.ids)
 
@@ -123,6 +124,7 @@ class ServiceIndex:
         self._alive[self.count : self.count + n] = True
         self.ids.extend(plan.ids)
         self.num_of.update(zip(plan.ids, plan.nums, strict=True))
+        self._id_chars += sum(map(len, plan.ids))
         self.count += n
         self.clusters.grow(self.count)
         self.buckets.add(plan.sigs, nums)
@@ -163,6 +165,7 @@ class ServiceIndex:
         for num, doc_id in zip(nums.tolist(), ids, strict=True):
             self.ids[num] = doc_id
             self.num_of[doc_id] = num
+        self._id_chars = sum(map(len, ids))
         self.count = count
         self.buckets.add(sigs, nums)
         self.buckets.merge()
@@ -172,5 +175,5 @@ class ServiceIndex:
         """Approximate memory of the index: arrays exactly, the id map by CPython's sizes."""
         arrays = self._sigs[: self.count].nbytes + self._alive[: self.count].nbytes
         # A str of n ASCII chars is 49 + n bytes; a list slot 8; a dict entry about 100.
-        id_bytes = sum(len(i) for i in self.ids) + 157 * len(self.ids)
+        id_bytes = self._id_chars + 157 * len(self.ids)
         return int(arrays + self.buckets.nbytes() + self.clusters.nbytes() + id_bytes)
