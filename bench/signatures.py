@@ -7,7 +7,10 @@ of 1 to 4 words is one shingle), and that tokenisation counts in their time.
 
 Run from the repository root::
 
-    python -m bench.signatures [--docs N] [--repeats R] [--quick] [--markdown]
+    python -m bench.signatures [--docs N] [--worker-docs N] [--repeats R] [--batch-size B]
+                               [--round-robin] [--seed S] [--quick] [--markdown]
+
+Defaults (5000 docs, 8000 for workers, 5 repeats) take about a minute on 2 cores.
 
 The peers are imported lazily, inside the functions that call them, so that the spawn workers
 of the ``workers=2`` section (which re-import this module as ``__mp_main__``) start no slower
@@ -21,7 +24,6 @@ import datetime
 import gc
 import hashlib
 import importlib.metadata
-import inspect
 import os
 import platform
 import re
@@ -37,12 +39,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+import core.fnv
+import core.permute
 import core.signatures as cs
+import core.tokens
 from bench.corpus import documents
 
 NUM_PERM = 128
 SEED = 0
 K = 5
+#: The case name of neardup called batch by batch.
+BATCHED = "neardup/batched"
 _WORD = re.compile(r"\w+")
 
 
@@ -54,8 +61,10 @@ class Config:
         docs: documents in the single-process comparison.
         worker_docs: documents in the workers=2 vs workers=1 comparison.
         repeats: timed repeats of every case; medians are reported.
-        batch_size: neardup's batch size in documents; 0 means the whole list in one call.
+        batch_size: documents per call in the extra, batched neardup row; 0 leaves it out.
         seed: the corpus seed.
+        round_robin: interleave the cases in every repeat, instead of timing all repeats of a
+            case back to back.
     """
 
     docs: int
@@ -63,6 +72,7 @@ class Config:
     repeats: int
     batch_size: int
     seed: int
+    round_robin: bool
 
 
 @dataclass
@@ -73,6 +83,11 @@ class Report:
     command: str
     corpus_mb: float
     shingles: int
+    #: CPU time over wall time of the single-process sections: ~1.0 on an idle core, lower when
+    #: other processes competed for it (the timings are then inflated).
+    cpu_share: float = 0.0
+    load_at_start: str = ""
+    kernel: str = ""
     medians: dict[str, float] = field(default_factory=dict)
     split: dict[str, float] | None = None
     split_note: str = ""
@@ -166,20 +181,35 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def median_times(cases: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median seconds of each case, the cases interleaved round-robin so drift hits all alike.
+def median_times(
+    cases: dict[str, Callable[[], object]], repeats: int, round_robin: bool = False
+) -> dict[str, float]:
+    """Median seconds of each case.
+
+    Back to back (the default), each case runs in the steady state it would have in a real
+    pipeline. Round-robin spreads slow drift of the machine over all cases alike, but each case
+    then runs right after another library's allocations: measured here, neardup is ~15 %
+    slower right after datasketch's millions of small objects than after itself.
 
     Args:
         cases: a name and a zero-argument call per case.
         repeats: timed calls per case.
+        round_robin: interleave the cases in every repeat.
 
     Returns:
         The median seconds per case name.
     """
     samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeats):
+    if round_robin:
+        for fn in cases.values():  # untimed: imports, caches, first-touch of memory
+            fn()
+        for _ in range(repeats):
+            for name, fn in cases.items():
+                samples[name].append(timed(fn))
+    else:
         for name, fn in cases.items():
-            samples[name].append(timed(fn))
+            fn()  # untimed: imports, caches, first-touch of memory
+            samples[name] = [timed(fn) for _ in range(repeats)]
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
@@ -192,14 +222,14 @@ def _split_once(texts: Sequence[str]) -> tuple[dict[str, float], NDArray[np.uint
 
     gc.collect()
     t0 = time.perf_counter()
-    tokens = cs.Tokens(texts)
-    start, end, per_doc = cs.shingle_spans(tokens, K)
+    tokens = core.tokens.Tokens(texts)
+    start, end, per_doc = core.tokens.shingle_spans(tokens, K)
     t1 = time.perf_counter()
-    h = cs.fnv1a64_spans(tokens.buf, start, end)
+    h = core.fnv.fnv1a64_spans(tokens.buf, start, end)
     x = h % np.uint64(MERSENNE31)
     t2 = time.perf_counter()
     a, b = perm_params(NUM_PERM, SEED)
-    sig = cs._minima(x, per_doc, a, b)  # private, timed on purpose
+    sig = core.permute.minima(x, per_doc, a, b)
     t3 = time.perf_counter()
     stages = {"tokenise + shingle spans": t1 - t0, "FNV-1a 64 + mod P": t2 - t1}
     stages["permutations + minima"] = t3 - t2
@@ -231,27 +261,32 @@ def neardup_split(texts: Sequence[str], repeats: int) -> tuple[dict[str, float] 
 # --- workers ----------------------------------------------------------------------------------
 
 
-def worker_times(texts: list[str], repeats: int) -> tuple[dict[str, float], bool, float | None]:
+def worker_times(
+    texts: list[str], repeats: int, round_robin: bool = False
+) -> tuple[dict[str, float], bool, float | None]:
     """Median seconds of ``signatures`` with workers=1, workers=2 (own pool) and a warm pool.
 
     Args:
         texts: the documents.
         repeats: timed calls per case.
+        round_robin: interleave the cases in every repeat.
 
     Returns:
         The medians per case, whether workers=2 gave the same signatures as workers=1, and the
         largest peak RSS in MiB of the warm pool's workers (None where it cannot be read).
     """
+    half = (len(texts) + 1) // 2  # each worker's share, to tell batch size from parallelism
     with cs.spawn_pool(2) as pool:
         # Warm-up: start both workers and import the kernel in each before any timing.
         for _ in range(2):
             cs.signatures(texts[:64], pool=pool)
         cases: dict[str, Callable[[], object]] = {
             "workers=1": lambda: cs.signatures(texts, workers=1),
+            "workers=1, as 2 batch_signatures calls of half": lambda: run_neardup(texts, half),
             "workers=2, pool spawned by the call": lambda: cs.signatures(texts, workers=2),
             "workers=2, pre-created warm pool": lambda: cs.signatures(texts, pool=pool),
         }
-        medians = median_times(cases, repeats)
+        medians = median_times(cases, repeats, round_robin)
         identical = np.array_equal(cs.signatures(texts, pool=pool), cs.signatures(texts, workers=1))
         worker_peak = pool_peak_rss_mib(pool)
     return medians, bool(identical), worker_peak
@@ -306,24 +341,35 @@ def version(dist: str) -> str:
 
 
 def kernel_digest() -> str:
-    """The first 12 hex digits of SHA-256 of core/signatures.py: which kernel was measured."""
-    source = inspect.getsource(cs).encode("utf-8")
-    return hashlib.sha256(source).hexdigest()[:12]
+    """The first 12 hex digits of SHA-256 of the kernel's modules: which kernel was measured."""
+    digest = hashlib.sha256()
+    try:
+        for module in (core.tokens, core.fnv, core.permute, cs):
+            with open(str(module.__file__), "rb") as f:
+                digest.update(f.read())
+    except (OSError, TypeError):
+        return "unknown"
+    return digest.hexdigest()[:12]
 
 
-def machine_facts() -> dict[str, str]:
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def machine_facts(report: Report) -> dict[str, str]:
     """Date, machine, load and versions, for the record."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "date (end of run)": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": f"{usable} CPUs (nproc) - {cpu_model()}",
-        "load average (1, 5, 15 min) at the end": load,
+        "load average (1, 5, 15 min)": f"{report.load_at_start} at start, {load_average()} at end",
+        "CPU time / wall time, single-process sections": f"{report.cpu_share:.2f}",
         "python": platform.python_version(),
         "numpy": np.__version__,
         "datasketch": version("datasketch"),
         "rensa": version("rensa"),
-        "core/signatures.py sha256": kernel_digest(),
+        "kernel modules sha256 (at start)": report.kernel,
     }
 
 
@@ -337,11 +383,14 @@ def comparison(neardup: float, peer: float, name: str) -> str:
     return f"neardup is {neardup / peer:.2f}x slower than {name}"
 
 
-def neardup_label(config: Config) -> str:
-    """How neardup was called, for the tables."""
-    if config.batch_size > 0:
-        return f"neardup, 1 process, batch_signatures in batches of {config.batch_size} docs"
-    return "neardup, 1 process, batch_signatures over the whole list"
+def labels(config: Config) -> dict[str, str]:
+    """What each case name stands for, for the tables."""
+    return {
+        "neardup": "neardup, 1 process, batch_signatures over the whole list",
+        BATCHED: f"neardup, 1 process, batch_signatures in batches of {config.batch_size} docs",
+        "rensa": "rensa RMinHash, Python shingles (counted)",
+        "datasketch": "datasketch MinHash.bulk, SHA-1, Python shingles (counted)",
+    }
 
 
 def rss_summary(report: Report) -> str:
@@ -357,10 +406,12 @@ def print_text(report: Report) -> None:
     c = report.config
     print(f"corpus: {c.docs} docs, {report.corpus_mb:.1f} MB, {report.shingles} 5-word shingles")
     print(f"signatures: {NUM_PERM} permutations; medians of {c.repeats} repeats (seconds)")
+    order = "round-robin" if c.round_robin else "each case's repeats back to back"
+    print(f"  (order: {order})")
     nd = report.medians["neardup"]
+    names = labels(c)
     for name, seconds in report.medians.items():
-        print(f"  {name:<12} {seconds:8.3f} s  {c.docs / seconds:9.0f} docs/s")
-    print(f"  ({neardup_label(c)})")
+        print(f"  {seconds:7.3f} s  {c.docs / seconds:7.0f} docs/s  {names[name]}")
     print("  " + ", ".join(comparison(nd, report.medians[p], p) for p in ("rensa", "datasketch")))
     if report.split is None:
         print(f"neardup split: {report.split_note}")
@@ -374,9 +425,14 @@ def print_text(report: Report) -> None:
     print(f"workers ({c.worker_docs} docs, medians of {c.repeats}):")
     w1 = report.workers["workers=1"]
     for name, seconds in report.workers.items():
-        print(f"  {name:<38} {seconds:7.3f} s  speed-up vs workers=1: {w1 / seconds:.2f}x")
+        print(f"  {name:<46} {seconds:7.3f} s  speed-up vs workers=1: {w1 / seconds:.2f}x")
     print(f"  workers=2 signatures identical to workers=1: {report.workers_identical}")
     print(f"peak RSS: {rss_summary(report)}")
+    print(f"load average: {report.load_at_start} at start, {load_average()} at end; ", end="")
+    share = report.cpu_share
+    print(
+        f"CPU/wall of the single-process sections {share:.2f} (~1.00 idle core; lower: contended)"
+    )
 
 
 def markdown(report: Report, facts: dict[str, str]) -> str:
@@ -389,19 +445,16 @@ def markdown(report: Report, facts: dict[str, str]) -> str:
     lines += [f"| command | `{report.command}` |", ""]
     lines += [
         f"Signatures of {c.docs} docs ({report.corpus_mb:.1f} MB, {report.shingles} shingles), "
-        f"{NUM_PERM} permutations, 5-word shingles, median of {c.repeats}:",
+        f"{NUM_PERM} permutations, 5-word shingles, median of {c.repeats} "
+        f"({'round-robin' if c.round_robin else 'repeats of each case back to back'}):",
         "",
-        "| contender | median s | docs/s | neardup speed-up |",
+        "| contender | median s | docs/s | time / neardup time |",
         "|---|---:|---:|---:|",
     ]
-    labels = {
-        "neardup": neardup_label(c),
-        "rensa": "rensa RMinHash, Python shingles (counted)",
-        "datasketch": "datasketch MinHash.bulk, SHA-1, Python shingles (counted)",
-    }
+    names = labels(c)
     for name, seconds in report.medians.items():
         lines.append(
-            f"| {labels[name]} | {seconds:.3f} | {c.docs / seconds:.0f} | {seconds / nd:.2f}x |"
+            f"| {names[name]} | {seconds:.3f} | {c.docs / seconds:.0f} | {seconds / nd:.2f}x |"
         )
     if report.split is not None:
         total = sum(report.split.values())
@@ -426,11 +479,16 @@ def markdown(report: Report, facts: dict[str, str]) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> tuple[Config, bool]:
     """The configuration and the ``--markdown`` flag from the command line."""
-    parser = argparse.ArgumentParser(prog="python -m bench.signatures", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.signatures", description=(__doc__ or "").split("\n\n")[0]
+    )
     parser.add_argument("--docs", type=int, default=None, help="docs, single process (5000)")
     parser.add_argument("--worker-docs", type=int, default=None, help="docs, workers (8000)")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (5)")
-    parser.add_argument("--batch-size", type=int, default=0, help="neardup batch; 0 = all")
+    parser.add_argument(
+        "--batch-size", type=int, default=1000, help="extra batched neardup row; 0 = none (1000)"
+    )
+    parser.add_argument("--round-robin", action="store_true", help="interleave the cases")
     parser.add_argument("--seed", type=int, default=0, help="corpus seed (0)")
     parser.add_argument("--quick", action="store_true", help="1000 / 2000 docs, 2 repeats")
     parser.add_argument("--markdown", action="store_true", help="also print markdown tables")
@@ -442,6 +500,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Config, bool]:
         repeats=args.repeats if args.repeats is not None else repeats,
         batch_size=args.batch_size,
         seed=args.seed,
+        round_robin=args.round_robin,
     )
     if config.docs < 1 or config.worker_docs < 2 or config.repeats < 1:
         parser.error("need --docs >= 1, --worker-docs >= 2 and --repeats >= 1")
@@ -454,17 +513,19 @@ def run(config: Config, command: str) -> Report:
     texts = corpus[: config.docs]
     shingles = int(sum(len(word_shingles(t)) for t in texts))
     report = Report(config, command, sum(map(len, texts)) / 1e6, shingles)
-    cases: dict[str, Callable[[], object]] = {
-        "neardup": lambda: run_neardup(texts, config.batch_size),
-        "rensa": lambda: run_rensa(texts),
-        "datasketch": lambda: run_datasketch(texts),
-    }
-    for fn in cases.values():  # one untimed call each: imports, caches, allocator warm-up
-        fn()
-    report.medians = median_times(cases, config.repeats)
+    report.load_at_start = load_average()
+    report.kernel = kernel_digest()
+    cases: dict[str, Callable[[], object]] = {"neardup": lambda: run_neardup(texts)}
+    if config.batch_size > 0:
+        cases[BATCHED] = lambda: run_neardup(texts, config.batch_size)
+    cases["rensa"] = lambda: run_rensa(texts)
+    cases["datasketch"] = lambda: run_datasketch(texts)
+    wall, cpu = time.perf_counter(), time.process_time()
+    report.medians = median_times(cases, config.repeats, config.round_robin)
     report.split, report.split_note = neardup_split(texts, config.repeats)
+    report.cpu_share = (time.process_time() - cpu) / (time.perf_counter() - wall)
     report.workers, report.workers_identical, report.worker_peak_rss_mib = worker_times(
-        corpus[: config.worker_docs], config.repeats
+        corpus[: config.worker_docs], config.repeats, config.round_robin
     )
     report.peak_rss_mib = peak_rss_mib()
     return report
@@ -479,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_text(report)
     if as_markdown:
         print()
-        print(markdown(report, machine_facts()))
+        print(markdown(report, machine_facts(report)))
     return 0
 
 

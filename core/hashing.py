@@ -31,7 +31,7 @@ _PCG_MULT = 6364136223846793005
 def fnv1a64(data: bytes) -> int:
     """FNV-1a 64 of ``data``: ``h ^= byte; h *= FNV_PRIME (mod 2**64)`` for each byte.
 
-    This scalar version is the reference; the batch kernel in ``core.signatures`` computes the
+    This scalar version is the reference; the batch kernel in ``core.fnv`` computes the
     same values for many shingles at once.
 
     >>> hex(fnv1a64(b"foobar"))

@@ -11,8 +11,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.errors import SignatureError
+from core.fnv import fnv1a64_spans
 from core.hashing import MERSENNE31, perm_params
-from core.signatures import fnv1a64_spans
 
 __all__ = ["estimate", "minhash", "shingle_hashes"]
 

@@ -1,6 +1,6 @@
 """Words, shingles, word n-grams and Jaccard similarity (CORE.md section 1).
 
-These are the scalar reference definitions; ``core.signatures`` tokenises whole batches at once
+These are the scalar reference definitions; ``core.tokens`` tokenises whole batches at once
 and must agree with them exactly.
 """
 

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from core.minhash import jaccard, shingles, words
-from core.signatures import _word_table
+from core.tokens import word_table
 
 
 def test_words_ignore_case_and_punctuation():
@@ -36,7 +36,7 @@ def test_wordless_texts_have_no_shingles():
 
 def test_word_table_is_pythons_unicode_w():
     # The batch kernel classifies code points with a table; it must be exactly re's \w.
-    table = _word_table()
+    table = word_table()
     pattern = re.compile(r"\w")
     expected = np.zeros(sys.maxunicode + 1, dtype=bool)
     for cp in range(sys.maxunicode + 1):
