@@ -3,11 +3,14 @@
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from core.decont import first_shared_ngram
+from core.decont import NgramIndex, first_shared_ngram, protected_ngrams_of
 from core.errors import CorpusError
 from core.minhash import Doc, contaminated, decontaminate, protected_ngrams
 from tests.fixtures import write_protected
+from tests.strategies import texts
 
 SHELL = "Tom found a shiny red shell by the river and carried it home to show his sister."
 
@@ -120,3 +123,24 @@ def test_decontaminate_reads_lazily_and_fails_fast_if_it_does_not(grams):
         raise AssertionError("decontaminate read far past what was consumed")
 
     assert next(decontaminate(guarded(), grams)).id == "0"
+
+
+@given(
+    st.lists(texts(max_words=30), min_size=1, max_size=6), st.lists(texts(max_words=30), max_size=6)
+)
+def test_ngram_index_verdicts_equal_contaminated(batch, protected_texts):
+    n = 4  # short n-grams so random texts share some
+    grams = {g for t in protected_texts for g in protected_ngrams_of(t, n)}
+    index = NgramIndex(grams, n)
+    expected = [contaminated(t, grams, n) for t in batch]
+    assert index.contaminated_many(batch).tolist() == expected
+
+
+def test_ngram_index_on_the_spec_example(grams):
+    index = NgramIndex(grams)
+    docs = [
+        "clean " * 30,
+        "x " + SHELL.upper(),
+        "tom found a shiny red shell by the river and carried it",
+    ]
+    assert index.contaminated_many(docs).tolist() == [False, True, False]
