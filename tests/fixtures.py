@@ -130,6 +130,8 @@ def _punctuate(rng: random.Random, words: list[str]) -> str:
     return " ".join(out)
 
 
+SHELL_SENTENCE = "Tom found a shiny red shell by the river and carried it home to show his sister."
+
 PROTECTED_ITEMS = [
     {
         "case_id": "math-001 the quick brown fox jumps over the lazy dog again and again today",

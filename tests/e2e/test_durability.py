@@ -5,7 +5,6 @@ import random
 import signal
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -14,6 +13,7 @@ from core.minhash import clusters as core_clusters
 from tests.e2e.conftest import start_server, stop_server
 from tests.e2e.test_documents import api_clusters, register
 from tests.fixtures import planted_corpus
+from tests.procs import pool_workers
 
 
 def _batches(docs, size):
@@ -116,26 +116,10 @@ def test_sigterm_finishes_the_request_in_flight(tmp_path):
         stop_server(server)
 
 
-def _pool_workers(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid and b"spawn_main" in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
 def test_a_killed_pool_worker_is_replaced_and_nothing_hangs(tmp_path):
     server = start_server(tmp_path, "--workers", "2")
     try:
-        workers = _pool_workers(server.process.pid)
+        workers = pool_workers(server.process.pid)
         assert len(workers) == 2
         texts = [" ".join(f"k{i}y{j}" for j in range(200)) for i in range(4000)]
         result = {}
@@ -159,6 +143,6 @@ def test_a_killed_pool_worker_is_replaced_and_nothing_hangs(tmp_path):
         stats = httpx.get(f"{server.url}/v1/stats").json()
         assert stats["pool_restarts"] >= 1
         assert stats["documents"] in (0, len(texts))
-        assert len(_pool_workers(server.process.pid)) == 2
+        assert len(pool_workers(server.process.pid)) == 2
     finally:
         stop_server(server)

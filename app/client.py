@@ -1,0 +1,206 @@
+"""A small typed client for the neardup HTTP API, over httpx.
+
+Long inputs are sent in batches. Idempotent calls (every call but protected-set uploads is safe
+to repeat: registration is idempotent by id) are retried on 429/503 and connection errors with
+exponential backoff, honouring Retry-After. Any other failure raises ``ClientError`` with the
+status and the server's ``detail``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import httpx
+
+__all__ = ["Client", "ClientError"]
+
+_RETRY_STATUS = {429, 502, 503, 504}
+
+
+class ClientError(Exception):
+    """A request the service refused or could not answer.
+
+    Attributes:
+        status: the HTTP status, or None when the service could not be reached.
+        detail: the service's explanation (its ``detail``), or the transport error.
+    """
+
+    def __init__(self, status: int | None, detail: Any, method: str, path: str) -> None:
+        where = f"{method} {path}"
+        super().__init__(f"{where}: {status or 'no response'}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class Client:
+    """The neardup API.
+
+    Args:
+        url: the service's base URL, e.g. ``http://127.0.0.1:8000``.
+        api_key: sent as ``Authorization: Bearer KEY`` when given.
+        batch_size: items per request for the batched calls.
+        retries: attempts after the first for idempotent calls.
+        timeout: seconds per request.
+        backoff: seconds before the first retry, doubling after each.
+        transport: an httpx transport (tests).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        batch_size: int = 1000,
+        retries: int = 5,
+        timeout: float = 120.0,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
+        self.batch_size = batch_size
+        self.retries = retries
+        self.backoff = backoff
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def _request(self, method: str, path: str, *, retry: bool = True, **kwargs: Any) -> Any:
+        attempts = self.retries + 1 if retry else 1
+        for attempt in range(attempts):
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                if attempt + 1 == attempts:
+                    raise ClientError(None, str(exc), method, path) from exc
+                time.sleep(self.backoff * 2**attempt)
+                continue
+            if response.status_code in _RETRY_STATUS and attempt + 1 < attempts:
+                time.sleep(_retry_after(response, self.backoff * 2**attempt))
+                continue
+            if response.status_code >= 400:
+                raise ClientError(response.status_code, _detail(response), method, path)
+            return response.json() if response.content else None
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _batched(self, items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+        for lo in range(0, len(items), self.batch_size):
+            yield items[lo : lo + self.batch_size]
+
+    def signatures(self, texts: Sequence[str]) -> list[list[int]]:
+        """``core.minhash.signatures`` of the texts, computed by the service."""
+        out: list[list[int]] = []
+        for chunk in self._batched(texts):
+            out += self._request("POST", "/v1/signatures", json={"texts": list(chunk)})[
+                "signatures"
+            ]
+        return out
+
+    def register(self, documents: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Register documents (``{"id", "text", "meta"?}``), batch by batch; results in order."""
+        out: list[dict[str, Any]] = []
+        for chunk in self._batched(list(documents)):
+            out += self._request("POST", "/v1/documents", json={"documents": list(chunk)})[
+                "results"
+            ]
+        return out
+
+    def query(
+        self, texts: Sequence[str], *, threshold: float | None = None, limit: int | None = None
+    ) -> list[list[dict[str, Any]]]:
+        """Registered near duplicates of each text, without registering anything."""
+        out: list[list[dict[str, Any]]] = []
+        for chunk in self._batched(texts):
+            body: dict[str, Any] = {"texts": list(chunk)}
+            if threshold is not None:
+                body["threshold"] = threshold
+            if limit is not None:
+                body["limit"] = limit
+            out += [r["matches"] for r in self._request("POST", "/v1/query", json=body)["results"]]
+        return out
+
+    def document(self, doc_id: str) -> dict[str, Any]:
+        """A registered document's id, cluster and meta."""
+        return dict(self._request("GET", f"/v1/documents/{_quote(doc_id)}"))
+
+    def delete(self, doc_id: str) -> None:
+        """Delete a document (its cluster is recomputed)."""
+        self._request("DELETE", f"/v1/documents/{_quote(doc_id)}")
+
+    def clusters(self, *, min_size: int = 2, page: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every cluster of at least ``min_size`` members, by root, following the pages."""
+        after: str | None = None
+        while True:
+            params: dict[str, Any] = {"min_size": min_size, "limit": page}
+            if after is not None:
+                params["after"] = after
+            body = self._request("GET", "/v1/clusters", params=params)
+            yield from body["clusters"]
+            after = body["next"]
+            if after is None:
+                return
+
+    def put_protected_set(self, name: str, content: bytes, *, jsonl: bool) -> dict[str, Any]:
+        """Upload (or replace) a protected set from a file's bytes."""
+        kind = "application/x-ndjson" if jsonl else "text/plain"
+        return dict(
+            self._request(
+                "PUT",
+                f"/v1/protected-sets/{name}",
+                content=content,
+                headers={"content-type": kind},
+            )
+        )
+
+    def protected_sets(self) -> list[dict[str, Any]]:
+        """Every protected set's name and counts."""
+        return list(self._request("GET", "/v1/protected-sets"))
+
+    def delete_protected_set(self, name: str) -> None:
+        """Delete a protected set."""
+        self._request("DELETE", f"/v1/protected-sets/{name}")
+
+    def contamination(
+        self, texts: Sequence[str], *, sets: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Per text: whether it is contaminated, and the protected items it shares n-grams with."""
+        out: list[dict[str, Any]] = []
+        for chunk in self._batched(texts):
+            body: dict[str, Any] = {"texts": list(chunk)}
+            if sets is not None:
+                body["sets"] = list(sets)
+            out += self._request("POST", "/v1/contamination", json=body)["results"]
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """The service's counts."""
+        return dict(self._request("GET", "/v1/stats"))
+
+
+def _retry_after(response: httpx.Response, default: float) -> float:
+    value = response.headers.get("retry-after", "")
+    return float(value) if value.replace(".", "", 1).isdigit() else default
+
+
+def _detail(response: httpx.Response) -> Any:
+    try:
+        return response.json().get("detail", response.text)
+    except ValueError:
+        return response.text
+
+
+def _quote(doc_id: str) -> str:
+    from urllib.parse import quote
+
+    return quote(doc_id, safe="")

@@ -1,0 +1,112 @@
+"""The corpus commands that are not dedup: the contamination report, push and query."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from app.batch import BATCH, batches, read_corpus
+from app.client import Client
+from app.progress import Progress
+from app.protected import ProtectedSet, parse_protected_set
+from core.decont import NgramIndex
+from core.text import words
+
+__all__ = ["contamination_report", "push", "query"]
+
+
+def _protected_set(path: Path, n: int) -> ProtectedSet:
+    text = path.read_text(encoding="utf-8")
+    return parse_protected_set(str(path), text, jsonl=path.name.lower().endswith(".jsonl"), n=n)
+
+
+def contamination_report(
+    inputs: Sequence[Path], protected: Sequence[Path], *, n: int = 13, quiet: bool = False
+) -> dict[str, Any]:
+    """Per protected item with any hit: the documents sharing an n-gram with it and the first
+    shared n-gram; and per document, whether it is contaminated."""
+    sets = [_protected_set(p, n) for p in protected]
+    index = NgramIndex({g for s in sets for g in s.grams}, n)
+    items: dict[tuple[str, str], dict[str, Any]] = {}
+    documents: dict[str, bool] = {}
+    with Progress("contamination", quiet=quiet) as progress:
+        for batch in batches(read_corpus(inputs), BATCH):
+            dirty = index.contaminated_many([d.text for d in batch])
+            for doc, hit in zip(batch, dirty.tolist(), strict=True):
+                documents[doc.id] = hit
+                if hit:
+                    _record(items, sets, doc.id, words(doc.text), n)
+            progress.update(len(batch))
+    return {
+        "ngram": n,
+        "protected": [{"file": s.name, "items": s.items, "ngrams": s.ngrams} for s in sets],
+        "items": list(items.values()),
+        "documents": documents,
+        "contaminated": sum(documents.values()),
+    }
+
+
+def _record(
+    items: dict[tuple[str, str], dict[str, Any]],
+    sets: list[ProtectedSet],
+    doc_id: str,
+    text_words: list[str],
+    n: int,
+) -> None:
+    for s in sets:
+        for item, gram in s.hits(text_words, n):
+            entry = items.setdefault(
+                (s.name, item), {"file": s.name, "item": item, "documents": [], "first_ngram": gram}
+            )
+            entry["documents"].append(doc_id)
+
+
+def push(
+    inputs: Sequence[Path],
+    *,
+    url: str,
+    api_key: str | None,
+    batch_size: int,
+    retries: int = 5,
+    quiet: bool = False,
+) -> int:
+    """Register every document of the inputs in a running service."""
+    created = unchanged = 0
+    with (
+        Client(url, api_key=api_key, batch_size=batch_size, retries=retries) as client,
+        Progress("push", quiet=quiet) as progress,
+    ):
+        for batch in batches(read_corpus(inputs), batch_size):
+            docs = [{"id": d.id, "text": d.text, "meta": d.meta} for d in batch]
+            for result in client.register(docs):
+                created += result["status"] == "created"
+                unchanged += result["status"] == "unchanged"
+            progress.update(len(batch))
+    if not quiet:
+        print(f"neardup push: created {created}, unchanged {unchanged}", file=sys.stderr)
+    return 0
+
+
+def query(
+    inputs: Sequence[Path],
+    *,
+    url: str,
+    api_key: str | None,
+    batch_size: int,
+    retries: int = 5,
+    quiet: bool = False,
+) -> int:
+    """Print, as JSON Lines, each document's registered near duplicates (registering nothing)."""
+    with (
+        Client(url, api_key=api_key, batch_size=batch_size, retries=retries) as client,
+        Progress("query", quiet=quiet) as progress,
+    ):
+        for batch in batches(read_corpus(inputs), batch_size):
+            found = client.query([d.text for d in batch])
+            for doc, matches in zip(batch, found, strict=True):
+                sys.stdout.write(json.dumps({"id": doc.id, "matches": matches}) + "\n")
+            progress.update(len(batch))
+    return 0

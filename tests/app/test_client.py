@@ -1,0 +1,76 @@
+"""The client's retries and errors, against a scripted transport."""
+
+import httpx
+import pytest
+
+from app.client import Client, ClientError
+
+
+def scripted(*responses):
+    calls = []
+
+    def handler(request):
+        calls.append(request)
+        step = responses[min(len(calls) - 1, len(responses) - 1)]
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+    return httpx.MockTransport(handler), calls
+
+
+def test_retries_503_and_429_then_succeeds():
+    ok = httpx.Response(200, json={"signatures": [[1, 2]]})
+    busy = httpx.Response(503, headers={"Retry-After": "0"}, json={"detail": "busy"})
+    slow = httpx.Response(429, headers={"Retry-After": "0"}, json={"detail": "slow down"})
+    transport, calls = scripted(busy, slow, ok)
+    with Client("http://svc", transport=transport, backoff=0) as client:
+        assert client.signatures(["a"]) == [[1, 2]]
+    assert len(calls) == 3
+
+
+def test_client_errors_are_not_retried_and_carry_the_detail():
+    transport, calls = scripted(httpx.Response(422, json={"detail": "bad id"}))
+    with (
+        Client("http://svc", transport=transport, backoff=0) as client,
+        pytest.raises(ClientError, match="bad id") as info,
+    ):
+        client.register([{"id": "", "text": "x"}])
+    assert info.value.status == 422 and info.value.detail == "bad id"
+    assert len(calls) == 1
+
+
+def test_connection_errors_retry_then_raise():
+    transport, calls = scripted(httpx.ConnectError("refused"))
+    with (
+        Client("http://svc", transport=transport, retries=2, backoff=0) as client,
+        pytest.raises(ClientError, match="no response"),
+    ):
+        client.stats()
+    assert len(calls) == 3
+
+
+def test_long_inputs_are_batched_in_order():
+    seen = []
+
+    def handler(request):
+        texts = httpx.Request("POST", "/", content=request.content).read()
+        import json
+
+        body = json.loads(texts)
+        seen.append(len(body["texts"]))
+        return httpx.Response(
+            200, json={"results": [{"matches": [{"id": t}]} for t in body["texts"]]}
+        )
+
+    with Client("http://svc", transport=httpx.MockTransport(handler), batch_size=3) as client:
+        out = client.query([str(i) for i in range(8)])
+    assert seen == [3, 3, 2]
+    assert [m[0]["id"] for m in out] == [str(i) for i in range(8)]
+
+
+def test_api_key_is_sent_as_bearer():
+    transport, calls = scripted(httpx.Response(200, json={"documents": 0}))
+    with Client("http://svc", api_key="s3cret", transport=transport) as client:
+        client.stats()
+    assert calls[0].headers["authorization"] == "Bearer s3cret"
