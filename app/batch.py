@@ -156,13 +156,10 @@ def _exact_keepers(digests: NDArray[np.uint64], rank: NDArray[np.int64]) -> NDAr
 
 
 def _roots(
-    sigs: NDArray[np.uint32], order: NDArray[np.int64], params: DedupParams
+    sigs: NDArray[np.uint32], rank: NDArray[np.int64], params: DedupParams
 ) -> NDArray[np.int64]:
     """For every row, the row of its cluster's root (the smallest id)."""
-    roots_in_order = cluster_roots(sigs[order], bands=params.bands, threshold=params.threshold)
-    root = np.empty(len(order), dtype=np.int64)
-    root[order] = order[roots_in_order]
-    return root
+    return cluster_roots(sigs, bands=params.bands, threshold=params.threshold, rank=rank)
 
 
 def _partial_path(output: Path) -> Path:
@@ -231,7 +228,7 @@ def run_dedup(
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     exact = _exact_keepers(first.digests, rank)
-    root = _roots(first.sigs, order, params)
+    root = _roots(first.sigs, rank, params)
     near = exact & (root == np.arange(len(root)))
     keep = np.ones(len(root), dtype=np.bool_) if params.keep_duplicates else near
     sizes = np.bincount(root, minlength=len(root))

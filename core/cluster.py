@@ -126,7 +126,8 @@ def confirm(
 
 
 def _identical_rows(sigs: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """The first row of each distinct signature, and for every row the index of its signature."""
+    """The first row of each distinct signature, in row order, and for every row the index of
+    its signature in that list (so all-distinct rows give ``arange(n)`` both times)."""
     order, run_start = _equal_runs(sigs)
     starts = np.zeros(len(order), dtype=np.int64)
     starts[run_start] = 1
@@ -134,13 +135,28 @@ def _identical_rows(sigs: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArra
     copy_of = np.empty(len(order), dtype=np.int64)
     copy_of[order] = run_of_sorted
     # Both sorts are stable, so each run starts at its smallest row number.
-    return order[run_start], copy_of
+    first = order[run_start]
+    by_row = np.argsort(first, kind="stable")
+    renumber = np.empty(len(first), dtype=np.int64)
+    renumber[by_row] = np.arange(len(first))
+    return first[by_row], renumber[copy_of]
 
 
-def cluster_roots(sigs: NDArray[np.uint32], *, bands: int, threshold: float) -> NDArray[np.int64]:
-    """For every row, the smallest row number of its cluster.
+def cluster_roots(
+    sigs: NDArray[np.uint32],
+    *,
+    bands: int,
+    threshold: float,
+    rank: NDArray[np.int64] | None = None,
+) -> NDArray[np.int64]:
+    """For every row, the row of its cluster's root: the member first in id order.
 
-    Row numbers must follow id order for the roots to be the smallest ids.
+    Args:
+        sigs: one signature per row.
+        bands: LSH bands.
+        threshold: the confirmation threshold on the estimate.
+        rank: every row's position in id order; by default the rows are in id order already
+            (then each root is the smallest row number of its cluster).
     """
     n, num_perm = sigs.shape
     check_params(num_perm, bands, threshold)
@@ -148,12 +164,19 @@ def cluster_roots(sigs: NDArray[np.uint32], *, bands: int, threshold: float) -> 
         return np.empty(0, dtype=np.int64)
     # Identical signatures (estimate 1.0) are merged up front; banding runs on one row of each.
     first, copy_of = _identical_rows(sigs)
-    live = ~(sigs[first] == MERSENNE31).all(axis=1)
+    reps = sigs if len(first) == n else sigs[first]  # no copy when every row is distinct
+    live = ~(reps == MERSENNE31).all(axis=1)
     copies = np.flatnonzero(live[copy_of] & (first[copy_of] != np.arange(n)))
     same_sig = np.stack((copies, first[copy_of[copies]]), axis=1)
-    pairs = confirm(sigs[first], candidate_pairs(sigs[first], bands), threshold)
+    pairs = confirm(reps, candidate_pairs(reps, bands), threshold)
     edges = np.concatenate((same_sig, first[pairs]))
-    return min_label_components(n, edges[:, 0], edges[:, 1])
+    if rank is None:
+        return min_label_components(n, edges[:, 0], edges[:, 1])
+    # Components over id ranks, so each root is the first member in id order; back to rows.
+    by_rank = np.empty(n, dtype=np.int64)
+    by_rank[rank] = np.arange(n)
+    root_rank = min_label_components(n, rank[edges[:, 0]], rank[edges[:, 1]])
+    return by_rank[root_rank[rank]]
 
 
 def clusters(

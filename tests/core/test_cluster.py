@@ -129,3 +129,20 @@ def test_candidate_pairs_survive_band_digest_collisions(monkeypatch):
     monkeypatch.setattr(core.cluster, "band_digest", lambda b: np.zeros(len(b), dtype=np.uint64))
     sigs = np.array([[1, 2, 5, 6], [3, 4, 5, 6], [1, 2, 7, 8], [9, 9, 9, 9]], dtype=np.uint32)
     assert candidate_pairs(sigs, 2).tolist() == [[0, 1], [0, 2]]
+
+
+@given(st.randoms(use_true_random=False))
+def test_cluster_roots_with_a_rank_equal_sorting_the_rows_first(rnd):
+    corpus = planted_corpus(6, n_clusters=5, n_borderline=2, n_singletons=6)
+    ids = list(corpus.docs)
+    rnd.shuffle(ids)
+    sigs = signatures([corpus.docs[i] for i in ids])
+    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    roots = cluster_roots(sigs, bands=16, threshold=0.8, rank=rank)
+    sorted_roots = cluster_roots(sigs[order], bands=16, threshold=0.8)
+    assert [ids[r] for r in roots.tolist()] == [
+        ids[order[sorted_roots[rank[i]]]] for i in range(len(ids))
+    ]
+    assert all(ids[roots[i]] <= ids[i] for i in range(len(ids)))
