@@ -33,7 +33,7 @@ class _Band:
         self.buf_nums = np.empty(_MIN_BUFFER, dtype=np.int32)
         self.buffered = 0
 
-    def append(self, keys: NDArray[np.uint64], nums: NDArray[np.int32]) -> None:
+    def append(self, keys: NDArray[np.uint64], nums: NDArray[np.int32], merge: bool = True) -> None:
         end = self.buffered + len(keys)
         if end > len(self.buf_keys):
             size = max(end, 2 * len(self.buf_keys))
@@ -42,8 +42,11 @@ class _Band:
         self.buf_keys[self.buffered : end] = keys
         self.buf_nums[self.buffered : end] = nums
         self.buffered = end
-        if self.buffered >= max(_MIN_BUFFER, len(self.keys) // _BUFFER_SHARE):
+        if merge and self.buffered >= self._limit():
             self.merge()
+
+    def _limit(self) -> int:
+        return max(_MIN_BUFFER, len(self.keys) // _BUFFER_SHARE)
 
     def merge(self) -> None:
         """Insert the (sorted) buffer into the sorted arrays: O(n + b log b), no full re-sort."""
@@ -56,6 +59,9 @@ class _Band:
         self.keys = np.insert(self.keys, at, keys)
         self.nums = np.insert(self.nums, at, nums)
         self.buffered = 0
+        if len(self.buf_keys) > 2 * self._limit():  # after a bulk load: give the memory back
+            self.buf_keys = np.empty(self._limit(), dtype=np.uint64)
+            self.buf_nums = np.empty(self._limit(), dtype=np.int32)
 
     def lookup(self, keys: NDArray[np.uint64]) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
         """(query index, document number) of every entry whose digest equals a query key."""
@@ -111,15 +117,18 @@ class BandBuckets:
             out[:, band] = band_digest(sigs[:, band * self.rows : (band + 1) * self.rows])
         return out
 
-    def add(self, sigs: NDArray[np.uint32], nums: NDArray[np.int64]) -> None:
-        """Index documents ``nums`` with signatures ``sigs``; empty (all-P) ones are skipped."""
+    def add(self, sigs: NDArray[np.uint32], nums: NDArray[np.int64], merge: bool = True) -> None:
+        """Index documents ``nums`` with signatures ``sigs``; empty (all-P) ones are skipped.
+
+        With ``merge=False`` (a bulk load) the buffers only grow; call ``merge()`` at the end.
+        """
         live = ~(sigs == MERSENNE31).all(axis=1)
         sigs, nums32 = sigs[live], nums[live].astype(np.int32)
         if len(sigs) == 0:
             return
         digests = self.digests(sigs)
         for band, entry in enumerate(self._bands):
-            entry.append(digests[:, band], nums32)
+            entry.append(digests[:, band], nums32, merge)
 
     def merge(self) -> None:
         """Merge every append buffer (after a bulk load)."""

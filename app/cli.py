@@ -36,6 +36,13 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     _index_flags(serve)
     serve.add_argument("--max-batch", type=int, help="items per request (default 10000)")
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 64 MiB)")
+    serve.add_argument("--max-text-chars", type=int, help="characters per text (default 16 Mi)")
+    serve.add_argument("--max-inflight", type=int, help="batches in flight before 503 (8)")
+    serve.add_argument("--max-batch-memory", type=int, help="bytes of working memory (4 GiB)")
+    serve.add_argument("--api-keys-file", help="'KEY SCOPE[,SCOPE...]' lines; default: open")
+    serve.add_argument(
+        "--insecure", action="store_true", help="allow a non-loopback host with no keys file"
+    )
 
 
 def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
@@ -84,17 +91,26 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
+    from app.access import KeysFileError
     from app.config import Settings
     from app.main import create_app
     from app.service import index_params
     from app.store import ParameterMismatch, SQLiteStore
 
     names = ("host", "port", "data_dir", "workers", "num_perm", "bands", "threshold", "k",
-             "seed", "ngram", "max_batch", "max_body_bytes")  # fmt: skip
+             "seed", "ngram", "max_batch", "max_body_bytes", "max_text_chars", "max_inflight",
+             "max_batch_memory", "api_keys_file")  # fmt: skip
     try:
         settings = Settings(**_given(args, *names))
     except ValidationError as exc:
         print(f"neardup serve: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    if settings.api_keys_file is None and not _loopback(settings.host) and not args.insecure:
+        print(
+            f"neardup serve: refusing to listen on {settings.host} with no API keys: set "
+            "NEARDUP_API_KEYS_FILE, or pass --insecure to serve it open",
+            file=sys.stderr,
+        )
         return 2
     try:  # refuse a data directory made with other index parameters before listening
         store = SQLiteStore(settings.data_dir)
@@ -106,9 +122,25 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"neardup serve: refusing to start: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        app = create_app(settings)
+    except KeysFileError as exc:
+        print(f"neardup serve: {exc}", file=sys.stderr)
+        return 2
     # One uvicorn process: the index lives in this process's memory, so more would split it.
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, workers=1)
+    uvicorn.run(app, host=settings.host, port=settings.port, workers=1)
     return 0
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _dedup(args: argparse.Namespace) -> int:

@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     max_batch: int = Field(10_000, ge=1)
     max_body_bytes: int = Field(64 * 2**20, ge=1)
     store_text: bool = True
+    api_keys_file: Path | None = None
+    max_text_chars: int = Field(16 * 2**20, ge=1)
+    max_inflight: int = Field(8, ge=1)
+    max_batch_memory: int = Field(4 * 2**30, ge=1)
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, lt=65536)
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 
 from app.config import Settings
 from app.pool import SignaturePool
 from app.service import Service
 
-__all__ = ["PoolDep", "ServiceDep", "SettingsDep"]
+__all__ = ["PoolDep", "ServiceDep", "SettingsDep", "require"]
 
 
 def _settings(request: Request) -> Settings:
@@ -30,3 +30,25 @@ def _pool(request: Request) -> SignaturePool:
 SettingsDep = Annotated[Settings, Depends(_settings)]
 ServiceDep = Annotated[Service, Depends(_service)]
 PoolDep = Annotated[SignaturePool, Depends(_pool)]
+
+
+def require(scope: str) -> Any:
+    """A dependency admitting requests whose Bearer key has ``scope`` (all, with no keys file)."""
+
+    async def check(request: Request) -> None:
+        keyring = request.app.state.keyring
+        if keyring is None:
+            return
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise HTTPException(
+                401, "send an API key as 'Authorization: Bearer KEY'",
+                headers={"WWW-Authenticate": "Bearer"},
+            )  # fmt: skip
+        scopes = keyring.scopes(token.strip())
+        if scopes is None:
+            raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "Bearer"})
+        if scope not in scopes:
+            raise HTTPException(403, f"this API key lacks the '{scope}' scope")
+
+    return Depends(check)

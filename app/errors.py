@@ -7,7 +7,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.service import Conflict, NotFound, TooLarge
+from app.service import Conflict, NotFound, Overloaded, TooLarge
 from app.store import ParameterMismatch
 from core.errors import (
     CorpusError,
@@ -26,6 +26,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (NotFound, 404),
     (Conflict, 409),
     (TooLarge, 413),
+    (Overloaded, 503),
     (WorkerError, 503),
     (DuplicateIdError, 422),
     (CorpusError, 422),

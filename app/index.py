@@ -7,6 +7,7 @@ batch and a failed write leaves the index untouched.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -151,23 +152,24 @@ class ServiceIndex:
 
     def load(
         self,
-        nums: NDArray[np.int64],
-        ids: list[str],
-        sigs: NDArray[np.uint32],
+        count: int,
+        chunks: Iterable[tuple[list[int], list[str], NDArray[np.uint32]]],
         pairs: list[tuple[int, int, float]],
     ) -> None:
-        """Rebuild from the store: documents (any numbering with gaps) and confirmed pairs."""
-        count = int(nums.max()) + 1 if len(nums) else 0
+        """Rebuild from the store: documents numbered below ``count`` (with gaps, after
+        deletions), a chunk at a time, then the confirmed pairs."""
         self._reserve(count)
-        self._sigs[nums] = sigs
-        self._alive[nums] = True
         self.ids.extend([""] * count)
-        for num, doc_id in zip(nums.tolist(), ids, strict=True):
-            self.ids[num] = doc_id
-            self.num_of[doc_id] = num
-        self._id_chars = sum(map(len, ids))
+        for nums, ids, sigs in chunks:
+            rows = np.array(nums, dtype=np.int64)
+            self._sigs[rows] = sigs
+            self._alive[rows] = True
+            for num, doc_id in zip(nums, ids, strict=True):
+                self.ids[num] = doc_id
+                self.num_of[doc_id] = num
+            self._id_chars += sum(map(len, ids))
+            self.buckets.add(sigs, rows, merge=False)
         self.count = count
-        self.buckets.add(sigs, nums)
         self.buckets.merge()
         self.clusters.load(count, pairs)
 

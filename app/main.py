@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from app.access import Keyring
 from app.config import Settings, get_settings
 from app.errors import install_error_handlers
 from app.limits import BodyLimit
@@ -40,6 +41,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="neardup", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
+    # Read once, at start: a malformed keys file stops the service here (KeysFileError).
+    keys = settings.api_keys_file
+    app.state.keyring = Keyring.from_file(keys) if keys is not None else None
     app.state.ready = False
     app.state.metrics = Metrics()
     install_error_handlers(app)

@@ -7,17 +7,20 @@ serialised by one lock and are durable before they touch memory; reads never wai
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import logging
 import time
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from app.config import Settings
 from app.index import ServiceIndex
@@ -27,10 +30,14 @@ from app.store import ProtectedSetRow, SQLiteStore, Store, StoredDoc
 from core.errors import DuplicateIdError, NeardupError
 from core.text import words
 
-__all__ = ["Conflict", "NewDoc", "NotFound", "Service", "TooLarge"]
+__all__ = ["Conflict", "NewDoc", "NotFound", "Overloaded", "Service", "TooLarge"]
 
 log = logging.getLogger("neardup")
 _T = TypeVar("_T")
+# Working memory of a batch, estimated from its size: the tokeniser and hashing scratch per
+# character (UTF-32 codes, masks, byte buffers, 8-byte words) and the per-text arrays.
+_WORK_BYTES_PER_CHAR = 48
+_WORK_BYTES_PER_TEXT = 8 * 1024
 
 
 class NotFound(NeardupError, LookupError):
@@ -42,7 +49,11 @@ class Conflict(NeardupError):
 
 
 class TooLarge(NeardupError):
-    """A batch over MAX_BATCH."""
+    """A batch over MAX_BATCH, a text over MAX_TEXT_CHARS, or a batch over MAX_BATCH_MEMORY."""
+
+
+class Overloaded(NeardupError):
+    """More batches in flight than MAX_INFLIGHT: answered 503 with Retry-After at once."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,13 @@ class Registered:
     cluster: str
     status: str
     matches: list[tuple[str, float]]
+
+
+def _release_free_memory() -> None:
+    """Hand the heap that recovery's temporaries freed back to the OS (glibc keeps it otherwise,
+    about 130 bytes a document at 1M documents); a no-op where there is no glibc."""
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def index_params(settings: Settings) -> dict[str, int]:
@@ -90,6 +108,7 @@ class Service:
         self.protected: dict[str, ProtectedSet] = {}
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        self._inflight = 0
         self.recovery_seconds = 0.0
 
     @classmethod
@@ -110,14 +129,14 @@ class Service:
 
     async def _recover(self) -> None:
         started = time.perf_counter()
-        nums, ids, blobs = [], [], []
-        for chunk_nums, chunk_ids, blob in self.store.iter_signatures(50_000):
-            nums.extend(chunk_nums)
-            ids.extend(chunk_ids)
-            blobs.append(blob)
-        sigs = np.frombuffer(b"".join(blobs), dtype="<u4").reshape(-1, self.settings.num_perm)
+        num_perm = self.settings.num_perm
+        chunks = (
+            (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
+            for nums, ids, blob in self.store.iter_signatures(50_000)
+        )
         pairs = [p for chunk in self.store.iter_pairs(100_000) for p in chunk]
-        self.index.load(np.array(nums, dtype=np.int64), ids, sigs.astype(np.uint32), pairs)
+        self.index.load(self.store.extent(), chunks, pairs)
+        _release_free_memory()
         for row in self.store.protected_sets():
             self.protected[row.name] = self._parse_set(row.name, row.body)
         self.recovery_seconds = time.perf_counter() - started
@@ -140,9 +159,50 @@ class Service:
         if size > self.settings.max_batch:
             raise TooLarge(f"a batch holds at most {self.settings.max_batch} items, got {size}")
 
+    def check_texts(self, texts: Sequence[str]) -> None:
+        """TooLarge for too many texts, a text over MAX_TEXT_CHARS, or a batch whose estimated
+        working memory is over MAX_BATCH_MEMORY (refused before any work, never an OOM kill)."""
+        self.check_batch(len(texts))
+        limit = self.settings.max_text_chars
+        total = 0
+        for i, text in enumerate(texts):
+            if len(text) > limit:
+                raise TooLarge(f"text {i} has {len(text)} characters; the limit is {limit}")
+            total += len(text)
+        estimate = _WORK_BYTES_PER_CHAR * total + _WORK_BYTES_PER_TEXT * len(texts)
+        if estimate > self.settings.max_batch_memory:
+            raise TooLarge(
+                f"the batch would need about {estimate >> 20} MiB of working memory; the limit "
+                f"is {self.settings.max_batch_memory >> 20} MiB: send smaller batches"
+            )
+
+    @contextmanager
+    def admit(self) -> Iterator[None]:
+        """Hold one of MAX_INFLIGHT places for a batch, or raise Overloaded at once."""
+        if self._inflight >= self.settings.max_inflight:
+            raise Overloaded(
+                f"{self._inflight} batches are in flight (the limit is "
+                f"{self.settings.max_inflight}); retry shortly"
+            )
+        self._inflight += 1
+        try:
+            yield
+        finally:
+            self._inflight -= 1
+
+    async def signatures(self, texts: Sequence[str]) -> NDArray[np.uint32]:
+        """Signatures of a batch, computed in the pool."""
+        self.check_texts(texts)
+        with self.admit():
+            return await self.pool.signatures(texts)
+
     async def register(self, docs: Sequence[NewDoc]) -> list[Registered]:
         """Register a batch: durable first, then in memory; results in request order."""
-        self.check_batch(len(docs))
+        self.check_texts([d.text for d in docs])
+        with self.admit():
+            return await self._register(docs)
+
+    async def _register(self, docs: Sequence[NewDoc]) -> list[Registered]:
         repeated = sorted(i for i, n in Counter(d.id for d in docs).items() if n > 1)
         if repeated:
             raise DuplicateIdError(*repeated)
@@ -181,7 +241,7 @@ class Service:
         self, texts: Sequence[str], threshold: float | None, limit: int | None
     ) -> list[list[tuple[str, float, str]]]:
         """What registering would report as matches, without registering: (id, estimate, root)."""
-        sigs = await self.pool.signatures(texts)
+        sigs = await self.signatures(texts)
         out = []
         for found in self.index.matches(sigs, threshold):
             ranked = self.index.sorted_matches(found)[:limit]
@@ -282,10 +342,12 @@ class Service:
         self, texts: Sequence[str], sets: Sequence[str] | None
     ) -> list[list[tuple[str, str, str]]]:
         """Per text: (set, item, first shared n-gram) of every protected item it shares with."""
+        self.check_texts(texts)
         names = sorted(self.protected) if sets is None else list(sets)
         chosen = [self.protected_set(name) for name in names]
-        # Python work per n-gram: off the event loop.
-        return await asyncio.to_thread(self._hits, texts, chosen)
+        with self.admit():
+            # Python work per n-gram: off the event loop.
+            return await asyncio.to_thread(self._hits, texts, chosen)
 
     def _hits(
         self, texts: Sequence[str], chosen: list[ProtectedSet]

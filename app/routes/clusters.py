@@ -6,13 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.deps import ServiceDep
+from app.bodies import StrictJSONRoute
+from app.deps import ServiceDep, require
 from app.schemas import ClusterOut, ClustersResponse
 
-router = APIRouter(prefix="/v1", tags=["clusters"])
+router = APIRouter(prefix="/v1", tags=["clusters"], route_class=StrictJSONRoute)
 
 
-@router.get("/clusters")
+@router.get("/clusters", dependencies=[require("read")])
 async def clusters(
     service: ServiceDep,
     min_size: Annotated[int, Query(ge=1)] = 2,
@@ -26,7 +27,7 @@ async def clusters(
     )
 
 
-@router.get("/clusters/{root}")
+@router.get("/clusters/{root}", dependencies=[require("read")])
 async def cluster(root: str, service: ServiceDep) -> ClusterOut:
     """One cluster by its root; 404 if ``root`` is not a root."""
     members = service.cluster(root)

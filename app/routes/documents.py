@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from app.deps import ServiceDep
+from app.bodies import StrictJSONRoute
+from app.deps import ServiceDep, require
 from app.schemas import (
     DocumentOut,
     DocumentResult,
@@ -18,10 +19,10 @@ from app.schemas import (
 )
 from app.service import NewDoc
 
-router = APIRouter(prefix="/v1", tags=["documents"])
+router = APIRouter(prefix="/v1", tags=["documents"], route_class=StrictJSONRoute)
 
 
-@router.post("/documents")
+@router.post("/documents", dependencies=[require("write")])
 async def register(body: DocumentsRequest, service: ServiceDep) -> DocumentsResponse:
     """Register a batch; answered only once it is durable."""
     results = await service.register([NewDoc(d.id, d.text, d.meta) for d in body.documents])
@@ -38,10 +39,9 @@ async def register(body: DocumentsRequest, service: ServiceDep) -> DocumentsResp
     )
 
 
-@router.post("/query")
+@router.post("/query", dependencies=[require("read")])
 async def query(body: QueryRequest, service: ServiceDep) -> QueryResponse:
     """The matches registering would report, without registering anything."""
-    service.check_batch(len(body.texts))
     found = await service.query(body.texts, body.threshold, body.limit)
     return QueryResponse(
         results=[
@@ -51,14 +51,14 @@ async def query(body: QueryRequest, service: ServiceDep) -> QueryResponse:
     )
 
 
-@router.get("/documents/{doc_id}")
+@router.get("/documents/{doc_id}", dependencies=[require("read")])
 async def document(doc_id: str, service: ServiceDep) -> DocumentOut:
     """A registered document's cluster and meta."""
     found_id, cluster, meta = await service.document(doc_id)
     return DocumentOut(id=found_id, cluster=cluster, meta=meta)
 
 
-@router.delete("/documents/{doc_id}", status_code=204)
+@router.delete("/documents/{doc_id}", status_code=204, dependencies=[require("write")])
 async def delete(doc_id: str, service: ServiceDep) -> Response:
     """Delete a document; its cluster is recomputed."""
     await service.delete(doc_id)

@@ -8,7 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Request, Response
 from starlette.datastructures import UploadFile
 
-from app.deps import ServiceDep
+from app.bodies import StrictJSONRoute
+from app.deps import ServiceDep, require
 from app.schemas import (
     ContaminationRequest,
     ContaminationResponse,
@@ -18,7 +19,7 @@ from app.schemas import (
 )
 from app.service import Service
 
-router = APIRouter(prefix="/v1", tags=["protected sets"])
+router = APIRouter(prefix="/v1", tags=["protected sets"], route_class=StrictJSONRoute)
 
 SetName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,128}$")]
 _JSONL_TYPES = {"application/x-ndjson", "application/jsonl"}
@@ -47,7 +48,7 @@ def _out(service: Service, name: str) -> ProtectedSetOut:
     return ProtectedSetOut(name=found.name, items=found.items, ngrams=found.ngrams)
 
 
-@router.put("/protected-sets/{name}", status_code=201)
+@router.put("/protected-sets/{name}", status_code=201, dependencies=[require("protect")])
 async def put_set(name: SetName, request: Request, service: ServiceDep) -> ProtectedSetOut:
     """Create or atomically replace a protected set."""
     raw, jsonl = await _upload(request)
@@ -61,29 +62,28 @@ async def put_set(name: SetName, request: Request, service: ServiceDep) -> Prote
     return _out(service, name)
 
 
-@router.get("/protected-sets")
+@router.get("/protected-sets", dependencies=[require("read")])
 async def list_sets(service: ServiceDep) -> list[ProtectedSetOut]:
     """Every protected set's name and counts."""
     return [_out(service, name) for name in sorted(service.protected)]
 
 
-@router.get("/protected-sets/{name}")
+@router.get("/protected-sets/{name}", dependencies=[require("read")])
 async def get_set(name: SetName, service: ServiceDep) -> ProtectedSetOut:
     """One protected set's name and counts."""
     return _out(service, name)
 
 
-@router.delete("/protected-sets/{name}", status_code=204)
+@router.delete("/protected-sets/{name}", status_code=204, dependencies=[require("protect")])
 async def delete_set(name: SetName, service: ServiceDep) -> Response:
     """Delete a protected set."""
     await service.delete_protected_set(name)
     return Response(status_code=204)
 
 
-@router.post("/contamination")
+@router.post("/contamination", dependencies=[require("read")])
 async def contamination(body: ContaminationRequest, service: ServiceDep) -> ContaminationResponse:
     """For each text, every protected item sharing a word n-gram with it."""
-    service.check_batch(len(body.texts))
     found = await service.contamination(body.texts, body.sets)
     return ContaminationResponse(
         results=[

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import ServiceDep, SettingsDep
+from app.bodies import StrictJSONRoute
+from app.deps import ServiceDep, SettingsDep, require
 from app.schemas import ConfigResponse, SignaturesRequest, SignaturesResponse
 from core.lsh import lsh_threshold
 
-router = APIRouter(prefix="/v1", tags=["signatures"])
+router = APIRouter(prefix="/v1", tags=["signatures"], route_class=StrictJSONRoute)
 
 
-@router.get("/config")
+@router.get("/config", dependencies=[require("read")])
 async def config(settings: SettingsDep) -> ConfigResponse:
     """The index parameters."""
     return ConfigResponse(
@@ -26,9 +27,8 @@ async def config(settings: SettingsDep) -> ConfigResponse:
     )
 
 
-@router.post("/signatures")
+@router.post("/signatures", dependencies=[require("read")])
 async def signatures(body: SignaturesRequest, service: ServiceDep) -> SignaturesResponse:
     """``core.minhash.signatures`` of the texts, computed in the process pool."""
-    service.check_batch(len(body.texts))
-    sigs = await service.pool.signatures(body.texts)
+    sigs = await service.signatures(body.texts)
     return SignaturesResponse(signatures=sigs.tolist())

@@ -6,12 +6,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from app.deps import ServiceDep
+from app.bodies import StrictJSONRoute
+from app.deps import ServiceDep, require
 
-router = APIRouter(tags=["stats"])
+router = APIRouter(tags=["stats"], route_class=StrictJSONRoute)
 
 
-@router.get("/v1/stats")
+@router.get("/v1/stats", dependencies=[require("read")])
 async def stats(service: ServiceDep) -> dict[str, Any]:
     """Documents, clusters (two or more members), duplicates, protected sets, and more."""
     return service.stats()

@@ -80,8 +80,12 @@ def test_loading_from_stored_rows_rebuilds_the_same_clusters():
     live = ServiceIndex(128, 16, 0.8)
     plan = _register(live, IDS)
     rebuilt = ServiceIndex(128, 16, 0.8)
-    nums = np.array(plan.nums, dtype=np.int64)
-    rebuilt.load(nums, list(IDS), plan.sigs, plan.pairs())
+    half = len(IDS) // 2
+    chunks = [
+        (plan.nums[:half], list(IDS[:half]), plan.sigs[:half]),
+        (plan.nums[half:], list(IDS[half:]), plan.sigs[half:]),
+    ]
+    rebuilt.load(len(IDS), chunks, plan.pairs())
     assert _clusters(rebuilt) == _clusters(live) == core_clusters(CORPUS.docs)
     probe = plan.sigs[:5]
     assert rebuilt.matches(probe) == live.matches(probe)
