@@ -1,0 +1,115 @@
+"""API keys and scopes: every endpoint against every kind of key, through a real server."""
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import start_server, stop_server
+
+KEYS = {"read": "k-read-0123", "write": "k-write-4567", "protect": "k-protect-89ab",
+        "all": "k-all-cdef"}  # fmt: skip
+
+# (method, path, body kwargs, the scope it needs); None: open to everyone.
+ENDPOINTS = [
+    ("GET", "/healthz", {}, None),
+    ("GET", "/readyz", {}, None),
+    ("GET", "/metrics", {}, None),
+    ("GET", "/v1/config", {}, "read"),
+    ("GET", "/v1/stats", {}, "read"),
+    ("POST", "/v1/signatures", {"json": {"texts": ["a b c"]}}, "read"),
+    ("POST", "/v1/query", {"json": {"texts": ["a b c"]}}, "read"),
+    ("POST", "/v1/contamination", {"json": {"texts": ["a b c"]}}, "read"),
+    ("GET", "/v1/documents/doc-1", {}, "read"),
+    ("GET", "/v1/clusters", {}, "read"),
+    ("GET", "/v1/clusters/doc-1", {}, "read"),
+    ("GET", "/v1/protected-sets", {}, "read"),
+    ("GET", "/v1/protected-sets/evals", {}, "read"),
+    ("POST", "/v1/documents", {"json": {"documents": [{"id": "doc-1", "text": "a b c"}]}}, "write"),
+    ("DELETE", "/v1/documents/nobody", {}, "write"),
+    ("PUT", "/v1/protected-sets/evals",
+     {"content": "one two three", "headers": {"content-type": "text/plain"}}, "protect"),
+    ("DELETE", "/v1/protected-sets/nothing", {}, "protect"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("access")
+    keys = tmp / "keys.txt"
+    keys.write_text(
+        "# neardup keys\n\n"
+        f"{KEYS['read']} read\n{KEYS['write']} write\n{KEYS['protect']} protect\n"
+        f"{KEYS['all']} read,write,protect\n",
+        encoding="utf-8",
+    )
+    server = start_server(tmp, "--workers", "1", "--api-keys-file", str(keys))
+    yield server, keys
+    stop_server(server)
+
+
+def call(server, method, path, kwargs, key):
+    headers = dict(kwargs.get("headers", {}))
+    if key is not None:
+        headers["authorization"] = f"Bearer {key}"
+    rest = {k: v for k, v in kwargs.items() if k != "headers"}
+    return httpx.request(method, f"{server.url}{path}", headers=headers, timeout=30, **rest)
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "needed"), ENDPOINTS)
+@pytest.mark.parametrize("who", ["none", "unknown", "read", "write", "protect", "all"])
+def test_every_endpoint_against_every_key(secured, method, path, kwargs, needed, who):
+    server, _ = secured
+    key = {"none": None, "unknown": "not-a-key"}.get(who, KEYS.get(who))
+    status = call(server, method, path, kwargs, key).status_code
+    if needed is None:
+        assert status == 200
+    elif who in ("none", "unknown"):
+        assert status == 401
+    elif who == "all" or who == needed:
+        assert status not in (401, 403)
+    else:
+        assert status == 403
+
+
+def test_401_names_the_scheme_and_403_the_scope(secured):
+    server, _ = secured
+    missing = httpx.get(f"{server.url}/v1/stats")
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert "Authorization: Bearer" in missing.json()["detail"]
+    lacking = call(server, "POST", "/v1/documents", ENDPOINTS[13][2], KEYS["read"])
+    assert "'write'" in lacking.json()["detail"]
+
+
+def test_the_keys_file_is_read_once_at_start(secured):
+    server, keys = secured
+    original = keys.read_text()
+    keys.write_text("k-new-key read\n", encoding="utf-8")
+    try:
+        assert call(server, "GET", "/v1/stats", {}, "k-new-key").status_code == 401
+        assert call(server, "GET", "/v1/stats", {}, KEYS["read"]).status_code == 200
+    finally:
+        keys.write_text(original)
+
+
+@pytest.mark.parametrize(
+    ("content", "line"),
+    [("good read\nbad-line-without-scope\n", 2), ("k1 read,admin\n", 1), ("k1 read extra\n", 1)],
+)
+def test_a_malformed_keys_file_refuses_to_start_naming_the_line(tmp_path, content, line):
+    keys = tmp_path / "keys.txt"
+    keys.write_text(content, encoding="utf-8")
+    with pytest.raises(RuntimeError, match=rf"keys\.txt:{line}: expected 'KEY SCOPE"):
+        start_server(tmp_path, "--api-keys-file", str(keys))
+
+
+def test_no_keys_file_refuses_a_non_loopback_host(tmp_path):
+    with pytest.raises(RuntimeError, match=r"refusing to listen on 0\.0\.0\.0 with no API keys"):
+        start_server(tmp_path, "--host", "0.0.0.0")
+
+
+def test_insecure_allows_it(tmp_path):
+    # Bound to every interface, but the test only talks to it over loopback.
+    server = start_server(tmp_path, "--host", "0.0.0.0", "--insecure", "--workers", "1")
+    try:
+        assert httpx.get(f"{server.url}/v1/stats").status_code == 200
+    finally:
+        stop_server(server)
