@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from app.service import Conflict, NotFound, Overloaded, TooLarge
@@ -53,7 +54,17 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
 
 
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    """422 listing where and why, without echoing the input (it may be huge, or hold lone
+    surrogates that cannot even be encoded)."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+              for e in errors]  # fmt: skip
+    return JSONResponse({"detail": detail or "invalid request"}, status_code=422)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the mapping on ``app``."""
+    app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(NeardupError, _error)
     app.add_exception_handler(Exception, _error)

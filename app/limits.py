@@ -9,12 +9,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 __all__ = ["BodyLimit"]
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class BodyLimit:
-    """Reject bodies over ``max_bytes``: by Content-Length up front, else while streaming."""
+    """Reject bodies over ``max_bytes``: by Content-Length up front, else while reading.
+
+    The body is read here (it is bounded by the limit) and replayed to the app, so the app never
+    sees a request it would have to abandon half-way.
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -28,29 +28,31 @@ class BodyLimit:
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
             await self._reject(send)
             return
+        chunks: list[bytes] = []
         seen = 0
-        started = False
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-            return message
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited, tracked)
-        except _TooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                break  # the client went away: let the app see the disconnect
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
                 await self._reject(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _reject(self, send: Send) -> None:
         body = json.dumps(

@@ -6,12 +6,12 @@ must be valid Unicode that encodes as UTF-8.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ERRORS",
     "ClusterOut",
     "ClustersResponse",
     "ConfigResponse",
@@ -23,6 +23,7 @@ __all__ = [
     "DocumentResult",
     "DocumentsRequest",
     "DocumentsResponse",
+    "ErrorOut",
     "Hit",
     "Match",
     "ProtectedSetOut",
@@ -43,15 +44,36 @@ def _encodable(value: str) -> str:
     return value
 
 
-def _doc_id(value: str) -> str:
-    _encodable(value)
-    if any(unicodedata.category(c) == "Cc" for c in value):
-        raise ValueError("ids must not contain control characters")
-    return value
-
-
 Text = Annotated[str, AfterValidator(_encodable)]
-DocId = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_doc_id)]
+#: 1 to 256 characters, none of them a control character (Unicode category Cc).
+DocId = Annotated[
+    str,
+    Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1F\x7F-\x9F]+$"),
+    AfterValidator(_encodable),
+]
+
+
+class ErrorOut(BaseModel):
+    """Every error: a human-readable ``detail`` (a list of problems for 422)."""
+
+    detail: Any
+
+
+#: The error responses every versioned route can give, for the OpenAPI schema.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut, "description": text}
+    for code, text in [
+        (400, "malformed body"),
+        (401, "no or unknown API key"),
+        (403, "the key lacks the scope"),
+        (404, "unknown resource"),
+        (409, "conflict"),
+        (413, "body, batch or text over a limit"),
+        (415, "wrong content type"),
+        (422, "validation"),
+        (503, "overloaded or a worker died; retry after Retry-After"),
+    ]
+}
 
 
 class _Strict(BaseModel):

@@ -8,9 +8,9 @@ from fastapi import APIRouter, Query
 
 from app.bodies import StrictJSONRoute
 from app.deps import ServiceDep, require
-from app.schemas import ClusterOut, ClustersResponse
+from app.schemas import ERRORS, ClusterOut, ClustersResponse
 
-router = APIRouter(prefix="/v1", tags=["clusters"], route_class=StrictJSONRoute)
+router = APIRouter(prefix="/v1", tags=["clusters"], route_class=StrictJSONRoute, responses=ERRORS)
 
 
 @router.get("/clusters", dependencies=[require("read")])

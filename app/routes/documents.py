@@ -7,6 +7,7 @@ from fastapi import APIRouter, Response
 from app.bodies import StrictJSONRoute
 from app.deps import ServiceDep, require
 from app.schemas import (
+    ERRORS,
     DocumentOut,
     DocumentResult,
     DocumentsRequest,
@@ -19,7 +20,7 @@ from app.schemas import (
 )
 from app.service import NewDoc
 
-router = APIRouter(prefix="/v1", tags=["documents"], route_class=StrictJSONRoute)
+router = APIRouter(prefix="/v1", tags=["documents"], route_class=StrictJSONRoute, responses=ERRORS)
 
 
 @router.post("/documents", dependencies=[require("write")])

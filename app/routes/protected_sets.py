@@ -11,6 +11,7 @@ from starlette.datastructures import UploadFile
 from app.bodies import StrictJSONRoute
 from app.deps import ServiceDep, require
 from app.schemas import (
+    ERRORS,
     ContaminationRequest,
     ContaminationResponse,
     ContaminationResult,
@@ -19,7 +20,9 @@ from app.schemas import (
 )
 from app.service import Service
 
-router = APIRouter(prefix="/v1", tags=["protected sets"], route_class=StrictJSONRoute)
+router = APIRouter(
+    prefix="/v1", tags=["protected sets"], route_class=StrictJSONRoute, responses=ERRORS
+)
 
 SetName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,128}$")]
 _JSONL_TYPES = {"application/x-ndjson", "application/jsonl"}

@@ -6,10 +6,10 @@ from fastapi import APIRouter
 
 from app.bodies import StrictJSONRoute
 from app.deps import ServiceDep, SettingsDep, require
-from app.schemas import ConfigResponse, SignaturesRequest, SignaturesResponse
+from app.schemas import ERRORS, ConfigResponse, SignaturesRequest, SignaturesResponse
 from core.lsh import lsh_threshold
 
-router = APIRouter(prefix="/v1", tags=["signatures"], route_class=StrictJSONRoute)
+router = APIRouter(prefix="/v1", tags=["signatures"], route_class=StrictJSONRoute, responses=ERRORS)
 
 
 @router.get("/config", dependencies=[require("read")])

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Request, Response
 
 from app.bodies import StrictJSONRoute
 from app.deps import ServiceDep, require
+from app.schemas import ERRORS
 
-router = APIRouter(tags=["stats"], route_class=StrictJSONRoute)
+router = APIRouter(tags=["stats"], route_class=StrictJSONRoute, responses=ERRORS)
 
 
 @router.get("/v1/stats", dependencies=[require("read")])
