@@ -1,0 +1,31 @@
+# neardup service image. Keys are required: mount a keys file and point NEARDUP_API_KEYS_FILE at
+# it (one "KEY SCOPE[,SCOPE...]" a line); without one, `neardup serve` refuses 0.0.0.0.
+#   docker build -t neardup .
+#   docker run -p 8000:8000 -v neardup-data:/data -v ./keys.txt:/run/keys.txt:ro \
+#     -e NEARDUP_API_KEYS_FILE=/run/keys.txt neardup
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    NEARDUP_DATA_DIR=/data \
+    NEARDUP_HOST=0.0.0.0 \
+    NEARDUP_PORT=8000
+
+RUN useradd --create-home --uid 10001 neardup \
+    && mkdir -p /data && chown neardup:neardup /data
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY core ./core
+COPY app ./app
+# Runtime dependencies only: no test, lint or bench extras.
+RUN pip install .
+
+USER neardup
+VOLUME ["/data"]
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
+
+CMD ["neardup", "serve", "--host", "0.0.0.0"]
