@@ -35,6 +35,7 @@ class Metrics:
                 ("protected_sets", "protected sets"),
                 ("index_bytes", "approximate memory of the in-memory index"),
                 ("pool_restarts", "signature pool replacements after a dead worker"),
+                ("inflight", "batches being computed or stored"),
             ]
         }
 

@@ -304,6 +304,7 @@ class Service:
             "protected_sets": len(self.protected),
             "index_bytes": self.index.nbytes(),
             "pool_restarts": self.pool.restarts,
+            "inflight": self._inflight,
             "recovery_seconds": round(self.recovery_seconds, 3),
         }
 

@@ -69,3 +69,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(tmp_path_factory.mktemp("server"), "--workers", "2")
     yield srv
     stop_server(srv)
+
+
+def wait_inflight(server: Server, at_least: int = 1, timeout: float = 60.0) -> None:
+    """Block until the server reports ``at_least`` batches in flight."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if httpx.get(f"{server.url}/v1/stats", timeout=5).json()["inflight"] >= at_least:
+            return
+        time.sleep(0.01)
+    raise AssertionError("no batch became in flight")

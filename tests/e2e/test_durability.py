@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from core.minhash import clusters as core_clusters
-from tests.e2e.conftest import start_server, stop_server
+from tests.e2e.conftest import start_server, stop_server, wait_inflight
 from tests.e2e.test_documents import api_clusters, register
 from tests.fixtures import planted_corpus
 from tests.procs import pool_workers
@@ -102,7 +102,7 @@ def test_sigterm_finishes_the_request_in_flight(tmp_path):
 
     sender = threading.Thread(target=send)
     sender.start()
-    time.sleep(0.3)  # the request is being hashed or stored
+    wait_inflight(server)  # the request is being hashed or stored
     server.process.send_signal(signal.SIGTERM)
     sender.join(timeout=120)
     assert result["r"].status_code == 200
@@ -130,7 +130,7 @@ def test_a_killed_pool_worker_is_replaced_and_nothing_hangs(tmp_path):
 
         sender = threading.Thread(target=send)
         sender.start()
-        time.sleep(0.4)
+        wait_inflight(server)
         os.kill(workers[0], signal.SIGKILL)
         sender.join(timeout=120)
         response = result["r"]

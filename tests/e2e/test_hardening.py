@@ -6,7 +6,7 @@ import time
 import httpx
 import pytest
 
-from tests.e2e.conftest import start_server, stop_server
+from tests.e2e.conftest import start_server, stop_server, wait_inflight
 from tests.e2e.test_documents import api_clusters
 
 DOC = b'{"documents": [{"id": "new", "text": "some words here"}]}'
@@ -175,7 +175,8 @@ def test_limits_are_413(limited):
 
 def test_overload_is_a_quick_503_with_retry_after(tmp_path):
     server = start_server(tmp_path, "--workers", "1", "--max-inflight", "1")
-    slow = {"texts": [" ".join(f"w{i}x{j}" for j in range(300)) for i in range(6000)]}
+    # Five texts with an 8 MB word inside: seconds of hashing (five 8 MB shingles each).
+    slow = {"texts": [f"a b c {'y' * 8_000_000} d e f {i}" for i in range(5)]}
     try:
         first = {}
         sender = threading.Thread(
@@ -184,6 +185,7 @@ def test_overload_is_a_quick_503_with_retry_after(tmp_path):
             )
         )
         sender.start()
+        wait_inflight(server)
         statuses = []
         deadline = time.monotonic() + 30
         while sender.is_alive() and time.monotonic() < deadline and 503 not in statuses:
