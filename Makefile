@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint bench clean
+.PHONY: serve test lint bench clean browser
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,13 @@ $(VENV)/.bench: pyproject.toml | $(VENV)/bin/python
 serve: $(VENV)/.base
 	$(VENV)/bin/neardup serve --host $(HOST) --port $(PORT)
 
-test: $(VENV)/.test
+# The browser tests drive Debian's Chromium (no browser download): install it when missing.
+browser:
+	@command -v chromium >/dev/null || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: $(VENV)/.test browser
 	$(PY) -m pytest
 
 lint: $(VENV)/.lint

@@ -41,6 +41,12 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument("--max-batch-memory", type=int, help="bytes of working memory (4 GiB)")
     serve.add_argument("--api-keys-file", help="'KEY SCOPE[,SCOPE...]' lines; default: open")
     serve.add_argument(
+        "--store-text",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep texts on disk for the /ui cluster pages (default: on)",
+    )
+    serve.add_argument(
         "--insecure", action="store_true", help="allow a non-loopback host with no keys file"
     )
 
@@ -99,7 +105,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     names = ("host", "port", "data_dir", "workers", "num_perm", "bands", "threshold", "k",
              "seed", "ngram", "max_batch", "max_body_bytes", "max_text_chars", "max_inflight",
-             "max_batch_memory", "api_keys_file")  # fmt: skip
+             "max_batch_memory", "api_keys_file", "store_text")  # fmt: skip
     try:
         settings = Settings(**_given(args, *names))
     except ValidationError as exc:

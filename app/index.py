@@ -67,6 +67,10 @@ class ServiceIndex:
     def __len__(self) -> int:
         return len(self.num_of)
 
+    def signatures(self, nums: list[int]) -> NDArray[np.uint32]:
+        """The stored signatures of those document numbers (a copy)."""
+        return self._sigs[np.array(nums, dtype=np.int64)].copy()
+
     def root_id(self, num: int) -> str:
         """The id of the root of ``num``'s cluster."""
         return self.ids[self.clusters.find(num)]

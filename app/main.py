@@ -13,7 +13,7 @@ from app.config import Settings, get_settings
 from app.errors import install_error_handlers
 from app.limits import BodyLimit
 from app.metrics import Metrics
-from app.routes import clusters, documents, health, protected_sets, signatures, stats
+from app.routes import clusters, documents, health, protected_sets, signatures, stats, ui
 from app.service import Service
 
 __all__ = ["create_app"]
@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.middleware("http")(app.state.metrics.middleware)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    for module in (health, signatures, documents, clusters, protected_sets, stats):
+    for module in (health, signatures, documents, clusters, protected_sets, stats, ui):
         app.include_router(module.router)
+    app.add_exception_handler(ui.LoginRequired, ui.login_redirect)
     return app

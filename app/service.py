@@ -257,6 +257,10 @@ class Service:
             raise NotFound(f"no document {doc_id!r}")
         return doc_id, self.index.root_id(self.index.num_of[doc_id]), stored.meta
 
+    async def texts(self, nums: Sequence[int]) -> dict[int, str]:
+        """The stored texts of those documents (none when STORE_TEXT is off)."""
+        return await self._io_call(self.store.texts, list(nums))
+
     async def delete(self, doc_id: str) -> None:
         """Delete a document; its cluster is recomputed from the remaining confirmed pairs."""
         async with self._lock:

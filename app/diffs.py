@@ -1,0 +1,64 @@
+"""Word-level differences and n-gram highlights for the /ui pages (display only)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Set
+from dataclasses import dataclass
+
+__all__ = ["Piece", "highlight_ngrams", "word_diff"]
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of text and how to show it: ``same``, ``ins``, ``del`` or ``hit``."""
+
+    text: str
+    kind: str
+
+
+def word_diff(root: str, member: str) -> list[Piece]:
+    """The member's text against the root's, word by word, as near-dedup sees words (case and
+    punctuation ignored): kept text, inserted words and (at their place) the root's deleted words.
+    """
+    a = [w.lower() for w in _WORD.findall(root)]
+    spans = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(member)]
+    b = [w for _, _, w in spans]
+    pieces: list[Piece] = []
+    pos = 0
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if op in ("delete", "replace"):
+            pieces.append(Piece(" ".join(a[a0:a1]), "del"))
+        if b1 > b0:
+            start, end = spans[b0][0], spans[b1 - 1][1]
+            if start > pos:
+                pieces.append(Piece(member[pos:start], "same"))
+            pieces.append(Piece(member[start:end], "same" if op == "equal" else "ins"))
+            pos = end
+    if pos < len(member):
+        pieces.append(Piece(member[pos:], "same"))
+    return pieces
+
+
+def highlight_ngrams(text: str, grams: Set[str], n: int) -> list[Piece]:
+    """The text with every word inside a shared n-gram marked ``hit``."""
+    spans = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
+    covered = [False] * len(spans)
+    for i in range(len(spans) - n + 1):
+        if " ".join(w for _, _, w in spans[i : i + n]) in grams:
+            for j in range(i, i + n):
+                covered[j] = True
+    pieces: list[Piece] = []
+    pos = 0
+    for (start, end, _), hit in zip(spans, covered, strict=True):
+        if start > pos:
+            pieces.append(Piece(text[pos:start], "same"))
+        pieces.append(Piece(text[start:end], "hit" if hit else "same"))
+        pos = end
+    if pos < len(text):
+        pieces.append(Piece(text[pos:], "same"))
+    return pieces

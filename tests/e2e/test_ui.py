@@ -1,0 +1,108 @@
+"""The /ui pages through a real server: content, access, and texts kept or not."""
+
+import json
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import start_server, stop_server
+from tests.fixtures import PROTECTED_ITEMS, SHELL_SENTENCE, planted_corpus
+
+CORPUS = planted_corpus(0)
+
+
+def populate(url, headers=None):
+    docs = [{"id": i, "text": t} for i, t in CORPUS.docs.items()]
+    docs.append({"id": "zz-contam", "text": f"Intro words. {SHELL_SENTENCE} The end."})
+    assert httpx.post(f"{url}/v1/documents", json={"documents": docs},
+                      headers=headers).status_code == 200  # fmt: skip
+    body = "\n".join(json.dumps(item) for item in PROTECTED_ITEMS)
+    kind = {"content-type": "application/x-ndjson"}
+    put = httpx.put(
+        f"{url}/v1/protected-sets/evals", content=body, headers={**kind, **(headers or {})}
+    )
+    assert put.status_code == 201
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory):
+    server = start_server(tmp_path_factory.mktemp("ui"), "--workers", "1")
+    populate(server.url)
+    yield server
+    stop_server(server)
+
+
+def test_overview_lists_counts_histogram_and_largest_clusters_first(ui):
+    page = httpx.get(f"{ui.url}/ui").text
+    expected = [g for g in CORPUS.expected_clusters() if len(g) > 1]
+    assert f'id="clusters">{len(expected)}<' in page
+    assert '<svg id="histogram"' in page
+    sizes = [len(g) for g in expected]
+    first_root = min(sorted(expected, key=lambda g: (-len(g), min(g)))[0])
+    assert page.index(f"/ui/clusters/{first_root}") < page.index("</table>")
+    assert f">{max(sizes)}</td>" in page
+    assert "evals" in page
+
+
+def test_cluster_page_shows_diffs_estimates_jaccard_and_matrix(ui):
+    group = sorted(CORPUS.clusters, key=len)[-1]
+    page = httpx.get(f"{ui.url}/ui/clusters/{min(group)}").text
+    assert page.count('class="doc member"') == len(group) - 1
+    assert "<ins>" in page and "<del>" in page
+    assert 'id="matrix"' in page
+    assert "(root)" in page
+    assert httpx.get(f"{ui.url}/ui/clusters/{max(group)}").status_code == 404
+
+
+def test_contamination_page_highlights_the_shared_ngram(ui):
+    page = httpx.post(f"{ui.url}/ui/contamination", data={"doc_id": "zz-contam"}).text
+    assert "Contaminated: 1 protected item" in page
+    # The sentence's 17 words are all inside some shared 13-gram; its surroundings are not.
+    assert page.count("<mark>") == 17
+    assert "<mark>Tom</mark>" in page and "<mark>sister</mark>" in page
+    assert "<mark>Intro</mark>" not in page and "<mark>end</mark>" not in page
+    pasted = httpx.post(f"{ui.url}/ui/contamination", data={"text": "nothing protected"}).text
+    assert "Clean" in pasted and "<mark>" not in pasted
+
+
+def test_parameters_page(ui):
+    page = httpx.get(f"{ui.url}/ui/parameters").text
+    assert '<svg id="s-curve"' in page and "LSH 0.7071" in page and "confirm 0.8" in page
+    assert "0.9470" in page  # p(0.8)
+
+
+def test_pages_need_a_read_key_kept_in_a_session_cookie(tmp_path):
+    keys = tmp_path / "keys.txt"
+    keys.write_text("reader-key read\nwriter-key write,protect\n", encoding="utf-8")
+    server = start_server(tmp_path, "--workers", "1", "--api-keys-file", str(keys))
+    try:
+        populate(server.url, {"authorization": "Bearer writer-key"})
+        anonymous = httpx.get(f"{server.url}/ui")
+        assert anonymous.status_code == 303 and anonymous.headers["location"] == "/ui/login"
+        refused = httpx.post(f"{server.url}/ui/login", data={"key": "writer-key"})
+        assert refused.status_code == 401 and "lacks the read scope" in refused.text
+        with httpx.Client(base_url=server.url) as browser:
+            login = browser.post("/ui/login", data={"key": "reader-key"})
+            assert login.status_code == 303
+            cookie = login.headers["set-cookie"].lower()
+            assert "httponly" in cookie and "samesite=strict" in cookie
+            assert "max-age" not in cookie and "expires" not in cookie  # a session cookie
+            assert browser.get("/ui").status_code == 200
+            assert browser.get("/ui/parameters").status_code == 200
+            browser.get("/ui/logout")
+            assert browser.get("/ui").status_code == 303
+    finally:
+        stop_server(server)
+
+
+def test_without_stored_texts_the_cluster_page_shows_ids_and_estimates(tmp_path):
+    server = start_server(tmp_path, "--workers", "1", "--no-store-text")
+    try:
+        populate(server.url)
+        group = sorted(CORPUS.clusters, key=len)[-1]
+        page = httpx.get(f"{server.url}/ui/clusters/{min(group)}").text
+        assert "Texts are not stored" in page
+        assert 'class="doc member"' not in page
+        assert all(m in page for m in group)
+    finally:
+        stop_server(server)
