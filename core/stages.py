@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from core.cluster import check_params, cluster_roots
 from core.errors import DuplicateIdError
 from core.signatures import signatures
@@ -69,15 +71,11 @@ def near_dedup(
     """
     check_params(num_perm, bands, threshold)
     batch = _unique_ids(docs)
-    order = sorted(range(len(batch)), key=lambda i: batch[i].id)
-    sigs = signatures(
-        [batch[i].text for i in order], num_perm=num_perm, seed=seed, k=k, workers=workers
-    )
-    roots = cluster_roots(sigs, bands=bands, threshold=threshold)
-    root_id = [""] * len(batch)
-    for rank, i in enumerate(order):
-        root_id[i] = batch[order[int(roots[rank])]].id
-    return _tagged(batch, root_id, drop)
+    sigs = signatures([d.text for d in batch], num_perm=num_perm, seed=seed, k=k, workers=workers)
+    rank = np.empty(len(batch), dtype=np.int64)
+    rank[sorted(range(len(batch)), key=lambda i: batch[i].id)] = np.arange(len(batch))
+    roots = cluster_roots(sigs, bands=bands, threshold=threshold, rank=rank)
+    return _tagged(batch, [batch[r].id for r in roots.tolist()], drop)
 
 
 def _tagged(batch: list[Doc], root_id: list[str], drop: bool) -> Iterator[Doc]:
