@@ -45,8 +45,11 @@ lint: $(VENV)/.lint
 	$(VENV)/bin/ruff format --check core app tests bench
 	$(VENV)/bin/mypy
 
+# Speed and memory against the peers (datasketch, rensa); tables for bench/RESULTS.md.
 bench: $(VENV)/.bench
-	$(PY) -m bench.signatures
+	$(PY) -m bench.signatures --markdown
+	$(PY) -m bench.service --markdown
+	$(PY) -m bench.batch --markdown
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

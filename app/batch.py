@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -101,38 +102,53 @@ class _Pass1:
 def _signature_pass(inputs: Sequence[Path], params: DedupParams, quiet: bool) -> _Pass1:
     ids: list[str] = []
     digests: list[NDArray[np.uint64]] = []
-    sigs: list[NDArray[np.uint32]] = []
-    pool = spawn_pool(params.workers) if params.workers > 1 else None
-    pending: deque[Future[NDArray[np.uint32]]] = deque()
-    args = (params.num_perm, params.seed, params.k)
-    try:
+    # Signatures go to a temporary file as they come and are read back as one matrix: a list of
+    # chunks joined at the end would hold the matrix twice.
+    with tempfile.TemporaryFile(prefix="neardup-signatures-") as sigs:
         with Progress("signatures", quiet=quiet) as progress:
-            for batch in batches(read_corpus(inputs), BATCH):
-                texts = [d.text for d in batch]
-                ids.extend(d.id for d in batch)
-                digests.append(_digests(texts))
-                if pool is None:
-                    sigs.append(batch_signatures(texts, *args))
-                else:
-                    pending.append(pool.submit(batch_signatures, texts, *args))
-                    # Bounded read-ahead; results taken in submission order, never as they finish.
-                    while len(pending) > 2 * params.workers:
-                        sigs.append(pending.popleft().result())
-                progress.update(len(batch))
-            while pending:
-                sigs.append(pending.popleft().result())
+            for texts, chunk in _signed_batches(inputs, params, ids, digests):
+                sigs.write(chunk.tobytes())
+                progress.update(len(texts))
+        sigs.seek(0)
+        matrix = np.fromfile(sigs, dtype=np.uint32).reshape(-1, params.num_perm)
+    empty_digests = np.empty((0, 2), dtype=np.uint64)
+    return _Pass1(ids, np.concatenate(digests) if digests else empty_digests, matrix)
+
+
+def _signed_batches(
+    inputs: Sequence[Path],
+    params: DedupParams,
+    ids: list[str],
+    digests: list[NDArray[np.uint64]],
+) -> Iterator[tuple[list[str], NDArray[np.uint32]]]:
+    """(texts, signatures) batch by batch, in input order; collects ids and digests on the way.
+
+    With workers, batches run on a spawn pool with a bounded read-ahead, and results are taken
+    in submission order, never as they finish.
+    """
+    args = (params.num_perm, params.seed, params.k)
+    pool = spawn_pool(params.workers) if params.workers > 1 else None
+    pending: deque[tuple[list[str], Future[NDArray[np.uint32]]]] = deque()
+    try:
+        for batch in batches(read_corpus(inputs), BATCH):
+            texts = [d.text for d in batch]
+            ids.extend(d.id for d in batch)
+            digests.append(_digests(texts))
+            if pool is None:
+                yield texts, batch_signatures(texts, *args)
+                continue
+            pending.append((texts, pool.submit(batch_signatures, texts, *args)))
+            while len(pending) > 2 * params.workers:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
     except BrokenProcessPool as exc:
         raise WorkerError(f"a signature worker process died: {exc}") from exc
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    empty_sigs = np.empty((0, params.num_perm), dtype=np.uint32)
-    empty_digests = np.empty((0, 2), dtype=np.uint64)
-    return _Pass1(
-        ids,
-        np.concatenate(digests) if digests else empty_digests,
-        np.concatenate(sigs) if sigs else empty_sigs,
-    )
 
 
 def _id_order(ids: list[str]) -> NDArray[np.int64]:

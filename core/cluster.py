@@ -26,7 +26,15 @@ from core.hashing import MERSENNE31
 from core.signatures import signatures
 from core.unionfind import min_label_components
 
-__all__ = ["band_digest", "candidate_pairs", "cluster_roots", "clusters", "confirm", "estimates"]
+__all__ = [
+    "band_digest",
+    "candidate_pairs",
+    "cluster_roots",
+    "clusters",
+    "confirm",
+    "empty_rows",
+    "estimates",
+]
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant (golden ratio) for the band digest
 # Pairs whose estimates are computed per step; bounds the (pairs, num_perm) comparison matrix.
@@ -89,14 +97,26 @@ def _pairs_in_runs(order: NDArray[np.int64], run_start: NDArray[np.int64]) -> ND
     return np.concatenate(out) if out else np.empty((0, 2), dtype=np.int64)
 
 
-def candidate_pairs(sigs: NDArray[np.uint32], bands: int) -> NDArray[np.int64]:
+def empty_rows(sigs: NDArray[np.uint32]) -> NDArray[np.bool_]:
+    """True for every all-P row (a document without shingles), computed a slab at a time."""
+    out = np.empty(len(sigs), dtype=np.bool_)
+    for lo in range(0, len(sigs), _ESTIMATE_CHUNK):
+        out[lo : lo + _ESTIMATE_CHUNK] = (sigs[lo : lo + _ESTIMATE_CHUNK] == MERSENNE31).all(axis=1)
+    return out
+
+
+def candidate_pairs(
+    sigs: NDArray[np.uint32], bands: int, among: NDArray[np.int64] | None = None
+) -> NDArray[np.int64]:
     """Unique (i, j), i < j, of rows agreeing on all rows of at least one band, sorted.
 
-    Rows that are entirely P (documents without shingles) are never candidates.
+    Rows that are entirely P (documents without shingles) are never candidates. With ``among``,
+    only those rows are considered (without copying the matrix).
     """
     n, num_perm = sigs.shape
     rows = num_perm // bands
-    live = np.flatnonzero(~(sigs == MERSENNE31).all(axis=1))
+    among = np.arange(n) if among is None else among
+    live = among[~empty_rows(sigs)[among]]
     found = []
     for band in range(bands):
         block = np.ascontiguousarray(sigs[live, band * rows : (band + 1) * rows])
@@ -162,14 +182,14 @@ def cluster_roots(
     check_params(num_perm, bands, threshold)
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    # Identical signatures (estimate 1.0) are merged up front; banding runs on one row of each.
+    # Identical signatures (estimate 1.0) are merged up front; banding runs on one row of each,
+    # picked by row number rather than copied out of the matrix.
     first, copy_of = _identical_rows(sigs)
-    reps = sigs if len(first) == n else sigs[first]  # no copy when every row is distinct
-    live = ~(reps == MERSENNE31).all(axis=1)
-    copies = np.flatnonzero(live[copy_of] & (first[copy_of] != np.arange(n)))
+    live = ~empty_rows(sigs)
+    copies = np.flatnonzero(live & (first[copy_of] != np.arange(n)))
     same_sig = np.stack((copies, first[copy_of[copies]]), axis=1)
-    pairs = confirm(reps, candidate_pairs(reps, bands), threshold)
-    edges = np.concatenate((same_sig, first[pairs]))
+    near = confirm(sigs, candidate_pairs(sigs, bands, among=first), threshold)
+    edges = np.concatenate((same_sig, near))
     if rank is None:
         return min_label_components(n, edges[:, 0], edges[:, 1])
     # Components over id ranks, so each root is the first member in id order; back to rows.
