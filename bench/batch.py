@@ -1,0 +1,234 @@
+"""Batch-run benchmark: ``neardup dedup`` over a large JSON Lines corpus against datasketch.
+
+1. ``bench.batch_corpus`` writes a seeded corpus of N documents (150-400 words, spliced from
+   ``bench.corpus`` texts) with about 5 % planted exact copies and 5 % near copies (Jaccard
+   about 0.9) to a temporary directory, in its own process.
+2. ``python -m app.cli dedup corpus.jsonl --output out.jsonl --workers 2 --quiet`` runs as a
+   subprocess: wall time, docs/s, the process tree's peak RSS (``bench.proctree``), and the
+   counts and stage seconds of its manifest.
+3. ``bench.batch_peer``, the common datasketch recipe (exact dedup by hash, MinHash.bulk,
+   MinHashLSH, query + union-find, no confirmation), runs in its own process on the first
+   ``--peer-docs`` documents (the whole corpus if that is fewer), and neardup runs again on that
+   same prefix for a like-for-like comparison.
+4. Survivors are read back from both outputs: counts, planted copies kept, id overlap.
+
+Run from the repository root::
+
+    python -m bench.batch [--docs N] [--peer-docs M] [--quick] [--markdown]
+
+Defaults (N = 1,000,000, datasketch on the first 200,000) take about 3 minutes on 2 cores:
+datasketch alone would need about 7 minutes for the whole million, so it gets a prefix and its
+rate is extrapolated. ``--quick`` (N = 20,000, everything on all of it) takes under a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+
+from bench.batch_report import (
+    Measured,
+    Report,
+    load_average,
+    machine_facts,
+    markdown,
+    shell_date,
+    text,
+)
+from bench.batch_survivors import overlap, read_survivors
+from bench.proctree import TreeRun, run_measured
+
+__all__ = ["Config", "main", "run"]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DOCS = 1_000_000
+DEFAULT_PEER_DOCS = 200_000
+QUICK_DOCS = 20_000
+
+
+@dataclass(frozen=True)
+class Config:
+    """What to run.
+
+    Attributes:
+        docs: corpus documents (N).
+        peer_docs: documents given to datasketch (and to the like-for-like neardup run).
+        seed: the corpus seed.
+        workers: ``neardup dedup --workers``.
+        timeout: seconds before any one subprocess is killed.
+    """
+
+    docs: int = DEFAULT_DOCS
+    peer_docs: int = DEFAULT_PEER_DOCS
+    seed: int = 0
+    workers: int = 2
+    timeout: float = 1800.0
+
+
+def _say(message: str) -> None:
+    print(f"[bench.batch] {message}", file=sys.stderr, flush=True)
+
+
+def _checked(run: TreeRun, what: str) -> TreeRun:
+    if run.returncode != 0:
+        raise RuntimeError(f"{what} failed ({run.returncode}):\n{run.stderr_tail}")
+    return run
+
+
+def _python(*args: str) -> list[str]:
+    return [sys.executable, "-m", *args]
+
+
+def _prefix_file(corpus: Path, out: Path, docs: int) -> None:
+    """The first ``docs`` lines of ``corpus``."""
+    with corpus.open("rb") as src, out.open("wb") as dst:
+        dst.writelines(islice(src, docs))
+
+
+def _neardup(cfg: Config, corpus: Path, docs: int, tmp: Path, name: str) -> Measured:
+    """``neardup dedup`` on ``corpus``, measured, its survivors read back."""
+    out = tmp / f"{name}.out.jsonl"
+    argv = _python("app.cli", "dedup", str(corpus), "--output", str(out))
+    argv += ["--workers", str(cfg.workers), "--quiet"]
+    _say(f"neardup dedup over {docs:,} documents ...")
+    tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / name), name)
+    manifest = json.loads(out.with_name(out.name + ".manifest.json").read_text())
+    survivors = read_survivors(out, docs)
+    out.unlink()
+    label = f"neardup dedup --workers {cfg.workers}"
+    return Measured(label, docs, tree, manifest["counts"], manifest["seconds"], survivors)
+
+
+def _peer(cfg: Config, corpus: Path, docs: int, tmp: Path) -> Measured:
+    """The datasketch recipe on ``corpus``, measured, its survivors read back."""
+    out = tmp / "datasketch.out.jsonl"
+    argv = _python("bench.batch_peer", "--input", str(corpus), "--output", str(out))
+    _say(f"datasketch recipe over {docs:,} documents ...")
+    log = tmp / "datasketch"
+    tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=log), "peer")
+    result = json.loads(tree.stdout.strip().splitlines()[-1])
+    counts = {k: result[k] for k in ("exact_dropped", "near_dropped", "written")}
+    survivors = read_survivors(out, docs)
+    out.unlink()
+    return Measured(
+        "datasketch MinHashLSH recipe",
+        docs,
+        tree,
+        counts,
+        result["seconds"],
+        survivors,
+        extra=result,
+    )
+
+
+def run(cfg: Config, command: str) -> Report:
+    """Generate the corpus, run both sides, read the survivors back; cleans up after itself."""
+    date, load = shell_date(), load_average()
+    peer_docs = min(cfg.peer_docs or cfg.docs, cfg.docs)
+    tmp = Path(tempfile.mkdtemp(prefix="neardup-bench-batch-"))
+    try:
+        corpus = tmp / "corpus.jsonl"
+        _say(f"writing a {cfg.docs:,}-document corpus to {corpus} ...")
+        argv = _python("bench.batch_corpus", "--out", str(corpus), "--docs", str(cfg.docs))
+        argv += ["--seed", str(cfg.seed), "--prefix", str(peer_docs)]
+        made = _checked(
+            run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "gen"),
+            "corpus generation",
+        )
+        planted = json.loads(made.stdout.strip().splitlines()[-1])
+        neardup = _neardup(cfg, corpus, cfg.docs, tmp, "neardup")
+        prefix, neardup_prefix = corpus, None
+        if peer_docs < cfg.docs:
+            prefix = tmp / "prefix.jsonl"
+            _prefix_file(corpus, prefix, peer_docs)
+            neardup_prefix = _neardup(cfg, prefix, peer_docs, tmp, "neardup-prefix")
+        peer = _peer(cfg, prefix, peer_docs, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    same = neardup_prefix or neardup
+    overlaps = {
+        f"survivor ids, neardup vs datasketch, first {peer_docs:,}": overlap(
+            same.survivors, peer.survivors, peer_docs
+        )
+    }
+    if neardup_prefix is not None:
+        key = f"survivor ids, neardup on all {cfg.docs:,} vs neardup on the first {peer_docs:,}"
+        overlaps[key] = overlap(neardup.survivors, neardup_prefix.survivors, peer_docs)
+    return Report(
+        command, date, planted, neardup, neardup_prefix, peer, overlaps, machine_facts(load)
+    )
+
+
+def notes(report: Report) -> list[str]:
+    """How to read the section."""
+    peer = report.peer.extra
+    out = [
+        "docs/s = documents in / wall time of the whole subprocess (interpreter start, imports, "
+        "both reads of the file, writing the survivors). Peak RSS (tree) = the largest sum of "
+        "VmRSS over the process and its children (neardup's spawn workers), polled every 50 ms; "
+        "PSS the same with Pss (pages shared between processes, e.g. the workers' numpy, split "
+        "between them instead of counted in each); "
+        "'max 1 process' = `ru_maxrss` from `wait4`, the largest single process. CPU s = user + "
+        "system time of the process and the children it reaped (its workers), from `wait4`.",
+        "neardup: exact dedup (128-bit SHA-256 digest), 128 permutations, 16 bands x 8 rows, "
+        "candidates confirmed at estimate >= 0.8, union-find roots = smallest id; the output "
+        "adds `minhash_cluster` to every survivor's meta.",
+        f"datasketch: the common recipe (bench/batch_peer.py): exact dedup by MD5 of the text, "
+        f"Python 5-word shingles, `MinHash.bulk(num_perm=128)` (affine32, SHA-1), "
+        f"`MinHashLSH(threshold=0.8, num_perm=128)` (it picks b={peer['bands']}, "
+        f"r={peer['rows']}), every document inserted then queried, union-find over ALL "
+        "candidates (no confirmation on the estimate), survivors written as the input lines. "
+        "The confirmed count is computed afterwards, untimed.",
+        "A correct dedup keeps exactly the originals: every planted copy has a larger id than "
+        "its original. 'planted near kept' = near duplicates the run missed (for neardup: an "
+        "estimate below 0.8 for a pair whose true Jaccard is about 0.87-0.93; for datasketch "
+        "mostly an LSH miss: with b=9, r=13 a pair at J=0.9 is a candidate only ~93 % of the "
+        "time).",
+    ]
+    if report.neardup_prefix is not None:
+        out.append(
+            "The datasketch run gets a prefix of the corpus because the whole corpus would take it "
+            "over the time budget; neardup runs on the same prefix file too (the like-for-like "
+            "row). The full-N datasketch time is the prefix rate extrapolated linearly."
+        )
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.batch", description=__doc__)
+    parser.add_argument("--docs", type=int, default=DEFAULT_DOCS, help="corpus documents (N)")
+    parser.add_argument(
+        "--peer-docs", type=int, default=DEFAULT_PEER_DOCS, help="documents for datasketch (0: all)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2, help="neardup dedup --workers")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per subprocess")
+    parser.add_argument("--quick", action="store_true", help=f"N={QUICK_DOCS:,}, all for both")
+    parser.add_argument("--markdown", action="store_true", help="print a RESULTS.md section")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark and print the report (text, or markdown with ``--markdown``)."""
+    args = _parser().parse_args(argv)
+    docs, peer_docs = (QUICK_DOCS, 0) if args.quick else (args.docs, args.peer_docs)
+    if docs < 1 or peer_docs < 0:
+        raise SystemExit("--docs must be positive and --peer-docs non-negative")
+    cfg = Config(docs, peer_docs, args.seed, args.workers, args.timeout)
+    given = sys.argv[1:] if argv is None else list(argv)
+    command = shlex.join(["python", "-m", "bench.batch", *given])
+    report = run(cfg, command)
+    print(markdown(report, notes(report)) if args.markdown else text(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
