@@ -8,7 +8,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from app.service import Conflict, NotFound, Overloaded, TooLarge
+from app.limits import Overloaded, TooLarge
+from app.service import Conflict, NotFound
 from app.store import ParameterMismatch
 from core.errors import (
     CorpusError,

@@ -13,9 +13,9 @@ import logging
 import time
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,20 +24,17 @@ from numpy.typing import NDArray
 
 from app.config import Settings
 from app.index import ServiceIndex
+from app.limits import BatchLimits
 from app.pool import SignaturePool
 from app.protected import ProtectedSet, parse_protected_set
 from app.store import ProtectedSetRow, SQLiteStore, Store, StoredDoc
 from core.errors import DuplicateIdError, NeardupError
 from core.text import words
 
-__all__ = ["Conflict", "NewDoc", "NotFound", "Overloaded", "Service", "TooLarge"]
+__all__ = ["Conflict", "NewDoc", "NotFound", "Service"]
 
 log = logging.getLogger("neardup")
 _T = TypeVar("_T")
-# Working memory of a batch, estimated from its size: the tokeniser and hashing scratch per
-# character (UTF-32 codes, masks, byte buffers, 8-byte words) and the per-text arrays.
-_WORK_BYTES_PER_CHAR = 48
-_WORK_BYTES_PER_TEXT = 8 * 1024
 
 
 class NotFound(NeardupError, LookupError):
@@ -46,14 +43,6 @@ class NotFound(NeardupError, LookupError):
 
 class Conflict(NeardupError):
     """A registered id sent again with a different text."""
-
-
-class TooLarge(NeardupError):
-    """A batch over MAX_BATCH, a text over MAX_TEXT_CHARS, or a batch over MAX_BATCH_MEMORY."""
-
-
-class Overloaded(NeardupError):
-    """More batches in flight than MAX_INFLIGHT: answered 503 with Retry-After at once."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +97,7 @@ class Service:
         self.protected: dict[str, ProtectedSet] = {}
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
-        self._inflight = 0
+        self.limits = BatchLimits(settings)
         self.recovery_seconds = 0.0
 
     @classmethod
@@ -154,52 +143,16 @@ class Service:
 
     # --- documents ----------------------------------------------------------------------------
 
-    def check_batch(self, size: int) -> None:
-        """TooLarge for a batch over MAX_BATCH."""
-        if size > self.settings.max_batch:
-            raise TooLarge(f"a batch holds at most {self.settings.max_batch} items, got {size}")
-
-    def check_texts(self, texts: Sequence[str]) -> None:
-        """TooLarge for too many texts, a text over MAX_TEXT_CHARS, or a batch whose estimated
-        working memory is over MAX_BATCH_MEMORY (refused before any work, never an OOM kill)."""
-        self.check_batch(len(texts))
-        limit = self.settings.max_text_chars
-        total = 0
-        for i, text in enumerate(texts):
-            if len(text) > limit:
-                raise TooLarge(f"text {i} has {len(text)} characters; the limit is {limit}")
-            total += len(text)
-        estimate = _WORK_BYTES_PER_CHAR * total + _WORK_BYTES_PER_TEXT * len(texts)
-        if estimate > self.settings.max_batch_memory:
-            raise TooLarge(
-                f"the batch would need about {estimate >> 20} MiB of working memory; the limit "
-                f"is {self.settings.max_batch_memory >> 20} MiB: send smaller batches"
-            )
-
-    @contextmanager
-    def admit(self) -> Iterator[None]:
-        """Hold one of MAX_INFLIGHT places for a batch, or raise Overloaded at once."""
-        if self._inflight >= self.settings.max_inflight:
-            raise Overloaded(
-                f"{self._inflight} batches are in flight (the limit is "
-                f"{self.settings.max_inflight}); retry shortly"
-            )
-        self._inflight += 1
-        try:
-            yield
-        finally:
-            self._inflight -= 1
-
     async def signatures(self, texts: Sequence[str]) -> NDArray[np.uint32]:
         """Signatures of a batch, computed in the pool."""
-        self.check_texts(texts)
-        with self.admit():
+        self.limits.check_texts(texts)
+        with self.limits.admit():
             return await self.pool.signatures(texts)
 
     async def register(self, docs: Sequence[NewDoc]) -> list[Registered]:
         """Register a batch: durable first, then in memory; results in request order."""
-        self.check_texts([d.text for d in docs])
-        with self.admit():
+        self.limits.check_texts([d.text for d in docs])
+        with self.limits.admit():
             return await self._register(docs)
 
     async def _register(self, docs: Sequence[NewDoc]) -> list[Registered]:
@@ -308,7 +261,7 @@ class Service:
             "protected_sets": len(self.protected),
             "index_bytes": self.index.nbytes(),
             "pool_restarts": self.pool.restarts,
-            "inflight": self._inflight,
+            "inflight": self.limits.inflight,
             "recovery_seconds": round(self.recovery_seconds, 3),
         }
 
@@ -347,10 +300,10 @@ class Service:
         self, texts: Sequence[str], sets: Sequence[str] | None
     ) -> list[list[tuple[str, str, str]]]:
         """Per text: (set, item, first shared n-gram) of every protected item it shares with."""
-        self.check_texts(texts)
+        self.limits.check_texts(texts)
         names = sorted(self.protected) if sets is None else list(sets)
         chosen = [self.protected_set(name) for name in names]
-        with self.admit():
+        with self.limits.admit():
             # Python work per n-gram: off the event loop.
             return await asyncio.to_thread(self._hits, texts, chosen)
 
