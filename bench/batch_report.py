@@ -8,7 +8,6 @@ sum of VmRSS, polled every 50 ms (``bench.proctree``).
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import os
 import platform
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.batch_survivors import Overlap, Survivors
+from bench.machine import cpu_model, load_average, version
 from bench.proctree import TreeRun
 
 __all__ = [
@@ -91,24 +91,6 @@ class Report:
         return self.neardup_prefix or self.neardup
 
 
-def _version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def sources_digest(*paths: str) -> str:
     """The first 12 hex digits of SHA-256 over the ``.py`` files of ``paths`` (sorted)."""
     root = Path(__file__).resolve().parents[1]
@@ -129,11 +111,6 @@ def shell_date() -> str:
         return "unknown"
 
 
-def load_average() -> str:
-    """The 1, 5 and 15 minute load averages."""
-    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def machine_facts(load_at_start: str) -> dict[str, str]:
     """CPUs (nproc), CPU model, RAM, load (at start and now) and versions."""
     try:
@@ -143,12 +120,12 @@ def machine_facts(load_at_start: str) -> dict[str, str]:
     with open("/proc/meminfo") as fh:
         ram = int(fh.readline().split()[1]) / 2**20
     facts = {
-        "machine": f"{nproc} CPUs (nproc) - {_cpu_model()} - {ram:.0f} GiB RAM",
+        "machine": f"{nproc} CPUs (nproc) - {cpu_model()} - {ram:.0f} GiB RAM",
         "load average (1, 5, 15 min)": f"{load_at_start} at start, {load_average()} at end",
         "python": platform.python_version(),
     }
     for name in ("neardup", "numpy", "datasketch"):
-        facts[name] = _version(name)
+        facts[name] = version(name)
     facts["sha256 of core/ and of app/batch.py + app/cli.py (at end)"] = (
         f"{sources_digest('core')}, {sources_digest('app/batch.py', 'app/cli.py')}"
     )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import importlib.metadata
 import os
 import platform
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.machine import cpu_model, version
 from bench.peers import PeerResult
 from bench.server_process import REPO_ROOT
 from bench.service_http import IngestResult, QueryResult
@@ -91,24 +91,6 @@ class Report:
 # --- facts ------------------------------------------------------------------------------------
 
 
-def _version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def _sources_digest(package: str) -> str:
     """The first 12 hex digits of SHA-256 over ``package/*.py`` (sorted), read now."""
     h = hashlib.sha256()
@@ -141,12 +123,12 @@ def machine_facts(start: dict[str, str] | None) -> dict[str, str]:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     facts = {
         "date (start - end of run)": f"{start['date']} - {now}",
-        "machine": f"{usable} CPUs (nproc) - {_cpu_model()} - {_mem_total()}",
+        "machine": f"{usable} CPUs (nproc) - {cpu_model()} - {_mem_total()}",
         "load average (1, 5, 15 min)": f"{start['load']} at start, {_load()} at end",
         "python": platform.python_version(),
     }
     for name in ("numpy", "datasketch", "fastapi", "starlette", "uvicorn", "pydantic", "httpx"):
-        facts[name] = _version(name)
+        facts[name] = version(name)
     facts["app/ and core/ sources sha256 (at start)"] = f"{start['app']}, {start['core']}"
     return facts
 

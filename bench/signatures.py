@@ -23,7 +23,6 @@ import argparse
 import datetime
 import gc
 import hashlib
-import importlib.metadata
 import os
 import platform
 import re
@@ -44,6 +43,7 @@ import core.permute
 import core.signatures as cs
 import core.tokens
 from bench.corpus import documents
+from bench.machine import cpu_model, load_average, version
 
 NUM_PERM = 128
 SEED = 0
@@ -320,26 +320,6 @@ def pool_peak_rss_mib(pool: ProcessPoolExecutor) -> float | None:
     return max(peaks) if peaks else None
 
 
-def cpu_model() -> str:
-    """The CPU model from /proc/cpuinfo, else what ``platform`` knows."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def version(dist: str) -> str:
-    """The installed version of a distribution, or ``"not installed"``."""
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
 def kernel_digest() -> str:
     """The first 12 hex digits of SHA-256 of the kernel's modules: which kernel was measured."""
     digest = hashlib.sha256()
@@ -350,11 +330,6 @@ def kernel_digest() -> str:
     except (OSError, TypeError):
         return "unknown"
     return digest.hexdigest()[:12]
-
-
-def load_average() -> str:
-    """The 1, 5 and 15 minute load averages."""
-    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def machine_facts(report: Report) -> dict[str, str]:
