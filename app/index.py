@@ -59,6 +59,7 @@ class ServiceIndex:
         self.ids: list[str] = []
         self.num_of: dict[str, int] = {}
         self._id_chars = 0  # total length of the ids, for nbytes()
+        self.version = 0  # bumped by every change, for caches of derived views
         self.buckets = BandBuckets(bands, self.rows)
         self.clusters = ClusterState(self.ids)
 
@@ -123,6 +124,7 @@ class ServiceIndex:
     def apply(self, plan: Plan) -> None:
         """Add a planned batch (after it is durable). Synchronous: readers never see half."""
         n = len(plan.ids)
+        self.version += 1
         self._reserve(self.count + n)
         nums = np.arange(self.count, self.count + n, dtype=np.int64)
         self._sigs[self.count : self.count + n] = plan.sigs
@@ -139,6 +141,7 @@ class ServiceIndex:
     def remove(self, doc_id: str) -> None:
         """Take a document out (after the store deleted it); its cluster is recomputed."""
         num = self.num_of.pop(doc_id)
+        self.version += 1
         self._alive[num] = False
         self.clusters.remove(num)
 

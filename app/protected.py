@@ -7,9 +7,12 @@ contents are never returned: only names, counts and the n-gram a checked text al
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from core.decont import item_label, item_strings, jsonl_items
+import numpy as np
+
+from core.decont import NgramIndex, item_label, item_strings, jsonl_items
 from core.errors import CorpusError
 from core.text import ngrams, words
 
@@ -21,11 +24,25 @@ SET_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 @dataclass
 class ProtectedSet:
-    """One protected set: n-gram -> the labels of the items containing it (first seen first)."""
+    """One protected set: n-gram -> the labels of the items containing it (first seen first),
+    and the n-grams' hashes to find the contaminated texts of a batch at numpy speed."""
 
     name: str
     items: int
     grams: dict[str, list[str]]
+    n: int
+    index: NgramIndex = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.index = NgramIndex(self.grams.keys(), self.n)
+
+    def hits_many(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+        """For every text, (item, first shared n-gram) of the items it shares an n-gram with;
+        only the texts the hash filter flags are scanned word by word."""
+        out: list[list[tuple[str, str]]] = [[] for _ in texts]
+        for i in np.flatnonzero(self.index.contaminated_many(texts)).tolist():
+            out[i] = self.hits(words(texts[i]), self.n)
+        return out
 
     @property
     def ngrams(self) -> int:
@@ -56,7 +73,7 @@ def parse_protected_set(name: str, body: str, *, jsonl: bool, n: int) -> Protect
         _add(grams, body, "1", n)
     if items == 0:
         raise CorpusError(name, None, "the protected set has no items")
-    return ProtectedSet(name, items, grams)
+    return ProtectedSet(name, items, grams, n)
 
 
 def _add(grams: dict[str, list[str]], text: str, label: str, n: int) -> None:

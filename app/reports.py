@@ -12,8 +12,6 @@ from app.batch import BATCH, batches, read_corpus
 from app.client import Client
 from app.progress import Progress
 from app.protected import ProtectedSet, parse_protected_set
-from core.decont import NgramIndex
-from core.text import words
 
 __all__ = ["contamination_report", "push", "query"]
 
@@ -29,16 +27,16 @@ def contamination_report(
     """Per protected item with any hit: the documents sharing an n-gram with it and the first
     shared n-gram; and per document, whether it is contaminated."""
     sets = [_protected_set(p, n) for p in protected]
-    index = NgramIndex({g for s in sets for g in s.grams}, n)
     items: dict[tuple[str, str], dict[str, Any]] = {}
     documents: dict[str, bool] = {}
     with Progress("contamination", quiet=quiet) as progress:
         for batch in batches(read_corpus(inputs), BATCH):
-            dirty = index.contaminated_many([d.text for d in batch])
-            for doc, hit in zip(batch, dirty.tolist(), strict=True):
-                documents[doc.id] = hit
-                if hit:
-                    _record(items, sets, doc.id, words(doc.text), n)
+            texts = [d.text for d in batch]
+            documents.update((d.id, False) for d in batch)
+            for s in sets:
+                for doc, hits in zip(batch, s.hits_many(texts), strict=True):
+                    _record(items, s, doc.id, hits)
+                    documents[doc.id] |= bool(hits)
             progress.update(len(batch))
     return {
         "ngram": n,
@@ -51,17 +49,16 @@ def contamination_report(
 
 def _record(
     items: dict[tuple[str, str], dict[str, Any]],
-    sets: list[ProtectedSet],
+    protected: ProtectedSet,
     doc_id: str,
-    text_words: list[str],
-    n: int,
+    hits: list[tuple[str, str]],
 ) -> None:
-    for s in sets:
-        for item, gram in s.hits(text_words, n):
-            entry = items.setdefault(
-                (s.name, item), {"file": s.name, "item": item, "documents": [], "first_ngram": gram}
-            )
-            entry["documents"].append(doc_id)
+    for item, gram in hits:
+        entry = items.setdefault(
+            (protected.name, item),
+            {"file": protected.name, "item": item, "documents": [], "first_ngram": gram},
+        )
+        entry["documents"].append(doc_id)
 
 
 def push(

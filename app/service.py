@@ -29,7 +29,6 @@ from app.pool import SignaturePool
 from app.protected import ProtectedSet, parse_protected_set
 from app.store import ProtectedSetRow, SQLiteStore, Store, StoredDoc
 from core.errors import DuplicateIdError, NeardupError
-from core.text import words
 
 __all__ = ["Conflict", "NewDoc", "NotFound", "Service"]
 
@@ -98,6 +97,7 @@ class Service:
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         self.limits = BatchLimits(settings)
+        self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
         self.recovery_seconds = 0.0
 
     @classmethod
@@ -229,19 +229,28 @@ class Service:
         self, min_size: int, limit: int, after: str | None
     ) -> tuple[list[list[str]], str | None]:
         """Clusters ordered by root id, ``limit`` from after ``after``; and the next cursor."""
+        roots = self._sorted_roots(min_size)
+        start = bisect_right(roots, after) if after is not None else 0
+        page = roots[start : start + limit]
+        groups = [self.cluster(root) for root in page]
+        more = start + limit < len(roots)
+        return groups, (page[-1] if more and page else None)
+
+    def _sorted_roots(self, min_size: int) -> list[str]:
+        """Root ids of clusters of at least ``min_size``, sorted; kept until the next write, so
+        paging through a million singletons sorts them once, not once a page."""
+        key = (self.index.version, max(min_size, 1))
+        if self._roots_cache is not None and self._roots_cache[0] == key:
+            return self._roots_cache[1]
         index = self.index
         if min_size <= 1:
-            roots = sorted({index.root_id(n) for n in index.num_of.values()})
+            find = index.clusters.find
+            roots = sorted(index.ids[n] for n in index.num_of.values() if find(n) == n)
         else:
-            roots = sorted(
-                index.ids[r] for r, m in index.clusters.members.items() if len(m) >= min_size
-            )
-        if after is not None:
-            roots = roots[bisect_right(roots, after) :]
-        page = roots[:limit]
-        groups = [self.cluster(root) for root in page]
-        more = len(roots) > limit
-        return groups, (page[-1] if more and page else None)
+            members = index.clusters.members
+            roots = sorted(index.ids[r] for r, m in members.items() if len(m) >= min_size)
+        self._roots_cache = (key, roots)
+        return roots
 
     def cluster(self, root: str) -> list[str]:
         """The sorted member ids of the cluster rooted at ``root``."""
@@ -310,14 +319,8 @@ class Service:
     def _hits(
         self, texts: Sequence[str], chosen: list[ProtectedSet]
     ) -> list[list[tuple[str, str, str]]]:
-        out = []
-        for text in texts:
-            w = words(text)
-            out.append(
-                [
-                    (p.name, item, gram)
-                    for p in chosen
-                    for item, gram in p.hits(w, self.settings.ngram)
-                ]
-            )
+        out: list[list[tuple[str, str, str]]] = [[] for _ in texts]
+        for protected in chosen:
+            for found, hits in zip(out, protected.hits_many(texts), strict=True):
+                found.extend((protected.name, item, gram) for item, gram in hits)
         return out

@@ -164,6 +164,9 @@ def test_delete_recomputes_the_cluster_so_a_chain_splits(srv):
     assert get(srv, "/v1/documents/chain-x").json()["cluster"] == "chain-x"
     assert get(srv, "/v1/documents/chain-z").json()["cluster"] == "chain-z"
     assert httpx.delete(f"{srv.url}/v1/documents/chain-y").status_code == 404
+    listed = api_clusters(srv)  # the listing follows the deletion (no stale page cache)
+    assert {"chain-x"} in listed and {"chain-z"} in listed
+    assert all("chain-y" not in group for group in listed)
 
 
 def test_metrics_and_health(srv):
