@@ -9,6 +9,7 @@ length, so those are a suffix), reading eight bytes per gather. The few very lon
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,18 +49,25 @@ def fnv1a64_spans(
         end[long] = start[long]  # empty for the byte loop, hashed in closed form below
         total[long] = 0
     np.cumsum(total, out=total)
-    c0 = 0
-    while c0 < len(start):
-        # Consecutive spans up to a byte budget: a batch's shingles lie close together.
-        budget = (int(total[c0 - 1]) if c0 else 0) + _FNV_CHUNK_BYTES
-        c1 = max(int(np.searchsorted(total, budget, side="right")), c0 + 1)
-        c1 = min(c1, c0 + _FNV_CHUNK, len(start))
+    # Consecutive spans up to a byte budget: a batch's shingles lie close together.
+    for c0, c1 in _budgeted(total, _FNV_CHUNK_BYTES, _FNV_CHUNK):
         _fnv1a64_chunk(buf, start[c0:c1], end[c0:c1], h[c0:c1])
-        c0 = c1
     if len(long):
         offset = np.full(len(long), FNV_OFFSET, dtype=np.uint64)
         h[long] = _fnv1a64_resume(buf, start[long], long_end, offset)
     return h
+
+
+def _budgeted(total: NDArray[np.int64], budget: int, most: int) -> Iterator[tuple[int, int]]:
+    """Consecutive ``[i0, i1)`` ranges of items whose sizes (``total``: their cumulative sum) add
+    up to about ``budget``, at most ``most`` items each, and never empty."""
+    i0 = 0
+    while i0 < len(total):
+        limit = (int(total[i0 - 1]) if i0 else 0) + budget
+        i1 = max(int(np.searchsorted(total, limit, side="right")), i0 + 1)
+        i1 = min(i1, i0 + most, len(total))
+        yield i0, i1
+        i0 = i1
 
 
 def _fnv1a64_chunk(
@@ -151,14 +159,9 @@ def _fnv1a64_resume(
     step = np.arange(len(span)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     lo = start[span] + step * _FNV_PIECE
     hi = np.minimum(lo + _FNV_PIECE, end[span])
-    total = np.cumsum(hi - lo)
-    b0 = 0
-    while b0 < len(span):
-        budget = (int(total[b0 - 1]) if b0 else 0) + _FNV_PIECE
-        b1 = max(int(np.searchsorted(total, budget, side="right")), b0 + 1)
+    for b0, b1 in _budgeted(np.cumsum(hi - lo), _FNV_PIECE, len(span)):
         which = span[b0:b1]
         out[which] = _fnv1a64_pieces(buf, lo[b0:b1], hi[b0:b1], out[which])
-        b0 = b1
     return out
 
 

@@ -128,3 +128,10 @@ def test_a_document_longer_than_a_kernel_block(num_perm):
     batch = ["short one", long_text, "another short text of words"]
     got = signatures(batch, num_perm=num_perm)
     assert [r.tolist() for r in got] == [spec_signature(t, num_perm) for t in batch]
+
+
+def test_huge_words_take_the_closed_form_and_stay_exact():
+    # A 70,000-byte word makes five shingles over 64 KiB: FNV-1a's closed form, not the byte loop.
+    texts = ["a b c " + "y" * 70_000 + " d e f", "z" * 70_000, "ü" * 40_000 + " tail words here"]
+    got = signatures(texts, num_perm=16)
+    assert [row.tolist() for row in got] == [spec_signature(t, 16) for t in texts]
