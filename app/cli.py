@@ -185,11 +185,11 @@ def _contamination(args: argparse.Namespace) -> int:
 
 
 def _push_or_query(args: argparse.Namespace) -> int:
-    from app.reports import push, query
+    from app.reports import Remote, push, query
 
+    remote = Remote(args.url, args.api_key, args.batch_size, args.retries)
     run = push if args.command == "push" else query
-    return run(args.inputs, url=args.url, api_key=args.api_key, batch_size=args.batch_size,
-               retries=args.retries, quiet=args.quiet)  # fmt: skip
+    return run(args.inputs, remote, quiet=args.quiet)
 
 
 _COMMANDS = {
