@@ -33,11 +33,14 @@ class SignaturePool:
 
     async def signatures(self, texts: Sequence[str]) -> NDArray[np.uint32]:
         """Signatures of ``texts``; a dead worker replaces the pool and the batch runs once more."""
+        failed = self._pool
         try:
             return await self._run(texts)
         except WorkerError:
-            self._replace()
-            await self.warm_up()
+            # Concurrent batches may all see the same broken pool: only the first replaces it.
+            if self._pool is failed:
+                self._replace()
+                await self.warm_up()
             return await self._run(texts)
 
     async def _run(self, texts: Sequence[str]) -> NDArray[np.uint32]:
@@ -53,7 +56,7 @@ class SignaturePool:
                 for lo, hi in chunk_bounds(len(texts), self.workers)
             ]
             chunks = await asyncio.gather(*futures)
-        except BrokenProcessPool as exc:
+        except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: submit after shutdown
             raise WorkerError(f"a signature worker process died: {exc}") from exc
         return np.concatenate(chunks, axis=0)
 
