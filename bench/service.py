@@ -47,6 +47,7 @@ from bench.corpus import documents
 from bench.peers import PeerResult, run_peer
 from bench.server_process import Server, peak_rss_bytes, proc_memory, recovered_from_log
 from bench.server_process import start_server as _start
+from bench.service_facts import machine_facts
 from bench.service_http import (
     document_bodies,
     get_stats,
@@ -54,14 +55,8 @@ from bench.service_http import (
     query_bodies,
     time_queries,
 )
-from bench.service_report import (
-    BaselineResult,
-    Report,
-    ServedResult,
-    machine_facts,
-    markdown,
-    print_text,
-)
+from bench.service_report import markdown, print_text
+from bench.service_results import BaselineResult, Report, ServedResult
 from bench.synthetic_index import SynthParams, build_store
 
 WORKERS = 2

@@ -1,0 +1,59 @@
+"""neardup's signature kernel timed stage by stage, from core's internals."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+import core.fnv
+import core.permute
+import core.signatures as cs
+import core.tokens
+from bench.signatures_contenders import NUM_PERM, SEED, K
+
+
+def _split_once(texts: Sequence[str]) -> tuple[dict[str, float], NDArray[np.uint32]]:
+    """One pass of the kernel stage by stage, from core's internals."""
+    from core.hashing import MERSENNE31, perm_params
+
+    gc.collect()
+    t0 = time.perf_counter()
+    tokens = core.tokens.Tokens(texts)
+    start, end, per_doc = core.tokens.shingle_spans(tokens, K)
+    t1 = time.perf_counter()
+    h = core.fnv.fnv1a64_spans(tokens.buf, start, end)
+    x = h % np.uint64(MERSENNE31)
+    t2 = time.perf_counter()
+    a, b = perm_params(NUM_PERM, SEED)
+    sig = core.permute.minima(x, per_doc, a, b)
+    t3 = time.perf_counter()
+    stages = {"tokenise + shingle spans": t1 - t0, "FNV-1a 64 + mod P": t2 - t1}
+    stages["permutations + minima"] = t3 - t2
+    return stages, sig
+
+
+def neardup_split(texts: Sequence[str], repeats: int) -> tuple[dict[str, float] | None, str]:
+    """Median seconds of neardup's stages, or None with the reason if internals changed.
+
+    Args:
+        texts: the documents (all in one batch).
+        repeats: timed passes.
+
+    Returns:
+        The medians per stage (or None), and a note: empty, or why the split is missing or
+        differs from ``batch_signatures``.
+    """
+    try:
+        passes = [_split_once(texts) for _ in range(repeats)]
+    except (AttributeError, ImportError, TypeError, ValueError) as exc:
+        return None, f"split unavailable (core internals changed?): {type(exc).__name__}: {exc}"
+    note = ""
+    if not np.array_equal(passes[0][1], cs.batch_signatures(texts, NUM_PERM, SEED, K)):
+        note = "the staged pass no longer equals batch_signatures: the split may be stale"
+    names = passes[0][0]
+    return {name: statistics.median(p[0][name] for p in passes) for name in names}, note
