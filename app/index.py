@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from app.buckets import BandBuckets
 from app.clusters import ClusterState
-from core.cluster import candidate_pairs
+from core.cluster import candidate_pairs, estimates
 
 __all__ = ["Plan", "ServiceIndex"]
 
@@ -96,7 +96,7 @@ class ServiceIndex:
         if self.count == 0 or len(sigs) == 0:
             return out
         q, nums = self.candidates(sigs)
-        est = np.count_nonzero(sigs[q] == self._sigs[nums], axis=1) / self.num_perm
+        est = estimates(sigs, np.stack((q, nums), axis=1), self._sigs)
         hit = est >= t
         for row, num, e in zip(q[hit].tolist(), nums[hit].tolist(), est[hit].tolist(), strict=True):
             out[row].append((num, e))
@@ -115,7 +115,7 @@ class ServiceIndex:
         plan = Plan(ids, sigs, nums, self.matches(sigs))
         if len(sigs) > 1:
             pairs = candidate_pairs(sigs, self.bands)
-            est = np.count_nonzero(sigs[pairs[:, 0]] == sigs[pairs[:, 1]], axis=1) / self.num_perm
+            est = estimates(sigs, pairs)
             hit = est >= self.threshold
             for i, j, e in zip(*pairs[hit].T.tolist(), est[hit].tolist(), strict=True):
                 plan.matches[j].append((nums[i], e))

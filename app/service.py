@@ -162,7 +162,10 @@ class Service:
         sigs = await self.pool.signatures([d.text for d in docs])
         async with self._lock:
             known = await self._io_call(self.store.digests, [d.id for d in docs])
-            conflicts = [d.id for d in docs if d.id in known and known[d.id] != digest(d.text)]
+            digests = [digest(d.text) for d in docs]
+            conflicts = [
+                d.id for d, h in zip(docs, digests, strict=True) if known.get(d.id, h) != h
+            ]
             if conflicts:
                 raise Conflict(
                     f"already registered with a different text: {', '.join(conflicts[:10])}"
@@ -170,15 +173,18 @@ class Service:
             fresh = [i for i, d in enumerate(docs) if d.id not in known]
             plan = self.index.plan([docs[i].id for i in fresh], sigs[fresh])
             rows = [
-                self._stored(docs[i], num, sigs[i]) for i, num in zip(fresh, plan.nums, strict=True)
+                self._stored(docs[i], num, digests[i], sigs[i])
+                for i, num in zip(fresh, plan.nums, strict=True)
             ]
             await self._io_call(self.store.add_documents, rows, plan.pairs())
             self.index.apply(plan)
             return [self._result(d, d.id not in known) for d in docs]
 
-    def _stored(self, doc: NewDoc, num: int, sig: np.ndarray[Any, Any]) -> StoredDoc:
+    def _stored(
+        self, doc: NewDoc, num: int, text_digest: bytes, sig: np.ndarray[Any, Any]
+    ) -> StoredDoc:
         text = doc.text if self.settings.store_text else None
-        return StoredDoc(num, doc.id, digest(doc.text), sig.astype("<u4").tobytes(), doc.meta, text)
+        return StoredDoc(num, doc.id, text_digest, sig.astype("<u4").tobytes(), doc.meta, text)
 
     def _result(self, doc: NewDoc, created: bool) -> Registered:
         num = self.index.num_of[doc.id]

@@ -128,12 +128,20 @@ def candidate_pairs(
     return np.stack((flat // max(n, 1), flat % max(n, 1)), axis=1)
 
 
-def estimates(sigs: NDArray[np.uint32], pairs: NDArray[np.int64]) -> NDArray[np.float64]:
-    """``estimate`` of every pair: the share of positions where the two signatures agree."""
+def estimates(
+    sigs: NDArray[np.uint32],
+    pairs: NDArray[np.int64],
+    other: NDArray[np.uint32] | None = None,
+) -> NDArray[np.float64]:
+    """``estimate`` of every pair: the share of positions where the two signatures agree.
+
+    A pair is (row of ``sigs``, row of ``other``), ``other`` being ``sigs`` by default.
+    """
+    second = sigs if other is None else other
     out = np.empty(len(pairs), dtype=np.float64)
     for lo in range(0, len(pairs), _ESTIMATE_CHUNK):
         p = pairs[lo : lo + _ESTIMATE_CHUNK]
-        equal = np.count_nonzero(sigs[p[:, 0]] == sigs[p[:, 1]], axis=1)
+        equal = np.count_nonzero(sigs[p[:, 0]] == second[p[:, 1]], axis=1)
         out[lo : lo + len(p)] = equal / sigs.shape[1]
     return out
 
