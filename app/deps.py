@@ -10,7 +10,7 @@ from app.config import Settings
 from app.pool import SignaturePool
 from app.service import Service
 
-__all__ = ["PoolDep", "ServiceDep", "SettingsDep", "require"]
+__all__ = ["PoolDep", "ServiceDep", "SettingsDep", "bearer_token", "require"]
 
 
 def _settings(request: Request) -> Settings:
@@ -32,6 +32,12 @@ ServiceDep = Annotated[Service, Depends(_service)]
 PoolDep = Annotated[SignaturePool, Depends(_pool)]
 
 
+def bearer_token(request: Request) -> str | None:
+    """The key of an ``Authorization: Bearer KEY`` header, or None."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
 def require(scope: str) -> Any:
     """A dependency admitting requests whose Bearer key has ``scope`` (all, with no keys file)."""
 
@@ -39,13 +45,13 @@ def require(scope: str) -> Any:
         keyring = request.app.state.keyring
         if keyring is None:
             return
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = bearer_token(request)
+        if token is None:
             raise HTTPException(
                 401, "send an API key as 'Authorization: Bearer KEY'",
                 headers={"WWW-Authenticate": "Bearer"},
             )  # fmt: skip
-        scopes = keyring.scopes(token.strip())
+        scopes = keyring.scopes(token)
         if scopes is None:
             raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "Bearer"})
         if scope not in scopes:

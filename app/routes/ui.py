@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 
 from app.charts import s_curve, size_histogram
-from app.deps import ServiceDep
+from app.deps import ServiceDep, bearer_token
 from app.diffs import highlight_ngrams, word_diff
 from app.service import NotFound, Service
 from core.sketch import estimate
@@ -33,10 +33,7 @@ class LoginRequired(Exception):
 
 
 def _presented_key(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return request.cookies.get(COOKIE)
+    return bearer_token(request) or request.cookies.get(COOKIE)
 
 
 async def _reader(request: Request) -> None:
@@ -158,8 +155,8 @@ async def contamination(
         text = await _registered_text(service, doc_id)
     [hits] = await service.contamination([text], chosen)
     n = service.settings.ngram
-    text_grams = set(ngrams(words(text), n))
-    shared = {g for s in chosen for g in service.protected_set(s).grams if g in text_grams}
+    picked = [service.protected_set(name) for name in chosen]
+    shared = {g for g in ngrams(words(text), n) if any(g in p.grams for p in picked)}
     result = {"pieces": highlight_ngrams(text, shared, n), "hits": hits}
     return _page(request, "contamination.html", sets=sorted(service.protected), result=result,
                  text=text, doc_id=doc_id, chosen=chosen)  # fmt: skip
