@@ -131,15 +131,7 @@ class SQLiteStore:
 
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The text digests of those of ``ids`` that are registered."""
-        out: dict[str, bytes] = {}
-        for lo in range(0, len(ids), 500):
-            chunk = list(ids[lo : lo + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT id, digest FROM documents WHERE id IN ({marks})", chunk
-            ).fetchall()
-            out.update(rows)
-        return out
+        return dict(self._rows_in("SELECT id, digest FROM documents WHERE id IN ({})", ids))
 
     def add_documents(
         self, docs: Sequence[StoredDoc], pairs: Sequence[tuple[int, int, float]]
@@ -169,16 +161,15 @@ class SQLiteStore:
 
     def texts(self, nums: Sequence[int]) -> dict[int, str]:
         """The stored texts of those documents (when texts are stored)."""
-        out: dict[int, str] = {}
-        for lo in range(0, len(nums), 500):
-            chunk = list(nums[lo : lo + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT num, text FROM documents WHERE num IN ({marks}) AND text IS NOT NULL",
-                chunk,
-            )
-            out.update(rows)
-        return out
+        sql = "SELECT num, text FROM documents WHERE num IN ({}) AND text IS NOT NULL"
+        return dict(self._rows_in(sql, nums))
+
+    def _rows_in(self, sql: str, keys: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+        """The rows of ``sql`` (with an ``IN ({})`` slot) for ``keys``, 500 bound values a query,
+        under SQLite's limit on parameters."""
+        for lo in range(0, len(keys), 500):
+            chunk = list(keys[lo : lo + 500])
+            yield from self._db.execute(sql.format(",".join("?" * len(chunk))), chunk)
 
     def extent(self) -> int:
         """One more than the largest document number (0 when empty)."""
