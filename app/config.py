@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core.engine import MinhashParams
+
 __all__ = ["Settings", "get_settings"]
 
 
@@ -18,12 +20,13 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NEARDUP_", extra="forbid")
 
     data_dir: Path = Path("./data")
-    num_perm: int = Field(128, ge=1)
-    bands: int = Field(16, ge=1)
-    threshold: float = Field(0.8, gt=0.0, le=1.0)
-    k: int = Field(5, ge=1)
-    seed: int = Field(0, ge=0, lt=2**64)
-    ngram: int = Field(13, ge=1)
+    # The index parameters: checked together by core's MinhashParams (see ``params``).
+    num_perm: int = 128
+    bands: int = 16
+    threshold: float = 0.8
+    k: int = 5
+    seed: int = 0
+    ngram: int = 13
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     max_batch: int = Field(10_000, ge=1)
     max_body_bytes: int = Field(64 * 2**20, ge=1)
@@ -36,18 +39,21 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=0, lt=65536)
 
     @model_validator(mode="after")
-    def _bands_divide_num_perm(self) -> Settings:
-        if self.num_perm % self.bands:
-            raise ValueError(
-                f"num_perm ({self.num_perm}) must be a multiple of bands ({self.bands}): "
-                "each band takes num_perm / bands rows"
-            )
+    def _valid_params(self) -> Settings:
+        self.params  # noqa: B018 - MinhashParams raises ParameterError (a ValueError) if invalid
         return self
 
     @property
-    def rows(self) -> int:
-        """Rows per band: ``num_perm / bands``."""
-        return self.num_perm // self.bands
+    def params(self) -> MinhashParams:
+        """The index parameters as core's validated ``MinhashParams``."""
+        return MinhashParams(
+            num_perm=self.num_perm,
+            bands=self.bands,
+            threshold=self.threshold,
+            k=self.k,
+            seed=self.seed,
+            ngram=self.ngram,
+        )
 
 
 @lru_cache

@@ -1,4 +1,5 @@
-"""``create_app()``: the FastAPI service and its lifespan (store, index, process pool)."""
+"""``create_app()``, the application factory: the service (``app.service``) served over HTTP
+(``app.api``), with its lifespan (store, index, process pool). The only importer of ``app.api``."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.access import Keyring
+from app.api.body_limit import BodyLimit
+from app.api.errors import install_error_handlers
+from app.api.metrics import Metrics
+from app.api.routes import clusters, documents, health, protected_sets, signatures, stats
+from app.api.ui import pages
 from app.config import Settings, get_settings
-from app.errors import install_error_handlers
-from app.limits import BodyLimit
-from app.metrics import Metrics
-from app.routes import clusters, documents, health, protected_sets, signatures, stats, ui
 from app.service import Service
+from app.service.access import Keyring
 
 __all__ = ["create_app"]
 
@@ -49,7 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.middleware("http")(app.state.metrics.middleware)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    for module in (health, signatures, documents, clusters, protected_sets, stats, ui):
+    for module in (health, signatures, documents, clusters, protected_sets, stats, pages):
         app.include_router(module.router)
-    app.add_exception_handler(ui.LoginRequired, ui.login_redirect)
+    app.add_exception_handler(pages.LoginRequired, pages.login_redirect)
     return app

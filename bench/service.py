@@ -209,7 +209,7 @@ def run_peers(report: Report, db: Path, queries: Path, config: Config) -> None:
 
 def run(config: Config, command: str) -> Report:
     """Every step, in a temporary directory removed at the end."""
-    from core.signatures import signatures
+    from core._signatures import signatures
 
     report = Report(config=config, command=command, facts_start=machine_facts(None))
     tmp = Path(tempfile.mkdtemp(prefix="neardup-bench-service-"))

@@ -136,7 +136,7 @@ def _build_rows(report: Report) -> list[tuple[str, str]]:
     c = report.config
     return [
         (
-            f"signatures of the {min(c.pool, c.docs):,}-doc pool (core.signatures, workers=2)",
+            f"signatures of the {min(c.pool, c.docs):,}-doc pool (core._signatures, workers=2)",
             f"{report.pool_seconds:.2f} s",
         ),
         (

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-import core.signatures as cs
+import core._signatures as cs
 
 NUM_PERM = 128
 SEED = 0

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import core.fnv
-import core.permute
-import core.signatures as cs
-import core.tokens
+import core._fnv
+import core._permute
+import core._signatures as cs
+import core._tokens
 from bench.machine import cpu_model, load_average, version
 from bench.signatures_contenders import BATCHED, NUM_PERM
 
@@ -69,7 +69,7 @@ def kernel_digest() -> str:
     """The first 12 hex digits of SHA-256 of the kernel's modules: which kernel was measured."""
     digest = hashlib.sha256()
     try:
-        for module in (core.tokens, core.fnv, core.permute, cs):
+        for module in (core._tokens, core._fnv, core._permute, cs):
             with open(str(module.__file__), "rb") as f:
                 digest.update(f.read())
     except (OSError, TypeError):

@@ -10,27 +10,27 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-import core.fnv
-import core.permute
-import core.signatures as cs
-import core.tokens
+import core._fnv
+import core._permute
+import core._signatures as cs
+import core._tokens
 from bench.signatures_contenders import NUM_PERM, SEED, K
 
 
 def _split_once(texts: Sequence[str]) -> tuple[dict[str, float], NDArray[np.uint32]]:
     """One pass of the kernel stage by stage, from core's internals."""
-    from core.hashing import MERSENNE31, perm_params
+    from core._hashing import MERSENNE31, perm_params
 
     gc.collect()
     t0 = time.perf_counter()
-    tokens = core.tokens.Tokens(texts)
-    start, end, per_doc = core.tokens.shingle_spans(tokens, K)
+    tokens = core._tokens.Tokens(texts)
+    start, end, per_doc = core._tokens.shingle_spans(tokens, K)
     t1 = time.perf_counter()
-    h = core.fnv.fnv1a64_spans(tokens.buf, start, end)
+    h = core._fnv.fnv1a64_spans(tokens.buf, start, end)
     x = h % np.uint64(MERSENNE31)
     t2 = time.perf_counter()
     a, b = perm_params(NUM_PERM, SEED)
-    sig = core.permute.minima(x, per_doc, a, b)
+    sig = core._permute.minima(x, per_doc, a, b)
     t3 = time.perf_counter()
     stages = {"tokenise + shingle spans": t1 - t0, "FNV-1a 64 + mod P": t2 - t1}
     stages["permutations + minima"] = t3 - t2

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-import core.signatures as cs
+import core._signatures as cs
 from bench.signatures_contenders import run_neardup
 from bench.signatures_measure import median_times, pool_peak_rss_mib
 

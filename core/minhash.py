@@ -1,4 +1,6 @@
-"""The public surface of core: every name of CORE.md section 7.
+"""The public contract of core: every name of CORE.md section 7, for users of the library.
+
+The engine that app/, the CLI and other engines build on is ``core.engine``.
 
 >>> from core.minhash import shingles, jaccard
 >>> round(jaccard(shingles("the cat sat on the mat today", 3),
@@ -8,15 +10,18 @@
 
 from __future__ import annotations
 
-from core.cluster import clusters
-from core.decont import contaminated, decontaminate, protected_ngrams
-from core.hashing import MERSENNE31, PCG32, fnv1a64, perm_params
-from core.lsh import LSH
-from core.signatures import signatures
-from core.sketch import estimate, minhash, shingle_hashes
-from core.stages import Doc, exact_dedup, near_dedup
-from core.text import jaccard, shingles, words
-from core.unionfind import UnionFind
+from core._cluster import clusters
+from core._corpus import Doc
+from core._decont import decontaminate
+from core._hashing import MERSENNE31, PCG32, fnv1a64, perm_params
+from core._lsh import LSH
+from core._ngrams import contaminated
+from core._protected import protected_ngrams
+from core._signatures import signatures
+from core._sketch import estimate, minhash, shingle_hashes
+from core._stages import exact_dedup, near_dedup
+from core._text import jaccard, shingles, words
+from core._unionfind import UnionFind
 
 __all__ = [
     "LSH",

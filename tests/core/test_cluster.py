@@ -5,10 +5,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import core.cluster
-from core.cluster import candidate_pairs, cluster_roots
+import core._banding
+from core.engine import MinhashParams, candidate_pairs, cluster_roots
 from core.errors import ParameterError
 from core.minhash import LSH, MERSENNE31, UnionFind, clusters, estimate, signatures
+from tests import reference
 from tests.fixtures import planted_corpus
 
 
@@ -71,8 +72,20 @@ def test_clusters_reject_inconsistent_parameters():
         clusters({"a": "x"}, threshold=0.0)
 
 
+def _roots(sigs, bands, threshold, rank=None):
+    return cluster_roots(sigs, MinhashParams(sigs.shape[1], bands, threshold), rank)
+
+
 def _reference_roots(sigs, bands, threshold):
-    """LSH + estimate + UnionFind, the spec's reference path, over row numbers."""
+    """Brute-force candidates + estimate + graph search (tests/reference.py), over row numbers."""
+    pairs = reference.candidates(sigs, bands)
+    confirmed = [(a, b) for a, b in pairs if estimate(sigs[a], sigs[b]) >= threshold]
+    root = reference.components(range(len(sigs)), confirmed)
+    return [root[i] for i in range(len(sigs))], [(f"{a:06d}", f"{b:06d}") for a, b in pairs]
+
+
+def _contract_roots(sigs, bands, threshold):
+    """The contract's LSH + estimate + UnionFind, over zero-padded row numbers."""
     rows = sigs.shape[1] // bands
     lsh = LSH(bands, rows)
     keys = [f"{i:06d}" for i in range(len(sigs))]
@@ -100,7 +113,9 @@ def test_vectorised_clusters_equal_the_lsh_union_find_reference(rows, threshold)
     roots, reference_pairs = _reference_roots(sigs, 4, threshold)
     pairs = candidate_pairs(sigs, 4) if len(sigs) else np.empty((0, 2), dtype=np.int64)
     assert [(f"{a:06d}", f"{b:06d}") for a, b in pairs.tolist()] == reference_pairs
-    assert cluster_roots(sigs, bands=4, threshold=threshold).tolist() == roots
+    assert _roots(sigs, 4, threshold).tolist() == roots
+    # The contract's faces (LSH over the engine's banding, UnionFind over its components).
+    assert _contract_roots(sigs, 4, threshold) == (roots, reference_pairs)
 
 
 def test_digest_collisions_never_make_false_candidates(monkeypatch):
@@ -108,10 +123,10 @@ def test_digest_collisions_never_make_false_candidates(monkeypatch):
     rng = np.random.default_rng(3)
     sigs = rng.integers(0, 4, size=(30, 8), dtype=np.uint32)
     expected_pairs = candidate_pairs(sigs, 4).tolist()
-    expected_roots = cluster_roots(sigs, bands=4, threshold=0.5).tolist()
-    monkeypatch.setattr(core.cluster, "band_digest", lambda block: np.zeros(len(block), np.uint64))
+    expected_roots = _roots(sigs, 4, 0.5).tolist()
+    monkeypatch.setattr(core._banding, "band_digest", lambda block: np.zeros(len(block), np.uint64))
     assert candidate_pairs(sigs, 4).tolist() == expected_pairs
-    assert cluster_roots(sigs, bands=4, threshold=0.5).tolist() == expected_roots
+    assert _roots(sigs, 4, 0.5).tolist() == expected_roots
     roots, reference_pairs = _reference_roots(sigs, 4, 0.5)
     assert [(f"{a:06d}", f"{b:06d}") for a, b in expected_pairs] == reference_pairs
     assert expected_roots == roots
@@ -122,11 +137,11 @@ def test_all_p_rows_are_never_candidates_even_when_repeated():
     half = [MERSENNE31] * 6 + [0, 1]  # bands 0-2 equal to the empty row's bands
     sigs = np.array([e, e, half, [0, 1, 2, 3, 4, 5, 6, 7]], dtype=np.uint32)
     assert candidate_pairs(sigs, 4).tolist() == []
-    assert cluster_roots(sigs, bands=4, threshold=0.5).tolist() == [0, 1, 2, 3]
+    assert _roots(sigs, 4, 0.5).tolist() == [0, 1, 2, 3]
 
 
 def test_candidate_pairs_survive_band_digest_collisions(monkeypatch):
-    monkeypatch.setattr(core.cluster, "band_digest", lambda b: np.zeros(len(b), dtype=np.uint64))
+    monkeypatch.setattr(core._banding, "band_digest", lambda b: np.zeros(len(b), dtype=np.uint64))
     sigs = np.array([[1, 2, 5, 6], [3, 4, 5, 6], [1, 2, 7, 8], [9, 9, 9, 9]], dtype=np.uint32)
     assert candidate_pairs(sigs, 2).tolist() == [[0, 1], [0, 2]]
 
@@ -140,8 +155,8 @@ def test_cluster_roots_with_a_rank_equal_sorting_the_rows_first(rnd):
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     rank = np.empty(len(ids), dtype=np.int64)
     rank[order] = np.arange(len(ids))
-    roots = cluster_roots(sigs, bands=16, threshold=0.8, rank=rank)
-    sorted_roots = cluster_roots(sigs[order], bands=16, threshold=0.8)
+    roots = _roots(sigs, 16, 0.8, rank)
+    sorted_roots = _roots(sigs[order], 16, 0.8)
     assert [ids[r] for r in roots.tolist()] == [
         ids[order[sorted_roots[rank[i]]]] for i in range(len(ids))
     ]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.corpus import read_docs, write_docs
+from core.engine import read_docs, write_docs
 from core.errors import CorpusError
 from core.minhash import Doc
 

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.decont import NgramIndex, first_shared_ngram, protected_ngrams_of
-from core.errors import CorpusError
+from core._ngrams import NgramIndex, first_shared_ngram
+from core.engine import decontaminate_with, ngrams, words
+from core.errors import CorpusError, ParameterError
 from core.minhash import Doc, contaminated, decontaminate, protected_ngrams
 from tests.fixtures import write_protected
 from tests.strategies import texts
@@ -16,10 +17,15 @@ SHELL = "Tom found a shiny red shell by the river and carried it home to show hi
 
 
 @pytest.fixture
-def grams(tmp_path):
+def story(tmp_path):
     path = tmp_path / "story.txt"
     path.write_text(SHELL, encoding="utf-8")
-    return protected_ngrams([path])
+    return path
+
+
+@pytest.fixture
+def grams(story):
+    return protected_ngrams([story])
 
 
 def test_spec_example_is_contaminated_in_any_case_and_punctuation(grams):
@@ -87,16 +93,44 @@ def test_short_protected_texts_contribute_nothing(tmp_path):
     assert protected_ngrams([path]) == set()
 
 
-def test_decontaminate_drops_contaminated_docs(grams):
+def test_decontaminate_drops_contaminated_docs(story):
     docs = [
         Doc("a", "clean text " * 20),
         Doc("b", "x " + SHELL.upper()),
         Doc("c", "tom found a shiny red shell by the river and carried it", {"k": 1}),
     ]
-    assert [d.id for d in decontaminate(docs, grams)] == ["a", "c"]
+    assert [d.id for d in decontaminate(docs, [story])] == ["a", "c"]
+    assert [d.id for d in decontaminate(docs, (str(story),))] == ["a", "c"]
 
 
-def test_decontaminate_streams_an_endless_input(grams):
+def test_decontaminate_with_a_prepared_index_equals_decontaminate(story, grams):
+    docs = [Doc("a", "clean text " * 20), Doc("b", "x " + SHELL), Doc("c", SHELL[:40])]
+    expected = [d.id for d in decontaminate(docs, [story])]
+    assert [d.id for d in decontaminate_with(docs, NgramIndex(grams))] == expected == ["a", "c"]
+
+
+@pytest.mark.parametrize(
+    "misuse, error, message",
+    [
+        (lambda story, grams: grams, ParameterError, "got a set of"),
+        (lambda story, grams: str(story), ParameterError, "single path"),
+        (lambda story, grams: story, ParameterError, "single path"),
+        (lambda story, grams: [story.parent / "missing.txt"], CorpusError, "no such file"),
+        (lambda story, grams: [story.parent], CorpusError, "not a regular file"),
+        (lambda story, grams: sorted(grams), CorpusError, "no such file"),
+        (lambda story, grams: [42], ParameterError, "must be paths"),
+    ],
+)
+def test_decontaminate_refuses_anything_but_readable_protected_files(
+    story, grams, misuse, error, message
+):
+    """Passing n-grams or a lone path used to return every document: contaminated ones too."""
+    docs = [Doc("b", "x " + SHELL)]
+    with pytest.raises(error, match=message):
+        decontaminate(docs, misuse(story, grams))  # raises when called, before any document
+
+
+def test_decontaminate_streams_an_endless_input(story):
     read = []
 
     def endless():
@@ -105,7 +139,7 @@ def test_decontaminate_streams_an_endless_input(grams):
             text = SHELL if i % 3 == 1 else f"document number {i} is clean"
             yield Doc(str(i), text)
 
-    out = decontaminate(endless(), grams)
+    out = decontaminate(endless(), [story])
     first = list(itertools.islice(out, 5))
     assert [d.id for d in first] == ["0", "2", "3", "5", "6"]
     assert read == list(range(7))  # read exactly up to the fifth kept document, no further
@@ -116,13 +150,13 @@ def test_ngram_match_respects_word_boundaries(grams):
     assert not contaminated(text, grams)
 
 
-def test_decontaminate_reads_lazily_and_fails_fast_if_it_does_not(grams):
+def test_decontaminate_reads_lazily_and_fails_fast_if_it_does_not(story):
     def guarded():
         for i in range(1000):
             yield Doc(str(i), f"clean document {i}")
         raise AssertionError("decontaminate read far past what was consumed")
 
-    assert next(decontaminate(guarded(), grams)).id == "0"
+    assert next(decontaminate(guarded(), [story])).id == "0"
 
 
 @given(
@@ -130,7 +164,7 @@ def test_decontaminate_reads_lazily_and_fails_fast_if_it_does_not(grams):
 )
 def test_ngram_index_verdicts_equal_contaminated(batch, protected_texts):
     n = 4  # short n-grams so random texts share some
-    grams = {g for t in protected_texts for g in protected_ngrams_of(t, n)}
+    grams = {g for t in protected_texts for g in ngrams(words(t), n)}
     index = NgramIndex(grams, n)
     expected = [contaminated(t, grams, n) for t in batch]
     assert index.contaminated_many(batch).tolist() == expected

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.hashing import MERSENNE31, perm_params
-from core.permute import minima
+from core._hashing import MERSENNE31, perm_params
+from core._permute import minima
 
 P = MERSENNE31
 

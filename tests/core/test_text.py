@@ -5,8 +5,8 @@ import sys
 
 import numpy as np
 
+from core._tokens import word_table
 from core.minhash import jaccard, shingles, words
-from core.tokens import word_table
 
 
 def test_words_ignore_case_and_punctuation():

@@ -4,8 +4,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.engine import Components, min_label_components
 from core.minhash import UnionFind
-from core.unionfind import min_label_components
+from tests import reference
 from tests.strategies import ids
 
 edges = st.lists(st.tuples(ids, ids), max_size=30)
@@ -53,3 +54,46 @@ def test_min_label_components_equal_union_find(n, pairs):
     right = np.array([p[1] for p in pairs], dtype=np.int64)
     labels = min_label_components(n, left, right)
     assert labels.tolist() == [uf.find(i) for i in range(n)]
+    root = reference.components(range(n), pairs)
+    assert labels.tolist() == [root[i] for i in range(n)]
+
+
+@given(edges, st.randoms(use_true_random=False))
+def test_union_find_groups_equal_a_graph_search(pairs, rnd):
+    uf = UnionFind()
+    for x, y in pairs:
+        uf.union(x, y)
+    nodes = sorted({x for p in pairs for x in p})
+    root = reference.components(nodes, pairs)
+    assert {x: uf.find(x) for x in nodes} == root
+
+
+@given(
+    st.lists(ids, min_size=1, max_size=25, unique=True),
+    st.lists(st.tuples(st.integers(0, 24), st.integers(0, 24)), max_size=40),
+    st.lists(st.integers(0, 24), max_size=8),
+)
+def test_components_repair_after_removals_equals_recomputing(keys, pairs, removals):
+    """Incremental links, then removals: every root equals a fresh graph search over the
+    remaining nodes and edges (a chain that loses its middle splits)."""
+    n = len(keys)
+    pairs = [(a % n, b % n) for a, b in pairs]
+    components = Components(keys)
+    components.grow(n)
+    for a, b in pairs:
+        components.link(a, b, 1.0)
+    removed: set[int] = set()
+    for x in removals:
+        if x % n in removed:
+            continue
+        removed.add(x % n)
+        components.remove(x % n)
+        alive = [i for i in range(n) if i not in removed]
+        edges = [(keys[a], keys[b]) for a, b in pairs if a not in removed and b not in removed]
+        root = reference.components([keys[i] for i in alive], edges)
+        assert {keys[i]: keys[components.find(i)] for i in alive} == root
+        sizes = {keys[r]: len(m) for r, m in components.members.items()}
+        expected = {}
+        for member_root in root.values():
+            expected[member_root] = expected.get(member_root, 0) + 1
+        assert sizes == {r: c for r, c in expected.items() if c > 1}

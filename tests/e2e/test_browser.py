@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from core.text import words
+from core.minhash import words
 from tests.e2e.test_ui import CORPUS, populate
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -2,10 +2,10 @@
 
 import json
 
-from core.corpus import write_docs
+from core.engine import write_docs
 from core.minhash import Doc, words
 from core.minhash import clusters as core_clusters
-from tests.app.test_cli import neardup
+from tests.app.cli.test_cli import neardup
 from tests.e2e.test_documents import api_clusters
 from tests.fixtures import planted_corpus
 

@@ -1,0 +1,101 @@
+"""``/v1/protected-sets``: upload, replace, list and delete protected eval sets;
+``/v1/contamination``: check texts against them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Path, Request, Response
+from starlette.datastructures import UploadFile
+
+from app.api.bodies import StrictJSONRoute
+from app.api.deps import ServiceDep, require
+from app.api.schemas import (
+    ERRORS,
+    ContaminationRequest,
+    ContaminationResponse,
+    ContaminationResult,
+    Hit,
+    ProtectedSetOut,
+)
+from app.service import Service
+from core.engine import ProtectedFormat
+
+router = APIRouter(
+    prefix="/v1", tags=["protected sets"], route_class=StrictJSONRoute, responses=ERRORS
+)
+
+SetName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,128}$")]
+_JSONL_TYPES = {"application/x-ndjson", "application/jsonl"}
+
+
+async def _upload(request: Request) -> tuple[bytes, ProtectedFormat]:
+    """The uploaded file's bytes and its format, from a raw or multipart body."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type in _JSONL_TYPES or content_type == "text/plain":
+        fmt = ProtectedFormat.JSONL if content_type in _JSONL_TYPES else ProtectedFormat.TEXT
+        return await request.body(), fmt
+    if content_type == "multipart/form-data":
+        form = await request.form()
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise HTTPException(422, "the multipart body needs a file field named 'file'")
+        return await upload.read(), ProtectedFormat.of(upload.filename or "")
+    raise HTTPException(
+        415,
+        "send the file as application/x-ndjson, application/jsonl, text/plain, "
+        "or multipart/form-data with a field 'file'",
+    )
+
+
+def _out(service: Service, name: str) -> ProtectedSetOut:
+    found = service.protected_set(name)
+    return ProtectedSetOut(name=found.name, items=found.items, ngrams=found.ngrams)
+
+
+@router.put("/protected-sets/{name}", status_code=201, dependencies=[require("protect")])
+async def put_set(name: SetName, request: Request, service: ServiceDep) -> ProtectedSetOut:
+    """Create or atomically replace a protected set."""
+    raw, fmt = await _upload(request)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(400, f"the file is not UTF-8 (byte {exc.start})") from None
+    if not text.strip():
+        raise HTTPException(422, "the protected set is empty")
+    await service.put_protected_set(name, text, fmt)
+    return _out(service, name)
+
+
+@router.get("/protected-sets", dependencies=[require("read")])
+async def list_sets(service: ServiceDep) -> list[ProtectedSetOut]:
+    """Every protected set's name and counts."""
+    return [_out(service, name) for name in sorted(service.protected)]
+
+
+@router.get("/protected-sets/{name}", dependencies=[require("read")])
+async def get_set(name: SetName, service: ServiceDep) -> ProtectedSetOut:
+    """One protected set's name and counts."""
+    return _out(service, name)
+
+
+@router.delete("/protected-sets/{name}", status_code=204, dependencies=[require("protect")])
+async def delete_set(name: SetName, service: ServiceDep) -> Response:
+    """Delete a protected set."""
+    await service.delete_protected_set(name)
+    return Response(status_code=204)
+
+
+@router.post("/contamination", dependencies=[require("read")])
+async def contamination(body: ContaminationRequest, service: ServiceDep) -> ContaminationResponse:
+    """For each text, every protected item sharing a word n-gram with it."""
+    found = await service.contamination(body.texts, body.sets)
+    return ContaminationResponse(
+        results=[
+            ContaminationResult(
+                contaminated=bool(hits),
+                hits=[Hit(set=s, item=i, ngram=g) for s, i, g in hits],
+            )
+            for hits in found
+        ]
+    )

@@ -1,0 +1,25 @@
+"""``/v1/config`` and ``/v1/signatures``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api.bodies import StrictJSONRoute
+from app.api.deps import ServiceDep, SettingsDep, require
+from app.api.schemas import ERRORS, ConfigResponse, SignaturesRequest, SignaturesResponse
+
+router = APIRouter(prefix="/v1", tags=["signatures"], route_class=StrictJSONRoute, responses=ERRORS)
+
+
+@router.get("/config", dependencies=[require("read")])
+async def config(settings: SettingsDep) -> ConfigResponse:
+    """The index parameters."""
+    params = settings.params
+    return ConfigResponse(**params.as_dict(), rows=params.rows, lsh_threshold=params.lsh_threshold)
+
+
+@router.post("/signatures", dependencies=[require("read")])
+async def signatures(body: SignaturesRequest, service: ServiceDep) -> SignaturesResponse:
+    """``core.minhash.signatures`` of the texts, computed in the process pool."""
+    sigs = await service.signatures(body.texts)
+    return SignaturesResponse(signatures=sigs.tolist())

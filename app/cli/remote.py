@@ -1,0 +1,61 @@
+"""``neardup push`` and ``neardup query``: a corpus through the typed client of a service."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.cli.inputs import batches, read_corpus
+from app.cli.progress import Progress
+from app.client import Client
+from core.engine import Doc
+
+__all__ = ["Remote", "push", "query"]
+
+
+@dataclass(frozen=True)
+class Remote:
+    """Where ``push`` and ``query`` send a corpus, and how."""
+
+    url: str
+    api_key: str | None = None
+    batch_size: int = 1000
+    retries: int = 5
+
+
+def _remote_batches(
+    inputs: Sequence[Path], remote: Remote, stage: str, quiet: bool
+) -> Iterator[tuple[Client, list[Doc]]]:
+    """The corpus a batch at a time, with a client for the service and progress per batch."""
+    client = Client(
+        remote.url, api_key=remote.api_key, batch_size=remote.batch_size, retries=remote.retries
+    )
+    with client, Progress(stage, quiet=quiet) as progress:
+        for batch in batches(read_corpus(inputs), remote.batch_size):
+            yield client, batch
+            progress.update(len(batch))
+
+
+def push(inputs: Sequence[Path], remote: Remote, *, quiet: bool = False) -> int:
+    """Register every document of the inputs in a running service."""
+    created = unchanged = 0
+    for client, batch in _remote_batches(inputs, remote, "push", quiet):
+        docs = [{"id": d.id, "text": d.text, "meta": d.meta} for d in batch]
+        for result in client.register(docs):
+            created += result["status"] == "created"
+            unchanged += result["status"] == "unchanged"
+    if not quiet:
+        print(f"neardup push: created {created}, unchanged {unchanged}", file=sys.stderr)
+    return 0
+
+
+def query(inputs: Sequence[Path], remote: Remote, *, quiet: bool = False) -> int:
+    """Print, as JSON Lines, each document's registered near duplicates (registering nothing)."""
+    for client, batch in _remote_batches(inputs, remote, "query", quiet):
+        found = client.query([d.text for d in batch])
+        for doc, matches in zip(batch, found, strict=True):
+            sys.stdout.write(json.dumps({"id": doc.id, "matches": matches}) + "\n")
+    return 0

@@ -1,0 +1,36 @@
+"""The errors the service raises (beyond core's tree); ``app.api.errors`` maps them to status
+codes, in one place.
+
+    NeardupError (core)
+     +-- NotFound (LookupError)       an unknown document, cluster root or protected set  -> 404
+     +-- Conflict                     a registered id sent again with another text        -> 409
+     +-- TooLarge                     a batch, text or working memory over the limits     -> 413
+     +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
+     +-- ParameterMismatch            a store made with other index parameters (startup)
+"""
+
+from __future__ import annotations
+
+from core.engine import NeardupError
+
+__all__ = ["Conflict", "NotFound", "Overloaded", "ParameterMismatch", "TooLarge"]
+
+
+class NotFound(NeardupError, LookupError):
+    """An unknown document, cluster root or protected set."""
+
+
+class Conflict(NeardupError):
+    """A registered id sent again with a different text."""
+
+
+class TooLarge(NeardupError):
+    """A batch over MAX_BATCH, a text over MAX_TEXT_CHARS, or a batch over MAX_BATCH_MEMORY."""
+
+
+class Overloaded(NeardupError):
+    """More batches in flight than MAX_INFLIGHT: answered 503 with Retry-After at once."""
+
+
+class ParameterMismatch(NeardupError, RuntimeError):
+    """The store was created with other index parameters; names them."""

@@ -1,0 +1,319 @@
+"""The service's operations, in terms of document ids: registration, queries, deletion,
+clusters, protected sets and contamination checks over the index, the store and the pool.
+
+Web-free: the HTTP routes and the web pages parse, call one method here, and render. Mutations
+are serialised by one lock and are durable before they touch memory; reads never wait for them.
+CPU work that grows with a batch (planning a registration, contamination scans) runs off the
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import time
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.config import Settings
+from app.service.errors import Conflict, NotFound
+from app.service.index import ServiceIndex
+from app.service.limits import BatchLimits
+from app.service.pool import SignaturePool
+from app.service.store import ProtectedSetRow, SQLiteStore, Store, StoredDoc
+from core.engine import (
+    DuplicateIdError,
+    ProtectedFormat,
+    ProtectedSet,
+    parse_protected_set,
+    text_digest,
+)
+
+__all__ = ["NewDoc", "Registered", "Service"]
+
+log = logging.getLogger("neardup")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class NewDoc:
+    """A document as registered: id, text, meta."""
+
+    id: str
+    text: str
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Registered:
+    """One result of a registration, in request order."""
+
+    id: str
+    cluster: str
+    status: str
+    matches: list[tuple[str, float]]
+
+
+def _release_free_memory() -> None:
+    """Hand the heap that recovery's temporaries freed back to the OS (glibc keeps it otherwise,
+    about 130 bytes a document at 1M documents); a no-op where there is no glibc."""
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+class Service:
+    """Everything the routes call. Create with ``await Service.start(settings)``."""
+
+    def __init__(self, settings: Settings, store: Store, pool: SignaturePool) -> None:
+        self.settings = settings
+        self.params = settings.params
+        self.store = store
+        self.pool = pool
+        self.index = ServiceIndex(self.params)
+        self.protected: dict[str, ProtectedSet] = {}
+        self._lock = asyncio.Lock()
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        self.limits = BatchLimits(settings)
+        self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
+        self.recovery_seconds = 0.0
+
+    @classmethod
+    async def start(cls, settings: Settings) -> Service:
+        """Open the store (refusing other index parameters), recover the index, start the pool."""
+        store = SQLiteStore(settings.data_dir)
+        store.ensure_params(settings.params.index_params())
+        pool = SignaturePool(settings.workers, settings.params)
+        service = cls(settings, store, pool)
+        await service._recover()
+        await pool.warm_up()
+        return service
+
+    async def _io_call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+
+    async def _recover(self) -> None:
+        started = time.perf_counter()
+        num_perm = self.params.num_perm
+        chunks = (
+            (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
+            for nums, ids, blob in self.store.iter_signatures(50_000)
+        )
+        pairs = [p for chunk in self.store.iter_pairs(100_000) for p in chunk]
+        self.index.load(self.store.extent(), chunks, pairs)
+        _release_free_memory()
+        for row in self.store.protected_sets():
+            self.protected[row.name] = parse_protected_set(
+                row.name, row.body, row.format, self.params.ngram
+            )
+        self.recovery_seconds = time.perf_counter() - started
+        log.info(
+            "recovered documents=%d pairs=%d protected_sets=%d seconds=%.3f",
+            len(self.index), len(pairs), len(self.protected), self.recovery_seconds,
+        )  # fmt: skip
+
+    async def close(self) -> None:
+        """Stop the pool and close the store (after in-flight requests finished)."""
+        async with self._lock:
+            self.pool.close()
+            await self._io_call(self.store.close)
+        self._io.shutdown(wait=True)
+
+    # --- documents ----------------------------------------------------------------------------
+
+    async def signatures(self, texts: Sequence[str]) -> NDArray[np.uint32]:
+        """Signatures of a batch, computed in the pool."""
+        self.limits.check_texts(texts)
+        with self.limits.admit():
+            return await self.pool.signatures(texts)
+
+    async def register(self, docs: Sequence[NewDoc]) -> list[Registered]:
+        """Register a batch: durable first, then in memory; results in request order."""
+        self.limits.check_texts([d.text for d in docs])
+        with self.limits.admit():
+            return await self._register(docs)
+
+    async def _register(self, docs: Sequence[NewDoc]) -> list[Registered]:
+        repeated = sorted(i for i, n in Counter(d.id for d in docs).items() if n > 1)
+        if repeated:
+            raise DuplicateIdError(*repeated)
+        sigs = await self.pool.signatures([d.text for d in docs])
+        digests = await asyncio.to_thread(lambda: [text_digest(d.text) for d in docs])
+        async with self._lock:
+            known = await self._io_call(self.store.digests, [d.id for d in docs])
+            conflicts = [
+                d.id for d, h in zip(docs, digests, strict=True) if known.get(d.id, h) != h
+            ]
+            if conflicts:
+                raise Conflict(
+                    f"already registered with a different text: {', '.join(conflicts[:10])}"
+                )
+            fresh = [i for i, d in enumerate(docs) if d.id not in known]
+            # Planning reads the index only; the lock keeps every writer out meanwhile, so it
+            # can run off the event loop while queries keep being answered from the index.
+            plan = await asyncio.to_thread(
+                self.index.plan, [docs[i].id for i in fresh], sigs[fresh]
+            )
+            rows = [
+                self._stored(docs[i], num, digests[i], sigs[i])
+                for i, num in zip(fresh, plan.nums, strict=True)
+            ]
+            await self._io_call(self.store.add_documents, rows, plan.pairs())
+            self.index.apply(plan)
+            return [self._result(d, d.id not in known) for d in docs]
+
+    def _stored(
+        self, doc: NewDoc, num: int, text_digest: bytes, sig: np.ndarray[Any, Any]
+    ) -> StoredDoc:
+        text = doc.text if self.settings.store_text else None
+        return StoredDoc(num, doc.id, text_digest, sig.astype("<u4").tobytes(), doc.meta, text)
+
+    def _result(self, doc: NewDoc, created: bool) -> Registered:
+        return Registered(
+            doc.id,
+            self.index.root_of(doc.id),
+            "created" if created else "unchanged",
+            self.index.earlier_matches(doc.id),
+        )
+
+    async def query(
+        self, texts: Sequence[str], threshold: float | None, limit: int | None
+    ) -> list[list[tuple[str, float, str]]]:
+        """What registering would report as matches, without registering: (id, estimate, root)."""
+        sigs = await self.signatures(texts)
+        return [
+            [(i, e, self.index.root_of(i)) for i, e in found[:limit]]
+            for found in self.index.matches(sigs, threshold)
+        ]
+
+    async def document(self, doc_id: str) -> tuple[str, str, dict[str, Any]]:
+        """(id, cluster root, meta) of a registered document."""
+        self._known(doc_id)
+        stored = await self._io_call(self.store.document, doc_id)
+        if stored is None or doc_id not in self.index:
+            raise NotFound(f"no document {doc_id!r}")
+        return doc_id, self.index.root_of(doc_id), stored.meta
+
+    def _known(self, doc_id: str) -> int:
+        num = self.index.number(doc_id)
+        if num is None:
+            raise NotFound(f"no document {doc_id!r}")
+        return num
+
+    async def texts(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The stored texts of those documents (none when STORE_TEXT is off)."""
+        nums = {n: i for i in doc_ids if (n := self.index.number(i)) is not None}
+        found = await self._io_call(self.store.texts, list(nums))
+        return {nums[n]: text for n, text in found.items()}
+
+    async def delete(self, doc_id: str) -> None:
+        """Delete a document; its cluster is recomputed from the remaining confirmed pairs."""
+        async with self._lock:
+            num = self._known(doc_id)
+            await self._io_call(self.store.delete_document, num)
+            self.index.remove(doc_id)
+
+    # --- clusters -----------------------------------------------------------------------------
+
+    def clusters(
+        self, min_size: int, limit: int, after: str | None
+    ) -> tuple[list[list[str]], str | None]:
+        """Clusters ordered by root id, ``limit`` from after ``after``; and the next cursor."""
+        roots = self._sorted_roots(min_size)
+        start = bisect_right(roots, after) if after is not None else 0
+        page = roots[start : start + limit]
+        groups = [self.index.members(root) for root in page]
+        more = start + limit < len(roots)
+        return groups, (page[-1] if more and page else None)
+
+    def _sorted_roots(self, min_size: int) -> list[str]:
+        """Root ids of clusters of at least ``min_size``, sorted; kept until the next write, so
+        paging through a million singletons sorts them once, not once a page."""
+        key = (self.index.version, max(min_size, 1))
+        if self._roots_cache is not None and self._roots_cache[0] == key:
+            return self._roots_cache[1]
+        if min_size <= 1:
+            roots = sorted(self.index.roots())
+        else:
+            roots = sorted(self.index.clusters_by_size(min_size))
+        self._roots_cache = (key, roots)
+        return roots
+
+    def cluster(self, root: str) -> list[str]:
+        """The sorted member ids of the cluster rooted at ``root``."""
+        if not self.index.is_root(root):
+            raise NotFound(f"{root!r} is not the root of a cluster")
+        return self.index.members(root)
+
+    def largest_clusters(self) -> list[tuple[str, int]]:
+        """(root, size) of every cluster of two or more, largest first, then by root."""
+        sizes = self.index.clusters_by_size(2)
+        return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for /v1/stats and /metrics."""
+        sizes = self.index.clusters_by_size(2)
+        return {
+            "documents": len(self.index),
+            "clusters": len(sizes),
+            "duplicates": sum(sizes.values()) - len(sizes),
+            "protected_sets": len(self.protected),
+            "index_bytes": self.index.nbytes(),
+            "pool_restarts": self.pool.restarts,
+            "inflight": self.limits.inflight,
+            "recovery_seconds": round(self.recovery_seconds, 3),
+        }
+
+    # --- protected sets -----------------------------------------------------------------------
+
+    async def put_protected_set(self, name: str, text: str, fmt: ProtectedFormat) -> ProtectedSet:
+        """Parse (CorpusError naming a bad line), store durably, then replace in memory."""
+        parsed = await asyncio.to_thread(parse_protected_set, name, text, fmt, self.params.ngram)
+        async with self._lock:
+            row = ProtectedSetRow(name, parsed.items, parsed.ngrams, fmt, text)
+            await self._io_call(self.store.put_protected_set, row)
+            self.protected[name] = parsed
+        return parsed
+
+    async def delete_protected_set(self, name: str) -> None:
+        """Delete a protected set."""
+        async with self._lock:
+            self.protected_set(name)
+            await self._io_call(self.store.delete_protected_set, name)
+            del self.protected[name]
+
+    def protected_set(self, name: str) -> ProtectedSet:
+        """One protected set; NotFound if unknown."""
+        found = self.protected.get(name)
+        if found is None:
+            raise NotFound(f"no protected set {name!r}")
+        return found
+
+    def chosen_sets(self, names: Sequence[str] | None) -> list[ProtectedSet]:
+        """The named protected sets (all, by name, when None); NotFound for an unknown name."""
+        return [self.protected_set(n) for n in (sorted(self.protected) if names is None else names)]
+
+    async def contamination(
+        self, texts: Sequence[str], sets: Sequence[str] | None
+    ) -> list[list[tuple[str, str, str]]]:
+        """Per text: (set, item, first shared n-gram) of every protected item it shares with."""
+        self.limits.check_texts(texts)
+        chosen = self.chosen_sets(sets)
+        with self.limits.admit():
+            return await asyncio.to_thread(_hits, texts, chosen)
+
+
+def _hits(texts: Sequence[str], chosen: list[ProtectedSet]) -> list[list[tuple[str, str, str]]]:
+    out: list[list[tuple[str, str, str]]] = [[] for _ in texts]
+    for protected in chosen:
+        for found, hits in zip(out, protected.hits_many(texts), strict=True):
+            found.extend((protected.name, item, gram) for item, gram in hits)
+    return out

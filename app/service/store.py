@@ -1,0 +1,241 @@
+"""The durable store: SQLite in WAL mode with full fsync, one transaction per request batch.
+
+Everything the in-memory index holds can be rebuilt from here (signatures are stored, never
+recomputed). ``Store`` is the small interface the service needs, so a shared PostgreSQL store
+can stand in later; ``SQLiteStore`` is the embedded default.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from app.service.errors import ParameterMismatch
+from core.engine import ProtectedFormat
+
+__all__ = [
+    "ProtectedSetRow",
+    "SQLiteStore",
+    "Store",
+    "StoredDoc",
+]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS params (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    num INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    digest BLOB NOT NULL,
+    sig BLOB NOT NULL,
+    meta TEXT NOT NULL,
+    text TEXT
+);
+CREATE TABLE IF NOT EXISTS pairs (
+    a INTEGER NOT NULL,
+    b INTEGER NOT NULL,
+    estimate REAL NOT NULL,
+    PRIMARY KEY (a, b)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS pairs_b ON pairs (b);
+CREATE TABLE IF NOT EXISTS protected_sets (
+    name TEXT PRIMARY KEY,
+    items INTEGER NOT NULL,
+    ngrams INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    format TEXT NOT NULL DEFAULT 'text' CHECK (format IN ('jsonl', 'text'))
+);
+"""
+
+# Data directories made before the format column kept it as the body's first character
+# ('j' JSON Lines, 't' text): moved into the column once, on open.
+_MIGRATE_FORMAT = """
+ALTER TABLE protected_sets ADD COLUMN format TEXT NOT NULL DEFAULT 'text'
+    CHECK (format IN ('jsonl', 'text'));
+UPDATE protected_sets
+    SET format = CASE substr(body, 1, 1) WHEN 'j' THEN 'jsonl' ELSE 'text' END,
+        body = substr(body, 2);
+"""
+
+
+@dataclass(frozen=True)
+class StoredDoc:
+    """One registered document as the store keeps it."""
+
+    num: int
+    id: str
+    digest: bytes
+    sig: bytes
+    meta: dict[str, Any]
+    text: str | None
+
+
+@dataclass(frozen=True)
+class ProtectedSetRow:
+    """A protected set: its name, counts, format, and the body it was parsed from."""
+
+    name: str
+    items: int
+    ngrams: int
+    format: ProtectedFormat
+    body: str
+
+
+class Store(Protocol):
+    """What the service needs from durable storage. Every write is durable when it returns."""
+
+    def ensure_params(self, params: dict[str, int]) -> None: ...
+    def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
+    def add_documents(
+        self, docs: Sequence[StoredDoc], pairs: Sequence[tuple[int, int, float]]
+    ) -> None: ...
+    def delete_document(self, num: int) -> None: ...
+    def document(self, doc_id: str) -> StoredDoc | None: ...
+    def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
+    def extent(self) -> int: ...
+    def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]: ...
+    def iter_pairs(self, batch: int) -> Iterator[list[tuple[int, int, float]]]: ...
+    def put_protected_set(self, row: ProtectedSetRow) -> None: ...
+    def delete_protected_set(self, name: str) -> bool: ...
+    def protected_sets(self) -> list[ProtectedSetRow]: ...
+    def close(self) -> None: ...
+
+
+class SQLiteStore:
+    """The embedded store: ``DATA_DIR/neardup.sqlite3``, WAL, ``synchronous=FULL``.
+
+    Not thread-safe by itself: the service calls it from one thread at a time.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = data_dir / "neardup.sqlite3"
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA foreign_keys=OFF")
+        self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(protected_sets)")}
+        if "format" not in columns:
+            self._db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")
+
+    def _transaction(self) -> _Tx:
+        return _Tx(self._db)
+
+    def ensure_params(self, params: dict[str, int]) -> None:
+        """Record the index parameters on first use; refuse others afterwards, naming them."""
+        stored = dict(self._db.execute("SELECT key, value FROM params").fetchall())
+        if not stored:
+            with self._transaction():
+                self._db.executemany(
+                    "INSERT INTO params VALUES (?, ?)", [(k, str(v)) for k, v in params.items()]
+                )
+            return
+        wrong = [
+            f"{k.upper()} is {v} but the data directory was created with {stored[k]}"
+            for k, v in params.items()
+            if k in stored and stored[k] != str(v)
+        ]
+        if wrong:
+            raise ParameterMismatch(f"{self.path}: " + "; ".join(wrong))
+
+    def digests(self, ids: Sequence[str]) -> dict[str, bytes]:
+        """The text digests of those of ``ids`` that are registered."""
+        return dict(self._rows_in("SELECT id, digest FROM documents WHERE id IN ({})", ids))
+
+    def add_documents(
+        self, docs: Sequence[StoredDoc], pairs: Sequence[tuple[int, int, float]]
+    ) -> None:
+        """Store a batch of documents and their confirmed pairs in one durable transaction."""
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
+                [(d.num, d.id, d.digest, d.sig, json.dumps(d.meta), d.text) for d in docs],
+            )
+            self._db.executemany("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", pairs)
+
+    def delete_document(self, num: int) -> None:
+        """Remove a document and every pair it is in, durably."""
+        with self._transaction():
+            self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
+            self._db.execute("DELETE FROM pairs WHERE a = ? OR b = ?", (num, num))
+
+    def document(self, doc_id: str) -> StoredDoc | None:
+        """One document by id, or None."""
+        row = self._db.execute(
+            "SELECT num, id, digest, sig, meta, text FROM documents WHERE id = ?", (doc_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        return StoredDoc(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5])
+
+    def texts(self, nums: Sequence[int]) -> dict[int, str]:
+        """The stored texts of those documents (when texts are stored)."""
+        sql = "SELECT num, text FROM documents WHERE num IN ({}) AND text IS NOT NULL"
+        return dict(self._rows_in(sql, nums))
+
+    def _rows_in(self, sql: str, keys: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+        """The rows of ``sql`` (with an ``IN ({})`` slot) for ``keys``, 500 bound values a query,
+        under SQLite's limit on parameters."""
+        for lo in range(0, len(keys), 500):
+            chunk = list(keys[lo : lo + 500])
+            yield from self._db.execute(sql.format(",".join("?" * len(chunk))), chunk)
+
+    def extent(self) -> int:
+        """One more than the largest document number (0 when empty)."""
+        row = self._db.execute("SELECT MAX(num) FROM documents").fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]:
+        """Every document's (nums, ids, concatenated signature bytes), ``batch`` rows at a time."""
+        cursor = self._db.execute("SELECT num, id, sig FROM documents ORDER BY num")
+        while rows := cursor.fetchmany(batch):
+            yield [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
+
+    def iter_pairs(self, batch: int) -> Iterator[list[tuple[int, int, float]]]:
+        """Every confirmed pair, ``batch`` at a time."""
+        cursor = self._db.execute("SELECT a, b, estimate FROM pairs")
+        while rows := cursor.fetchmany(batch):
+            yield rows
+
+    def put_protected_set(self, row: ProtectedSetRow) -> None:
+        """Create or atomically replace a protected set."""
+        with self._transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO protected_sets (name, items, ngrams, format, body) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (row.name, row.items, row.ngrams, row.format.value, row.body),
+            )
+
+    def delete_protected_set(self, name: str) -> bool:
+        """Remove a protected set; False if there was none of that name."""
+        with self._transaction():
+            cursor = self._db.execute("DELETE FROM protected_sets WHERE name = ?", (name,))
+        return cursor.rowcount > 0
+
+    def protected_sets(self) -> list[ProtectedSetRow]:
+        """Every protected set, by name."""
+        rows = self._db.execute(
+            "SELECT name, items, ngrams, format, body FROM protected_sets ORDER BY name"
+        ).fetchall()
+        return [ProtectedSetRow(n, i, g, ProtectedFormat(f), b) for n, i, g, f, b in rows]
+
+    def close(self) -> None:
+        """Close the database (everything committed is already durable)."""
+        self._db.close()
+
+
+class _Tx:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on an exception)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        self._db.execute("COMMIT" if kind is None else "ROLLBACK")

@@ -1,0 +1,103 @@
+"""Ordered fan-out over a spawn process pool: contiguous chunks out, results back in submission
+order (never as they finish), so the output is the same for any worker count or timing."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
+from typing import Any, TypeVar
+
+from core.errors import ParameterError, WorkerError
+
+__all__ = ["chunk_bounds", "fan_out", "in_order", "ordered_map", "pool_size", "spawn_pool"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def spawn_pool(workers: int) -> ProcessPoolExecutor:
+    """A process pool with the spawn start method (no forked copies of threads or locks)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ParameterError(f"workers must be a whole number >= 1, got {workers!r}")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+
+
+def pool_size(pool: ProcessPoolExecutor) -> int:
+    """How many worker processes ``pool`` runs."""
+    return int(getattr(pool, "_max_workers", 1))
+
+
+def chunk_bounds(n: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous ``[lo, hi)`` ranges covering ``range(n)``, sizes differing by <= 1."""
+    parts = max(1, min(parts, n))
+    q, r = divmod(n, parts)
+    bounds = []
+    lo = 0
+    for i in range(parts):
+        hi = lo + q + (1 if i < r else 0)
+        bounds.append((lo, hi))
+        lo = hi
+    return bounds
+
+
+def fan_out(
+    pool: ProcessPoolExecutor,
+    fn: Callable[..., _R],
+    items: Sequence[_T],
+    parts: int,
+    *args: Any,
+) -> list[Future[_R]]:
+    """Submit ``fn(items[lo:hi], *args)`` for ``parts`` contiguous chunks, in chunk order.
+
+    Raises:
+        WorkerError: the pool is broken or shut down.
+    """
+    try:
+        return [
+            pool.submit(fn, list(items[lo:hi]), *args) for lo, hi in chunk_bounds(len(items), parts)
+        ]
+    except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: submit after shutdown
+        raise WorkerError(f"a signature worker process died: {exc}") from exc
+
+
+def in_order(futures: Iterable[Future[_R]]) -> list[_R]:
+    """The results of ``futures`` in submission order; WorkerError if a worker died."""
+    try:
+        return [f.result() for f in futures]
+    except BrokenProcessPool as exc:
+        raise WorkerError(f"a signature worker process died: {exc}") from exc
+
+
+def ordered_map(
+    pool: ProcessPoolExecutor | None,
+    fn: Callable[..., _R],
+    batches: Iterable[_T],
+    *args: Any,
+    ahead: int = 2,
+) -> Iterator[tuple[_T, _R]]:
+    """``(batch, fn(batch, *args))`` for every batch, in input order, reading at most ``ahead``
+    batches per worker past the one being waited for; computed here when ``pool`` is None.
+
+    Raises:
+        WorkerError: a worker process died.
+    """
+    if pool is None:
+        for batch in batches:
+            yield batch, fn(batch, *args)
+        return
+    limit = ahead * pool_size(pool)
+    pending: deque[tuple[_T, Future[_R]]] = deque()
+    try:
+        for batch in batches:
+            pending.append((batch, pool.submit(fn, batch, *args)))
+            while len(pending) > limit:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
+    except BrokenProcessPool as exc:
+        raise WorkerError(f"a signature worker process died: {exc}") from exc

@@ -1,0 +1,77 @@
+"""Word n-gram matching against protected n-grams: the exact scalar check, and ``NgramIndex``
+to check whole batches at numpy speed with the same verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence, Set
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core._fnv import fnv1a64_spans
+from core._text import ngrams, words
+from core._tokens import Tokens, shingle_spans
+from core.errors import ParameterError
+
+__all__ = ["NgramIndex", "check_n", "contaminated", "first_shared_ngram"]
+
+
+def check_n(n: int) -> None:
+    """ParameterError unless ``n`` (words per n-gram) is a whole number >= 1."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ParameterError(f"n (words per n-gram) must be a whole number >= 1, got {n!r}")
+
+
+def first_shared_ngram(text: str, grams: Set[str], n: int = 13) -> str | None:
+    """The first word n-gram of ``text`` that is in ``grams`` (every window, the last included)."""
+    for gram in ngrams(words(text), n):
+        if gram in grams:
+            return gram
+    return None
+
+
+def contaminated(text: str, grams: Set[str], n: int = 13) -> bool:
+    """Whether any word n-gram of ``text`` is in ``grams``; case and punctuation never matter.
+
+    >>> grams = set(ngrams(words("Tom found a shiny red shell by the river and carried it "
+    ...                          "home to show his sister."), 13))
+    >>> contaminated("and then TOM FOUND A SHINY, RED shell by the river and carried it "
+    ...              "home to show", grams)
+    True
+    """
+    return first_shared_ngram(text, grams, n) is not None
+
+
+class NgramIndex:
+    """Protected n-grams plus their sorted FNV-1a 64 hashes, to check whole batches at once.
+
+    ``contaminated_many`` hashes every n-gram of a batch with the signature kernel's tokeniser
+    and FNV, keeps the documents with a hash in the set (an identical n-gram always has the
+    identical hash), and confirms each of those with the exact ``contaminated``: the verdicts are
+    exactly ``contaminated``'s, at numpy speed for the clean majority.
+    """
+
+    def __init__(self, grams: Set[str], n: int = 13) -> None:
+        check_n(n)
+        self.grams = grams
+        self.n = n
+        encoded = [g.encode("utf-8") for g in grams]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        end = np.cumsum(lengths)
+        buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        self.hashes = np.sort(fnv1a64_spans(buf, end - lengths, end))
+
+    def contaminated_many(self, texts: Sequence[str]) -> NDArray[np.bool_]:
+        """``contaminated(text, grams, n)`` for every text of the batch."""
+        out = np.zeros(len(texts), dtype=np.bool_)
+        if not texts or not len(self.hashes):
+            return out
+        tokens = Tokens(texts)
+        start, end, per_doc = shingle_spans(tokens, self.n)
+        # A text of 1 to n-1 words has one "shingle" of all its words, but no n-gram.
+        whole = np.repeat(tokens.doc_words >= self.n, per_doc)
+        found = np.isin(fnv1a64_spans(tokens.buf, start, end), self.hashes) & whole
+        doc = np.repeat(np.arange(len(texts)), per_doc)
+        for i in np.unique(doc[found]).tolist():
+            out[i] = contaminated(texts[i], self.grams, self.n)
+        return out

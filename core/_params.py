@@ -1,0 +1,96 @@
+"""The parameters of a run, validated once: ``MinhashParams``.
+
+Every knob has one spelling everywhere (core keywords, settings, JSON fields, CLI flags). The
+checks live here and nowhere else; the public functions that take loose keywords
+(``signatures(texts, num_perm=...)``) call the same field checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from core.errors import ParameterError
+
+__all__ = ["INDEX_KEYS", "MinhashParams", "check_signature_params"]
+
+_SEED_LIMIT = 2**64
+
+#: The parameters a stored index is built with: signatures and buckets depend on them, so a
+#: store refuses to be reopened with other values. (threshold and ngram may change freely.)
+INDEX_KEYS = ("num_perm", "bands", "k", "seed")
+
+
+def _at_least_one(name: str, value: int, meaning: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParameterError(f"{name} ({meaning}) must be a whole number >= 1, got {value!r}")
+
+
+def check_signature_params(num_perm: int, seed: int, k: int) -> None:
+    """Raise ParameterError unless ``num_perm``, ``seed`` and ``k`` can make signatures."""
+    _at_least_one("num_perm", num_perm, "the signature length")
+    _at_least_one("k", k, "words per shingle")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < _SEED_LIMIT:
+        raise ParameterError(f"seed must be a whole number in [0, 2**64), got {seed!r}")
+
+
+@dataclass(frozen=True)
+class MinhashParams:
+    """Signature, banding, confirmation and contamination parameters, checked at construction.
+
+    Args:
+        num_perm: signature length (hash functions).
+        bands: LSH bands; ``num_perm`` must be a multiple (each band takes ``rows`` entries).
+        threshold: a candidate pair is confirmed when its estimate is at least this, in (0, 1].
+        k: words per shingle.
+        seed: the PCG32 seed of the hash parameters, in [0, 2**64).
+        ngram: words per contamination n-gram.
+
+    >>> MinhashParams().rows
+    8
+    >>> MinhashParams(num_perm=100)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    core.errors.ParameterError: num_perm (100) must be a multiple of bands (16): ...
+    """
+
+    num_perm: int = 128
+    bands: int = 16
+    threshold: float = 0.8
+    k: int = 5
+    seed: int = 0
+    ngram: int = 13
+
+    def __post_init__(self) -> None:
+        check_signature_params(self.num_perm, self.seed, self.k)
+        _at_least_one("bands", self.bands, "LSH bands")
+        _at_least_one("ngram", self.ngram, "words per contamination n-gram")
+        if self.num_perm % self.bands:
+            divisors = ", ".join(
+                str(d) for d in range(1, self.num_perm + 1) if self.num_perm % d == 0
+            )
+            raise ParameterError(
+                f"num_perm ({self.num_perm}) must be a multiple of bands ({self.bands}): each "
+                f"band takes num_perm / bands consecutive entries; pick bands from {divisors}"
+            )
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 < t <= 1.0:
+            raise ParameterError(f"threshold must be a number in (0, 1], got {t!r}")
+
+    @property
+    def rows(self) -> int:
+        """Signature entries per band: ``num_perm / bands``."""
+        return self.num_perm // self.bands
+
+    @property
+    def lsh_threshold(self) -> float:
+        """``(1/bands) ** (1/rows)``: where a pair becomes a candidate with even odds."""
+        return float((1.0 / self.bands) ** (1.0 / self.rows))
+
+    def index_params(self) -> dict[str, int]:
+        """The values a stored index is locked to (``INDEX_KEYS``)."""
+        return {key: getattr(self, key) for key in INDEX_KEYS}
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, for manifests and ``/v1/config``."""
+        return asdict(self)

@@ -1,0 +1,188 @@
+"""Protected eval sets: parsing files into word n-grams and the items they come from.
+
+``.jsonl``: every string value of every object, nested ones included, except under the keys
+``case_id``, ``id``, ``tags``, ``scorer_args`` (labels, not text a model is tested on); a line
+that is not a JSON object is a CorpusError naming it. Any other file is one protected text.
+Items are labelled by their ``id``, else ``case_id``, else their line number ("1" for a plain
+file). The service, the CLI and ``protected_ngrams`` all parse through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from enum import StrEnum
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core._corpus import jsonl_items
+from core._ngrams import NgramIndex, check_n
+from core._text import ngrams, words
+from core.errors import CorpusError, ParameterError
+
+__all__ = [
+    "NON_TEXT_KEYS",
+    "ProtectedFormat",
+    "ProtectedSet",
+    "item_label",
+    "item_strings",
+    "parse_protected_set",
+    "protected_ngrams",
+    "protected_paths",
+    "read_protected_set",
+]
+
+#: Keys whose values are labels, not text a model is tested on: never protected.
+NON_TEXT_KEYS = frozenset({"case_id", "id", "tags", "scorer_args"})
+
+
+class ProtectedFormat(StrEnum):
+    """How a protected file is read: JSON Lines items, or one plain text."""
+
+    JSONL = "jsonl"
+    TEXT = "text"
+
+    @classmethod
+    def of(cls, path: str | PathLike[str]) -> ProtectedFormat:
+        """JSONL for a name ending in ``.jsonl``, else TEXT."""
+        return cls.JSONL if str(path).lower().endswith(".jsonl") else cls.TEXT
+
+
+def item_strings(value: Any) -> Iterator[str]:
+    """Every string inside a JSON value, nested ones included, except under NON_TEXT_KEYS."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in NON_TEXT_KEYS:
+                yield from item_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from item_strings(item)
+
+
+def item_label(item: dict[str, Any], line: int) -> str:
+    """How a protected item is named in reports: its ``id``, else ``case_id``, else its line."""
+    for key in ("id", "case_id"):
+        value = item.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return str(value)
+    return str(line)
+
+
+@dataclass
+class ProtectedSet:
+    """One protected set: n-gram -> the labels of the items containing it (first seen first),
+    and the n-grams' hashes to find the contaminated texts of a batch at numpy speed."""
+
+    name: str
+    items: int
+    grams: dict[str, list[str]]
+    n: int
+    index: NgramIndex = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.index = NgramIndex(self.grams.keys(), self.n)
+
+    @property
+    def ngrams(self) -> int:
+        """How many distinct n-grams the set protects."""
+        return len(self.grams)
+
+    def hits_many(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+        """For every text, (item, first shared n-gram) of the items it shares an n-gram with;
+        only the texts the hash filter flags are scanned word by word."""
+        out: list[list[tuple[str, str]]] = [[] for _ in texts]
+        for i in np.flatnonzero(self.index.contaminated_many(texts)).tolist():
+            out[i] = self.hits(texts[i])
+        return out
+
+    def hits(self, text: str) -> list[tuple[str, str]]:
+        """(item, first shared n-gram) for every item sharing an n-gram with ``text``."""
+        found: dict[str, str] = {}
+        for gram in ngrams(words(text), self.n):
+            for item in self.grams.get(gram, ()):
+                found.setdefault(item, gram)
+        return list(found.items())
+
+    def shared(self, text: str) -> set[str]:
+        """The n-grams of ``text`` that the set protects."""
+        return {g for g in ngrams(words(text), self.n) if g in self.grams}
+
+
+def parse_protected_set(name: str, body: str, fmt: ProtectedFormat, n: int = 13) -> ProtectedSet:
+    """Parse a protected file's text; CorpusError (naming ``name`` and the line) for a bad line."""
+    check_n(n)
+    grams: dict[str, list[str]] = {}
+    if fmt is not ProtectedFormat.JSONL:
+        _add(grams, body, "1", n)
+        return ProtectedSet(name, 1, grams, n)
+    items = list(jsonl_items(body.splitlines(), name))
+    for line, item in items:
+        label = item_label(item, line)
+        for text in item_strings(item):
+            _add(grams, text, label, n)
+    return ProtectedSet(name, len(items), grams, n)
+
+
+def read_protected_set(path: str | PathLike[str], n: int = 13) -> ProtectedSet:
+    """Read and parse one protected file (UTF-8); CorpusError if it cannot be read."""
+    name = str(path)
+    p = Path(path)
+    if not p.is_file():
+        reason = "no such file" if not p.exists() else "not a regular file"
+        raise CorpusError(name, None, f"{reason}: a protected set must be a readable file")
+    try:
+        body = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(name, None, f"not UTF-8 ({exc.reason})") from None
+    except OSError as exc:
+        raise CorpusError(name, None, f"cannot read: {exc.strerror or exc}") from None
+    return parse_protected_set(name, body, ProtectedFormat.of(path), n)
+
+
+def protected_ngrams(paths: Iterable[str | PathLike[str]], n: int = 13) -> set[str]:
+    """The word n-grams (words joined by one space) of protected eval or validation files.
+
+    ``.jsonl``: every string value of every object, nested ones included, except under the keys
+    ``case_id``, ``id``, ``tags``, ``scorer_args``; a line that is not a JSON object raises
+    CorpusError with its line number. Any other file is one protected text. A text of fewer
+    than ``n`` words contributes nothing.
+    """
+    check_n(n)
+    grams: set[str] = set()
+    for path in protected_paths(paths):
+        grams.update(read_protected_set(path, n).grams)
+    return grams
+
+
+def protected_paths(paths: Iterable[str | PathLike[str]]) -> list[str | PathLike[str]]:
+    """``paths`` as a list; ParameterError for a lone path, a set of n-grams, or non-paths."""
+    if isinstance(paths, str | bytes | PathLike):
+        raise ParameterError(
+            f"expected a list of protected file paths, got the single path {paths!r}: "
+            "wrap it in a list"
+        )
+    if isinstance(paths, AbstractSet | Mapping):
+        raise ParameterError(
+            f"expected a list of protected file paths, got a {type(paths).__name__} of "
+            f"{len(paths)}; to check against n-grams you already have, build an "
+            "NgramIndex(grams, n) and call decontaminate_with(docs, index)"
+        )
+    found = list(paths)
+    wrong = [p for p in found if not isinstance(p, str | PathLike)]
+    if wrong:
+        raise ParameterError(f"protected files must be paths, got {wrong[0]!r}")
+    return found
+
+
+def _add(grams: dict[str, list[str]], text: str, label: str, n: int) -> None:
+    for gram in ngrams(words(text), n):
+        labels = grams.setdefault(gram, [])
+        # Usually the label is the last one added: skip the scan of the list then.
+        if (not labels or labels[-1] != label) and label not in labels:
+            labels.append(label)

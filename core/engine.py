@@ -1,0 +1,116 @@
+"""The engine surface: what the service, the CLI and other engines (Spark) build on.
+
+``core.minhash`` is the contract for library users; this module is the one way in for code that
+runs the algorithms at scale. Every name here works on whole batches (numpy arrays), and every
+engine computes the same signatures, candidates, confirmations and components through them:
+
+- Parameters: ``MinhashParams`` (validated once), ``INDEX_KEYS``.
+- Signatures: ``batch_signatures`` (one process); ``spawn_pool``, ``fan_out``, ``in_order`` and
+  ``ordered_map`` (contiguous chunks out, results back in submission order).
+- Banding (one implementation: band digests, then the band's rows compared): ``band_digests``,
+  ``candidate_pairs`` (a whole matrix), ``BandBuckets`` and ``SignatureIndex`` (incremental),
+  ``empty_rows``, ``lsh_threshold``, ``lsh_probability``.
+- Confirmation: ``estimates``, ``confirm``, ``batch_matches``.
+- Components with smallest-id roots: ``cluster_roots`` and ``min_label_components`` (batch),
+  ``Components`` (incremental, with deletion repair), ``groups_of``.
+- Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
+- Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
+  ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``.
+- Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
+  ``write_docs``, ``jsonl_items``.
+- Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
+- Errors: the tree of ``core.errors``.
+"""
+
+from __future__ import annotations
+
+from core._banding import (
+    BandBuckets,
+    band_digests,
+    candidate_pairs,
+    empty_rows,
+    lsh_probability,
+    lsh_threshold,
+)
+from core._cluster import cluster_roots, confirm, estimates, groups_of
+from core._components import Components, min_label_components
+from core._corpus import FORMATS, Doc, corpus_format, jsonl_items, read_docs, write_docs
+from core._decont import decontaminate_with
+from core._digests import exact_keepers, id_rank, text_digest, text_digests
+from core._fanout import chunk_bounds, fan_out, in_order, ordered_map, pool_size, spawn_pool
+from core._ngrams import NgramIndex
+from core._params import INDEX_KEYS, MinhashParams
+from core._protected import (
+    ProtectedFormat,
+    ProtectedSet,
+    parse_protected_set,
+    read_protected_set,
+)
+from core._signature_index import Matches, SignatureIndex, batch_matches
+from core._signatures import batch_signatures
+from core._sketch import estimate
+from core._stages import CLUSTER_KEY
+from core._text import jaccard, ngrams, shingles, words
+from core.errors import (
+    CorpusError,
+    DuplicateIdError,
+    NeardupError,
+    ParameterError,
+    SignatureError,
+    WorkerError,
+)
+
+__all__ = [
+    "CLUSTER_KEY",
+    "FORMATS",
+    "INDEX_KEYS",
+    "BandBuckets",
+    "Components",
+    "CorpusError",
+    "Doc",
+    "DuplicateIdError",
+    "Matches",
+    "MinhashParams",
+    "NeardupError",
+    "NgramIndex",
+    "ParameterError",
+    "ProtectedFormat",
+    "ProtectedSet",
+    "SignatureError",
+    "SignatureIndex",
+    "WorkerError",
+    "band_digests",
+    "batch_matches",
+    "batch_signatures",
+    "candidate_pairs",
+    "chunk_bounds",
+    "cluster_roots",
+    "confirm",
+    "corpus_format",
+    "decontaminate_with",
+    "empty_rows",
+    "estimate",
+    "estimates",
+    "exact_keepers",
+    "fan_out",
+    "groups_of",
+    "id_rank",
+    "in_order",
+    "jaccard",
+    "jsonl_items",
+    "lsh_probability",
+    "lsh_threshold",
+    "min_label_components",
+    "ngrams",
+    "ordered_map",
+    "parse_protected_set",
+    "pool_size",
+    "read_docs",
+    "read_protected_set",
+    "shingles",
+    "spawn_pool",
+    "text_digest",
+    "text_digests",
+    "words",
+    "write_docs",
+]

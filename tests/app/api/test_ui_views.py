@@ -1,0 +1,50 @@
+"""The data behind the /ui pages: word diffs, n-gram highlights, histogram and S-curve."""
+
+import pytest
+
+from app.api.ui.charts import s_curve, size_histogram
+from app.service.diffs import highlight_ngrams, word_diff
+from core.engine import lsh_probability
+
+
+def _render(pieces):
+    return "".join(
+        f"[+{p.text}]" if p.kind == "ins" else f"[-{p.text}]" if p.kind == "del" else p.text
+        for p in pieces
+    )
+
+
+def test_word_diff_marks_insertions_and_deletions_ignoring_case_and_punctuation():
+    pieces = word_diff("The cat sat on the mat today.", "the CAT, sat on a mat, today! now")
+    assert _render(pieces) == "the CAT, sat on[-the] [+a] mat, today! [+now]"
+
+
+def test_word_diff_of_identical_texts_is_all_kept():
+    text = "Same words, same order."
+    assert all(p.kind == "same" for p in word_diff(text, text))
+    assert "".join(p.text for p in word_diff(text, text)) == text
+
+
+def test_highlight_marks_every_word_of_a_shared_ngram():
+    grams = {"found a shiny red"}
+    pieces = highlight_ngrams("Tom FOUND a shiny, red shell.", grams, 4)
+    assert [p.text for p in pieces if p.kind == "hit"] == ["FOUND", "a", "shiny", "red"]
+    assert "".join(p.text for p in pieces) == "Tom FOUND a shiny, red shell."
+
+
+def test_histogram_buckets_cluster_sizes():
+    bars = size_histogram([2, 2, 3, 7, 150])
+    counts = {b.label: b.count for b in bars}
+    assert counts == {"2": 2, "3": 1, "4": 0, "5": 0, "6-10": 1, "11-20": 0, "21-50": 0,
+                      "51-100": 0, "101+": 1}  # fmt: skip
+    assert max(b.height for b in bars) == pytest.approx(120.0)
+
+
+def test_s_curve_of_the_default_configuration():
+    curve = s_curve(128, 16, 0.8)
+    assert round(curve.lsh_threshold, 4) == 0.7071
+    assert [s for s, _ in curve.table] == [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+    assert dict(curve.table)[0.8] == pytest.approx(lsh_probability(0.8, 16, 8))
+    assert (16, 8, pytest.approx(0.7071, abs=1e-4)) in [(b, r, t) for b, r, t in curve.choices]
+    assert [b for b, _, _ in curve.choices] == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert len(curve.points.split()) == 201
