@@ -44,6 +44,7 @@ lint: $(VENV)/.lint
 	$(VENV)/bin/ruff check core app tests bench
 	$(VENV)/bin/ruff format --check core app tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 # Speed and memory against the peers (datasketch, rensa); tables for bench/RESULTS.md.
 bench: $(VENV)/.bench

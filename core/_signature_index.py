@@ -46,10 +46,6 @@ class SignatureIndex:
         """The signature rows of every number given out so far (a view; removed rows included)."""
         return self._sigs[: self.count]
 
-    def alive(self, num: int) -> bool:
-        """Whether ``num`` was added and not removed."""
-        return 0 <= num < self.count and bool(self._alive[num])
-
     def add(self, sigs: NDArray[np.uint32]) -> NDArray[np.int64]:
         """Append documents with these signatures; returns their numbers."""
         nums = np.arange(self.count, self.count + len(sigs), dtype=np.int64)

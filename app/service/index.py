@@ -157,11 +157,6 @@ class ServiceIndex:
         """The document number of ``doc_id`` (what the store keys rows by), or None."""
         return self._num_of.get(doc_id)
 
-    @property
-    def next_number(self) -> int:
-        """The number the next registered document gets."""
-        return self._sigs.count
-
     # --- recovery -----------------------------------------------------------------------------
 
     def load(

@@ -4,9 +4,12 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.errors import ParameterError, SignatureError
 from core.minhash import LSH, MERSENNE31, minhash
+from tests import reference
 
 
 def test_lsh_hand_values():
@@ -131,3 +134,25 @@ def test_query_returns_many_keys_sorted():
     for key in reversed(keys):
         lsh.insert(key, _sig([1, 2, 3, 4]))
     assert lsh.query(_sig([1, 2, 0, 0])) == keys
+
+
+@given(
+    st.lists(
+        st.lists(st.integers(0, 3), min_size=8, max_size=8).map(
+            lambda row: [MERSENNE31 if v == 3 else v for v in row]
+        ),
+        max_size=20,
+    ),
+    st.lists(st.integers(0, 3), min_size=8, max_size=8),
+)
+def test_lsh_face_equals_the_brute_force_reference(rows, probe):
+    """The contract's LSH runs on the engine's banding; a plain pairwise check says the same."""
+    sigs = np.array(rows, dtype=np.uint32).reshape(-1, 8)
+    probe_sig = np.array([MERSENNE31 if v == 3 else v for v in probe], dtype=np.uint32)
+    lsh = LSH(bands=4, rows=2)
+    keys = [f"{i:03d}" for i in range(len(sigs))]
+    for key, sig in zip(keys, sigs, strict=True):
+        lsh.insert(key, sig)
+    expected = [(keys[a], keys[b]) for a, b in reference.candidates(sigs, 4)]
+    assert lsh.candidates() == expected
+    assert lsh.query(probe_sig) == [keys[i] for i in reference.query(sigs, probe_sig, 4)]

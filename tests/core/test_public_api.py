@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import core.engine
 import core.minhash
 
 CORE_NAMES = {
@@ -19,9 +20,46 @@ def test_every_core_md_name_imports_from_core_minhash():
     assert core.minhash.MERSENNE31 == 2**31 - 1
 
 
+ENGINE_NAMES = {
+    "CLUSTER_KEY", "FORMATS", "INDEX_KEYS", "BandBuckets", "Components", "CorpusError", "Doc",
+    "DuplicateIdError", "Matches", "MinhashParams", "NeardupError", "NgramIndex",
+    "ParameterError", "ProtectedFormat", "ProtectedSet", "SignatureError", "SignatureIndex",
+    "WorkerError", "band_digests", "batch_matches", "batch_signatures", "candidate_pairs",
+    "chunk_bounds", "cluster_roots", "confirm", "corpus_format", "decontaminate_with",
+    "empty_rows", "estimate", "estimates", "exact_keepers", "fan_out", "groups_of", "id_rank",
+    "in_order", "jaccard", "jsonl_items", "lsh_probability", "lsh_threshold",
+    "min_label_components", "ngrams", "ordered_map", "parse_protected_set", "pool_size",
+    "read_docs", "read_protected_set", "shingles", "spawn_pool", "text_digest", "text_digests",
+    "words", "write_docs",
+}  # fmt: skip
+
+
+def test_the_engine_surface_is_locked():
+    """What app/, the CLI and other engines build on; changing it is a decision, not a slip."""
+    assert set(core.engine.__all__) == ENGINE_NAMES
+    for name in ENGINE_NAMES:
+        assert getattr(core.engine, name) is not None
+
+
+def test_the_engine_and_the_contract_share_their_objects():
+    for name in set(core.engine.__all__) & set(core.minhash.__all__):
+        assert getattr(core.engine, name) is getattr(core.minhash, name)
+
+
+def test_reading_a_corpus_imports_no_clustering():
+    code = (
+        "import sys, core._corpus\n"
+        "bad = [m for m in sys.modules if m in ('core._cluster', 'core._signatures', "
+        "'core._banding', 'numpy')]\n"
+        "print(bad); sys.exit(1 if bad else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_core_never_imports_the_web_layer():
     code = (
-        "import sys, core.minhash, core._corpus\n"
+        "import sys, core.minhash, core.engine\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in "
         "('app', 'fastapi', 'starlette', 'pydantic', 'uvicorn', 'httpx')]\n"
         "print(bad); sys.exit(1 if bad else 0)\n"

@@ -1,0 +1,44 @@
+"""MinhashParams: every parameter checked once, at construction, with a message naming it."""
+
+import pytest
+
+from core.engine import INDEX_KEYS, MinhashParams, ParameterError
+
+
+def test_defaults_are_the_contracts():
+    params = MinhashParams()
+    assert params.as_dict() == {
+        "num_perm": 128, "bands": 16, "threshold": 0.8, "k": 5, "seed": 0, "ngram": 13,
+    }  # fmt: skip
+    assert params.rows == 8
+    assert round(params.lsh_threshold, 4) == 0.7071
+    assert params.index_params() == {"num_perm": 128, "bands": 16, "k": 5, "seed": 0}
+    assert tuple(params.index_params()) == INDEX_KEYS
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_perm": 0}, "num_perm"),
+        ({"num_perm": 100}, r"multiple of bands \(16\).*pick bands from 1, 2, 4, 5, 10"),
+        ({"bands": 0}, "bands"),
+        ({"threshold": 0.0}, "threshold"),
+        ({"threshold": 1.5}, "threshold"),
+        ({"threshold": True}, "threshold"),
+        ({"k": 0}, "k"),
+        ({"k": 2.5}, "k"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 2**64}, "seed"),
+        ({"ngram": 0}, "ngram"),
+        ({"num_perm": True}, "num_perm"),
+    ],
+)
+def test_invalid_parameters_are_refused_naming_the_value(kwargs, message):
+    with pytest.raises(ParameterError, match=message):
+        MinhashParams(**kwargs)
+
+
+def test_params_are_frozen():
+    params = MinhashParams()
+    with pytest.raises(AttributeError):
+        params.num_perm = 64  # type: ignore[misc]
