@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = None
     max_text_chars: int = Field(16 * 2**20, ge=1)
     max_inflight: int = Field(8, ge=1)
+    max_matches: int = Field(100, ge=1)
     max_batch_memory: int = Field(4 * 2**30, ge=1)
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, lt=65536)

@@ -28,6 +28,7 @@ __all__ = [
     "candidate_pairs",
     "empty_rows",
     "equal_runs",
+    "identical_rows",
     "lsh_probability",
     "lsh_threshold",
 ]
@@ -112,6 +113,23 @@ def _pairs_in_runs(order: NDArray[np.int64], run_start: NDArray[np.int64]) -> ND
         d += 1
         pos = pos[remaining[pos] >= d]
     return np.concatenate(out) if out else np.empty((0, 2), dtype=np.int64)
+
+
+def identical_rows(sigs: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The first row of each distinct signature, in row order, and for every row the index of
+    its signature in that list (so all-distinct rows give ``arange(n)`` both times)."""
+    order, run_start = equal_runs(sigs)
+    starts = np.zeros(len(order), dtype=np.int64)
+    starts[run_start] = 1
+    run_of_sorted = np.cumsum(starts) - 1
+    copy_of = np.empty(len(order), dtype=np.int64)
+    copy_of[order] = run_of_sorted
+    # Both sorts are stable, so each run starts at its smallest row number.
+    first = order[run_start]
+    by_row = np.argsort(first, kind="stable")
+    renumber = np.empty(len(first), dtype=np.int64)
+    renumber[by_row] = np.arange(len(first))
+    return first[by_row], renumber[copy_of]
 
 
 def empty_rows(sigs: NDArray[np.uint32]) -> NDArray[np.bool_]:

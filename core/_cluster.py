@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from core._banding import candidate_pairs, empty_rows, equal_runs
+from core._banding import candidate_pairs, empty_rows, identical_rows
 from core._components import min_label_components
 from core._params import MinhashParams
 from core._signatures import signatures
@@ -58,23 +58,6 @@ def confirm(
     return pairs[estimates(sigs, pairs) >= threshold]
 
 
-def _identical_rows(sigs: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """The first row of each distinct signature, in row order, and for every row the index of
-    its signature in that list (so all-distinct rows give ``arange(n)`` both times)."""
-    order, run_start = equal_runs(sigs)
-    starts = np.zeros(len(order), dtype=np.int64)
-    starts[run_start] = 1
-    run_of_sorted = np.cumsum(starts) - 1
-    copy_of = np.empty(len(order), dtype=np.int64)
-    copy_of[order] = run_of_sorted
-    # Both sorts are stable, so each run starts at its smallest row number.
-    first = order[run_start]
-    by_row = np.argsort(first, kind="stable")
-    renumber = np.empty(len(first), dtype=np.int64)
-    renumber[by_row] = np.arange(len(first))
-    return first[by_row], renumber[copy_of]
-
-
 def cluster_roots(
     sigs: NDArray[np.uint32], params: MinhashParams, rank: NDArray[np.int64] | None = None
 ) -> NDArray[np.int64]:
@@ -93,7 +76,7 @@ def cluster_roots(
         return np.empty(0, dtype=np.int64)
     # Identical signatures (estimate 1.0) are merged up front; banding runs on one row of each,
     # picked by row number rather than copied out of the matrix.
-    first, copy_of = _identical_rows(sigs)
+    first, copy_of = identical_rows(sigs)
     live = ~empty_rows(sigs)
     copies = np.flatnonzero(live & (first[copy_of] != np.arange(n)))
     same_sig = np.stack((copies, first[copy_of[copies]]), axis=1)

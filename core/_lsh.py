@@ -73,8 +73,9 @@ class LSH:
 
     def query(self, sig: ArrayLike) -> list[str]:
         """The sorted keys sharing at least one band with ``sig``; none for an empty signature."""
-        _, nums = self._index.candidates(as_signature(sig, self.num_perm)[None])
-        return sorted(self._indexed[n] for n in nums.tolist())
+        _, reps = self._index.candidates(as_signature(sig, self.num_perm)[None])
+        members = (m for rep in reps.tolist() for m in self._index.members(rep))
+        return sorted(self._indexed[m] for m in members)
 
     def candidates(self) -> list[tuple[str, str]]:
         """Every candidate pair once, as (smaller, larger), sorted."""

@@ -1,42 +1,79 @@
-"""The incremental index: signatures by document number, their LSH buckets, and the confirmed
-matches of new signatures against it (what the service and the reference ``LSH`` query).
+"""The incremental index: signatures by document number, grouped into classes of identical
+signatures, with one LSH bucket entry per class.
 
-Document numbers are given out in order (0, 1, ...); a removed number is never reused. Candidates
-come from ``BandBuckets`` digest leads whose band rows compare equal, and are confirmed with the
-same ``estimates`` as the batch path.
+Copies of one text share a signature, so they share a class: the buckets hold the class once,
+and a new copy costs one candidate whatever the number of earlier copies (never one per copy).
+A class is named by its representative, the number of its first document; its members are kept
+in key (id) order. Empty (all-P) signatures never form classes and are never candidates.
+
+Adding is planned (``place``: pure) and applied (``add``), so a caller can plan off its event
+loop and apply atomically.
 """
 
 from __future__ import annotations
 
+from bisect import insort
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
-from core._banding import BandBuckets, candidate_pairs
+from core._banding import BandBuckets, candidate_pairs, empty_rows, identical_rows
 from core._cluster import estimates
 
-__all__ = ["Matches", "SignatureIndex", "batch_matches"]
+__all__ = ["Matches", "Placement", "SignatureIndex", "batch_matches"]
 
 #: ``(row, number, estimate)`` arrays: row of the query (or the later batch row), the matched
-#: document's number (or the earlier batch row), and the estimate.
+#: class representative (or the earlier batch row), and the estimate.
 Matches = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where each signature of a batch goes.
+
+    Attributes:
+        first: per distinct signature of the batch, its first row.
+        copy_of: per row, the index of its distinct signature.
+        joins: per distinct signature, the representative of the identical registered class,
+            or -1 (a new class; always -1 for an empty signature).
+        empty: per row, whether the signature is all-P.
+    """
+
+    first: NDArray[np.int64]
+    copy_of: NDArray[np.int64]
+    joins: NDArray[np.int64]
+    empty: NDArray[np.bool_]
+
+
 class SignatureIndex:
-    """Signatures (uint32, one row per document number), liveness, and band buckets.
+    """Signatures (uint32, one row per document number), classes of identical signatures, and
+    band buckets over the classes.
 
     Args:
         num_perm: signature length.
         bands: LSH bands (rows = num_perm / bands).
+        keys: the key of every document number, appended by the owner before ``add``; orders
+            the members of a class (by number when None).
     """
 
-    def __init__(self, num_perm: int, bands: int) -> None:
+    def __init__(self, num_perm: int, bands: int, keys: Sequence[Any] | None = None) -> None:
         self.num_perm = num_perm
         self.bands = bands
         self.rows = num_perm // bands
+        self._key: Callable[[int], Any] | None = keys.__getitem__ if keys is not None else None
         self._sigs = np.zeros((0, num_perm), dtype=np.uint32)
         self._alive = np.zeros(0, dtype=np.bool_)
+        self._class = np.zeros(0, dtype=np.int64)  # every number's representative
+        self._size = np.zeros(0, dtype=np.int32)  # alive members, by representative
+        #: alive members, in key order, of every class that ever had two or more
+        self._copies: dict[int, list[int]] = {}
         self.count = 0  # the next document number
         self.buckets = BandBuckets(bands, self.rows)
+
+    # --- reading ------------------------------------------------------------------------------
 
     def signatures(self, nums: NDArray[np.int64] | list[int]) -> NDArray[np.uint32]:
         """The stored signatures of those document numbers (a copy)."""
@@ -46,15 +83,97 @@ class SignatureIndex:
         """The signature rows of every number given out so far (a view; removed rows included)."""
         return self._sigs[: self.count]
 
-    def add(self, sigs: NDArray[np.uint32]) -> NDArray[np.int64]:
-        """Append documents with these signatures; returns their numbers."""
-        nums = np.arange(self.count, self.count + len(sigs), dtype=np.int64)
-        self._reserve(self.count + len(sigs))
+    def alive_many(self, nums: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Whether each of ``nums`` was added and not removed."""
+        return self._alive[nums]
+
+    def representative(self, num: int) -> int:
+        """The representative of ``num``'s class."""
+        return int(self._class[num])
+
+    def members(self, rep: int) -> list[int]:
+        """The alive members of the class of ``rep``, in key order (do not modify)."""
+        copies = self._copies.get(rep)
+        if copies is not None:
+            return copies
+        return [rep] if self._alive[rep] else []
+
+    def sizes(self, reps: NDArray[np.int64]) -> NDArray[np.int64]:
+        """How many alive members the classes of ``reps`` have."""
+        return self._size[reps].astype(np.int64)
+
+    def candidates(self, sigs: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Unique (query row, class representative) pairs agreeing on every row of some band,
+        over classes with an alive member."""
+        q, reps, bands = self.buckets.leads(sigs)
+        keep = self._size[reps] > 0
+        q, reps, bands = q[keep], reps[keep], bands[keep]
+        # A digest match is a candidate only when the band's rows really are equal.
+        cols = bands[:, None] * self.rows + np.arange(self.rows)
+        equal = (sigs[q[:, None], cols] == self._sigs[reps[:, None], cols]).all(axis=1)
+        width = np.int64(max(self.count, 1))
+        flat = np.unique(q[equal] * width + reps[equal])
+        return flat // width, flat % width
+
+    def matches(self, sigs: NDArray[np.uint32], threshold: float) -> Matches:
+        """Confirmed (query row, class representative, estimate) of every query signature."""
+        if self.count == 0 or len(sigs) == 0:
+            return _no_matches()
+        q, reps = self.candidates(sigs)
+        est = estimates(sigs, np.stack((q, reps), axis=1), self._sigs)
+        hit = est >= threshold
+        return q[hit], reps[hit], est[hit]
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def place(self, sigs: NDArray[np.uint32]) -> Placement:
+        """Group a batch by identical signature and find the registered class each joins."""
+        first, copy_of = identical_rows(sigs)
+        empty = empty_rows(sigs)
+        joins = np.full(len(first), -1, dtype=np.int64)
+        if self.count and len(first):
+            rows, reps, _ = self.matches(sigs[first], 1.0)
+            joins[rows] = reps  # classes are distinct, so at most one is identical
+        joins[empty[first]] = -1
+        return Placement(first, copy_of, joins, empty)
+
+    def add(
+        self, sigs: NDArray[np.uint32], placement: Placement | None = None
+    ) -> NDArray[np.int64]:
+        """Append documents with these signatures (placed by ``place`` on this very index);
+        returns their numbers."""
+        where = self.place(sigs) if placement is None else placement
+        n = len(sigs)
+        nums = np.arange(self.count, self.count + n, dtype=np.int64)
+        self._reserve(self.count + n)
         self._sigs[nums] = sigs
         self._alive[nums] = True
-        self.count += len(sigs)
-        self.buckets.add(sigs, nums)
+        reps = np.where(where.joins >= 0, where.joins, nums[where.first])[where.copy_of]
+        reps[where.empty] = nums[where.empty]  # empty signatures never share a class
+        self._class[nums] = reps
+        np.add.at(self._size, reps, 1)
+        self.count += n
+        self._group(nums, reps)
+        new = np.flatnonzero(reps == nums)
+        self.buckets.add(sigs[new], nums[new])
         return nums
+
+    def _group(self, nums: NDArray[np.int64], reps: NDArray[np.int64]) -> None:
+        """Record the members of classes that now have two or more."""
+        joined = np.flatnonzero(reps != nums)
+        for num, rep in zip(nums[joined].tolist(), reps[joined].tolist(), strict=True):
+            copies = self._copies.get(rep)
+            if copies is None:
+                copies = self._copies[rep] = [rep] if self._alive[rep] else []
+            insort(copies, num, key=self._key)
+
+    def remove(self, num: int) -> None:
+        """Take ``num`` out of every later answer; its class lives on while it has members."""
+        self._alive[num] = False
+        self._size[self._class[num]] -= 1
+        copies = self._copies.get(int(self._class[num]))
+        if copies is not None:
+            copies.remove(num)
 
     def start_load(self, count: int) -> None:
         """Begin a bulk load (recovery) of documents numbered below ``count``, with gaps where
@@ -66,36 +185,22 @@ class SignatureIndex:
         """Bulk-load documents at given numbers (below the ``start_load`` count)."""
         self._sigs[nums] = sigs
         self._alive[nums] = True
-        self.buckets.add(sigs, nums, merge=False)
 
     def finish_load(self) -> None:
-        """Merge the buckets' append buffers after a bulk load."""
+        """Group the loaded documents into classes and index one row per class."""
+        alive = np.flatnonzero(self._alive[: self.count])
+        # Without gaps, a view: recovery must not hold the signature matrix twice.
+        sigs = self._sigs[: self.count] if len(alive) == self.count else self._sigs[alive]
+        first, copy_of = identical_rows(sigs)
+        reps = alive[first][copy_of]
+        empty = empty_rows(sigs)
+        reps[empty] = alive[empty]
+        self._class[alive] = reps
+        np.add.at(self._size, reps, 1)
+        self._group(alive, reps)
+        new = np.flatnonzero(reps == alive)
+        self.buckets.add(sigs[new], alive[new], merge=False)
         self.buckets.merge()
-
-    def remove(self, num: int) -> None:
-        """Take ``num`` out of every later answer (its bucket entries are skipped)."""
-        self._alive[num] = False
-
-    def candidates(self, sigs: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """Unique (query row, document number) pairs agreeing on every row of some band."""
-        q, nums, bands = self.buckets.leads(sigs)
-        keep = self._alive[nums] if len(nums) else np.zeros(0, dtype=np.bool_)
-        q, nums, bands = q[keep], nums[keep], bands[keep]
-        # A digest match is a candidate only when the band's rows really are equal.
-        cols = bands[:, None] * self.rows + np.arange(self.rows)
-        equal = (sigs[q[:, None], cols] == self._sigs[nums[:, None], cols]).all(axis=1)
-        width = np.int64(max(self.count, 1))
-        flat = np.unique(q[equal] * width + nums[equal])
-        return flat // width, flat % width
-
-    def matches(self, sigs: NDArray[np.uint32], threshold: float) -> Matches:
-        """Confirmed (query row, document number, estimate) of every query signature."""
-        if self.count == 0 or len(sigs) == 0:
-            return _no_matches()
-        q, nums = self.candidates(sigs)
-        est = estimates(sigs, np.stack((q, nums), axis=1), self._sigs)
-        hit = est >= threshold
-        return q[hit], nums[hit], est[hit]
 
     def _reserve(self, count: int) -> None:
         if count <= len(self._sigs):
@@ -105,12 +210,18 @@ class SignatureIndex:
         sigs[: self.count] = self._sigs[: self.count]
         alive = np.zeros(size, dtype=np.bool_)
         alive[: self.count] = self._alive[: self.count]
-        self._sigs, self._alive = sigs, alive
+        classes = np.arange(size, dtype=np.int64)
+        classes[: self.count] = self._class[: self.count]
+        sizes = np.zeros(size, dtype=np.int32)
+        sizes[: self.count] = self._size[: self.count]
+        self._sigs, self._alive, self._class, self._size = sigs, alive, classes, sizes
 
     def nbytes(self) -> int:
-        """Memory of the signatures, liveness flags and buckets."""
-        arrays = self._sigs[: self.count].nbytes + self._alive[: self.count].nbytes
-        return int(arrays + self.buckets.nbytes())
+        """Memory of the signatures, flags, classes and buckets."""
+        held = (self._sigs, self._alive, self._class, self._size)
+        arrays = sum(a[: self.count].nbytes for a in held)
+        copies = sum(56 + 8 * len(c) for c in self._copies.values())
+        return int(arrays + copies + self.buckets.nbytes())
 
 
 def batch_matches(sigs: NDArray[np.uint32], bands: int, threshold: float) -> Matches:

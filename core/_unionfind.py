@@ -36,7 +36,7 @@ class UnionFind(Generic[_K]):
     def __init__(self, items: Iterable[_K] = ()) -> None:
         self._keys: list[_K] = []
         self._num: dict[_K, int] = {}
-        self._components = Components(self._keys, keep_edges=False)
+        self._components = Components(self._keys)
         for item in items:
             self.add(item)
 

@@ -8,11 +8,12 @@ engine computes the same signatures, candidates, confirmations and components th
 - Signatures: ``batch_signatures`` (one process); ``spawn_pool``, ``fan_out``, ``in_order`` and
   ``ordered_map`` (contiguous chunks out, results back in submission order).
 - Banding (one implementation: band digests, then the band's rows compared): ``band_digests``,
-  ``candidate_pairs`` (a whole matrix), ``BandBuckets`` and ``SignatureIndex`` (incremental),
+  ``candidate_pairs`` (a whole matrix), ``BandBuckets`` and ``SignatureIndex`` (incremental,
+  one bucket entry per class of identical signatures; ``Placement``),
   ``empty_rows``, ``lsh_threshold``, ``lsh_probability``.
 - Confirmation: ``estimates``, ``confirm``, ``batch_matches``.
 - Components with smallest-id roots: ``cluster_roots`` and ``min_label_components`` (batch),
-  ``Components`` (incremental, with deletion repair), ``groups_of``.
+  ``Components`` (incremental; a deletion regroups from recomputed roots), ``groups_of``.
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
   ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``.
@@ -46,7 +47,7 @@ from core._protected import (
     parse_protected_set,
     read_protected_set,
 )
-from core._signature_index import Matches, SignatureIndex, batch_matches
+from core._signature_index import Matches, Placement, SignatureIndex, batch_matches
 from core._signatures import batch_signatures
 from core._sketch import estimate
 from core._stages import CLUSTER_KEY
@@ -74,6 +75,7 @@ __all__ = [
     "NeardupError",
     "NgramIndex",
     "ParameterError",
+    "Placement",
     "ProtectedFormat",
     "ProtectedSet",
     "SignatureError",

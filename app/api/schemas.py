@@ -132,7 +132,10 @@ class DocumentResult(BaseModel):
     id: str
     cluster: str
     status: str
-    matches: list[Match]
+    match_count: int = Field(description="every confirmed match registered before it")
+    matches: list[Match] = Field(
+        description="the best MAX_MATCHES of them, by estimate descending then id"
+    )
 
 
 class DocumentsResponse(BaseModel):
@@ -160,7 +163,10 @@ class QueryMatch(BaseModel):
 class QueryResult(BaseModel):
     """Matches of one queried text."""
 
-    matches: list[QueryMatch]
+    match_count: int = Field(description="every registered near duplicate")
+    matches: list[QueryMatch] = Field(
+        description="the best of them (at most ``limit`` and MAX_MATCHES), by estimate then id"
+    )
 
 
 class QueryResponse(BaseModel):

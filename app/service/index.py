@@ -1,6 +1,12 @@
 """The in-memory index the service queries, in terms of document ids: core's incremental
-``SignatureIndex`` (signatures and LSH buckets) and ``Components`` (clusters with smallest-id
-roots and deletion repair), plus the id of every document number.
+``SignatureIndex`` (signatures, classes of identical signatures, LSH buckets over the classes)
+and ``Components`` (clusters with smallest-id roots), plus the id of every document number.
+
+Nothing but signatures is needed to rebuild it: clusters are the components of the confirmed
+pairs, a deterministic function of the signatures, so a deletion regroups its cluster by
+clustering the remaining members' signatures again, and recovery clusters them all once. Copies
+of one text are one class: a new copy costs the same whatever the number of earlier copies, and
+``matches`` are summarised (a count and the best ``max_matches``).
 
 Mutation is planned first (``plan``: pure computation on the current index, safe to run off
 the event loop) and applied after the store has made the batch durable (``apply``, synchronous),
@@ -9,15 +15,32 @@ so a reader never sees half a batch and a failed write leaves the index untouche
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core.engine import Components, MinhashParams, SignatureIndex, batch_matches
+from core.engine import (
+    Components,
+    MinhashParams,
+    Placement,
+    SignatureIndex,
+    batch_matches,
+    cluster_roots,
+    id_rank,
+)
 
-__all__ = ["Plan", "ServiceIndex"]
+__all__ = ["Found", "Plan", "ServiceIndex"]
+
+
+@dataclass(frozen=True)
+class Found:
+    """One document's matches: how many, and the best of them as (id, estimate)."""
+
+    count: int
+    best: list[tuple[str, float]]
 
 
 @dataclass
@@ -26,34 +49,39 @@ class Plan:
 
     ids: list[str]
     sigs: NDArray[np.uint32]
-    nums: list[int]
-    #: per new document: (earlier document number, estimate) of its confirmed matches
-    matches: list[list[tuple[int, float]]] = field(default_factory=list)
+    start: int
+    placement: Placement
+    found: list[Found]
+    #: per new document: one document number of every class it matched (what it joins)
+    links: list[NDArray[np.int64]]
 
-    def pairs(self) -> list[tuple[int, int, float]]:
-        """Every confirmed pair of the batch, as (smaller number, larger number, estimate)."""
-        return [
-            (other, num, est)
-            for num, found in zip(self.nums, self.matches, strict=True)
-            for other, est in found
-        ]
+
+@dataclass(frozen=True)
+class _Source:
+    """Matched documents that share one estimate: how many, and the first ids in id order."""
+
+    estimate: float
+    count: int
+    first_ids: Sequence[str]
 
 
 class ServiceIndex:
-    """Documents by id: signatures, buckets and clusters.
+    """Documents by id: signatures, classes, buckets and clusters.
 
     Args:
         params: num_perm, bands and threshold are used.
+        max_matches: how many matches a result lists at most (all are counted).
     """
 
-    def __init__(self, params: MinhashParams) -> None:
+    def __init__(self, params: MinhashParams, max_matches: int = 100) -> None:
         self.params = params
         self.threshold = params.threshold
+        self.max_matches = max_matches
         self._ids: list[str] = []  # the id of every document number ("" for never-loaded gaps)
         self._num_of: dict[str, int] = {}
         self._id_chars = 0  # total length of the ids, for nbytes()
         self.version = 0  # bumped by every change, for caches of derived views
-        self._sigs = SignatureIndex(params.num_perm, params.bands)
+        self._sigs = SignatureIndex(params.num_perm, params.bands, self._ids)
         self._clusters = Components(self._ids)
 
     # --- reading, by id -----------------------------------------------------------------------
@@ -63,6 +91,10 @@ class ServiceIndex:
 
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._num_of
+
+    def number(self, doc_id: str) -> int | None:
+        """The document number of ``doc_id`` (what the store keys rows by), or None."""
+        return self._num_of.get(doc_id)
 
     def root_of(self, doc_id: str) -> str:
         """The id of the root of ``doc_id``'s cluster (KeyError if unknown)."""
@@ -88,46 +120,75 @@ class ServiceIndex:
         find = self._clusters.find
         return [self._ids[n] for n in self._num_of.values() if find(n) == n]
 
-    def earlier_matches(self, doc_id: str) -> list[tuple[str, float]]:
-        """The confirmed matches of ``doc_id`` registered before it, best first."""
-        num = self._num_of[doc_id]
-        found = [(o, e) for o, e in self._clusters.edges.get(num, {}).items() if o < num]
-        return self._ranked(found)
-
     def signatures_of(self, doc_ids: list[str]) -> NDArray[np.uint32]:
         """The stored signatures of those documents (a copy)."""
         return self._sigs.signatures([self._num_of[i] for i in doc_ids])
 
     def matches(
-        self, sigs: NDArray[np.uint32], threshold: float | None = None
-    ) -> list[list[tuple[str, float]]]:
-        """Per query signature: (id, estimate) of registered near duplicates, best first."""
+        self, sigs: NDArray[np.uint32], threshold: float | None = None, limit: int | None = None
+    ) -> list[Found]:
+        """Per query signature: its registered near duplicates, counted, the best listed."""
         t = self.threshold if threshold is None else threshold
-        rows, nums, est = self._sigs.matches(sigs, t)
-        out: list[list[tuple[int, float]]] = [[] for _ in range(len(sigs))]
-        for row, num, e in zip(rows.tolist(), nums.tolist(), est.tolist(), strict=True):
-            out[row].append((num, e))
-        return [self._ranked(found) for found in out]
+        rows, reps, est = self._sigs.matches(sigs, t)
+        sources = self._class_sources(rows, reps, est, len(sigs))
+        cap = self.max_matches if limit is None else min(limit, self.max_matches)
+        return [_ranked(found, cap) for found in sources]
 
-    def _ranked(self, found: list[tuple[int, float]]) -> list[tuple[str, float]]:
-        """Matches as (id, estimate), by estimate descending then id."""
-        return sorted(((self._ids[n], e) for n, e in found), key=lambda m: (-m[1], m[0]))
+    def earlier_matches(self, doc_id: str) -> Found:
+        """The confirmed matches of ``doc_id`` among documents registered before it."""
+        num = self._num_of[doc_id]
+        _, reps, est = self._sigs.matches(self._sigs.signatures([num]), self.threshold)
+        sources = []
+        for rep, e in zip(reps.tolist(), est.tolist(), strict=True):
+            earlier = [self._ids[m] for m in self._sigs.members(rep) if m < num]
+            if earlier:
+                sources.append(_Source(e, len(earlier), earlier[: self.max_matches]))
+        return _ranked(sources, self.max_matches)
+
+    def _class_sources(
+        self, rows: NDArray[np.int64], reps: NDArray[np.int64], est: NDArray[np.float64], n: int
+    ) -> list[list[_Source]]:
+        """Per query row, one source per matched class (its members all share the estimate)."""
+        out: list[list[_Source]] = [[] for _ in range(n)]
+        sizes = self._sigs.sizes(reps).tolist()
+        cap = self.max_matches
+        found = zip(rows.tolist(), reps.tolist(), est.tolist(), sizes, strict=True)
+        for row, rep, e, size in found:
+            out[row].append(_Source(e, size, _LazyIds(self, rep, cap)))
+        return out
 
     # --- writing ------------------------------------------------------------------------------
 
     def plan(self, ids: list[str], sigs: NDArray[np.uint32]) -> Plan:
-        """Number the new documents and find their confirmed matches among everything
-        registered before each of them, earlier documents of the same batch included."""
+        """Place the new documents in classes and find, for each, its confirmed matches among
+        everything registered before it, earlier documents of the same batch included."""
         start = self._sigs.count
-        nums = list(range(start, start + len(ids)))
-        plan = Plan(ids, sigs, nums, [[] for _ in ids])
-        rows, found, est = self._sigs.matches(sigs, self.threshold)
-        for row, num, e in zip(rows.tolist(), found.tolist(), est.tolist(), strict=True):
-            plan.matches[row].append((num, e))
-        later, earlier, est = batch_matches(sigs, self.params.bands, self.threshold)
-        for j, i, e in zip(later.tolist(), earlier.tolist(), est.tolist(), strict=True):
-            plan.matches[j].append((nums[i], e))
-        return plan
+        where = self._sigs.place(sigs)
+        distinct = sigs[where.first]
+        rows, reps, est = self._sigs.matches(distinct, self.threshold)
+        registered = self._class_sources(rows, reps, est, len(distinct))
+        targets = self._link_targets(rows, reps, len(distinct))
+        batch = _BatchSources(ids, start, where, *batch_matches(distinct, self.params.bands,
+                                                                 self.threshold))  # fmt: skip
+        found, links = [], []
+        for j in range(len(ids)):
+            d = int(where.copy_of[j])
+            earlier, nums = batch.before(j, d, self.max_matches)
+            found.append(_ranked(registered[d] + earlier, self.max_matches))
+            links.append(np.concatenate((targets[d], nums)))
+        return Plan(ids, sigs, start, where, found, links)
+
+    def _link_targets(
+        self, rows: NDArray[np.int64], reps: NDArray[np.int64], n: int
+    ) -> list[NDArray[np.int64]]:
+        """Per distinct row, an alive member of every matched class (its representative, unless
+        that one was deleted)."""
+        targets = reps.copy()
+        for i in np.flatnonzero(~self._sigs.alive_many(reps)).tolist():
+            targets[i] = self._sigs.members(int(reps[i]))[0]
+        order = np.argsort(rows, kind="stable")
+        cuts = np.searchsorted(rows[order], np.arange(n + 1))
+        return [targets[order[cuts[d] : cuts[d + 1]]] for d in range(n)]
 
     def apply(self, plan: Plan) -> None:
         """Add a planned batch (after it is durable). Synchronous: readers never see half.
@@ -135,38 +196,41 @@ class ServiceIndex:
         Raises:
             RuntimeError: the index changed since the plan was made.
         """
-        if plan.nums and plan.nums[0] != self._sigs.count:
+        if plan.start != self._sigs.count:
             raise RuntimeError("the index changed between planning and applying a batch")
         self.version += 1
-        self._sigs.add(plan.sigs)
         self._ids.extend(plan.ids)
-        self._num_of.update(zip(plan.ids, plan.nums, strict=True))
+        nums = self._sigs.add(plan.sigs, plan.placement)
+        self._num_of.update(zip(plan.ids, nums.tolist(), strict=True))
         self._id_chars += sum(map(len, plan.ids))
         self._clusters.grow(self._sigs.count)
-        for a, b, est in plan.pairs():
-            self._clusters.link(a, b, est)
+        for num, links in zip(nums.tolist(), plan.links, strict=True):
+            if len(links):
+                for root in np.unique(self._clusters.roots(links)).tolist():
+                    self._clusters.union(num, root)
 
     def remove(self, doc_id: str) -> None:
-        """Take a document out (after the store deleted it); its cluster is recomputed."""
+        """Take a document out (after the store deleted it); its cluster is regrouped by
+        clustering the remaining members' signatures again (a chain that loses its middle
+        splits)."""
         num = self._num_of.pop(doc_id)
         self.version += 1
         self._sigs.remove(num)
-        self._clusters.remove(num)
-
-    def number(self, doc_id: str) -> int | None:
-        """The document number of ``doc_id`` (what the store keys rows by), or None."""
-        return self._num_of.get(doc_id)
+        group = self._clusters.detach(num)
+        if len(group) > 1:
+            ids = [self._ids[m] for m in group]
+            roots = cluster_roots(self._sigs.signatures(group), self.params, id_rank(ids))
+            self._clusters.regroup(group, [group[r] for r in roots.tolist()])
+        elif group:
+            self._clusters.regroup(group, group)
 
     # --- recovery -----------------------------------------------------------------------------
 
     def load(
-        self,
-        count: int,
-        chunks: Iterable[tuple[list[int], list[str], NDArray[np.uint32]]],
-        pairs: list[tuple[int, int, float]],
+        self, count: int, chunks: Iterable[tuple[list[int], list[str], NDArray[np.uint32]]]
     ) -> None:
         """Rebuild from the store: documents numbered below ``count`` (with gaps, after
-        deletions), a chunk at a time, then the confirmed pairs."""
+        deletions), a chunk at a time; then classes and clusters from the signatures."""
         self._ids.extend([""] * count)
         self._sigs.start_load(count)
         for nums, ids, sigs in chunks:
@@ -176,12 +240,110 @@ class ServiceIndex:
                 self._num_of[doc_id] = num
             self._id_chars += sum(map(len, ids))
         self._sigs.finish_load()
-        edges = np.array([(a, b) for a, b, _ in pairs], dtype=np.int64).reshape(-1, 2)
-        est = np.array([e for _, _, e in pairs], dtype=np.float64)
-        self._clusters.load(count, edges[:, 0], edges[:, 1], est)
+        self._clusters.assign(self._cluster_all(count))
+
+    def _cluster_all(self, count: int) -> NDArray[np.int64]:
+        """Every number's root: the batch clustering of the alive documents."""
+        roots = np.arange(count, dtype=np.int64)
+        alive = np.array(sorted(self._num_of.values()), dtype=np.int64)
+        if len(alive) == 0:
+            return roots
+        sigs = self._sigs.stored() if len(alive) == count else self._sigs.signatures(alive)
+        rank = id_rank([self._ids[n] for n in alive.tolist()])
+        roots[alive] = alive[cluster_roots(sigs, self.params, rank)]
+        return roots
 
     def nbytes(self) -> int:
         """Approximate memory of the index: arrays exactly, the id map by CPython's sizes."""
         # A str of n ASCII chars is 49 + n bytes; a list slot 8; a dict entry about 100.
         id_bytes = self._id_chars + 157 * len(self._ids)
         return int(self._sigs.nbytes() + self._clusters.nbytes() + id_bytes)
+
+
+class _LazyIds(Sequence[str]):
+    """The first ``cap`` member ids of a class, read only if the ranking gets to them."""
+
+    def __init__(self, index: ServiceIndex, rep: int, cap: int) -> None:
+        self._index, self._rep, self._cap = index, rep, cap
+
+    def _ids(self) -> list[str]:
+        ids = self._index._ids
+        return [ids[m] for m in self._index._sigs.members(self._rep)[: self._cap]]
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        return self._ids()[i]
+
+    def __len__(self) -> int:
+        return len(self._ids())
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._ids())
+
+
+class _BatchSources:
+    """Matches inside one batch: for a row, the earlier rows of its own distinct signature and
+    of every distinct signature confirmed against it."""
+
+    def __init__(
+        self,
+        ids: list[str],
+        start: int,
+        where: Placement,
+        later: NDArray[np.int64],
+        earlier: NDArray[np.int64],
+        est: NDArray[np.float64],
+    ) -> None:
+        self._ids = ids
+        self._start = start
+        self._empty = where.empty
+        n = len(where.first)
+        self._neighbours: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+        for a, b, e in zip(later.tolist(), earlier.tolist(), est.tolist(), strict=True):
+            self._neighbours[a].append((b, e))
+            self._neighbours[b].append((a, e))
+        order = np.argsort(where.copy_of, kind="stable")
+        cuts = np.searchsorted(where.copy_of[order], np.arange(n + 1))
+        self._rows = [order[cuts[d] : cuts[d + 1]].tolist() for d in range(n)]
+        self._best: dict[int, list[list[str]]] = {}
+
+    def before(self, j: int, d: int, cap: int) -> tuple[list[_Source], NDArray[np.int64]]:
+        """Sources of the rows before ``j`` matching row ``j`` (of distinct signature ``d``),
+        and one document number of each (to link to)."""
+        sources, links = [], []
+        own = [] if self._empty[j] else [(d, 1.0)]
+        for other, e in own + self._neighbours[d]:
+            rows = self._rows[other]
+            count = bisect_left(rows, j)
+            if count:
+                sources.append(_Source(e, count, self._prefix_best(other, cap)[count - 1]))
+                links.append(self._start + rows[0])
+        return sources, np.array(links, dtype=np.int64)
+
+    def _prefix_best(self, d: int, cap: int) -> list[list[str]]:
+        """For every prefix of the rows of ``d``, its ``cap`` smallest ids, sorted."""
+        cached = self._best.get(d)
+        if cached is not None:
+            return cached
+        found: list[list[str]] = []
+        best: list[str] = []
+        for row in self._rows[d]:
+            best = sorted([*best, self._ids[row]])[:cap]
+            found.append(best)
+        self._best[d] = found
+        return found
+
+
+def _ranked(sources: list[_Source], cap: int) -> Found:
+    """The count of every source, and the ``cap`` best (estimate descending, then id)."""
+    count = sum(s.count for s in sources)
+    best: list[tuple[str, float]] = []
+    ranked = sorted(sources, key=lambda s: -s.estimate)
+    i = 0
+    while i < len(ranked) and len(best) < cap:
+        e = ranked[i].estimate
+        group: list[str] = []
+        while i < len(ranked) and ranked[i].estimate == e:
+            group.extend(ranked[i].first_ids)
+            i += 1
+        best.extend((doc_id, e) for doc_id in sorted(group)[: cap - len(best)])
+    return Found(count, best)

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from app.config import Settings
 from app.service.errors import Conflict, NotFound
-from app.service.index import ServiceIndex
+from app.service.index import Found, ServiceIndex
 from app.service.limits import BatchLimits
 from app.service.pool import SignaturePool
 from app.service.store import ProtectedSetRow, SQLiteStore, Store, StoredDoc
@@ -55,12 +55,13 @@ class NewDoc:
 
 @dataclass(frozen=True)
 class Registered:
-    """One result of a registration, in request order."""
+    """One result of a registration, in request order: ``matches`` counts every confirmed
+    earlier match and lists the best MAX_MATCHES."""
 
     id: str
     cluster: str
     status: str
-    matches: list[tuple[str, float]]
+    matches: Found
 
 
 def _release_free_memory() -> None:
@@ -78,7 +79,7 @@ class Service:
         self.params = settings.params
         self.store = store
         self.pool = pool
-        self.index = ServiceIndex(self.params)
+        self.index = ServiceIndex(self.params, settings.max_matches)
         self.protected: dict[str, ProtectedSet] = {}
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
@@ -107,8 +108,7 @@ class Service:
             (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
             for nums, ids, blob in self.store.iter_signatures(50_000)
         )
-        pairs = [p for chunk in self.store.iter_pairs(100_000) for p in chunk]
-        self.index.load(self.store.extent(), chunks, pairs)
+        self.index.load(self.store.extent(), chunks)
         _release_free_memory()
         for row in self.store.protected_sets():
             self.protected[row.name] = parse_protected_set(
@@ -116,8 +116,8 @@ class Service:
             )
         self.recovery_seconds = time.perf_counter() - started
         log.info(
-            "recovered documents=%d pairs=%d protected_sets=%d seconds=%.3f",
-            len(self.index), len(pairs), len(self.protected), self.recovery_seconds,
+            "recovered documents=%d protected_sets=%d seconds=%.3f",
+            len(self.index), len(self.protected), self.recovery_seconds,
         )  # fmt: skip
 
     async def close(self) -> None:
@@ -163,12 +163,13 @@ class Service:
                 self.index.plan, [docs[i].id for i in fresh], sigs[fresh]
             )
             rows = [
-                self._stored(docs[i], num, digests[i], sigs[i])
-                for i, num in zip(fresh, plan.nums, strict=True)
+                self._stored(docs[i], plan.start + k, digests[i], sigs[i])
+                for k, i in enumerate(fresh)
             ]
-            await self._io_call(self.store.add_documents, rows, plan.pairs())
+            await self._io_call(self.store.add_documents, rows)
             self.index.apply(plan)
-            return [self._result(d, d.id not in known) for d in docs]
+            found = dict(zip(plan.ids, plan.found, strict=True))
+            return [self._result(d, found.get(d.id)) for d in docs]
 
     def _stored(
         self, doc: NewDoc, num: int, text_digest: bytes, sig: np.ndarray[Any, Any]
@@ -176,22 +177,21 @@ class Service:
         text = doc.text if self.settings.store_text else None
         return StoredDoc(num, doc.id, text_digest, sig.astype("<u4").tobytes(), doc.meta, text)
 
-    def _result(self, doc: NewDoc, created: bool) -> Registered:
-        return Registered(
-            doc.id,
-            self.index.root_of(doc.id),
-            "created" if created else "unchanged",
-            self.index.earlier_matches(doc.id),
-        )
+    def _result(self, doc: NewDoc, created: Found | None) -> Registered:
+        """``created``: the matches planned for a new document; None for an unchanged one."""
+        status = "unchanged" if created is None else "created"
+        found = self.index.earlier_matches(doc.id) if created is None else created
+        return Registered(doc.id, self.index.root_of(doc.id), status, found)
 
     async def query(
         self, texts: Sequence[str], threshold: float | None, limit: int | None
-    ) -> list[list[tuple[str, float, str]]]:
-        """What registering would report as matches, without registering: (id, estimate, root)."""
+    ) -> list[tuple[int, list[tuple[str, float, str]]]]:
+        """What registering would report, without registering: per text the count of matches
+        and the best as (id, estimate, root)."""
         sigs = await self.signatures(texts)
         return [
-            [(i, e, self.index.root_of(i)) for i, e in found[:limit]]
-            for found in self.index.matches(sigs, threshold)
+            (found.count, [(i, e, self.index.root_of(i)) for i, e in found.best])
+            for found in self.index.matches(sigs, threshold, limit)
         ]
 
     async def document(self, doc_id: str) -> tuple[str, str, dict[str, Any]]:
@@ -215,7 +215,7 @@ class Service:
         return {nums[n]: text for n, text in found.items()}
 
     async def delete(self, doc_id: str) -> None:
-        """Delete a document; its cluster is recomputed from the remaining confirmed pairs."""
+        """Delete a document; its cluster is regrouped from the remaining members."""
         async with self._lock:
             num = self._known(doc_id)
             await self._io_call(self.store.delete_document, num)

@@ -34,13 +34,8 @@ CREATE TABLE IF NOT EXISTS documents (
     meta TEXT NOT NULL,
     text TEXT
 );
-CREATE TABLE IF NOT EXISTS pairs (
-    a INTEGER NOT NULL,
-    b INTEGER NOT NULL,
-    estimate REAL NOT NULL,
-    PRIMARY KEY (a, b)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS pairs_b ON pairs (b);
+-- Confirmed pairs were stored before clusters were recomputed from signatures: not needed.
+DROP TABLE IF EXISTS pairs;
 CREATE TABLE IF NOT EXISTS protected_sets (
     name TEXT PRIMARY KEY,
     items INTEGER NOT NULL,
@@ -89,15 +84,12 @@ class Store(Protocol):
 
     def ensure_params(self, params: dict[str, int]) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
-    def add_documents(
-        self, docs: Sequence[StoredDoc], pairs: Sequence[tuple[int, int, float]]
-    ) -> None: ...
+    def add_documents(self, docs: Sequence[StoredDoc]) -> None: ...
     def delete_document(self, num: int) -> None: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
     def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]: ...
-    def iter_pairs(self, batch: int) -> Iterator[list[tuple[int, int, float]]]: ...
     def put_protected_set(self, row: ProtectedSetRow) -> None: ...
     def delete_protected_set(self, name: str) -> bool: ...
     def protected_sets(self) -> list[ProtectedSetRow]: ...
@@ -146,22 +138,18 @@ class SQLiteStore:
         """The text digests of those of ``ids`` that are registered."""
         return dict(self._rows_in("SELECT id, digest FROM documents WHERE id IN ({})", ids))
 
-    def add_documents(
-        self, docs: Sequence[StoredDoc], pairs: Sequence[tuple[int, int, float]]
-    ) -> None:
-        """Store a batch of documents and their confirmed pairs in one durable transaction."""
+    def add_documents(self, docs: Sequence[StoredDoc]) -> None:
+        """Store a batch of documents in one durable transaction."""
         with self._transaction():
             self._db.executemany(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
                 [(d.num, d.id, d.digest, d.sig, json.dumps(d.meta), d.text) for d in docs],
             )
-            self._db.executemany("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", pairs)
 
     def delete_document(self, num: int) -> None:
-        """Remove a document and every pair it is in, durably."""
+        """Remove a document, durably."""
         with self._transaction():
             self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
-            self._db.execute("DELETE FROM pairs WHERE a = ? OR b = ?", (num, num))
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One document by id, or None."""
@@ -194,12 +182,6 @@ class SQLiteStore:
         cursor = self._db.execute("SELECT num, id, sig FROM documents ORDER BY num")
         while rows := cursor.fetchmany(batch):
             yield [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
-
-    def iter_pairs(self, batch: int) -> Iterator[list[tuple[int, int, float]]]:
-        """Every confirmed pair, ``batch`` at a time."""
-        cursor = self._db.execute("SELECT a, b, estimate FROM pairs")
-        while rows := cursor.fetchmany(batch):
-            yield rows
 
     def put_protected_set(self, row: ProtectedSetRow) -> None:
         """Create or atomically replace a protected set."""

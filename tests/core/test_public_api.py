@@ -24,7 +24,8 @@ def test_every_core_md_name_imports_from_core_minhash():
 ENGINE_NAMES = {
     "CLUSTER_KEY", "FORMATS", "INDEX_KEYS", "BandBuckets", "Components", "CorpusError", "Doc",
     "DuplicateIdError", "Matches", "MinhashParams", "NeardupError", "NgramIndex",
-    "ParameterError", "ProtectedFormat", "ProtectedSet", "SignatureError", "SignatureIndex",
+    "ParameterError", "Placement", "ProtectedFormat", "ProtectedSet", "SignatureError",
+    "SignatureIndex",
     "WorkerError", "band_digests", "batch_matches", "batch_signatures", "candidate_pairs",
     "chunk_bounds", "cluster_roots", "confirm", "corpus_format", "decontaminate_with",
     "empty_rows", "estimate", "estimates", "exact_keepers", "fan_out", "groups_of", "id_rank",

@@ -73,27 +73,35 @@ def test_union_find_groups_equal_a_graph_search(pairs, rnd):
     st.lists(st.tuples(st.integers(0, 24), st.integers(0, 24)), max_size=40),
     st.lists(st.integers(0, 24), max_size=8),
 )
-def test_components_repair_after_removals_equals_recomputing(keys, pairs, removals):
-    """Incremental links, then removals: every root equals a fresh graph search over the
-    remaining nodes and edges (a chain that loses its middle splits)."""
+def test_components_regrouped_after_removals_equal_a_fresh_search(keys, pairs, removals):
+    """Unions, then removals whose former group is regrouped from recomputed roots: roots and
+    member lists equal a graph search over the remaining nodes and edges."""
     n = len(keys)
     pairs = [(a % n, b % n) for a, b in pairs]
     components = Components(keys)
     components.grow(n)
     for a, b in pairs:
-        components.link(a, b, 1.0)
+        components.union(a, b)
+    assert components.roots(np.arange(n)).tolist() == [components.find(i) for i in range(n)]
     removed: set[int] = set()
     for x in removals:
         if x % n in removed:
             continue
         removed.add(x % n)
-        components.remove(x % n)
+        group = components.detach(x % n)
+        edges = [(a, b) for a, b in pairs if a not in removed and b not in removed]
+        fresh = reference.components(group, [(a, b) for a, b in edges if a in group])
+        by_key = {m: min(
+            (g for g in group if fresh[g] == fresh[m]), key=keys.__getitem__
+        ) for m in group}  # fmt: skip
+        components.regroup(group, [by_key[m] for m in group])
         alive = [i for i in range(n) if i not in removed]
-        edges = [(keys[a], keys[b]) for a, b in pairs if a not in removed and b not in removed]
-        root = reference.components([keys[i] for i in alive], edges)
+        key_edges = [(keys[a], keys[b]) for a, b in edges]
+        root = reference.components([keys[i] for i in alive], key_edges)
         assert {keys[i]: keys[components.find(i)] for i in alive} == root
+        assert components.find(x % n) == x % n
         sizes = {keys[r]: len(m) for r, m in components.members.items()}
-        expected = {}
+        expected: dict[str, int] = {}
         for member_root in root.values():
             expected[member_root] = expected.get(member_root, 0) + 1
         assert sizes == {r: c for r, c in expected.items() if c > 1}

@@ -33,7 +33,8 @@ async def register(body: DocumentsRequest, service: ServiceDep) -> DocumentsResp
                 id=r.id,
                 cluster=r.cluster,
                 status=r.status,
-                matches=[Match(id=i, estimate=e) for i, e in r.matches],
+                match_count=r.matches.count,
+                matches=[Match(id=i, estimate=e) for i, e in r.matches.best],
             )
             for r in results
         ]
@@ -46,8 +47,11 @@ async def query(body: QueryRequest, service: ServiceDep) -> QueryResponse:
     found = await service.query(body.texts, body.threshold, body.limit)
     return QueryResponse(
         results=[
-            QueryResult(matches=[QueryMatch(id=i, estimate=e, cluster=c) for i, e, c in matches])
-            for matches in found
+            QueryResult(
+                match_count=count,
+                matches=[QueryMatch(id=i, estimate=e, cluster=c) for i, e, c in best],
+            )
+            for count, best in found
         ]
     )
 

@@ -4,10 +4,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.service.index import ServiceIndex
+from app.service.index import Found, ServiceIndex
 from core.engine import MinhashParams
 from core.minhash import clusters as core_clusters
 from core.minhash import signatures
+from tests import reference
 from tests.fixtures import planted_corpus
 
 CORPUS = planted_corpus(4, n_clusters=6, n_borderline=3, n_singletons=10)
@@ -57,11 +58,77 @@ def test_loading_from_stored_rows_rebuilds_the_same_clusters():
     plan = _register(live, IDS)
     rebuilt = ServiceIndex(MinhashParams())
     half = len(IDS) // 2
+    nums = list(range(len(IDS)))
     chunks = [
-        (plan.nums[:half], list(IDS[:half]), plan.sigs[:half]),
-        (plan.nums[half:], list(IDS[half:]), plan.sigs[half:]),
+        (nums[:half], list(IDS[:half]), plan.sigs[:half]),
+        (nums[half:], list(IDS[half:]), plan.sigs[half:]),
     ]
-    rebuilt.load(len(IDS), chunks, plan.pairs())
+    rebuilt.load(len(IDS), chunks)
     assert _clusters(rebuilt) == _clusters(live) == core_clusters(CORPUS.docs)
     probe = plan.sigs[:5]
     assert rebuilt.matches(probe) == live.matches(probe)
+    assert [rebuilt.earlier_matches(i) for i in IDS] == [live.earlier_matches(i) for i in IDS]
+
+
+# Extra exact copies (one class of 8) and wordless texts, so classes and empties are exercised.
+HEAVY = {**CORPUS.docs, **{f"copy-{i}": CORPUS.docs[IDS[0]] for i in range(7)}, "blank": "?!"}
+HEAVY_IDS = sorted(HEAVY)
+HEAVY_SIGS = dict(zip(HEAVY_IDS, signatures([HEAVY[i] for i in HEAVY_IDS]), strict=True))
+
+
+def _expected(order, sig_of, threshold=0.8):
+    """Per id: (count, every match sorted by estimate then id) among the ids before it,
+    by brute force over candidate pairs (tests/reference.py) and the estimate."""
+    sigs = np.array([sig_of[i] for i in order], dtype=np.uint32)
+    pairs = set(reference.candidates(sigs, 16))
+    out = {}
+    for j, doc in enumerate(order):
+        found = [
+            (order[i], float(np.mean(sigs[i] == sigs[j])))
+            for i in range(j)
+            if (i, j) in pairs and np.mean(sigs[i] == sigs[j]) >= threshold
+        ]
+        out[doc] = (len(found), sorted(found, key=lambda m: (-m[1], m[0])))
+    return out
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.permutations(HEAVY_IDS),
+    st.lists(st.integers(1, 12), min_size=1, max_size=8),
+    st.integers(1, 4),
+)
+def test_matches_are_counted_and_the_best_listed_in_any_batching(order, sizes, cap):
+    """Registration results: every earlier confirmed match counted, the best ``cap`` listed,
+    as a pairwise brute force says; the same again for a re-registration (``unchanged``)."""
+    index = ServiceIndex(MinhashParams(), max_matches=cap)
+    expected = _expected(order, HEAVY_SIGS)
+    pos, step = 0, 0
+    while pos < len(order):
+        batch = order[pos : pos + sizes[step % len(sizes)]]
+        sigs = np.array([HEAVY_SIGS[i] for i in batch], dtype=np.uint32).reshape(-1, 128)
+        plan = index.plan(list(batch), sigs)
+        index.apply(plan)
+        for doc, found in zip(batch, plan.found, strict=True):
+            count, best = expected[doc]
+            assert (found.count, found.best) == (count, best[:cap]), doc
+        pos, step = pos + len(batch), step + 1
+    for doc in order:
+        count, best = expected[doc]
+        assert index.earlier_matches(doc) == Found(count, best[:cap])
+    groups = [set(index.members(root)) for root in index.roots()]
+    assert sorted(groups, key=min) == core_clusters(HEAVY)
+
+
+def test_copies_of_one_text_are_one_bucket_entry():
+    """1,000 copies in one batch then 1,000 more: one class, counted, never one entry each."""
+    index = ServiceIndex(MinhashParams(), max_matches=5)
+    sig = HEAVY_SIGS[IDS[0]]
+    for part in range(2):
+        ids = [f"c{part}-{i:04d}" for i in range(1000)]
+        plan = index.plan(ids, np.tile(sig, (1000, 1)))
+        index.apply(plan)
+        assert [f.count for f in plan.found] == list(range(part * 1000, part * 1000 + 1000))
+        assert plan.found[-1].best == [(f"c0-{i:04d}", 1.0) for i in range(5)]
+    assert index._sigs.buckets.nbytes() < 16 * 4096 * 12 * 2  # one entry a band, buffers only
+    assert len(index.members("c0-0000")) == 2000
