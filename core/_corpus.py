@@ -53,7 +53,19 @@ def jsonl_items(lines: Iterable[str], path: str) -> Iterator[tuple[int, dict[str
             raise CorpusError(path, number, f"not valid JSON ({exc.msg})") from None
         if not isinstance(item, dict):
             raise CorpusError(path, number, f"expected a JSON object, got {type(item).__name__}")
+        # A \ud800-style escape decodes to a lone surrogate, which no UTF-8 output can carry.
+        if "\\u" in line and _has_lone_surrogate(item):
+            raise CorpusError(path, number, "a string holds a lone surrogate (\\ud800-\\udfff)")
         yield number, item
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether any string in a parsed JSON value (keys included) holds a lone surrogate."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def corpus_format(path: str | PathLike[str]) -> str:

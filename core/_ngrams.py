@@ -61,6 +61,14 @@ class NgramIndex:
         buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         self.hashes = np.sort(fnv1a64_spans(buf, end - lengths, end))
 
+    def contains(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_]:
+        """Whether each hash is a protected n-gram's: a binary search in the sorted hashes, so
+        the cost follows the text, never the set (``np.isin`` would sort the set every call)."""
+        if not len(self.hashes):
+            return np.zeros(len(hashes), dtype=np.bool_)
+        at = np.minimum(np.searchsorted(self.hashes, hashes), len(self.hashes) - 1)
+        return np.asarray(self.hashes[at] == hashes)
+
     def contaminated_many(self, texts: Sequence[str]) -> NDArray[np.bool_]:
         """``contaminated(text, grams, n)`` for every text of the batch."""
         out = np.zeros(len(texts), dtype=np.bool_)
@@ -70,7 +78,7 @@ class NgramIndex:
         start, end, per_doc = shingle_spans(tokens, self.n)
         # A text of 1 to n-1 words has one "shingle" of all its words, but no n-gram.
         whole = np.repeat(tokens.doc_words >= self.n, per_doc)
-        found = np.isin(fnv1a64_spans(tokens.buf, start, end), self.hashes) & whole
+        found = self.contains(fnv1a64_spans(tokens.buf, start, end)) & whole
         doc = np.repeat(np.arange(len(texts)), per_doc)
         for i in np.unique(doc[found]).tolist():
             out[i] = contaminated(texts[i], self.grams, self.n)

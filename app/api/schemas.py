@@ -44,7 +44,30 @@ def _encodable(value: str) -> str:
     return value
 
 
+#: How deep ``meta`` may nest: deeper values were accepted, then failed on every read.
+META_DEPTH = 32
+
+
+def _storable_meta(value: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` that can always be served back: UTF-8 encodable, at most META_DEPTH deep."""
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if depth > META_DEPTH:
+            raise ValueError(f"nests deeper than {META_DEPTH} levels")
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                _encodable(key)
+                todo.append((inner, depth + 1))
+        elif isinstance(item, list):
+            todo.extend((inner, depth + 1) for inner in item)
+        elif isinstance(item, str):
+            _encodable(item)
+    return value
+
+
 Text = Annotated[str, AfterValidator(_encodable)]
+Meta = Annotated[dict[str, Any], AfterValidator(_storable_meta)]
 #: 1 to 256 characters, none of them a control character (Unicode category Cc).
 DocId = Annotated[
     str,
@@ -110,7 +133,7 @@ class DocumentIn(_Strict):
 
     id: DocId
     text: Text
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: Meta = Field(default_factory=dict)
 
 
 class DocumentsRequest(_Strict):

@@ -178,3 +178,31 @@ def test_ngram_index_on_the_spec_example(grams):
         "tom found a shiny red shell by the river and carried it",
     ]
     assert index.contaminated_many(docs).tolist() == [False, True, False]
+
+
+def test_checking_a_short_text_costs_memory_of_the_text_not_of_the_set():
+    """A binary search in the sorted hashes: ``np.isin`` sorted the whole set on every call
+    (0.4 s a 14-word text against a 6 MB set), which shows as memory the size of the set."""
+    import tracemalloc
+
+    grams = {f"protected gram number {i}" for i in range(300_000)}
+    index = NgramIndex(grams, n=4)
+    text = "a short text of fourteen words that shares nothing with the protected set at all"
+    tracemalloc.start()
+    try:
+        assert index.contaminated_many([text]).tolist() == [False]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < index.hashes.nbytes / 4, (peak, index.hashes.nbytes)
+    assert index.contaminated_many(["x protected gram number 7 y"]).tolist() == [True]
+
+
+def test_a_protected_line_with_a_lone_surrogate_is_refused_naming_it(tmp_path):
+    """An item id of "\\ud800" was accepted, then every report naming the item failed."""
+    path = tmp_path / "evals.jsonl"
+    path.write_text('{"id": "ok", "q": "fine"}\n{"id": "\\ud800", "q": "x"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"evals\.jsonl:2: .*lone surrogate"):
+        protected_ngrams([path])
+    path.write_text('{"id": "\\ud83d\\ude00", "q": "a paired surrogate is an emoji"}\n', "utf-8")
+    assert protected_ngrams([path], n=2)

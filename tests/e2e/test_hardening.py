@@ -67,6 +67,17 @@ BAD = [
     ("/v1/protected-sets/badline", b'{"q": "ok"}\n\nnot json\n', "application/x-ndjson", 422),
     ("/v1/protected-sets/bad%20name", b"some text", "text/plain", 422),
     ("/v1/protected-sets/" + "n" * 129, b"some text", "text/plain", 422),
+    # Stored, then a 500 on every read: refused at the door instead.
+    ("/v1/documents", b'{"documents": [{"id": "m", "text": "x", "meta": {"k": "\\ud800"}}]}',
+     "application/json", 422),
+    ("/v1/documents", b'{"documents": [{"id": "m", "text": "x", "meta": {"\\udfff": 1}}]}',
+     "application/json", 422),
+    ("/v1/documents", b'{"documents": [{"id": "m", "text": "x", "meta": {"a": [{"b": "\\ud83d"}]}}]}',
+     "application/json", 422),
+    ("/v1/documents", b'{"documents": [{"id": "m", "text": "x", "meta": {"k": ' + b"[" * 40
+     + b"]" * 40 + b"}}]}", "application/json", 422),
+    ("/v1/protected-sets/sur", b'{"id": "\\ud800", "q": "one two three"}\n',
+     "application/x-ndjson", 422),
 ]  # fmt: skip
 
 
