@@ -72,7 +72,8 @@ BAD = [
      "application/json", 422),
     ("/v1/documents", b'{"documents": [{"id": "m", "text": "x", "meta": {"\\udfff": 1}}]}',
      "application/json", 422),
-    ("/v1/documents", b'{"documents": [{"id": "m", "text": "x", "meta": {"a": [{"b": "\\ud83d"}]}}]}',
+    ("/v1/documents",
+     b'{"documents": [{"id": "m", "text": "x", "meta": {"a": [{"b": "\\ud83d"}]}}]}',
      "application/json", 422),
     ("/v1/documents", b'{"documents": [{"id": "m", "text": "x", "meta": {"k": ' + b"[" * 40
      + b"]" * 40 + b"}}]}", "application/json", 422),
