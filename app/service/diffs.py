@@ -7,7 +7,7 @@ import re
 from collections.abc import Set
 from dataclasses import dataclass
 
-__all__ = ["Piece", "highlight_ngrams", "word_diff"]
+__all__ = ["Piece", "highlight_ngrams", "word_diff", "words_end"]
 
 _WORD = re.compile(r"\w+")
 
@@ -18,6 +18,15 @@ class Piece:
 
     text: str
     kind: str
+
+
+def words_end(text: str, limit: int) -> int:
+    """The character offset just past the first ``limit`` words of ``text`` (its length when it
+    has fewer)."""
+    for i, match in enumerate(_WORD.finditer(text), start=1):
+        if i == limit:
+            return match.end()
+    return len(text)
 
 
 def word_diff(root: str, member: str) -> list[Piece]:

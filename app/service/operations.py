@@ -298,8 +298,10 @@ class Service:
         return found
 
     def chosen_sets(self, names: Sequence[str] | None) -> list[ProtectedSet]:
-        """The named protected sets (all, by name, when None); NotFound for an unknown name."""
-        return [self.protected_set(n) for n in (sorted(self.protected) if names is None else names)]
+        """The named protected sets, each once (all, by name, when None); NotFound for an unknown
+        name."""
+        chosen = sorted(self.protected) if names is None else dict.fromkeys(names)
+        return [self.protected_set(name) for name in chosen]
 
     async def contamination(
         self, texts: Sequence[str], sets: Sequence[str] | None

@@ -16,7 +16,13 @@ from fastapi.templating import Jinja2Templates
 from app.api.deps import ServiceDep, bearer_token
 from app.api.ui.charts import s_curve, size_histogram
 from app.service import NotFound
-from app.service.views import cluster_view, contamination_view, registered_text
+from app.service.views import (
+    DIFF_WORDS,
+    HIGHLIGHT_CHARS,
+    cluster_view,
+    contamination_view,
+    registered_text,
+)
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
@@ -103,8 +109,8 @@ async def cluster(request: Request, root: str, service: ServiceDep) -> HTMLRespo
     except NotFound as exc:
         raise HTTPException(404, str(exc)) from None
     return _page(request, "cluster.html", root=view.root, root_text=view.root_text,
-                 members=view.members, matrix=view.matrix, ids=view.ids,
-                 store_text=service.settings.store_text)  # fmt: skip
+                 members=view.members, matrix=view.matrix, ids=view.ids, hidden=view.hidden,
+                 diff_words=DIFF_WORDS, store_text=service.settings.store_text)  # fmt: skip
 
 
 @router.get("/contamination", response_class=HTMLResponse, dependencies=[Reader])
@@ -131,7 +137,8 @@ async def contamination(
     except NotFound as exc:
         raise HTTPException(404, str(exc)) from None
     return _page(request, "contamination.html", sets=sorted(service.protected), result=result,
-                 text=text, doc_id=doc_id, chosen=chosen)  # fmt: skip
+                 text=text[:HIGHLIGHT_CHARS], doc_id=doc_id, chosen=chosen,
+                 highlight_chars=HIGHLIGHT_CHARS)  # fmt: skip
 
 
 @router.get("/parameters", response_class=HTMLResponse, dependencies=[Reader])

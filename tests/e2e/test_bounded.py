@@ -1,0 +1,78 @@
+"""No request holds the service hostage: while the heaviest pages and requests run, /healthz
+answers within a second, probed every 0.25 s, and the heavy answers say what they left out."""
+
+import random
+import threading
+import time
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import start_server, stop_server
+
+WORDS = [f"w{i}" for i in range(500)]
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choices(WORDS, k=words))
+
+
+@pytest.fixture(scope="module")
+def heavy(tmp_path_factory):
+    server = start_server(tmp_path_factory.mktemp("bounded"), "--workers", "1")
+    rng = random.Random(5)
+    long_text = _text(rng, 20_000)
+    big = _text(rng, 400_000)  # about 2 MB
+    docs = [{"id": "pair-a", "text": long_text}, {"id": "pair-b", "text": long_text}]
+    docs += [{"id": f"copy-{i:03d}", "text": "the same cookie banner text " * 5} for i in range(80)]
+    docs.append({"id": "big", "text": big})
+    with httpx.Client(timeout=120) as client:
+        assert client.post(f"{server.url}/v1/documents", json={"documents": docs}).is_success
+        protected = " ".join(big.split()[1000:1100])
+        put = client.put(f"{server.url}/v1/protected-sets/evals", content=protected,
+                         headers={"content-type": "text/plain"})  # fmt: skip
+        assert put.status_code == 201
+    yield server, protected
+    stop_server(server)
+
+
+def _probe(url: str, stop: threading.Event, worst: list[float]) -> None:
+    with httpx.Client(timeout=30) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            client.get(f"{url}/healthz").raise_for_status()
+            worst.append(time.perf_counter() - started)
+            time.sleep(0.25)
+
+
+def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
+    url, protected = heavy[0].url, heavy[1]
+    stop, latencies = threading.Event(), []
+    probe = threading.Thread(target=_probe, args=(url, stop, latencies))
+    probe.start()
+    try:
+        with httpx.Client(timeout=120) as client:
+            pair = client.get(f"{url}/ui/clusters/pair-a")
+            copies = client.get(f"{url}/ui/clusters/copy-000")
+            page = client.post(f"{url}/ui/contamination", data={"doc_id": "big"})
+            repeated = client.post(f"{url}/v1/contamination",
+                                   json={"texts": [protected], "sets": ["evals"] * 5000})  # fmt: skip
+    finally:
+        stop.set()
+        probe.join()
+    assert latencies and max(latencies) < 1.0, max(latencies)
+    # Two identical 20,000-word texts: diffed over their first words only, and it says so.
+    assert pair.status_code == 200
+    assert "more characters are not compared here" in pair.text
+    # 80 copies: 50 shown, the rest counted.
+    assert copies.status_code == 200
+    assert 'id="hidden">Showing the first 50 members by id; 30 more are not shown.' in copies.text
+    # A 2 MB text: checked whole, highlighted in part.
+    assert page.status_code == 200
+    assert 'id="verdict">Contaminated' in page.text
+    assert 'id="not-shown"' in page.text
+    assert len(page.content) < 2_000_000
+    # A set named 5,000 times is one set: one answer, not 5,000.
+    assert repeated.status_code == 200
+    [result] = repeated.json()["results"]
+    assert result["contaminated"] and [h["set"] for h in result["hits"]] == ["evals"]
