@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(16 * 2**20, ge=1)
     max_inflight: int = Field(8, ge=1)
     max_matches: int = Field(100, ge=1)
+    # A protected set costs about 35 bytes of memory a byte of its file (n-grams and labels).
+    max_protected_sets: int = Field(100, ge=1)
+    max_protected_bytes: int = Field(128 * 2**20, ge=1)
     max_batch_memory: int = Field(4 * 2**30, ge=1)
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, lt=65536)

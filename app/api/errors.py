@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from app.service import Conflict, NotFound, Overloaded, ParameterMismatch, TooLarge
+from app.service import Conflict, NotFound, Overloaded, ParameterMismatch, QuotaExceeded, TooLarge
 from core.engine import (
     CorpusError,
     DuplicateIdError,
@@ -27,6 +27,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (Conflict, 409),
     (TooLarge, 413),
     (Overloaded, 503),
+    (QuotaExceeded, 507),
     (WorkerError, 503),
     (DuplicateIdError, 422),
     (CorpusError, 422),
@@ -46,7 +47,7 @@ def status_for(exc: Exception) -> int:
 
 async def _error(request: Request, exc: Exception) -> JSONResponse:
     status = status_for(exc)
-    if status >= 500 and status != 503:
+    if status == 500:
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return JSONResponse({"detail": "internal error"}, status_code=status)
     headers = {"Retry-After": "1"} if status == 503 else None

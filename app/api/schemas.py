@@ -95,6 +95,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (415, "wrong content type"),
         (422, "validation"),
         (503, "overloaded or a worker died; retry after Retry-After"),
+        (507, "over a storage limit (protected sets)"),
     ]
 }
 

@@ -41,6 +41,11 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument("--max-text-chars", type=int, help="characters per text (default 16 Mi)")
     serve.add_argument("--max-inflight", type=int, help="batches in flight before 503 (8)")
     serve.add_argument("--max-batch-memory", type=int, help="bytes of working memory (4 GiB)")
+    serve.add_argument("--max-matches", type=int, help="matches listed per result (100)")
+    serve.add_argument("--max-protected-sets", type=int, help="protected sets at most (100)")
+    serve.add_argument(
+        "--max-protected-bytes", type=int, help="total size of the protected sets (128 MiB)"
+    )
     serve.add_argument("--api-keys-file", help="'KEY SCOPE[,SCOPE...]' lines; default: open")
     serve.add_argument(
         "--store-text",

@@ -1,7 +1,14 @@
 """The service without the web: operations over the index, the store, the pool and the
 protected sets, in terms of document ids. ``app.api`` serves it over HTTP."""
 
-from app.service.errors import Conflict, NotFound, Overloaded, ParameterMismatch, TooLarge
+from app.service.errors import (
+    Conflict,
+    NotFound,
+    Overloaded,
+    ParameterMismatch,
+    QuotaExceeded,
+    TooLarge,
+)
 from app.service.operations import NewDoc, Registered, Service
 
 __all__ = [
@@ -10,6 +17,7 @@ __all__ = [
     "NotFound",
     "Overloaded",
     "ParameterMismatch",
+    "QuotaExceeded",
     "Registered",
     "Service",
     "TooLarge",

@@ -6,6 +6,7 @@ codes, in one place.
      +-- Conflict                     a registered id sent again with another text        -> 409
      +-- TooLarge                     a batch, text or working memory over the limits     -> 413
      +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
+     +-- QuotaExceeded                protected sets over MAX_PROTECTED_SETS or _BYTES    -> 507
      +-- ParameterMismatch            a store made with other index parameters (startup)
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from core.engine import NeardupError
 
-__all__ = ["Conflict", "NotFound", "Overloaded", "ParameterMismatch", "TooLarge"]
+__all__ = ["Conflict", "NotFound", "Overloaded", "ParameterMismatch", "QuotaExceeded", "TooLarge"]
 
 
 class NotFound(NeardupError, LookupError):
@@ -30,6 +31,10 @@ class TooLarge(NeardupError):
 
 class Overloaded(NeardupError):
     """More batches in flight than MAX_INFLIGHT: answered 503 with Retry-After at once."""
+
+
+class QuotaExceeded(NeardupError):
+    """Storing this would put the protected sets over their count or size limit."""
 
 
 class ParameterMismatch(NeardupError, RuntimeError):

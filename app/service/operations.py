@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.config import Settings
-from app.service.errors import Conflict, NotFound
+from app.service.errors import Conflict, NotFound, QuotaExceeded
 from app.service.index import Found, ServiceIndex
 from app.service.limits import BatchLimits
 from app.service.pool import SignaturePool
@@ -81,6 +81,7 @@ class Service:
         self.pool = pool
         self.index = ServiceIndex(self.params, settings.max_matches)
         self.protected: dict[str, ProtectedSet] = {}
+        self._set_bytes: dict[str, int] = {}  # the UTF-8 size of every protected set's file
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         self.limits = BatchLimits(settings)
@@ -114,6 +115,7 @@ class Service:
             self.protected[row.name] = parse_protected_set(
                 row.name, row.body, row.format, self.params.ngram
             )
+            self._set_bytes[row.name] = len(row.body.encode("utf-8"))
         self.recovery_seconds = time.perf_counter() - started
         log.info(
             "recovered documents=%d protected_sets=%d seconds=%.3f",
@@ -275,13 +277,35 @@ class Service:
     # --- protected sets -----------------------------------------------------------------------
 
     async def put_protected_set(self, name: str, text: str, fmt: ProtectedFormat) -> ProtectedSet:
-        """Parse (CorpusError naming a bad line), store durably, then replace in memory."""
+        """Check the limits (QuotaExceeded), parse off the event loop (CorpusError naming a bad
+        line), store durably, then replace in memory."""
+        size = len(text.encode("utf-8"))
+        self._check_quota(name, size)
         parsed = await asyncio.to_thread(parse_protected_set, name, text, fmt, self.params.ngram)
         async with self._lock:
+            self._check_quota(name, size)  # another upload may have landed meanwhile
             row = ProtectedSetRow(name, parsed.items, parsed.ngrams, fmt, text)
             await self._io_call(self.store.put_protected_set, row)
             self.protected[name] = parsed
+            self._set_bytes[name] = size
         return parsed
+
+    def _check_quota(self, name: str, size: int) -> None:
+        """QuotaExceeded if storing ``size`` bytes as set ``name`` (new or a replacement) would
+        go over MAX_PROTECTED_SETS or MAX_PROTECTED_BYTES."""
+        limit, most = self.settings.max_protected_bytes, self.settings.max_protected_sets
+        others = {k: v for k, v in self._set_bytes.items() if k != name}
+        if len(others) + 1 > most:
+            raise QuotaExceeded(
+                f"{len(others)} protected sets are stored, the limit is {most}: delete one, or "
+                "raise NEARDUP_MAX_PROTECTED_SETS"
+            )
+        total = sum(others.values()) + size
+        if total > limit:
+            raise QuotaExceeded(
+                f"the protected sets would hold {total} bytes, the limit is {limit}: delete a "
+                "set, or raise NEARDUP_MAX_PROTECTED_BYTES"
+            )
 
     async def delete_protected_set(self, name: str) -> None:
         """Delete a protected set."""
@@ -289,6 +313,7 @@ class Service:
             self.protected_set(name)
             await self._io_call(self.store.delete_protected_set, name)
             del self.protected[name]
+            del self._set_bytes[name]
 
     def protected_set(self, name: str) -> ProtectedSet:
         """One protected set; NotFound if unknown."""

@@ -174,3 +174,28 @@ def test_metrics_and_health(srv):
     assert 'neardup_requests_total{method="POST",route="/v1/documents",status="200"}' in text
     assert "neardup_documents " in text and "neardup_pool_restarts 0.0" in text
     assert get(srv, "/healthz").json() == {"status": "ok"}
+
+
+def test_query_threshold_just_above_and_below_a_known_estimate(srv):
+    """The request's threshold is used, not the service's: a pair whose estimate is e is found
+    at e and not a hair above, and the service's 0.8 does not find it at all."""
+    words = [f"t{i}" for i in range(400)]
+    post(srv, "/v1/documents", {"documents": [{"id": "thr-a", "text": " ".join(words[:200])}]})
+    found = None
+    for shift in (24, 28, 32, 36):  # shingle Jaccard 0.78 down to 0.69: candidates, mostly
+        probe = " ".join(words[shift : shift + 200])
+        body = post(srv, "/v1/query", {"texts": [probe], "threshold": 0.3}).json()
+        matches = body["results"][0]["matches"]
+        if matches and matches[0]["estimate"] < 0.8:
+            found = probe, matches[0]["estimate"]
+            break
+    assert found is not None
+    probe, estimate = found
+
+    def ids(threshold=None):
+        body = {"texts": [probe]} | ({} if threshold is None else {"threshold": threshold})
+        return [m["id"] for m in post(srv, "/v1/query", body).json()["results"][0]["matches"]]
+
+    assert ids(estimate) == ["thr-a"]
+    assert ids(estimate + 1 / 256) == []
+    assert ids() == []

@@ -87,3 +87,36 @@ def test_replacing_a_set_is_atomic(srv):
     put(srv, "swap", "beta " * 20, "text/plain")
     result = check(srv, ["alpha " * 13, "beta " * 13], ["swap"]).json()["results"]
     assert [r["contaminated"] for r in result] == [False, True]
+
+
+def test_protected_sets_are_limited_in_number_and_size_with_507(tmp_path):
+    server = start_server(tmp_path, "--workers", "1", "--max-protected-sets", "2",
+                          "--max-protected-bytes", "1000")  # fmt: skip
+    try:
+        assert put(server, "a", "x " * 100, "text/plain").status_code == 201
+        assert put(server, "b", "y " * 100, "text/plain").status_code == 201
+        third = put(server, "c", "z", "text/plain")
+        assert third.status_code == 507, third.text
+        assert "MAX_PROTECTED_SETS" in third.json()["detail"]
+        # Replacing a set counts its new size instead of its old one.
+        assert put(server, "a", "x " * 300, "text/plain").status_code == 201
+        big = put(server, "b", "y " * 300, "text/plain")
+        assert big.status_code == 507 and "MAX_PROTECTED_BYTES" in big.json()["detail"]
+        names = [s["name"] for s in httpx.get(f"{server.url}/v1/protected-sets").json()]
+        assert names == ["a", "b"]
+        assert httpx.delete(f"{server.url}/v1/protected-sets/b").status_code == 204
+        assert put(server, "c", "z " * 100, "text/plain").status_code == 201
+    finally:
+        stop_server(server)
+
+
+def test_a_check_without_sets_checks_every_set(srv):
+    """Not only the first: each of several sets is consulted, by name order."""
+    for name, sentence in [("s1", "alpha"), ("s2", "beta"), ("s3", "gamma")]:
+        text = f"{sentence} one two three four five six seven eight nine ten eleven twelve"
+        assert put(srv, f"several-{name}", text, "text/plain").status_code == 201
+    probe = ("gamma one two three four five six seven eight nine ten eleven twelve and "
+             "alpha one two three four five six seven eight nine ten eleven twelve")  # fmt: skip
+    [result] = check(srv, [probe]).json()["results"]
+    found = sorted(h["set"] for h in result["hits"] if h["set"].startswith("several-"))
+    assert found == ["several-s1", "several-s3"]
