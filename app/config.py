@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     max_matches: int = Field(100, ge=1)
     # A protected set costs about 35 bytes of memory a byte of its file (n-grams and labels).
     max_protected_sets: int = Field(100, ge=1)
+    contamination_texts_per_minute: int = Field(10_000, ge=1)
     max_protected_bytes: int = Field(128 * 2**20, ge=1)
     max_batch_memory: int = Field(4 * 2**30, ge=1)
     host: str = "127.0.0.1"

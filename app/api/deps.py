@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 
 from app.config import Settings
 from app.service import Service
+from app.service.access import SCOPES, Keyring
 
-__all__ = ["ServiceDep", "SettingsDep", "bearer_token", "require"]
+__all__ = [
+    "Caller",
+    "CallerDep",
+    "ServiceDep",
+    "SettingsDep",
+    "bearer_token",
+    "caller_of",
+    "require",
+]
 
 
 def _settings(request: Request) -> Settings:
@@ -30,6 +41,30 @@ def bearer_token(request: Request) -> str | None:
     """The key of an ``Authorization: Bearer KEY`` header, or None."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sends a request: a digest of its key ("open" without keys) and the key's scopes."""
+
+    name: str
+    scopes: frozenset[str]
+
+
+def caller_of(keyring: Keyring | None, key: str | None) -> Caller:
+    """The caller presenting ``key`` (every scope, as "open", when the service has no keys)."""
+    if keyring is None or key is None:
+        return Caller("open", SCOPES)
+    name = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    return Caller(name, keyring.scopes(key) or frozenset())
+
+
+def _caller(request: Request) -> Caller:
+    """The caller of an admitted request (``require`` has checked its key already)."""
+    return caller_of(request.app.state.keyring, bearer_token(request))
+
+
+CallerDep = Annotated[Caller, Depends(_caller)]
 
 
 def require(scope: str) -> Any:

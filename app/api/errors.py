@@ -8,7 +8,15 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from app.service import Conflict, NotFound, Overloaded, ParameterMismatch, QuotaExceeded, TooLarge
+from app.service import (
+    Conflict,
+    NotFound,
+    Overloaded,
+    ParameterMismatch,
+    QuotaExceeded,
+    RateLimited,
+    TooLarge,
+)
 from core.engine import (
     CorpusError,
     DuplicateIdError,
@@ -28,6 +36,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (TooLarge, 413),
     (Overloaded, 503),
     (QuotaExceeded, 507),
+    (RateLimited, 429),
     (WorkerError, 503),
     (DuplicateIdError, 422),
     (CorpusError, 422),
@@ -51,6 +60,8 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return JSONResponse({"detail": "internal error"}, status_code=status)
     headers = {"Retry-After": "1"} if status == 503 else None
+    if isinstance(exc, RateLimited):
+        headers = {"Retry-After": str(exc.retry_after)}
     return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
 
 

@@ -94,6 +94,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (413, "body, batch or text over a limit"),
         (415, "wrong content type"),
         (422, "validation"),
+        (429, "over the contamination-check rate; retry after Retry-After"),
         (503, "overloaded or a worker died; retry after Retry-After"),
         (507, "over a storage limit (protected sets)"),
     ]
@@ -242,7 +243,9 @@ class Hit(BaseModel):
 
     set: str
     item: str
-    ngram: str
+    ngram: str | None = Field(
+        description="the first shared n-gram; only for keys with the protect scope (or no keys)"
+    )
 
 
 class ContaminationResult(BaseModel):

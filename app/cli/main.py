@@ -44,6 +44,9 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument("--max-matches", type=int, help="matches listed per result (100)")
     serve.add_argument("--max-protected-sets", type=int, help="protected sets at most (100)")
     serve.add_argument(
+        "--contamination-texts-per-minute", type=int, help="per key, for /v1/contamination (10000)"
+    )
+    serve.add_argument(
         "--max-protected-bytes", type=int, help="total size of the protected sets (128 MiB)"
     )
     serve.add_argument("--api-keys-file", help="'KEY SCOPE[,SCOPE...]' lines; default: open")

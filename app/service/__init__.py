@@ -7,6 +7,7 @@ from app.service.errors import (
     Overloaded,
     ParameterMismatch,
     QuotaExceeded,
+    RateLimited,
     TooLarge,
 )
 from app.service.operations import NewDoc, Registered, Service
@@ -18,6 +19,7 @@ __all__ = [
     "Overloaded",
     "ParameterMismatch",
     "QuotaExceeded",
+    "RateLimited",
     "Registered",
     "Service",
     "TooLarge",

@@ -7,6 +7,7 @@ codes, in one place.
      +-- TooLarge                     a batch, text or working memory over the limits     -> 413
      +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
      +-- QuotaExceeded                protected sets over MAX_PROTECTED_SETS or _BYTES    -> 507
+     +-- RateLimited                  a caller over its contamination-check rate          -> 429
      +-- ParameterMismatch            a store made with other index parameters (startup)
 """
 
@@ -14,7 +15,15 @@ from __future__ import annotations
 
 from core.engine import NeardupError
 
-__all__ = ["Conflict", "NotFound", "Overloaded", "ParameterMismatch", "QuotaExceeded", "TooLarge"]
+__all__ = [
+    "Conflict",
+    "NotFound",
+    "Overloaded",
+    "ParameterMismatch",
+    "QuotaExceeded",
+    "RateLimited",
+    "TooLarge",
+]
 
 
 class NotFound(NeardupError, LookupError):
@@ -35,6 +44,18 @@ class Overloaded(NeardupError):
 
 class QuotaExceeded(NeardupError):
     """Storing this would put the protected sets over their count or size limit."""
+
+
+class RateLimited(NeardupError):
+    """A caller checked more texts for contamination than its rate allows.
+
+    Attributes:
+        retry_after: whole seconds until the texts asked for are allowed.
+    """
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ParameterMismatch(NeardupError, RuntimeError):

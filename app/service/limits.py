@@ -3,13 +3,16 @@ the batches in flight (Overloaded past MAX_INFLIGHT, instead of queueing without
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from app.config import Settings
-from app.service.errors import Overloaded, TooLarge
+from app.service.errors import Overloaded, RateLimited, TooLarge
 
-__all__ = ["BatchLimits"]
+__all__ = ["BatchLimits", "ProbeLimiter"]
 
 # Working memory of a batch, estimated from its size: the tokeniser and hashing scratch per
 # character (UTF-32 codes, masks, byte buffers, 8-byte words) and the per-text arrays.
@@ -59,3 +62,42 @@ class BatchLimits:
             yield
         finally:
             self.inflight -= 1
+
+
+class ProbeLimiter:
+    """Texts a caller may check for contamination per minute: a token bucket per caller.
+
+    A contamination check answers whether a text shares a 13-gram with a protected set, so a
+    caller can extend a seed of protected text a word at a time by probing; the rate bounds how
+    fast. Callers are named by a digest of their key ("open" without keys); the least recently
+    seen are forgotten past ``callers``.
+    """
+
+    def __init__(
+        self,
+        per_minute: int,
+        callers: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.per_minute = per_minute
+        self._callers = callers
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, caller: str, texts: int) -> None:
+        """Spend ``texts`` tokens of ``caller``; RateLimited (with Retry-After) if short."""
+        now = self._clock()
+        rate = self.per_minute / 60.0
+        tokens, then = self._buckets.pop(caller, (float(self.per_minute), now))
+        tokens = min(float(self.per_minute), tokens + (now - then) * rate)
+        if texts > tokens:
+            self._buckets[caller] = (tokens, now)
+            wait = math.ceil((texts - tokens) / rate) if texts <= self.per_minute else 60
+            raise RateLimited(
+                f"this key may check {self.per_minute} texts a minute for contamination; "
+                f"retry in {wait} s (NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE)",
+                retry_after=wait,
+            )
+        self._buckets[caller] = (tokens - texts, now)
+        while len(self._buckets) > self._callers:
+            self._buckets.popitem(last=False)

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from app.config import Settings
 from app.service.errors import Conflict, NotFound, QuotaExceeded
 from app.service.index import Found, ServiceIndex
-from app.service.limits import BatchLimits
+from app.service.limits import BatchLimits, ProbeLimiter
 from app.service.pool import SignaturePool
 from app.service.store import ProtectedSetRow, SQLiteStore, Store, StoredDoc
 from core.engine import (
@@ -85,6 +85,7 @@ class Service:
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         self.limits = BatchLimits(settings)
+        self.probes = ProbeLimiter(settings.contamination_texts_per_minute)
         self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
         self.recovery_seconds = 0.0
 
@@ -329,11 +330,14 @@ class Service:
         return [self.protected_set(name) for name in chosen]
 
     async def contamination(
-        self, texts: Sequence[str], sets: Sequence[str] | None
+        self, texts: Sequence[str], sets: Sequence[str] | None, caller: str = "open"
     ) -> list[list[tuple[str, str, str]]]:
-        """Per text: (set, item, first shared n-gram) of every protected item it shares with."""
+        """Per text: (set, item, first shared n-gram) of every protected item it shares with.
+
+        ``caller`` names who asks, for the per-caller rate (RateLimited past it)."""
         self.limits.check_texts(texts)
         chosen = self.chosen_sets(sets)
+        self.probes.take(caller, len(texts))
         with self.limits.admit():
             return await asyncio.to_thread(_hits, texts, chosen)
 

@@ -79,6 +79,8 @@ class ContaminationView:
     hits: list[tuple[str, str, str]]
     #: characters past HIGHLIGHT_CHARS, checked but not shown
     not_shown: int = 0
+    #: whether shared n-grams are named (keys with the protect scope only)
+    echo: bool = True
 
 
 async def cluster_view(service: Service, root: str) -> ClusterView:
@@ -137,14 +139,18 @@ async def registered_text(service: Service, doc_id: str) -> str:
 
 
 async def contamination_view(
-    service: Service, text: str, sets: list[str] | None
+    service: Service, text: str, sets: list[str] | None, caller: str, *, echo: bool
 ) -> ContaminationView:
-    """The text's n-grams shared with the chosen sets (all when None), highlighted."""
+    """The items the text shares n-grams with, from the chosen sets (all when None); with
+    ``echo`` (a key with the protect scope) the shared n-grams are named and highlighted."""
     chosen = service.chosen_sets(sets)
-    [hits] = await service.contamination([text], sets)
+    [hits] = await service.contamination([text], sets, caller)
     shown = text[:HIGHLIGHT_CHARS]
+    if not echo:
+        hits = [(s, item, "") for s, item, _ in hits]
+        return ContaminationView(text, [Piece(shown, "same")], hits, len(text) - len(shown), echo)
     pieces = await asyncio.to_thread(_highlighted, shown, chosen)
-    return ContaminationView(text, pieces, hits, len(text) - len(shown))
+    return ContaminationView(text, pieces, hits, len(text) - len(shown), echo)
 
 
 def _highlighted(text: str, chosen: list[ProtectedSet]) -> list[Piece]:

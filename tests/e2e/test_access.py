@@ -113,3 +113,39 @@ def test_insecure_allows_it(tmp_path):
         assert httpx.get(f"{server.url}/v1/stats").status_code == 200
     finally:
         stop_server(server)
+
+
+def test_contamination_probing_is_rate_limited_and_ngrams_echo_only_to_protect(tmp_path):
+    """A read key learns which of its texts are contaminated, at a bounded rate, but not the
+    shared n-gram (which would name the next protected word of a probed seed)."""
+    reader, protector = "probe-read-0123456789", "probe-protect-0123456789"
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"{reader} read\n{protector} read,protect\n", encoding="utf-8")
+    server = start_server(tmp_path, "--workers", "1", "--api-keys-file", str(keys),
+                          "--contamination-texts-per-minute", "5")  # fmt: skip
+    secret = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+    try:
+        put = httpx.put(f"{server.url}/v1/protected-sets/evals", content=secret,
+                        headers={"content-type": "text/plain",
+                                 "authorization": f"Bearer {protector}"})  # fmt: skip
+        assert put.status_code == 201
+
+        def check(key, texts):
+            return httpx.post(f"{server.url}/v1/contamination", json={"texts": texts},
+                              headers={"authorization": f"Bearer {key}"})  # fmt: skip
+
+        probe = "zero " + " ".join(secret.split()[:13])
+        read = check(reader, [probe])
+        [hit] = read.json()["results"][0]["hits"]
+        assert hit == {"set": "evals", "item": "1", "ngram": None}
+        shown = check(protector, [probe]).json()["results"][0]["hits"][0]["ngram"]
+        assert shown == " ".join(secret.split()[:13])
+        # Five texts a minute per key: the reader has four left, the protector its own bucket.
+        assert check(reader, [probe] * 4).status_code == 200
+        limited = check(reader, [probe])
+        assert limited.status_code == 429, limited.text
+        assert int(limited.headers["retry-after"]) >= 1
+        assert "5 texts a minute" in limited.json()["detail"]
+        assert check(protector, [probe] * 3).status_code == 200
+    finally:
+        stop_server(server)

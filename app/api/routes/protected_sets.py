@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Path, Request, Response
 from starlette.datastructures import UploadFile
 
 from app.api.bodies import StrictJSONRoute
-from app.api.deps import ServiceDep, require
+from app.api.deps import CallerDep, ServiceDep, require
 from app.api.schemas import (
     ERRORS,
     ContaminationRequest,
@@ -87,14 +87,19 @@ async def delete_set(name: SetName, service: ServiceDep) -> Response:
 
 
 @router.post("/contamination", dependencies=[require("read")])
-async def contamination(body: ContaminationRequest, service: ServiceDep) -> ContaminationResponse:
-    """For each text, every protected item sharing a word n-gram with it."""
-    found = await service.contamination(body.texts, body.sets)
+async def contamination(
+    body: ContaminationRequest, service: ServiceDep, caller: CallerDep
+) -> ContaminationResponse:
+    """For each text, every protected item sharing a word n-gram with it. The shared n-gram is
+    echoed only to keys with the protect scope: it would tell a probing key which word of a
+    protected text comes next."""
+    found = await service.contamination(body.texts, body.sets, caller.name)
+    echo = "protect" in caller.scopes
     return ContaminationResponse(
         results=[
             ContaminationResult(
                 contaminated=bool(hits),
-                hits=[Hit(set=s, item=i, ngram=g) for s, i, g in hits],
+                hits=[Hit(set=s, item=i, ngram=g if echo else None) for s, i, g in hits],
             )
             for hits in found
         ]

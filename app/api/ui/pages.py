@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 
-from app.api.deps import ServiceDep, bearer_token
+from app.api.deps import Caller, ServiceDep, bearer_token, caller_of
 from app.api.ui.charts import s_curve, size_histogram
 from app.service import NotFound
 from app.service.views import (
@@ -36,6 +36,11 @@ class LoginRequired(Exception):
 
 def _presented_key(request: Request) -> str | None:
     return bearer_token(request) or request.cookies.get(COOKIE)
+
+
+def _ui_caller(request: Request) -> Caller:
+    """Who is signed in (``_reader`` has admitted the key already), as the API names callers."""
+    return caller_of(request.app.state.keyring, _presented_key(request))
 
 
 async def _reader(request: Request) -> None:
@@ -130,10 +135,12 @@ async def contamination(
 ) -> HTMLResponse:
     """The shared n-grams highlighted in the text, with the items they come from."""
     chosen = sets or sorted(service.protected)
+    caller = _ui_caller(request)
     try:
         if doc_id:
             text = await registered_text(service, doc_id)
-        result = await contamination_view(service, text, chosen)
+        echo = "protect" in caller.scopes
+        result = await contamination_view(service, text, chosen, caller.name, echo=echo)
     except NotFound as exc:
         raise HTTPException(404, str(exc)) from None
     return _page(request, "contamination.html", sets=sorted(service.protected), result=result,

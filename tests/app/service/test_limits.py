@@ -1,0 +1,40 @@
+"""The per-caller rate of contamination checks."""
+
+import pytest
+
+from app.service import RateLimited
+from app.service.limits import ProbeLimiter
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_probe_limiter_is_a_token_bucket_per_caller():
+    clock = Clock()
+    limiter = ProbeLimiter(60, clock=clock)  # one text a second
+    limiter.take("a", 60)
+    with pytest.raises(RateLimited) as refused:
+        limiter.take("a", 2)
+    assert refused.value.retry_after == 2
+    limiter.take("b", 60)  # another caller has its own bucket
+    clock.now = 2.0
+    limiter.take("a", 2)
+    with pytest.raises(RateLimited):
+        limiter.take("a", 1)
+    with pytest.raises(RateLimited) as huge:
+        ProbeLimiter(60, clock=clock).take("c", 61)
+    assert huge.value.retry_after == 60
+
+
+def test_probe_limiter_forgets_the_least_recently_seen_callers():
+    clock = Clock()
+    limiter = ProbeLimiter(10, callers=2, clock=clock)
+    limiter.take("a", 10)
+    limiter.take("b", 1)
+    limiter.take("c", 1)  # "a" is forgotten: a full bucket again
+    limiter.take("a", 10)
