@@ -50,6 +50,7 @@ lint: $(VENV)/.lint
 bench: $(VENV)/.bench
 	$(PY) -m bench.signatures --markdown
 	$(PY) -m bench.service --markdown
+	$(PY) -m bench.service.ingest_latency --markdown
 	$(PY) -m bench.batch --markdown
 
 clean:

@@ -1,2 +1,4 @@
-"""Benchmarks for neardup: a seeded corpus generator, the signature kernel against peers, and
-the HTTP service (ingest, recovery, memory per document, query latency) against datasketch."""
+"""Benchmarks for neardup, one package each: ``bench.signatures`` (the signature kernel against
+datasketch and rensa), ``bench.service`` (the HTTP service against datasketch's LSH) and
+``bench.batch`` (``neardup dedup`` against the datasketch recipe); ``bench.common`` holds what
+they share."""

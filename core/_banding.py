@@ -39,7 +39,7 @@ _SLAB = 1 << 16
 
 
 def lsh_threshold(bands: int, rows: int) -> float:
-    """The similarity where a pair becomes a candidate with about even odds: ``(1/b) ** (1/r)``."""
+    """``(1/b) ** (1/r)``: the usual approximation of where the S-curve rises steepest."""
     return float((1.0 / bands) ** (1.0 / rows))
 
 

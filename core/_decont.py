@@ -1,5 +1,5 @@
 """Decontamination: drop every document sharing a word n-gram with protected eval sets
-(CORE.md section 5), streaming one document at a time."""
+(docs/algorithm.md section 5), streaming one document at a time."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The exact hash family: FNV-1a 64 for shingles, PCG32 for the permutation parameters.
 
-Both are specified bit for bit in CORE.md section 2 so that signatures agree across runs,
+Both are specified bit for bit in docs/algorithm.md section 2 so that signatures agree across runs,
 machines and ports to other languages; Python's ``hash()`` is salted per process and never used.
 """
 

@@ -1,4 +1,4 @@
-"""The contract's ``LSH`` (CORE.md section 3): keys and signatures in, candidate keys out.
+"""The contract's ``LSH`` (docs/algorithm.md section 3): keys and signatures in, candidate keys out.
 
 A thin face over the engine's one banding implementation (``SignatureIndex`` for inserts and
 queries, ``candidate_pairs`` for every pair): band digests, then the band's rows compared, the

@@ -1,4 +1,4 @@
-"""Corpus stages: a stream of ``Doc`` in, a stream of ``Doc`` out (CORE.md section 5)."""
+"""Corpus stages: a stream of ``Doc`` in, a stream of ``Doc`` out (docs/algorithm.md section 5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Words, shingles, word n-grams and Jaccard similarity (CORE.md section 1).
+"""Words, shingles, word n-grams and Jaccard similarity (docs/algorithm.md section 1).
 
 These are the scalar reference definitions; ``core._tokens`` tokenises whole batches at once
 and must agree with them exactly.

@@ -1,5 +1,5 @@
-"""The contract's ``UnionFind`` (CORE.md section 4): a thin face over the engine's incremental
-``Components``, keyed by any ordered hashable value instead of node numbers."""
+"""The contract's ``UnionFind`` (docs/algorithm.md section 4): a thin face over the engine's
+incremental ``Components``, keyed by any ordered hashable value instead of node numbers."""
 
 from __future__ import annotations
 

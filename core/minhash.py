@@ -1,4 +1,4 @@
-"""The public contract of core: every name of CORE.md section 7, for users of the library.
+"""The public contract of core: every name of docs/algorithm.md section 7, for users of the library.
 
 The engine that app/, the CLI and other engines build on is ``core.engine``.
 

@@ -1,5 +1,5 @@
 """Brute-force oracles the engine is held against: plain dicts and loops, written from
-CORE.md alone and sharing no code with core's banding or union-find."""
+docs/algorithm.md alone and sharing no code with core's banding or union-find."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Request and response models of the HTTP API (shared/spec/API.md).
+"""Request and response models of the HTTP API (docs/api.md).
 
 Requests are strict (no coercion of numbers to strings) and forbid unknown fields; ids and texts
 must be valid Unicode that encodes as UTF-8.

@@ -21,7 +21,7 @@ def fnv(data: bytes) -> int:
 
 
 def spec_signature(text: str, num_perm: int = 128, seed: int = 0, k: int = 5) -> list[int]:
-    """CORE.md section 2, in plain Python integers."""
+    """docs/algorithm.md section 2, in plain Python integers."""
     rng = PCG32(seed)
     params = []
     for _ in range(num_perm):

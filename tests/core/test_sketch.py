@@ -11,7 +11,7 @@ from core.minhash import estimate, minhash
 
 
 def test_estimate_worked_toy():
-    # CORE.md's toy (P = 7): minima (0, 0, 0) for A and (0, 0, 1) for B.
+    # docs/algorithm.md's toy (P = 7): minima (0, 0, 0) for A and (0, 0, 1) for B.
     assert estimate([0, 0, 0], [0, 0, 1]) == 2 / 3
 
 

@@ -1,4 +1,4 @@
-"""Words, shingles and Jaccard, with CORE.md's worked example."""
+"""Words, shingles and Jaccard, with docs/algorithm.md's worked example."""
 
 import re
 import sys

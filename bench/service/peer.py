@@ -18,7 +18,8 @@ and reports what it measured over the documents inserted so far.
 
 Run by ``bench.service``; by hand::
 
-    python -m bench.peers --db DATA_DIR/neardup.sqlite3 --n 100000 --queries Q.npy [--params 16,8]
+    python -m bench.service.peer --db DATA_DIR/neardup.sqlite3 --n 100000 --queries Q.npy \
+        [--params 16,8]
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.latency import summarize
-from bench.server_process import REPO_ROOT, proc_memory
-from bench.synthetic_index import doc_id
+from bench.common.corpus import doc_id
+from bench.common.latency import summarize
+from bench.common.machine import REPO_ROOT
+from bench.common.memory import proc_memory
 
 __all__ = ["PeerResult", "run_peer"]
 
@@ -200,7 +202,7 @@ def measure(args: argparse.Namespace) -> PeerResult:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.service.peer", description=__doc__)
     parser.add_argument("--db", required=True, help="the service's neardup.sqlite3")
     parser.add_argument("--n", type=int, required=True, help="documents to insert")
     parser.add_argument("--queries", required=True, help=".npy of [q, 128] query signatures")
@@ -225,7 +227,7 @@ def run_peer(
     Raises:
         RuntimeError: the peer process failed (its stderr is in the message).
     """
-    cmd = [sys.executable, "-m", "bench.peers", "--db", str(db), "--n", str(n)]
+    cmd = [sys.executable, "-m", "bench.service.peer", "--db", str(db), "--n", str(n)]
     cmd += ["--queries", str(queries), "--max-seconds", str(max_seconds)]
     cmd += ["--max-rss-gib", str(max_rss_gib)]
     if params is not None:

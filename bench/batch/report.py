@@ -2,35 +2,25 @@
 
 ``docs/s`` is documents in over the wall time of the whole subprocess (interpreter start,
 imports, both reads of the file, writing the survivors). Peak RSS is the process tree's largest
-sum of VmRSS, polled every 50 ms (``bench.proctree``).
+sum of VmRSS, polled every 50 ms (``bench.batch.proctree``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import platform
-import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from bench.batch_survivors import Overlap, Survivors
-from bench.machine import cpu_model, load_average, version
-from bench.proctree import TreeRun
+from bench.batch.proctree import TreeRun
+from bench.batch.survivors import Overlap, Survivors
+from bench.common.machine import Start, facts
+from bench.common.memory import MIB
 
-__all__ = [
-    "Measured",
-    "Report",
-    "load_average",
-    "machine_facts",
-    "markdown",
-    "shell_date",
-    "summary_lines",
-    "text",
-]
+__all__ = ["DISTS", "SOURCES", "Measured", "Report", "markdown", "summary_lines", "text"]
 
-_MIB = 2**20
+#: The sources measured (``neardup dedup`` is app/cli/ over core/), digested at the start.
+SOURCES = {"core/": ["core"], "app/cli/": ["app/cli"]}
+#: The distributions whose versions the record lists.
+DISTS = ("neardup", "numpy", "datasketch")
 
 
 @dataclass
@@ -67,23 +57,21 @@ class Report:
 
     Attributes:
         command: the command line that ran the benchmark.
-        date: ``date`` at the start of the run.
-        corpus: ``bench.batch_corpus.PlantedCounts`` as a dict.
+        start: the date, load and source digests at the start of the run.
+        corpus: ``bench.batch.corpus.PlantedCounts`` as a dict.
         neardup: neardup over the whole corpus.
         neardup_prefix: neardup over the datasketch prefix (None when the prefix is everything).
         peer: the datasketch recipe over the prefix.
         overlaps: survivor id agreement, by what was compared.
-        facts: machine and versions.
     """
 
     command: str
-    date: str
+    start: Start
     corpus: dict[str, Any]
     neardup: Measured
     neardup_prefix: Measured | None
     peer: Measured
     overlaps: dict[str, Overlap]
-    facts: dict[str, str] = field(default_factory=dict)
 
     @property
     def same_n(self) -> Measured:
@@ -91,49 +79,8 @@ class Report:
         return self.neardup_prefix or self.neardup
 
 
-def sources_digest(*paths: str) -> str:
-    """The first 12 hex digits of SHA-256 over the ``.py`` files of ``paths`` (sorted)."""
-    root = Path(__file__).resolve().parents[1]
-    files = sorted(
-        f for p in paths for f in ((root / p).rglob("*.py") if (root / p).is_dir() else [root / p])
-    )
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:12]
-
-
-def shell_date() -> str:
-    """What ``date`` prints (the machine's own clock and zone)."""
-    try:
-        return subprocess.run(["date"], capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def machine_facts(load_at_start: str) -> dict[str, str]:
-    """CPUs (nproc), CPU model, RAM, load (at start and now) and versions."""
-    try:
-        nproc = subprocess.run(["nproc"], capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        nproc = str(os.cpu_count())
-    with open("/proc/meminfo") as fh:
-        ram = int(fh.readline().split()[1]) / 2**20
-    facts = {
-        "machine": f"{nproc} CPUs (nproc) - {cpu_model()} - {ram:.0f} GiB RAM",
-        "load average (1, 5, 15 min)": f"{load_at_start} at start, {load_average()} at end",
-        "python": platform.python_version(),
-    }
-    for name in ("neardup", "numpy", "datasketch"):
-        facts[name] = version(name)
-    facts["sha256 of core/ and of app/batch.py + app/cli.py (at end)"] = (
-        f"{sources_digest('core')}, {sources_digest('app/batch.py', 'app/cli.py')}"
-    )
-    return facts
-
-
 def _mib(n: float) -> str:
-    return f"{n / _MIB:,.0f}"
+    return f"{n / MIB:,.0f}"
 
 
 def _row(m: Measured) -> str:
@@ -205,7 +152,7 @@ def corpus_rows(report: Report) -> list[tuple[str, str]]:
         ),
         (
             "generated from",
-            f"{c['pool_docs']:,} `bench.corpus.documents` texts cut into "
+            f"{c['pool_docs']:,} `bench.common.corpus.documents` texts cut into "
             f"{c['pool_sentences']:,} sentences, spliced; {c['seconds']:.1f} s",
         ),
     ]
@@ -245,7 +192,10 @@ def detail_rows(report: Report) -> list[tuple[str, str]]:
 
 def text(report: Report) -> str:
     """The plain-text report."""
-    lines = [f"Batch dedup benchmark, N={report.corpus['docs']:,} ({report.date})", ""]
+    lines = [
+        f"Batch dedup benchmark, N={report.corpus['docs']:,} (started {report.start.date})",
+        "",
+    ]
     lines += [*table(report), "", *summary_lines(report), ""]
     lines += [f"{k}: {v}" for k, v in corpus_rows(report) + detail_rows(report)]
     return "\n".join(lines)
@@ -253,9 +203,9 @@ def text(report: Report) -> str:
 
 def markdown(report: Report, notes: list[str]) -> str:
     """The ``## Batch dedup`` section for bench/RESULTS.md."""
-    lines = ["## Batch dedup", "", f"- Date: `date` at the start of the run gave `{report.date}`."]
-    lines += [f"- Command, from the repository root: `{report.command}`", ""]
-    lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in report.facts.items()]
+    lines = ["## Batch dedup", "", f"- Command, from the repository root: `{report.command}`", ""]
+    record = facts(report.start, DISTS)
+    lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in record.items()]
     lines += ["", *table(report), ""] + [f"- {s}" for s in summary_lines(report)]
     lines += ["", "| corpus | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in corpus_rows(report)]
     lines += ["", "| detail | value |", "|---|---|"]

@@ -1,7 +1,7 @@
 """A large index written straight into the service's SQLite store, from realistic signatures.
 
 Generating and hashing a million texts would take most of the benchmark's time, so only a pool
-of real documents is signed (``core._signatures.signatures``). The index then holds:
+of real documents is signed (``core.minhash.signatures``). The index then holds:
 
 - rows ``0 .. pool-1``: the pool's real signatures, unchanged (ids ``d00000000`` ...), so that
   near-copies of pool texts have something to match;
@@ -27,14 +27,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BuildResult", "SynthParams", "build_store", "doc_id", "synthetic_rows"]
+from bench.common.corpus import doc_id
+
+__all__ = ["BuildResult", "SynthParams", "build_store", "synthetic_rows"]
 
 _CHUNK = 100_000
-
-
-def doc_id(num: int) -> str:
-    """The id of document number ``num``: ``d`` and eight digits."""
-    return f"d{num:08d}"
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """Batch-run benchmark: ``neardup dedup`` over a large JSON Lines corpus against datasketch.
 
-1. ``bench.batch_corpus`` writes a seeded corpus of N documents (150-400 words, spliced from
-   ``bench.corpus`` texts) with about 5 % planted exact copies and 5 % near copies (Jaccard
+1. ``bench.batch.corpus`` writes a seeded corpus of N documents (150-400 words, spliced from
+   ``bench.common.corpus`` texts) with about 5 % planted exact copies and 5 % near copies (Jaccard
    about 0.9) to a temporary directory, in its own process.
 2. ``python -m app.cli dedup corpus.jsonl --output out.jsonl --workers 2 --quiet`` runs as a
-   subprocess: wall time, docs/s, the process tree's peak RSS (``bench.proctree``), and the
+   subprocess: wall time, docs/s, the process tree's peak RSS (``bench.batch.proctree``), and the
    counts and stage seconds of its manifest.
-3. ``bench.batch_peer``, the common datasketch recipe (exact dedup by hash, MinHash.bulk,
+3. ``bench.batch.peer``, the common datasketch recipe (exact dedup by hash, MinHash.bulk,
    MinHashLSH, query + union-find, no confirmation), runs in its own process on the first
    ``--peer-docs`` documents (the whole corpus if that is fewer), and neardup runs again on that
    same prefix for a like-for-like comparison.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import shutil
 import sys
 import tempfile
@@ -34,24 +33,20 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from bench.batch_report import (
-    Measured,
-    Report,
-    load_average,
-    machine_facts,
-    markdown,
-    shell_date,
-    text,
-)
-from bench.batch_survivors import overlap, read_survivors
-from bench.proctree import TreeRun, run_measured
+from bench.batch.proctree import TreeRun, run_measured
+from bench.batch.report import SOURCES, Measured, Report, markdown, text
+from bench.batch.survivors import overlap, read_survivors
+from bench.common import options
+from bench.common.machine import REPO_ROOT, at_start
+from bench.common.options import Size
 
 __all__ = ["Config", "main", "run"]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DOCS = 1_000_000
-DEFAULT_PEER_DOCS = 200_000
-QUICK_DOCS = 20_000
+#: The size options: the corpus, and the prefix of it datasketch gets (0: all of it).
+SIZES = {
+    "docs": Size("corpus documents (N)", 1_000_000, 20_000),
+    "peer_docs": Size("documents for datasketch, 0: all", 200_000, 0),
+}
 
 
 @dataclass(frozen=True)
@@ -66,8 +61,8 @@ class Config:
         timeout: seconds before any one subprocess is killed.
     """
 
-    docs: int = DEFAULT_DOCS
-    peer_docs: int = DEFAULT_PEER_DOCS
+    docs: int = SIZES["docs"].full
+    peer_docs: int = SIZES["peer_docs"].full
     seed: int = 0
     workers: int = 2
     timeout: float = 1800.0
@@ -110,7 +105,7 @@ def _neardup(cfg: Config, corpus: Path, docs: int, tmp: Path, name: str) -> Meas
 def _peer(cfg: Config, corpus: Path, docs: int, tmp: Path) -> Measured:
     """The datasketch recipe on ``corpus``, measured, its survivors read back."""
     out = tmp / "datasketch.out.jsonl"
-    argv = _python("bench.batch_peer", "--input", str(corpus), "--output", str(out))
+    argv = _python("bench.batch.peer", "--input", str(corpus), "--output", str(out))
     _say(f"datasketch recipe over {docs:,} documents ...")
     log = tmp / "datasketch"
     tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=log), "peer")
@@ -131,13 +126,13 @@ def _peer(cfg: Config, corpus: Path, docs: int, tmp: Path) -> Measured:
 
 def run(cfg: Config, command: str) -> Report:
     """Generate the corpus, run both sides, read the survivors back; cleans up after itself."""
-    date, load = shell_date(), load_average()
+    start = at_start(SOURCES)
     peer_docs = min(cfg.peer_docs or cfg.docs, cfg.docs)
     tmp = Path(tempfile.mkdtemp(prefix="neardup-bench-batch-"))
     try:
         corpus = tmp / "corpus.jsonl"
         _say(f"writing a {cfg.docs:,}-document corpus to {corpus} ...")
-        argv = _python("bench.batch_corpus", "--out", str(corpus), "--docs", str(cfg.docs))
+        argv = _python("bench.batch.corpus", "--out", str(corpus), "--docs", str(cfg.docs))
         argv += ["--seed", str(cfg.seed), "--prefix", str(peer_docs)]
         made = _checked(
             run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "gen"),
@@ -162,9 +157,7 @@ def run(cfg: Config, command: str) -> Report:
     if neardup_prefix is not None:
         key = f"survivor ids, neardup on all {cfg.docs:,} vs neardup on the first {peer_docs:,}"
         overlaps[key] = overlap(neardup.survivors, neardup_prefix.survivors, peer_docs)
-    return Report(
-        command, date, planted, neardup, neardup_prefix, peer, overlaps, machine_facts(load)
-    )
+    return Report(command, start, planted, neardup, neardup_prefix, peer, overlaps)
 
 
 def notes(report: Report) -> list[str]:
@@ -181,7 +174,7 @@ def notes(report: Report) -> list[str]:
         "neardup: exact dedup (128-bit SHA-256 digest), 128 permutations, 16 bands x 8 rows, "
         "candidates confirmed at estimate >= 0.8, union-find roots = smallest id; the output "
         "adds `minhash_cluster` to every survivor's meta.",
-        f"datasketch: the common recipe (bench/batch_peer.py): exact dedup by MD5 of the text, "
+        f"datasketch: the common recipe (bench/batch/peer.py): exact dedup by MD5 of the text, "
         f"Python 5-word shingles, `MinHash.bulk(num_perm=128)` (affine32, SHA-1), "
         f"`MinHashLSH(threshold=0.8, num_perm=128)` (it picks b={peer['bands']}, "
         f"r={peer['rows']}), every document inserted then queried, union-find over ALL "
@@ -203,28 +196,21 @@ def notes(report: Report) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench.batch", description=__doc__)
-    parser.add_argument("--docs", type=int, default=DEFAULT_DOCS, help="corpus documents (N)")
-    parser.add_argument(
-        "--peer-docs", type=int, default=DEFAULT_PEER_DOCS, help="documents for datasketch (0: all)"
-    )
+    parser = options.parser("bench.batch", __doc__, SIZES, "print a RESULTS.md section")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="neardup dedup --workers")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per subprocess")
-    parser.add_argument("--quick", action="store_true", help=f"N={QUICK_DOCS:,}, all for both")
-    parser.add_argument("--markdown", action="store_true", help="print a RESULTS.md section")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the report (text, or markdown with ``--markdown``)."""
-    args = _parser().parse_args(argv)
-    docs, peer_docs = (QUICK_DOCS, 0) if args.quick else (args.docs, args.peer_docs)
+    given, command = options.command_line("bench.batch", argv)
+    args = _parser().parse_args(given)
+    docs, peer_docs = options.sizes(args, SIZES).values()
     if docs < 1 or peer_docs < 0:
         raise SystemExit("--docs must be positive and --peer-docs non-negative")
     cfg = Config(docs, peer_docs, args.seed, args.workers, args.timeout)
-    given = sys.argv[1:] if argv is None else list(argv)
-    command = shlex.join(["python", "-m", "bench.batch", *given])
     report = run(cfg, command)
     print(markdown(report, notes(report)) if args.markdown else text(report))
     return 0

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import datetime
-import hashlib
-import os
-import platform
 from dataclasses import dataclass, field
 
-import numpy as np
+from bench.common.machine import Start, facts, load_average
+from bench.signatures.contenders import BATCHED, NUM_PERM
 
-import core._fnv
-import core._permute
-import core._signatures as cs
-import core._tokens
-from bench.machine import cpu_model, load_average, version
-from bench.signatures_contenders import BATCHED, NUM_PERM
+#: The kernel's modules: their digest says which kernel was measured.
+KERNEL_SOURCES = {
+    "kernel (core/_tokens, _fnv, _permute, _signatures)": [
+        "core/_tokens.py",
+        "core/_fnv.py",
+        "core/_permute.py",
+        "core/_signatures.py",
+    ]
+}
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,7 @@ class Report:
     #: CPU time over wall time of the single-process sections: ~1.0 on an idle core, lower when
     #: other processes competed for it (the timings are then inflated).
     cpu_share: float = 0.0
-    load_at_start: str = ""
-    kernel: str = ""
+    start: Start = field(default_factory=lambda: Start("", ""))
     medians: dict[str, float] = field(default_factory=dict)
     split: dict[str, float] | None = None
     split_note: str = ""
@@ -65,32 +64,11 @@ class Report:
 # --- facts ------------------------------------------------------------------------------------
 
 
-def kernel_digest() -> str:
-    """The first 12 hex digits of SHA-256 of the kernel's modules: which kernel was measured."""
-    digest = hashlib.sha256()
-    try:
-        for module in (core._tokens, core._fnv, core._permute, cs):
-            with open(str(module.__file__), "rb") as f:
-                digest.update(f.read())
-    except (OSError, TypeError):
-        return "unknown"
-    return digest.hexdigest()[:12]
-
-
 def machine_facts(report: Report) -> dict[str, str]:
-    """Date, machine, load and versions, for the record."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "date (end of run)": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "machine": f"{usable} CPUs (nproc) - {cpu_model()}",
-        "load average (1, 5, 15 min)": f"{report.load_at_start} at start, {load_average()} at end",
-        "CPU time / wall time, single-process sections": f"{report.cpu_share:.2f}",
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "datasketch": version("datasketch"),
-        "rensa": version("rensa"),
-        "kernel modules sha256 (at start)": report.kernel,
-    }
+    """Date, machine, load, versions and the kernel's digest, for the record."""
+    out = facts(report.start, ("numpy", "datasketch", "rensa"))
+    out["CPU time / wall time, single-process sections"] = f"{report.cpu_share:.2f}"
+    return out
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -148,7 +126,7 @@ def print_text(report: Report) -> None:
         print(f"  {name:<46} {seconds:7.3f} s  speed-up vs workers=1: {w1 / seconds:.2f}x")
     print(f"  workers=2 signatures identical to workers=1: {report.workers_identical}")
     print(f"peak RSS: {rss_summary(report)}")
-    print(f"load average: {report.load_at_start} at start, {load_average()} at end; ", end="")
+    print(f"load average: {report.start.load} at start, {load_average()} at end; ", end="")
     share = report.cpu_share
     print(
         f"CPU/wall of the single-process sections {share:.2f} (~1.00 idle core; lower: contended)"

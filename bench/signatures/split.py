@@ -12,9 +12,9 @@ from numpy.typing import NDArray
 
 import core._fnv
 import core._permute
-import core._signatures as cs
 import core._tokens
-from bench.signatures_contenders import NUM_PERM, SEED, K
+from bench.signatures.contenders import NUM_PERM, PARAMS, SEED, K
+from core.engine import batch_signatures
 
 
 def _split_once(texts: Sequence[str]) -> tuple[dict[str, float], NDArray[np.uint32]]:
@@ -53,7 +53,7 @@ def neardup_split(texts: Sequence[str], repeats: int) -> tuple[dict[str, float] 
     except (AttributeError, ImportError, TypeError, ValueError) as exc:
         return None, f"split unavailable (core internals changed?): {type(exc).__name__}: {exc}"
     note = ""
-    if not np.array_equal(passes[0][1], cs.batch_signatures(texts, NUM_PERM, SEED, K)):
+    if not np.array_equal(passes[0][1], batch_signatures(texts, PARAMS)):
         note = "the staged pass no longer equals batch_signatures: the split may be stale"
     names = passes[0][0]
     return {name: statistics.median(p[0][name] for p in passes) for name in names}, note

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bench.service_results import Report
+from bench.common.memory import MIB
+from bench.service.results import Report
 
 __all__ = ["detail_rows", "memory_rows", "ratio_lines", "target_rows"]
 
-MIB = 2**20
 #: The issue's targets.
 INGEST_TARGET = 5000.0
 P99_TARGET_MS = 20.0
@@ -136,7 +136,8 @@ def _build_rows(report: Report) -> list[tuple[str, str]]:
     c = report.config
     return [
         (
-            f"signatures of the {min(c.pool, c.docs):,}-doc pool (core._signatures, workers=2)",
+            f"signatures of the {min(c.pool, c.docs):,}-doc pool "
+            "(core.minhash.signatures, workers=2)",
             f"{report.pool_seconds:.2f} s",
         ),
         (

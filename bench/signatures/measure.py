@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import gc
-import resource
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+
+from bench.common.memory import MIB, peak_rss_bytes, proc_memory
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -51,10 +51,9 @@ def median_times(
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def peak_rss_mib(who: int = resource.RUSAGE_SELF) -> float:
-    """Peak resident set size in MiB (``ru_maxrss`` is KiB on Linux, bytes on macOS)."""
-    peak = resource.getrusage(who).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process in MiB."""
+    return peak_rss_bytes() / MIB
 
 
 def pool_peak_rss_mib(pool: ProcessPoolExecutor) -> float | None:
@@ -64,13 +63,5 @@ def pool_peak_rss_mib(pool: ProcessPoolExecutor) -> float | None:
     before it execs, and Linux keeps the forked image's high-water mark, so it reports this
     process's size instead of the worker's.
     """
-    peaks = []
-    try:
-        for pid in getattr(pool, "_processes", None) or {}:
-            with open(f"/proc/{pid}/status", encoding="ascii") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        peaks.append(int(line.split()[1]) / 2**10)
-    except (OSError, ValueError, IndexError):
-        return None
-    return max(peaks) if peaks else None
+    peaks = [proc_memory(pid).get("VmHWM", 0) for pid in getattr(pool, "_processes", None) or {}]
+    return max(peaks) / MIB if peaks and all(peaks) else None

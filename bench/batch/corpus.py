@@ -1,7 +1,7 @@
 """A large seeded JSON Lines corpus for the batch benchmark, with planted duplicates.
 
-``bench.corpus.documents`` renders about 2,800 documents a second here, too slow for a million.
-So it renders a pool of base documents once, cuts them into sentences, and splices every
+``bench.common.corpus.documents`` renders about 2,800 documents a second here, too slow for a
+million. So it renders a pool of base documents once, cuts them into sentences, and splices every
 document of the corpus from random sentences of the pool (150-400 words, cheap numpy draws and
 a ``join``). Two spliced documents share a sentence now and then, never most of their text.
 
@@ -17,7 +17,7 @@ so in their meta (``{"kind": "exact"|"near", "src": original id}``); originals h
 
 Run by ``bench.batch`` in its own process (so the benchmark process stays small); by hand::
 
-    python -m bench.batch_corpus --out corpus.jsonl --docs N [--seed S] [--prefix M]
+    python -m bench.batch.corpus --out corpus.jsonl --docs N [--seed S] [--prefix M]
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from typing import IO
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.corpus import documents, vocabulary
+from bench.common.corpus import doc_id, documents, near_copy, vocabulary
 from core.minhash import jaccard, shingles
 
-__all__ = ["PlantedCounts", "doc_id", "write_corpus"]
+__all__ = ["PlantedCounts", "write_corpus"]
 
 EXACT_RATE = 0.05
 NEAR_RATE = 0.05
@@ -52,11 +52,6 @@ _DRAWS = 64  # sentences drawn per document, more than the longest needs
 _CHUNK = 2_000
 _JACCARD_SAMPLE = 300
 _SENTENCE_END = re.compile(r"(?<=[.?!;])\s+")
-
-
-def doc_id(i: int) -> str:
-    """The id of the ``i``-th document of the file: ``d`` and 8 digits."""
-    return f"d{i:08d}"
 
 
 @dataclass
@@ -74,7 +69,7 @@ class PlantedCounts:
         prefix_near: near copies among the prefix.
         near_jaccard_mean: mean true Jaccard (5-word shingles) of a sample of near copies.
         near_jaccard_min: the smallest of that sample.
-        pool_docs: base documents rendered by ``bench.corpus.documents``.
+        pool_docs: base documents rendered by ``bench.common.corpus.documents``.
         pool_sentences: sentences cut from them.
         bytes: file size.
         seconds: time to generate and write the file.
@@ -114,15 +109,6 @@ def _spliced(
     return [" ".join(sentences[row[:m]].tolist()) for row, m in zip(idx, take, strict=True)]
 
 
-def _near_copy(rng: np.random.Generator, text: str, vocab: Sequence[str]) -> str:
-    """``text`` with about one word in ``NEAR_WORDS_PER_CHANGE`` replaced by a random word."""
-    tokens = text.split(" ")
-    changes = max(1, round(len(tokens) / NEAR_WORDS_PER_CHANGE))
-    for pos in rng.choice(len(tokens), size=changes, replace=False):
-        tokens[pos] = vocab[int(rng.integers(len(vocab)))]
-    return " ".join(tokens)
-
-
 class _Writer:
     """Writes documents, keeping the last ``WINDOW`` originals and the planted counts."""
 
@@ -158,7 +144,7 @@ class _Writer:
             if u < EXACT_RATE:
                 self._emit(original, {"kind": "exact", "src": src})
                 continue
-            copy = _near_copy(rng, original, self.vocab)
+            copy = near_copy(original, rng, NEAR_WORDS_PER_CHANGE, self.vocab)
             if len(self.jaccards) < _JACCARD_SAMPLE:
                 self.jaccards.append(jaccard(shingles(original), shingles(copy)))
             self._emit(copy, {"kind": "near", "src": src})
@@ -192,7 +178,7 @@ def write_corpus(path: Path, n: int, *, seed: int = 0, prefix: int = 0) -> Plant
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the corpus and print the planted counts as one JSON line."""
-    parser = argparse.ArgumentParser(prog="python -m bench.batch_corpus", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.batch.corpus", description=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="the .jsonl file to write")
     parser.add_argument("--docs", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)

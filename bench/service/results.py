@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.peers import PeerResult
-from bench.service_http import IngestResult, QueryResult
-from bench.synthetic_index import BuildResult
+from bench.common.machine import Start
+from bench.service.client import IngestResult, QueryResult
+from bench.service.peer import PeerResult
+from bench.service.synthetic_index import BuildResult
 
 __all__ = ["BaselineResult", "Report", "ServedResult"]
 
@@ -48,7 +49,7 @@ class Report:
 
     config: Any
     command: str
-    facts_start: dict[str, str]
+    start: Start
     ingest: list[IngestResult] = field(default_factory=list)
     ingest_rss: dict[int, int] = field(default_factory=dict)
     pool_seconds: float = 0.0

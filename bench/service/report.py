@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from bench.service_facts import machine_facts
-from bench.service_results import Report
-from bench.service_tables import detail_rows, memory_rows, ratio_lines, target_rows
+from bench.common.machine import facts
+from bench.service.client import BATCH
+from bench.service.results import Report
+from bench.service.tables import detail_rows, memory_rows, ratio_lines, target_rows
 
-__all__ = ["markdown", "notes", "print_text"]
+__all__ = ["DISTS", "SOURCES", "markdown", "notes", "print_text"]
 
-BATCH = 1000
+#: The sources measured, digested at the start of a run.
+SOURCES = {"app/": ["app"], "core/": ["core"]}
+#: The distributions whose versions the record lists.
+DISTS = ("numpy", "datasketch", "fastapi", "starlette", "uvicorn", "pydantic", "httpx")
 
 
 def print_text(report: Report) -> None:
@@ -57,16 +61,17 @@ def markdown(report: Report) -> str:
     c = report.config
     lines = ["## Service", ""]
     lines += [
-        "A real `python -m app.cli serve --workers 2` on 127.0.0.1 (see `bench/service.py` for "
+        "A real `python -m app.cli serve --workers 2` on 127.0.0.1 (see `bench/service/` for "
         f"the method). The {c.docs:,}-document index is written straight into the SQLite store "
-        f"from real signatures of a {min(c.pool, c.docs):,}-document pool of `bench.corpus`, "
+        f"from real signatures of a {min(c.pool, c.docs):,}-document pool of "
+        "`bench.common.corpus`, "
         "perturbed into distinct rows with 5 % planted near duplicates (texts not stored); "
         "ingest is over HTTP with real texts.",
         "",
         "| | |",
         "|---|---|",
     ]
-    lines += [f"| {k} | {v} |" for k, v in machine_facts(report.facts_start).items()]
+    lines += [f"| {k} | {v} |" for k, v in facts(report.start, DISTS).items()]
     lines += [f"| command | `{report.command}` |", ""]
     lines += ["| target | goal | measured | met |", "|---|---|---:|---|"]
     lines += [f"| {a} | {b} | {m} | {ok} |" for a, b, m, ok in target_rows(report)]

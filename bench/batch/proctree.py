@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.common.memory import proc_memory
+
 __all__ = ["POLL_SECONDS", "TreeRun", "descendants", "run_measured"]
 
 POLL_SECONDS = 0.05
@@ -68,20 +70,6 @@ class TreeRun:
     stderr_tail: str = field(default="", repr=False)
 
 
-def _status(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM of a process in bytes; empty once it is gone."""
-    out: dict[str, int] = {}
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                if key in ("VmRSS", "VmHWM"):
-                    out[key] = int(value.split()[0]) * 1024
-    except (OSError, ValueError):
-        return {}
-    return out
-
-
 def _pss(pid: int) -> int:
     """Pss of a process in bytes (0 once it is gone or where smaps_rollup is missing)."""
     try:
@@ -118,7 +106,7 @@ def descendants(pid: int) -> list[int]:
 def _poll(run: TreeRun, pid: int) -> None:
     """One reading of the tree."""
     pids = descendants(pid)
-    readings = [_status(p) for p in pids]
+    readings = [proc_memory(p) for p in pids]
     total = sum(r.get("VmRSS", 0) for r in readings)
     alive = sum(1 for r in readings if r)
     if total > run.peak_tree_rss:

@@ -4,8 +4,8 @@ Every contender turns the same texts into 128-entry MinHash signatures over 5-wo
 The peers' shingles are built in Python the way their users build them, and count in their time.
 
 The peers are imported lazily, inside the functions that call them, so that the spawn workers
-of the ``workers=2`` section (which re-import ``bench.signatures`` as ``__mp_main__``) start no
-slower than they would in an application.
+of the ``workers=2`` section (which re-import ``bench/signatures/__main__.py`` as
+``__mp_main__``) start no slower than they would in an application.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-import core._signatures as cs
+from core.engine import MinhashParams, batch_signatures
 
-NUM_PERM = 128
-SEED = 0
-K = 5
+#: 128 permutations, seed 0, 5-word shingles: what every contender computes.
+PARAMS = MinhashParams(num_perm=128, seed=0, k=5)
+NUM_PERM = PARAMS.num_perm
+SEED = PARAMS.seed
+K = PARAMS.k
 #: The case name of neardup called batch by batch.
 BATCHED = "neardup/batched"
 _WORD = re.compile(r"\w+")
@@ -54,9 +56,9 @@ def run_neardup(texts: Sequence[str], batch_size: int = 0) -> NDArray[np.uint32]
         The ``[len(texts), 128]`` uint32 signatures.
     """
     if batch_size <= 0:
-        return cs.batch_signatures(texts, NUM_PERM, SEED, K)
+        return batch_signatures(texts, PARAMS)
     parts = [
-        cs.batch_signatures(texts[i : i + batch_size], NUM_PERM, SEED, K)
+        batch_signatures(texts[i : i + batch_size], PARAMS)
         for i in range(0, len(texts), batch_size)
     ]
     return np.concatenate(parts, axis=0)

@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-import core._signatures as cs
-from bench.signatures_contenders import run_neardup
-from bench.signatures_measure import median_times, pool_peak_rss_mib
+from bench.signatures.contenders import run_neardup
+from bench.signatures.measure import median_times, pool_peak_rss_mib
+from core.engine import spawn_pool
+from core.minhash import signatures
 
 
 def worker_times(
@@ -26,17 +27,17 @@ def worker_times(
         largest peak RSS in MiB of the warm pool's workers (None where it cannot be read).
     """
     half = (len(texts) + 1) // 2  # each worker's share, to tell batch size from parallelism
-    with cs.spawn_pool(2) as pool:
+    with spawn_pool(2) as pool:
         # Warm-up: start both workers and import the kernel in each before any timing.
         for _ in range(2):
-            cs.signatures(texts[:64], pool=pool)
+            signatures(texts[:64], pool=pool)
         cases: dict[str, Callable[[], object]] = {
-            "workers=1": lambda: cs.signatures(texts, workers=1),
+            "workers=1": lambda: signatures(texts, workers=1),
             "workers=1, as 2 batch_signatures calls of half": lambda: run_neardup(texts, half),
-            "workers=2, pool spawned by the call": lambda: cs.signatures(texts, workers=2),
-            "workers=2, pre-created warm pool": lambda: cs.signatures(texts, pool=pool),
+            "workers=2, pool spawned by the call": lambda: signatures(texts, workers=2),
+            "workers=2, pre-created warm pool": lambda: signatures(texts, pool=pool),
         }
         medians = median_times(cases, repeats, round_robin)
-        identical = np.array_equal(cs.signatures(texts, pool=pool), cs.signatures(texts, workers=1))
+        identical = np.array_equal(signatures(texts, pool=pool), signatures(texts, workers=1))
         worker_peak = pool_peak_rss_mib(pool)
     return medians, bool(identical), worker_peak

@@ -1,7 +1,7 @@
 """Reading a dedup run's survivors back: which documents were kept, and of which planted kind.
 
 Lines are not parsed as JSON: the id is the first key of every line (``{"id": "d00000123", ``,
-as ``bench.batch_corpus`` writes it and as neardup and the datasketch peer write it back), and
+as ``bench.batch.corpus`` writes it and as neardup and the datasketch peer write it back), and
 the planted kind, if any, is in the meta at the end of the line. A line that does not start
 that way is parsed as JSON instead.
 """

@@ -16,62 +16,59 @@ The peers are imported lazily, inside the functions that call them, so that the 
 of the ``workers=2`` section (which re-import this module as ``__mp_main__``) start no slower
 than they would in an application.
 
-The pieces: the contenders in ``bench.signatures_contenders``, timing and peak RSS in
-``bench.signatures_measure``, neardup's stage split in ``bench.signatures_split``, the workers
-comparison in ``bench.signatures_workers``, and the report in ``bench.signatures_report``.
+The pieces: the contenders in ``bench.signatures.contenders``, timing and peak RSS in
+``bench.signatures.measure``, neardup's stage split in ``bench.signatures.split``, the workers
+comparison in ``bench.signatures.workers``, and the report in ``bench.signatures.report``.
 """
 
 from __future__ import annotations
 
-import argparse
-import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
 
-from bench.corpus import documents
-from bench.machine import load_average
-from bench.signatures_contenders import (
+from bench.common import options
+from bench.common.corpus import documents
+from bench.common.machine import at_start
+from bench.common.options import Size
+from bench.signatures.contenders import (
     BATCHED,
     run_datasketch,
     run_neardup,
     run_rensa,
     word_shingles,
 )
-from bench.signatures_measure import median_times, peak_rss_mib
-from bench.signatures_report import (
+from bench.signatures.measure import median_times, peak_rss_mib
+from bench.signatures.report import (
+    KERNEL_SOURCES,
     Config,
     Report,
-    kernel_digest,
     machine_facts,
     markdown,
     print_text,
 )
-from bench.signatures_split import neardup_split
-from bench.signatures_workers import worker_times
+from bench.signatures.split import neardup_split
+from bench.signatures.workers import worker_times
+
+#: The size options: docs, docs for the workers comparison, repeats.
+SIZES = {
+    "docs": Size("docs, single process", 5000, 1000),
+    "worker_docs": Size("docs, workers", 8000, 2000),
+    "repeats": Size("timed repeats", 5, 2),
+}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> tuple[Config, bool]:
     """The configuration and the ``--markdown`` flag from the command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.signatures", description=(__doc__ or "").split("\n\n")[0]
-    )
-    parser.add_argument("--docs", type=int, default=None, help="docs, single process (5000)")
-    parser.add_argument("--worker-docs", type=int, default=None, help="docs, workers (8000)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed repeats (5)")
+    parser = options.parser("bench.signatures", __doc__, SIZES, "also print markdown tables")
     parser.add_argument(
         "--batch-size", type=int, default=1000, help="extra batched neardup row; 0 = none (1000)"
     )
     parser.add_argument("--round-robin", action="store_true", help="interleave the cases")
     parser.add_argument("--seed", type=int, default=0, help="corpus seed (0)")
-    parser.add_argument("--quick", action="store_true", help="1000 / 2000 docs, 2 repeats")
-    parser.add_argument("--markdown", action="store_true", help="also print markdown tables")
     args = parser.parse_args(argv)
-    docs, worker_docs, repeats = (1000, 2000, 2) if args.quick else (5000, 8000, 5)
     config = Config(
-        docs=args.docs if args.docs is not None else docs,
-        worker_docs=args.worker_docs if args.worker_docs is not None else worker_docs,
-        repeats=args.repeats if args.repeats is not None else repeats,
+        **options.sizes(args, SIZES),
         batch_size=args.batch_size,
         seed=args.seed,
         round_robin=args.round_robin,
@@ -87,8 +84,7 @@ def run(config: Config, command: str) -> Report:
     texts = corpus[: config.docs]
     shingles = int(sum(len(word_shingles(t)) for t in texts))
     report = Report(config, command, sum(map(len, texts)) / 1e6, shingles)
-    report.load_at_start = load_average()
-    report.kernel = kernel_digest()
+    report.start = at_start(KERNEL_SOURCES)
     cases: dict[str, Callable[[], object]] = {"neardup": lambda: run_neardup(texts)}
     if config.batch_size > 0:
         cases[BATCHED] = lambda: run_neardup(texts, config.batch_size)
@@ -107,9 +103,8 @@ def run(config: Config, command: str) -> Report:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the report (and the markdown tables with ``--markdown``)."""
-    raw = sys.argv[1:] if argv is None else list(argv)
+    raw, command = options.command_line("bench.signatures", argv)
     config, as_markdown = parse_args(raw)
-    command = shlex.join(["python", "-m", "bench.signatures", *raw])
     report = run(config, command)
     print_text(report)
     if as_markdown:

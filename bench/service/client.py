@@ -17,19 +17,23 @@ from typing import Any
 
 import httpx
 
-from bench.latency import Latency, summarize
-from bench.synthetic_index import doc_id
+from bench.common.corpus import doc_id
+from bench.common.latency import Latency, summarize
 
 __all__ = [
+    "BATCH",
     "IngestResult",
     "QueryResult",
     "document_bodies",
     "get_stats",
+    "post",
     "post_batches",
     "query_bodies",
     "time_queries",
 ]
 
+#: Documents per ``POST /v1/documents`` of the ingest runs.
+BATCH = 1000
 _JSON = {"content-type": "application/json"}
 _REQUEST_TIMEOUT = 300.0
 
@@ -70,11 +74,20 @@ class QueryResult:
     with_matches: int
 
 
-def document_bodies(texts: Sequence[str], batch: int) -> list[bytes]:
-    """``POST /v1/documents`` bodies of ``batch`` documents, ids ``doc_id(i)``, no meta."""
+def document_bodies(
+    texts: Sequence[str], batch: int, ids: Sequence[str] | None = None
+) -> list[bytes]:
+    """``POST /v1/documents`` bodies of ``batch`` documents, no meta.
+
+    Args:
+        texts: the documents' texts.
+        batch: documents per body.
+        ids: their ids; None for ``doc_id(i)`` of each text's position.
+    """
     bodies = []
     for lo in range(0, len(texts), batch):
-        docs = [{"id": doc_id(i), "text": texts[i]} for i in range(lo, min(lo + batch, len(texts)))]
+        hi = min(lo + batch, len(texts))
+        docs = [{"id": ids[i] if ids else doc_id(i), "text": texts[i]} for i in range(lo, hi)]
         bodies.append(json.dumps({"documents": docs}).encode())
     return bodies
 
@@ -90,6 +103,15 @@ def _check(response: httpx.Response, what: str) -> Any:
     return response.json()
 
 
+def post(client: httpx.Client, path: str, body: bytes, what: str = "") -> Any:
+    """POST a JSON ``body``; its decoded answer.
+
+    Raises:
+        RuntimeError: the answer was not 200 (``what``, or the path, names the request).
+    """
+    return _check(client.post(path, content=body, headers=_JSON), what or path)
+
+
 def _client_loop(
     url: str, bodies: Sequence[bytes], start: threading.Barrier, out: dict[str, Any]
 ) -> None:
@@ -102,7 +124,7 @@ def _client_loop(
             start.wait()
             for body in bodies:
                 t0 = time.perf_counter()
-                results = _check(client.post("/v1/documents", content=body, headers=_JSON), "POST")
+                results = post(client, "/v1/documents", body, "POST")
                 times.append(time.perf_counter() - t0)
                 documents += len(results["results"])
                 created += sum(r["status"] == "created" for r in results["results"])
@@ -170,11 +192,11 @@ def time_queries(url: str, bodies: Sequence[bytes], warm_up: int = 0) -> QueryRe
     with_matches = 0
     with httpx.Client(base_url=url, timeout=_REQUEST_TIMEOUT) as client:
         for body in bodies[:warm_up]:
-            _check(client.post("/v1/query", content=body, headers=_JSON), "query warm-up")
+            post(client, "/v1/query", body, "query warm-up")
         for body in bodies:
             t0 = time.perf_counter()
             response = client.post("/v1/query", content=body, headers=_JSON)
-            times.append(time.perf_counter() - t0)
+            times.append(time.perf_counter() - t0)  # the answer is decoded after the clock
             with_matches += bool(_check(response, "query")["results"][0]["matches"])
     return QueryResult(summarize(times), with_matches)
 

@@ -4,7 +4,7 @@ Run in its own process (so its RSS is clean), over the first ``--limit`` documen
 Lines corpus:
 
 1. read the file; exact dedup by the MD5 of the text (the first occurrence stays; in
-   ``bench.batch_corpus`` files that is the smallest id);
+   ``bench.batch.corpus`` files that is the smallest id);
 2. 5-word shingles built in Python (``re.findall(r"\\w+", text.lower())``, windows of 5 words
    joined by one space, a 1-4-word text is one shingle), UTF-8 encoded, and
    ``MinHash.bulk(..., num_perm=128)`` a chunk at a time (datasketch's default ``affine32``
@@ -19,7 +19,7 @@ the survivors the recipe would have had with neardup's confirmation step.
 
 By hand (``bench.batch`` runs it)::
 
-    python -m bench.batch_peer --input corpus.jsonl --output out.jsonl [--limit N]
+    python -m bench.batch.peer --input corpus.jsonl --output out.jsonl [--limit N]
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def _confirmed(run: PeerRun, minhashes: dict[str, Any], pairs: set[tuple[str, st
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the recipe and print the run as one JSON line."""
-    parser = argparse.ArgumentParser(prog="python -m bench.batch_peer", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.batch.peer", description=__doc__)
     parser.add_argument("--input", type=Path, required=True, help="a JSON Lines corpus")
     parser.add_argument("--output", type=Path, required=True, help="survivors (JSON Lines)")
     parser.add_argument("--limit", type=int, default=sys.maxsize, help="first N documents")

@@ -8,16 +8,16 @@ recovery of 1M documents <= 30 s.
 Steps:
 
 1. Ingest: a real ``python -m app.cli serve --workers 2`` on a fresh data directory; M
-   documents of ``bench.corpus`` POSTed in batches of 1000 by one keep-alive client, then
+   documents of ``bench.common.corpus`` POSTed in batches of 1000 by one keep-alive client, then
    again by two concurrent clients on another fresh data directory.
 2. Build: N documents written straight into a fresh store through ``SQLiteStore`` (not over
    HTTP): real signatures of a pool of corpus documents, perturbed into N distinct rows with
-   5 % planted near duplicates and their confirmed pairs (see ``bench.synthetic_index``).
+   5 % planted near duplicates and their confirmed pairs (see ``bench.service.synthetic_index``).
 3. Serve: the server started on that store (recovery), its RSS minus the RSS of the same
    server on an empty data directory, over N; then sequential single-text ``/v1/query``
    requests over one keep-alive client.
 4. Peer: datasketch ``MinHashLSH`` built from the same rows in a separate process (clean RSS),
-   and ``lsh.query`` timed in process (see ``bench.peers``).
+   and ``lsh.query`` timed in process (see ``bench.service.peer``).
 
 Run from the repository root::
 
@@ -29,40 +29,51 @@ Defaults (N = 1,000,000, M = 20,000) take about 3-4 minutes on 2 cores; ``--quic
 
 from __future__ import annotations
 
-import argparse
-import shlex
+import contextlib
 import shutil
-import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
-from bench.corpus import documents
-from bench.peers import PeerResult, run_peer
-from bench.server_process import Server, peak_rss_bytes, proc_memory, recovered_from_log
-from bench.server_process import start_server as _start
-from bench.service_facts import machine_facts
-from bench.service_http import (
+from bench.common import options
+from bench.common.corpus import documents, near_copy
+from bench.common.machine import at_start
+from bench.common.memory import peak_rss_bytes, proc_memory
+from bench.common.options import Size
+from bench.common.server import Server, recovered_from_log, serving, unwind_on_sigterm
+from bench.service.client import (
+    BATCH,
     document_bodies,
     get_stats,
     post_batches,
     query_bodies,
     time_queries,
 )
-from bench.service_report import markdown, print_text
-from bench.service_results import BaselineResult, Report, ServedResult
-from bench.synthetic_index import SynthParams, build_store
+from bench.service.peer import PeerResult, run_peer
+from bench.service.report import SOURCES, markdown, print_text
+from bench.service.results import BaselineResult, Report, ServedResult
+from bench.service.synthetic_index import SynthParams, build_store
+from core.engine import INDEX_KEYS, MinhashParams
+from core.minhash import signatures
 
 WORKERS = 2
-BATCH = 1000
-INDEX_PARAMS = {"num_perm": 128, "bands": 16, "k": 5, "seed": 0}
+PARAMS = MinhashParams(num_perm=128, bands=16, k=5, seed=0)
+#: What the store records: the index parameters, as the server would.
+INDEX_PARAMS = {key: int(getattr(PARAMS, key)) for key in INDEX_KEYS}
 _READY_TIMEOUT = 900.0
+#: The size options: N, M, the signed pool, the timed queries.
+SIZES = {
+    "docs": Size("N, indexed docs", 1_000_000, 100_000),
+    "ingest_docs": Size("M, POSTed docs", 20_000, 5_000),
+    "pool": Size("signed pool docs", 20_000, 5_000),
+    "queries": Size("timed queries", 2_000, 500),
+}
 _WARM_UP_QUERIES = 20
 
 
@@ -96,18 +107,6 @@ class Config:
 # --- texts ------------------------------------------------------------------------------------
 
 
-def near_copy(text: str, rng: np.random.Generator, every: int = 100) -> str:
-    """``text`` with about one word in ``every`` (at least one) replaced by another of its words.
-
-    With 5-word shingles that changes up to 5 shingles per word: a Jaccard of about 0.9.
-    """
-    words = text.split(" ")
-    changes = max(1, len(words) // every)
-    for pos in rng.choice(len(words), size=min(changes, len(words)), replace=False).tolist():
-        words[pos] = words[int(rng.integers(len(words)))]
-    return " ".join(words)
-
-
 def query_texts(pool_texts: Sequence[str], config: Config) -> tuple[list[str], int]:
     """Fresh unregistered documents and near copies of pool documents, shuffled.
 
@@ -116,8 +115,8 @@ def query_texts(pool_texts: Sequence[str], config: Config) -> tuple[list[str], i
     """
     rng = np.random.default_rng([config.seed, 3])
     near = round(config.queries * config.near_share) if pool_texts else 0
-    picks = rng.integers(0, len(pool_texts), size=near) if near else []
-    texts = [near_copy(pool_texts[int(i)], rng) for i in picks]
+    picks = rng.integers(0, len(pool_texts), size=near).tolist() if near else []
+    texts = [near_copy(pool_texts[i], rng) for i in picks]
     texts += documents(config.queries - near, seed=config.seed + 1)
     order = rng.permutation(len(texts))
     return [texts[i] for i in order], near
@@ -126,21 +125,9 @@ def query_texts(pool_texts: Sequence[str], config: Config) -> tuple[list[str], i
 # --- steps ------------------------------------------------------------------------------------
 
 
-@contextmanager
-def serving(data_dir: Path, tmp: Path) -> Iterator[Server]:
-    """The service with ``--workers 2`` on ``data_dir``, logging into ``tmp``; stopped on exit.
-
-    On an error inside the block, the end of the server's log goes to stderr first.
-    """
-    server = _start(data_dir, tmp, workers=WORKERS, timeout=_READY_TIMEOUT)
-    try:
-        yield server
-    except BaseException:
-        print(f"--- end of the server log ({server.log.name}) ---", file=sys.stderr)
-        print(server.log_tail(40), file=sys.stderr)
-        raise
-    finally:
-        server.stop()
+def _serving(data_dir: Path, tmp: Path) -> contextlib.AbstractContextManager[Server]:
+    """The service with ``--workers 2`` on ``data_dir``, logging into ``tmp``; stopped on exit."""
+    return serving(tmp, "--workers", str(WORKERS), data_dir=data_dir, timeout=_READY_TIMEOUT)
 
 
 def run_ingest(report: Report, texts: Sequence[str], tmp: Path) -> None:
@@ -148,7 +135,7 @@ def run_ingest(report: Report, texts: Sequence[str], tmp: Path) -> None:
     bodies = document_bodies(texts, BATCH)
     for clients in (1, 2):
         try:
-            with serving(tmp / f"ingest-{clients}", tmp) as server:
+            with _serving(tmp / f"ingest-{clients}", tmp) as server:
                 result = post_batches(server.url, bodies, clients)
                 stats = get_stats(server.url)
                 if stats["documents"] != len(texts):
@@ -166,7 +153,7 @@ def run_baseline(report: Report, bodies: Sequence[bytes], tmp: Path) -> None:
     The queries on an empty index time everything but the index: HTTP, JSON and the signature
     on the worker pool.
     """
-    with serving(tmp / "empty", tmp) as server:
+    with _serving(tmp / "empty", tmp) as server:
         time_queries(server.url, bodies[:_WARM_UP_QUERIES])
         memory = proc_memory(server.pid)
         queries = time_queries(server.url, bodies)
@@ -175,7 +162,7 @@ def run_baseline(report: Report, bodies: Sequence[bytes], tmp: Path) -> None:
 
 def run_served(report: Report, data_dir: Path, bodies: Sequence[bytes], tmp: Path) -> None:
     """Recovery, memory and query latency of the server on the built store."""
-    with serving(data_dir, tmp) as server:
+    with _serving(data_dir, tmp) as server:
         stats = get_stats(server.url)
         time_queries(server.url, bodies[:_WARM_UP_QUERIES])
         ready = proc_memory(server.pid)
@@ -209,9 +196,7 @@ def run_peers(report: Report, db: Path, queries: Path, config: Config) -> None:
 
 def run(config: Config, command: str) -> Report:
     """Every step, in a temporary directory removed at the end."""
-    from core._signatures import signatures
-
-    report = Report(config=config, command=command, facts_start=machine_facts(None))
+    report = Report(config=config, command=command, start=at_start(SOURCES))
     tmp = Path(tempfile.mkdtemp(prefix="neardup-bench-service-"))
     try:
         texts = documents(max(config.pool, config.ingest_docs), seed=config.seed)
@@ -219,10 +204,10 @@ def run(config: Config, command: str) -> Report:
             run_ingest(report, texts[: config.ingest_docs], tmp)
         pool_texts = texts[: config.pool]
         t0 = time.perf_counter()
-        pool = signatures(pool_texts, workers=WORKERS, **_core_params())
+        pool = _sign(pool_texts)
         report.pool_seconds = time.perf_counter() - t0
         qtexts, report.near_queries = query_texts(pool_texts, config)
-        np.save(tmp / "queries.npy", signatures(qtexts, workers=WORKERS, **_core_params()))
+        np.save(tmp / "queries.npy", _sign(qtexts))
         report.build = build_store(
             tmp / "index",
             pool,
@@ -243,8 +228,11 @@ def run(config: Config, command: str) -> Report:
     return report
 
 
-def _core_params() -> dict[str, int]:
-    return {"num_perm": INDEX_PARAMS["num_perm"], "seed": INDEX_PARAMS["seed"], "k": 5}
+def _sign(texts: Sequence[str]) -> NDArray[np.uint32]:
+    """The signatures of ``texts`` with the index's parameters, on ``WORKERS`` processes."""
+    return signatures(
+        texts, num_perm=PARAMS.num_perm, seed=PARAMS.seed, k=PARAMS.k, workers=WORKERS
+    )
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -252,29 +240,15 @@ def _core_params() -> dict[str, int]:
 
 def parse_args(argv: Sequence[str] | None = None) -> tuple[Config, bool]:
     """The configuration and the ``--markdown`` flag from the command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.service", description=(__doc__ or "").split("\n\n")[0]
-    )
-    parser.add_argument("--docs", type=int, default=None, help="N, indexed docs (1000000)")
-    parser.add_argument("--ingest-docs", type=int, default=None, help="M, POSTed docs (20000)")
-    parser.add_argument("--pool", type=int, default=None, help="signed pool docs (20000)")
-    parser.add_argument("--queries", type=int, default=None, help="timed queries (2000)")
+    parser = options.parser("bench.service", __doc__, SIZES, "also print a markdown section")
     parser.add_argument("--near-share", type=float, default=0.25, help="near-copy queries")
     parser.add_argument("--seed", type=int, default=0, help="corpus seed (0)")
     parser.add_argument("--peer-max-seconds", type=float, default=300.0)
     parser.add_argument("--peer-max-rss-gib", type=float, default=12.0)
     parser.add_argument("--no-peer-16x8", action="store_true", help="skip params=(16, 8)")
-    parser.add_argument("--quick", action="store_true", help="N=100k, M=5000, smaller pool")
-    parser.add_argument("--markdown", action="store_true", help="also print a markdown section")
     args = parser.parse_args(argv)
-    docs, ingest, pool, queries = (
-        (100_000, 5_000, 5_000, 500) if args.quick else (1_000_000, 20_000, 20_000, 2_000)
-    )
     config = Config(
-        docs=args.docs if args.docs is not None else docs,
-        ingest_docs=args.ingest_docs if args.ingest_docs is not None else ingest,
-        pool=args.pool if args.pool is not None else pool,
-        queries=args.queries if args.queries is not None else queries,
+        **options.sizes(args, SIZES),
         near_share=args.near_share,
         seed=args.seed,
         peer_max_seconds=args.peer_max_seconds,
@@ -288,17 +262,11 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Config, bool]:
     return config, args.markdown
 
 
-def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM handler: unwind through the cleanup like Ctrl-C does."""
-    raise SystemExit(128 + signum)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the report (and a markdown section with ``--markdown``)."""
-    raw = sys.argv[1:] if argv is None else list(argv)
+    raw, command = options.command_line("bench.service", argv)
     config, as_markdown = parse_args(raw)
-    signal.signal(signal.SIGTERM, _terminate)  # so that the finally blocks stop the servers
-    command = shlex.join(["python", "-m", "bench.service", *raw])
+    unwind_on_sigterm()  # so that the finally blocks stop the servers
     report = run(config, command)
     print_text(report)
     if as_markdown:
