@@ -51,6 +51,7 @@ bench: $(VENV)/.bench
 	$(PY) -m bench.signatures --markdown
 	$(PY) -m bench.service --markdown
 	$(PY) -m bench.service.ingest_latency --markdown
+	$(PY) -m bench.service.copies --markdown
 	$(PY) -m bench.batch --markdown
 
 clean:
