@@ -66,7 +66,7 @@ class SignatureIndex:
         self._key: Callable[[int], Any] | None = keys.__getitem__ if keys is not None else None
         self._sigs = np.zeros((0, num_perm), dtype=np.uint32)
         self._alive = np.zeros(0, dtype=np.bool_)
-        self._class = np.zeros(0, dtype=np.int64)  # every number's representative
+        self._class = np.zeros(0, dtype=np.int32)  # every number's representative
         self._size = np.zeros(0, dtype=np.int32)  # alive members, by representative
         #: alive members, in key order, of every class that ever had two or more
         self._copies: dict[int, list[int]] = {}
@@ -210,7 +210,7 @@ class SignatureIndex:
         sigs[: self.count] = self._sigs[: self.count]
         alive = np.zeros(size, dtype=np.bool_)
         alive[: self.count] = self._alive[: self.count]
-        classes = np.arange(size, dtype=np.int64)
+        classes = np.arange(size, dtype=np.int32)
         classes[: self.count] = self._class[: self.count]
         sizes = np.zeros(size, dtype=np.int32)
         sizes[: self.count] = self._size[: self.count]

@@ -152,17 +152,16 @@ def _db_bytes(data_dir: Path) -> int:
 def write_store(
     data_dir: Path,
     sigs: NDArray[np.uint32],
-    pairs: list[tuple[int, int, float]],
     digests: list[bytes],
     index_params: dict[str, int],
     chunk: int = 50_000,
 ) -> None:
-    """Write every row (and its pairs) through ``SQLiteStore.add_documents``, ``chunk`` a time.
+    """Write every row through ``SQLiteStore.add_documents``, ``chunk`` a time (the store keeps
+    signatures only; recovery clusters them, so the planted pairs are found again).
 
     Args:
         data_dir: the data directory (created if missing).
         sigs: the signature rows; row i becomes document number i, id ``doc_id(i)``.
-        pairs: confirmed pairs (a, b, estimate) with a < b; each is written with b's chunk.
         digests: the text digest of every row.
         index_params: what ``ensure_params`` records (num_perm, bands, k, seed).
         chunk: rows per transaction.
@@ -172,8 +171,6 @@ def write_store(
     store = SQLiteStore(data_dir)
     try:
         store.ensure_params(index_params)
-        pairs = sorted(pairs, key=lambda p: p[1])
-        ends = np.array([p[1] for p in pairs], dtype=np.int64)
         little = sigs.astype("<u4", copy=False)
         for lo in range(0, len(sigs), chunk):
             hi = min(lo + chunk, len(sigs))
@@ -181,8 +178,7 @@ def write_store(
                 StoredDoc(i, doc_id(i), digests[i], little[i].tobytes(), {}, None)
                 for i in range(lo, hi)
             ]
-            first, last = np.searchsorted(ends, [lo, hi])
-            store.add_documents(docs, pairs[int(first) : int(last)])
+            store.add_documents(docs)
     finally:
         store.close()
 
@@ -209,7 +205,7 @@ def build_store(
     t0 = time.perf_counter()
     sigs, pairs, planted = synthetic_rows(pool, params)
     t1 = time.perf_counter()
-    write_store(data_dir, sigs, pairs, _digests(pool_texts, params.n), index_params)
+    write_store(data_dir, sigs, _digests(pool_texts, params.n), index_params)
     t2 = time.perf_counter()
     return BuildResult(
         documents=params.n,
