@@ -78,21 +78,25 @@ class Client:
 
     def _request(self, method: str, path: str, *, retry: bool = True, **kwargs: Any) -> Any:
         attempts = self.retries + 1 if retry else 1
+        unanswered = False  # an earlier attempt may have reached the server without an answer
         for attempt in range(attempts):
             try:
                 response = self._http.request(method, path, **kwargs)
             except httpx.TransportError as exc:
                 if attempt + 1 == attempts:
                     raise ClientError(None, str(exc), method, path) from exc
+                unanswered = True
                 time.sleep(self.backoff * 2**attempt)
                 continue
             if response.status_code in _RETRY_STATUS and attempt + 1 < attempts:
                 time.sleep(_retry_after(response, self.backoff * 2**attempt))
                 continue
+            if method == "DELETE" and response.status_code == 404 and unanswered:
+                return None  # the unanswered attempt deleted it: a retried DELETE is done
             if response.status_code >= 400:
                 raise ClientError(response.status_code, _detail(response), method, path)
             return response.json() if response.content else None
-        raise AssertionError("unreachable")  # the loop returns or raises
+        raise RuntimeError("unreachable: the loop returns or raises")
 
     def _batched(self, items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         for lo in range(0, len(items), self.batch_size):

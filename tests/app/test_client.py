@@ -74,3 +74,20 @@ def test_api_key_is_sent_as_bearer():
     with Client("http://svc", api_key="s3cret", transport=transport) as client:
         client.stats()
     assert calls[0].headers["authorization"] == "Bearer s3cret"
+
+
+def test_a_delete_retried_after_a_lost_answer_is_not_reported_as_404():
+    """The first DELETE reached the server and deleted the document, but its answer was lost;
+    the retry's 404 means "already deleted", not "never existed"."""
+    gone = httpx.Response(404, json={"detail": "no document 'd'"})
+    transport, calls = scripted(httpx.ReadError("connection reset"), gone)
+    with Client("http://svc", transport=transport, backoff=0) as client:
+        client.delete("d")
+    assert len(calls) == 2
+    transport, calls = scripted(gone)
+    with (
+        Client("http://svc", transport=transport, backoff=0) as client,
+        pytest.raises(ClientError) as info,
+    ):
+        client.delete("d")  # a first-time 404 is still an error
+    assert info.value.status == 404
