@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import signal
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 
@@ -23,6 +26,19 @@ __all__ = ["create_app"]
 log = logging.getLogger("neardup")
 
 
+async def _start(app: FastAPI, settings: Settings) -> None:
+    """Recover the service, then mark the app ready; a failure stops the server (exit 1)."""
+    try:
+        service = await Service.start(settings)
+    except Exception:
+        log.exception("could not start the service; stopping")
+        os.kill(os.getpid(), signal.SIGTERM)  # uvicorn shuts down as on Ctrl-C
+        return
+    app.state.service = service
+    app.state.ready = True
+    log.info("ready documents=%d", len(service.index))
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The service, configured by ``settings`` (default: the environment)."""
     settings = settings or get_settings()
@@ -30,15 +46,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.info("starting data_dir=%s workers=%d", settings.data_dir, settings.workers)
-        service = await Service.start(settings)
-        app.state.service = service
-        app.state.ready = True
-        log.info("ready documents=%d", len(service.index))
+        # Listen while recovering: /readyz says "starting", other routes 503 until ready.
+        starting = asyncio.create_task(_start(app, settings))
         try:
             yield
         finally:
             app.state.ready = False
-            await service.close()
+            if not starting.done():
+                starting.cancel()
+            with suppress(asyncio.CancelledError):
+                await starting
+            if app.state.service is not None:
+                await app.state.service.close()
             log.info("stopped")
 
     app = FastAPI(title="neardup", version="0.1.0", lifespan=lifespan)
@@ -47,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     keys = settings.api_keys_file
     app.state.keyring = Keyring.from_file(keys) if keys is not None else None
     app.state.ready = False
+    app.state.service = None
     app.state.metrics = Metrics()
     install_error_handlers(app)
     app.middleware("http")(app.state.metrics.middleware)

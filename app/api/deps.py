@@ -29,7 +29,11 @@ def _settings(request: Request) -> Settings:
 
 
 def _service(request: Request) -> Service:
-    service: Service = request.app.state.service
+    service: Service | None = request.app.state.service
+    if service is None:
+        raise HTTPException(
+            503, "starting: the index is being recovered", headers={"Retry-After": "1"}
+        )
     return service
 
 

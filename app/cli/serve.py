@@ -59,7 +59,10 @@ def serve(args: argparse.Namespace) -> int:
         print(f"neardup serve: {exc}", file=sys.stderr)
         return 2
     # One uvicorn process: the index lives in this process's memory, so more would split it.
-    uvicorn.run(app, host=settings.host, port=settings.port, workers=1)
+    # SIGTERM: finish the requests in flight, but within 30 s even when busy.
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, workers=1, timeout_graceful_shutdown=30
+    )
     return 0
 
 

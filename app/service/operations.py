@@ -32,6 +32,7 @@ from app.service.pool import SignaturePool
 from app.service.store import ProtectedSetRow, SQLiteStore, Store, StoredDoc
 from core.engine import (
     DuplicateIdError,
+    NeardupError,
     ProtectedFormat,
     ProtectedSet,
     parse_protected_set,
@@ -82,6 +83,8 @@ class Service:
         self.index = ServiceIndex(self.params, settings.max_matches)
         self.protected: dict[str, ProtectedSet] = {}
         self._set_bytes: dict[str, int] = {}  # the UTF-8 size of every protected set's file
+        #: stored sets that failed to parse at recovery, with why (replace or delete them)
+        self.broken_sets: dict[str, str] = {}
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         self.limits = BatchLimits(settings)
@@ -96,14 +99,15 @@ class Service:
         store.ensure_params(settings.params.index_params())
         pool = SignaturePool(settings.workers, settings.params)
         service = cls(settings, store, pool)
-        await service._recover()
+        # Recovery is CPU work: off the event loop, so the server answers /readyz meanwhile.
+        await asyncio.to_thread(service._recover)
         await pool.warm_up()
         return service
 
     async def _io_call(self, fn: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
 
-    async def _recover(self) -> None:
+    def _recover(self) -> None:
         started = time.perf_counter()
         num_perm = self.params.num_perm
         chunks = (
@@ -113,10 +117,14 @@ class Service:
         self.index.load(self.store.extent(), chunks)
         _release_free_memory()
         for row in self.store.protected_sets():
-            self.protected[row.name] = parse_protected_set(
-                row.name, row.body, row.format, self.params.ngram
-            )
             self._set_bytes[row.name] = len(row.body.encode("utf-8"))
+            try:
+                self.protected[row.name] = parse_protected_set(
+                    row.name, row.body, row.format, self.params.ngram
+                )
+            except NeardupError as exc:  # one bad set must not keep the service down
+                self.broken_sets[row.name] = str(exc)
+                log.error("protected set %r cannot be parsed, left out: %s", row.name, exc)
         self.recovery_seconds = time.perf_counter() - started
         log.info(
             "recovered documents=%d protected_sets=%d seconds=%.3f",
@@ -269,6 +277,7 @@ class Service:
             "clusters": len(sizes),
             "duplicates": sum(sizes.values()) - len(sizes),
             "protected_sets": len(self.protected),
+            "broken_protected_sets": len(self.broken_sets),
             "index_bytes": self.index.nbytes(),
             "pool_restarts": self.pool.restarts,
             "inflight": self.limits.inflight,
@@ -289,6 +298,7 @@ class Service:
             await self._io_call(self.store.put_protected_set, row)
             self.protected[name] = parsed
             self._set_bytes[name] = size
+            self.broken_sets.pop(name, None)
         return parsed
 
     def _check_quota(self, name: str, size: int) -> None:
@@ -311,9 +321,11 @@ class Service:
     async def delete_protected_set(self, name: str) -> None:
         """Delete a protected set."""
         async with self._lock:
-            self.protected_set(name)
+            if name not in self.broken_sets:
+                self.protected_set(name)
             await self._io_call(self.store.delete_protected_set, name)
-            del self.protected[name]
+            self.protected.pop(name, None)
+            self.broken_sets.pop(name, None)
             del self._set_bytes[name]
 
     def protected_set(self, name: str) -> ProtectedSet:

@@ -1,0 +1,73 @@
+"""Starting up: the server listens while it recovers, and one bad protected set does not keep it
+down."""
+
+import subprocess
+import sys
+import time
+
+import httpx
+import numpy as np
+
+from app.service.store import ProtectedSetRow, SQLiteStore
+from bench.common.server import REPO_ROOT, free_port, start_server, stop_server
+from bench.service.synthetic_index import write_store
+from core.engine import MinhashParams, ProtectedFormat
+
+PARAMS = MinhashParams()
+
+
+def test_the_server_listens_and_says_starting_while_it_recovers(tmp_path):
+    data = tmp_path / "data"
+    rng = np.random.default_rng(0)
+    n = 150_000
+    sigs = rng.integers(0, 2**31 - 1, size=(n, PARAMS.num_perm), dtype=np.uint32)
+    write_store(data, sigs, [i.to_bytes(32, "big") for i in range(n)], PARAMS.index_params())
+    port = free_port()
+    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir", str(data),
+           "--workers", "1"]  # fmt: skip
+    log = (tmp_path / "server.log").open("wb")
+    process = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    seen = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                ready = httpx.get(f"{url}/readyz", timeout=5)
+            except httpx.TransportError:
+                time.sleep(0.02)
+                continue
+            seen.append(ready.json()["status"])
+            if ready.status_code == 200:
+                break
+            assert ready.status_code == 503 and ready.headers["retry-after"]
+            stats = httpx.get(f"{url}/v1/stats", timeout=5)
+            assert stats.status_code in (200, 503)
+            time.sleep(0.02)
+        assert seen[0] == "starting" and seen[-1] == "ready", seen
+        assert httpx.get(f"{url}/v1/stats").json()["documents"] == n
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+        log.close()
+
+
+def test_one_bad_protected_set_is_left_out_and_the_rest_serve(tmp_path):
+    data = tmp_path / "data"
+    store = SQLiteStore(data)
+    store.ensure_params(PARAMS.index_params())
+    good = "one two three four five six seven eight nine ten eleven twelve thirteen"
+    store.put_protected_set(ProtectedSetRow("good", 1, 1, ProtectedFormat.TEXT, good))
+    store.put_protected_set(ProtectedSetRow("bad", 1, 1, ProtectedFormat.JSONL, "not json\n"))
+    store.close()
+    server = start_server(tmp_path, "--workers", "1", data_dir=data)
+    try:
+        stats = httpx.get(f"{server.url}/v1/stats").json()
+        assert stats["protected_sets"] == 1 and stats["broken_protected_sets"] == 1
+        check = httpx.post(f"{server.url}/v1/contamination", json={"texts": [good]}).json()
+        assert check["results"][0]["contaminated"]
+        assert httpx.delete(f"{server.url}/v1/protected-sets/bad").status_code == 204
+        assert httpx.get(f"{server.url}/v1/stats").json()["broken_protected_sets"] == 0
+        assert "cannot be parsed, left out" in server.log.read_text()
+    finally:
+        stop_server(server)
