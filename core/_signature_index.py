@@ -40,12 +40,16 @@ class Placement:
         joins: per distinct signature, the representative of the identical registered class,
             or -1 (a new class; always -1 for an empty signature).
         empty: per row, whether the signature is all-P.
+        matches: (distinct index, class representative, estimate) of the registered classes
+            each distinct signature matches at the threshold ``place`` was given.
     """
 
     first: NDArray[np.int64]
     copy_of: NDArray[np.int64]
     joins: NDArray[np.int64]
     empty: NDArray[np.bool_]
+    #: the confirmed matches of every distinct signature (by its index) at the threshold asked
+    matches: Matches
 
 
 class SignatureIndex:
@@ -126,16 +130,17 @@ class SignatureIndex:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def place(self, sigs: NDArray[np.uint32]) -> Placement:
-        """Group a batch by identical signature and find the registered class each joins."""
+    def place(self, sigs: NDArray[np.uint32], threshold: float = 1.0) -> Placement:
+        """Group a batch by identical signature, find the registered class each joins, and the
+        classes each matches at ``threshold`` (one candidate search for both)."""
         first, copy_of = identical_rows(sigs)
         empty = empty_rows(sigs)
         joins = np.full(len(first), -1, dtype=np.int64)
-        if self.count and len(first):
-            rows, reps, _ = self.matches(sigs[first], 1.0)
-            joins[rows] = reps  # classes are distinct, so at most one is identical
+        rows, reps, est = self.matches(sigs[first], threshold)
+        identical = est == 1.0  # classes are distinct, so at most one a row is identical
+        joins[rows[identical]] = reps[identical]
         joins[empty[first]] = -1
-        return Placement(first, copy_of, joins, empty)
+        return Placement(first, copy_of, joins, empty, (rows, reps, est))
 
     def add(
         self, sigs: NDArray[np.uint32], placement: Placement | None = None

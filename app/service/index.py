@@ -163,9 +163,9 @@ class ServiceIndex:
         """Place the new documents in classes and find, for each, its confirmed matches among
         everything registered before it, earlier documents of the same batch included."""
         start = self._sigs.count
-        where = self._sigs.place(sigs)
+        where = self._sigs.place(sigs, self.threshold)
         distinct = sigs[where.first]
-        rows, reps, est = self._sigs.matches(distinct, self.threshold)
+        rows, reps, est = where.matches
         registered = self._class_sources(rows, reps, est, len(distinct))
         targets = self._link_targets(rows, reps, len(distinct))
         batch = _BatchSources(ids, start, where, *batch_matches(distinct, self.params.bands,
