@@ -17,20 +17,26 @@ from app.api.ui import pages
 from app.config import Settings, get_settings
 from app.service import Service
 from app.service.access import Keyring
+from app.service.store import Store
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("neardup")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The service, configured by ``settings`` (default: the environment)."""
+def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+    """The service, configured by ``settings`` (default: the environment).
+
+    ``store``: an open store for the first start (``neardup serve`` passes the one it checked,
+    holding the data directory's lock); otherwise each start opens ``settings.data_dir``.
+    """
     settings = settings or get_settings()
+    handed = [store] if store is not None else []
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.info("starting data_dir=%s workers=%d", settings.data_dir, settings.workers)
-        service = await Service.start(settings)
+        service = await Service.start(settings, handed.pop() if handed else None)
         app.state.service = service
         app.state.ready = True
         log.info("ready documents=%d", len(service.index))

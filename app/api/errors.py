@@ -8,7 +8,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from app.service import Conflict, NotFound, Overloaded, ParameterMismatch, TooLarge
+from app.service import (
+    Conflict,
+    DataDirLocked,
+    NotFound,
+    Overloaded,
+    ParameterMismatch,
+    TooLarge,
+)
 from core.engine import (
     CorpusError,
     DuplicateIdError,
@@ -33,6 +40,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (ParameterError, 422),
     (SignatureError, 422),
     (ParameterMismatch, 500),
+    (DataDirLocked, 500),
 ]
 
 

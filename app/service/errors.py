@@ -7,13 +7,14 @@ codes, in one place.
      +-- TooLarge                     a batch, text or working memory over the limits     -> 413
      +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
      +-- ParameterMismatch            a store made with other index parameters (startup)
+     +-- DataDirLocked                another process holds the data directory (startup)
 """
 
 from __future__ import annotations
 
 from core.engine import NeardupError
 
-__all__ = ["Conflict", "NotFound", "Overloaded", "ParameterMismatch", "TooLarge"]
+__all__ = ["Conflict", "DataDirLocked", "NotFound", "Overloaded", "ParameterMismatch", "TooLarge"]
 
 
 class NotFound(NeardupError, LookupError):
@@ -34,3 +35,7 @@ class Overloaded(NeardupError):
 
 class ParameterMismatch(NeardupError, RuntimeError):
     """The store was created with other index parameters; names them."""
+
+
+class DataDirLocked(NeardupError, RuntimeError):
+    """Another process (named: pid, host, start time) has the data directory open."""

@@ -88,14 +88,27 @@ class Service:
         self.recovery_seconds = 0.0
 
     @classmethod
-    async def start(cls, settings: Settings) -> Service:
-        """Open the store (refusing other index parameters), recover the index, start the pool."""
-        store = SQLiteStore(settings.data_dir)
-        store.ensure_params(settings.params.index_params())
-        pool = SignaturePool(settings.workers, settings.params)
+    async def start(cls, settings: Settings, store: Store | None = None) -> Service:
+        """Open the store (refusing other index parameters), recover the index, start the pool.
+
+        ``store``: one already open (``neardup serve`` passes the one it checked, so the data
+        directory stays locked from the check on); it is closed if starting fails.
+        """
+        store = SQLiteStore(settings.data_dir) if store is None else store
+        try:
+            store.ensure_params(settings.params.index_params())
+            pool = SignaturePool(settings.workers, settings.params)
+        except BaseException:
+            store.close()
+            raise
         service = cls(settings, store, pool)
-        await service._recover()
-        await pool.warm_up()
+        try:
+            await service._recover()
+            await pool.warm_up()
+        except BaseException:
+            pool.close()
+            store.close()
+            raise
         return service
 
     async def _io_call(self, fn: Callable[..., _T], *args: Any) -> _T:

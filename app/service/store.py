@@ -2,7 +2,8 @@
 
 Everything the in-memory index holds can be rebuilt from here (signatures are stored, never
 recomputed). ``Store`` is the small interface the service needs, so a shared PostgreSQL store
-can stand in later; ``SQLiteStore`` is the embedded default.
+can stand in later; ``SQLiteStore`` is the embedded default. It holds the data directory's lock
+while open.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.service.dirlock import DataDirLock
 from app.service.errors import ParameterMismatch
 from core.engine import ProtectedFormat
 
@@ -99,20 +101,19 @@ class Store(Protocol):
 class SQLiteStore:
     """The embedded store: ``DATA_DIR/neardup.sqlite3``, WAL, ``synchronous=FULL``.
 
-    Not thread-safe by itself: the service calls it from one thread at a time.
+    Opening takes the data directory's lock (DataDirLocked naming the holder); ``close``
+    releases it. Not thread-safe by itself: the service calls it from one thread at a time.
     """
 
     def __init__(self, data_dir: Path) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir / "neardup.sqlite3"
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA foreign_keys=OFF")
-        self._db.executescript(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(protected_sets)")}
-        if "format" not in columns:
-            self._db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")
+        self._lock = DataDirLock(data_dir)
+        try:
+            self._db = _open(self.path)
+        except BaseException:
+            self._lock.release()
+            raise
 
     def _transaction(self) -> _Tx:
         return _Tx(self._db)
@@ -206,8 +207,29 @@ class SQLiteStore:
         return [ProtectedSetRow(n, i, g, ProtectedFormat(f), b) for n, i, g, f, b in rows]
 
     def close(self) -> None:
-        """Close the database (everything committed is already durable)."""
-        self._db.close()
+        """Close the database (everything committed is already durable) and release the data
+        directory's lock. Idempotent."""
+        try:
+            self._db.close()
+        finally:
+            self._lock.release()
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """Connect in WAL mode with full fsync and bring the schema up to date."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA foreign_keys=OFF")
+        db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(protected_sets)")}
+        if "format" not in columns:
+            db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 class _Tx:

@@ -1,0 +1,48 @@
+"""What ``neardup serve`` refuses before listening: one server per data directory (the second
+names the holder)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.e2e.conftest import start_server, stop_server
+
+
+def refused(data_dir: Path, *args: str) -> str:
+    """Run ``neardup serve`` expecting exit 2 before it listens; its stderr, one line."""
+    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", "0", "--workers", "1",
+           "--data-dir", str(data_dir), *args]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"serve did not refuse to start: {exc.stderr!r}") from None
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neardup serve: refusing to start: "), lines
+    return lines[0]
+
+
+def test_a_second_server_on_one_data_directory_refuses_naming_the_first(tmp_path):
+    data = tmp_path / "data"
+    first = start_server(tmp_path, "--workers", "1", data_dir=data)
+    try:
+        line = refused(data)
+        host = socket.gethostname()
+        assert f"{data} is in use by pid {first.process.pid} on host {host} since " in line
+        assert str(data / "neardup.lock") in line
+        assert httpx.get(f"{first.url}/readyz").status_code == 200  # the first is untouched
+    finally:
+        stop_server(first)
+    second = start_server(tmp_path, "--workers", "1", data_dir=data)  # released on exit
+    os.kill(second.process.pid, signal.SIGKILL)
+    second.process.wait()
+    third = start_server(tmp_path, "--workers", "1", data_dir=data)  # and by SIGKILL
+    stop_server(third)
