@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from app.service import (
     Conflict,
+    DamagedStore,
     DataDirLocked,
     NotFound,
     Overloaded,
@@ -40,6 +41,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (ParameterError, 422),
     (SignatureError, 422),
     (ParameterMismatch, 500),
+    (DamagedStore, 500),
     (DataDirLocked, 500),
 ]
 

@@ -3,6 +3,7 @@ protected sets, in terms of document ids. ``app.api`` serves it over HTTP."""
 
 from app.service.errors import (
     Conflict,
+    DamagedStore,
     DataDirLocked,
     NotFound,
     Overloaded,
@@ -13,6 +14,7 @@ from app.service.operations import NewDoc, Registered, Service
 
 __all__ = [
     "Conflict",
+    "DamagedStore",
     "DataDirLocked",
     "NewDoc",
     "NotFound",

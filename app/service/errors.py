@@ -7,6 +7,7 @@ codes, in one place.
      +-- TooLarge                     a batch, text or working memory over the limits     -> 413
      +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
      +-- ParameterMismatch            a store made with other index parameters (startup)
+     +-- DamagedStore                 a store file that is not a usable neardup store (startup)
      +-- DataDirLocked                another process holds the data directory (startup)
 """
 
@@ -14,7 +15,15 @@ from __future__ import annotations
 
 from core.engine import NeardupError
 
-__all__ = ["Conflict", "DataDirLocked", "NotFound", "Overloaded", "ParameterMismatch", "TooLarge"]
+__all__ = [
+    "Conflict",
+    "DamagedStore",
+    "DataDirLocked",
+    "NotFound",
+    "Overloaded",
+    "ParameterMismatch",
+    "TooLarge",
+]
 
 
 class NotFound(NeardupError, LookupError):
@@ -35,6 +44,10 @@ class Overloaded(NeardupError):
 
 class ParameterMismatch(NeardupError, RuntimeError):
     """The store was created with other index parameters; names them."""
+
+
+class DamagedStore(NeardupError, RuntimeError):
+    """A store file that is empty, not a SQLite database, or has documents but no parameters."""
 
 
 class DataDirLocked(NeardupError, RuntimeError):

@@ -3,7 +3,7 @@
 Everything the in-memory index holds can be rebuilt from here (signatures are stored, never
 recomputed). ``Store`` is the small interface the service needs, so a shared PostgreSQL store
 can stand in later; ``SQLiteStore`` is the embedded default. It holds the data directory's lock
-while open.
+while open and refuses a damaged database (DamagedStore).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.service.dirlock import DataDirLock
-from app.service.errors import ParameterMismatch
+from app.service.errors import DamagedStore, ParameterMismatch
 from core.engine import ProtectedFormat
 
 __all__ = [
@@ -56,6 +56,9 @@ UPDATE protected_sets
     SET format = CASE substr(body, 1, 1) WHEN 'j' THEN 'jsonl' ELSE 'text' END,
         body = substr(body, 2);
 """
+
+# SQLite's primary result codes for a file that is not, or no longer, a database.
+_DAMAGED = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,9 @@ class Store(Protocol):
 class SQLiteStore:
     """The embedded store: ``DATA_DIR/neardup.sqlite3``, WAL, ``synchronous=FULL``.
 
-    Opening takes the data directory's lock (DataDirLocked naming the holder); ``close``
-    releases it. Not thread-safe by itself: the service calls it from one thread at a time.
+    Opening takes the data directory's lock (DataDirLocked naming the holder) and refuses a
+    0-byte or non-SQLite database file (DamagedStore); ``close`` releases both.
+    Not thread-safe by itself: the service calls it from one thread at a time.
     """
 
     def __init__(self, data_dir: Path) -> None:
@@ -119,21 +123,38 @@ class SQLiteStore:
         return _Tx(self._db)
 
     def ensure_params(self, params: dict[str, int]) -> None:
-        """Record the index parameters on first use; refuse others afterwards, naming them."""
+        """Record the index parameters on first use; refuse others afterwards, naming them.
+
+        A store that holds documents or protected sets but no parameters (or only some of them)
+        is DamagedStore: its index parameters cannot be guessed.
+        """
         stored = dict(self._db.execute("SELECT key, value FROM params").fetchall())
         if not stored:
+            if self._has_data():
+                raise DamagedStore(
+                    f"{self.path} holds documents or protected sets but no index parameters "
+                    "(its params table is empty): refusing to guess them"
+                )
             with self._transaction():
                 self._db.executemany(
                     "INSERT INTO params VALUES (?, ?)", [(k, str(v)) for k, v in params.items()]
                 )
             return
+        missing = [k.upper() for k in params if k not in stored]
+        if missing:
+            raise DamagedStore(f"{self.path}: its params table lacks {', '.join(missing)}")
         wrong = [
             f"{k.upper()} is {v} but the data directory was created with {stored[k]}"
             for k, v in params.items()
-            if k in stored and stored[k] != str(v)
+            if stored[k] != str(v)
         ]
         if wrong:
             raise ParameterMismatch(f"{self.path}: " + "; ".join(wrong))
+
+    def _has_data(self) -> bool:
+        docs = self._db.execute("SELECT 1 FROM documents LIMIT 1").fetchone()
+        sets = self._db.execute("SELECT 1 FROM protected_sets LIMIT 1").fetchone()
+        return docs is not None or sets is not None
 
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The text digests of those of ``ids`` that are registered."""
@@ -216,7 +237,13 @@ class SQLiteStore:
 
 
 def _open(path: Path) -> sqlite3.Connection:
-    """Connect in WAL mode with full fsync and bring the schema up to date."""
+    """Connect in WAL mode with full fsync and bring the schema up to date; DamagedStore for a
+    file that is 0 bytes (SQLite would take it for a new, empty database) or not a database."""
+    if path.exists() and path.stat().st_size == 0:
+        raise DamagedStore(
+            f"{path} is 0 bytes: it holds no documents and no index parameters; restore it "
+            "from a backup, or remove it to start an empty store"
+        )
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
         db.execute("PRAGMA journal_mode=WAL")
@@ -226,10 +253,18 @@ def _open(path: Path) -> sqlite3.Connection:
         columns = {row[1] for row in db.execute("PRAGMA table_info(protected_sets)")}
         if "format" not in columns:
             db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")
-    except BaseException:
+    except sqlite3.Error as exc:
         db.close()
+        if _primary_code(exc) in _DAMAGED:
+            raise DamagedStore(f"{path} is damaged or not a neardup store: {exc}") from None
         raise
     return db
+
+
+def _primary_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of an error (None for any other error)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
 
 
 class _Tx:

@@ -1,17 +1,20 @@
 """What ``neardup serve`` refuses before listening: one server per data directory (the second
-names the holder)."""
+names the holder), and damaged stores."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 
+from app.service.store import SQLiteStore, StoredDoc
+from core.engine import MinhashParams
 from tests.e2e.conftest import start_server, stop_server
 
 
@@ -46,3 +49,28 @@ def test_a_second_server_on_one_data_directory_refuses_naming_the_first(tmp_path
     second.process.wait()
     third = start_server(tmp_path, "--workers", "1", data_dir=data)  # and by SIGKILL
     stop_server(third)
+
+
+def _store_with_a_document(data: Path) -> sqlite3.Connection:
+    store = SQLiteStore(data)
+    store.ensure_params(MinhashParams().index_params())
+    store.add_documents([StoredDoc(0, "a", b"d" * 32, b"\0" * 512, {}, "some text")])
+    store.close()
+    return sqlite3.connect(data / "neardup.sqlite3")
+
+
+def test_a_damaged_store_is_refused_in_one_line(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "neardup.sqlite3").write_bytes(b"")
+    assert "neardup.sqlite3 is 0 bytes" in refused(empty)
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "neardup.sqlite3").write_bytes(os.urandom(8192))
+    assert "damaged or not a neardup store: file is not a database" in refused(garbage)
+    unparameterised = tmp_path / "noparams"
+    db = _store_with_a_document(unparameterised)
+    with db:
+        db.execute("DELETE FROM params")
+    db.close()
+    assert "holds documents or protected sets but no index parameters" in refused(unparameterised)

@@ -1,5 +1,6 @@
 """The SQLite store: protected sets keep their format in a column (older data directories are
-migrated once, on open); one open store per data directory."""
+migrated once, on open); one open store per data directory; a damaged file or missing
+parameters are refused."""
 
 import json
 import os
@@ -8,9 +9,9 @@ import sqlite3
 
 import pytest
 
-from app.service import DataDirLocked
-from app.service.store import ProtectedSetRow, SQLiteStore
-from core.engine import ProtectedFormat, parse_protected_set
+from app.service import DamagedStore, DataDirLocked
+from app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
+from core.engine import MinhashParams, ProtectedFormat, parse_protected_set
 
 JSONL = '{"id": "q1", "question": "one two three four"}\n'
 TEXT = "jsonl-looking text that is plain"
@@ -61,3 +62,31 @@ def test_the_data_directory_is_locked_while_the_store_is_open(tmp_path):
     finally:
         store.close()
     SQLiteStore(tmp_path).close()  # released on close
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "is 0 bytes"),
+        (b"not a database at all " * 50, "damaged or not a neardup store: file is not a database"),
+    ],
+)
+def test_an_empty_or_foreign_database_file_is_refused(tmp_path, content, message):
+    (tmp_path / "neardup.sqlite3").write_bytes(content)
+    with pytest.raises(DamagedStore, match=message):
+        SQLiteStore(tmp_path)
+    # The lock was released: a later open gets as far as the file again.
+    with pytest.raises(DamagedStore):
+        SQLiteStore(tmp_path)
+
+
+def test_stored_documents_without_parameters_are_refused(tmp_path):
+    params = MinhashParams().index_params()
+    store = SQLiteStore(tmp_path)
+    store.add_documents([StoredDoc(0, "a", b"d", b"\0" * 512, {}, "text")])
+    with pytest.raises(DamagedStore, match="holds documents or protected sets but no index"):
+        store.ensure_params(params)
+    store._db.execute("INSERT INTO params VALUES ('num_perm', '128')")
+    with pytest.raises(DamagedStore, match="its params table lacks BANDS, K, SEED"):
+        store.ensure_params(params)
+    store.close()
