@@ -72,6 +72,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (415, "wrong content type"),
         (422, "validation"),
         (503, "overloaded or a worker died; retry after Retry-After"),
+        (507, "the store's disk is full: nothing was stored"),
     ]
 }
 

@@ -8,6 +8,7 @@ from app.service.errors import (
     NotFound,
     Overloaded,
     ParameterMismatch,
+    StoreFull,
     TooLarge,
 )
 from app.service.operations import NewDoc, Registered, Service
@@ -22,5 +23,6 @@ __all__ = [
     "ParameterMismatch",
     "Registered",
     "Service",
+    "StoreFull",
     "TooLarge",
 ]

@@ -6,6 +6,7 @@ codes, in one place.
      +-- Conflict                     a registered id sent again with another text        -> 409
      +-- TooLarge                     a batch, text or working memory over the limits     -> 413
      +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
+     +-- StoreFull                    a full (or failing) disk; nothing was stored        -> 507
      +-- ParameterMismatch            a store made with other index parameters (startup)
      +-- DamagedStore                 a store file that is not a usable neardup store (startup)
      +-- DataDirLocked                another process holds the data directory (startup)
@@ -22,6 +23,7 @@ __all__ = [
     "NotFound",
     "Overloaded",
     "ParameterMismatch",
+    "StoreFull",
     "TooLarge",
 ]
 
@@ -44,6 +46,11 @@ class Overloaded(NeardupError):
 
 class ParameterMismatch(NeardupError, RuntimeError):
     """The store was created with other index parameters; names them."""
+
+
+class StoreFull(NeardupError, OSError):
+    """A write the store could not make because its disk is full (SQLITE_FULL) or failing
+    (SQLITE_IOERR); it was rolled back whole. Answered 507; /readyz is 503 until a write works."""
 
 
 class DamagedStore(NeardupError, RuntimeError):

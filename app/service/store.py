@@ -3,7 +3,8 @@
 Everything the in-memory index holds can be rebuilt from here (signatures are stored, never
 recomputed). ``Store`` is the small interface the service needs, so a shared PostgreSQL store
 can stand in later; ``SQLiteStore`` is the embedded default. It holds the data directory's lock
-while open and refuses a damaged database (DamagedStore).
+while open, refuses a damaged database (DamagedStore) and reports a write that failed for a
+full or failing disk as StoreFull, rolled back whole.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from app.service.dirlock import DataDirLock
-from app.service.errors import DamagedStore, ParameterMismatch
+from app.service.errors import DamagedStore, ParameterMismatch, StoreFull
 from core.engine import ProtectedFormat
 
 __all__ = [
@@ -45,7 +47,17 @@ CREATE TABLE IF NOT EXISTS protected_sets (
     body TEXT NOT NULL,
     format TEXT NOT NULL DEFAULT 'text' CHECK (format IN ('jsonl', 'text'))
 );
+-- Room probes after a full disk: written, committed and deleted (see SQLiteStore.probe).
+CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
 """
+
+#: What a room probe writes: a write of this size must fit before /readyz says ready again.
+PROBE_BYTES = 64 << 10
+
+# SQLite's primary result codes for a full disk and a failing one (ENOSPC can surface as an
+# I/O error while the WAL grows), and for a file that is not, or no longer, a database.
+_DISK_TROUBLE = (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
+_DAMAGED = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
 
 # Data directories made before the format column kept it as the body's first character
 # ('j' JSON Lines, 't' text): moved into the column once, on open.
@@ -56,9 +68,6 @@ UPDATE protected_sets
     SET format = CASE substr(body, 1, 1) WHEN 'j' THEN 'jsonl' ELSE 'text' END,
         body = substr(body, 2);
 """
-
-# SQLite's primary result codes for a file that is not, or no longer, a database.
-_DAMAGED = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,7 @@ class Store(Protocol):
     """What the service needs from durable storage. Every write is durable when it returns."""
 
     def ensure_params(self, params: dict[str, int]) -> None: ...
+    def probe(self) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
     def add_documents(self, docs: Sequence[StoredDoc]) -> None: ...
     def delete_document(self, num: int) -> None: ...
@@ -119,8 +129,21 @@ class SQLiteStore:
             self._lock.release()
             raise
 
-    def _transaction(self) -> _Tx:
-        return _Tx(self._db)
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; on any error ``ROLLBACK`` (unless SQLite already
+        did), and a full or failing disk raised as StoreFull."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            yield
+            self._db.execute("COMMIT")
+        except BaseException as exc:
+            if self._db.in_transaction:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            if _primary_code(exc) in _DISK_TROUBLE:
+                raise StoreFull(f"{self.path}: {exc}; nothing was stored") from exc
+            raise
 
     def ensure_params(self, params: dict[str, int]) -> None:
         """Record the index parameters on first use; refuse others afterwards, naming them.
@@ -155,6 +178,14 @@ class SQLiteStore:
         docs = self._db.execute("SELECT 1 FROM documents LIMIT 1").fetchone()
         sets = self._db.execute("SELECT 1 FROM protected_sets LIMIT 1").fetchone()
         return docs is not None or sets is not None
+
+    def probe(self) -> None:
+        """Write, commit and delete ``PROBE_BYTES`` of new rows: StoreFull while there is no
+        room for them."""
+        with self._transaction():
+            self._db.execute("INSERT INTO probe (body) VALUES (zeroblob(?))", (PROBE_BYTES,))
+        with self._transaction():
+            self._db.execute("DELETE FROM probe")
 
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The text digests of those of ``ids`` that are registered."""
@@ -255,8 +286,11 @@ def _open(path: Path) -> sqlite3.Connection:
             db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")
     except sqlite3.Error as exc:
         db.close()
-        if _primary_code(exc) in _DAMAGED:
+        code = _primary_code(exc)
+        if code in _DAMAGED:
             raise DamagedStore(f"{path} is damaged or not a neardup store: {exc}") from None
+        if code in _DISK_TROUBLE:
+            raise StoreFull(f"{path}: {exc}") from None
         raise
     return db
 
@@ -265,16 +299,3 @@ def _primary_code(exc: BaseException) -> int | None:
     """SQLite's primary result code of an error (None for any other error)."""
     code = getattr(exc, "sqlite_errorcode", None)
     return code & 0xFF if isinstance(code, int) else None
-
-
-class _Tx:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on an exception)."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        self._db.execute("COMMIT" if kind is None else "ROLLBACK")

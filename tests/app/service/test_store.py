@@ -1,6 +1,6 @@
 """The SQLite store: protected sets keep their format in a column (older data directories are
 migrated once, on open); one open store per data directory; a damaged file or missing
-parameters are refused."""
+parameters are refused; a full disk is StoreFull."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from app.service import DamagedStore, DataDirLocked
+from app.service import DamagedStore, DataDirLocked, StoreFull
 from app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
 from core.engine import MinhashParams, ProtectedFormat, parse_protected_set
 
@@ -89,4 +89,21 @@ def test_stored_documents_without_parameters_are_refused(tmp_path):
     store._db.execute("INSERT INTO params VALUES ('num_perm', '128')")
     with pytest.raises(DamagedStore, match="its params table lacks BANDS, K, SEED"):
         store.ensure_params(params)
+    store.close()
+
+
+def test_a_failed_commit_is_rolled_back_and_a_full_disk_is_store_full(tmp_path):
+    store = SQLiteStore(tmp_path)
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count={pages}")
+    doc = StoredDoc(0, "a", b"d", b"\0" * 512, {}, "x" * 100_000)
+    with pytest.raises(StoreFull, match="database or disk is full; nothing was stored"):
+        store.add_documents([doc])
+    with pytest.raises(StoreFull):
+        store.probe()
+    assert not store._db.in_transaction
+    store._db.execute("PRAGMA max_page_count=4294967294")
+    store.probe()
+    store.add_documents([doc])
+    assert store.extent() == 1
     store.close()
