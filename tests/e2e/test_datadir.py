@@ -1,5 +1,5 @@
 """What ``neardup serve`` refuses before listening: one server per data directory (the second
-names the holder), and damaged stores."""
+names the holder), damaged stores, and changed index parameters (each one, alone)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app.service.store import SQLiteStore, StoredDoc
 from core.engine import MinhashParams
@@ -74,3 +75,19 @@ def test_a_damaged_store_is_refused_in_one_line(tmp_path):
         db.execute("DELETE FROM params")
     db.close()
     assert "holds documents or protected sets but no index parameters" in refused(unparameterised)
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (("--num-perm", "64"), "NUM_PERM is 64 but the data directory was created with 128"),
+        (("--bands", "32"), "BANDS is 32 but the data directory was created with 16"),
+        (("--k", "4"), "K is 4 but the data directory was created with 5"),
+        (("--seed", "1"), "SEED is 1 but the data directory was created with 0"),
+    ],
+)
+def test_each_changed_index_parameter_refuses_to_start(tmp_path, flags, named):
+    _store_with_a_document(tmp_path / "data").close()
+    line = refused(tmp_path / "data", *flags)
+    assert line.endswith(named)
+    assert ";" not in line  # that parameter alone

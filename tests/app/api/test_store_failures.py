@@ -1,12 +1,14 @@
-"""Store writes that run out of room, seen through the HTTP app: a full disk is a 507 that
-stores nothing and makes /readyz 503 "disk full" until a write fits again."""
+"""Store writes that fail, block or run out of room, seen through the HTTP app: a batch is in
+memory only after its transaction committed, a full disk is a 507 that stores nothing and makes
+/readyz 503 "disk full" until a write fits again."""
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from starlette.exceptions import StarletteDeprecationWarning
 
 from app.config import Settings
 from app.main import create_app
-from app.service.store import SQLiteStore
+from app.service.store import SQLiteStore, StoredDoc
 
 with warnings.catch_warnings():  # starlette would rather drive httpx2; httpx serves here
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
@@ -25,6 +27,28 @@ SEED = {"id": "seed", "text": " ".join(f"seed{i}" for i in range(40))}
 BATCH = [{"id": f"new-{n}", "text": " ".join(f"w{n}x{i}" for i in range(40))} for n in range(3)]
 # 200 KB of text: more pages than the store may add while its "disk" is full.
 BIG = [{"id": "big", "text": " ".join(f"word{i}" for i in range(30_000))}]
+
+
+class FailingStore(SQLiteStore):
+    """A store whose batch writes raise."""
+
+    def add_documents(self, docs: Sequence[StoredDoc]) -> None:
+        raise RuntimeError("the write failed")
+
+
+class BlockingStore(SQLiteStore):
+    """A store whose batch writes wait until released."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(data_dir)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def add_documents(self, docs: Sequence[StoredDoc]) -> None:
+        self.entered.set()
+        if not self.release.wait(timeout=60):
+            raise RuntimeError("never released")
+        super().add_documents(docs)
 
 
 @contextmanager
@@ -37,6 +61,54 @@ def client(tmp_path: Path, store: SQLiteStore | None = None) -> Iterator[TestCli
 
 def post_docs(c: TestClient, docs: list[dict[str, str]]) -> int:
     return c.post("/v1/documents", json={"documents": docs}).status_code
+
+
+def visible(c: TestClient) -> dict[str, object]:
+    """What readers can see of BATCH: documents, lookups, query matches, cluster members."""
+    query = c.post("/v1/query", json={"texts": [d["text"] for d in BATCH]}).json()
+    clusters = c.get("/v1/clusters?min_size=1&limit=1000").json()["clusters"]
+    return {
+        "documents": c.get("/v1/stats").json()["documents"],
+        "found": [c.get(f"/v1/documents/{d['id']}").status_code for d in BATCH],
+        "matches": [r["match_count"] for r in query["results"]],
+        "members": sorted(m for cl in clusters for m in cl["members"]),
+    }
+
+
+BEFORE = {"documents": 1, "found": [404] * 3, "matches": [0] * 3, "members": ["seed"]}
+AFTER = {"documents": 4, "found": [200] * 3, "matches": [1] * 3,
+         "members": sorted(["seed", *(d["id"] for d in BATCH)])}  # fmt: skip
+
+
+def test_a_batch_whose_write_failed_is_never_seen(tmp_path):
+    with client(tmp_path) as c:
+        assert post_docs(c, [SEED]) == 200
+    with client(tmp_path, FailingStore(tmp_path / "data")) as c:
+        assert post_docs(c, BATCH) == 500
+        assert visible(c) == BEFORE
+    with client(tmp_path) as c:
+        assert visible(c) == BEFORE
+
+
+def test_readers_do_not_see_a_batch_until_its_write_committed(tmp_path):
+    store = BlockingStore(tmp_path / "data")
+    with client(tmp_path, store) as c:
+        store.release.set()
+        assert post_docs(c, [SEED]) == 200
+        store.release.clear()
+        store.entered.clear()
+        answer: list[int] = []
+        writer = threading.Thread(target=lambda: answer.append(post_docs(c, BATCH)))
+        writer.start()
+        try:
+            assert store.entered.wait(timeout=60)
+            for _ in range(3):  # readers keep being answered while the write is held
+                assert visible(c) == BEFORE
+        finally:
+            store.release.set()
+            writer.join(timeout=60)
+        assert answer == [200]
+        assert visible(c) == AFTER
 
 
 def _fill_the_disk(c: TestClient) -> sqlite3.Connection:

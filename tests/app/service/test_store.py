@@ -1,6 +1,6 @@
 """The SQLite store: protected sets keep their format in a column (older data directories are
-migrated once, on open); one open store per data directory; a damaged file or missing
-parameters are refused; a full disk is StoreFull."""
+migrated once, on open); WAL with full fsync; one open store per data directory; a damaged
+file, missing parameters or other index parameters are refused; a full disk is StoreFull."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from app.service import DamagedStore, DataDirLocked, StoreFull
+from app.service import DamagedStore, DataDirLocked, ParameterMismatch, StoreFull
 from app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
 from core.engine import MinhashParams, ProtectedFormat, parse_protected_set
 
@@ -52,6 +52,15 @@ def test_an_older_data_directory_is_migrated_once(tmp_path):
     assert parsed.hits("say one two three four") == [("q1", "one two three four")]
 
 
+def test_the_connection_is_wal_with_full_fsync(tmp_path):
+    store = SQLiteStore(tmp_path)
+    try:
+        assert store._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert store._db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    finally:
+        store.close()
+
+
 def test_the_data_directory_is_locked_while_the_store_is_open(tmp_path):
     store = SQLiteStore(tmp_path)
     try:
@@ -89,6 +98,18 @@ def test_stored_documents_without_parameters_are_refused(tmp_path):
     store._db.execute("INSERT INTO params VALUES ('num_perm', '128')")
     with pytest.raises(DamagedStore, match="its params table lacks BANDS, K, SEED"):
         store.ensure_params(params)
+    store.close()
+
+
+def test_a_new_store_records_its_parameters_and_refuses_each_changed_one(tmp_path):
+    params = MinhashParams().index_params()
+    assert set(params) == {"num_perm", "bands", "k", "seed"}
+    store = SQLiteStore(tmp_path)
+    store.ensure_params(params)
+    for key, value in [("num_perm", 64), ("bands", 32), ("k", 4), ("seed", 1)]:
+        with pytest.raises(ParameterMismatch, match=rf"^[^;]*{key.upper()} is {value} but"):
+            store.ensure_params({**params, key: value})
+    store.ensure_params(params)
     store.close()
 
 
