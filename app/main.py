@@ -20,16 +20,17 @@ from app.api.ui import pages
 from app.config import Settings, get_settings
 from app.service import Service
 from app.service.access import Keyring
+from app.service.store import Store
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("neardup")
 
 
-async def _start(app: FastAPI, settings: Settings) -> None:
-    """Recover the service, then mark the app ready; a failure stops the server (exit 1)."""
+async def _start(app: FastAPI, settings: Settings, store: Store | None) -> None:
+    """Recover the service, then mark the app ready; a failure stops the server."""
     try:
-        service = await Service.start(settings)
+        service = await Service.start(settings, store)
     except Exception:
         log.exception("could not start the service; stopping")
         os.kill(os.getpid(), signal.SIGTERM)  # uvicorn shuts down as on Ctrl-C
@@ -39,15 +40,20 @@ async def _start(app: FastAPI, settings: Settings) -> None:
     log.info("ready documents=%d", len(service.index))
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The service, configured by ``settings`` (default: the environment)."""
+def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+    """The service, configured by ``settings`` (default: the environment).
+
+    ``store``: an open store for the first start (``neardup serve`` passes the one it checked,
+    holding the data directory's lock); otherwise each start opens ``settings.data_dir``.
+    """
     settings = settings or get_settings()
+    handed = [store] if store is not None else []
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.info("starting data_dir=%s workers=%d", settings.data_dir, settings.workers)
         # Listen while recovering: /readyz says "starting", other routes 503 until ready.
-        starting = asyncio.create_task(_start(app, settings))
+        starting = asyncio.create_task(_start(app, settings, handed.pop() if handed else None))
         try:
             yield
         finally:

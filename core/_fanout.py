@@ -3,6 +3,9 @@ order (never as they finish), so the output is the same for any worker count or 
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -17,12 +20,40 @@ __all__ = ["chunk_bounds", "fan_out", "in_order", "ordered_map", "pool_size", "s
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
+#: How often a worker checks that the process that started it is still alive (seconds).
+PARENT_CHECK_SECONDS = 0.25
+
 
 def spawn_pool(workers: int) -> ProcessPoolExecutor:
-    """A process pool with the spawn start method (no forked copies of threads or locks)."""
+    """A process pool with the spawn start method (no forked copies of threads or locks).
+
+    Each worker exits on its own when the process that started the pool is gone, even after a
+    SIGKILL that gave it no chance to shut the pool down (the workers would otherwise wait on
+    their task queue forever).
+    """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ParameterError(f"workers must be a whole number >= 1, got {workers!r}")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=get_context("spawn"),
+        initializer=watch_parent,
+        initargs=(os.getpid(),),
+    )
+
+
+def watch_parent(parent: int) -> None:
+    """Pool initializer: a daemon thread that ends this worker once ``parent`` is no longer its
+    parent process (it died and the worker was re-parented)."""
+    thread = threading.Thread(
+        target=_exit_when_orphaned, args=(parent,), name="watch-parent", daemon=True
+    )
+    thread.start()
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
 
 
 def pool_size(pool: ProcessPoolExecutor) -> int:

@@ -10,11 +10,14 @@ from fastapi.responses import JSONResponse
 
 from app.service import (
     Conflict,
+    DamagedStore,
+    DataDirLocked,
     NotFound,
     Overloaded,
     ParameterMismatch,
     QuotaExceeded,
     RateLimited,
+    StoreFull,
     TooLarge,
 )
 from core.engine import (
@@ -38,12 +41,19 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (QuotaExceeded, 507),
     (RateLimited, 429),
     (WorkerError, 503),
+    (StoreFull, 507),
     (DuplicateIdError, 422),
     (CorpusError, 422),
     (ParameterError, 422),
     (SignatureError, 422),
     (ParameterMismatch, 500),
+    (DamagedStore, 500),
+    (DataDirLocked, 500),
 ]
+
+#: Server-side statuses that are the client's to know about: their message is answered as is,
+#: without a traceback in the log (503: retry after Retry-After; 507: the disk is full).
+_TOLD = {503, 507}
 
 
 def status_for(exc: Exception) -> int:
@@ -56,7 +66,7 @@ def status_for(exc: Exception) -> int:
 
 async def _error(request: Request, exc: Exception) -> JSONResponse:
     status = status_for(exc)
-    if status == 500:
+    if status >= 500 and status not in _TOLD:
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return JSONResponse({"detail": "internal error"}, status_code=status)
     headers = {"Retry-After": "1"} if status == 503 else None

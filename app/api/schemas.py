@@ -96,7 +96,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (422, "validation"),
         (429, "over the contamination-check rate; retry after Retry-After"),
         (503, "overloaded or a worker died; retry after Retry-After"),
-        (507, "over a storage limit (protected sets)"),
+        (507, "over a storage limit (protected sets) or the disk is full; nothing was stored"),
     ]
 }
 

@@ -27,9 +27,9 @@ def serve(args: argparse.Namespace) -> int:
 
     from app.config import Settings
     from app.main import create_app
-    from app.service import ParameterMismatch
     from app.service.access import KeysFileError
     from app.service.store import SQLiteStore
+    from core.engine import NeardupError
 
     try:
         settings = Settings(**_given(args))
@@ -43,26 +43,36 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:  # refuse a data directory made with other index parameters before listening
+    # Before listening, refuse a data directory that another server holds, that is damaged, or
+    # that was made with other index parameters. The store stays open (and the directory
+    # locked) for the service to start on.
+    try:
         store = SQLiteStore(settings.data_dir)
-        try:
-            store.ensure_params(settings.params.index_params())
-        finally:
-            store.close()
-    except ParameterMismatch as exc:
+    except NeardupError as exc:
         print(f"neardup serve: refusing to start: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        app = create_app(settings)
+        store.ensure_params(settings.params.index_params())
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+        )
+        app = create_app(settings, store)
     except KeysFileError as exc:
+        store.close()
         print(f"neardup serve: {exc}", file=sys.stderr)
         return 2
-    # One uvicorn process: the index lives in this process's memory, so more would split it.
-    # SIGTERM: finish the requests in flight, but within 30 s even when busy.
-    uvicorn.run(
-        app, host=settings.host, port=settings.port, workers=1, timeout_graceful_shutdown=30
-    )
+    except NeardupError as exc:
+        store.close()
+        print(f"neardup serve: refusing to start: {exc}", file=sys.stderr)
+        return 2
+    try:
+        # One uvicorn process: the index lives in this process's memory, so more would split it.
+        # SIGTERM: finish the requests in flight, but within 30 s even when busy.
+        uvicorn.run(
+            app, host=settings.host, port=settings.port, workers=1, timeout_graceful_shutdown=30
+        )
+    finally:
+        store.close()  # already closed by the lifespan unless it never ran
     return 0
 
 

@@ -3,17 +3,22 @@ protected sets, in terms of document ids. ``app.api`` serves it over HTTP."""
 
 from app.service.errors import (
     Conflict,
+    DamagedStore,
+    DataDirLocked,
     NotFound,
     Overloaded,
     ParameterMismatch,
     QuotaExceeded,
     RateLimited,
+    StoreFull,
     TooLarge,
 )
 from app.service.operations import NewDoc, Registered, Service
 
 __all__ = [
     "Conflict",
+    "DamagedStore",
+    "DataDirLocked",
     "NewDoc",
     "NotFound",
     "Overloaded",
@@ -22,5 +27,6 @@ __all__ = [
     "RateLimited",
     "Registered",
     "Service",
+    "StoreFull",
     "TooLarge",
 ]

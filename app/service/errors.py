@@ -8,7 +8,10 @@ codes, in one place.
      +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
      +-- QuotaExceeded                protected sets over MAX_PROTECTED_SETS or _BYTES    -> 507
      +-- RateLimited                  a caller over its contamination-check rate          -> 429
+     +-- StoreFull                    a full (or failing) disk; nothing was stored        -> 507
      +-- ParameterMismatch            a store made with other index parameters (startup)
+     +-- DamagedStore                 a store file that is not a usable neardup store (startup)
+     +-- DataDirLocked                another process holds the data directory (startup)
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from core.engine import NeardupError
 
 __all__ = [
     "Conflict",
+    "DamagedStore",
+    "DataDirLocked",
     "NotFound",
     "Overloaded",
     "ParameterMismatch",
     "QuotaExceeded",
     "RateLimited",
+    "StoreFull",
     "TooLarge",
 ]
 
@@ -60,3 +66,16 @@ class RateLimited(NeardupError):
 
 class ParameterMismatch(NeardupError, RuntimeError):
     """The store was created with other index parameters; names them."""
+
+
+class StoreFull(NeardupError, OSError):
+    """A write the store could not make because its disk is full (SQLITE_FULL) or failing
+    (SQLITE_IOERR); it was rolled back whole. Answered 507; /readyz is 503 until a write works."""
+
+
+class DamagedStore(NeardupError, RuntimeError):
+    """A store file that is empty, not a SQLite database, or has documents but no parameters."""
+
+
+class DataDirLocked(NeardupError, RuntimeError):
+    """Another process (named: pid, host, start time) has the data directory open."""

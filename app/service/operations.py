@@ -3,6 +3,8 @@ clusters, protected sets and contamination checks over the index, the store and 
 
 Web-free: the HTTP routes and the web pages parse, call one method here, and render. Mutations
 are serialised by one lock and are durable before they touch memory; reads never wait for them.
+A write the store refuses for a full disk (StoreFull) leaves memory untouched and makes the
+service unready until a store write (a request's, or the readiness probe's) succeeds again.
 CPU work that grows with a batch (planning a registration, contamination scans) runs off the
 event loop.
 """
@@ -25,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.config import Settings
-from app.service.errors import Conflict, NotFound, QuotaExceeded
+from app.service.errors import Conflict, NotFound, QuotaExceeded, StoreFull
 from app.service.index import Found, ServiceIndex
 from app.service.limits import BatchLimits, ProbeLimiter
 from app.service.pool import SignaturePool
@@ -43,6 +45,9 @@ __all__ = ["NewDoc", "Registered", "Service"]
 
 log = logging.getLogger("neardup")
 _T = TypeVar("_T")
+
+#: While the disk is full, readiness probes the store for room at most this often.
+PROBE_INTERVAL = 1.0
 
 
 @dataclass(frozen=True)
@@ -91,21 +96,65 @@ class Service:
         self.probes = ProbeLimiter(settings.contamination_texts_per_minute)
         self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
         self.recovery_seconds = 0.0
+        #: Why the last store write failed for lack of room (None once a write succeeds).
+        self.store_full: str | None = None
+        self._probed = 0.0
 
     @classmethod
-    async def start(cls, settings: Settings) -> Service:
-        """Open the store (refusing other index parameters), recover the index, start the pool."""
-        store = SQLiteStore(settings.data_dir)
-        store.ensure_params(settings.params.index_params())
-        pool = SignaturePool(settings.workers, settings.params)
+    async def start(cls, settings: Settings, store: Store | None = None) -> Service:
+        """Open the store (refusing other index parameters), recover the index, start the pool.
+
+        ``store``: one already open (``neardup serve`` passes the one it checked, so the data
+        directory stays locked from the check on); it is closed if starting fails.
+        """
+        store = SQLiteStore(settings.data_dir) if store is None else store
+        try:
+            store.ensure_params(settings.params.index_params())
+            pool = SignaturePool(settings.workers, settings.params)
+        except BaseException:
+            store.close()
+            raise
         service = cls(settings, store, pool)
-        # Recovery is CPU work: off the event loop, so the server answers /readyz meanwhile.
-        await asyncio.to_thread(service._recover)
-        await pool.warm_up()
+        try:
+            # Recovery is CPU work: off the event loop, so the server answers /readyz meanwhile.
+            await asyncio.to_thread(service._recover)
+            await pool.warm_up()
+        except BaseException:
+            pool.close()
+            store.close()
+            raise
         return service
 
     async def _io_call(self, fn: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+
+    async def _write(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """A store write: StoreFull is remembered (the service is unready) until one succeeds."""
+        try:
+            result = await self._io_call(fn, *args)
+        except StoreFull as exc:
+            if self.store_full is None:
+                log.warning("store full, not ready until a write succeeds: %s", exc)
+            self.store_full = str(exc)
+            raise
+        if self.store_full is not None:
+            log.info("store writable again, ready")
+            self.store_full = None
+        return result
+
+    async def unready_reason(self) -> str | None:
+        """Why the service should not take traffic ("disk full"), or None. While the disk is
+        full the store is probed for room (at most every PROBE_INTERVAL, never behind a
+        write that holds the lock), so readiness returns with the space."""
+        if self.store_full is None:
+            return None
+        now = time.monotonic()
+        if not self._lock.locked() and now - self._probed >= PROBE_INTERVAL:
+            self._probed = now
+            async with self._lock:
+                with suppress(StoreFull):
+                    await self._write(self.store.probe)
+        return None if self.store_full is None else "disk full"
 
     def _recover(self) -> None:
         started = time.perf_counter()
@@ -177,7 +226,7 @@ class Service:
                 self._stored(docs[i], plan.start + k, digests[i], sigs[i])
                 for k, i in enumerate(fresh)
             ]
-            await self._io_call(self.store.add_documents, rows)
+            await self._write(self.store.add_documents, rows)
             self.index.apply(plan)
             found = dict(zip(plan.ids, plan.found, strict=True))
             return [self._result(d, found.get(d.id)) for d in docs]
@@ -229,7 +278,7 @@ class Service:
         """Delete a document; its cluster is regrouped from the remaining members."""
         async with self._lock:
             num = self._known(doc_id)
-            await self._io_call(self.store.delete_document, num)
+            await self._write(self.store.delete_document, num)
             self.index.remove(doc_id)
 
     # --- clusters -----------------------------------------------------------------------------
@@ -295,7 +344,7 @@ class Service:
         async with self._lock:
             self._check_quota(name, size)  # another upload may have landed meanwhile
             row = ProtectedSetRow(name, parsed.items, parsed.ngrams, fmt, text)
-            await self._io_call(self.store.put_protected_set, row)
+            await self._write(self.store.put_protected_set, row)
             self.protected[name] = parsed
             self._set_bytes[name] = size
             self.broken_sets.pop(name, None)
@@ -323,7 +372,7 @@ class Service:
         async with self._lock:
             if name not in self.broken_sets:
                 self.protected_set(name)
-            await self._io_call(self.store.delete_protected_set, name)
+            await self._write(self.store.delete_protected_set, name)
             self.protected.pop(name, None)
             self.broken_sets.pop(name, None)
             del self._set_bytes[name]

@@ -2,7 +2,9 @@
 
 Everything the in-memory index holds can be rebuilt from here (signatures are stored, never
 recomputed). ``Store`` is the small interface the service needs, so a shared PostgreSQL store
-can stand in later; ``SQLiteStore`` is the embedded default.
+can stand in later; ``SQLiteStore`` is the embedded default. It holds the data directory's lock
+while open, refuses a damaged database (DamagedStore) and reports a write that failed for a
+full or failing disk as StoreFull, rolled back whole.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from app.service.errors import ParameterMismatch
+from app.service.dirlock import DataDirLock
+from app.service.errors import DamagedStore, ParameterMismatch, StoreFull
 from core.engine import ProtectedFormat
 
 __all__ = [
@@ -43,7 +47,17 @@ CREATE TABLE IF NOT EXISTS protected_sets (
     body TEXT NOT NULL,
     format TEXT NOT NULL DEFAULT 'text' CHECK (format IN ('jsonl', 'text'))
 );
+-- Room probes after a full disk: written, committed and deleted (see SQLiteStore.probe).
+CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
 """
+
+#: What a room probe writes: a write of this size must fit before /readyz says ready again.
+PROBE_BYTES = 64 << 10
+
+# SQLite's primary result codes for a full disk and a failing one (ENOSPC can surface as an
+# I/O error while the WAL grows), and for a file that is not, or no longer, a database.
+_DISK_TROUBLE = (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
+_DAMAGED = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
 
 # Data directories made before the format column kept it as the body's first character
 # ('j' JSON Lines, 't' text): moved into the column once, on open.
@@ -83,6 +97,7 @@ class Store(Protocol):
     """What the service needs from durable storage. Every write is durable when it returns."""
 
     def ensure_params(self, params: dict[str, int]) -> None: ...
+    def probe(self) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
     def add_documents(self, docs: Sequence[StoredDoc]) -> None: ...
     def delete_document(self, num: int) -> None: ...
@@ -99,40 +114,78 @@ class Store(Protocol):
 class SQLiteStore:
     """The embedded store: ``DATA_DIR/neardup.sqlite3``, WAL, ``synchronous=FULL``.
 
+    Opening takes the data directory's lock (DataDirLocked naming the holder) and refuses a
+    0-byte or non-SQLite database file (DamagedStore); ``close`` releases both.
     Not thread-safe by itself: the service calls it from one thread at a time.
     """
 
     def __init__(self, data_dir: Path) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir / "neardup.sqlite3"
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA foreign_keys=OFF")
-        self._db.executescript(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(protected_sets)")}
-        if "format" not in columns:
-            self._db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")
+        self._lock = DataDirLock(data_dir)
+        try:
+            self._db = _open(self.path)
+        except BaseException:
+            self._lock.release()
+            raise
 
-    def _transaction(self) -> _Tx:
-        return _Tx(self._db)
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; on any error ``ROLLBACK`` (unless SQLite already
+        did), and a full or failing disk raised as StoreFull."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            yield
+            self._db.execute("COMMIT")
+        except BaseException as exc:
+            if self._db.in_transaction:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            if _primary_code(exc) in _DISK_TROUBLE:
+                raise StoreFull(f"{self.path}: {exc}; nothing was stored") from exc
+            raise
 
     def ensure_params(self, params: dict[str, int]) -> None:
-        """Record the index parameters on first use; refuse others afterwards, naming them."""
+        """Record the index parameters on first use; refuse others afterwards, naming them.
+
+        A store that holds documents or protected sets but no parameters (or only some of them)
+        is DamagedStore: its index parameters cannot be guessed.
+        """
         stored = dict(self._db.execute("SELECT key, value FROM params").fetchall())
         if not stored:
+            if self._has_data():
+                raise DamagedStore(
+                    f"{self.path} holds documents or protected sets but no index parameters "
+                    "(its params table is empty): refusing to guess them"
+                )
             with self._transaction():
                 self._db.executemany(
                     "INSERT INTO params VALUES (?, ?)", [(k, str(v)) for k, v in params.items()]
                 )
             return
+        missing = [k.upper() for k in params if k not in stored]
+        if missing:
+            raise DamagedStore(f"{self.path}: its params table lacks {', '.join(missing)}")
         wrong = [
             f"{k.upper()} is {v} but the data directory was created with {stored[k]}"
             for k, v in params.items()
-            if k in stored and stored[k] != str(v)
+            if stored[k] != str(v)
         ]
         if wrong:
             raise ParameterMismatch(f"{self.path}: " + "; ".join(wrong))
+
+    def _has_data(self) -> bool:
+        docs = self._db.execute("SELECT 1 FROM documents LIMIT 1").fetchone()
+        sets = self._db.execute("SELECT 1 FROM protected_sets LIMIT 1").fetchone()
+        return docs is not None or sets is not None
+
+    def probe(self) -> None:
+        """Write, commit and delete ``PROBE_BYTES`` of new rows: StoreFull while there is no
+        room for them."""
+        with self._transaction():
+            self._db.execute("INSERT INTO probe (body) VALUES (zeroblob(?))", (PROBE_BYTES,))
+        with self._transaction():
+            self._db.execute("DELETE FROM probe")
 
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The text digests of those of ``ids`` that are registered."""
@@ -206,18 +259,43 @@ class SQLiteStore:
         return [ProtectedSetRow(n, i, g, ProtectedFormat(f), b) for n, i, g, f, b in rows]
 
     def close(self) -> None:
-        """Close the database (everything committed is already durable)."""
-        self._db.close()
+        """Close the database (everything committed is already durable) and release the data
+        directory's lock. Idempotent."""
+        try:
+            self._db.close()
+        finally:
+            self._lock.release()
 
 
-class _Tx:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on an exception)."""
+def _open(path: Path) -> sqlite3.Connection:
+    """Connect in WAL mode with full fsync and bring the schema up to date; DamagedStore for a
+    file that is 0 bytes (SQLite would take it for a new, empty database) or not a database."""
+    if path.exists() and path.stat().st_size == 0:
+        raise DamagedStore(
+            f"{path} is 0 bytes: it holds no documents and no index parameters; restore it "
+            "from a backup, or remove it to start an empty store"
+        )
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA foreign_keys=OFF")
+        db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(protected_sets)")}
+        if "format" not in columns:
+            db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")
+    except sqlite3.Error as exc:
+        db.close()
+        code = _primary_code(exc)
+        if code in _DAMAGED:
+            raise DamagedStore(f"{path} is damaged or not a neardup store: {exc}") from None
+        if code in _DISK_TROUBLE:
+            raise StoreFull(f"{path}: {exc}") from None
+        raise
+    return db
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
 
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+def _primary_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of an error (None for any other error)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None

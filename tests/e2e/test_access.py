@@ -5,8 +5,8 @@ import pytest
 
 from tests.e2e.conftest import start_server, stop_server
 
-KEYS = {"read": "k-read-0123", "write": "k-write-4567", "protect": "k-protect-89ab",
-        "all": "k-all-cdef"}  # fmt: skip
+KEYS = {"read": "k-read-0123456789ab", "write": "k-write-456789abcd",
+        "protect": "k-protect-89abcdef", "all": "k-all-cdef01234567"}  # fmt: skip
 
 # (method, path, body kwargs, the scope it needs); None: open to everyone.
 ENDPOINTS = [
@@ -82,9 +82,9 @@ def test_401_names_the_scheme_and_403_the_scope(secured):
 def test_the_keys_file_is_read_once_at_start(secured):
     server, keys = secured
     original = keys.read_text()
-    keys.write_text("k-new-key read\n", encoding="utf-8")
+    keys.write_text("k-new-key-0123456789 read\n", encoding="utf-8")
     try:
-        assert call(server, "GET", "/v1/stats", {}, "k-new-key").status_code == 401
+        assert call(server, "GET", "/v1/stats", {}, "k-new-key-0123456789").status_code == 401
         assert call(server, "GET", "/v1/stats", {}, KEYS["read"]).status_code == 200
     finally:
         keys.write_text(original)
@@ -92,7 +92,11 @@ def test_the_keys_file_is_read_once_at_start(secured):
 
 @pytest.mark.parametrize(
     ("content", "line"),
-    [("good read\nbad-line-without-scope\n", 2), ("k1 read,admin\n", 1), ("k1 read extra\n", 1)],
+    [
+        ("good-key-0123456789 read\nbad-line-without-scope\n", 2),
+        ("k1-0123456789abcdef read,admin\n", 1),
+        ("k1-0123456789abcdef read extra\n", 1),
+    ],
 )
 def test_a_malformed_keys_file_refuses_to_start_naming_the_line(tmp_path, content, line):
     keys = tmp_path / "keys.txt"

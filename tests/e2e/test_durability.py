@@ -1,10 +1,12 @@
-"""Durability: restarts, SIGKILL at random moments, SIGTERM mid-request, dead pool workers."""
+"""Durability: restarts, SIGKILL at random moments, SIGTERM mid-request, dead pool workers, and
+no pool workers left behind by a SIGKILLed server."""
 
 import os
 import random
 import signal
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,7 +15,7 @@ from core.minhash import clusters as core_clusters
 from tests.e2e.conftest import start_server, stop_server, wait_inflight
 from tests.e2e.test_documents import api_clusters, register
 from tests.fixtures import planted_corpus
-from tests.procs import pool_workers
+from tests.procs import pool_workers, resource_trackers
 
 
 def _batches(docs, size):
@@ -146,3 +148,27 @@ def test_a_killed_pool_worker_is_replaced_and_nothing_hangs(tmp_path):
         assert len(pool_workers(server.process.pid)) == 2
     finally:
         stop_server(server)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its new parent to reap it has exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_pool_workers_do_not_outlive_a_killed_server(tmp_path):
+    server = start_server(tmp_path, "--workers", "2")
+    helpers = pool_workers(server.process.pid) + resource_trackers(server.process.pid)
+    assert len(helpers) == 3
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait()
+    deadline = time.monotonic() + 10
+    while any(map(_alive, helpers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in helpers if _alive(pid)]
+    for pid in left:  # do not leak them into the rest of the run
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "pool processes outlived the killed server"

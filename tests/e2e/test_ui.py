@@ -73,16 +73,18 @@ def test_parameters_page(ui):
 
 def test_pages_need_a_read_key_kept_in_a_session_cookie(tmp_path):
     keys = tmp_path / "keys.txt"
-    keys.write_text("reader-key read\nwriter-key write,protect\n", encoding="utf-8")
+    keys.write_text(
+        "reader-key-0123456789 read\nwriter-key-0123456789 write,protect\n", encoding="utf-8"
+    )
     server = start_server(tmp_path, "--workers", "1", "--api-keys-file", str(keys))
     try:
-        populate(server.url, {"authorization": "Bearer writer-key"})
+        populate(server.url, {"authorization": "Bearer writer-key-0123456789"})
         anonymous = httpx.get(f"{server.url}/ui")
         assert anonymous.status_code == 303 and anonymous.headers["location"] == "/ui/login"
-        refused = httpx.post(f"{server.url}/ui/login", data={"key": "writer-key"})
+        refused = httpx.post(f"{server.url}/ui/login", data={"key": "writer-key-0123456789"})
         assert refused.status_code == 401 and "lacks the read scope" in refused.text
         with httpx.Client(base_url=server.url) as browser:
-            login = browser.post("/ui/login", data={"key": "reader-key"})
+            login = browser.post("/ui/login", data={"key": "reader-key-0123456789"})
             assert login.status_code == 303
             cookie = login.headers["set-cookie"].lower()
             assert "httponly" in cookie and "samesite=strict" in cookie

@@ -1,10 +1,17 @@
-"""The SQLite store: protected sets keep their format in a column, and data directories made
-before that column existed are migrated once, on open."""
+"""The SQLite store: protected sets keep their format in a column (older data directories are
+migrated once, on open); WAL with full fsync; one open store per data directory; a damaged
+file, missing parameters or other index parameters are refused; a full disk is StoreFull."""
 
+import json
+import os
+import socket
 import sqlite3
 
-from app.service.store import ProtectedSetRow, SQLiteStore
-from core.engine import ProtectedFormat, parse_protected_set
+import pytest
+
+from app.service import DamagedStore, DataDirLocked, ParameterMismatch, StoreFull
+from app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
+from core.engine import MinhashParams, ProtectedFormat, parse_protected_set
 
 JSONL = '{"id": "q1", "question": "one two three four"}\n'
 TEXT = "jsonl-looking text that is plain"
@@ -15,7 +22,9 @@ def test_a_protected_sets_format_is_a_column_not_part_of_its_body(tmp_path):
     store.put_protected_set(ProtectedSetRow("evals", 1, 1, ProtectedFormat.JSONL, JSONL))
     store.put_protected_set(ProtectedSetRow("notes", 1, 1, ProtectedFormat.TEXT, TEXT))
     store.close()
-    rows = {r.name: r for r in SQLiteStore(tmp_path).protected_sets()}
+    store = SQLiteStore(tmp_path)
+    rows = {r.name: r for r in store.protected_sets()}
+    store.close()
     assert (rows["evals"].format, rows["evals"].body) == (ProtectedFormat.JSONL, JSONL)
     assert (rows["notes"].format, rows["notes"].body) == (ProtectedFormat.TEXT, TEXT)
     db = sqlite3.connect(tmp_path / "neardup.sqlite3")
@@ -41,3 +50,81 @@ def test_an_older_data_directory_is_migrated_once(tmp_path):
     parsed = parse_protected_set("evals", rows["evals"].body, rows["evals"].format, n=4)
     assert parsed.items == 1
     assert parsed.hits("say one two three four") == [("q1", "one two three four")]
+
+
+def test_the_connection_is_wal_with_full_fsync(tmp_path):
+    store = SQLiteStore(tmp_path)
+    try:
+        assert store._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert store._db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    finally:
+        store.close()
+
+
+def test_the_data_directory_is_locked_while_the_store_is_open(tmp_path):
+    store = SQLiteStore(tmp_path)
+    try:
+        holder = json.loads((tmp_path / "neardup.lock").read_text())
+        assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
+        with pytest.raises(DataDirLocked, match=rf"in use by pid {os.getpid()} on host "):
+            SQLiteStore(tmp_path)
+    finally:
+        store.close()
+    SQLiteStore(tmp_path).close()  # released on close
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "is 0 bytes"),
+        (b"not a database at all " * 50, "damaged or not a neardup store: file is not a database"),
+    ],
+)
+def test_an_empty_or_foreign_database_file_is_refused(tmp_path, content, message):
+    (tmp_path / "neardup.sqlite3").write_bytes(content)
+    with pytest.raises(DamagedStore, match=message):
+        SQLiteStore(tmp_path)
+    # The lock was released: a later open gets as far as the file again.
+    with pytest.raises(DamagedStore):
+        SQLiteStore(tmp_path)
+
+
+def test_stored_documents_without_parameters_are_refused(tmp_path):
+    params = MinhashParams().index_params()
+    store = SQLiteStore(tmp_path)
+    store.add_documents([StoredDoc(0, "a", b"d", b"\0" * 512, {}, "text")])
+    with pytest.raises(DamagedStore, match="holds documents or protected sets but no index"):
+        store.ensure_params(params)
+    store._db.execute("INSERT INTO params VALUES ('num_perm', '128')")
+    with pytest.raises(DamagedStore, match="its params table lacks BANDS, K, SEED"):
+        store.ensure_params(params)
+    store.close()
+
+
+def test_a_new_store_records_its_parameters_and_refuses_each_changed_one(tmp_path):
+    params = MinhashParams().index_params()
+    assert set(params) == {"num_perm", "bands", "k", "seed"}
+    store = SQLiteStore(tmp_path)
+    store.ensure_params(params)
+    for key, value in [("num_perm", 64), ("bands", 32), ("k", 4), ("seed", 1)]:
+        with pytest.raises(ParameterMismatch, match=rf"^[^;]*{key.upper()} is {value} but"):
+            store.ensure_params({**params, key: value})
+    store.ensure_params(params)
+    store.close()
+
+
+def test_a_failed_commit_is_rolled_back_and_a_full_disk_is_store_full(tmp_path):
+    store = SQLiteStore(tmp_path)
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count={pages}")
+    doc = StoredDoc(0, "a", b"d", b"\0" * 512, {}, "x" * 100_000)
+    with pytest.raises(StoreFull, match="database or disk is full; nothing was stored"):
+        store.add_documents([doc])
+    with pytest.raises(StoreFull):
+        store.probe()
+    assert not store._db.in_transaction
+    store._db.execute("PRAGMA max_page_count=4294967294")
+    store.probe()
+    store.add_documents([doc])
+    assert store.extent() == 1
+    store.close()
