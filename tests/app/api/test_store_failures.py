@@ -56,6 +56,9 @@ def client(tmp_path: Path, store: SQLiteStore | None = None) -> Iterator[TestCli
     settings = Settings(data_dir=tmp_path / "data", workers=1)
     app = create_app(settings, store)
     with TestClient(app, raise_server_exceptions=False) as c:
+        deadline = time.monotonic() + 60  # the server listens while it recovers
+        while c.get("/readyz").json()["status"] == "starting" and time.monotonic() < deadline:
+            time.sleep(0.01)
         yield c
 
 
