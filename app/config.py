@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = None
     max_text_chars: int = Field(16 * 2**20, ge=1)
     max_inflight: int = Field(8, ge=1)
+    max_buffered_bytes: int = Field(512 * 2**20, ge=1)
     max_matches: int = Field(100, ge=1)
     max_batch_memory: int = Field(4 * 2**30, ge=1)
     host: str = "127.0.0.1"
@@ -42,6 +43,12 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _valid_params(self) -> Settings:
         self.params  # noqa: B018 - MinhashParams raises ParameterError (a ValueError) if invalid
+        if self.max_buffered_bytes < self.max_body_bytes:
+            raise ValueError(
+                f"max_buffered_bytes ({self.max_buffered_bytes}) is below max_body_bytes "
+                f"({self.max_body_bytes}): a body the limit allows could never be admitted; "
+                "raise NEARDUP_MAX_BUFFERED_BYTES"
+            )
         return self
 
     @property

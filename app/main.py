@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from app.api.admission import Admission, Capacity
 from app.api.body_limit import BodyLimit
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics
@@ -47,10 +48,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     keys = settings.api_keys_file
     app.state.keyring = Keyring.from_file(keys) if keys is not None else None
     app.state.ready = False
-    app.state.metrics = Metrics()
+    metrics = app.state.metrics = Metrics()
+    capacity = app.state.capacity = Capacity(
+        settings.max_inflight, settings.max_buffered_bytes, on_shed=metrics.count_shed
+    )
     install_error_handlers(app)
-    app.middleware("http")(app.state.metrics.middleware)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # Outermost last: admission before the body is read, the body before metrics time the app.
+    app.middleware("http")(metrics.middleware)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, capacity=capacity)
+    app.add_middleware(Admission, capacity=capacity)
     for module in (health, signatures, documents, clusters, protected_sets, stats, pages):
         app.include_router(module.router)
     app.add_exception_handler(pages.LoginRequired, pages.login_redirect)

@@ -36,8 +36,18 @@ class Metrics:
                 ("index_bytes", "approximate memory of the in-memory index"),
                 ("pool_restarts", "signature pool replacements after a dead worker"),
                 ("inflight", "batches being computed or stored"),
+                ("admitted", "heavy requests admitted: reading, parsing or being served"),
+                ("buffered_bytes", "bytes of request bodies held"),
             ]
         }
+        self.shed = Counter(
+            "neardup_shed_total", "requests refused before their body was read", ["reason"],
+            registry=self.registry,
+        )  # fmt: skip
+
+    def count_shed(self, reason: str) -> None:
+        """Count one request refused for lack of capacity (``inflight`` or ``buffered_bytes``)."""
+        self.shed.labels(reason).inc()
 
     async def middleware(
         self, request: Request, call_next: Callable[[Request], Awaitable[Response]]

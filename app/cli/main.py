@@ -40,6 +40,9 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 64 MiB)")
     serve.add_argument("--max-text-chars", type=int, help="characters per text (default 16 Mi)")
     serve.add_argument("--max-inflight", type=int, help="batches in flight before 503 (8)")
+    serve.add_argument(
+        "--max-buffered-bytes", type=int, help="request bodies held at once before 503 (512 MiB)"
+    )
     serve.add_argument("--max-batch-memory", type=int, help="bytes of working memory (4 GiB)")
     serve.add_argument("--api-keys-file", help="'KEY SCOPE[,SCOPE...]' lines; default: open")
     serve.add_argument(
