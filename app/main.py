@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from app.api.admission import Admission, Capacity
 from app.api.body_limit import BodyLimit
@@ -53,10 +54,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.max_inflight, settings.max_buffered_bytes, on_shed=metrics.count_shed
     )
     install_error_handlers(app)
-    # Outermost last: admission before the body is read, the body before metrics time the app.
+    # Outermost last: the Host header first (400 for names not served: DNS rebinding), then
+    # admission before the body is read, and the body before metrics time the app.
     app.middleware("http")(metrics.middleware)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, capacity=capacity)
     app.add_middleware(Admission, capacity=capacity)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.host_names, www_redirect=False)
     for module in (health, signatures, documents, clusters, protected_sets, stats, pages):
         app.include_router(module.router)
     app.add_exception_handler(pages.LoginRequired, pages.login_redirect)

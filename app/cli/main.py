@@ -33,6 +33,10 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", help="run the HTTP service (one process)")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
+    serve.add_argument(
+        "--allowed-hosts",
+        help="Host header names served, comma-separated, '*' any (default: loopback and HOST)",
+    )
     serve.add_argument("--data-dir", help="where the durable store lives (default ./data)")
     serve.add_argument("--workers", type=int, help="signature processes (default: CPUs)")
     _index_flags(serve)

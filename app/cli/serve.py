@@ -10,9 +10,10 @@ from typing import Any
 
 __all__ = ["serve"]
 
-_SETTINGS = ("host", "port", "data_dir", "workers", "num_perm", "bands", "threshold", "k",
-             "seed", "ngram", "max_batch", "max_body_bytes", "max_text_chars", "max_inflight",
-             "max_buffered_bytes", "max_batch_memory", "api_keys_file", "store_text")  # fmt: skip
+_SETTINGS = ("host", "port", "allowed_hosts", "data_dir", "workers", "num_perm", "bands",
+             "threshold", "k", "seed", "ngram", "max_batch", "max_body_bytes", "max_text_chars",
+             "max_inflight", "max_buffered_bytes", "max_batch_memory", "api_keys_file",
+             "store_text")  # fmt: skip
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:

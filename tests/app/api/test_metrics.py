@@ -10,7 +10,7 @@ from tests.app.api.asgi import call
 
 
 def test_metrics_labels_are_standard_methods_and_route_templates(tmp_path):
-    settings = Settings(data_dir=tmp_path, workers=1)
+    settings = Settings(data_dir=tmp_path, workers=1, allowed_hosts="testserver")
     app = create_app(settings)  # no lifespan: these requests never reach the service
     requests = []
     for i in range(200):
