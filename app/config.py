@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(16 * 2**20, ge=1)
     max_inflight: int = Field(8, ge=1)
     max_buffered_bytes: int = Field(512 * 2**20, ge=1)
+    #: Seconds a client has to send its request headers, and then as long for its body.
+    client_timeout: float = Field(60.0, gt=0)
     max_matches: int = Field(100, ge=1)
     max_batch_memory: int = Field(4 * 2**30, ge=1)
     host: str = "127.0.0.1"

@@ -57,7 +57,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost last: the Host header first (400 for names not served: DNS rebinding), then
     # admission before the body is read, and the body before metrics time the app.
     app.middleware("http")(metrics.middleware)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, capacity=capacity)
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_body_bytes, capacity=capacity,
+        timeout=settings.client_timeout,
+    )  # fmt: skip
     app.add_middleware(Admission, capacity=capacity)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.host_names, www_redirect=False)
     for module in (health, signatures, documents, clusters, protected_sets, stats, pages):

@@ -1,8 +1,13 @@
 """The request body limit: by Content-Length up front, else while reading; 413 before a large
 body is held in memory. Every byte held is reserved in the shared ``Capacity`` until the request
-is answered: 503 when the bodies of all requests together would pass MAX_BUFFERED_BYTES."""
+is answered: 503 when the bodies of all requests together would pass MAX_BUFFERED_BYTES. A body
+must arrive within CLIENT_TIMEOUT seconds (408), and a request framed by both Content-Length
+and Transfer-Encoding (a request-smuggling shape) is refused (400); each closes the connection.
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -46,19 +51,28 @@ class BodyLimit:
     (a declared Content-Length is reserved before reading) until the app has answered.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, capacity: Capacity) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, capacity: Capacity, timeout: float) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.capacity = capacity
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        names = {name for name, _ in scope["headers"]}
+        if b"content-length" in names and b"transfer-encoding" in names:
+            await reject(send, 400, "send Content-Length or Transfer-Encoding, not both")
+            return
         held = _Held(self.capacity)
         try:
             try:
-                body = await self._read(scope, receive, held)
+                async with asyncio.timeout(self.timeout):
+                    body = await self._read(scope, receive, held)
+            except TimeoutError:
+                await reject(send, 408, f"the body did not arrive within {self.timeout:g} s")
+                return
             except _TooLarge:
                 detail = f"the request body is over the limit of {self.max_bytes} bytes"
                 await reject(send, 413, detail)

@@ -47,6 +47,9 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--max-buffered-bytes", type=int, help="request bodies held at once before 503 (512 MiB)"
     )
+    serve.add_argument(
+        "--client-timeout", type=float, help="seconds for a request's headers, then its body (60)"
+    )
     serve.add_argument("--max-batch-memory", type=int, help="bytes of working memory (4 GiB)")
     serve.add_argument("--api-keys-file", help="'KEY SCOPE[,SCOPE...]' lines; default: open")
     serve.add_argument(

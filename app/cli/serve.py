@@ -12,8 +12,8 @@ __all__ = ["serve"]
 
 _SETTINGS = ("host", "port", "allowed_hosts", "data_dir", "workers", "num_perm", "bands",
              "threshold", "k", "seed", "ngram", "max_batch", "max_body_bytes", "max_text_chars",
-             "max_inflight", "max_buffered_bytes", "max_batch_memory", "api_keys_file",
-             "store_text")  # fmt: skip
+             "max_inflight", "max_buffered_bytes", "client_timeout", "max_batch_memory",
+             "api_keys_file", "store_text")  # fmt: skip
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:
@@ -25,6 +25,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
+    from app.cli.protocol import timed_h11
     from app.config import Settings
     from app.main import create_app
     from app.service import ParameterMismatch
@@ -59,7 +60,11 @@ def serve(args: argparse.Namespace) -> int:
         print(f"neardup serve: {exc}", file=sys.stderr)
         return 2
     # One uvicorn process: the index lives in this process's memory, so more would split it.
-    uvicorn.run(app, host=settings.host, port=settings.port, workers=1)
+    # h11 with a deadline on headers; idle keep-alive connections close after 5 s.
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, workers=1,
+        http=timed_h11(settings.client_timeout), timeout_keep_alive=5,
+    )  # fmt: skip
     return 0
 
 

@@ -10,15 +10,18 @@ from app.api.body_limit import BodyLimit
 from app.config import Settings
 
 
-def _scope(method="POST", path="/v1/documents", length=None):
+def _scope(method="POST", path="/v1/documents", length=None, chunked=False):
     headers = [(b"content-type", b"application/json")]
     if length is not None:
         headers.append((b"content-length", str(length).encode()))
+    if chunked:
+        headers.append((b"transfer-encoding", b"chunked"))
     return {"type": "http", "method": method, "path": path, "headers": headers}
 
 
 class Client:
-    """One request's side of the ASGI exchange: body chunks to give, messages received."""
+    """One request's side of the ASGI exchange: body chunks to give (None: wait for ever),
+    messages received."""
 
     def __init__(self, *chunks):
         self.chunks = list(chunks)
@@ -27,9 +30,9 @@ class Client:
 
     async def receive(self):
         self.reads += 1
-        if not self.chunks:
-            await asyncio.Event().wait()  # a client that never sends the rest
         chunk = self.chunks.pop(0)
+        if chunk is None:
+            await asyncio.Event().wait()  # a client that never sends the rest
         return {"type": "http.request", "body": chunk, "more_body": bool(self.chunks)}
 
     async def send(self, message):
@@ -92,7 +95,7 @@ def test_admission_and_buffer_are_given_back_before_the_client_sees_the_answer()
             if message["type"] == "http.response.body":
                 seen.append((capacity.admitted, capacity.buffered))
 
-        app = BodyLimit(_held_app(release), max_bytes=100, capacity=capacity)
+        app = BodyLimit(_held_app(release), max_bytes=100, capacity=capacity, timeout=60)
         await Admission(app, capacity)(_scope(length=2), Client(b"{}").receive, send)
         assert seen == [(0, 0)]
 
@@ -103,9 +106,9 @@ def test_body_limit_bounds_the_bytes_buffered_across_requests():
     async def run():
         release = asyncio.Event()
         capacity = Capacity(max_inflight=8, max_buffered_bytes=1000)
-        limit = BodyLimit(_held_app(release), max_bytes=800, capacity=capacity)
+        limit = BodyLimit(_held_app(release), max_bytes=800, capacity=capacity, timeout=60)
         # 700 bytes declared: reserved before a byte is read, while the body trickles in.
-        slow = Client(b"x" * 100)
+        slow = Client(b"x" * 100, None)
         slow_task = asyncio.create_task(limit(_scope(length=700), slow.receive, slow.send))
         await asyncio.sleep(0.01)
         assert capacity.buffered == 700
@@ -134,10 +137,38 @@ def test_body_limit_bounds_the_bytes_buffered_across_requests():
 def test_body_limit_413_before_reading_a_declared_oversize_body():
     async def run():
         capacity = Capacity(max_inflight=8, max_buffered_bytes=10**6)
-        limit = BodyLimit(_held_app(asyncio.Event()), max_bytes=100, capacity=capacity)
+        limit = BodyLimit(_held_app(asyncio.Event()), max_bytes=100, capacity=capacity, timeout=60)
         client = Client(b"x" * 101)
         await limit(_scope(length=101), client.receive, client.send)
         assert client.status == 413 and client.reads == 0 and capacity.buffered == 0
+
+    asyncio.run(run())
+
+
+def test_body_limit_408_for_a_body_slower_than_the_timeout():
+    async def run():
+        capacity = Capacity(max_inflight=8, max_buffered_bytes=10**6)
+        limit = BodyLimit(_held_app(asyncio.Event()), max_bytes=100, capacity=capacity,
+                          timeout=0.2)  # fmt: skip
+        client = Client(b"{", None)  # then nothing more
+        await asyncio.wait_for(limit(_scope(length=50), client.receive, client.send), 5)
+        assert client.status == 408 and client.header(b"connection") == b"close"
+        assert capacity.buffered == 0
+
+    asyncio.run(run())
+
+
+def test_body_limit_400_for_both_content_length_and_transfer_encoding():
+    async def run():
+        capacity = Capacity(max_inflight=8, max_buffered_bytes=10**6)
+        limit = BodyLimit(_held_app(asyncio.Event()), max_bytes=100, capacity=capacity,
+                          timeout=60)  # fmt: skip
+        client = Client(b"{}")
+        await asyncio.wait_for(
+            limit(_scope(length=2, chunked=True), client.receive, client.send), 5
+        )
+        assert client.status == 400 and client.reads == 0
+        assert client.header(b"connection") == b"close"
 
     asyncio.run(run())
 
