@@ -16,6 +16,7 @@ from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics
 from app.api.routes import clusters, documents, health, protected_sets, signatures, stats
 from app.api.ui import pages
+from app.api.ui.security import SecurityHeaders, Sessions
 from app.config import Settings, get_settings
 from app.service import Service
 from app.service.access import Keyring
@@ -49,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     keys = settings.api_keys_file
     app.state.keyring = Keyring.from_file(keys) if keys is not None else None
     app.state.ready = False
+    app.state.sessions = Sessions()
     metrics = app.state.metrics = Metrics()
     capacity = app.state.capacity = Capacity(
         settings.max_inflight, settings.max_buffered_bytes, on_shed=metrics.count_shed
@@ -57,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost last: the Host header first (400 for names not served: DNS rebinding), then
     # admission before the body is read, and the body before metrics time the app.
     app.middleware("http")(metrics.middleware)
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(
         BodyLimit, max_bytes=settings.max_body_bytes, capacity=capacity,
         timeout=settings.client_timeout,
