@@ -4,7 +4,9 @@ Three bounded runs against ``python -m app.cli serve`` on 127.0.0.1, each on a f
 
 1. Writes under contention: C clients (one connection each) POST batches of new documents back
    to back for D seconds; a 503 is retried after ``--backoff`` seconds. Reports successful
-   batches per second, 503s and their latency, and the slowest ``/healthz`` probe meanwhile.
+   batches per second, 503s and their latency, the server process's CPU seconds (its own, not
+   its pool's) and the slowest ``/healthz`` probe meanwhile. The clients run in ``--procs``
+   processes (one event loop each): one loop driving 128 clients is itself the bottleneck.
 2. A batch of 1,000,000 tiny documents (over MAX_BATCH): time to its 413, the server's peak RSS
    (VmHWM) growth, and the slowest ``/healthz`` probe meanwhile.
 3. Q concurrent big queries (``--big-mb`` each): statuses, time, and the peak RSS growth.
@@ -19,10 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -66,13 +70,19 @@ class _Probe:
         self._thread.join(timeout=130)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def _writer(
     url: str, client: int, deadline: float, size: int, backoff: float, out: dict[str, list[float]]
 ) -> None:
     async with httpx.AsyncClient(timeout=120) as http:
-        seq = 0
+        seq, body = 0, _batch(client, 0, size)
         while time.perf_counter() < deadline:
-            body = _batch(client, seq, size)
             started = time.perf_counter()
             try:
                 response = await http.post(f"{url}/v1/documents", content=body, headers=_JSON)
@@ -84,30 +94,52 @@ async def _writer(
             out.setdefault(str(response.status_code), []).append(elapsed)
             if response.status_code == 200:
                 seq += 1
+                body = _batch(client, seq, size)
             else:
                 await asyncio.sleep(backoff)
 
 
-def run_writes(server: Server, clients: int, seconds: float, size: int, backoff: float) -> str:
-    """Phase 1 for one client count; a one-line summary."""
+def _writers(
+    url: str, first: int, count: int, seconds: float, size: int, backoff: float
+) -> dict[str, list[float]]:
+    """Clients ``first`` .. ``first + count - 1`` on one event loop (in a worker process):
+    the latencies by status."""
     out: dict[str, list[float]] = {"errors": []}
 
     async def main() -> None:
         deadline = time.perf_counter() + seconds
         await asyncio.gather(
-            *(_writer(server.url, c, deadline, size, backoff, out) for c in range(clients))
+            *(_writer(url, c, deadline, size, backoff, out) for c in range(first, first + count))
         )
 
-    with _Probe(server.url) as probe:
+    asyncio.run(main())
+    return out
+
+
+def run_writes(
+    server: Server, clients: int, seconds: float, size: int, backoff: float, procs: int
+) -> str:
+    """Phase 1 for one client count, its clients spread over ``procs`` processes."""
+    procs = max(1, min(procs, clients))
+    shares = [clients // procs + (i < clients % procs) for i in range(procs)]
+    firsts = [sum(shares[:i]) for i in range(procs)]
+    out: dict[str, list[float]] = {"errors": []}
+    cpu = _cpu_seconds(server.pid)
+    with _Probe(server.url) as probe, ProcessPoolExecutor(procs) as pool:
         started = time.perf_counter()
-        asyncio.run(main())
+        futures = [pool.submit(_writers, server.url, first, share, seconds, size, backoff)
+                   for first, share in zip(firsts, shares, strict=True)]  # fmt: skip
+        for future in futures:
+            for status, latencies in future.result().items():
+                out.setdefault(status, []).extend(latencies)
         wall = time.perf_counter() - started
+    cpu = _cpu_seconds(server.pid) - cpu
     ok, shed = out.get("200", []), out.get("503", [])
     others = {k: len(v) for k, v in out.items() if k not in ("200", "503") and v}
     shed_ms = f"503 p50 {summarize(shed).p50:.1f} ms" if shed else "no 503"
     return (
         f"{clients:4d} clients: {len(ok) / wall:6.1f} batches/s ok ({len(ok) * size / wall:7.0f} "
-        f"docs/s), {len(shed)} x 503 ({shed_ms}), other {others}, "
+        f"docs/s), {len(shed)} x 503 ({shed_ms}), other {others}, server CPU {cpu:.1f} s, "
         f"healthz worst {probe.worst * 1000:.0f} ms"
     )
 
@@ -170,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, nargs="+", default=[8, 128])
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--backoff", type=float, default=0.05)
+    parser.add_argument("--procs", type=int, default=4, help="client processes")
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--big", type=int, default=24)
     parser.add_argument("--big-mb", type=int, default=59)
@@ -181,8 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for clients in args.clients:
                 server = _fresh(tmp, f"w{clients}")
                 try:
-                    print(run_writes(server, clients, args.seconds, args.batch, args.backoff),
-                          flush=True)  # fmt: skip
+                    line = run_writes(
+                        server, clients, args.seconds, args.batch, args.backoff, args.procs
+                    )
+                    print(line, flush=True)
                 finally:
                     server.stop()
         if "million" not in args.skip:
