@@ -2,7 +2,9 @@
 # it (one "KEY SCOPE[,SCOPE...]" a line); without one, `neardup serve` refuses 0.0.0.0.
 #   docker build -t neardup .
 #   docker run -p 8000:8000 -v neardup-data:/data -v ./keys.txt:/run/keys.txt:ro \
-#     -e NEARDUP_API_KEYS_FILE=/run/keys.txt neardup
+#     -e NEARDUP_API_KEYS_FILE=/run/keys.txt -e NEARDUP_ALLOWED_HOSTS=neardup.example.com neardup
+# NEARDUP_ALLOWED_HOSTS lists the names clients reach it by (Host header); by default only the
+# loopback names are served, which the HEALTHCHECK uses.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -11,12 +11,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from app.api.admission import Admission, Capacity
 from app.api.body_limit import BodyLimit
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics
 from app.api.routes import clusters, documents, health, protected_sets, signatures, stats
 from app.api.ui import pages
+from app.api.ui.security import SecurityHeaders, Sessions
 from app.config import Settings, get_settings
 from app.service import Service
 from app.service.access import Keyring
@@ -73,10 +76,22 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.keyring = Keyring.from_file(keys) if keys is not None else None
     app.state.ready = False
     app.state.service = None
-    app.state.metrics = Metrics()
+    app.state.sessions = Sessions()
+    metrics = app.state.metrics = Metrics()
+    capacity = app.state.capacity = Capacity(
+        settings.max_inflight, settings.max_buffered_bytes, on_shed=metrics.count_shed
+    )
     install_error_handlers(app)
-    app.middleware("http")(app.state.metrics.middleware)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # Outermost last: the Host header first (400 for names not served: DNS rebinding), then
+    # admission before the body is read, and the body before metrics time the app.
+    app.middleware("http")(metrics.middleware)
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_body_bytes, capacity=capacity,
+        timeout=settings.client_timeout,
+    )  # fmt: skip
+    app.add_middleware(Admission, capacity=capacity)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.host_names, www_redirect=False)
     for module in (health, signatures, documents, clusters, protected_sets, stats, pages):
         app.include_router(module.router)
     app.add_exception_handler(pages.LoginRequired, pages.login_redirect)

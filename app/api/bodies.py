@@ -2,11 +2,14 @@
 
 FastAPI's default parsing accepts ``NaN``, silently keeps the last of duplicate keys and turns
 some malformed bodies into 500s; ``StrictJSONRoute`` parses every JSON body itself first and
-answers 400 (malformed) or 415 (not JSON) with a clear ``detail`` before any handler runs.
+answers 400 (malformed), 415 (not JSON) or 413 (a batch over MAX_BATCH, counted before pydantic
+builds a model per item) with a clear ``detail`` before any handler runs. Bodies over
+``THREAD_BYTES`` are decoded and parsed off the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -14,7 +17,12 @@ from typing import Any
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 
-__all__ = ["StrictJSONRoute"]
+__all__ = ["BATCH_FIELDS", "THREAD_BYTES", "StrictJSONRoute"]
+
+#: The top-level lists that are batches: at most MAX_BATCH items.
+BATCH_FIELDS = ("documents", "texts")
+#: Bodies larger than this are parsed in a thread (a 30 MB body takes seconds to parse).
+THREAD_BYTES = 256 * 1024
 
 
 def _reject_constant(name: str) -> Any:
@@ -30,29 +38,45 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _parse(body: bytes) -> Any:
+    """The JSON value of ``body``; HTTPException 400 naming what is wrong with it."""
+    if not body.strip():
+        raise HTTPException(400, "the request body is empty; send a JSON object")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(400, f"the body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        msg = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        raise HTTPException(400, msg) from None
+    except RecursionError:
+        raise HTTPException(400, "the JSON is nested too deeply") from None
+    except ValueError as exc:  # NaN/Infinity, duplicate keys, over-long integers
+        raise HTTPException(400, f"invalid JSON: {exc}") from None
+
+
+def _check_batch(value: Any, max_batch: int) -> None:
+    """413 for a batch field holding over ``max_batch`` items."""
+    if not isinstance(value, dict):
+        return
+    for field in BATCH_FIELDS:
+        items = value.get(field)
+        if isinstance(items, list) and len(items) > max_batch:
+            raise HTTPException(
+                413, f"a batch holds at most {max_batch} items, got {len(items)} in '{field}'"
+            )
+
+
 class _StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            if not body.strip():
-                raise HTTPException(400, "the request body is empty; send a JSON object")
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise HTTPException(
-                    400, f"the body is not valid UTF-8 (byte {exc.start})"
-                ) from None
-            try:
-                self._json = json.loads(
-                    text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys
-                )
-            except json.JSONDecodeError as exc:
-                msg = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-                raise HTTPException(400, msg) from None
-            except RecursionError:
-                raise HTTPException(400, "the JSON is nested too deeply") from None
-            except ValueError as exc:  # NaN/Infinity, duplicate keys, over-long integers
-                raise HTTPException(400, f"invalid JSON: {exc}") from None
+            if len(body) > THREAD_BYTES:
+                self._json = await asyncio.to_thread(_parse, body)
+            else:
+                self._json = _parse(body)
         return self._json
 
 
@@ -77,7 +101,8 @@ class StrictJSONRoute(APIRoute):
             if has_body:
                 if not _is_json(strict.headers.get("content-type", "")):
                     raise HTTPException(415, "send the body as application/json (UTF-8)")
-                await strict.json()  # malformed bodies fail here, as 400
+                body = await strict.json()  # malformed bodies fail here, as 400
+                _check_batch(body, request.app.state.settings.max_batch)
             return await original(strict)
 
         return handler

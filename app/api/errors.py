@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.routing import BaseRoute, Match
 
 from app.service import (
     Conflict,
@@ -84,8 +86,27 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail or "invalid request"}, status_code=422)
 
 
+def _leaves(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """Every route, through included routers (FastAPI keeps them nested)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        yield from _leaves(inner.routes) if inner is not None else (route,)
+
+
+async def _method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+    """405 whose ``Allow`` lists every method of the path (Starlette lists only those of the
+    first route matching it, e.g. GET but not DELETE for ``/v1/documents/{doc_id}``)."""
+    methods: set[str] = set()
+    for route in _leaves(request.app.routes):
+        if route.matches(request.scope)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    allow = ", ".join(sorted(methods))
+    return JSONResponse({"detail": "Method Not Allowed"}, status_code=405, headers={"Allow": allow})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the mapping on ``app``."""
+    app.add_exception_handler(405, _method_not_allowed)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(NeardupError, _error)
     app.add_exception_handler(Exception, _error)

@@ -11,6 +11,25 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 __all__ = ["Metrics"]
 
+#: The methods labelled by name (RFC 9110 and PATCH); any other is ``OTHER``, so a client
+#: inventing method names cannot grow the label set (5,000 names made an 8.6 MB scrape).
+METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+)
+#: The route label of a request no route matched (its raw path is never a label).
+UNMATCHED = "unmatched"
+
+
+def _method_label(method: str) -> str:
+    """``method`` if it is a standard one, else ``OTHER``."""
+    return method if method in METHODS else "OTHER"
+
+
+def _route_label(route: object) -> str:
+    """The matched route's path template (``/v1/documents/{doc_id}``), or ``unmatched``."""
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else UNMATCHED
+
 
 class Metrics:
     """One registry per app (tests run several apps in one process)."""
@@ -36,19 +55,30 @@ class Metrics:
                 ("index_bytes", "approximate memory of the in-memory index"),
                 ("pool_restarts", "signature pool replacements after a dead worker"),
                 ("inflight", "batches being computed or stored"),
+                ("admitted", "heavy requests admitted: reading, parsing or being served"),
+                ("buffered_bytes", "bytes of request bodies held"),
             ]
         }
+        self.shed = Counter(
+            "neardup_shed_total", "requests refused before their body was read", ["reason"],
+            registry=self.registry,
+        )  # fmt: skip
+
+    def count_shed(self, reason: str) -> None:
+        """Count one request refused for lack of capacity (``inflight`` or ``buffered_bytes``)."""
+        self.shed.labels(reason).inc()
 
     async def middleware(
         self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
-        """Count and time every request by its route template (not its raw path)."""
+        """Count and time every request by its route template (not its raw path) and method
+        (standard names only)."""
         started = time.perf_counter()
         response = await call_next(request)
-        route = request.scope.get("route")
-        name = getattr(route, "path", "unmatched")
-        self.requests.labels(request.method, name, str(response.status_code)).inc()
-        self.latency.labels(request.method, name).observe(time.perf_counter() - started)
+        route = _route_label(request.scope.get("route"))
+        method = _method_label(request.method)
+        self.requests.labels(method, route, str(response.status_code)).inc()
+        self.latency.labels(method, route).observe(time.perf_counter() - started)
         return response
 
     def render(self, stats: dict[str, float]) -> Response:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 __all__ = [
     "ERRORS",
@@ -66,7 +66,16 @@ def _storable_meta(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _integral(value: Any) -> Any:
+    """An integral float (``2.0``) as an int: JSON Schema counts it as an integer."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 Text = Annotated[str, AfterValidator(_encodable)]
+#: A positive strict integer that also takes integral floats (``10.0``), as JSON Schema's
+#: ``integer`` does. (Field before the validator: the other order puts "ge", not "minimum", in
+#: the OpenAPI schema.)
+Count = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
 Meta = Annotated[dict[str, Any], AfterValidator(_storable_meta)]
 #: 1 to 256 characters, none of them a control character (Unicode category Cc).
 DocId = Annotated[
@@ -141,7 +150,9 @@ class DocumentIn(_Strict):
 class DocumentsRequest(_Strict):
     """``POST /v1/documents``."""
 
-    documents: list[DocumentIn]
+    documents: list[DocumentIn] = Field(
+        description="ids must be unique within one batch: a repeated id is 422"
+    )
 
 
 class Match(BaseModel):
@@ -174,7 +185,7 @@ class QueryRequest(_Strict):
 
     texts: list[Text]
     threshold: float | None = Field(default=None, gt=0.0, le=1.0)
-    limit: int | None = Field(default=None, ge=1)
+    limit: Count | None = None
 
 
 class QueryMatch(BaseModel):

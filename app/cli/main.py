@@ -33,6 +33,10 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", help="run the HTTP service (one process)")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
+    serve.add_argument(
+        "--allowed-hosts",
+        help="Host header names served, comma-separated, '*' any (default: loopback and HOST)",
+    )
     serve.add_argument("--data-dir", help="where the durable store lives (default ./data)")
     serve.add_argument("--workers", type=int, help="signature processes (default: CPUs)")
     _index_flags(serve)
@@ -40,6 +44,12 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 64 MiB)")
     serve.add_argument("--max-text-chars", type=int, help="characters per text (default 16 Mi)")
     serve.add_argument("--max-inflight", type=int, help="batches in flight before 503 (8)")
+    serve.add_argument(
+        "--max-buffered-bytes", type=int, help="request bodies held at once before 503 (512 MiB)"
+    )
+    serve.add_argument(
+        "--client-timeout", type=float, help="seconds for a request's headers, then its body (60)"
+    )
     serve.add_argument("--max-batch-memory", type=int, help="bytes of working memory (4 GiB)")
     serve.add_argument("--max-matches", type=int, help="matches listed per result (100)")
     serve.add_argument("--max-protected-sets", type=int, help="protected sets at most (100)")

@@ -10,9 +10,10 @@ from typing import Any
 
 __all__ = ["serve"]
 
-_SETTINGS = ("host", "port", "data_dir", "workers", "num_perm", "bands", "threshold", "k",
-             "seed", "ngram", "max_batch", "max_body_bytes", "max_text_chars", "max_inflight",
-             "max_matches", "max_protected_sets", "max_protected_bytes", "max_batch_memory",
+_SETTINGS = ("host", "port", "allowed_hosts", "data_dir", "workers", "num_perm", "bands",
+             "threshold", "k", "seed", "ngram", "max_batch", "max_body_bytes", "max_text_chars",
+             "max_inflight", "max_buffered_bytes", "client_timeout", "max_matches",
+             "max_protected_sets", "max_protected_bytes", "max_batch_memory",
              "contamination_texts_per_minute", "api_keys_file", "store_text")  # fmt: skip
 
 
@@ -25,6 +26,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
+    from app.cli.protocol import timed_h11
     from app.config import Settings
     from app.main import create_app
     from app.service.access import KeysFileError
@@ -67,10 +69,13 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     try:
         # One uvicorn process: the index lives in this process's memory, so more would split it.
-        # SIGTERM: finish the requests in flight, but within 30 s even when busy.
+        # h11 with a deadline on headers; idle keep-alive connections close after 5 s; SIGTERM
+        # finishes the requests in flight, but within 30 s even when busy.
         uvicorn.run(
-            app, host=settings.host, port=settings.port, workers=1, timeout_graceful_shutdown=30
-        )
+            app, host=settings.host, port=settings.port, workers=1,
+            http=timed_h11(settings.client_timeout), timeout_keep_alive=5,
+            timeout_graceful_shutdown=30,
+        )  # fmt: skip
     finally:
         store.close()  # already closed by the lifespan unless it never ran
     return 0

@@ -1,5 +1,9 @@
 """Batch limits: per batch its size, text lengths and estimated working memory (TooLarge), and
-the batches in flight (Overloaded past MAX_INFLIGHT, instead of queueing without bound)."""
+the batches being computed or stored (the ``inflight`` stat; Overloaded past MAX_INFLIGHT).
+
+The HTTP layer admits requests before reading their bodies (``app.api.admission``); the count
+here is what the service itself is busy with, and a backstop for callers that come another way
+(the /ui contamination page)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,10 @@ def page(server, tmp_path_factory):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
-        yield context.new_page()
+        page = context.new_page()
+        page.console_messages = []
+        page.on("console", lambda message: page.console_messages.append(message.text))
+        yield page
         browser.close()
 
 
@@ -82,3 +85,13 @@ def test_overview_cluster_diff_contamination_and_parameters(server, page, shots)
     assert page.locator("#s-curve polyline").count() == 1
     assert "0.7071" in page.locator("#choices").inner_text()
     page.screenshot(path=str(shots / "parameters.png"), full_page=True)
+
+
+def test_the_content_security_policy_blocks_nothing_the_pages_use(server, page):
+    page.goto(f"{server.url}/ui")
+    # The stylesheet applied (the header's dark background) with style-src 'self' in force.
+    background = page.evaluate("getComputedStyle(document.querySelector('header')).backgroundColor")
+    assert background == "rgb(29, 35, 48)"
+    page.goto(f"{server.url}/ui/parameters")
+    assert page.locator("#choices tr.current").count() == 1
+    assert not [m for m in page.console_messages if "Content Security Policy" in m]

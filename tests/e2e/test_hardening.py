@@ -166,6 +166,10 @@ def test_limits_are_413(limited):
     assert httpx.post(f"{url}/v1/documents", json=too_long).status_code == 413
     too_many = {"texts": ["a"] * 51}
     assert httpx.post(f"{url}/v1/signatures", json=too_many).status_code == 413
+    # Counted before any item is validated: 413, not a 422 about the items.
+    invalid_items = {"documents": [{"id": i} for i in range(51)]}
+    refused = httpx.post(f"{url}/v1/documents", json=invalid_items)
+    assert refused.status_code == 413 and "got 51 in 'documents'" in refused.json()["detail"]
     big = b'{"texts": ["' + b"a " * 150_000 + b'"]}'
     sized = httpx.post(f"{url}/v1/signatures", content=big,
                        headers={"content-type": "application/json"})  # fmt: skip

@@ -57,6 +57,9 @@ def test_plain_text_and_multipart_uploads(srv):
     assert response.status_code == 201, response.text
     hits = check(srv, [text.upper()], ["plain", "multi"]).json()["results"][0]["hits"]
     assert [(h["set"], h["item"]) for h in hits] == [("plain", "1"), ("multi", "c7")]
+    # A plain form field named 'file' (what the schema's multipart body allows) is the text.
+    field = httpx.put(f"{srv.url}/v1/protected-sets/field", files={"file": (None, text)})
+    assert field.status_code == 201 and field.json()["items"] == 1
 
 
 def test_bad_uploads_are_rejected_and_store_nothing(srv):

@@ -71,7 +71,7 @@ def test_parameters_page(ui):
     assert "0.9470" in page  # p(0.8)
 
 
-def test_pages_need_a_read_key_kept_in_a_session_cookie(tmp_path):
+def test_pages_need_a_read_key_and_keep_a_session_id_not_the_key(tmp_path):
     keys = tmp_path / "keys.txt"
     keys.write_text(
         "reader-key-0123456789 read\nwriter-key-0123456789 write,protect\n", encoding="utf-8"
@@ -83,18 +83,61 @@ def test_pages_need_a_read_key_kept_in_a_session_cookie(tmp_path):
         assert anonymous.status_code == 303 and anonymous.headers["location"] == "/ui/login"
         refused = httpx.post(f"{server.url}/ui/login", data={"key": "writer-key-0123456789"})
         assert refused.status_code == 401 and "lacks the read scope" in refused.text
+        # The raw key in the cookie (what the cookie used to hold) opens nothing.
+        forged = httpx.get(f"{server.url}/ui", cookies={"neardup_session": "reader-key"})
+        assert forged.status_code == 303
         with httpx.Client(base_url=server.url) as browser:
-            login = browser.post("/ui/login", data={"key": "reader-key-0123456789"})
+            login = browser.post("/ui/login", data={"key": "reader-key-0123456789"},
+                                 headers={"origin": server.url})  # fmt: skip
             assert login.status_code == 303
-            cookie = login.headers["set-cookie"].lower()
-            assert "httponly" in cookie and "samesite=strict" in cookie
-            assert "max-age" not in cookie and "expires" not in cookie  # a session cookie
+            cookie = login.headers["set-cookie"]
+            assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+            assert "max-age" not in cookie.lower() and "expires" not in cookie.lower()
+            assert "reader-key" not in cookie
+            session = browser.cookies["neardup_session"]
+            assert len(session) >= 40
             assert browser.get("/ui").status_code == 200
             assert browser.get("/ui/parameters").status_code == 200
             browser.get("/ui/logout")
             assert browser.get("/ui").status_code == 303
+        # Signed out server-side: the old id opens nothing any more.
+        replayed = httpx.get(f"{server.url}/ui", cookies={"neardup_session": session})
+        assert replayed.status_code == 303
     finally:
         stop_server(server)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"origin": "http://evil.example"}, {"origin": "null"},
+     {"referer": "http://evil.example/phish"}],
+)  # fmt: skip
+def test_sign_in_posted_from_another_site_is_refused(ui, headers):
+    response = httpx.post(f"{ui.url}/ui/login", data={"key": "any"}, headers=headers)
+    assert response.status_code == 403 and "another site" in response.text
+    assert "set-cookie" not in response.headers
+    own = httpx.post(f"{ui.url}/ui/login", data={"key": "any"},
+                     headers={"referer": f"{ui.url}/ui/login"})  # fmt: skip
+    assert own.status_code == 303
+
+
+def test_pages_forbid_framing_scripts_and_inline_styles(ui):
+    for path in ["/ui", "/ui/login", "/ui/parameters", "/ui/contamination", "/ui/logout",
+                 "/ui/clusters/no-such-root"]:  # fmt: skip
+        response = httpx.get(f"{ui.url}{path}")
+        csp = response.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in csp and "default-src 'none'" in csp
+        assert "style-src 'self'" in csp and "unsafe-inline" not in csp
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert "<script" not in response.text and "<style" not in response.text
+        assert " style=" not in response.text
+    group = sorted(CORPUS.clusters, key=len)[-1]
+    cluster = httpx.get(f"{ui.url}/ui/clusters/{min(group)}").text
+    checked = httpx.post(f"{ui.url}/ui/contamination", data={"doc_id": "zz-contam"}).text
+    assert " style=" not in cluster + checked and "<style" not in cluster + checked
+    css = httpx.get(f"{ui.url}/ui/style.css")
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
 
 
 def test_without_stored_texts_the_cluster_page_shows_ids_and_estimates(tmp_path):

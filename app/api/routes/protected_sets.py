@@ -27,6 +27,25 @@ router = APIRouter(
 
 SetName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,128}$")]
 _JSONL_TYPES = {"application/x-ndjson", "application/jsonl"}
+_FILE_TEXT = {"type": "string", "pattern": r"\S"}
+#: The upload's body in the OpenAPI schema (the handler reads it raw, so FastAPI cannot say).
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "the set's file: JSON Lines or plain text, raw or as multipart 'file'",
+        "content": {
+            **{media: {"schema": _FILE_TEXT} for media in sorted(_JSONL_TYPES)},
+            "text/plain": {"schema": _FILE_TEXT},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {"file": _FILE_TEXT},
+                }
+            },
+        },
+    }
+}
 
 
 async def _upload(request: Request) -> tuple[bytes, ProtectedFormat]:
@@ -38,6 +57,8 @@ async def _upload(request: Request) -> tuple[bytes, ProtectedFormat]:
     if content_type == "multipart/form-data":
         form = await request.form()
         upload = form.get("file")
+        if isinstance(upload, str):  # a plain form field: the text itself
+            return upload.encode("utf-8", "surrogatepass"), ProtectedFormat.TEXT
         if not isinstance(upload, UploadFile):
             raise HTTPException(422, "the multipart body needs a file field named 'file'")
         return await upload.read(), ProtectedFormat.of(upload.filename or "")
@@ -53,7 +74,10 @@ def _out(service: Service, name: str) -> ProtectedSetOut:
     return ProtectedSetOut(name=found.name, items=found.items, ngrams=found.ngrams)
 
 
-@router.put("/protected-sets/{name}", status_code=201, dependencies=[require("protect")])
+@router.put(
+    "/protected-sets/{name}", status_code=201, dependencies=[require("protect")],
+    openapi_extra=_UPLOAD_BODY,
+)  # fmt: skip
 async def put_set(name: SetName, request: Request, service: ServiceDep) -> ProtectedSetOut:
     """Create or atomically replace a protected set."""
     raw, fmt = await _upload(request)

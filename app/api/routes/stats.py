@@ -6,20 +6,28 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from app.api.admission import Capacity
 from app.api.bodies import StrictJSONRoute
 from app.api.deps import ServiceDep, require
 from app.api.schemas import ERRORS
+from app.service import Service
 
 router = APIRouter(tags=["stats"], route_class=StrictJSONRoute, responses=ERRORS)
 
 
+def _stats(request: Request, service: Service) -> dict[str, Any]:
+    """The service's counts and the admission's (requests admitted, bytes buffered, shed)."""
+    capacity: Capacity = request.app.state.capacity
+    return {**service.stats(), **capacity.stats()}
+
+
 @router.get("/v1/stats", dependencies=[require("read")])
-async def stats(service: ServiceDep) -> dict[str, Any]:
+async def stats(request: Request, service: ServiceDep) -> dict[str, Any]:
     """Documents, clusters (two or more members), duplicates, protected sets, and more."""
-    return service.stats()
+    return _stats(request, service)
 
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request, service: ServiceDep) -> Response:
     """Prometheus text format."""
-    return request.app.state.metrics.render(service.stats())  # type: ignore[no-any-return]
+    return request.app.state.metrics.render(_stats(request, service))  # type: ignore[no-any-return]

@@ -1,7 +1,8 @@
 """``/ui``: server-rendered pages to look at clusters, contamination and the parameters.
 
-Behind the same access rules as the API (``read``); a key entered once on /ui/login is kept in
-a session cookie (HttpOnly, SameSite=Strict) for the browser session.
+Behind the same access rules as the API (``read``); a key entered once on /ui/login opens a
+server-side session whose random id is kept in a cookie (HttpOnly, SameSite=Strict) for the
+browser session (see ``security``). Sign-in forms posted from another site are refused.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.api.deps import Caller, ServiceDep, bearer_token, caller_of
 from app.api.ui.charts import s_curve, size_histogram
+from app.api.ui.security import Sessions, same_origin
 from app.service import NotFound
 from app.service.views import (
     DIFF_WORDS,
@@ -26,7 +28,8 @@ from app.service.views import (
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
-COOKIE = "neardup_key"
+STYLE = (Path(__file__).resolve().parent / "static" / "style.css").read_bytes()
+COOKIE = "neardup_session"
 PAGE = 50
 
 
@@ -34,21 +37,36 @@ class LoginRequired(Exception):
     """Not signed in (or the key lacks ``read``): send the browser to /ui/login."""
 
 
-def _presented_key(request: Request) -> str | None:
-    return bearer_token(request) or request.cookies.get(COOKIE)
+def _sessions(request: Request) -> Sessions:
+    sessions: Sessions = request.app.state.sessions
+    return sessions
+
+
+def _presented_scopes(request: Request) -> frozenset[str] | None:
+    """The scopes of a Bearer key, else of the session in the cookie."""
+    key = bearer_token(request)
+    if key is not None:
+        scopes: frozenset[str] | None = request.app.state.keyring.scopes(key)
+        return scopes
+    session = request.cookies.get(COOKIE)
+    return _sessions(request).scopes(session) if session else None
 
 
 def _ui_caller(request: Request) -> Caller:
-    """Who is signed in (``_reader`` has admitted the key already), as the API names callers."""
-    return caller_of(request.app.state.keyring, _presented_key(request))
+    """Who is signed in (``_reader`` has admitted them already), as the API names callers."""
+    keyring = request.app.state.keyring
+    key = bearer_token(request)
+    session = request.cookies.get(COOKIE)
+    if keyring is None or key is not None or session is None:
+        return caller_of(keyring, key)
+    name = _sessions(request).name(session)
+    return Caller(name or "unknown", _sessions(request).scopes(session) or frozenset())
 
 
 async def _reader(request: Request) -> None:
-    keyring = request.app.state.keyring
-    if keyring is None:
+    if request.app.state.keyring is None:
         return
-    key = _presented_key(request)
-    scopes = keyring.scopes(key) if key else None
+    scopes = _presented_scopes(request)
     if scopes is None or "read" not in scopes:
         raise LoginRequired
 
@@ -65,6 +83,18 @@ def _page(request: Request, name: str, **context: Any) -> HTMLResponse:
     return templates.TemplateResponse(request, name, context)
 
 
+def _login_error(request: Request, status: int, error: str) -> HTMLResponse:
+    page = _page(request, "login.html", error=error)
+    page.status_code = status
+    return page
+
+
+@router.get("/style.css")
+async def style() -> Response:
+    """The pages' stylesheet (open: the sign-in page needs it too)."""
+    return Response(STYLE, media_type="text/css", headers={"cache-control": "max-age=3600"})
+
+
 @router.get("/login", response_class=HTMLResponse)
 async def login_form(request: Request) -> HTMLResponse:
     """Ask for an API key with the read scope."""
@@ -73,21 +103,28 @@ async def login_form(request: Request) -> HTMLResponse:
 
 @router.post("/login", response_class=HTMLResponse)
 async def login(request: Request, key: Annotated[str, Form()]) -> Response:
-    """Check the key; keep it in a session cookie."""
+    """Check the key; open a session whose id (not the key) goes in a session cookie."""
+    if not same_origin(request):
+        return _login_error(request, 403, "Sign-in from another site is refused.")
     keyring = request.app.state.keyring
     scopes = keyring.scopes(key) if keyring is not None else frozenset({"read"})
     if scopes is None or "read" not in scopes:
-        page = _page(request, "login.html", error="That key is unknown or lacks the read scope.")
-        page.status_code = 401
-        return page
+        return _login_error(request, 401, "That key is unknown or lacks the read scope.")
     response = RedirectResponse("/ui", status_code=303)
-    response.set_cookie(COOKIE, key, httponly=True, samesite="strict", path="/ui")
+    response.set_cookie(
+        COOKIE, _sessions(request).open(scopes, caller_of(keyring, key).name), httponly=True,
+        samesite="strict", path="/ui",
+        secure=request.url.scheme == "https",
+    )  # fmt: skip
     return response
 
 
 @router.get("/logout")
-async def logout() -> Response:
-    """Forget the key."""
+async def logout(request: Request) -> Response:
+    """Close the session."""
+    session = request.cookies.get(COOKIE)
+    if session:
+        _sessions(request).close(session)
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(COOKIE, path="/ui")
     return response
