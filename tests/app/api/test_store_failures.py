@@ -53,7 +53,7 @@ class BlockingStore(SQLiteStore):
 
 @contextmanager
 def client(tmp_path: Path, store: SQLiteStore | None = None) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", workers=1)
+    settings = Settings(data_dir=tmp_path / "data", workers=1, allowed_hosts="testserver")
     app = create_app(settings, store)
     with TestClient(app, raise_server_exceptions=False) as c:
         deadline = time.monotonic() + 60  # the server listens while it recovers
