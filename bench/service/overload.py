@@ -13,7 +13,7 @@ Three bounded runs against ``python -m app.cli serve`` on 127.0.0.1, each on a f
 
 Run from the repository root::
 
-    python -m bench.overload [--seconds 10] [--clients 8 128] [--big 24 --big-mb 59]
+    python -m bench.service.overload [--seconds 10] [--clients 8 128] [--big 24 --big-mb 59]
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from pathlib import Path
 
 import httpx
 
-from bench.latency import summarize
-from bench.server_process import Server, proc_memory, start_server
+from bench.common.latency import summarize
+from bench.common.memory import proc_memory
+from bench.common.server import Server, start_server
 
 _JSON = {"content-type": "application/json"}
 _WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa")
@@ -192,7 +193,7 @@ def run_big_queries(server: Server, count: int, megabytes: int) -> str:
 
 
 def _fresh(tmp: Path, name: str) -> Server:
-    return start_server(tmp / name, tmp, workers=2, timeout=120)
+    return start_server(tmp / name, "--workers", "2", timeout=120)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
