@@ -102,3 +102,21 @@ def test_a_request_served_longer_than_the_timeout_is_not_cut(impatient):
         took = time.monotonic() - started
         assert client.get("/healthz").status_code == 200  # the same connection, kept alive
     assert took > 1.0
+
+
+def test_sigterm_is_honoured_while_a_client_holds_a_request_open(tmp_path):
+    """A client that sent headers and never finishes its body used to keep a SIGTERM'd server
+    waiting forever; the body deadline (and the graceful-shutdown limit) end it."""
+    server = start_server(tmp_path, "--workers", "1", "--client-timeout", "2")
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as stalled:
+        stalled.sendall(b"POST /v1/signatures HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")  # fmt: skip
+        time.sleep(0.3)
+        started = time.monotonic()
+        server.process.terminate()
+        code = server.process.wait(timeout=40)
+        took = time.monotonic() - started
+    stop_server(server)  # reaps what is left of its process group, if anything
+    assert code in (0, -15), code
+    assert took < 10, took
