@@ -1,10 +1,15 @@
 """Tokenising a whole batch at once: every document's words joined by single spaces in one
 UTF-8 buffer, so that each shingle is one contiguous slice of it.
 
-An all-ASCII batch is lowered and classified with ``bytes.translate``; any other batch has every
-code point classified with a table (Python's ``\\w`` for str patterns is exactly
-``str.isalnum()`` or ``_``) and is then UTF-8 encoded. ``core._text`` holds the scalar reference
-definitions these must agree with.
+Every text is lowered by ``str.lower`` (so lowering is exactly Python's, final sigma and the
+length-changing mappings included; an ASCII text skips it, the byte table lowers it), encoded to
+UTF-8 once, and its ASCII bytes classified by a 256-entry ``bytes.translate`` table: word bytes
+stay, every other ASCII byte becomes a space. Bytes of 0x80 and up are left as they are; only
+they are then decoded to code points, vectorised from the UTF-8 bytes, and classified with the
+code-point table (Python's ``\\w`` for str patterns is exactly ``str.isalnum()`` or ``_``): the
+bytes of a non-word character become spaces. The cost of non-ASCII text is therefore one
+``str.lower`` per text plus work in proportion to its non-ASCII bytes, not a slower path.
+``core._text`` holds the scalar reference definitions these must agree with.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from core.errors import ParameterError
 __all__ = ["Tokens", "shingle_spans", "word_table"]
 
 _SPACE = 0x20
-# Separates documents in the ASCII buffer (texts' own newlines are translated to spaces): the
+# Separates documents in the buffer (texts' own newlines are translated to spaces): the
 # compaction only drops spaces.
 _NEWLINE = 0x0A
 
@@ -42,9 +47,10 @@ def word_table() -> NDArray[np.bool_]:
     return table
 
 
-def _ascii_translation() -> bytes:
-    """The translation of ASCII bytes: word bytes lowered, all others a space."""
-    table = bytearray([_SPACE] * 256)
+def _byte_translation() -> bytes:
+    """The translation of UTF-8 bytes: ASCII word bytes lowered, other ASCII bytes a space, and
+    bytes from 0x80 up (parts of non-ASCII characters) unchanged."""
+    table = bytearray([_SPACE] * 128) + bytearray(range(128, 256))
     for code in range(128):
         char = chr(code)
         if char.isalnum() or char == "_":
@@ -52,7 +58,7 @@ def _ascii_translation() -> bytes:
     return bytes(table)
 
 
-_ASCII_TRANSLATION = _ascii_translation()
+_TRANSLATION = _byte_translation()
 
 
 class Tokens:
@@ -67,63 +73,26 @@ class Tokens:
     __slots__ = ("buf", "doc_words", "word_end", "word_start")
 
     def __init__(self, texts: Sequence[str]) -> None:
-        if all(map(str.isascii, texts)):
-            self.buf, self.word_start, self.word_end, self.doc_words = _ascii_tokens(texts)
-        else:
-            self.buf, self.word_start, self.word_end, self.doc_words = _unicode_tokens(texts)
+        joined = b"\n".join(_encoded(texts))
+        codes = np.frombuffer(joined, dtype=np.uint8)
+        if not all(map(str.isascii, texts)):
+            padded = np.zeros(len(codes) + 3, dtype=np.uint8)
+            padded[: len(codes)] = codes
+            _blank_non_word_characters(padded)
+            codes = padded[: len(codes)]
+        self.buf, self.word_start, self.word_end, self.doc_words = _words(codes, len(texts))
 
 
 _TokenArrays = tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
 
 
-def _ascii_tokens(texts: Sequence[str]) -> _TokenArrays:
-    """Tokens of an all-ASCII batch, where ``str.lower`` and ``\\w`` work byte by byte."""
-    joined = b"\n".join([text.encode("ascii").translate(_ASCII_TRANSLATION) for text in texts])
-    codes = np.frombuffer(joined, dtype=np.uint8)
-    # Drop every space that follows a separator; newlines stay, so documents stay apart.
-    separator = codes <= _SPACE
-    scratch = np.empty(len(codes) + 1, dtype=np.bool_)
-    redundant = np.equal(codes, _SPACE, out=scratch[: len(codes)])
-    redundant[1:] &= separator[:-1]
-    if redundant.any():
-        keep = np.logical_not(redundant, out=redundant)
-        codes = codes[keep]
-        separator = separator[keep]
-    start, end = _runs(separator, scratch)  # the scratch is free again afterwards
-    # Document d ends at the d-th newline: count the words that start before each newline.
-    newlines = np.flatnonzero(np.equal(codes, _NEWLINE, out=scratch[: len(codes)]))
-    bounds = np.empty(len(texts) + 1, dtype=np.int64)
-    bounds[0] = 0
-    bounds[1:-1] = np.searchsorted(start, newlines)
-    bounds[-1] = len(start)
-    return codes, start, end, np.diff(bounds)
-
-
-def _unicode_tokens(texts: Sequence[str]) -> _TokenArrays:
-    """Tokens of any batch: every lowered code point classified by table, then UTF-8 encoded."""
-    lowered = [t.lower() for t in texts]
-    lengths = np.fromiter(map(len, lowered), dtype=np.int64, count=len(lowered))
-    joined = "\n".join(lowered)
-    codes = np.frombuffer(_encode_utf32(joined, lowered), dtype=np.uint32)
-    is_word = word_table()[codes]
-    # Keep every word character and the first non-word character after a word, as a space.
-    keep = is_word.copy()
-    keep[1:] |= is_word[:-1]
-    compact = np.where(is_word, codes, np.uint32(_SPACE))[keep]
-    starts, ends = _runs(~is_word[keep])
-    # The document of each word: document d starts at code point offset[d] of the batch.
-    offsets = np.zeros(len(texts), dtype=np.int64)
-    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
-    kept_before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
-    doc_of_word = np.searchsorted(kept_before[offsets], starts, side="right") - 1
-    doc_words = np.bincount(doc_of_word, minlength=len(texts)).astype(np.int64)
-    buf, byte_at = _utf8(compact)
-    return buf, byte_at[starts], byte_at[ends], doc_words
-
-
-def _encode_utf32(joined: str, texts: Sequence[str]) -> bytes:
+def _encoded(texts: Sequence[str]) -> list[bytes]:
+    """Every text lowered, UTF-8 encoded and translated by ``_TRANSLATION``."""
     try:
-        return joined.encode("utf-32-le")
+        return [
+            (text if text.isascii() else text.lower()).encode("utf-8").translate(_TRANSLATION)
+            for text in texts
+        ]
     except UnicodeEncodeError:
         for i, text in enumerate(texts):
             try:
@@ -136,13 +105,65 @@ def _encode_utf32(joined: str, texts: Sequence[str]) -> bytes:
         raise
 
 
-def _utf8(codes: NDArray[np.uint32]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """UTF-8 bytes of the code points, and the byte offset of each code point (plus the end)."""
-    data = codes.tobytes().decode("utf-32-le").encode("utf-8")
-    width = 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
-    byte_at = np.zeros(len(codes) + 1, dtype=np.int64)
-    np.cumsum(width, out=byte_at[1:])
-    return np.frombuffer(data, dtype=np.uint8), byte_at
+def _blank_non_word_characters(codes: NDArray[np.uint8]) -> None:
+    """Turn every byte of a non-word non-ASCII character of the UTF-8 ``codes`` into a space.
+
+    ``codes`` must have three bytes of padding after the text. Only the lead bytes of non-ASCII
+    characters (0xC0 and up) are visited: each is read with the three bytes after it as one
+    little-endian uint32 and decoded as if it led a 4-byte character; a shift right then drops
+    the payload of the bytes past its own end. The code-point table classifies it, and the 2 to
+    4 bytes of each non-word one are blanked.
+    """
+    at = np.flatnonzero(codes >= 0xC0)
+    if len(at) == 0:
+        return
+    # The four bytes from every offset, as an unaligned little-endian uint32 view.
+    quads = np.ndarray((len(codes) - 3,), dtype="<u4", buffer=codes, strides=(1,))
+    word = quads.take(at).astype(np.uint32, copy=False)
+    code_point = (word & np.uint32(0x1F)) << np.uint32(18)  # bit 4 of a 4-byte lead: masked
+    code_point |= (word & np.uint32(0x3F00)) << np.uint32(4)
+    code_point |= (word >> np.uint32(10)) & np.uint32(0xFC0)
+    code_point |= (word >> np.uint32(24)) & np.uint32(0x3F)
+    lead = word & np.uint32(0xFF)
+    shift = (lead < 0xF0).astype(np.uint32)
+    shift += lead < 0xE0
+    shift *= np.uint32(6)
+    code_point >>= shift
+    code_point &= np.uint32(0x1FFFFF)
+    blank = at[~word_table().take(code_point)]
+    if len(blank) == 0:
+        return
+    width = _LEAD_WIDTH.take(codes[blank])
+    for i in range(4):
+        codes[blank[width > i] + i] = _SPACE
+
+
+# The length of a UTF-8 character by its lead byte (continuation bytes: 0).
+_LEAD_WIDTH = np.array(
+    [1] * 128 + [0] * 64 + [2] * 32 + [3] * 16 + [4] * 8 + [0] * 8, dtype=np.uint8
+)
+
+
+def _words(codes: NDArray[np.uint8], n_docs: int) -> _TokenArrays:
+    """Tokens of a buffer of documents separated by newlines in which every byte that is not
+    part of a word is a space: spaces after a space or a newline are dropped, then the words
+    are the runs between them."""
+    separator = codes <= _SPACE
+    scratch = np.empty(len(codes) + 1, dtype=np.bool_)
+    redundant = np.equal(codes, _SPACE, out=scratch[: len(codes)])
+    redundant[1:] &= separator[:-1]
+    if redundant.any():
+        keep = np.logical_not(redundant, out=redundant)
+        codes = codes[keep]
+        separator = separator[keep]
+    start, end = _runs(separator, scratch)  # the scratch is free again afterwards
+    # Document d ends at the d-th newline: count the words that start before each newline.
+    newlines = np.flatnonzero(np.equal(codes, _NEWLINE, out=scratch[: len(codes)]))
+    bounds = np.empty(n_docs + 1, dtype=np.int64)
+    bounds[0] = 0
+    bounds[1:-1] = np.searchsorted(start, newlines)
+    bounds[-1] = len(start)
+    return codes, start, end, np.diff(bounds)
 
 
 def _runs(
