@@ -1,19 +1,26 @@
 """Tokenising a whole batch at once: every document's words joined by single spaces in one
 UTF-8 buffer, so that each shingle is one contiguous slice of it.
 
-Every text is lowered by ``str.lower`` (so lowering is exactly Python's, final sigma and the
-length-changing mappings included; an ASCII text skips it, the byte table lowers it), encoded to
-UTF-8 once, and its ASCII bytes classified by a 256-entry ``bytes.translate`` table: word bytes
-stay, every other ASCII byte becomes a space. Bytes of 0x80 and up are left as they are; only
-they are then decoded to code points, vectorised from the UTF-8 bytes, and classified with the
-code-point table (Python's ``\\w`` for str patterns is exactly ``str.isalnum()`` or ``_``): the
-bytes of a non-word character become spaces. The cost of non-ASCII text is therefore one
-``str.lower`` per text plus work in proportion to its non-ASCII bytes, not a slower path.
-``core._text`` holds the scalar reference definitions these must agree with.
+Every text is encoded to UTF-8 once and its ASCII bytes lowered and classified by a 256-entry
+``bytes.translate`` table: word bytes lowered, every other ASCII byte a space, bytes from 0x80
+up unchanged. If the batch is all ASCII, that is all. Otherwise only the lead bytes of non-ASCII
+characters are visited, vectorised: each character is decoded from its UTF-8 bytes, lowered by
+a code-point table of ``str.lower`` (``lower_table``) and classified by a code-point table of
+Python's ``\\w`` (``word_table``); a non-word character's bytes become spaces, a word character
+that lowers to another one gets its bytes (of the same length) rewritten in place. So non-ASCII
+text costs in proportion to its non-ASCII characters, not a slower path.
+
+``str.lower`` is not a per-character map everywhere: capital sigma (U+03A3) lowers to the final
+or the medial small sigma by its neighbours, U+0130 lowers to two code points, and a few
+characters lower to one of another UTF-8 length (U+212A KELVIN SIGN to ASCII ``k``). A text
+holding any of these is lowered by ``str.lower`` itself, then goes the same way (nothing that
+``str.lower`` returns is lowered further). ``core._text`` holds the scalar reference
+definitions these must agree with.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from functools import cache
@@ -23,28 +30,64 @@ from numpy.typing import NDArray
 
 from core.errors import ParameterError
 
-__all__ = ["Tokens", "shingle_spans", "word_table"]
+__all__ = ["Tokens", "lower_table", "shingle_spans", "word_table"]
 
 _SPACE = 0x20
 # Separates documents in the buffer (texts' own newlines are translated to spaces): the
 # compaction only drops spaces.
 _NEWLINE = 0x0A
+_CAPITAL_SIGMA = 0x3A3
+
+
+def _all_code_points() -> str:
+    """Every code point in order, with NUL in place of the surrogates (which no str encodes)."""
+    codes = np.arange(sys.maxunicode + 1, dtype="<u4")
+    codes[0xD800:0xE000] = 0
+    return codes.tobytes().decode("utf-32-le")
+
+
+def _utf32(text: str) -> NDArray[np.uint32]:
+    return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
+
+
+def _utf8_width(codes: NDArray[np.uint32]) -> NDArray[np.int64]:
+    return 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
 
 
 @cache
 def word_table() -> NDArray[np.bool_]:
     """True for every code point that Python's ``re`` counts as ``\\w``; built once a process."""
-    table = np.zeros(sys.maxunicode + 1, dtype=np.bool_)
-    chars = (
-        "".join(map(chr, range(0xD800)))
-        + "\0" * 0x800
-        + "".join(map(chr, range(0xE000, sys.maxunicode + 1)))
-    )
-    table[:] = np.fromiter(
-        (c.isalnum() or c == "_" for c in chars), dtype=np.bool_, count=len(chars)
-    )
-    table[ord("_")] = True
+    # Every non-word code point becomes NUL; word code points stay (none is NUL).
+    table: NDArray[np.bool_] = _utf32(re.sub(r"\W", "\0", _all_code_points())) != 0
     return table
+
+
+@cache
+def lower_table() -> tuple[NDArray[np.uint32], NDArray[np.bool_]]:
+    """For every code point, the one ``str.lower`` maps it to, and whether a text holding it
+    must be lowered by ``str.lower`` itself (see the module docstring); built once a process."""
+    chars = _all_code_points()
+    codes = _utf32(chars)
+    special = np.zeros(len(codes), dtype=np.bool_)
+    special[_CAPITAL_SIGMA] = True
+    # Lowered one block at a time; a block whose length changes is lowered char by char.
+    lowered = codes.copy()
+    block = 4096
+    for lo in range(0, len(chars), block):
+        part = chars[lo : lo + block].replace(chr(_CAPITAL_SIGMA), "\0")
+        low = part.lower()
+        if len(low) == len(part):
+            lowered[lo : lo + block] = _utf32(low)
+            continue
+        for i, char in enumerate(part, start=lo):
+            low = char.lower()
+            if len(low) == 1:
+                lowered[i] = ord(low)
+            else:
+                special[i] = True
+    special |= _utf8_width(lowered) != _utf8_width(codes)
+    lowered[special] = codes[special]
+    return lowered, special
 
 
 def _byte_translation() -> bytes:
@@ -73,13 +116,11 @@ class Tokens:
     __slots__ = ("buf", "doc_words", "word_end", "word_start")
 
     def __init__(self, texts: Sequence[str]) -> None:
-        joined = b"\n".join(_encoded(texts))
-        codes = np.frombuffer(joined, dtype=np.uint8)
-        if not all(map(str.isascii, texts)):
-            padded = np.zeros(len(codes) + 3, dtype=np.uint8)
-            padded[: len(codes)] = codes
-            _blank_non_word_characters(padded)
-            codes = padded[: len(codes)]
+        encoded = _encoded(texts)
+        if all(map(str.isascii, texts)):
+            codes = np.frombuffer(b"\n".join(encoded), dtype=np.uint8)
+        else:
+            codes = _lower_non_ascii(texts, encoded)
         self.buf, self.word_start, self.word_end, self.doc_words = _words(codes, len(texts))
 
 
@@ -87,12 +128,9 @@ _TokenArrays = tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64], ND
 
 
 def _encoded(texts: Sequence[str]) -> list[bytes]:
-    """Every text lowered, UTF-8 encoded and translated by ``_TRANSLATION``."""
+    """Every text UTF-8 encoded and translated by ``_TRANSLATION``."""
     try:
-        return [
-            (text if text.isascii() else text.lower()).encode("utf-8").translate(_TRANSLATION)
-            for text in texts
-        ]
+        return [text.encode("utf-8").translate(_TRANSLATION) for text in texts]
     except UnicodeEncodeError:
         for i, text in enumerate(texts):
             try:
@@ -105,20 +143,76 @@ def _encoded(texts: Sequence[str]) -> list[bytes]:
         raise
 
 
-def _blank_non_word_characters(codes: NDArray[np.uint8]) -> None:
-    """Turn every byte of a non-word non-ASCII character of the UTF-8 ``codes`` into a space.
+def _lower_non_ascii(texts: Sequence[str], encoded: list[bytes]) -> NDArray[np.uint8]:
+    """The translated texts joined by newlines, with every non-ASCII character lowered as
+    ``str.lower`` does and every non-word one blanked (``encoded`` is updated in place)."""
+    codes, at, code_point = _decoded(b"\n".join(encoded))
+    lowered, special = lower_table()
+    needs_lower = special.take(code_point)
+    if needs_lower.any():
+        codes, at, code_point = _lowered_by_python(texts, encoded, at, code_point, needs_lower)
+    low = lowered.take(code_point)
+    word = word_table().take(low)
+    changed = np.flatnonzero(word & (low != code_point))
+    if len(changed):
+        _write_utf8(codes, at[changed], low[changed])
+    blank = at[~word]
+    width = _LEAD_WIDTH.take(codes[blank])
+    for i in range(4):
+        codes[blank[width > i] + i] = _SPACE
+    return codes[:-3]
 
-    ``codes`` must have three bytes of padding after the text. Only the lead bytes of non-ASCII
-    characters (0xC0 and up) are visited: each is read with the three bytes after it as one
-    little-endian uint32 and decoded as if it led a 4-byte character; a shift right then drops
-    the payload of the bytes past its own end. The code-point table classifies it, and the 2 to
-    4 bytes of each non-word one are blanked.
+
+def _lowered_by_python(
+    texts: Sequence[str],
+    encoded: list[bytes],
+    at: NDArray[np.int64],
+    code_point: NDArray[np.uint32],
+    needs_lower: NDArray[np.bool_],
+) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint32]]:
+    """``_decoded`` of the texts after those with a character flagged in ``needs_lower`` are
+    lowered by ``str.lower``; only those are decoded again, the others' characters move."""
+    ends = np.cumsum([len(e) + 1 for e in encoded])
+    doc = np.searchsorted(ends, at, side="right")
+    redo = np.unique(doc[needs_lower])
+    starts = ends - [len(encoded[d]) + 1 for d in range(len(encoded))]
+    for d in redo.tolist():
+        encoded[d] = texts[d].lower().encode("utf-8").translate(_TRANSLATION)
+    lengths = np.array([len(e) + 1 for e in encoded], dtype=np.int64)
+    moved = np.cumsum(lengths) - lengths - starts
+    keep = np.ones(len(encoded), dtype=np.bool_)
+    keep[redo] = False
+    kept = keep[doc]
+    # The redone texts on their own, then placed where they now start.
+    _, redo_at, redo_code_point = _decoded(b"\n".join([encoded[d] for d in redo.tolist()]))
+    redo_ends = np.cumsum(lengths[redo])
+    which = np.searchsorted(redo_ends, redo_at, side="right")
+    redo_at += (np.cumsum(lengths) - lengths)[redo[which]] - (redo_ends - lengths[redo])[which]
+    codes, _, _ = _decoded(b"\n".join(encoded), leads=False)
+    return (
+        codes,
+        np.concatenate((at[kept] + moved[doc[kept]], redo_at)),
+        np.concatenate((code_point[kept], redo_code_point)),
+    )
+
+
+def _decoded(
+    joined: bytes, leads: bool = True
+) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint32]]:
+    """``joined`` as a writable uint8 copy with three bytes of padding, the offset of every
+    non-ASCII character's lead byte in it, and its code point (with ``leads``).
+
+    Each lead byte is read with the three bytes after it as one little-endian uint32 and decoded
+    as if it led a 4-byte character; a shift right then drops the payload of the bytes past its
+    own end.
     """
+    codes = np.zeros(len(joined) + 3, dtype=np.uint8)
+    codes[: len(joined)] = np.frombuffer(joined, dtype=np.uint8)
+    if not leads:
+        return codes, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint32)
     at = np.flatnonzero(codes >= 0xC0)
-    if len(at) == 0:
-        return
     # The four bytes from every offset, as an unaligned little-endian uint32 view.
-    quads = np.ndarray((len(codes) - 3,), dtype="<u4", buffer=codes, strides=(1,))
+    quads = np.ndarray((len(joined),), dtype="<u4", buffer=codes, strides=(1,))
     word = quads.take(at).astype(np.uint32, copy=False)
     code_point = (word & np.uint32(0x1F)) << np.uint32(18)  # bit 4 of a 4-byte lead: masked
     code_point |= (word & np.uint32(0x3F00)) << np.uint32(4)
@@ -130,12 +224,21 @@ def _blank_non_word_characters(codes: NDArray[np.uint8]) -> None:
     shift *= np.uint32(6)
     code_point >>= shift
     code_point &= np.uint32(0x1FFFFF)
-    blank = at[~word_table().take(code_point)]
-    if len(blank) == 0:
-        return
-    width = _LEAD_WIDTH.take(codes[blank])
-    for i in range(4):
-        codes[blank[width > i] + i] = _SPACE
+    return codes, at, code_point
+
+
+def _write_utf8(
+    codes: NDArray[np.uint8], at: NDArray[np.int64], code_point: NDArray[np.uint32]
+) -> None:
+    """Write the UTF-8 of each code point at its offset, over a character of the same length."""
+    width = _utf8_width(code_point)
+    lead_mark = np.array([0, 0, 0xC0, 0xE0, 0xF0], dtype=np.uint32)[width]
+    cp = code_point.astype(np.uint32)
+    codes[at] = (lead_mark | (cp >> (6 * (width - 1)).astype(np.uint32))).astype(np.uint8)
+    for i in range(1, 4):
+        more = width > i
+        shift = (6 * (width[more] - 1 - i)).astype(np.uint32)
+        codes[at[more] + i] = (0x80 | ((cp[more] >> shift) & 0x3F)).astype(np.uint8)
 
 
 # The length of a UTF-8 character by its lead byte (continuation bytes: 0).
