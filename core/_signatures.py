@@ -123,7 +123,8 @@ def signatures(
         seed: the PCG32 seed of the permutation parameters.
         k: words per shingle.
         workers: processes for a pool created (and shut down) by this call; 1 computes here.
-        pool: an existing pool to reuse (the service keeps one); its size sets the chunk count.
+        pool: an existing pool to reuse (the service keeps one); the slabs are a multiple of its
+            size in number.
 
     Raises:
         ParameterError: a parameter out of range, or a text that cannot be encoded as UTF-8.

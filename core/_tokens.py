@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from core.errors import ParameterError
 
-__all__ = ["Tokens", "lower_table", "shingle_spans", "word_table"]
+__all__ = ["Tokens", "char_table", "lower_table", "shingle_spans", "word_table"]
 
 _SPACE = 0x20
 # Separates documents in the buffer (texts' own newlines are translated to spaces): the
@@ -58,7 +58,8 @@ def _utf8_width(codes: NDArray[np.uint32]) -> NDArray[np.int64]:
 def word_table() -> NDArray[np.bool_]:
     """True for every code point that Python's ``re`` counts as ``\\w``; built once a process."""
     # Every non-word code point becomes NUL; word code points stay (none is NUL).
-    table: NDArray[np.bool_] = _utf32(re.sub(r"\W", "\0", _all_code_points())) != 0
+    blanked = re.sub(r"\W+", lambda run: "\0" * (run.end() - run.start()), _all_code_points())
+    table: NDArray[np.bool_] = _utf32(blanked) != 0
     return table
 
 
@@ -88,6 +89,24 @@ def lower_table() -> tuple[NDArray[np.uint32], NDArray[np.bool_]]:
     special |= _utf8_width(lowered) != _utf8_width(codes)
     lowered[special] = codes[special]
     return lowered, special
+
+
+#: Bits of ``char_table``: the low 21 the lowered code point, then these flags.
+_WORD_BIT = np.uint32(1 << 21)
+_SPECIAL_BIT = np.uint32(1 << 22)
+_CODE_POINT_BITS = np.uint32((1 << 21) - 1)
+
+
+@cache
+def char_table() -> NDArray[np.uint32]:
+    """Per code point, in one uint32: the code point ``str.lower`` maps it to (21 bits), whether
+    that is a word character (``_WORD_BIT``), and whether a text holding it must be lowered by
+    ``str.lower`` itself (``_SPECIAL_BIT``); one gather classifies a character."""
+    lowered, special = lower_table()
+    table = lowered.copy()
+    table[word_table().take(lowered)] |= _WORD_BIT
+    table[special] |= _SPECIAL_BIT
+    return table
 
 
 def _byte_translation() -> bytes:
@@ -146,16 +165,22 @@ def _encoded(texts: Sequence[str]) -> list[bytes]:
 def _lower_non_ascii(texts: Sequence[str], encoded: list[bytes]) -> NDArray[np.uint8]:
     """The translated texts joined by newlines, with every non-ASCII character lowered as
     ``str.lower`` does and every non-word one blanked (``encoded`` is updated in place)."""
-    codes, at, code_point = _decoded(b"\n".join(encoded))
-    lowered, special = lower_table()
-    needs_lower = special.take(code_point)
-    if needs_lower.any():
-        codes, at, code_point = _lowered_by_python(texts, encoded, at, code_point, needs_lower)
-    low = lowered.take(code_point)
-    word = word_table().take(low)
-    changed = np.flatnonzero(word & (low != code_point))
+    codes = _padded(b"\n".join(encoded))
+    at = np.flatnonzero(codes >= 0xC0)
+    code_point = _code_points(codes, at)
+    table = char_table()
+    info = table.take(code_point)
+    needs_lower = np.flatnonzero(info & _SPECIAL_BIT)
+    if len(needs_lower):
+        codes, at, code_point = _lowered_by_python(
+            texts, encoded, codes, at, code_point, needs_lower
+        )
+        info = table.take(code_point)
+    word = (info & _WORD_BIT).astype(np.bool_)
+    info &= _CODE_POINT_BITS
+    changed = np.flatnonzero(word & (info != code_point))
     if len(changed):
-        _write_utf8(codes, at[changed], low[changed])
+        _write_utf8(codes, at[changed], info[changed])
     blank = at[~word]
     width = _LEAD_WIDTH.take(codes[blank])
     for i in range(4):
@@ -166,53 +191,73 @@ def _lower_non_ascii(texts: Sequence[str], encoded: list[bytes]) -> NDArray[np.u
 def _lowered_by_python(
     texts: Sequence[str],
     encoded: list[bytes],
+    codes: NDArray[np.uint8],
     at: NDArray[np.int64],
     code_point: NDArray[np.uint32],
-    needs_lower: NDArray[np.bool_],
+    flagged: NDArray[np.int64],
 ) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint32]]:
-    """``_decoded`` of the texts after those with a character flagged in ``needs_lower`` are
-    lowered by ``str.lower``; only those are decoded again, the others' characters move."""
-    ends = np.cumsum([len(e) + 1 for e in encoded])
-    doc = np.searchsorted(ends, at, side="right")
-    redo = np.unique(doc[needs_lower])
-    starts = ends - [len(encoded[d]) + 1 for d in range(len(encoded))]
-    for d in redo.tolist():
+    """``codes``, ``at`` and ``code_point`` after the texts holding a ``flagged`` character are
+    lowered by ``str.lower`` (``encoded`` is updated).
+
+    A text whose only such characters are capital sigmas keeps the UTF-8 length of every
+    character (sigma is two bytes lowered or not, and the others lower by the table), so its
+    lowered bytes are written over the old ones and only the sigmas are decoded again. Any other
+    such text may change length: those are decoded again on their own, the other texts'
+    characters move by as many bytes as the texts before them grew, and the buffer is rebuilt.
+    """
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    starts = np.cumsum(lengths) - lengths
+    doc = np.searchsorted(starts, at[flagged], side="right") - 1
+    moving = np.unique(doc[code_point[flagged] != _CAPITAL_SIGMA])
+    for d in np.setdiff1d(doc, moving).tolist():
         encoded[d] = texts[d].lower().encode("utf-8").translate(_TRANSLATION)
-    lengths = np.array([len(e) + 1 for e in encoded], dtype=np.int64)
-    moved = np.cumsum(lengths) - lengths - starts
+        codes[starts[d] : starts[d] + len(encoded[d])] = np.frombuffer(encoded[d], np.uint8)
+    sigmas = flagged[~np.isin(doc, moving)]
+    code_point[sigmas] = _code_points(codes, at[sigmas])
+    if len(moving) == 0:
+        return codes, at, code_point
+    for d in moving.tolist():
+        encoded[d] = texts[d].lower().encode("utf-8").translate(_TRANSLATION)
+    new_lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    new_starts = np.cumsum(new_lengths) - new_lengths
+    # Characters per text (at is in order), and whether to keep them (not in a moving text).
+    per_doc = np.diff(np.searchsorted(at, np.append(starts, len(codes))))
     keep = np.ones(len(encoded), dtype=np.bool_)
-    keep[redo] = False
-    kept = keep[doc]
-    # The redone texts on their own, then placed where they now start.
-    _, redo_at, redo_code_point = _decoded(b"\n".join([encoded[d] for d in redo.tolist()]))
-    redo_ends = np.cumsum(lengths[redo])
-    which = np.searchsorted(redo_ends, redo_at, side="right")
-    redo_at += (np.cumsum(lengths) - lengths)[redo[which]] - (redo_ends - lengths[redo])[which]
-    codes, _, _ = _decoded(b"\n".join(encoded), leads=False)
+    keep[moving] = False
+    kept = np.repeat(keep, per_doc)
+    kept_at = at[kept] + np.repeat(new_starts - starts, per_doc)[kept]
+    # The moving texts on their own, then placed where they now start.
+    alone = _padded(b"\n".join([encoded[d] for d in moving.tolist()]))
+    alone_at = np.flatnonzero(alone >= 0xC0)
+    alone_code_point = _code_points(alone, alone_at)
+    alone_lengths = new_lengths[moving]
+    alone_starts = np.cumsum(alone_lengths) - alone_lengths
+    which = np.searchsorted(alone_starts, alone_at, side="right") - 1
+    alone_at += (new_starts[moving] - alone_starts)[which]
     return (
-        codes,
-        np.concatenate((at[kept] + moved[doc[kept]], redo_at)),
-        np.concatenate((code_point[kept], redo_code_point)),
+        _padded(b"\n".join(encoded)),
+        np.concatenate((kept_at, alone_at)),
+        np.concatenate((code_point[kept], alone_code_point)),
     )
 
 
-def _decoded(
-    joined: bytes, leads: bool = True
-) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint32]]:
-    """``joined`` as a writable uint8 copy with three bytes of padding, the offset of every
-    non-ASCII character's lead byte in it, and its code point (with ``leads``).
+def _padded(joined: bytes) -> NDArray[np.uint8]:
+    """``joined`` as a writable uint8 array with three bytes of zeros after it."""
+    codes = np.zeros(len(joined) + 3, dtype=np.uint8)
+    codes[: len(joined)] = np.frombuffer(joined, dtype=np.uint8)
+    return codes
+
+
+def _code_points(codes: NDArray[np.uint8], at: NDArray[np.int64]) -> NDArray[np.uint32]:
+    """The code point of the non-ASCII UTF-8 character whose lead byte is at each offset of
+    ``at`` in ``codes`` (which has three bytes of padding).
 
     Each lead byte is read with the three bytes after it as one little-endian uint32 and decoded
     as if it led a 4-byte character; a shift right then drops the payload of the bytes past its
     own end.
     """
-    codes = np.zeros(len(joined) + 3, dtype=np.uint8)
-    codes[: len(joined)] = np.frombuffer(joined, dtype=np.uint8)
-    if not leads:
-        return codes, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint32)
-    at = np.flatnonzero(codes >= 0xC0)
     # The four bytes from every offset, as an unaligned little-endian uint32 view.
-    quads = np.ndarray((len(joined),), dtype="<u4", buffer=codes, strides=(1,))
+    quads = np.ndarray((len(codes) - 3,), dtype="<u4", buffer=codes, strides=(1,))
     word = quads.take(at).astype(np.uint32, copy=False)
     code_point = (word & np.uint32(0x1F)) << np.uint32(18)  # bit 4 of a 4-byte lead: masked
     code_point |= (word & np.uint32(0x3F00)) << np.uint32(4)
@@ -224,7 +269,7 @@ def _decoded(
     shift *= np.uint32(6)
     code_point >>= shift
     code_point &= np.uint32(0x1FFFFF)
-    return codes, at, code_point
+    return code_point
 
 
 def _write_utf8(

@@ -154,3 +154,29 @@ def test_neardup_jit_0_keeps_numpy(monkeypatch):
     monkeypatch.setattr(_compiled._State, "failed", False)
     assert _compiled.load() is None
     assert _compiled.compiled(_compiled.LOAD_AFTER) is None
+
+
+def test_memory_of_one_call_does_not_grow_with_its_input(monkeypatch):
+    # Slabs of 16 texts: beyond the result (512 bytes a text) and a few arrays of one number a
+    # text, a call over 8x the texts must not take more memory. Unsliced, the kernel's scratch
+    # is tens of bytes a character: here ~100 KB a text.
+    import tracemalloc
+
+    from core.minhash import signatures
+
+    monkeypatch.setattr(_signatures, "SLAB_TEXTS", 16)
+    monkeypatch.setattr(_signatures, "SLAB_CHARS", 16 * 4096)
+    base = [f"text {i} " + "wörds and “more” words " * 150 for i in range(800)]
+    signatures(base[:20])  # the code-point tables, built once a process
+
+    def peak(batch):
+        tracemalloc.start()
+        try:
+            before, _ = tracemalloc.get_traced_memory()
+            signatures(batch)
+            return tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(base[:100]), peak(base)
+    assert (large - small) / 700 < 2048
