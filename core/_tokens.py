@@ -252,22 +252,22 @@ def _code_points(codes: NDArray[np.uint8], at: NDArray[np.int64]) -> NDArray[np.
     """The code point of the non-ASCII UTF-8 character whose lead byte is at each offset of
     ``at`` in ``codes`` (which has three bytes of padding).
 
-    Each lead byte is read with the three bytes after it as one little-endian uint32 and decoded
-    as if it led a 4-byte character; a shift right then drops the payload of the bytes past its
-    own end.
+    Each lead byte is read with the three bytes after it and decoded as if it led a 4-byte
+    character; a shift right then drops the payload of the bytes past its own end. (Four byte
+    gathers: one gather of an unaligned uint32 view made numpy copy the whole buffer.)
     """
-    # The four bytes from every offset, as an unaligned little-endian uint32 view.
-    quads = np.ndarray((len(codes) - 3,), dtype="<u4", buffer=codes, strides=(1,))
-    word = quads.take(at).astype(np.uint32, copy=False)
-    code_point = (word & np.uint32(0x1F)) << np.uint32(18)  # bit 4 of a 4-byte lead: masked
-    code_point |= (word & np.uint32(0x3F00)) << np.uint32(4)
-    code_point |= (word >> np.uint32(10)) & np.uint32(0xFC0)
-    code_point |= (word >> np.uint32(24)) & np.uint32(0x3F)
-    lead = word & np.uint32(0xFF)
-    shift = (lead < 0xF0).astype(np.uint32)
-    shift += lead < 0xE0
-    shift *= np.uint32(6)
-    code_point >>= shift
+    lead = codes.take(at).astype(np.uint32)
+    code_point = (lead & np.uint32(0x1F)) << np.uint32(18)  # bit 4 of a 4-byte lead: masked
+    for i, shift in ((1, 12), (2, 6), (3, 0)):
+        following = codes[i:].take(at).astype(np.uint32)
+        following &= np.uint32(0x3F)
+        following <<= np.uint32(shift)
+        code_point |= following
+    # 2-byte characters have 12 bits too many, 3-byte ones 6.
+    too_many = (lead < 0xF0).astype(np.uint32)
+    too_many += lead < 0xE0
+    too_many *= np.uint32(6)
+    code_point >>= too_many
     code_point &= np.uint32(0x1FFFFF)
     return code_point
 
