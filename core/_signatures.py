@@ -123,8 +123,8 @@ def signatures(
         seed: the PCG32 seed of the permutation parameters.
         k: words per shingle.
         workers: processes for a pool created (and shut down) by this call; 1 computes here.
-        pool: an existing pool to reuse (the service keeps one); the slabs are a multiple of its
-            size in number.
+        pool: an existing pool to reuse (the service keeps one); the slabs are a multiple of
+            twice its size in number.
 
     Raises:
         ParameterError: a parameter out of range, or a text that cannot be encoded as UTF-8.
@@ -146,7 +146,8 @@ def _on_pool(
     pool: ProcessPoolExecutor, texts: list[str], num_perm: int, seed: int, k: int, parts: int
 ) -> NDArray[np.uint32]:
     out = np.empty((len(texts), num_perm), dtype=np.uint32)
-    slabs = slab_bounds(texts, parts)
+    # Two slabs a worker at least: each starts computing its first while the next are sent.
+    slabs = slab_bounds(texts, 2 * parts)
     rows = ordered_map(pool, _kernel, (texts[lo:hi] for lo, hi in slabs), num_perm, seed, k)
     for (lo, hi), (_, sig) in zip(slabs, rows, strict=True):
         out[lo:hi] = sig
