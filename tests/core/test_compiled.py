@@ -135,8 +135,10 @@ def test_slab_bounds_cover_the_texts_in_bounded_slabs(monkeypatch_module, length
 def test_slabs_of_even_texts_are_even_and_a_multiple_of_the_workers():
     batch = ["word " * 300] * 9000
     one, two = _signatures.slab_bounds(batch), _signatures.slab_bounds(batch, 2)
-    assert len(one) == 3 and len(two) == 4
-    assert {hi - lo for lo, hi in two} == {2250}
+    # Each text weighs SLAB_CHARS / SLAB_TEXTS: 9,000 of them make 4.4 slabs.
+    assert _signatures.SLAB_CHARS // _signatures.SLAB_TEXTS == 2048 > 1500
+    assert len(one) == 5 and len(two) == 6
+    assert {hi - lo for lo, hi in two} == {1500}
 
 
 def test_the_compiled_kernels_load_only_after_enough_work(monkeypatch):
