@@ -104,6 +104,12 @@ def run(config: Config, command: str) -> Report:
     report = Report(config, command)
     report.start = at_start(KERNEL_SOURCES)
     report.jit_loaded = core._compiled.load() is not None
+    # First, while this process is fresh, and interleaved: all three cases are neardup's.
+    print("workers ...", file=sys.stderr, flush=True)
+    worker_texts = CORPORA[WORKERS_CORPUS].make(config.worker_docs, config.seed)
+    report.workers, report.workers_identical, report.worker_peak_rss_mib = worker_times(
+        worker_texts, config.repeats, round_robin=True
+    )
     wall, cpu = time.perf_counter(), time.process_time()
     for key in config.corpora:
         print(f"corpus {key} ...", file=sys.stderr, flush=True)
@@ -118,11 +124,6 @@ def run(config: Config, command: str) -> Report:
             "numpy": neardup_split(texts, config.repeats, jit=False),
         }
     report.cpu_share = (time.process_time() - cpu) / (time.perf_counter() - wall)
-    print("workers ...", file=sys.stderr, flush=True)
-    worker_texts = CORPORA[WORKERS_CORPUS].make(config.worker_docs, config.seed)
-    report.workers, report.workers_identical, report.worker_peak_rss_mib = worker_times(
-        worker_texts, config.repeats, config.round_robin
-    )
     print("memory ...", file=sys.stderr, flush=True)
     for key in config.corpora:
         texts = CORPORA[key].make(config.docs, config.seed)

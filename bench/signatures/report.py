@@ -214,7 +214,8 @@ def markdown(report: Report, facts: dict[str, str]) -> str:
     lines += _split_table(report, keys)
     lines += [
         "",
-        f"`signatures()` on {c.worker_docs} docs of corpus (a), median of {c.repeats}:",
+        f"`signatures()` on {c.worker_docs} docs of corpus (a), median of {c.repeats} "
+        "(round-robin, before the other sections):",
         "",
         "| call | median s | speed-up vs workers=1 |",
         "|---|---:|---:|",
