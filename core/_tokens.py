@@ -165,17 +165,22 @@ def _encoded(texts: Sequence[str]) -> list[bytes]:
 def _lower_non_ascii(texts: Sequence[str], encoded: list[bytes]) -> NDArray[np.uint8]:
     """The translated texts joined by newlines, with every non-ASCII character lowered as
     ``str.lower`` does and every non-word one blanked (``encoded`` is updated in place)."""
-    codes = _padded(b"\n".join(encoded))
+    codes = _padded(encoded)
     at = np.flatnonzero(codes >= 0xC0)
     code_point = _code_points(codes, at)
     table = char_table()
     info = table.take(code_point)
-    needs_lower = np.flatnonzero(info & _SPECIAL_BIT)
-    if len(needs_lower):
-        codes, at, code_point = _lowered_by_python(
-            texts, encoded, codes, at, code_point, needs_lower
-        )
-        info = table.take(code_point)
+    special = np.flatnonzero(info & _SPECIAL_BIT)
+    if len(special):
+        moving = code_point[special] != _CAPITAL_SIGMA
+        if moving.any():
+            codes, at, code_point = _lowered_by_python(
+                texts, encoded, at, code_point, special[moving]
+            )
+            info = table.take(code_point)
+            special = np.flatnonzero(info & _SPECIAL_BIT)
+        # Capital sigmas are left, in texts that hold no other special character.
+        info[special] = _lowered_sigmas(texts, encoded, at[special]) | _WORD_BIT
     word = (info & _WORD_BIT).astype(np.bool_)
     info &= _CODE_POINT_BITS
     changed = np.flatnonzero(word & (info != code_point))
@@ -188,64 +193,88 @@ def _lower_non_ascii(texts: Sequence[str], encoded: list[bytes]) -> NDArray[np.u
     return codes[:-3]
 
 
+def _lowered_sigmas(
+    texts: Sequence[str], encoded: list[bytes], at: NDArray[np.int64]
+) -> NDArray[np.uint32]:
+    """What ``str.lower`` makes of the capital sigma whose UTF-8 starts at each offset of
+    ``at`` (in order) in the joined texts, which hold no other character ``str.lower`` maps
+    to another length: the final or the medial small sigma, by its neighbours.
+
+    The neighbours ``str.lower`` looks at are a run of case-ignorable characters each side and
+    the character past it, and a space is not case-ignorable: so the sigma is lowered within
+    the text between the spaces around it (the whole text if that is long).
+    """
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    doc = np.searchsorted(np.cumsum(lengths) - lengths, at, side="right") - 1
+    out: list[int] = []
+    for d in np.unique(doc).tolist():
+        text = texts[d]
+        whole = None
+        i = text.find(_SIGMA)
+        while i >= 0:
+            lo = max(text.rfind(" ", 0, i), 0)
+            hi = text.find(" ", i + 1)
+            hi = len(text) if hi < 0 else hi + 1
+            if hi - lo <= _SIGMA_WINDOW:
+                out.append(ord(text[lo:hi].lower()[i - lo]))
+            else:
+                whole = text.lower() if whole is None else whole
+                out.append(ord(whole[i]))
+            i = text.find(_SIGMA, i + 1)
+    return np.array(out, dtype=np.uint32)
+
+
+_SIGMA = chr(_CAPITAL_SIGMA)
+# Characters around a capital sigma lowered on their own; a longer run lowers the whole text.
+_SIGMA_WINDOW = 256
+
+
 def _lowered_by_python(
     texts: Sequence[str],
     encoded: list[bytes],
-    codes: NDArray[np.uint8],
     at: NDArray[np.int64],
     code_point: NDArray[np.uint32],
     flagged: NDArray[np.int64],
 ) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint32]]:
-    """``codes``, ``at`` and ``code_point`` after the texts holding a ``flagged`` character are
-    lowered by ``str.lower`` (``encoded`` is updated).
+    """The buffer, ``at`` and ``code_point`` once the texts holding a ``flagged`` character
+    are lowered by ``str.lower`` (``encoded`` is updated).
 
-    A text whose only such characters are capital sigmas keeps the UTF-8 length of every
-    character (sigma is two bytes lowered or not, and the others lower by the table), so its
-    lowered bytes are written over the old ones and only the sigmas are decoded again. Any other
-    such text may change length: those are decoded again on their own, the other texts'
+    Those texts may change length: they are decoded again on their own, the other texts'
     characters move by as many bytes as the texts before them grew, and the buffer is rebuilt.
     """
     lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
     starts = np.cumsum(lengths) - lengths
-    doc = np.searchsorted(starts, at[flagged], side="right") - 1
-    moving = np.unique(doc[code_point[flagged] != _CAPITAL_SIGMA])
-    for d in np.setdiff1d(doc, moving).tolist():
-        encoded[d] = texts[d].lower().encode("utf-8").translate(_TRANSLATION)
-        codes[starts[d] : starts[d] + len(encoded[d])] = np.frombuffer(encoded[d], np.uint8)
-    sigmas = flagged[~np.isin(doc, moving)]
-    code_point[sigmas] = _code_points(codes, at[sigmas])
-    if len(moving) == 0:
-        return codes, at, code_point
+    moving = np.unique(np.searchsorted(starts, at[flagged], side="right") - 1)
     for d in moving.tolist():
         encoded[d] = texts[d].lower().encode("utf-8").translate(_TRANSLATION)
     new_lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
     new_starts = np.cumsum(new_lengths) - new_lengths
     # Characters per text (at is in order), and whether to keep them (not in a moving text).
-    per_doc = np.diff(np.searchsorted(at, np.append(starts, len(codes))))
+    per_doc = np.diff(np.searchsorted(at, np.append(starts, starts[-1] + lengths[-1])))
     keep = np.ones(len(encoded), dtype=np.bool_)
     keep[moving] = False
     kept = np.repeat(keep, per_doc)
     kept_at = at[kept] + np.repeat(new_starts - starts, per_doc)[kept]
     # The moving texts on their own, then placed where they now start.
-    alone = _padded(b"\n".join([encoded[d] for d in moving.tolist()]))
+    alone = _padded([encoded[d] for d in moving.tolist()])
     alone_at = np.flatnonzero(alone >= 0xC0)
     alone_code_point = _code_points(alone, alone_at)
     alone_lengths = new_lengths[moving]
     alone_starts = np.cumsum(alone_lengths) - alone_lengths
     which = np.searchsorted(alone_starts, alone_at, side="right") - 1
     alone_at += (new_starts[moving] - alone_starts)[which]
-    return (
-        _padded(b"\n".join(encoded)),
-        np.concatenate((kept_at, alone_at)),
-        np.concatenate((code_point[kept], alone_code_point)),
-    )
+    # Kept characters first, then the moving texts': sort back into buffer order.
+    at = np.concatenate((kept_at, alone_at))
+    order = np.argsort(at, kind="stable")
+    return _padded(encoded), at[order], np.concatenate((code_point[kept], alone_code_point))[order]
 
 
-def _padded(joined: bytes) -> NDArray[np.uint8]:
-    """``joined`` as a writable uint8 array with three bytes of zeros after it."""
-    codes = np.zeros(len(joined) + 3, dtype=np.uint8)
-    codes[: len(joined)] = np.frombuffer(joined, dtype=np.uint8)
-    return codes
+def _padded(encoded: list[bytes]) -> NDArray[np.uint8]:
+    """The texts joined by newlines, as a writable uint8 array with three bytes of zeros after
+    it: joined into a bytearray, which numpy then wraps without a copy."""
+    joined = bytearray(b"\n").join(encoded)
+    joined += b"\0\0\0"
+    return np.frombuffer(joined, dtype=np.uint8)
 
 
 def _code_points(codes: NDArray[np.uint8], at: NDArray[np.int64]) -> NDArray[np.uint32]:

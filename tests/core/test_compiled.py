@@ -182,3 +182,24 @@ def test_memory_of_one_call_does_not_grow_with_its_input(monkeypatch):
 
     small, large = peak(base[:100]), peak(base)
     assert (large - small) / 700 < 2048
+
+
+SIGMA_TEXTS = [
+    "ΟΔΟΣ ΣΟΦΙΑ Σ ΑΣ. ΑΣ' ΑΣ'Α ΑΣ\u0301 Α\u0301Σ ΑΣ:Β ·Σ Α·Σ",
+    "ΣΑΣ" * 200 + " ΑΣ " + "Α" * 300 + "Σ",  # runs longer than the window
+    "x" * 300 + "ΑΣ" + "'" * 300,
+    "İSTANBUL ΟΔΟΣ K\u212a",  # sigma with characters str.lower maps to another length
+    "plain ascii words only here",
+    "ΜΙΑ ΛΕΞΗ\tΑΣ\nΑΣ",
+]
+
+
+@pytest.mark.parametrize("use_jit", [True, False])
+def test_capital_sigma_is_lowered_by_its_neighbours(jit, use_jit):
+    for batch in (SIGMA_TEXTS, SIGMA_TEXTS[::-1], SIGMA_TEXTS[1:2]):
+        got = _signatures._kernel(batch, 16, 0, 5, jit=use_jit)
+        assert np.array_equal(got, reference(batch, 16))
+        # And word by word: each text alone, k=1 (every word its own shingle).
+        for text in batch:
+            alone = _signatures._kernel([text], 16, 0, 1, jit=use_jit)
+            assert np.array_equal(alone, reference([text], 16, 0, 1)), text
