@@ -91,6 +91,8 @@ class Report:
     memory_times: int = 4
     peak_rss_mib: float = 0.0
     worker_peak_rss_mib: float | None = None
+    #: neardup on corpora (a) and (c), interleaved: median seconds per corpus key.
+    web_ascii: dict[str, float] = field(default_factory=dict)
 
 
 # --- facts ------------------------------------------------------------------------------------
@@ -126,9 +128,12 @@ def web_over_ascii(report: Report, case: str = NEARDUP) -> tuple[float, float] |
     return time_ratio, time_ratio / shingles
 
 
-def workers_speedup(report: Report) -> float:
-    """The warm pool's speed-up over workers=1."""
-    return report.workers["workers=1"] / report.workers["workers=2, pre-created warm pool"]
+def interleaved_web_over_ascii(report: Report) -> tuple[float, float] | None:
+    """The dedicated interleaved (a)/(c) measurement, as is and per shingle; None without it."""
+    if not report.web_ascii:
+        return None
+    time_ratio = report.web_ascii[WEB] / report.web_ascii[ASCII]
+    return time_ratio, time_ratio * report.corpora[ASCII].shingles / report.corpora[WEB].shingles
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -158,6 +163,8 @@ def print_text(report: Report) -> None:
     for case in (NEARDUP, NEARDUP_NUMPY):
         if (r := web_over_ascii(report, case)) is not None:
             print(f"(a)/(c) time, {case}: {r[0]:.2f}x ({r[1]:.2f}x per shingle)")
+    if (r := interleaved_web_over_ascii(report)) is not None:
+        print(f"(a)/(c) time, neardup, interleaved: {r[0]:.2f}x ({r[1]:.2f}x per shingle)")
     print(f"workers, corpus (a), {c.worker_docs} docs, medians of {c.repeats}:")
     w1 = report.workers["workers=1"]
     for name, seconds in report.workers.items():
@@ -209,6 +216,9 @@ def markdown(report: Report, facts: dict[str, str]) -> str:
         for case in (NEARDUP, NEARDUP_NUMPY)
         if (r := web_over_ascii(report, case)) is not None
     ]
+    if (r := interleaved_web_over_ascii(report)) is not None:
+        calls = 3 * c.repeats
+        ratios.append(f"neardup interleaved, {calls} calls each, {r[0]:.2f}x ({r[1]:.2f}x/shingle)")
     if ratios:
         lines += ["", f"Corpus (a) time / corpus (c) time: {'; '.join(ratios)}."]
     lines += _split_table(report, keys)
