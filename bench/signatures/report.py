@@ -237,7 +237,7 @@ def markdown(report: Report, facts: dict[str, str]) -> str:
         lines += [
             "",
             "Peak memory of one `signatures()` call, above the memory in use before it "
-            "(tracemalloc: Python objects and numpy buffers; the input and the result included):",
+            "(tracemalloc: Python objects and numpy buffers; the result included, the input not):",
             "",
             f"| corpus | {report.config.docs} docs | the same x{report.memory_times} |",
             "|---|---:|---:|",
