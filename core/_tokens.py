@@ -1,14 +1,26 @@
 """Tokenising a whole batch at once: every document's words joined by single spaces in one
 UTF-8 buffer, so that each shingle is one contiguous slice of it.
 
-An all-ASCII batch is lowered and classified with ``bytes.translate``; any other batch has every
-code point classified with a table (Python's ``\\w`` for str patterns is exactly
-``str.isalnum()`` or ``_``) and is then UTF-8 encoded. ``core._text`` holds the scalar reference
+Every text is encoded to UTF-8 once and its ASCII bytes lowered and classified by a 256-entry
+``bytes.translate`` table: word bytes lowered, every other ASCII byte a space, bytes from 0x80
+up unchanged. If the batch is all ASCII, that is all. Otherwise only the lead bytes of non-ASCII
+characters are visited, vectorised: each character is decoded from its UTF-8 bytes, lowered by
+a code-point table of ``str.lower`` (``lower_table``) and classified by a code-point table of
+Python's ``\\w`` (``word_table``); a non-word character's bytes become spaces, a word character
+that lowers to another one gets its bytes (of the same length) rewritten in place. So non-ASCII
+text costs in proportion to its non-ASCII characters, not a slower path.
+
+``str.lower`` is not a per-character map everywhere: capital sigma (U+03A3) lowers to the final
+or the medial small sigma by its neighbours, U+0130 lowers to two code points, and a few
+characters lower to one of another UTF-8 length (U+212A KELVIN SIGN to ASCII ``k``). A text
+holding any of these is lowered by ``str.lower`` itself, then goes the same way (nothing that
+``str.lower`` returns is lowered further). ``core._text`` holds the scalar reference
 definitions these must agree with.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from functools import cache
@@ -18,33 +30,89 @@ from numpy.typing import NDArray
 
 from core.errors import ParameterError
 
-__all__ = ["Tokens", "shingle_spans", "word_table"]
+__all__ = ["Tokens", "char_table", "lower_table", "shingle_spans", "word_table"]
 
 _SPACE = 0x20
-# Separates documents in the ASCII buffer (texts' own newlines are translated to spaces): the
+# Separates documents in the buffer (texts' own newlines are translated to spaces): the
 # compaction only drops spaces.
 _NEWLINE = 0x0A
+_CAPITAL_SIGMA = 0x3A3
+
+
+def _all_code_points() -> str:
+    """Every code point in order, with NUL in place of the surrogates (which no str encodes)."""
+    codes = np.arange(sys.maxunicode + 1, dtype="<u4")
+    codes[0xD800:0xE000] = 0
+    return codes.tobytes().decode("utf-32-le")
+
+
+def _utf32(text: str) -> NDArray[np.uint32]:
+    return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
+
+
+def _utf8_width(codes: NDArray[np.uint32]) -> NDArray[np.int64]:
+    return 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
 
 
 @cache
 def word_table() -> NDArray[np.bool_]:
     """True for every code point that Python's ``re`` counts as ``\\w``; built once a process."""
-    table = np.zeros(sys.maxunicode + 1, dtype=np.bool_)
-    chars = (
-        "".join(map(chr, range(0xD800)))
-        + "\0" * 0x800
-        + "".join(map(chr, range(0xE000, sys.maxunicode + 1)))
-    )
-    table[:] = np.fromiter(
-        (c.isalnum() or c == "_" for c in chars), dtype=np.bool_, count=len(chars)
-    )
-    table[ord("_")] = True
+    # Every non-word code point becomes NUL; word code points stay (none is NUL).
+    blanked = re.sub(r"\W+", lambda run: "\0" * (run.end() - run.start()), _all_code_points())
+    table: NDArray[np.bool_] = _utf32(blanked) != 0
     return table
 
 
-def _ascii_translation() -> bytes:
-    """The translation of ASCII bytes: word bytes lowered, all others a space."""
-    table = bytearray([_SPACE] * 256)
+@cache
+def lower_table() -> tuple[NDArray[np.uint32], NDArray[np.bool_]]:
+    """For every code point, the one ``str.lower`` maps it to, and whether a text holding it
+    must be lowered by ``str.lower`` itself (see the module docstring); built once a process."""
+    chars = _all_code_points()
+    codes = _utf32(chars)
+    special = np.zeros(len(codes), dtype=np.bool_)
+    special[_CAPITAL_SIGMA] = True
+    # Lowered one block at a time; a block whose length changes is lowered char by char.
+    lowered = codes.copy()
+    block = 4096
+    for lo in range(0, len(chars), block):
+        part = chars[lo : lo + block].replace(chr(_CAPITAL_SIGMA), "\0")
+        low = part.lower()
+        if len(low) == len(part):
+            lowered[lo : lo + block] = _utf32(low)
+            continue
+        for i, char in enumerate(part, start=lo):
+            low = char.lower()
+            if len(low) == 1:
+                lowered[i] = ord(low)
+            else:
+                special[i] = True
+    special |= _utf8_width(lowered) != _utf8_width(codes)
+    lowered[special] = codes[special]
+    return lowered, special
+
+
+#: Bits of ``char_table``: the low 21 the lowered code point, then these flags.
+_WORD_BIT = np.uint32(1 << 21)
+_SPECIAL_BIT = np.uint32(1 << 22)
+_CODE_POINT_BITS = np.uint32((1 << 21) - 1)
+
+
+@cache
+def char_table() -> NDArray[np.uint32]:
+    """Per code point, in one uint32: the code point ``str.lower`` maps it to (21 bits), whether
+    that is a word character (``_WORD_BIT``), and whether a text holding it must be lowered by
+    ``str.lower`` itself (``_SPECIAL_BIT``); one gather classifies a character."""
+    lowered, special = lower_table()
+    table = lowered.copy()
+    table[word_table().take(lowered)] |= _WORD_BIT
+    table[special] |= _SPECIAL_BIT
+    return table
+
+
+def _byte_translation() -> bytes:
+    """The translation of UTF-8 bytes: ASCII word bytes lowered, other ASCII bytes a space, and
+    bytes from 0x80 up (parts of non-ASCII characters) unchanged."""
+    table = bytearray([_SPACE] * 128) + bytearray(range(128, 256))
     for code in range(128):
         char = chr(code)
         if char.isalnum() or char == "_":
@@ -52,7 +120,7 @@ def _ascii_translation() -> bytes:
     return bytes(table)
 
 
-_ASCII_TRANSLATION = _ascii_translation()
+_TRANSLATION = _byte_translation()
 
 
 class Tokens:
@@ -67,63 +135,21 @@ class Tokens:
     __slots__ = ("buf", "doc_words", "word_end", "word_start")
 
     def __init__(self, texts: Sequence[str]) -> None:
+        encoded = _encoded(texts)
         if all(map(str.isascii, texts)):
-            self.buf, self.word_start, self.word_end, self.doc_words = _ascii_tokens(texts)
+            codes = np.frombuffer(b"\n".join(encoded), dtype=np.uint8)
         else:
-            self.buf, self.word_start, self.word_end, self.doc_words = _unicode_tokens(texts)
+            codes = _lower_non_ascii(texts, encoded)
+        self.buf, self.word_start, self.word_end, self.doc_words = _words(codes, len(texts))
 
 
 _TokenArrays = tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
 
 
-def _ascii_tokens(texts: Sequence[str]) -> _TokenArrays:
-    """Tokens of an all-ASCII batch, where ``str.lower`` and ``\\w`` work byte by byte."""
-    joined = b"\n".join([text.encode("ascii").translate(_ASCII_TRANSLATION) for text in texts])
-    codes = np.frombuffer(joined, dtype=np.uint8)
-    # Drop every space that follows a separator; newlines stay, so documents stay apart.
-    separator = codes <= _SPACE
-    scratch = np.empty(len(codes) + 1, dtype=np.bool_)
-    redundant = np.equal(codes, _SPACE, out=scratch[: len(codes)])
-    redundant[1:] &= separator[:-1]
-    if redundant.any():
-        keep = np.logical_not(redundant, out=redundant)
-        codes = codes[keep]
-        separator = separator[keep]
-    start, end = _runs(separator, scratch)  # the scratch is free again afterwards
-    # Document d ends at the d-th newline: count the words that start before each newline.
-    newlines = np.flatnonzero(np.equal(codes, _NEWLINE, out=scratch[: len(codes)]))
-    bounds = np.empty(len(texts) + 1, dtype=np.int64)
-    bounds[0] = 0
-    bounds[1:-1] = np.searchsorted(start, newlines)
-    bounds[-1] = len(start)
-    return codes, start, end, np.diff(bounds)
-
-
-def _unicode_tokens(texts: Sequence[str]) -> _TokenArrays:
-    """Tokens of any batch: every lowered code point classified by table, then UTF-8 encoded."""
-    lowered = [t.lower() for t in texts]
-    lengths = np.fromiter(map(len, lowered), dtype=np.int64, count=len(lowered))
-    joined = "\n".join(lowered)
-    codes = np.frombuffer(_encode_utf32(joined, lowered), dtype=np.uint32)
-    is_word = word_table()[codes]
-    # Keep every word character and the first non-word character after a word, as a space.
-    keep = is_word.copy()
-    keep[1:] |= is_word[:-1]
-    compact = np.where(is_word, codes, np.uint32(_SPACE))[keep]
-    starts, ends = _runs(~is_word[keep])
-    # The document of each word: document d starts at code point offset[d] of the batch.
-    offsets = np.zeros(len(texts), dtype=np.int64)
-    np.cumsum(lengths[:-1] + 1, out=offsets[1:])
-    kept_before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
-    doc_of_word = np.searchsorted(kept_before[offsets], starts, side="right") - 1
-    doc_words = np.bincount(doc_of_word, minlength=len(texts)).astype(np.int64)
-    buf, byte_at = _utf8(compact)
-    return buf, byte_at[starts], byte_at[ends], doc_words
-
-
-def _encode_utf32(joined: str, texts: Sequence[str]) -> bytes:
+def _encoded(texts: Sequence[str]) -> list[bytes]:
+    """Every text UTF-8 encoded and translated by ``_TRANSLATION``."""
     try:
-        return joined.encode("utf-32-le")
+        return [text.encode("utf-8").translate(_TRANSLATION) for text in texts]
     except UnicodeEncodeError:
         for i, text in enumerate(texts):
             try:
@@ -136,13 +162,185 @@ def _encode_utf32(joined: str, texts: Sequence[str]) -> bytes:
         raise
 
 
-def _utf8(codes: NDArray[np.uint32]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """UTF-8 bytes of the code points, and the byte offset of each code point (plus the end)."""
-    data = codes.tobytes().decode("utf-32-le").encode("utf-8")
-    width = 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
-    byte_at = np.zeros(len(codes) + 1, dtype=np.int64)
-    np.cumsum(width, out=byte_at[1:])
-    return np.frombuffer(data, dtype=np.uint8), byte_at
+def _lower_non_ascii(texts: Sequence[str], encoded: list[bytes]) -> NDArray[np.uint8]:
+    """The translated texts joined by newlines, with every non-ASCII character lowered as
+    ``str.lower`` does and every non-word one blanked (``encoded`` is updated in place)."""
+    codes = _padded(encoded)
+    at = np.flatnonzero(codes >= 0xC0)
+    code_point = _code_points(codes, at)
+    table = char_table()
+    info = table.take(code_point)
+    special = np.flatnonzero(info & _SPECIAL_BIT)
+    if len(special):
+        moving = code_point[special] != _CAPITAL_SIGMA
+        if moving.any():
+            codes, at, code_point = _lowered_by_python(
+                texts, encoded, at, code_point, special[moving]
+            )
+            info = table.take(code_point)
+            special = np.flatnonzero(info & _SPECIAL_BIT)
+        # Capital sigmas are left, in texts that hold no other special character.
+        info[special] = _lowered_sigmas(texts, encoded, at[special]) | _WORD_BIT
+    word = (info & _WORD_BIT).astype(np.bool_)
+    info &= _CODE_POINT_BITS
+    changed = np.flatnonzero(word & (info != code_point))
+    if len(changed):
+        _write_utf8(codes, at[changed], info[changed])
+    blank = at[~word]
+    width = _LEAD_WIDTH.take(codes[blank])
+    for i in range(4):
+        codes[blank[width > i] + i] = _SPACE
+    return codes[:-3]
+
+
+def _lowered_sigmas(
+    texts: Sequence[str], encoded: list[bytes], at: NDArray[np.int64]
+) -> NDArray[np.uint32]:
+    """What ``str.lower`` makes of the capital sigma whose UTF-8 starts at each offset of
+    ``at`` (in order) in the joined texts, which hold no other character ``str.lower`` maps
+    to another length: the final or the medial small sigma, by its neighbours.
+
+    The neighbours ``str.lower`` looks at are a run of case-ignorable characters each side and
+    the character past it, and a space is not case-ignorable: so the sigma is lowered within
+    the text between the spaces around it (the whole text if that is long).
+    """
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    doc = np.searchsorted(np.cumsum(lengths) - lengths, at, side="right") - 1
+    out: list[int] = []
+    for d in np.unique(doc).tolist():
+        text = texts[d]
+        whole = None
+        i = text.find(_SIGMA)
+        while i >= 0:
+            lo = max(text.rfind(" ", 0, i), 0)
+            hi = text.find(" ", i + 1)
+            hi = len(text) if hi < 0 else hi + 1
+            if hi - lo <= _SIGMA_WINDOW:
+                out.append(ord(text[lo:hi].lower()[i - lo]))
+            else:
+                whole = text.lower() if whole is None else whole
+                out.append(ord(whole[i]))
+            i = text.find(_SIGMA, i + 1)
+    return np.array(out, dtype=np.uint32)
+
+
+_SIGMA = chr(_CAPITAL_SIGMA)
+# Characters around a capital sigma lowered on their own; a longer run lowers the whole text.
+_SIGMA_WINDOW = 256
+
+
+def _lowered_by_python(
+    texts: Sequence[str],
+    encoded: list[bytes],
+    at: NDArray[np.int64],
+    code_point: NDArray[np.uint32],
+    flagged: NDArray[np.int64],
+) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint32]]:
+    """The buffer, ``at`` and ``code_point`` once the texts holding a ``flagged`` character
+    are lowered by ``str.lower`` (``encoded`` is updated).
+
+    Those texts may change length: they are decoded again on their own, the other texts'
+    characters move by as many bytes as the texts before them grew, and the buffer is rebuilt.
+    """
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    starts = np.cumsum(lengths) - lengths
+    moving = np.unique(np.searchsorted(starts, at[flagged], side="right") - 1)
+    for d in moving.tolist():
+        encoded[d] = texts[d].lower().encode("utf-8").translate(_TRANSLATION)
+    new_lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1
+    new_starts = np.cumsum(new_lengths) - new_lengths
+    # Characters per text (at is in order), and whether to keep them (not in a moving text).
+    per_doc = np.diff(np.searchsorted(at, np.append(starts, starts[-1] + lengths[-1])))
+    keep = np.ones(len(encoded), dtype=np.bool_)
+    keep[moving] = False
+    kept = np.repeat(keep, per_doc)
+    kept_at = at[kept] + np.repeat(new_starts - starts, per_doc)[kept]
+    # The moving texts on their own, then placed where they now start.
+    alone = _padded([encoded[d] for d in moving.tolist()])
+    alone_at = np.flatnonzero(alone >= 0xC0)
+    alone_code_point = _code_points(alone, alone_at)
+    alone_lengths = new_lengths[moving]
+    alone_starts = np.cumsum(alone_lengths) - alone_lengths
+    which = np.searchsorted(alone_starts, alone_at, side="right") - 1
+    alone_at += (new_starts[moving] - alone_starts)[which]
+    # Kept characters first, then the moving texts': sort back into buffer order.
+    at = np.concatenate((kept_at, alone_at))
+    order = np.argsort(at, kind="stable")
+    return _padded(encoded), at[order], np.concatenate((code_point[kept], alone_code_point))[order]
+
+
+def _padded(encoded: list[bytes]) -> NDArray[np.uint8]:
+    """The texts joined by newlines, as a writable uint8 array with three bytes of zeros after
+    it: joined into a bytearray, which numpy then wraps without a copy."""
+    joined = bytearray(b"\n").join(encoded)
+    joined += b"\0\0\0"
+    return np.frombuffer(joined, dtype=np.uint8)
+
+
+def _code_points(codes: NDArray[np.uint8], at: NDArray[np.int64]) -> NDArray[np.uint32]:
+    """The code point of the non-ASCII UTF-8 character whose lead byte is at each offset of
+    ``at`` in ``codes`` (which has three bytes of padding).
+
+    Each lead byte is read with the three bytes after it and decoded as if it led a 4-byte
+    character; a shift right then drops the payload of the bytes past its own end. (Four byte
+    gathers: one gather of an unaligned uint32 view made numpy copy the whole buffer.)
+    """
+    lead = codes.take(at).astype(np.uint32)
+    code_point = (lead & np.uint32(0x1F)) << np.uint32(18)  # bit 4 of a 4-byte lead: masked
+    for i, shift in ((1, 12), (2, 6), (3, 0)):
+        following = codes[i:].take(at).astype(np.uint32)
+        following &= np.uint32(0x3F)
+        following <<= np.uint32(shift)
+        code_point |= following
+    # 2-byte characters have 12 bits too many, 3-byte ones 6.
+    too_many = (lead < 0xF0).astype(np.uint32)
+    too_many += lead < 0xE0
+    too_many *= np.uint32(6)
+    code_point >>= too_many
+    code_point &= np.uint32(0x1FFFFF)
+    return code_point
+
+
+def _write_utf8(
+    codes: NDArray[np.uint8], at: NDArray[np.int64], code_point: NDArray[np.uint32]
+) -> None:
+    """Write the UTF-8 of each code point at its offset, over a character of the same length."""
+    width = _utf8_width(code_point)
+    lead_mark = np.array([0, 0, 0xC0, 0xE0, 0xF0], dtype=np.uint32)[width]
+    cp = code_point.astype(np.uint32)
+    codes[at] = (lead_mark | (cp >> (6 * (width - 1)).astype(np.uint32))).astype(np.uint8)
+    for i in range(1, 4):
+        more = width > i
+        shift = (6 * (width[more] - 1 - i)).astype(np.uint32)
+        codes[at[more] + i] = (0x80 | ((cp[more] >> shift) & 0x3F)).astype(np.uint8)
+
+
+# The length of a UTF-8 character by its lead byte (continuation bytes: 0).
+_LEAD_WIDTH = np.array(
+    [1] * 128 + [0] * 64 + [2] * 32 + [3] * 16 + [4] * 8 + [0] * 8, dtype=np.uint8
+)
+
+
+def _words(codes: NDArray[np.uint8], n_docs: int) -> _TokenArrays:
+    """Tokens of a buffer of documents separated by newlines in which every byte that is not
+    part of a word is a space: spaces after a space or a newline are dropped, then the words
+    are the runs between them."""
+    separator = codes <= _SPACE
+    scratch = np.empty(len(codes) + 1, dtype=np.bool_)
+    redundant = np.equal(codes, _SPACE, out=scratch[: len(codes)])
+    redundant[1:] &= separator[:-1]
+    if redundant.any():
+        keep = np.logical_not(redundant, out=redundant)
+        codes = codes[keep]
+        separator = separator[keep]
+    start, end = _runs(separator, scratch)  # the scratch is free again afterwards
+    # Document d ends at the d-th newline: count the words that start before each newline.
+    newlines = np.flatnonzero(np.equal(codes, _NEWLINE, out=scratch[: len(codes)]))
+    bounds = np.empty(n_docs + 1, dtype=np.int64)
+    bounds[0] = 0
+    bounds[1:-1] = np.searchsorted(start, newlines)
+    bounds[-1] = len(start)
+    return codes, start, end, np.diff(bounds)
 
 
 def _runs(

@@ -7,26 +7,46 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
+# Submissions pending this long with no new one are run, the last submitted first.
+_QUIET = 0.05
+
 
 class ReversePool:
-    """Duck-typed executor: completes its futures in reverse submission order."""
+    """Duck-typed executor: completes its futures in reverse submission order.
+
+    Jobs are held until no job has been submitted for a moment (the caller is then waiting for
+    a result), and then run newest first, so every batch of submissions completes backwards.
+    """
 
     def __init__(self, workers: int) -> None:
         self._max_workers = workers
         self._jobs: list[tuple[Future[Any], Any, tuple[Any, ...]]] = []
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+        self._runner: threading.Thread | None = None
 
     def submit(self, fn: Any, *args: Any) -> Future[Any]:
         fut: Future[Any] = Future()
-        self._jobs.append((fut, fn, args))
-        if len(self._jobs) == self._max_workers:
-            threading.Thread(target=self._finish, daemon=True).start()
+        with self._lock:
+            self._jobs.append((fut, fn, args))
+            self._last = time.monotonic()
+            if self._runner is None:
+                self._runner = threading.Thread(target=self._run, daemon=True)
+                self._runner.start()
         return fut
 
-    def _finish(self) -> None:
-        for fut, fn, args in reversed(self._jobs):
-            time.sleep(0.05)
-            fut.set_result(fn(*args))
-        self._jobs.clear()
+    def _run(self) -> None:
+        while True:
+            time.sleep(_QUIET / 2)
+            with self._lock:
+                if time.monotonic() - self._last < _QUIET:
+                    continue
+                jobs, self._jobs = self._jobs, []
+                if not jobs:
+                    self._runner = None
+                    return
+            for fut, fn, args in reversed(jobs):
+                fut.set_result(fn(*args))
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
         pass

@@ -2,6 +2,9 @@
 
 Every contender turns the same texts into 128-entry MinHash signatures over 5-word shingles.
 The peers' shingles are built in Python the way their users build them, and count in their time.
+rensa runs both ways its users call it: one ``RMinHash`` per document, and the bulk
+``RMinHash.digest_matrix_from_token_sets``. neardup runs as users call it (``batch_signatures``,
+the compiled kernels once loaded) and with its numpy reference kernel, for comparison.
 
 The peers are imported lazily, inside the functions that call them, so that the spawn workers
 of the ``workers=2`` section (which re-import ``bench/signatures/__main__.py`` as
@@ -23,8 +26,20 @@ PARAMS = MinhashParams(num_perm=128, seed=0, k=5)
 NUM_PERM = PARAMS.num_perm
 SEED = PARAMS.seed
 K = PARAMS.k
-#: The case name of neardup called batch by batch.
-BATCHED = "neardup/batched"
+#: The case names, in the order the tables list them.
+NEARDUP = "neardup"
+NEARDUP_NUMPY = "neardup/numpy"
+RENSA_BULK = "rensa/bulk"
+RENSA = "rensa/per-doc"
+DATASKETCH = "datasketch"
+#: What each case name stands for.
+LABELS = {
+    NEARDUP: "neardup, 1 process, batch_signatures (compiled kernels)",
+    NEARDUP_NUMPY: "neardup, 1 process, numpy reference kernel (NEARDUP_JIT=0)",
+    RENSA_BULK: "rensa RMinHash.digest_matrix_from_token_sets, Python shingles (counted)",
+    RENSA: "rensa RMinHash per document, Python shingles (counted)",
+    DATASKETCH: "datasketch MinHash.bulk, SHA-1, Python shingles (counted)",
+}
 _WORD = re.compile(r"\w+")
 
 
@@ -45,23 +60,30 @@ def word_shingles(text: str, k: int = K) -> list[str]:
     return [" ".join(words[i : i + k]) for i in range(len(words) - k + 1)]
 
 
-def run_neardup(texts: Sequence[str], batch_size: int = 0) -> NDArray[np.uint32]:
-    """neardup on this process: ``batch_signatures`` over the list, or batch by batch.
+def run_neardup(texts: Sequence[str]) -> NDArray[np.uint32]:
+    """neardup on this process: one ``batch_signatures`` call over the list.
 
     Args:
         texts: the documents.
-        batch_size: documents per ``batch_signatures`` call; 0 for one call over all of them.
 
     Returns:
         The ``[len(texts), 128]`` uint32 signatures.
     """
-    if batch_size <= 0:
-        return batch_signatures(texts, PARAMS)
-    parts = [
-        batch_signatures(texts[i : i + batch_size], PARAMS)
-        for i in range(0, len(texts), batch_size)
-    ]
-    return np.concatenate(parts, axis=0)
+    return batch_signatures(texts, PARAMS)
+
+
+def run_neardup_numpy(texts: Sequence[str]) -> NDArray[np.uint32]:
+    """neardup's kernel with the numpy FNV and minima (what runs without numba).
+
+    Args:
+        texts: the documents.
+
+    Returns:
+        The ``[len(texts), 128]`` uint32 signatures.
+    """
+    from core._signatures import _kernel
+
+    return _kernel(texts, NUM_PERM, SEED, K, jit=False)
 
 
 def run_datasketch(texts: Sequence[str]) -> list[NDArray[np.uint64]]:
@@ -96,3 +118,28 @@ def run_rensa(texts: Sequence[str]) -> list[list[int]]:
         m.update(word_shingles(text))
         digests.append(m.digest())
     return digests
+
+
+def run_rensa_bulk(texts: Sequence[str]) -> object:
+    """rensa's bulk API: ``RMinHash.digest_matrix_from_token_sets`` over every document's shingles.
+
+    Args:
+        texts: the documents.
+
+    Returns:
+        rensa's ``RMinHashDigestMatrix`` (rows as ``to_rows()``), as its users get it.
+    """
+    from rensa import RMinHash
+
+    sets = [word_shingles(t) for t in texts]
+    return RMinHash.digest_matrix_from_token_sets(sets, NUM_PERM, SEED)
+
+
+#: Every contender, by case name.
+RUNS = {
+    NEARDUP: run_neardup,
+    NEARDUP_NUMPY: run_neardup_numpy,
+    RENSA_BULK: run_rensa_bulk,
+    RENSA: run_rensa,
+    DATASKETCH: run_datasketch,
+}

@@ -4,18 +4,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bench.common.corpora import CORPORA
 from bench.common.machine import Start, facts, load_average
-from bench.signatures.contenders import BATCHED, NUM_PERM
+from bench.signatures.contenders import (
+    DATASKETCH,
+    LABELS,
+    NEARDUP,
+    NEARDUP_NUMPY,
+    NUM_PERM,
+    RENSA,
+    RENSA_BULK,
+)
 
 #: The kernel's modules: their digest says which kernel was measured.
 KERNEL_SOURCES = {
-    "kernel (core/_tokens, _fnv, _permute, _signatures)": [
+    "kernel (core/_tokens, _fnv, _permute, _jit, _compiled, _signatures)": [
         "core/_tokens.py",
         "core/_fnv.py",
         "core/_permute.py",
+        "core/_jit.py",
+        "core/_compiled.py",
         "core/_signatures.py",
     ]
 }
+#: The peers every ratio is quoted against, in order.
+PEERS = (RENSA_BULK, RENSA, DATASKETCH)
+#: The corpora the stage split and the (a)/(c) ratio are quoted for.
+WEB, ASCII = "web", "ascii"
 
 
 @dataclass(frozen=True)
@@ -23,21 +38,36 @@ class Config:
     """What to run.
 
     Attributes:
-        docs: documents in the single-process comparison.
-        worker_docs: documents in the workers=2 vs workers=1 comparison.
+        docs: documents of each corpus in the single-process comparison.
+        worker_docs: documents of corpus (a) in the workers=2 vs workers=1 comparison.
         repeats: timed repeats of every case; medians are reported.
-        batch_size: documents per call in the extra, batched neardup row; 0 leaves it out.
         seed: the corpus seed.
         round_robin: interleave the cases in every repeat, instead of timing all repeats of a
             case back to back.
+        corpora: the corpus keys (``bench.common.corpora.CORPORA``), in order.
     """
 
     docs: int
     worker_docs: int
     repeats: int
-    batch_size: int
     seed: int
     round_robin: bool
+    corpora: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CorpusFacts:
+    """What one corpus holds."""
+
+    label: str
+    docs: int
+    megabytes: float
+    shingles: int
+    non_ascii_docs: int
+
+
+#: A stage split: median seconds per stage (or None), and a note.
+Split = tuple[dict[str, float] | None, str]
 
 
 @dataclass
@@ -46,19 +76,23 @@ class Report:
 
     config: Config
     command: str
-    corpus_mb: float
-    shingles: int
     #: CPU time over wall time of the single-process sections: ~1.0 on an idle core, lower when
     #: other processes competed for it (the timings are then inflated).
     cpu_share: float = 0.0
     start: Start = field(default_factory=lambda: Start("", ""))
-    medians: dict[str, float] = field(default_factory=dict)
-    split: dict[str, float] | None = None
-    split_note: str = ""
+    jit_loaded: bool = False
+    corpora: dict[str, CorpusFacts] = field(default_factory=dict)
+    medians: dict[str, dict[str, float]] = field(default_factory=dict)
+    splits: dict[str, dict[str, Split]] = field(default_factory=dict)
     workers: dict[str, float] = field(default_factory=dict)
     workers_identical: bool = False
+    #: Per corpus: peak MiB of one call over the corpus, and over it repeated ``memory_times``.
+    memory: dict[str, tuple[float, float]] = field(default_factory=dict)
+    memory_times: int = 4
     peak_rss_mib: float = 0.0
     worker_peak_rss_mib: float | None = None
+    #: neardup on corpora (a) and (c), interleaved: median seconds per corpus key.
+    web_ascii: dict[str, float] = field(default_factory=dict)
 
 
 # --- facts ------------------------------------------------------------------------------------
@@ -66,107 +100,176 @@ class Report:
 
 def machine_facts(report: Report) -> dict[str, str]:
     """Date, machine, load, versions and the kernel's digest, for the record."""
-    out = facts(report.start, ("numpy", "datasketch", "rensa"))
+    out = facts(report.start, ("numpy", "numba", "datasketch", "rensa"))
+    out["compiled kernels loaded"] = "yes" if report.jit_loaded else "no (numpy kernel only)"
     out["CPU time / wall time, single-process sections"] = f"{report.cpu_share:.2f}"
     return out
+
+
+# --- numbers ----------------------------------------------------------------------------------
+
+
+def short(key: str) -> str:
+    """``"(a)"`` for the web corpus, and so on: the letter its label starts with."""
+    return CORPORA[key].label.split(" ", 1)[0]
+
+
+def ratio(report: Report, key: str, case: str) -> float:
+    """The case's median time over neardup's, on corpus ``key``."""
+    return report.medians[key][case] / report.medians[key][NEARDUP]
+
+
+def web_over_ascii(report: Report, case: str = NEARDUP) -> tuple[float, float] | None:
+    """Corpus (a)'s time over corpus (c)'s, as is and per shingle; None without both."""
+    if WEB not in report.medians or ASCII not in report.medians:
+        return None
+    time_ratio = report.medians[WEB][case] / report.medians[ASCII][case]
+    shingles = report.corpora[WEB].shingles / report.corpora[ASCII].shingles
+    return time_ratio, time_ratio / shingles
+
+
+def interleaved_web_over_ascii(report: Report) -> tuple[float, float] | None:
+    """The dedicated interleaved (a)/(c) measurement, as is and per shingle; None without it."""
+    if not report.web_ascii:
+        return None
+    time_ratio = report.web_ascii[WEB] / report.web_ascii[ASCII]
+    return time_ratio, time_ratio * report.corpora[ASCII].shingles / report.corpora[WEB].shingles
 
 
 # --- output -----------------------------------------------------------------------------------
 
 
-def comparison(neardup: float, peer: float, name: str) -> str:
-    """``"neardup is 1.90x faster than rensa"`` (or slower), from the two median times."""
-    if peer >= neardup:
-        return f"neardup is {peer / neardup:.2f}x faster than {name}"
-    return f"neardup is {neardup / peer:.2f}x slower than {name}"
-
-
-def labels(config: Config) -> dict[str, str]:
-    """What each case name stands for, for the tables."""
-    return {
-        "neardup": "neardup, 1 process, batch_signatures over the whole list",
-        BATCHED: f"neardup, 1 process, batch_signatures in batches of {config.batch_size} docs",
-        "rensa": "rensa RMinHash, Python shingles (counted)",
-        "datasketch": "datasketch MinHash.bulk, SHA-1, Python shingles (counted)",
-    }
-
-
-def rss_summary(report: Report) -> str:
-    """Peak RSS of this process and of the warm pool's largest worker, as one phrase."""
-    text = f"{report.peak_rss_mib:.0f} MiB (benchmark process, all sections)"
-    if report.worker_peak_rss_mib is not None:
-        text += f", {report.worker_peak_rss_mib:.0f} MiB (largest warm-pool worker, VmHWM)"
-    return text
-
-
 def print_text(report: Report) -> None:
     """The human-readable report."""
     c = report.config
-    print(f"corpus: {c.docs} docs, {report.corpus_mb:.1f} MB, {report.shingles} 5-word shingles")
-    print(f"signatures: {NUM_PERM} permutations; medians of {c.repeats} repeats (seconds)")
     order = "round-robin" if c.round_robin else "each case's repeats back to back"
-    print(f"  (order: {order})")
-    nd = report.medians["neardup"]
-    names = labels(c)
-    for name, seconds in report.medians.items():
-        print(f"  {seconds:7.3f} s  {c.docs / seconds:7.0f} docs/s  {names[name]}")
-    print("  " + ", ".join(comparison(nd, report.medians[p], p) for p in ("rensa", "datasketch")))
-    if report.split is None:
-        print(f"neardup split: {report.split_note}")
-    else:
-        total = sum(report.split.values())
-        print(f"neardup split (medians, staged pass total {total:.3f} s):")
-        for stage, seconds in report.split.items():
-            print(f"  {stage:<26} {seconds:7.3f} s  {100 * seconds / total:5.1f} %")
-        if report.split_note:
-            print(f"  note: {report.split_note}")
-    print(f"workers ({c.worker_docs} docs, medians of {c.repeats}):")
+    print(f"signatures: {NUM_PERM} permutations, 5-word shingles; medians of {c.repeats} ({order})")
+    for key, f in report.corpora.items():
+        print(
+            f"{f.label}: {f.docs} docs, {f.megabytes:.1f} MB UTF-8, {f.shingles} shingles, "
+            f"{100 * f.non_ascii_docs / max(f.docs, 1):.0f} % of docs with non-ASCII"
+        )
+        for name, seconds in report.medians[key].items():
+            note = "" if name == NEARDUP else f"  {ratio(report, key, name):5.2f}x neardup"
+            print(f"  {seconds:7.3f} s  {f.docs / seconds:7.0f} docs/s  {LABELS[name]}{note}")
+        for path, (split, split_note) in report.splits[key].items():
+            if split is None:
+                print(f"  split ({path}): {split_note}")
+                continue
+            total = sum(split.values())
+            shares = ", ".join(f"{stage} {100 * s / total:.0f} %" for stage, s in split.items())
+            note = f" [{split_note}]" if split_note else ""
+            print(f"  split ({path}, {total:.3f} s): {shares}{note}")
+    for case in (NEARDUP, NEARDUP_NUMPY):
+        if (r := web_over_ascii(report, case)) is not None:
+            print(f"(a)/(c) time, {case}: {r[0]:.2f}x ({r[1]:.2f}x per shingle)")
+    if (r := interleaved_web_over_ascii(report)) is not None:
+        print(f"(a)/(c) time, neardup, interleaved: {r[0]:.2f}x ({r[1]:.2f}x per shingle)")
+    print(f"workers, corpus (a), {c.worker_docs} docs, medians of {c.repeats}:")
     w1 = report.workers["workers=1"]
     for name, seconds in report.workers.items():
         print(f"  {name:<46} {seconds:7.3f} s  speed-up vs workers=1: {w1 / seconds:.2f}x")
     print(f"  workers=2 signatures identical to workers=1: {report.workers_identical}")
-    print(f"peak RSS: {rss_summary(report)}")
+    for key, (one, times) in report.memory.items():
+        print(
+            f"peak memory of one signatures() call, {short(key)}: {one:.0f} MiB; "
+            f"{times:.0f} MiB over the corpus x{report.memory_times} (tracemalloc)"
+        )
     print(f"load average: {report.start.load} at start, {load_average()} at end; ", end="")
-    share = report.cpu_share
-    print(
-        f"CPU/wall of the single-process sections {share:.2f} (~1.00 idle core; lower: contended)"
-    )
+    print(f"CPU/wall of the single-process sections {report.cpu_share:.2f}")
 
 
 def markdown(report: Report, facts: dict[str, str]) -> str:
     """The run as markdown tables, to paste into bench/RESULTS.md."""
     c = report.config
-    nd = report.medians["neardup"]
-    w1 = report.workers["workers=1"]
+    keys = list(report.corpora)
+    heads = " | ".join(short(k) for k in keys)
+    rule = "|---|" + "---:|" * len(keys)
     lines = ["| | |", "|---|---|"]
     lines += [f"| {key} | {value} |" for key, value in facts.items()]
     lines += [f"| command | `{report.command}` |", ""]
-    lines += [
-        f"Signatures of {c.docs} docs ({report.corpus_mb:.1f} MB, {report.shingles} shingles), "
-        f"{NUM_PERM} permutations, 5-word shingles, median of {c.repeats} "
-        f"({'round-robin' if c.round_robin else 'repeats of each case back to back'}):",
-        "",
-        "| contender | median s | docs/s | time / neardup time |",
-        "|---|---:|---:|---:|",
-    ]
-    names = labels(c)
-    for name, seconds in report.medians.items():
+    lines += ["| corpus | docs | MB (UTF-8) | 5-word shingles | docs with non-ASCII |"]
+    lines += ["|---|---:|---:|---:|---:|"]
+    for f in report.corpora.values():
         lines.append(
-            f"| {names[name]} | {seconds:.3f} | {c.docs / seconds:.0f} | {seconds / nd:.2f}x |"
+            f"| {f.label} | {f.docs} | {f.megabytes:.1f} | {f.shingles:,} | "
+            f"{100 * f.non_ascii_docs / max(f.docs, 1):.0f} % |"
         )
-    if report.split is not None:
-        total = sum(report.split.values())
-        lines += ["", "| neardup stage | median s | share |", "|---|---:|---:|"]
-        lines += [
-            f"| {stage} | {s:.3f} | {100 * s / total:.0f} % |" for stage, s in report.split.items()
-        ]
+    order = "round-robin" if c.round_robin else "repeats of each case back to back"
     lines += [
         "",
-        f"`signatures()` on {c.worker_docs} docs, median of {c.repeats}:",
+        f"Seconds, median of {c.repeats} ({order}), {NUM_PERM} permutations, one process:",
+        "",
+        f"| contender | {heads} |",
+        rule,
+    ]
+    for name in LABELS:
+        cells = " | ".join(f"{report.medians[k][name]:.3f}" for k in keys)
+        lines.append(f"| {LABELS[name]} | {cells} |")
+    lines += ["", "Time / neardup's time (higher: neardup faster):", "", f"| contender | {heads} |"]
+    lines.append(rule)
+    for name in (NEARDUP_NUMPY, *PEERS):
+        cells = " | ".join(f"{ratio(report, k, name):.2f}x" for k in keys)
+        lines.append(f"| {LABELS[name]} | {cells} |")
+    ratios = [
+        f"{case} {r[0]:.2f}x ({r[1]:.2f}x per shingle)"
+        for case in (NEARDUP, NEARDUP_NUMPY)
+        if (r := web_over_ascii(report, case)) is not None
+    ]
+    if (r := interleaved_web_over_ascii(report)) is not None:
+        calls = 3 * c.repeats
+        ratios.append(f"neardup interleaved, {calls} calls each, {r[0]:.2f}x ({r[1]:.2f}x/shingle)")
+    if ratios:
+        lines += ["", f"Corpus (a) time / corpus (c) time: {'; '.join(ratios)}."]
+    lines += _split_table(report, keys)
+    lines += [
+        "",
+        f"`signatures()` on {c.worker_docs} docs of corpus (a), median of {c.repeats} "
+        "(round-robin, before the other sections):",
         "",
         "| call | median s | speed-up vs workers=1 |",
         "|---|---:|---:|",
     ]
+    w1 = report.workers["workers=1"]
     lines += [f"| {name} | {s:.3f} | {w1 / s:.2f}x |" for name, s in report.workers.items()]
-    lines += ["", f"Peak RSS: {rss_summary(report)}."]
+    lines += ["", f"workers=2 signatures identical to workers=1: {report.workers_identical}."]
+    if report.memory:
+        lines += [
+            "",
+            "Peak memory of one `signatures()` call, above the memory in use before it "
+            "(tracemalloc: Python objects and numpy buffers; the result included, the input not):",
+            "",
+            f"| corpus | {report.config.docs} docs | the same x{report.memory_times} |",
+            "|---|---:|---:|",
+        ]
+        for key, (one, times) in report.memory.items():
+            lines.append(f"| {CORPORA[key].label} | {one:.0f} MiB | {times:.0f} MiB |")
+    lines += ["", f"Peak RSS of the benchmark process: {report.peak_rss_mib:.0f} MiB"]
+    if report.worker_peak_rss_mib is not None:
+        lines[-1] += f"; largest warm-pool worker: {report.worker_peak_rss_mib:.0f} MiB (VmHWM)"
+    lines[-1] += "."
     return "\n".join(lines)
+
+
+def _split_table(report: Report, keys: list[str]) -> list[str]:
+    """Stage seconds and shares, compiled and numpy, per corpus."""
+    columns = [(k, path) for k in keys for path in ("compiled", "numpy")]
+    columns = [(k, p) for k, p in columns if report.splits[k][p][0] is not None]
+    if not columns:
+        return []
+    first = report.splits[columns[0][0]][columns[0][1]][0] or {}
+    heads = " | ".join(f"{short(k)} {p}" for k, p in columns)
+    lines = ["", "neardup's stages, median seconds (share):", "", f"| stage | {heads} |"]
+    lines.append("|---|" + "---:|" * len(columns))
+    for stage in first:
+        cells = []
+        for k, p in columns:
+            split = report.splits[k][p][0] or {}
+            total = sum(split.values())
+            cells.append(f"{split[stage]:.3f} ({100 * split[stage] / total:.0f} %)")
+        lines.append(f"| {stage} | {' | '.join(cells)} |")
+    totals = " | ".join(f"{sum((report.splits[k][p][0] or {}).values()):.3f}" for k, p in columns)
+    lines.append(f"| total | {totals} |")
+    notes = {n for k in keys for _, n in report.splits[k].values() if n}
+    lines += [f"\nNote: {n}" for n in sorted(notes)]
+    return lines

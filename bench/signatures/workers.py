@@ -6,10 +6,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bench.signatures.contenders import run_neardup
 from bench.signatures.measure import median_times, pool_peak_rss_mib
 from core.engine import spawn_pool
 from core.minhash import signatures
+
+#: Untimed full calls on the warm pool before timing: its workers load the compiled kernels
+#: once they have hashed enough (``core._compiled.LOAD_AFTER``), as a long-lived pool does.
+WARM_CALLS = 2
 
 
 def worker_times(
@@ -26,14 +29,11 @@ def worker_times(
         The medians per case, whether workers=2 gave the same signatures as workers=1, and the
         largest peak RSS in MiB of the warm pool's workers (None where it cannot be read).
     """
-    half = (len(texts) + 1) // 2  # each worker's share, to tell batch size from parallelism
     with spawn_pool(2) as pool:
-        # Warm-up: start both workers and import the kernel in each before any timing.
-        for _ in range(2):
-            signatures(texts[:64], pool=pool)
+        for _ in range(WARM_CALLS):
+            signatures(texts, pool=pool)
         cases: dict[str, Callable[[], object]] = {
             "workers=1": lambda: signatures(texts, workers=1),
-            "workers=1, as 2 batch_signatures calls of half": lambda: run_neardup(texts, half),
             "workers=2, pool spawned by the call": lambda: signatures(texts, workers=2),
             "workers=2, pre-created warm pool": lambda: signatures(texts, pool=pool),
         }

@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from core._tokens import word_table
+from core._tokens import lower_table, word_table
 from core.minhash import jaccard, shingles, words
 
 
@@ -43,3 +43,20 @@ def test_word_table_is_pythons_unicode_w():
         if not 0xD800 <= cp < 0xE000 and pattern.match(chr(cp)):
             expected[cp] = True
     assert np.array_equal(table, expected)
+
+
+def test_lower_table_is_pythons_str_lower_char_by_char():
+    # The batch kernel lowers non-ASCII characters by table; every character it does not
+    # leave to str.lower must lower to exactly one character of the same UTF-8 length.
+    lowered, special = lower_table()
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        char = chr(cp)
+        low = char.lower()
+        if special[cp]:
+            assert cp == 0x3A3 or len(low) != 1 or len(low.encode()) != len(char.encode())
+        else:
+            assert low == chr(lowered[cp]) and len(low.encode()) == len(char.encode())
+        # What str.lower returns is lowered no further, and never needs str.lower again.
+        assert all(c.lower() == c and not special[ord(c)] for c in low)

@@ -1,0 +1,205 @@
+"""The fast paths against the references: the compiled (numba) kernels against the numpy ones,
+value by value, and whole signatures (fast tokeniser, compiled or numpy kernels) against the
+scalar reference, ``minhash`` over ``shingles`` (core/_sketch.py over core/_text.py)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core import _compiled, _signatures
+from core._fnv import fnv1a64_spans
+from core._hashing import MERSENNE31, perm_params
+from core._permute import minima
+from core.minhash import minhash, shingles
+from tests.core.test_permute import boundary_xs
+from tests.strategies import any_text, texts, tricky_text
+
+P = MERSENNE31
+numba = pytest.importorskip("numba")
+
+
+@pytest.fixture(scope="module")
+def jit() -> _compiled.Compiled:
+    kernels = _compiled.load()
+    assert kernels is not None, "numba is installed, so the compiled kernels must load"
+    return kernels
+
+
+def compiled_minima(jit, x, per_doc, a, b):
+    out = np.empty((len(per_doc), len(a)), dtype=np.uint32)
+    jit.minima(x.astype(np.uint32), per_doc, a.astype(np.uint32), b, out)
+    return out
+
+
+def reference(batch, num_perm=128, seed=0, k=5):
+    """The scalar reference: minhash over the shingle set, one text at a time."""
+    rows = [minhash(shingles(t, k), num_perm, seed) for t in batch]
+    return np.array(rows, dtype=np.uint64).reshape(len(batch), num_perm)
+
+
+@pytest.mark.parametrize(("num_perm", "seed"), [(1, 0), (3, 5), (128, 0), (256, 2**40 + 1)])
+def test_compiled_minima_equal_numpy_minima_at_every_boundary(jit, num_perm, seed):
+    a, b = perm_params(num_perm, seed)
+    rng = np.random.default_rng(seed)
+    x = np.concatenate(
+        [boundary_xs(a, b), rng.integers(0, P, 20_000, dtype=np.uint64),
+         np.array([0, 1, 2, P - 2, P - 1], dtype=np.uint64)]
+    )  # fmt: skip
+    ones = np.ones(len(x), dtype=np.int64)
+    assert np.array_equal(compiled_minima(jit, x, ones, a, b), minima(x, ones, a, b))
+    # Documents of 0 to 9 shingles (0: the all-P row), over the same values.
+    sizes = rng.integers(0, 10, len(x))
+    sizes[-1] += len(x) - sizes.sum() if sizes.sum() < len(x) else 0
+    per_doc = np.diff(np.minimum(np.concatenate(([0], np.cumsum(sizes))), len(x)))
+    per_doc[-1] += len(x) - per_doc.sum()
+    assert np.array_equal(compiled_minima(jit, x, per_doc, a, b), minima(x, per_doc, a, b))
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, P - 1), st.integers(0, P - 1)), min_size=1, max_size=20),
+    st.lists(st.integers(0, P - 1), min_size=1, max_size=200),
+    st.lists(st.integers(0, 7), min_size=1, max_size=40),
+)
+def test_compiled_minima_equal_numpy_minima_for_any_parameters(jit, params, xs, sizes):
+    a = np.array([p[0] for p in params], dtype=np.uint64)
+    b = np.array([p[1] for p in params], dtype=np.uint64)
+    x = np.array(xs, dtype=np.uint64)
+    per_doc = np.diff(np.minimum(np.concatenate(([0], np.cumsum(sizes))), len(x)))
+    per_doc = np.append(per_doc, len(x) - per_doc.sum()).astype(np.int64)
+    assert np.array_equal(compiled_minima(jit, x, per_doc, a, b), minima(x, per_doc, a, b))
+
+
+def test_compiled_shingle_values_equal_numpy_fnv(jit):
+    rng = np.random.default_rng(3)
+    buf = rng.integers(0, 256, 300_000, dtype=np.uint8)
+    start = rng.integers(0, len(buf), 5_000)
+    end = np.minimum(start + rng.integers(0, 90, len(start)), len(buf))
+    start = np.append(start, [0, 5, 1_000])  # a 70,000-byte span (numpy: the closed form)
+    end = np.append(end, [0, 5, 71_000])
+    out = np.empty(len(start), dtype=np.uint64)
+    jit.shingle_values(buf, start, end, out)
+    assert np.array_equal(out, fnv1a64_spans(buf, start, end) % np.uint64(P))
+
+
+@given(st.lists(any_text, max_size=6), st.sampled_from([(16, 0, 5), (8, 3, 1), (5, 9, 3)]))
+def test_both_kernels_equal_the_scalar_reference_on_any_unicode(jit, batch, params):
+    num_perm, seed, k = params
+    expected = reference(batch, num_perm, seed, k)
+    for use_jit in (True, False):
+        got = _signatures._kernel(batch, num_perm, seed, k, jit=use_jit)
+        assert np.array_equal(got, expected), use_jit
+
+
+@given(st.lists(tricky_text, max_size=6))
+def test_both_kernels_equal_the_scalar_reference_on_tricky_unicode(jit, batch):
+    expected = reference(batch, 16)
+    for use_jit in (True, False):
+        assert np.array_equal(_signatures._kernel(batch, 16, 0, 5, jit=use_jit), expected)
+
+
+@given(st.lists(st.one_of(texts(), tricky_text), min_size=1, max_size=12))
+def test_slabs_do_not_change_signatures(monkeypatch_module, batch):
+    expected = reference(batch, 8)
+    monkeypatch_module.setattr(_signatures, "SLAB_TEXTS", 2)
+    monkeypatch_module.setattr(_signatures, "SLAB_CHARS", 40)
+    try:
+        assert np.array_equal(_signatures._kernel(batch, 8, 0, 5), expected)
+    finally:
+        monkeypatch_module.undo()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+@given(st.lists(st.integers(0, 5000), max_size=60), st.integers(1, 4))
+def test_slab_bounds_cover_the_texts_in_bounded_slabs(monkeypatch_module, lengths, parts):
+    monkeypatch_module.setattr(_signatures, "SLAB_TEXTS", 7)
+    monkeypatch_module.setattr(_signatures, "SLAB_CHARS", 3500)  # a text weighs >= 500
+    try:
+        bounds = _signatures.slab_bounds(["x" * n for n in lengths], parts)
+    finally:
+        monkeypatch_module.undo()
+    assert [lo for lo, _ in bounds] == [0, *(hi for _, hi in bounds[:-1])][: len(bounds)]
+    assert (bounds[-1][1] if bounds else 0) == len(lengths)
+    assert all(lo < hi for lo, hi in bounds)
+    for lo, hi in bounds:
+        # Within the limits but for its last text.
+        assert hi - lo - 1 <= 7
+        assert sum(lengths[lo : hi - 1]) <= 3500
+
+
+def test_slabs_of_even_texts_are_even_and_a_multiple_of_the_workers():
+    batch = ["word " * 300] * 9000
+    one, two = _signatures.slab_bounds(batch), _signatures.slab_bounds(batch, 2)
+    # Each text weighs SLAB_CHARS / SLAB_TEXTS: 9,000 of them make 4.4 slabs.
+    assert _signatures.SLAB_CHARS // _signatures.SLAB_TEXTS == 2048 > 1500
+    assert len(one) == 5 and len(two) == 6
+    assert {hi - lo for lo, hi in two} == {1500}
+
+
+def test_the_compiled_kernels_load_only_after_enough_work(monkeypatch):
+    monkeypatch.setattr(_compiled._State, "kernels", None)
+    monkeypatch.setattr(_compiled._State, "failed", False)
+    monkeypatch.setattr(_compiled._State, "work", 0)
+    assert _compiled.compiled(_compiled.LOAD_AFTER // 2) is None
+    assert _compiled.compiled(_compiled.LOAD_AFTER // 2) is not None
+
+
+def test_neardup_jit_0_keeps_numpy(monkeypatch):
+    monkeypatch.setenv(_compiled.JIT_VARIABLE, "0")
+    assert _compiled._load() is None
+    monkeypatch.setattr(_compiled._State, "kernels", None)
+    monkeypatch.setattr(_compiled._State, "failed", False)
+    assert _compiled.load() is None
+    assert _compiled.compiled(_compiled.LOAD_AFTER) is None
+
+
+def test_memory_of_one_call_does_not_grow_with_its_input(monkeypatch):
+    # Slabs of 16 texts: beyond the result (512 bytes a text) and a few arrays of one number a
+    # text, a call over 8x the texts must not take more memory. Unsliced, the kernel's scratch
+    # is tens of bytes a character: here ~100 KB a text.
+    import tracemalloc
+
+    from core.minhash import signatures
+
+    monkeypatch.setattr(_signatures, "SLAB_TEXTS", 16)
+    monkeypatch.setattr(_signatures, "SLAB_CHARS", 16 * 4096)
+    base = [f"text {i} " + "wörds and “more” words " * 150 for i in range(800)]
+    signatures(base[:20])  # the code-point tables, built once a process
+
+    def peak(batch):
+        tracemalloc.start()
+        try:
+            before, _ = tracemalloc.get_traced_memory()
+            signatures(batch)
+            return tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(base[:100]), peak(base)
+    assert (large - small) / 700 < 2048
+
+
+SIGMA_TEXTS = [
+    "ΟΔΟΣ ΣΟΦΙΑ Σ ΑΣ. ΑΣ' ΑΣ'Α ΑΣ\u0301 Α\u0301Σ ΑΣ:Β ·Σ Α·Σ",
+    "ΣΑΣ" * 200 + " ΑΣ " + "Α" * 300 + "Σ",  # runs longer than the window
+    "x" * 300 + "ΑΣ" + "'" * 300,
+    "İSTANBUL ΟΔΟΣ K\u212a",  # sigma with characters str.lower maps to another length
+    "plain ascii words only here",
+    "ΜΙΑ ΛΕΞΗ\tΑΣ\nΑΣ",
+]
+
+
+@pytest.mark.parametrize("use_jit", [True, False])
+def test_capital_sigma_is_lowered_by_its_neighbours(jit, use_jit):
+    for batch in (SIGMA_TEXTS, SIGMA_TEXTS[::-1], SIGMA_TEXTS[1:2]):
+        got = _signatures._kernel(batch, 16, 0, 5, jit=use_jit)
+        assert np.array_equal(got, reference(batch, 16))
+        # And word by word: each text alone, k=1 (every word its own shingle).
+        for text in batch:
+            alone = _signatures._kernel([text], 16, 0, 1, jit=use_jit)
+            assert np.array_equal(alone, reference([text], 16, 0, 1)), text
