@@ -6,19 +6,15 @@ import argparse
 import ipaddress
 import logging
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["serve"]
 
-_SETTINGS = ("host", "port", "allowed_hosts", "data_dir", "workers", "num_perm", "bands",
-             "threshold", "k", "seed", "ngram", "max_batch", "max_body_bytes", "max_text_chars",
-             "max_inflight", "max_buffered_bytes", "client_timeout", "max_matches",
-             "max_protected_sets", "max_protected_bytes", "max_batch_memory",
-             "contamination_texts_per_minute", "api_keys_file", "store_text")  # fmt: skip
 
-
-def _given(args: argparse.Namespace) -> dict[str, Any]:
-    return {n: getattr(args, n) for n in _SETTINGS if getattr(args, n, None) is not None}
+def _given(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
+    """The settings among ``names`` that a flag gave (flags are spelled as the settings are)."""
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -34,7 +30,7 @@ def serve(args: argparse.Namespace) -> int:
     from core.engine import NeardupError
 
     try:
-        settings = Settings(**_given(args))
+        settings = Settings(**_given(args, Settings.model_fields))
     except ValidationError as exc:
         print(f"neardup serve: invalid settings:\n{exc}", file=sys.stderr)
         return 2
