@@ -101,7 +101,10 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
         cmd = sub.add_parser(name, help=text)
         cmd.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
         cmd.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8000")
-        cmd.add_argument("--api-key", help="sent as a Bearer token")
+        cmd.add_argument(
+            "--api-key",
+            help="sent as a Bearer token (default: the environment's NEARDUP_API_KEY)",
+        )
         cmd.add_argument("--batch-size", type=int, default=1000)
         cmd.add_argument("--retries", type=int, default=5, help="for 429/503/connection errors")
         cmd.add_argument("--quiet", action="store_true")

@@ -81,6 +81,8 @@ class ContaminationView:
     not_shown: int = 0
     #: whether shared n-grams are named (keys with the protect scope only)
     echo: bool = True
+    #: the names of the protected sets checked (none: nothing was checked, no verdict)
+    checked: tuple[str, ...] = ()
 
 
 async def cluster_view(service: Service, root: str) -> ClusterView:
@@ -144,13 +146,15 @@ async def contamination_view(
     """The items the text shares n-grams with, from the chosen sets (all when None); with
     ``echo`` (a key with the protect scope) the shared n-grams are named and highlighted."""
     chosen = service.chosen_sets(sets)
+    checked = tuple(s.name for s in chosen)
     [hits] = await service.contamination([text], sets, caller)
     shown = text[:HIGHLIGHT_CHARS]
     if not echo:
         hits = [(s, item, "") for s, item, _ in hits]
-        return ContaminationView(text, [Piece(shown, "same")], hits, len(text) - len(shown), echo)
+        plain = [Piece(shown, "same")]
+        return ContaminationView(text, plain, hits, len(text) - len(shown), echo, checked)
     pieces = await asyncio.to_thread(_highlighted, shown, chosen)
-    return ContaminationView(text, pieces, hits, len(text) - len(shown), echo)
+    return ContaminationView(text, pieces, hits, len(text) - len(shown), echo, checked)
 
 
 def _highlighted(text: str, chosen: list[ProtectedSet]) -> list[Piece]:

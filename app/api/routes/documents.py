@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, HTTPException, Response
+from pydantic import TypeAdapter, ValidationError
 
 from app.api.bodies import StrictJSONRoute
 from app.api.deps import ServiceDep, require
 from app.api.schemas import (
     ERRORS,
+    DocId,
     DocumentOut,
     DocumentResult,
     DocumentsRequest,
@@ -17,28 +19,46 @@ from app.api.schemas import (
     QueryRequest,
     QueryResponse,
     QueryResult,
+    ReplaceRequest,
 )
-from app.service import NewDoc
+from app.service import NewDoc, Registered
+
+_DOC_ID: TypeAdapter[str] = TypeAdapter(DocId)
 
 router = APIRouter(prefix="/v1", tags=["documents"], route_class=StrictJSONRoute, responses=ERRORS)
 
 
 @router.post("/documents", dependencies=[require("write")])
 async def register(body: DocumentsRequest, service: ServiceDep) -> DocumentsResponse:
-    """Register a batch; answered only once it is durable."""
-    results = await service.register([NewDoc(d.id, d.text, d.meta) for d in body.documents])
-    return DocumentsResponse(
-        results=[
-            DocumentResult(
-                id=r.id,
-                cluster=r.cluster,
-                status=r.status,
-                match_count=r.matches.count,
-                matches=[Match(id=i, estimate=e) for i, e in r.matches.best],
-            )
-            for r in results
-        ]
+    """Register a batch; answered only once it is durable. With ``if_new``, documents that have a
+    confirmed match are answered ``duplicate`` and not registered."""
+    docs = [NewDoc(d.id, d.text, d.meta) for d in body.documents]
+    results = await service.register(docs, if_new=body.if_new)
+    return DocumentsResponse(results=[_result(r) for r in results])
+
+
+def _result(r: Registered) -> DocumentResult:
+    return DocumentResult(
+        id=r.id,
+        cluster=r.cluster,
+        status=r.status,
+        match_count=r.matches.count,
+        matches=[Match(id=i, estimate=e) for i, e in r.matches.best],
     )
+
+
+@router.put("/documents/{doc_id:path}", dependencies=[require("write")])
+async def replace(doc_id: str, body: ReplaceRequest, service: ServiceDep) -> DocumentResult:
+    """Replace a document's text on purpose (or register it if unknown): durable, its old
+    cluster regrouped, its new matches among every other document. ``replaced``, ``created``
+    or ``unchanged`` (same text and meta)."""
+    try:
+        _DOC_ID.validate_python(doc_id)
+    except ValidationError as exc:
+        raise HTTPException(422, f"invalid id: {exc.errors()[0]['msg']}") from None
+    meta = body.meta if body.meta is not None else {}
+    doc = NewDoc(doc_id, body.text, meta)
+    return _result(await service.replace(doc, meta_given=body.meta is not None))
 
 
 @router.post("/query", dependencies=[require("read")])
@@ -56,14 +76,14 @@ async def query(body: QueryRequest, service: ServiceDep) -> QueryResponse:
     )
 
 
-@router.get("/documents/{doc_id}", dependencies=[require("read")])
+@router.get("/documents/{doc_id:path}", dependencies=[require("read")])
 async def document(doc_id: str, service: ServiceDep) -> DocumentOut:
     """A registered document's cluster and meta."""
     found_id, cluster, meta = await service.document(doc_id)
     return DocumentOut(id=found_id, cluster=cluster, meta=meta)
 
 
-@router.delete("/documents/{doc_id}", status_code=204, dependencies=[require("write")])
+@router.delete("/documents/{doc_id:path}", status_code=204, dependencies=[require("write")])
 async def delete(doc_id: str, service: ServiceDep) -> Response:
     """Delete a document; its cluster is recomputed."""
     await service.delete(doc_id)

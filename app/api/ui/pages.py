@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -28,6 +29,9 @@ from app.service.views import (
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+#: An id as one path segment or query value: every reserved character percent-encoded, ``/``
+#: too (Jinja's ``urlencode`` keeps ``/``).
+templates.env.filters["id_url"] = lambda value: quote(str(value), safe="")
 STYLE = (Path(__file__).resolve().parent / "static" / "style.css").read_bytes()
 COOKIE = "neardup_session"
 PAGE = 50
@@ -143,7 +147,7 @@ async def overview(request: Request, service: ServiceDep, page: int = 1) -> HTML
     )  # fmt: skip
 
 
-@router.get("/clusters/{root}", response_class=HTMLResponse, dependencies=[Reader])
+@router.get("/clusters/{root:path}", response_class=HTMLResponse, dependencies=[Reader])
 async def cluster(request: Request, root: str, service: ServiceDep) -> HTMLResponse:
     """Members beside the root, with word differences, estimates and exact Jaccard."""
     try:
