@@ -136,6 +136,10 @@ class _Strict(BaseModel):
 class SignaturesRequest(_Strict):
     """``POST /v1/signatures``."""
 
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"texts": ["any text", "another text"]}]}
+    )
+
     texts: list[Text]
 
 
@@ -175,12 +179,35 @@ class DocumentIn(_Strict):
 class ReplaceRequest(_Strict):
     """``PUT /v1/documents/{id}``: the document's new text (and meta)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"text": "the corrected text ...", "meta": {"revision": 2}}]
+        }
+    )
+
     text: Text
     meta: Meta | None = Field(default=None, description="omitted: the stored meta is kept")
 
 
 class DocumentsRequest(_Strict):
     """``POST /v1/documents``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "documents": [
+                        {
+                            "id": "deb/libfontenc1",
+                            "text": "Copyright 1998 The Open Group ...",
+                            "meta": {"source": "debian"},
+                        },
+                    ],
+                    "if_new": False,
+                }
+            ]
+        }
+    )
 
     documents: list[DocumentIn] = Field(
         description="ids must be unique within one batch: a repeated id is 422"
@@ -226,6 +253,14 @@ class DocumentsResponse(BaseModel):
 
 class QueryRequest(_Strict):
     """``POST /v1/query``: read-only."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"texts": ["Copyright 1998 The Open Group ..."], "threshold": 0.8, "limit": 10}
+            ]
+        }
+    )
 
     texts: list[Text]
     threshold: float | None = Field(
@@ -294,6 +329,14 @@ class ProtectedSetOut(BaseModel):
 
 class ContaminationRequest(_Strict):
     """``POST /v1/contamination``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"texts": ["Tom found a shiny red shell by the river ..."], "sets": ["evals.v1"]}
+            ]
+        }
+    )
 
     texts: list[Text]
     sets: list[str] | None = Field(

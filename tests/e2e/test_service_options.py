@@ -185,7 +185,7 @@ def test_replace_a_text_is_durable_and_regroups_clusters(tmp_path):
             assert client.stats()["documents"] == 4
             with pytest.raises(ClientError) as info:
                 client.replace("x" * 257, "a text")
-            assert info.value.status == 422 and "invalid id" in str(info.value.detail)
+            assert info.value.status == 422 and "at most 256" in str(info.value.detail)
     finally:
         stop_server(again)
 
