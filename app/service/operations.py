@@ -96,6 +96,9 @@ class Service:
         self.limits = BatchLimits(settings)
         self.probes = ProbeLimiter(settings.contamination_texts_per_minute)
         self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
+        #: a cluster page's derived rows (app.service.views), keyed by (index version, root):
+        #: one cluster at a time, recomputed after any write
+        self.cluster_pages: dict[tuple[int, str], object] = {}
         self.recovery_seconds = 0.0
         #: Why the last store write failed for lack of room (None once a write succeeds).
         self.store_full: str | None = None
@@ -333,6 +336,10 @@ class Service:
                 self.index.apply(plan)
                 found = plan.found[0]
                 return Registered(doc.id, self.index.root_of(doc.id), "replaced", found)
+
+    async def digests(self, doc_ids: Sequence[str]) -> dict[str, bytes]:
+        """The text digests of those documents that are registered."""
+        return await self._io_call(self.store.digests, list(doc_ids))
 
     async def delete(self, doc_id: str) -> None:
         """Delete a document; its cluster is regrouped from the remaining members."""
