@@ -156,49 +156,49 @@ async def cluster_view(
 
 
 async def _ranking(service: Service, root: str, members: list[str]) -> _Ranked:
-    """The cluster's rows, kept until the index changes (paging does not recompute them)."""
+    """The cluster's rows, kept until the index changes (paging does not recompute them).
+
+    Bounded whatever the cluster's size: copies are grouped by digest off the event loop, the
+    estimates to the root are computed _SLAB signatures at a time (yielding to the loop between
+    slabs), and chains are traced only up to CHAIN_LIMIT distinct texts."""
     key = (service.index.version, root)
     cached = service.cluster_pages.get(key)
     if isinstance(cached, _Ranked):
         return cached
     digests = await service.digests(members)
-    sigs = service.index.signatures_of(members)
-    ranked = await asyncio.to_thread(
-        _rank, root, members, digests, sigs, service.params.bands, service.params.threshold
-    )
+    groups = await asyncio.to_thread(_copies, members, digests)
+    reps = [g[0] for g in groups]
+    index = service.index
+    root_sig = index.signatures_of([root])[0]
+    est = np.zeros(len(reps), dtype=np.float64)
+    for lo in range(0, len(reps), _SLAB):
+        slab = [(k, i) for k, i in enumerate(reps[lo : lo + _SLAB], start=lo) if i in index]
+        if slab:  # (a member deleted meanwhile keeps estimate 0)
+            sigs = index.signatures_of([i for _, i in slab])
+            est[[k for k, _ in slab]] = (sigs == root_sig).mean(axis=1)
+        await asyncio.sleep(0)
+    order = sorted(range(len(groups)), key=lambda k: (reps[k] != root, est[k], reps[k]))
+    chains = None
+    if len(reps) <= CHAIN_LIMIT and all(i in index for i in reps):
+        params = service.params
+        sigs = index.signatures_of(reps)
+        chains = await asyncio.to_thread(
+            _chains, reps, sigs, est, reps.index(root), params.bands, params.threshold
+        )
+    ranked = _Ranked([groups[k] for k in order], [float(est[k]) for k in order], chains)
     service.cluster_pages.clear()  # one cluster at a time: bounded memory
     service.cluster_pages[key] = ranked
     return ranked
 
 
-def _rank(
-    root: str,
-    members: list[str],
-    digests: dict[str, bytes],
-    sigs: NDArray[np.uint32],
-    bands: int,
-    threshold: float,
-) -> _Ranked:
-    """Copies (same text digest) collapsed under their smallest id; rows ordered root first,
-    then by estimate to the root ascending, then id; chains for rows below the threshold."""
-    by_digest: dict[bytes, list[int]] = {}
-    for i, member in enumerate(members):  # members are sorted: each group's first is smallest
-        # (a member deleted meanwhile has no digest: a group of its own)
+def _copies(members: list[str], digests: dict[str, bytes]) -> list[list[str]]:
+    """The members grouped by text digest, each group sorted (``members`` is sorted, so each
+    group's first id is its smallest); a member without a digest (deleted meanwhile) alone."""
+    by_digest: dict[bytes, list[str]] = {}
+    for member in members:
         digest = digests.get(member, b"deleted:" + member.encode("utf-8", "surrogatepass"))
-        by_digest.setdefault(digest, []).append(i)
-    reps = np.array([g[0] for g in by_digest.values()], dtype=np.int64)
-    at_root = members.index(root)
-    est = np.empty(len(reps), dtype=np.float64)
-    for lo in range(0, len(reps), _SLAB):
-        chunk = sigs[reps[lo : lo + _SLAB]]
-        est[lo : lo + _SLAB] = (chunk == sigs[at_root]).mean(axis=1)
-    groups = [[members[i] for i in g] for g in by_digest.values()]
-    order = sorted(range(len(groups)), key=lambda k: (groups[k][0] != root, est[k], groups[k][0]))
-    chains = None
-    if len(reps) <= CHAIN_LIMIT:
-        rep_ids = [members[i] for i in reps.tolist()]
-        chains = _chains(rep_ids, sigs[reps], est, rep_ids.index(root), bands, threshold)
-    return _Ranked([groups[k] for k in order], [float(est[k]) for k in order], chains)
+        by_digest.setdefault(digest, []).append(member)
+    return list(by_digest.values())
 
 
 def _chains(
