@@ -150,3 +150,9 @@ def test_no_sign_out_when_access_is_open(cluster):
     for path in ("/ui", f"/ui/clusters/{quote(ROOT, safe='')}", "/ui/parameters"):
         page = httpx.get(f"{cluster.url}{path}", timeout=60).text
         assert "/ui/logout" not in page and "Sign out" not in page
+
+
+def test_a_contamination_check_without_sets_says_nothing_was_checked(cluster):
+    page = httpx.post(f"{cluster.url}/ui/contamination", data={"text": "any words"}, timeout=60)
+    assert 'id="verdict">Nothing checked: no protected sets' in page.text
+    assert "Clean" not in page.text
