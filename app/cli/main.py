@@ -108,6 +108,13 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
         cmd.add_argument("--batch-size", type=int, default=1000)
         cmd.add_argument("--retries", type=int, default=5, help="for 429/503/connection errors")
         cmd.add_argument("--quiet", action="store_true")
+        if name == "push":
+            cmd.add_argument(
+                "--if-new",
+                action="store_true",
+                help="register only documents without a confirmed match (the others are "
+                "counted as duplicate, not stored)",
+            )
 
 
 def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
@@ -160,7 +167,9 @@ def _contamination(args: argparse.Namespace) -> int:
 def _push_or_query(args: argparse.Namespace) -> int:
     from app.cli.remote import Remote, push, query
 
-    remote = Remote(args.url, args.api_key, args.batch_size, args.retries)
+    remote = Remote(
+        args.url, args.api_key, args.batch_size, args.retries, getattr(args, "if_new", False)
+    )
     run = push if args.command == "push" else query
     return run(args.inputs, remote, quiet=args.quiet)
 

@@ -3,6 +3,7 @@ real concurrent requests, a query threshold the bands cannot reach, a contaminat
 nothing to check, replacing a text on purpose (durable across a kill -9), and the API key from
 the environment."""
 
+import json
 import os
 import signal
 import threading
@@ -50,6 +51,17 @@ def test_if_new_leaves_out_documents_with_a_match(server):
         missing = httpx.get(f"{server.url}/v1/documents/{left_out}", timeout=60)
         assert missing.status_code == 404
     assert httpx.get(f"{server.url}/v1/clusters/n-c", timeout=60).json()["members"] == ["n-c"]
+
+
+def test_push_if_new_counts_what_it_left_out(server, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    lines = [{"id": "p/1", "text": text(80)}, {"id": "p/2", "text": text(80)},
+             {"id": "p/3", "text": text(81)}]  # fmt: skip
+    corpus.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    pushed = neardup("push", corpus, "--url", server.url, "--if-new", cwd=tmp_path)
+    assert pushed.returncode == 0, pushed.stderr
+    assert "created 2, unchanged 0, duplicate (not registered) 1" in pushed.stderr
+    assert httpx.get(f"{server.url}/v1/documents/p%2F2", timeout=60).status_code == 404
 
 
 def test_if_new_is_not_the_default(server):
