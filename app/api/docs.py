@@ -1,24 +1,20 @@
-"""``/docs``: Swagger UI served from the ``swagger-ui-bundle`` package, not a CDN (FastAPI's
-self-hosting recipe), so the page works without internet; and what the OpenAPI schema adds to
-FastAPI's: the Bearer security scheme on every operation but health, and the running service's
-smallest query threshold.
+"""``/docs`` (Swagger UI) served from the ``fastapi-offline`` package's files, not a CDN
+(FastAPI's self-hosting recipe, packaged), so it works without internet; and what the OpenAPI
+schema adds to FastAPI's: the Bearer security scheme on every operation but health, and the
+running service's smallest query threshold.
 
-``/redoc`` is not served: ReDoc would need a CDN (or another bundled package) too.
+``/redoc`` is not served: ReDoc's page loads its logo from Redocly's CDN whatever its assets.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import HTMLResponse
-from fastapi.staticfiles import StaticFiles
-from swagger_ui_bundle import swagger_ui_path
+from fastapi_offline import FastAPIOffline
 
-__all__ = ["ASSETS", "DESCRIPTION", "TAGS", "install_docs"]
+__all__ = ["ASSETS", "DESCRIPTION", "TAGS", "documented_app"]
 
 #: Where Swagger UI's files are served from.
 ASSETS = "/docs/assets"
@@ -51,22 +47,17 @@ TAGS = [
 _OPEN = {"/healthz", "/readyz", "/metrics"}
 
 
-def install_docs(app: FastAPI) -> None:
-    """Serve ``/docs`` from the bundled assets and add the security scheme to ``app.openapi``.
-    ``app`` must be created with ``docs_url=None`` and ``redoc_url=None``."""
-    app.mount(ASSETS, StaticFiles(directory=Path(str(swagger_ui_path))), name="swagger-ui")
-
-    @app.get("/docs", include_in_schema=False)
-    async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title=f"{app.title} · API",
-            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
-            swagger_css_url=f"{ASSETS}/swagger-ui.css",
-            swagger_favicon_url=f"{ASSETS}/favicon-32x32.png",
-            # No badge from validator.swagger.io: nothing leaves the machine.
-            swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": False},
-        )
+def documented_app(**kwargs: Any) -> FastAPI:
+    """``FastAPI(**kwargs)`` with ``/docs`` served from the bundled assets under ASSETS (no
+    ``/redoc``), and the schema's additions (``app.state.settings`` must be set before the schema
+    is first asked for)."""
+    app = FastAPIOffline(
+        title="neardup", description=DESCRIPTION, openapi_tags=TAGS, static_url=ASSETS,
+        redoc_url=None,
+        favicon_url=f"{ASSETS}/favicon.png",
+        # No badge from validator.swagger.io: nothing leaves the machine.
+        swagger_ui_parameters={"validatorUrl": None}, **kwargs,
+    )  # fmt: skip
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -82,6 +73,7 @@ def install_docs(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    return app
 
 
 def _with_query_floor(schema: dict[str, Any], floor: float) -> dict[str, Any]:

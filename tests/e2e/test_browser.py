@@ -139,3 +139,28 @@ def test_find_a_document_page_through_its_cluster_and_scroll_the_matrix(licenses
     member.locator("td a").first.click()
     page.wait_for_url("**/ui/contamination?doc_id=**")
     assert page.locator("#doc_id").input_value() == doc_id
+
+
+def test_docs_render_offline_from_the_service_alone(server, page, shots):
+    """Swagger UI renders with every request to another host refused (as without internet)."""
+    elsewhere = []
+
+    def only_local(route):
+        if route.request.url.startswith(server.url):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    try:
+        page.goto(f"{server.url}/docs")
+        page.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
+        assert "neardup" in page.locator(".swagger-ui .info .title").inner_text()
+        page.wait_for_selector(".opblock", timeout=30_000)
+        assert page.locator(".opblock").count() >= 15
+        assert page.locator(".btn.authorize").count() == 1  # the Bearer scheme
+        page.screenshot(path=str(shots / "docs.png"), full_page=False)
+    finally:
+        page.unroute("**/*")
+    assert elsewhere == []
