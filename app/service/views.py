@@ -115,11 +115,25 @@ class ContaminationView:
     checked: tuple[str, ...] = ()
 
 
+#: Attempts at drawing a cluster page while writes keep changing the cluster under it.
+_ATTEMPTS = 3
+
+
 async def cluster_view(
     service: Service, root: str, page: int = 1, find: str | None = None
 ) -> ClusterView:
     """A page of the cluster rooted at ``root`` (NotFound if it is not a root); with ``find``,
-    the page holding that member's row."""
+    the page holding that member's row. Drawn again if one of its members was deleted while it
+    was drawn (other writes meanwhile leave it as drawn: a page is a snapshot)."""
+    for _ in range(_ATTEMPTS):
+        try:
+            return await _cluster_view(service, root, page, find)
+        except KeyError:  # a member (or the root) was deleted meanwhile
+            continue
+    raise NotFound(f"the cluster of {root!r} kept changing while its page was drawn: reload")
+
+
+async def _cluster_view(service: Service, root: str, page: int, find: str | None) -> ClusterView:
     members = service.cluster(root)
     ranked = await _ranking(service, root, members)
     pages = max(1, -(-len(ranked.groups) // PAGE_ROWS))
