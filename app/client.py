@@ -8,13 +8,18 @@ status and the server's ``detail``.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
-__all__ = ["Client", "ClientError"]
+__all__ = ["API_KEY_ENV", "Client", "ClientError"]
+
+#: The environment variable a Client (and ``neardup push``/``query``) takes its API key from.
+API_KEY_ENV = "NEARDUP_API_KEY"
 
 _RETRY_STATUS = {429, 502, 503, 504}
 
@@ -39,7 +44,8 @@ class Client:
 
     Args:
         url: the service's base URL, e.g. ``http://127.0.0.1:8000``.
-        api_key: sent as ``Authorization: Bearer KEY`` when given.
+        api_key: sent as ``Authorization: Bearer KEY``; default: the environment's
+            ``NEARDUP_API_KEY`` when set (none otherwise).
         batch_size: items per request for the batched calls.
         retries: attempts after the first for idempotent calls.
         timeout: seconds per request.
@@ -58,6 +64,8 @@ class Client:
         backoff: float = 0.5,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        if api_key is None:
+            api_key = os.environ.get(API_KEY_ENV) or None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
             base_url=url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
@@ -111,14 +119,27 @@ class Client:
             ]
         return out
 
-    def register(self, documents: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Register documents (``{"id", "text", "meta"?}``), batch by batch; results in order."""
+    def register(
+        self, documents: Iterable[dict[str, Any]], *, if_new: bool = False
+    ) -> list[dict[str, Any]]:
+        """Register documents (``{"id", "text", "meta"?}``), batch by batch; results in order.
+
+        ``if_new``: documents with a confirmed match are not registered (status ``duplicate``).
+        """
         out: list[dict[str, Any]] = []
         for chunk in self._batched(list(documents)):
-            out += self._request("POST", "/v1/documents", json={"documents": list(chunk)})[
-                "results"
-            ]
+            body: dict[str, Any] = {"documents": list(chunk)}
+            if if_new:
+                body["if_new"] = True
+            out += self._request("POST", "/v1/documents", json=body)["results"]
         return out
+
+    def replace(
+        self, doc_id: str, text: str, *, meta: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Replace a document's text (and meta, if given), or register it if unknown."""
+        body: dict[str, Any] = {"text": text} | ({} if meta is None else {"meta": meta})
+        return dict(self._request("PUT", f"/v1/documents/{_quote(doc_id)}", json=body))
 
     def query(
         self, texts: Sequence[str], *, threshold: float | None = None, limit: int | None = None
@@ -141,6 +162,10 @@ class Client:
     def delete(self, doc_id: str) -> None:
         """Delete a document (its cluster is recomputed)."""
         self._request("DELETE", f"/v1/documents/{_quote(doc_id)}")
+
+    def cluster(self, root: str) -> dict[str, Any]:
+        """The cluster rooted at ``root``: ``{"root", "size", "members"}``."""
+        return dict(self._request("GET", f"/v1/clusters/{_quote(root)}"))
 
     def clusters(self, *, min_size: int = 2, page: int = 1000) -> Iterator[dict[str, Any]]:
         """Every cluster of at least ``min_size`` members, by root, following the pages."""
@@ -205,6 +230,5 @@ def _detail(response: httpx.Response) -> Any:
 
 
 def _quote(doc_id: str) -> str:
-    from urllib.parse import quote
-
+    """An id as one path segment: every reserved character percent-encoded, ``/`` too."""
     return quote(doc_id, safe="")

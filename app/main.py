@@ -15,6 +15,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from app.api.admission import Admission, Capacity
 from app.api.body_limit import BodyLimit
+from app.api.docs import documented_app
 from app.api.errors import install_error_handlers
 from app.api.metrics import Metrics
 from app.api.routes import clusters, documents, health, protected_sets, signatures, stats
@@ -69,7 +70,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
                 await app.state.service.close()
             log.info("stopped")
 
-    app = FastAPI(title="neardup", version="0.1.0", lifespan=lifespan)
+    app = documented_app(version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     # Read once, at start: a malformed keys file stops the service here (KeysFileError).
     keys = settings.api_keys_file

@@ -48,6 +48,17 @@ def lsh_probability(s: float, bands: int, rows: int) -> float:
     return float(1.0 - (1.0 - s**rows) ** bands)
 
 
+#: The chance of becoming a candidate that defines the bands' reach: below ``lsh_reach`` a pair
+#: is more likely missed than found.
+REACH_PROBABILITY = 0.5
+
+
+def lsh_reach(bands: int, rows: int, probability: float = REACH_PROBABILITY) -> float:
+    """The similarity at which a pair becomes a candidate with ``probability``: the inverse of
+    ``lsh_probability``, ``(1 - (1 - p) ** (1/b)) ** (1/r)`` (0.674 for 16 x 8 at p = 0.5)."""
+    return float((1.0 - (1.0 - probability) ** (1.0 / bands)) ** (1.0 / rows))
+
+
 def as_signature(sig: ArrayLike, length: int) -> NDArray[np.uint32]:
     """``sig`` as a uint32 vector of ``length`` entries, each in ``[0, P]``; else SignatureError."""
     arr = np.asarray(sig)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from core._banding import lsh_reach
 from core.errors import ParameterError
 
 __all__ = ["INDEX_KEYS", "MinhashParams", "check_signature_params"]
@@ -87,6 +88,12 @@ class MinhashParams:
         """``(1/bands) ** (1/rows)``: the usual approximation of where the S-curve rises
         steepest (0.7071, where p = 0.64, for 16 x 8)."""
         return float((1.0 / self.bands) ** (1.0 / self.rows))
+
+    @property
+    def query_floor(self) -> float:
+        """The smallest threshold a query may ask for: the bands' reach (``lsh_reach``, where a
+        pair is a candidate with probability 1/2), or the confirmation threshold if lower."""
+        return min(lsh_reach(self.bands, self.rows), float(self.threshold))
 
     def index_params(self) -> dict[str, int]:
         """The values a stored index is locked to (``INDEX_KEYS``)."""

@@ -26,8 +26,9 @@ def _method_label(method: str) -> str:
 
 
 def _route_label(route: object) -> str:
-    """The matched route's path template (``/v1/documents/{doc_id}``), or ``unmatched``."""
-    path = getattr(route, "path", None)
+    """The matched route's path template (``/v1/documents/{doc_id}``, without a converter such
+    as ``:path``), or ``unmatched``."""
+    path = getattr(route, "path_format", None)
     return path if isinstance(path, str) else UNMATCHED
 
 

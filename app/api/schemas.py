@@ -6,7 +6,7 @@ must be valid Unicode that encodes as UTF-8.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -18,6 +18,7 @@ __all__ = [
     "ContaminationRequest",
     "ContaminationResponse",
     "ContaminationResult",
+    "DocId",
     "DocumentIn",
     "DocumentOut",
     "DocumentResult",
@@ -31,6 +32,7 @@ __all__ = [
     "QueryRequest",
     "QueryResponse",
     "QueryResult",
+    "ReplaceRequest",
     "SignaturesRequest",
     "SignaturesResponse",
 ]
@@ -77,11 +79,28 @@ Text = Annotated[str, AfterValidator(_encodable)]
 #: the OpenAPI schema.)
 Count = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
 Meta = Annotated[dict[str, Any], AfterValidator(_storable_meta)]
-#: 1 to 256 characters, none of them a control character (Unicode category Cc).
+
+
+def _addressable(value: str) -> str:
+    """Not ``.`` or ``..``: URLs drop those path segments (percent-encoded too, in browsers), so
+    no ``/v1/documents/{id}`` could reach them."""
+    if value in (".", ".."):
+        raise ValueError("'.' and '..' cannot be ids: URLs cannot carry them as a path segment")
+    return value
+
+
+#: 1 to 256 characters, none of them a control character (Unicode category Cc), and not ``.``
+#: or ``..``; any other id is reachable in every path, percent-encoded (docs/api.md, "Ids").
 DocId = Annotated[
     str,
-    Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1F\x7F-\x9F]+$"),
+    Field(
+        min_length=1,
+        max_length=256,
+        pattern=r"^[^\x00-\x1F\x7F-\x9F]+$",
+        examples=["deb/libfontenc1", "py/pip-26.3.dist-info/LICENSE.txt"],
+    ),
     AfterValidator(_encodable),
+    AfterValidator(_addressable),
 ]
 
 
@@ -117,6 +136,10 @@ class _Strict(BaseModel):
 class SignaturesRequest(_Strict):
     """``POST /v1/signatures``."""
 
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"texts": ["any text", "another text"]}]}
+    )
+
     texts: list[Text]
 
 
@@ -136,7 +159,13 @@ class ConfigResponse(BaseModel):
     k: int
     seed: int
     ngram: int
-    lsh_threshold: float
+    lsh_threshold: float = Field(description="(1/bands) ** (1/rows): where the S-curve is steepest")
+    query_threshold_min: float = Field(
+        description="the smallest `threshold` /v1/query takes: the bands' reach, the similarity "
+        "at which a pair becomes a candidate with probability 1/2, "
+        "(1 - 2 ** (-1/bands)) ** (1/rows), or the service's threshold if lower; below it a "
+        "query is 422 (most pairs there are never candidates, so an answer would look empty)"
+    )
 
 
 class DocumentIn(_Strict):
@@ -147,11 +176,48 @@ class DocumentIn(_Strict):
     meta: Meta = Field(default_factory=dict)
 
 
+class ReplaceRequest(_Strict):
+    """``PUT /v1/documents/{id}``: the document's new text (and meta)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"text": "the corrected text ...", "meta": {"revision": 2}}]
+        }
+    )
+
+    text: Text
+    meta: Meta | None = Field(default=None, description="omitted: the stored meta is kept")
+
+
 class DocumentsRequest(_Strict):
     """``POST /v1/documents``."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "documents": [
+                        {
+                            "id": "deb/libfontenc1",
+                            "text": "Copyright 1998 The Open Group ...",
+                            "meta": {"source": "debian"},
+                        },
+                    ],
+                    "if_new": False,
+                }
+            ]
+        }
+    )
+
     documents: list[DocumentIn] = Field(
         description="ids must be unique within one batch: a repeated id is 422"
+    )
+    if_new: bool = Field(
+        default=False,
+        description="register only documents without a confirmed match: one with a match "
+        "(registered before, or earlier in this batch and registered by it) is not stored and is "
+        "answered `duplicate` with its matches. Atomic: of two racing copies exactly one is "
+        "registered",
     )
 
 
@@ -166,8 +232,13 @@ class DocumentResult(BaseModel):
     """The outcome for one registered document."""
 
     id: str
-    cluster: str
-    status: str
+    cluster: str = Field(
+        description="its cluster's root after the batch (for `duplicate`: its best match's)"
+    )
+    status: Literal["created", "unchanged", "duplicate", "replaced"] = Field(
+        description="`created`; `unchanged` (same id and text registered already); `duplicate` "
+        "(`if_new` only: not registered, it has matches); `replaced` (PUT, a new text)"
+    )
     match_count: int = Field(description="every confirmed match registered before it")
     matches: list[Match] = Field(
         description="the best MAX_MATCHES of them, by estimate descending then id"
@@ -183,8 +254,22 @@ class DocumentsResponse(BaseModel):
 class QueryRequest(_Strict):
     """``POST /v1/query``: read-only."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"texts": ["Copyright 1998 The Open Group ..."], "threshold": 0.8, "limit": 10}
+            ]
+        }
+    )
+
     texts: list[Text]
-    threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    threshold: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        description="default: the service's THRESHOLD; at least /v1/config's "
+        "`query_threshold_min` (the bands' reach), else 422",
+    )
     limit: Count | None = None
 
 
@@ -245,8 +330,18 @@ class ProtectedSetOut(BaseModel):
 class ContaminationRequest(_Strict):
     """``POST /v1/contamination``."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"texts": ["Tom found a shiny red shell by the river ..."], "sets": ["evals.v1"]}
+            ]
+        }
+    )
+
     texts: list[Text]
-    sets: list[str] | None = None
+    sets: list[str] | None = Field(
+        default=None, description="protected set names to check against (default: every set)"
+    )
 
 
 class Hit(BaseModel):
@@ -262,11 +357,18 @@ class Hit(BaseModel):
 class ContaminationResult(BaseModel):
     """One text's verdict."""
 
+    status: Literal["contaminated", "clean", "unchecked"] = Field(
+        description="`unchecked` when no protected set was checked (none stored, or `sets` was "
+        "empty): not a verdict of clean"
+    )
     contaminated: bool
     hits: list[Hit]
 
 
 class ContaminationResponse(BaseModel):
-    """Results in request order."""
+    """Results in request order, and the sets every text was checked against."""
 
+    checked_sets: list[str] = Field(
+        description="the protected sets checked, by name; empty means nothing was checked"
+    )
     results: list[ContaminationResult]

@@ -101,10 +101,20 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
         cmd = sub.add_parser(name, help=text)
         cmd.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
         cmd.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8000")
-        cmd.add_argument("--api-key", help="sent as a Bearer token")
+        cmd.add_argument(
+            "--api-key",
+            help="sent as a Bearer token (default: the environment's NEARDUP_API_KEY)",
+        )
         cmd.add_argument("--batch-size", type=int, default=1000)
         cmd.add_argument("--retries", type=int, default=5, help="for 429/503/connection errors")
         cmd.add_argument("--quiet", action="store_true")
+        if name == "push":
+            cmd.add_argument(
+                "--if-new",
+                action="store_true",
+                help="register only documents without a confirmed match (the others are "
+                "counted as duplicate, not stored)",
+            )
 
 
 def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
@@ -157,7 +167,9 @@ def _contamination(args: argparse.Namespace) -> int:
 def _push_or_query(args: argparse.Namespace) -> int:
     from app.cli.remote import Remote, push, query
 
-    remote = Remote(args.url, args.api_key, args.batch_size, args.retries)
+    remote = Remote(
+        args.url, args.api_key, args.batch_size, args.retries, getattr(args, "if_new", False)
+    )
     run = push if args.command == "push" else query
     return run(args.inputs, remote, quiet=args.quiet)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,8 @@ class Remote:
     api_key: str | None = None
     batch_size: int = 1000
     retries: int = 5
+    #: push registers only documents without a confirmed match (the service's ``if_new``)
+    if_new: bool = False
 
 
 def _remote_batches(
@@ -41,14 +44,15 @@ def _remote_batches(
 
 def push(inputs: Sequence[Path], remote: Remote, *, quiet: bool = False) -> int:
     """Register every document of the inputs in a running service."""
-    created = unchanged = 0
+    counts = Counter[str]()
     for client, batch in _remote_batches(inputs, remote, "push", quiet):
         docs = [{"id": d.id, "text": d.text, "meta": d.meta} for d in batch]
-        for result in client.register(docs):
-            created += result["status"] == "created"
-            unchanged += result["status"] == "unchanged"
+        counts.update(r["status"] for r in client.register(docs, if_new=remote.if_new))
     if not quiet:
-        print(f"neardup push: created {created}, unchanged {unchanged}", file=sys.stderr)
+        line = f"neardup push: created {counts['created']}, unchanged {counts['unchanged']}"
+        if remote.if_new:
+            line += f", duplicate (not registered) {counts['duplicate']}"
+        print(line, file=sys.stderr)
     return 0
 
 

@@ -8,6 +8,7 @@ codes, in one place.
      +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
      +-- QuotaExceeded                protected sets over MAX_PROTECTED_SETS or _BYTES    -> 507
      +-- RateLimited                  a caller over its contamination-check rate          -> 429
+     +-- OutOfReach                   a query threshold below the bands' reach            -> 422
      +-- StoreFull                    a full (or failing) disk; nothing was stored        -> 507
      +-- ParameterMismatch            a store made with other index parameters (startup)
      +-- DamagedStore                 a store file that is not a usable neardup store (startup)
@@ -23,6 +24,7 @@ __all__ = [
     "DamagedStore",
     "DataDirLocked",
     "NotFound",
+    "OutOfReach",
     "Overloaded",
     "ParameterMismatch",
     "QuotaExceeded",
@@ -34,6 +36,10 @@ __all__ = [
 
 class NotFound(NeardupError, LookupError):
     """An unknown document, cluster root or protected set."""
+
+
+class OutOfReach(NeardupError, ValueError):
+    """A query threshold below what the bands can find (``MinhashParams.query_floor``)."""
 
 
 class Conflict(NeardupError):

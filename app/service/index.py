@@ -92,6 +92,11 @@ class ServiceIndex:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._num_of
 
+    @property
+    def next_number(self) -> int:
+        """The document number the next new document gets."""
+        return int(self._sigs.count)
+
     def number(self, doc_id: str) -> int | None:
         """The document number of ``doc_id`` (what the store keys rows by), or None."""
         return self._num_of.get(doc_id)
@@ -177,6 +182,29 @@ class ServiceIndex:
             found.append(_ranked(registered[d] + earlier, self.max_matches))
             links.append(np.concatenate((targets[d], nums)))
         return Plan(ids, sigs, start, where, found, links)
+
+    def plan_if_new(
+        self, ids: list[str], sigs: NDArray[np.uint32]
+    ) -> tuple[Plan, dict[int, Found]]:
+        """``plan`` for only the documents without a confirmed match, in batch order, among the
+        registered documents and the batch's earlier documents that are kept; the others are
+        left out, each row with its matches (registered and earlier kept ones)."""
+        registered = self.matches(sigs)
+        later, earlier, est = batch_matches(sigs, self.params.bands, self.threshold)
+        before: list[list[tuple[int, float]]] = [[] for _ in ids]
+        for a, b, e in zip(later.tolist(), earlier.tolist(), est.tolist(), strict=True):
+            before[a].append((b, e))
+        kept = np.zeros(len(ids), dtype=np.bool_)
+        left: dict[int, Found] = {}
+        for j, found in enumerate(registered):
+            within = [(ids[b], e) for b, e in before[j] if kept[b]]
+            if found.count or within:
+                best = sorted(found.best + within, key=lambda m: (-m[1], m[0]))
+                left[j] = Found(found.count + len(within), best[: self.max_matches])
+            else:
+                kept[j] = True
+        rows = np.flatnonzero(kept)
+        return self.plan([ids[j] for j in rows.tolist()], sigs[rows]), left
 
     def _link_targets(
         self, rows: NDArray[np.int64], reps: NDArray[np.int64], n: int

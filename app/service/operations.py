@@ -21,13 +21,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from app.config import Settings
-from app.service.errors import Conflict, NotFound, QuotaExceeded, StoreFull
+from app.service.errors import Conflict, NotFound, OutOfReach, QuotaExceeded, StoreFull
 from app.service.index import Found, ServiceIndex
 from app.service.limits import BatchLimits, ProbeLimiter
 from app.service.pool import SignaturePool
@@ -37,6 +37,7 @@ from core.engine import (
     NeardupError,
     ProtectedFormat,
     ProtectedSet,
+    lsh_probability,
     parse_protected_set,
     text_digest,
 )
@@ -66,7 +67,7 @@ class Registered:
 
     id: str
     cluster: str
-    status: str
+    status: Literal["created", "unchanged", "duplicate", "replaced"]
     matches: Found
 
 
@@ -95,6 +96,9 @@ class Service:
         self.limits = BatchLimits(settings)
         self.probes = ProbeLimiter(settings.contamination_texts_per_minute)
         self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
+        #: a cluster page's derived rows (app.service.views), keyed by (index version, root):
+        #: one cluster at a time, recomputed after any write
+        self.cluster_pages: dict[tuple[int, str], object] = {}
         self.recovery_seconds = 0.0
         #: Why the last store write failed for lack of room (None once a write succeeds).
         self.store_full: str | None = None
@@ -195,13 +199,17 @@ class Service:
         with self.limits.admit():
             return await self.pool.signatures(texts)
 
-    async def register(self, docs: Sequence[NewDoc]) -> list[Registered]:
-        """Register a batch: durable first, then in memory; results in request order."""
+    async def register(self, docs: Sequence[NewDoc], *, if_new: bool = False) -> list[Registered]:
+        """Register a batch: durable first, then in memory; results in request order.
+
+        ``if_new``: a document with a confirmed match (registered, or earlier in the batch and
+        registered by it) is not registered but answered ``duplicate`` with its matches; decided
+        under the write lock, so of racing copies exactly one is registered."""
         self.limits.check_texts([d.text for d in docs])
         with self.limits.admit():
-            return await self._register(docs)
+            return await self._register(docs, if_new)
 
-    async def _register(self, docs: Sequence[NewDoc]) -> list[Registered]:
+    async def _register(self, docs: Sequence[NewDoc], if_new: bool = False) -> list[Registered]:
         repeated = sorted(i for i, n in Counter(d.id for d in docs).items() if n > 1)
         if repeated:
             raise DuplicateIdError(*repeated)
@@ -219,9 +227,14 @@ class Service:
             fresh = [i for i, d in enumerate(docs) if d.id not in known]
             # Planning reads the index only; the lock keeps every writer out meanwhile, so it
             # can run off the event loop while queries keep being answered from the index.
-            plan = await asyncio.to_thread(
-                self.index.plan, [docs[i].id for i in fresh], sigs[fresh]
-            )
+            fresh_ids = [docs[i].id for i in fresh]
+            left: dict[int, Found] = {}
+            if if_new:
+                plan, left = await asyncio.to_thread(self.index.plan_if_new, fresh_ids, sigs[fresh])
+            else:
+                plan = await asyncio.to_thread(self.index.plan, fresh_ids, sigs[fresh])
+            duplicates = {docs[fresh[k]].id: found for k, found in left.items()}
+            fresh = [i for k, i in enumerate(fresh) if k not in left]
             rows = [
                 self._stored(docs[i], plan.start + k, digests[i], sigs[i])
                 for k, i in enumerate(fresh)
@@ -229,7 +242,16 @@ class Service:
             await self._write(self.store.add_documents, rows)
             self.index.apply(plan)
             found = dict(zip(plan.ids, plan.found, strict=True))
-            return [self._result(d, found.get(d.id)) for d in docs]
+            return [
+                self._duplicate(d, duplicates[d.id])
+                if d.id in duplicates
+                else self._result(d, found.get(d.id))
+                for d in docs
+            ]
+
+    def _duplicate(self, doc: NewDoc, found: Found) -> Registered:
+        """A document left out under ``if_new``: its cluster is its best match's."""
+        return Registered(doc.id, self.index.root_of(found.best[0][0]), "duplicate", found)
 
     def _stored(
         self, doc: NewDoc, num: int, text_digest: bytes, sig: np.ndarray[Any, Any]
@@ -239,7 +261,7 @@ class Service:
 
     def _result(self, doc: NewDoc, created: Found | None) -> Registered:
         """``created``: the matches planned for a new document; None for an unchanged one."""
-        status = "unchanged" if created is None else "created"
+        status: Literal["created", "unchanged"] = "unchanged" if created is None else "created"
         found = self.index.earlier_matches(doc.id) if created is None else created
         return Registered(doc.id, self.index.root_of(doc.id), status, found)
 
@@ -247,7 +269,16 @@ class Service:
         self, texts: Sequence[str], threshold: float | None, limit: int | None
     ) -> list[tuple[int, list[tuple[str, float, str]]]]:
         """What registering would report, without registering: per text the count of matches
-        and the best as (id, estimate, root)."""
+        and the best as (id, estimate, root). OutOfReach for a threshold below the bands'
+        reach (``MinhashParams.query_floor``)."""
+        bands, rows, floor = self.params.bands, self.params.rows, self.params.query_floor
+        if threshold is not None and threshold < floor:
+            chance = lsh_probability(threshold, bands, rows)
+            raise OutOfReach(
+                f"threshold {threshold} is below what the bands can find: with {bands} bands of "
+                f"{rows} rows a pair of similarity {threshold} is a candidate with probability "
+                f"{chance:.2f}; ask for at least {floor:.4f} (GET /v1/config: query_threshold_min)"
+            )
         sigs = await self.signatures(texts)
         return [
             (found.count, [(i, e, self.index.root_of(i)) for i, e in found.best])
@@ -273,6 +304,42 @@ class Service:
         nums = {n: i for i in doc_ids if (n := self.index.number(i)) is not None}
         found = await self._io_call(self.store.texts, list(nums))
         return {nums[n]: text for n, text in found.items()}
+
+    async def replace(self, doc: NewDoc, meta_given: bool = True) -> Registered:
+        """Register ``doc`` in place of the document of its id, on purpose: a new text is
+        stored durably under a new document number (as if registered now), then the old one
+        leaves the index (its cluster regrouped) and the new one joins it; ``matches`` are then
+        its matches among every other document. An unknown id is registered (``created``); the
+        same text and meta is ``unchanged``. ``meta_given`` False keeps the stored meta."""
+        self.limits.check_texts([doc.text])
+        with self.limits.admit():
+            [sig] = await self.pool.signatures([doc.text])
+            digest = text_digest(doc.text)
+            async with self._lock:
+                num = self.index.number(doc.id)
+                stored = None if num is None else await self._io_call(self.store.document, doc.id)
+                if num is None or stored is None:
+                    plan = await asyncio.to_thread(self.index.plan, [doc.id], sig[None, :])
+                    row = self._stored(doc, plan.start, digest, sig)
+                    await self._write(self.store.add_documents, [row])
+                    self.index.apply(plan)
+                    return self._result(doc, plan.found[0])
+                if not meta_given:
+                    doc = NewDoc(doc.id, doc.text, stored.meta)
+                if stored.digest == digest and stored.meta == doc.meta:
+                    return self._result(doc, None)
+                row = self._stored(doc, self.index.next_number, digest, sig)
+                await self._write(self.store.replace_document, num, row)
+                # Durable: now memory, which cannot fail halfway.
+                self.index.remove(doc.id)
+                plan = self.index.plan([doc.id], sig[None, :])
+                self.index.apply(plan)
+                found = plan.found[0]
+                return Registered(doc.id, self.index.root_of(doc.id), "replaced", found)
+
+    async def digests(self, doc_ids: Sequence[str]) -> dict[str, bytes]:
+        """The text digests of those documents that are registered."""
+        return await self._io_call(self.store.digests, list(doc_ids))
 
     async def delete(self, doc_id: str) -> None:
         """Delete a document; its cluster is regrouped from the remaining members."""

@@ -101,6 +101,7 @@ class Store(Protocol):
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
     def add_documents(self, docs: Sequence[StoredDoc]) -> None: ...
     def delete_document(self, num: int) -> None: ...
+    def replace_document(self, old: int, doc: StoredDoc) -> None: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
@@ -203,6 +204,15 @@ class SQLiteStore:
         """Remove a document, durably."""
         with self._transaction():
             self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
+
+    def replace_document(self, old: int, doc: StoredDoc) -> None:
+        """Remove document ``old`` and store ``doc`` (its new text) in one durable transaction."""
+        with self._transaction():
+            self._db.execute("DELETE FROM documents WHERE num = ?", (old,))
+            self._db.execute(
+                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
+                (doc.num, doc.id, doc.digest, doc.sig, json.dumps(doc.meta), doc.text),
+            )
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One document by id, or None."""

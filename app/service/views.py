@@ -9,6 +9,7 @@ The heavy parts run off the event loop, within caps that bound their work whatev
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,23 +19,26 @@ from numpy.typing import NDArray
 from app.service.diffs import Piece, highlight_ngrams, word_diff, words_end
 from app.service.errors import NotFound
 from app.service.operations import Service
-from core.engine import ProtectedSet, estimate, jaccard, shingles
+from core.engine import ProtectedSet, batch_matches, estimate, jaccard, shingles
 
 __all__ = [
+    "CHAIN_LIMIT",
     "DIFF_WORDS",
     "HIGHLIGHT_CHARS",
-    "MATRIX_LIMIT",
-    "MEMBERS_SHOWN",
+    "PAGE_ROWS",
     "ClusterView",
     "ContaminationView",
     "cluster_view",
     "contamination_view",
 ]
 
-#: Clusters up to this many members get the full estimate matrix.
-MATRIX_LIMIT = 20
-#: Members shown on a cluster page (the root first, then by id); the rest are counted.
-MEMBERS_SHOWN = 50
+#: Rows (distinct texts) of a cluster page; the page's rows also get the estimate matrix.
+PAGE_ROWS = 20
+#: Distinct texts up to which the chain of confirmed pairs joining a member is traced (the
+#: pairs among them are confirmed all at once: at most this squared over two).
+CHAIN_LIMIT = 1000
+#: Copies of a text named in its row (the rest are counted).
+COPIES_NAMED = 10
 #: Words of each text that are diffed (difflib's cost grows faster than the text); the rest is
 #: shown undiffed.
 DIFF_WORDS = 2000
@@ -42,11 +46,13 @@ DIFF_WORDS = 2000
 HIGHLIGHT_CHARS = 200_000
 #: Texts longer than this get no exact Jaccard (its shingle sets would be this large too).
 JACCARD_CHARS = 1_000_000
+#: Members whose signatures are compared with the root's at a time (bounds the temporary).
+_SLAB = 8192
 
 
 @dataclass(frozen=True)
 class MemberView:
-    """One member beside the root."""
+    """One row of a cluster page: a distinct text, by its smallest id, beside the root."""
 
     id: str
     estimate: float
@@ -54,11 +60,19 @@ class MemberView:
     diff: list[Piece]
     #: characters of the member's text past the diffed words, shown without a diff
     undiffed: int = 0
+    #: the other ids with exactly this text (the first COPIES_NAMED), and how many there are
+    copies: tuple[str, ...] = ()
+    copy_count: int = 0
+    #: for a member below the threshold: the confirmed pairs from the root to it, as (id,
+    #: estimate to the previous id); None when not traced (at or above the threshold, or the
+    #: cluster has more than CHAIN_LIMIT distinct texts)
+    chain: tuple[tuple[str, float], ...] | None = None
 
 
 @dataclass(frozen=True)
 class ClusterView:
-    """A cluster page: the root's text, its members, and the matrix when small enough."""
+    """One page of a cluster: the root's text, and a page of its distinct texts, the root's
+    first, then by estimate to the root ascending (the borderline first), then by id."""
 
     root: str
     #: the root's text up to its DIFF_WORDS-th word (None when texts are not stored)
@@ -66,8 +80,24 @@ class ClusterView:
     members: list[MemberView]
     ids: list[str]
     matrix: list[list[float]] | None
-    #: members of the cluster not shown (past MEMBERS_SHOWN)
-    hidden: int = 0
+    size: int = 0
+    distinct: int = 0
+    page: int = 1
+    pages: int = 1
+    threshold: float = 0.0
+    #: whether chains were traced (False past CHAIN_LIMIT distinct texts)
+    chains: bool = True
+    #: the row (its first id) of the id asked for with ``find``, on this page; or None
+    found: str | None = None
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """A cluster's distinct texts in page order, with their copies, estimates and chains."""
+
+    groups: list[list[str]]
+    estimates: list[float]
+    chains: dict[str, tuple[tuple[str, float], ...]] | None
 
 
 @dataclass(frozen=True)
@@ -81,21 +111,150 @@ class ContaminationView:
     not_shown: int = 0
     #: whether shared n-grams are named (keys with the protect scope only)
     echo: bool = True
+    #: the names of the protected sets checked (none: nothing was checked, no verdict)
+    checked: tuple[str, ...] = ()
 
 
-async def cluster_view(service: Service, root: str) -> ClusterView:
-    """The cluster rooted at ``root``; NotFound if it is not a root."""
+#: Attempts at drawing a cluster page while writes keep changing the cluster under it.
+_ATTEMPTS = 3
+
+
+async def cluster_view(
+    service: Service, root: str, page: int = 1, find: str | None = None
+) -> ClusterView:
+    """A page of the cluster rooted at ``root`` (NotFound if it is not a root); with ``find``,
+    the page holding that member's row. Drawn again if one of its members was deleted while it
+    was drawn (other writes meanwhile leave it as drawn: a page is a snapshot)."""
+    for _ in range(_ATTEMPTS):
+        try:
+            return await _cluster_view(service, root, page, find)
+        except KeyError:  # a member (or the root) was deleted meanwhile
+            continue
+    raise NotFound(f"the cluster of {root!r} kept changing while its page was drawn: reload")
+
+
+async def _cluster_view(service: Service, root: str, page: int, find: str | None) -> ClusterView:
     members = service.cluster(root)
-    ids = members[:MEMBERS_SHOWN]
-    sigs = service.index.signatures_of(ids)
-    texts = await service.texts(ids)
-    view = await asyncio.to_thread(_cluster_view, root, ids, sigs, texts, service.params.k)
-    return replace(view, hidden=len(members) - len(ids))
+    ranked = await _ranking(service, root, members)
+    pages = max(1, -(-len(ranked.groups) // PAGE_ROWS))
+    at = None if find is None else next((k for k, g in enumerate(ranked.groups) if find in g), None)
+    if at is not None:
+        page = at // PAGE_ROWS + 1
+    page = min(max(1, page), pages)
+    lo = (page - 1) * PAGE_ROWS
+    rows = list(range(lo, min(lo + PAGE_ROWS, len(ranked.groups))))
+    ids = [ranked.groups[k][0] for k in rows]
+    shown = ids if ids[:1] == [root] else [root, *ids]
+    sigs = service.index.signatures_of(shown)
+    texts = await service.texts(shown)
+    params = service.params
+    view = await asyncio.to_thread(_page_view, root, shown, sigs, texts, params.k)
+    by_id = {m.id: m for m in view.members}
+    members_shown = []
+    for k in rows:
+        group = ranked.groups[k]
+        chain = ranked.chains.get(group[0]) if ranked.chains is not None else None
+        copies = tuple(group[1 : 1 + COPIES_NAMED])
+        member = by_id[group[0]]
+        members_shown.append(
+            replace(member, estimate=ranked.estimates[k], copies=copies,
+                    copy_count=len(group) - 1, chain=chain)
+        )  # fmt: skip
+    matrix = _matrix(service.index.signatures_of(ids)) if ids else None
+    return replace(
+        view, members=members_shown, ids=ids, matrix=matrix, size=len(members),
+        distinct=len(ranked.groups), page=page, pages=pages, threshold=params.threshold,
+        chains=ranked.chains is not None,
+        found=None if at is None else ranked.groups[at][0],
+    )  # fmt: skip
 
 
-def _cluster_view(
+async def _ranking(service: Service, root: str, members: list[str]) -> _Ranked:
+    """The cluster's rows, kept until the index changes (paging does not recompute them).
+
+    Bounded whatever the cluster's size: copies are grouped by digest off the event loop, the
+    estimates to the root are computed _SLAB signatures at a time (yielding to the loop between
+    slabs), and chains are traced only up to CHAIN_LIMIT distinct texts."""
+    key = (service.index.version, root)
+    cached = service.cluster_pages.get(key)
+    if isinstance(cached, _Ranked):
+        return cached
+    digests = await service.digests(members)
+    groups = await asyncio.to_thread(_copies, members, digests)
+    reps = [g[0] for g in groups]
+    index = service.index
+    root_sig = index.signatures_of([root])[0]
+    est = np.zeros(len(reps), dtype=np.float64)
+    for lo in range(0, len(reps), _SLAB):
+        slab = [(k, i) for k, i in enumerate(reps[lo : lo + _SLAB], start=lo) if i in index]
+        if slab:  # (a member deleted meanwhile keeps estimate 0)
+            sigs = index.signatures_of([i for _, i in slab])
+            est[[k for k, _ in slab]] = (sigs == root_sig).mean(axis=1)
+        await asyncio.sleep(0)
+    order = sorted(range(len(groups)), key=lambda k: (reps[k] != root, est[k], reps[k]))
+    chains = None
+    if len(reps) <= CHAIN_LIMIT and all(i in index for i in reps):
+        params = service.params
+        sigs = index.signatures_of(reps)
+        chains = await asyncio.to_thread(
+            _chains, reps, sigs, est, reps.index(root), params.bands, params.threshold
+        )
+    ranked = _Ranked([groups[k] for k in order], [float(est[k]) for k in order], chains)
+    service.cluster_pages.clear()  # one cluster at a time: bounded memory
+    service.cluster_pages[key] = ranked
+    return ranked
+
+
+def _copies(members: list[str], digests: dict[str, bytes]) -> list[list[str]]:
+    """The members grouped by text digest, each group sorted (``members`` is sorted, so each
+    group's first id is its smallest); a member without a digest (deleted meanwhile) alone."""
+    by_digest: dict[bytes, list[str]] = {}
+    for member in members:
+        digest = digests.get(member, b"deleted:" + member.encode("utf-8", "surrogatepass"))
+        by_digest.setdefault(digest, []).append(member)
+    return list(by_digest.values())
+
+
+def _chains(
+    ids: list[str],
+    sigs: NDArray[np.uint32],
+    est: NDArray[np.float64],
+    root: int,
+    bands: int,
+    threshold: float,
+) -> dict[str, tuple[tuple[str, float], ...]]:
+    """For every row below the threshold: a shortest path of confirmed pairs from the root."""
+    later, earlier, pair_est = batch_matches(sigs, bands, threshold)
+    edges: list[list[tuple[int, float]]] = [[] for _ in ids]
+    for a, b, e in zip(later.tolist(), earlier.tolist(), pair_est.tolist(), strict=True):
+        edges[a].append((b, e))
+        edges[b].append((a, e))
+    parent: dict[int, tuple[int, float]] = {root: (root, 1.0)}
+    todo = deque([root])
+    while todo:
+        at = todo.popleft()
+        for nxt, e in sorted(edges[at], key=lambda x: (-x[1], ids[x[0]])):
+            if nxt not in parent:
+                parent[nxt] = (at, e)
+                todo.append(nxt)
+    chains = {}
+    for k in np.flatnonzero(est < threshold).tolist():
+        if k not in parent:
+            continue
+        path: list[tuple[str, float]] = []
+        at = k
+        while at != root:
+            prev, e = parent[at]
+            path.append((ids[at], e))
+            at = prev
+        chains[ids[k]] = tuple(reversed(path))
+    return chains
+
+
+def _page_view(
     root: str, ids: list[str], sigs: NDArray[np.uint32], texts: dict[str, str], k: int
 ) -> ClusterView:
+    """Estimates, exact Jaccard and word diffs of ``ids`` (the root first) against the root."""
     root_text = texts.get(root)
     root_shingles = _shingles(root_text, k)
     members = []
@@ -106,12 +265,11 @@ def _cluster_view(
             member_shingles = _shingles(text, k)
             if root_shingles is not None and member_shingles is not None:
                 view = replace(view, jaccard=jaccard(root_shingles, member_shingles))
-            view = _with_diff(view, root_text, text)
+            if member != root:
+                view = _with_diff(view, root_text, text)
         members.append(view)
-    matrix = _matrix(sigs) if len(ids) <= MATRIX_LIMIT else None
-    # The root is shown beside each member as far as the diffs go.
     shown = root_text[: words_end(root_text, DIFF_WORDS)] if root_text is not None else None
-    return ClusterView(root, shown, members, ids, matrix)
+    return ClusterView(root, shown, members, ids, None)
 
 
 def _shingles(text: str | None, k: int) -> set[str] | None:
@@ -144,13 +302,15 @@ async def contamination_view(
     """The items the text shares n-grams with, from the chosen sets (all when None); with
     ``echo`` (a key with the protect scope) the shared n-grams are named and highlighted."""
     chosen = service.chosen_sets(sets)
+    checked = tuple(s.name for s in chosen)
     [hits] = await service.contamination([text], sets, caller)
     shown = text[:HIGHLIGHT_CHARS]
     if not echo:
         hits = [(s, item, "") for s, item, _ in hits]
-        return ContaminationView(text, [Piece(shown, "same")], hits, len(text) - len(shown), echo)
+        plain = [Piece(shown, "same")]
+        return ContaminationView(text, plain, hits, len(text) - len(shown), echo, checked)
     pieces = await asyncio.to_thread(_highlighted, shown, chosen)
-    return ContaminationView(text, pieces, hits, len(text) - len(shown), echo)
+    return ContaminationView(text, pieces, hits, len(text) - len(shown), echo, checked)
 
 
 def _highlighted(text: str, chosen: list[ProtectedSet]) -> list[Piece]:

@@ -76,6 +76,33 @@ def test_api_key_is_sent_as_bearer():
     assert calls[0].headers["authorization"] == "Bearer s3cret"
 
 
+def test_api_key_comes_from_neardup_api_key_unless_given(monkeypatch):
+    monkeypatch.setenv("NEARDUP_API_KEY", "from-env")
+    transport, calls = scripted(*[httpx.Response(200, json={"documents": 0})] * 3)
+    with Client("http://svc", transport=transport) as client:
+        client.stats()
+    with Client("http://svc", api_key="given", transport=transport) as client:
+        client.stats()
+    monkeypatch.delenv("NEARDUP_API_KEY")
+    with Client("http://svc", transport=transport) as client:
+        client.stats()
+    assert calls[0].headers["authorization"] == "Bearer from-env"
+    assert calls[1].headers["authorization"] == "Bearer given"
+    assert "authorization" not in calls[2].headers
+
+
+def test_ids_are_one_percent_encoded_path_segment():
+    transport, calls = scripted(*[httpx.Response(200, json={"id": "x"})] * 3)
+    with Client("http://svc", transport=transport) as client:
+        client.document("deb/a b?#%")
+        client.cluster("日本/x")
+        client.replace("a+b", "text")
+    assert calls[0].url.raw_path == b"/v1/documents/deb%2Fa%20b%3F%23%25"
+    assert calls[1].url.raw_path == b"/v1/clusters/%E6%97%A5%E6%9C%AC%2Fx"
+    assert calls[2].url.raw_path == b"/v1/documents/a%2Bb"
+    assert calls[2].method == "PUT"
+
+
 def test_a_delete_retried_after_a_lost_answer_is_not_reported_as_404():
     """The first DELETE reached the server and deleted the document, but its answer was lost;
     the retry's 404 means "already deleted", not "never existed"."""

@@ -11,6 +11,9 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from core.minhash import words
+from tests.e2e.conftest import start_server, stop_server
+from tests.e2e.test_cluster_pages import ROOT as LICENSE_ROOT
+from tests.e2e.test_cluster_pages import populate as populate_licenses
 from tests.e2e.test_ui import CORPUS, populate
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -95,3 +98,69 @@ def test_the_content_security_policy_blocks_nothing_the_pages_use(server, page):
     page.goto(f"{server.url}/ui/parameters")
     assert page.locator("#choices tr.current").count() == 1
     assert not [m for m in page.console_messages if "Content Security Policy" in m]
+
+
+@pytest.fixture(scope="module")
+def licenses(tmp_path_factory):
+    """A server holding the 82-member license cluster (tests/e2e/test_cluster_pages.py)."""
+    srv = start_server(tmp_path_factory.mktemp("licenses"), "--workers", "1")
+    populate_licenses(srv.url)
+    yield srv
+    stop_server(srv)
+
+
+def test_find_a_document_page_through_its_cluster_and_scroll_the_matrix(licenses, page, shots):
+    page.goto(f"{licenses.url}/ui")
+    assert page.locator("a.signout").count() == 0  # open access: nobody to sign out
+    target = "py/pkg-8.dist-info/LICENSE"
+    page.fill("#find-id", target)
+    page.click("#find button")
+    page.wait_for_url("**/ui/clusters/**")
+    found = page.locator("tr.found")
+    assert found.count() == 1 and found.get_attribute("data-id") == target
+    chain = found.locator("td.chain").inner_text()
+    assert chain.startswith(f"{LICENSE_ROOT} → ") and chain.split(" → ")[-1].startswith(target)
+    first = page.locator("tr.member-row").first
+    assert first.get_attribute("data-id") == LICENSE_ROOT
+    assert first.locator("td.copies").inner_text().startswith("×31")
+    # The matrix scrolls inside its box; the page itself does not scroll sideways.
+    box = page.locator("#matrix-box")
+    assert box.evaluate("b => b.scrollWidth > b.clientWidth")
+    box.evaluate("b => { b.scrollLeft = 400; }")
+    assert box.evaluate("b => b.scrollLeft") > 0
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.screenshot(path=str(shots / "cluster-licenses.png"), full_page=True)
+
+    page.locator("a.next").first.click()
+    page.wait_for_url("**page=2")
+    assert 0 < page.locator("tr.member-row").count() <= 20
+    member = page.locator("tr.member-row").first
+    doc_id = member.get_attribute("data-id")
+    member.locator("td a").first.click()
+    page.wait_for_url("**/ui/contamination?doc_id=**")
+    assert page.locator("#doc_id").input_value() == doc_id
+
+
+def test_docs_render_offline_from_the_service_alone(server, page, shots):
+    """Swagger UI renders with every request to another host refused (as without internet)."""
+    elsewhere = []
+
+    def only_local(route):
+        if route.request.url.startswith(server.url):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    try:
+        page.goto(f"{server.url}/docs")
+        page.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
+        assert "neardup" in page.locator(".swagger-ui .info .title").inner_text()
+        page.wait_for_selector(".opblock", timeout=30_000)
+        assert page.locator(".opblock").count() >= 15
+        assert page.locator(".btn.authorize").count() == 1  # the Bearer scheme
+        page.screenshot(path=str(shots / "docs.png"), full_page=False)
+    finally:
+        page.unroute("**/*")
+    assert elsewhere == []

@@ -182,9 +182,10 @@ def test_query_threshold_just_above_and_below_a_known_estimate(srv):
     words = [f"t{i}" for i in range(400)]
     post(srv, "/v1/documents", {"documents": [{"id": "thr-a", "text": " ".join(words[:200])}]})
     found = None
+    floor = get(srv, "/v1/config").json()["query_threshold_min"]
     for shift in (24, 28, 32, 36):  # shingle Jaccard 0.78 down to 0.69: candidates, mostly
         probe = " ".join(words[shift : shift + 200])
-        body = post(srv, "/v1/query", {"texts": [probe], "threshold": 0.3}).json()
+        body = post(srv, "/v1/query", {"texts": [probe], "threshold": floor}).json()
         matches = body["results"][0]["matches"]
         if matches and matches[0]["estimate"] < 0.8:
             found = probe, matches[0]["estimate"]

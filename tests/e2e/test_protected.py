@@ -37,6 +37,7 @@ def test_upload_jsonl_and_check(srv):
     assert response.json()["name"] == "evals.v1" and response.json()["items"] == 2
     results = check(srv, [SHELL_HIT, "nothing protected here at all"]).json()["results"]
     assert results[0] == {
+        "status": "contaminated",
         "contaminated": True,
         "hits": [{
             "set": "evals.v1", "item": "math-001 the quick brown fox jumps over the lazy dog "
@@ -44,7 +45,7 @@ def test_upload_jsonl_and_check(srv):
             "ngram": "tom found a shiny red shell by the river and carried it home",
         }],
     }  # fmt: skip
-    assert results[1] == {"contaminated": False, "hits": []}
+    assert results[1] == {"status": "clean", "contaminated": False, "hits": []}
     # id-like keys are labels, not protected text
     assert not check(srv, [PROTECTED_ITEMS[1]["id"]]).json()["results"][0]["contaminated"]
 

@@ -96,7 +96,8 @@ def test_pages_need_a_read_key_and_keep_a_session_id_not_the_key(tmp_path):
             assert "reader-key" not in cookie
             session = browser.cookies["neardup_session"]
             assert len(session) >= 40
-            assert browser.get("/ui").status_code == 200
+            signed_in = browser.get("/ui")
+            assert signed_in.status_code == 200 and 'href="/ui/logout"' in signed_in.text
             assert browser.get("/ui/parameters").status_code == 200
             browser.get("/ui/logout")
             assert browser.get("/ui").status_code == 303

@@ -27,7 +27,7 @@ async def clusters(
     )
 
 
-@router.get("/clusters/{root}", dependencies=[require("read")])
+@router.get("/clusters/{root:path}", dependencies=[require("read")])
 async def cluster(root: str, service: ServiceDep) -> ClusterOut:
     """One cluster by its root; 404 if ``root`` is not a root."""
     members = service.cluster(root)

@@ -118,13 +118,16 @@ async def contamination(
     echoed only to keys with the protect scope: it would tell a probing key which word of a
     protected text comes next."""
     found = await service.contamination(body.texts, body.sets, caller.name)
+    checked = [s.name for s in service.chosen_sets(body.sets)]
     echo = "protect" in caller.scopes
     return ContaminationResponse(
+        checked_sets=checked,
         results=[
             ContaminationResult(
+                status="contaminated" if hits else "clean" if checked else "unchecked",
                 contaminated=bool(hits),
                 hits=[Hit(set=s, item=i, ngram=g if echo else None) for s, i, g in hits],
             )
             for hits in found
-        ]
+        ],
     )

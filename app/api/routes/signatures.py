@@ -15,7 +15,10 @@ router = APIRouter(prefix="/v1", tags=["signatures"], route_class=StrictJSONRout
 async def config(settings: SettingsDep) -> ConfigResponse:
     """The index parameters."""
     params = settings.params
-    return ConfigResponse(**params.as_dict(), rows=params.rows, lsh_threshold=params.lsh_threshold)
+    return ConfigResponse(
+        **params.as_dict(), rows=params.rows, lsh_threshold=params.lsh_threshold,
+        query_threshold_min=params.query_floor,
+    )  # fmt: skip
 
 
 @router.post("/signatures", dependencies=[require("read")])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -19,6 +20,7 @@ from app.api.ui.charts import s_curve, size_histogram
 from app.api.ui.security import Sessions, same_origin
 from app.service import NotFound
 from app.service.views import (
+    CHAIN_LIMIT,
     DIFF_WORDS,
     HIGHLIGHT_CHARS,
     cluster_view,
@@ -28,6 +30,9 @@ from app.service.views import (
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+#: An id as one path segment or query value: every reserved character percent-encoded, ``/``
+#: too (Jinja's ``urlencode`` keeps ``/``).
+templates.env.filters["id_url"] = lambda value: quote(str(value), safe="")
 STYLE = (Path(__file__).resolve().parent / "static" / "style.css").read_bytes()
 COOKIE = "neardup_session"
 PAGE = 50
@@ -80,6 +85,8 @@ def login_redirect(request: Request, exc: Exception) -> Response:
 
 
 def _page(request: Request, name: str, **context: Any) -> HTMLResponse:
+    """A page; ``open_access`` (no keys file) hides "Sign out", there being no sign-in."""
+    context.setdefault("open_access", request.app.state.keyring is None)
     return templates.TemplateResponse(request, name, context)
 
 
@@ -131,35 +138,59 @@ async def logout(request: Request) -> Response:
 
 
 @router.get("", response_class=HTMLResponse, dependencies=[Reader])
-async def overview(request: Request, service: ServiceDep, page: int = 1) -> HTMLResponse:
-    """Counts, the cluster-size histogram, and the largest clusters first."""
+async def overview(
+    request: Request, service: ServiceDep, page: int = 1, find_id: str | None = None
+) -> HTMLResponse:
+    """Counts, the cluster-size histogram, a search by id, and the largest clusters first."""
     ranked = service.largest_clusters()
     page = max(1, page)
     rows = ranked[(page - 1) * PAGE : page * PAGE]
     return _page(
         request, "overview.html", stats=service.stats(),
         bars=size_histogram([size for _, size in ranked]), rows=rows, page=page,
-        pages=max(1, -(-len(ranked) // PAGE)), sets=sorted(service.protected),
+        pages=max(1, -(-len(ranked) // PAGE)), sets=sorted(service.protected), find_id=find_id,
     )  # fmt: skip
 
 
-@router.get("/clusters/{root}", response_class=HTMLResponse, dependencies=[Reader])
-async def cluster(request: Request, root: str, service: ServiceDep) -> HTMLResponse:
-    """Members beside the root, with word differences, estimates and exact Jaccard."""
+@router.get("/find", response_class=HTMLResponse, dependencies=[Reader])
+async def find(request: Request, service: ServiceDep, id: str = "") -> Response:
+    """A document by id: to its cluster's page, on the page holding its row; else the overview
+    saying so (404)."""
+    if id and id in service.index:
+        root = service.index.root_of(id)
+        target = f"/ui/clusters/{quote(root, safe='')}?find={quote(id, safe='')}"
+        return RedirectResponse(target, status_code=303)
+    response = await overview(request, service, find_id=id or None)
+    response.status_code = 404 if id else 200
+    return response
+
+
+@router.get("/clusters/{root:path}", response_class=HTMLResponse, dependencies=[Reader])
+async def cluster(
+    request: Request, root: str, service: ServiceDep, page: int = 1, find: str | None = None
+) -> HTMLResponse:
+    """A page of the cluster's distinct texts (copies collapsed), borderline first, with the
+    chain that joined each member below the threshold, word differences against the root,
+    estimates, exact Jaccard and the page's matrix."""
     try:
-        view = await cluster_view(service, root)
+        view = await cluster_view(service, root, page, find)
     except NotFound as exc:
         raise HTTPException(404, str(exc)) from None
     return _page(request, "cluster.html", root=view.root, root_text=view.root_text,
-                 members=view.members, matrix=view.matrix, ids=view.ids, hidden=view.hidden,
-                 diff_words=DIFF_WORDS, store_text=service.settings.store_text)  # fmt: skip
+                 members=view.members, matrix=view.matrix, ids=view.ids, size=view.size,
+                 distinct=view.distinct, page=view.page, pages=view.pages,
+                 threshold=view.threshold, chains=view.chains, chain_limit=CHAIN_LIMIT,
+                 found=view.found, diff_words=DIFF_WORDS,
+                 store_text=service.settings.store_text)  # fmt: skip
 
 
 @router.get("/contamination", response_class=HTMLResponse, dependencies=[Reader])
-async def contamination_form(request: Request, service: ServiceDep) -> HTMLResponse:
-    """Paste a text (or name a registered document) and choose protected sets."""
+async def contamination_form(
+    request: Request, service: ServiceDep, doc_id: str = ""
+) -> HTMLResponse:
+    """Paste a text (or name a registered document: ``doc_id`` fills it in) and choose sets."""
     return _page(request, "contamination.html", sets=sorted(service.protected), result=None,
-                 text="", doc_id="", chosen=[])  # fmt: skip
+                 text="", doc_id=doc_id, chosen=[])  # fmt: skip
 
 
 @router.post("/contamination", response_class=HTMLResponse, dependencies=[Reader])

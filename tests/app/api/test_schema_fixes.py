@@ -19,7 +19,7 @@ def test_schema_405_allow_lists_every_method_of_the_path(app):
         app, ("OPTIONS", "/v1/documents/x"), ("OPTIONS", "/v1/protected-sets/x"),
         ("PATCH", "/v1/protected-sets"),
     )  # fmt: skip
-    assert documents.status_code == 405 and documents.headers["allow"] == "DELETE, GET"
+    assert documents.status_code == 405 and documents.headers["allow"] == "DELETE, GET, PUT"
     assert sets.status_code == 405 and sets.headers["allow"] == "DELETE, GET, PUT"
     assert listing.status_code == 405 and listing.headers["allow"] == "GET"
 

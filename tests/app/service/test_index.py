@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from app.service.index import Found, ServiceIndex
 from core.engine import MinhashParams
+from core.minhash import MERSENNE31, signatures
 from core.minhash import clusters as core_clusters
-from core.minhash import signatures
 from tests import reference
 from tests.fixtures import planted_corpus
 
@@ -132,3 +132,37 @@ def test_copies_of_one_text_are_one_bucket_entry():
         assert plan.found[-1].best == [(f"c0-{i:04d}", 1.0) for i in range(5)]
     assert index._sigs.buckets.nbytes() < 16 * 4096 * 12 * 2  # one entry a band, buffers only
     assert len(index.members("c0-0000")) == 2000
+
+
+def _confirmed(a: str, b: str) -> bool:
+    """A confirmed pair: estimate at the threshold, neither without shingles (all-P rows)."""
+    sa, sb = np.asarray(SIGS[a]), np.asarray(SIGS[b])
+    empty = (sa == MERSENNE31).all() or (sb == MERSENNE31).all()
+    return bool(not empty and (sa == sb).mean() >= MinhashParams().threshold)
+
+
+@settings(max_examples=25)
+@given(st.permutations(IDS), st.integers(0, len(IDS)))
+def test_if_new_keeps_exactly_the_documents_without_an_earlier_kept_match(order, split):
+    """Registered first, then a batch under if_new: a document is kept iff no registered or
+    earlier kept document is a confirmed match; a left-out one lists such a match."""
+    index = ServiceIndex(MinhashParams())
+    first, batch = order[:split], order[split:]
+    _register(index, first)
+    sigs = np.array([SIGS[i] for i in batch], dtype=np.uint32).reshape(-1, 128)
+    plan, left = index.plan_if_new(list(batch), sigs)
+    kept_before: list[str] = list(first)
+    expected_left = {}
+    for j, doc_id in enumerate(batch):
+        matched = [k for k in kept_before if _confirmed(doc_id, k)]
+        if matched:
+            expected_left[j] = set(matched)
+        else:
+            kept_before.append(doc_id)
+    assert set(left) == set(expected_left)
+    assert plan.ids == [d for j, d in enumerate(batch) if j not in expected_left]
+    for j, found in left.items():
+        assert found.count == len(expected_left[j])
+        assert {i for i, _ in found.best} == expected_left[j]
+    assert all(found.count == 0 for found in plan.found)
+    index.apply(plan)
