@@ -73,14 +73,23 @@ def text_reader(raw: IO[bytes], fmt: str) -> Iterator[IO[str]]:
     """UTF-8 text over a binary stream of format ``fmt`` (``.jsonl``, ``.gz`` or ``.zst``)."""
     if fmt.endswith(".gz"):
         with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
-            yield io.TextIOWrapper(gz, encoding="utf-8")
+            yield from _read_detached(gz)
     elif fmt.endswith(".zst"):
         import zstandard
 
         with zstandard.ZstdDecompressor().stream_reader(raw, closefd=False) as z:
-            yield io.TextIOWrapper(z, encoding="utf-8")
+            yield from _read_detached(z)
     else:
-        yield io.TextIOWrapper(raw, encoding="utf-8")
+        yield from _read_detached(raw)
+
+
+def _read_detached(binary: Any) -> Iterator[IO[str]]:
+    """A text layer for reading, detached (not closing the stream under it) when done."""
+    text = io.TextIOWrapper(binary, encoding="utf-8")
+    try:
+        yield text
+    finally:
+        text.detach()
 
 
 @contextmanager

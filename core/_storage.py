@@ -31,6 +31,7 @@ __all__ = [
     "Source",
     "atomic_output",
     "check_output",
+    "check_target",
     "expand_inputs",
     "filesystem",
 ]
@@ -166,6 +167,15 @@ def check_output(target: str) -> str:
     if target == STDIO:
         return ".jsonl"
     fmt = corpus_format(target)
+    check_target(target)
+    return fmt
+
+
+def check_target(target: str) -> None:
+    """CorpusError for a file that cannot be written: a missing local directory, a directory
+    as target, or an unknown URL scheme."""
+    if target == STDIO:
+        return
     fs, path = filesystem(target)
     if _is_local(fs):
         parent = os.path.dirname(path) or "."
@@ -173,7 +183,6 @@ def check_output(target: str) -> str:
             raise CorpusError(target, None, f"no such directory: {parent}")
         if os.path.isdir(path):
             raise CorpusError(target, None, "is a directory; give a file name")
-    return fmt
 
 
 def _is_local(fs: Any) -> bool:
@@ -194,7 +203,7 @@ class Output:
 def atomic_output(target: str) -> Iterator[tuple[IO[bytes], Output]]:
     """``(binary file, Output)`` to write ``target`` through: the target appears (renamed from a
     temporary name, or copied to standard output) only if the block completes."""
-    check_output(target)
+    check_target(target)
     done = Output(target)
     if target == STDIO:
         with tempfile.TemporaryFile(prefix="neardup-stdout-") as tmp:

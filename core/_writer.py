@@ -138,13 +138,28 @@ def _with_types(table: Any, hint: Any) -> Any:
         column = table[field.name]
         if hint is not None and field.name in hint.names:
             wanted = hint.field(field.name).type
+            # Only where the shape is the same: a cast to a struct without a field drops it.
             with suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                column = column.cast(wanted)
+                if _shape(column.type) == _shape(wanted):
+                    column = column.cast(wanted)
         if pa.types.is_struct(column.type) and column.type.num_fields == 0:
             column = pa.nulls(len(column))
         columns.append(column)
         fields.append(pa.field(field.name, column.type))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _shape(kind: Any) -> Any:
+    """The field names of a nested Arrow type, nested ones included; None for a leaf."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(kind):
+        return tuple((f.name, _shape(f.type)) for f in kind)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return ("list", _shape(kind.value_type))
+    if pa.types.is_map(kind):
+        return ("map", _shape(kind.key_type), _shape(kind.item_type))
+    return None
 
 
 def _empty_schema() -> Any:

@@ -21,7 +21,7 @@ engine computes the same signatures, candidates, confirmations and components th
   ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RecordReader``,
   ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
 - Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
-  ``expand_inputs``, ``check_output``, ``atomic_output``, ``Output``.
+  ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -56,7 +56,15 @@ from core._signature_index import Matches, Placement, SignatureIndex, batch_matc
 from core._signatures import batch_signatures
 from core._sketch import estimate
 from core._stages import CLUSTER_KEY
-from core._storage import STDIO, Output, Source, atomic_output, check_output, expand_inputs
+from core._storage import (
+    STDIO,
+    Output,
+    Source,
+    atomic_output,
+    check_output,
+    check_target,
+    expand_inputs,
+)
 from core._survivors import KEEP_POLICIES, KeepPolicy, cluster_survivors, exact_survivors
 from core._text import jaccard, ngrams, shingles, words
 from core._writer import RowWriter
@@ -104,6 +112,7 @@ __all__ = [
     "batch_signatures",
     "candidate_pairs",
     "check_output",
+    "check_target",
     "chunk_bounds",
     "cluster_roots",
     "cluster_survivors",

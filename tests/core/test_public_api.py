@@ -35,8 +35,8 @@ ENGINE_NAMES = {
     "words", "write_docs",
     # rows of any schema, storage, survivors (issue 12)
     "Schema", "Record", "RecordReader", "get_field", "set_field", "parquet_schema", "STDIO",
-    "Output", "Source", "atomic_output", "check_output", "expand_inputs", "KEEP_POLICIES",
-    "KeepPolicy", "cluster_survivors", "exact_survivors", "RowWriter",
+    "Output", "Source", "atomic_output", "check_output", "check_target", "expand_inputs",
+    "KEEP_POLICIES", "KeepPolicy", "cluster_survivors", "exact_survivors", "RowWriter",
 }  # fmt: skip
 
 
