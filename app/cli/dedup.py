@@ -35,6 +35,7 @@ from core.engine import (
     atomic_output,
     batch_signatures,
     check_output,
+    check_target,
     expand_inputs,
     get_field,
     ordered_map,
@@ -193,6 +194,8 @@ def run_dedup(options: DedupOptions) -> Manifest:
     for target in (options.output, options.removed):
         if target is not None:
             check_output(target)
+    if options.manifest_target is not None:
+        check_target(options.manifest_target)
     sources = expand_inputs(options.inputs)
     manifest = Manifest.start(options, sources)
     started = time.perf_counter()

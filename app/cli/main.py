@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["MINHASH_DEFAULTS", "build_parser", "main"]
 
 _DESCRIPTION = "neardup: near-duplicate detection and decontamination for LLM training data"
 
@@ -172,10 +172,6 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
         cmd.add_argument("--quiet", action="store_true")
 
 
-def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
-    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
-
-
 def _serve(args: argparse.Namespace) -> int:
     from app.cli.serve import serve
 
@@ -248,6 +244,20 @@ _COMMANDS = {
     "push": _push_or_query,
     "query": _push_or_query,
 }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``neardup`` command's parser, every subcommand included."""
+    from app.cli.version import neardup_version
+
+    parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"neardup {neardup_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    _dedup_parser(sub)
+    _contamination_parser(sub)
+    _client_parsers(sub)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
