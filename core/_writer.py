@@ -30,7 +30,8 @@ class RowWriter:
         handle: a binary file, left open.
         fmt: one of FORMATS.
         name: the target, for error messages.
-        hint: an Arrow schema whose column types a Parquet output keeps where they fit.
+        hint: an Arrow schema whose columns a Parquet output has from its first row group, with
+            their types where the rows' shape agrees.
     """
 
     def __init__(self, handle: IO[bytes], fmt: str, name: str, hint: Any = None) -> None:
@@ -87,7 +88,7 @@ class RowWriter:
         if not self._rows:
             return
         try:
-            table = pa.Table.from_pylist(self._rows)
+            table = _table(self._rows)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise CorpusError(
                 self.name, None, f"rows do not fit one Parquet schema: {exc}"
@@ -128,9 +129,19 @@ class RowWriter:
         return pa.Table.from_arrays(columns, schema=self._schema)
 
 
+def _table(rows: list[dict[str, Any]]) -> Any:
+    """Rows as a table with every key any row has (``from_pylist`` alone would keep only the
+    first row's keys), in order of first appearance; absent values are nulls."""
+    import pyarrow as pa
+
+    names = list(dict.fromkeys(key for row in rows for key in row))
+    return pa.Table.from_pydict({name: [row.get(name) for row in rows] for name in names})
+
+
 def _with_types(table: Any, hint: Any) -> Any:
-    """The first batch with the input's column types where they fit, and no empty structs
-    (Parquet cannot store a struct without fields: those become null columns)."""
+    """The first batch with the hint's column types where the shape is the same, the hint's
+    columns it lacks (as nulls, so later rows may hold them), and no empty structs (Parquet
+    cannot store a struct without fields: those become null columns)."""
     import pyarrow as pa
 
     columns, fields = [], []
@@ -146,6 +157,10 @@ def _with_types(table: Any, hint: Any) -> Any:
             column = pa.nulls(len(column))
         columns.append(column)
         fields.append(pa.field(field.name, column.type))
+    for field in hint if hint is not None else ():
+        if field.name not in table.column_names:
+            columns.append(pa.nulls(len(table), field.type))
+            fields.append(pa.field(field.name, field.type))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 

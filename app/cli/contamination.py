@@ -8,6 +8,7 @@ from typing import Any
 from app.cli.inputs import batches
 from app.cli.progress import Progress
 from core.engine import (
+    ParameterError,
     ProtectedSet,
     RecordReader,
     Schema,
@@ -31,6 +32,8 @@ def contamination_report(
 ) -> dict[str, Any]:
     """Per protected item with any hit: the documents sharing an n-gram with it and the first
     shared n-gram; and per document, whether it is contaminated."""
+    if (*inputs, *protected).count("-") > 1:
+        raise ParameterError("standard input ('-') can be read once: name it once")
     sources = expand_inputs(inputs)
     sets = [
         read_protected_set(s.url(), n, name=s.name) for s in expand_inputs(protected, corpus=False)

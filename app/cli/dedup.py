@@ -24,7 +24,7 @@ from app.cli.inputs import batches
 from app.cli.manifest import Manifest, write_manifest
 from app.cli.options import DedupOptions
 from app.cli.progress import Progress
-from app.cli.tagging import Tagger, load_protected
+from app.cli.tagging import Tagger, arrow_hint, load_protected
 from core.engine import (
     CorpusError,
     Output,
@@ -160,7 +160,8 @@ def _rows(
 def _write_pass(
     sources: list[Source], options: DedupOptions, first: _Pass1, tagger: Tagger, manifest: Manifest
 ) -> None:
-    hint = parquet_schema(sources)
+    base = parquet_schema(sources)
+    hint, out_hint = arrow_hint(base, True), arrow_hint(base, options.params.keep_duplicates)
     written: dict[str, Output] = {}
     with ExitStack() as stack:
         out: RowWriter | _Discard = _Discard()
@@ -168,7 +169,7 @@ def _write_pass(
         if not options.dry_run:
             handle, done = stack.enter_context(atomic_output(options.output))
             fmt = check_output(options.output)
-            out = stack.enter_context(RowWriter(handle, fmt, options.output, hint))
+            out = stack.enter_context(RowWriter(handle, fmt, options.output, out_hint))
             written["output"] = done
             if options.removed is not None:
                 handle, rdone = stack.enter_context(atomic_output(options.removed))

@@ -66,6 +66,8 @@ class DedupOptions:
     def __post_init__(self) -> None:
         if self.removed is not None and self.removed == self.output == "-":
             raise ParameterError("--output and --removed cannot both be standard output ('-')")
+        if (*self.inputs, *self.protected).count("-") > 1:
+            raise ParameterError("standard input ('-') can be read once: name it once")
 
     @property
     def manifest_target(self) -> str | None:

@@ -28,11 +28,27 @@ from core.engine import (
     read_protected_set,
 )
 
-__all__ = ["REASON_KEY", "Tagger", "load_protected"]
+__all__ = ["REASON_KEY", "Tagger", "arrow_hint", "load_protected"]
 
 #: The field a dropped (or, with --keep-duplicates, would-be-dropped) row says why in.
 REASON_KEY = "neardup"
 _REASONS = {EXACT: "exact", NEAR: "near"}
+
+
+def arrow_hint(base: Any, reasons: bool) -> Any:
+    """The Arrow columns a Parquet output writes: the inputs' (``base``, or None), ``meta`` with
+    its ``minhash_cluster`` string, and with ``reasons`` the ``neardup`` object (typed even when
+    a first batch of rows holds no contaminated one, or no dropped one)."""
+    import pyarrow as pa
+
+    text = pa.string()
+    reason = pa.struct([("reason", text), ("duplicate_of", text), ("estimate", pa.float64()),
+                        ("set", text), ("item", text), ("ngram", text)])  # fmt: skip
+    fields = [f for f in base if f.name != REASON_KEY] if base is not None else []
+    for i, f in enumerate(fields):
+        if f.name == "meta" and pa.types.is_struct(f.type) and CLUSTER_KEY not in f.type.names:
+            fields[i] = pa.field("meta", pa.struct([*f.type, pa.field(CLUSTER_KEY, text)]))
+    return pa.schema([*fields, *([pa.field(REASON_KEY, reason)] if reasons else [])])
 
 
 def load_protected(options: DedupOptions, manifest: Manifest) -> list[ProtectedSet]:

@@ -26,7 +26,7 @@ MIT_IDS = ["deb/libfontenc1", "deb/libxau6", "py/pip-26.3.dist-info/LICENSE.txt"
            "py/six-1.16.0.dist-info/LICENSE"]  # fmt: skip
 
 
-def neardup(*args, cwd, stdin=None):
+def neardup(*args, cwd, stdin=""):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *map(str, args)], cwd=cwd, env=env,
@@ -214,6 +214,8 @@ def test_parquet_columns_pass_through_with_their_types(tmp_path):
         (["nosuch://bucket/x.jsonl", "--output", "o.jsonl"], "unknown URL scheme"),
         (["licenses.jsonl", "--output", "o.jsonl", "--manifest", "nodir/m.json"], "nodir"),
         (["licenses.jsonl", "--output", "o.txt"], "unknown corpus format"),
+        (["-", "--output", "o.jsonl", "--protected", "-"], "standard input ('-') can be read once"),
+        (["-", "--output", "-", "--removed", "-"], "cannot both be standard output"),
     ],
 )
 def test_bad_paths_are_one_line_and_exit_2_leaving_nothing(licenses, args, says):
@@ -362,3 +364,19 @@ def test_dry_run_reports_the_counts_and_writes_nothing(licenses, capsys):
     assert sorted(p.name for p in licenses.iterdir()) == before
     assert report["counts"] == {"read": 8, "exact_dropped": 1, "near_dropped": 3,
                                 "decontaminated": 1, "written": 3}  # fmt: skip
+
+
+def test_removed_and_kept_duplicates_in_parquet_have_a_typed_reason(licenses):
+    assert run(licenses, "dedup", "licenses.jsonl", "--output", "o.parquet", "--removed",
+               "r.parquet", "--protected", "eval.jsonl", "--workers", "1",
+               "--quiet") == 0  # fmt: skip
+    removed = pq.read_table(licenses / "r.parquet")
+    assert removed.schema.field("neardup").type.field("ngram").type == pa.string()
+    assert [r["reason"] for r in removed.column("neardup").to_pylist()] == [
+        "near", "near", "near", "exact", "contaminated"]  # fmt: skip
+    assert "neardup" not in pq.read_table(licenses / "o.parquet").column_names
+    assert run(licenses, "dedup", "licenses.jsonl", "--output", "all.parquet",
+               "--keep-duplicates", "--workers", "1", "--quiet") == 0  # fmt: skip
+    tagged = pq.read_table(licenses / "all.parquet").column("neardup").to_pylist()
+    assert [t and t["reason"] for t in tagged] == [None, "near", "near", "near", None, "exact",
+                                                   None, None]  # fmt: skip
