@@ -139,7 +139,7 @@ class _Discard:
 
 
 def _rows(
-    sources: list[Source], options: DedupOptions, ids: list[str], tagger: Tagger
+    sources: list[Source], options: DedupOptions, ids: list[str]
 ) -> Iterator[list[tuple[Record, int]]]:
     """Pass 2: the inputs again, a batch of (record, row number) at a time, checked against
     pass 1's ids."""
@@ -176,7 +176,7 @@ def _write_pass(
                 fmt = check_output(options.removed)
                 removed = stack.enter_context(RowWriter(handle, fmt, options.removed, hint))
                 written["removed"] = rdone
-        for batch in _rows(sources, options, first.ids, tagger):
+        for batch in _rows(sources, options, first.ids):
             for row, kept in tagger.rows(batch):
                 (out if kept else removed).write(row)
     manifest.counts.update(tagger.counts, written=out.count)

@@ -69,3 +69,17 @@ def test_an_interrupted_output_leaves_nothing(memfs, tmp_path):
     with atomic_output(str(tmp_path / "o.jsonl")) as (handle, done):
         handle.write(b"whole")
     assert (tmp_path / "o.jsonl").read_bytes() == b"whole" and done.bytes == 5
+
+
+def test_parquet_rows_by_dotted_fields_read_only_the_columns_needed(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"doc": [{"num": 7}], "body": ["some text"], "big": ["not needed"]})
+    pq.write_table(table, tmp_path / "p.parquet")
+    sources = expand_inputs([str(tmp_path / "p.parquet")])
+    [lean] = list(RecordReader(sources, Schema("doc.num", "body"), fields=[]))
+    assert (lean.id, lean.text) == ("7", "some text")
+    assert lean.row == {"doc": {"num": 7}, "body": "some text"}
+    [full] = list(RecordReader(sources, Schema("doc.num", "body")))
+    assert full.row["big"] == "not needed"
