@@ -157,25 +157,29 @@ def _rows(
         raise CorpusError(sources[0].name, None, "the inputs changed during the run")
 
 
+def _writer(
+    stack: ExitStack, target: str, sources: list[Source], reasons: bool
+) -> tuple[RowWriter, Output]:
+    """A RowWriter onto ``target``, committed when ``stack`` closes cleanly; a Parquet target
+    gets the inputs' Arrow types (read only then: JSON Lines never imports pyarrow)."""
+    fmt = check_output(target)
+    hint = arrow_hint(parquet_schema(sources), reasons) if fmt == ".parquet" else None
+    handle, done = stack.enter_context(atomic_output(target))
+    return stack.enter_context(RowWriter(handle, fmt, target, hint)), done
+
+
 def _write_pass(
     sources: list[Source], options: DedupOptions, first: _Pass1, tagger: Tagger, manifest: Manifest
 ) -> None:
-    base = parquet_schema(sources)
-    hint, out_hint = arrow_hint(base, True), arrow_hint(base, options.params.keep_duplicates)
     written: dict[str, Output] = {}
     with ExitStack() as stack:
         out: RowWriter | _Discard = _Discard()
         removed: RowWriter | _Discard = _Discard()
         if not options.dry_run:
-            handle, done = stack.enter_context(atomic_output(options.output))
-            fmt = check_output(options.output)
-            out = stack.enter_context(RowWriter(handle, fmt, options.output, out_hint))
-            written["output"] = done
+            keep_all = options.params.keep_duplicates
+            out, written["output"] = _writer(stack, options.output, sources, keep_all)
             if options.removed is not None:
-                handle, rdone = stack.enter_context(atomic_output(options.removed))
-                fmt = check_output(options.removed)
-                removed = stack.enter_context(RowWriter(handle, fmt, options.removed, hint))
-                written["removed"] = rdone
+                removed, written["removed"] = _writer(stack, options.removed, sources, True)
         for batch in _rows(sources, options, first.ids):
             for row, kept in tagger.rows(batch):
                 (out if kept else removed).write(row)

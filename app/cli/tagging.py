@@ -88,10 +88,12 @@ class Tagger:
                        "decontaminated": 0}  # fmt: skip
 
     def rows(self, batch: list[tuple[Record, int]]) -> Iterator[tuple[dict[str, Any], bool]]:
-        """(row, kept) for every record of a batch: kept rows go to the output, the others to
-        ``--removed``."""
-        outcome = self.decisions.outcome
-        checked = [(r, i) for r, i in batch if self.keep_all or outcome[i] == KEPT]
+        """(row, kept) for every record of a batch (consecutive row numbers): kept rows go to the
+        output, the others to ``--removed``."""
+        lo = batch[0][1] if batch else 0
+        # One slice per batch as Python ints: no numpy scalar per row.
+        outcome = self.decisions.outcome[lo : lo + len(batch)].tolist()
+        checked = [(r, i) for r, i in batch if self.keep_all or outcome[i - lo] == KEPT]
         dirty: set[int] = set()
         if self.index is not None and checked:
             flags = self.index.contaminated_many([r.text for r, _ in checked])
@@ -100,12 +102,12 @@ class Tagger:
             if i in dirty:
                 self.counts["decontaminated"] += 1
                 yield _with_reason(record, self._contamination(record.text)), False
-            elif outcome[i] == KEPT:
+            elif outcome[i - lo] == KEPT:
                 yield self._tagged(record, i), True
             elif self.keep_all:
                 yield _with_reason(record, self._duplicate(i), self._tagged(record, i)), True
             else:
-                self.counts[f"{_REASONS[int(outcome[i])]}_dropped"] += 1
+                self.counts[f"{_REASONS[outcome[i - lo]]}_dropped"] += 1
                 yield _with_reason(record, self._duplicate(i)), False
 
     def _tagged(self, record: Record, i: int) -> dict[str, Any]:
