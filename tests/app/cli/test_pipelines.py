@@ -232,9 +232,9 @@ def test_compressed_and_parquet_protected_sets(licenses):
     (licenses / "e.jsonl.gz").write_bytes(gzip.compress(json.dumps(item).encode()))
     (licenses / "e.jsonl.zst").write_bytes(zstandard.compress(json.dumps(item).encode()))
     pq.write_table(pa.Table.from_pylist([item]), licenses / "e.parquet")
-    for name in ("e.jsonl.gz", "e.jsonl.zst", "e.parquet"):
+    for name in ("e.jsonl.gz", "e.jsonl.zst", "e.parquet", "-"):
         result = neardup("contamination", "licenses.jsonl", "--protected", name, "--quiet",
-                         cwd=licenses)  # fmt: skip
+                         cwd=licenses, stdin=json.dumps(item) + "\n")  # fmt: skip
         assert result.returncode == 0, result.stderr
         [hit] = json.loads(result.stdout)["items"]
         assert hit == {"file": name, "item": "story-3", "documents": ["web/blog-post-17"],
