@@ -1,8 +1,9 @@
 """Protected eval sets: parsing files into word n-grams and the items they come from.
 
-``.jsonl``: every string value of every object, nested ones included, except under the keys
-``case_id``, ``id``, ``tags``, ``scorer_args`` (labels, not text a model is tested on); a line
-that is not a JSON object is a CorpusError naming it. Any other file is one protected text.
+``.jsonl`` (and ``.jsonl.gz``, ``.jsonl.zst``, and ``.parquet`` rows): every string value of
+every object, nested ones included, except under the keys ``case_id``, ``id``, ``tags``,
+``scorer_args`` (labels, not text a model is tested on); a line that is not a JSON object is a
+CorpusError naming it. Any other file is one protected text.
 Items are labelled by their ``id``, else ``case_id``, else their line number ("1" for a plain
 file). The service, the CLI and ``protected_ngrams`` all parse through here.
 """
@@ -14,13 +15,13 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import StrEnum
 from os import PathLike
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from core._corpus import jsonl_items
+from core._formats import jsonl_items, text_reader
 from core._ngrams import NgramIndex, check_n
+from core._storage import filesystem
 from core._text import ngrams, words
 from core.errors import CorpusError, ParameterError
 
@@ -117,11 +118,15 @@ class ProtectedSet:
 def parse_protected_set(name: str, body: str, fmt: ProtectedFormat, n: int = 13) -> ProtectedSet:
     """Parse a protected file's text; CorpusError (naming ``name`` and the line) for a bad line."""
     check_n(n)
-    grams: dict[str, list[str]] = {}
     if fmt is not ProtectedFormat.JSONL:
+        grams: dict[str, list[str]] = {}
         _add(grams, body, "1", n)
         return ProtectedSet(name, 1, grams, n)
-    items = list(jsonl_items(body.splitlines(), name))
+    return _from_items(name, list(jsonl_items(body.splitlines(), name)), n)
+
+
+def _from_items(name: str, items: list[tuple[int, dict[str, Any]]], n: int) -> ProtectedSet:
+    grams: dict[str, list[str]] = {}
     for line, item in items:
         label = item_label(item, line)
         for text in item_strings(item):
@@ -129,20 +134,58 @@ def parse_protected_set(name: str, body: str, fmt: ProtectedFormat, n: int = 13)
     return ProtectedSet(name, len(items), grams, n)
 
 
-def read_protected_set(path: str | PathLike[str], n: int = 13) -> ProtectedSet:
-    """Read and parse one protected file (UTF-8); CorpusError if it cannot be read."""
-    name = str(path)
-    p = Path(path)
-    if not p.is_file():
-        reason = "no such file" if not p.exists() else "not a regular file"
+#: Protected files read as items (one per JSON line or Parquet row); any other name is one text.
+_ITEM_FORMATS = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet")
+
+
+def read_protected_set(
+    path: str | PathLike[str], n: int = 13, *, name: str | None = None
+) -> ProtectedSet:
+    """Read and parse one protected file (a local path or an fsspec URL).
+
+    ``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst``: one item per line; ``.parquet``: one item per
+    row, its string columns (nested ones included) protected as a JSON line's would be; any
+    other file: one UTF-8 text. ``name`` (default: ``path``) names it in reports and errors.
+    CorpusError if it cannot be read or parsed.
+    """
+    check_n(n)
+    name = name or str(path)
+    fs, where = filesystem(str(path))
+    if not fs.isfile(where):
+        reason = "no such file" if not fs.exists(where) else "not a regular file"
         raise CorpusError(name, None, f"{reason}: a protected set must be a readable file")
+    fmt = next((f for f in _ITEM_FORMATS if str(path).lower().endswith(f)), None)
     try:
-        body = p.read_text(encoding="utf-8")
+        with fs.open(where, "rb") as raw:
+            return _parse(raw, fmt, name, n)
     except UnicodeDecodeError as exc:
         raise CorpusError(name, None, f"not UTF-8 ({exc.reason})") from None
-    except OSError as exc:
-        raise CorpusError(name, None, f"cannot read: {exc.strerror or exc}") from None
-    return parse_protected_set(name, body, ProtectedFormat.of(path), n)
+    except (OSError, EOFError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise CorpusError(name, None, f"cannot read: {why}") from None
+    except Exception as exc:  # zstandard and pyarrow raise their own error types
+        if type(exc).__module__.split(".")[0] in ("zstandard", "pyarrow"):
+            raise CorpusError(name, None, f"cannot read: {exc}") from None
+        raise
+
+
+def _parse(raw: Any, fmt: str | None, name: str, n: int) -> ProtectedSet:
+    if fmt is None:
+        return parse_protected_set(name, raw.read().decode("utf-8"), ProtectedFormat.TEXT, n)
+    if fmt == ".parquet":
+        return _from_items(name, list(_parquet_items(raw)), n)
+    with text_reader(raw, fmt) as fh:
+        return _from_items(name, list(jsonl_items(fh, name)), n)
+
+
+def _parquet_items(raw: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    row = 0
+    for batch in pq.ParquetFile(raw).iter_batches():
+        for item in batch.to_pylist():
+            row += 1
+            yield row, item
 
 
 def protected_ngrams(paths: Iterable[str | PathLike[str]], n: int = 13) -> set[str]:

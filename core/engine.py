@@ -18,7 +18,11 @@ engine computes the same signatures, candidates, confirmations and components th
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
   ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``.
 - Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
-  ``write_docs``, ``jsonl_items``.
+  ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RecordReader``,
+  ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
+- Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
+  ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``.
+- Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
 """
@@ -47,11 +51,23 @@ from core._protected import (
     parse_protected_set,
     read_protected_set,
 )
+from core._records import Record, RecordReader, Schema, get_field, parquet_schema, set_field
 from core._signature_index import Matches, Placement, SignatureIndex, batch_matches
 from core._signatures import batch_signatures
 from core._sketch import estimate
 from core._stages import CLUSTER_KEY
+from core._storage import (
+    STDIO,
+    Output,
+    Source,
+    atomic_output,
+    check_output,
+    check_target,
+    expand_inputs,
+)
+from core._survivors import KEEP_POLICIES, KeepPolicy, cluster_survivors, exact_survivors
 from core._text import jaccard, ngrams, shingles, words
+from core._writer import RowWriter
 from core.errors import (
     CorpusError,
     DuplicateIdError,
@@ -65,28 +81,41 @@ __all__ = [
     "CLUSTER_KEY",
     "FORMATS",
     "INDEX_KEYS",
+    "KEEP_POLICIES",
+    "STDIO",
     "BandBuckets",
     "Components",
     "CorpusError",
     "Doc",
     "DuplicateIdError",
+    "KeepPolicy",
     "Matches",
     "MinhashParams",
     "NeardupError",
     "NgramIndex",
+    "Output",
     "ParameterError",
     "Placement",
     "ProtectedFormat",
     "ProtectedSet",
+    "Record",
+    "RecordReader",
+    "RowWriter",
+    "Schema",
     "SignatureError",
     "SignatureIndex",
+    "Source",
     "WorkerError",
+    "atomic_output",
     "band_digests",
     "batch_matches",
     "batch_signatures",
     "candidate_pairs",
+    "check_output",
+    "check_target",
     "chunk_bounds",
     "cluster_roots",
+    "cluster_survivors",
     "confirm",
     "corpus_format",
     "decontaminate_with",
@@ -94,7 +123,10 @@ __all__ = [
     "estimate",
     "estimates",
     "exact_keepers",
+    "exact_survivors",
+    "expand_inputs",
     "fan_out",
+    "get_field",
     "groups_of",
     "id_rank",
     "in_order",
@@ -105,10 +137,12 @@ __all__ = [
     "min_label_components",
     "ngrams",
     "ordered_map",
+    "parquet_schema",
     "parse_protected_set",
     "pool_size",
     "read_docs",
     "read_protected_set",
+    "set_field",
     "shingles",
     "spawn_pool",
     "text_digest",

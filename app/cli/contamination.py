@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from app.cli.inputs import batches, read_corpus
+from app.cli.inputs import batches
 from app.cli.progress import Progress
-from core.engine import ProtectedSet, read_protected_set
+from core.engine import (
+    ParameterError,
+    ProtectedSet,
+    RecordReader,
+    Schema,
+    expand_inputs,
+    read_protected_set,
+)
 
 __all__ = ["contamination_report"]
 
@@ -17,22 +23,33 @@ BATCH = 4096
 
 
 def contamination_report(
-    inputs: Sequence[Path], protected: Sequence[Path], *, n: int = 13, quiet: bool = False
+    inputs: Sequence[str],
+    protected: Sequence[str],
+    *,
+    n: int = 13,
+    schema: Schema | None = None,
+    quiet: bool = False,
 ) -> dict[str, Any]:
     """Per protected item with any hit: the documents sharing an n-gram with it and the first
     shared n-gram; and per document, whether it is contaminated."""
-    sets = [read_protected_set(p, n) for p in protected]
+    if (*inputs, *protected).count("-") > 1:
+        raise ParameterError("standard input ('-') can be read once: name it once")
+    sources = expand_inputs(inputs)
+    sets = [
+        read_protected_set(s.url(), n, name=s.name) for s in expand_inputs(protected, corpus=False)
+    ]
     items: dict[tuple[str, str], dict[str, Any]] = {}
     documents: dict[str, bool] = {}
-    with Progress("contamination", quiet=quiet) as progress:
-        for batch in batches(read_corpus(inputs), BATCH):
+    reader = RecordReader(sources, schema or Schema(), fields=[])
+    with Progress("contamination", total=reader.total_bytes, unit="B", quiet=quiet) as progress:
+        for batch in batches(reader, BATCH):
             texts = [d.text for d in batch]
             documents.update((d.id, False) for d in batch)
             for s in sets:
                 for doc, hits in zip(batch, s.hits_many(texts), strict=True):
                     _record(items, s, doc.id, hits)
                     documents[doc.id] |= bool(hits)
-            progress.update(len(batch))
+            progress.advance_to(reader.bytes_done)
     return {
         "ngram": n,
         "protected": [{"file": s.name, "items": s.items, "ngrams": s.ngrams} for s in sets],

@@ -1,80 +1,53 @@
 """Batch runs over corpus files: exact dedup, near dedup and decontamination, in two passes.
 
-Pass 1 streams the inputs once: ids, a 128-bit text digest and the uint32 signature of every
-document (signatures on a spawn pool, chunks collected in submission order). Clustering then
-needs only those arrays. Pass 2 streams the inputs again and writes the survivors, in input
-order, to a temporary file that is renamed over the output only when complete.
+Pass 1 streams the inputs once: ids (a repeated id stops the run where it is read), a 128-bit
+text digest and the uint32 signature of every row (signatures on a spawn pool, chunks collected
+in submission order), and what ``--keep`` compares. Deciding then needs only those arrays
+(``app.cli.decisions``). Pass 2 streams the inputs again and writes the survivors, in input
+order, and with ``--removed`` every dropped row with why; every file is written under a
+temporary name and renamed when complete.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from app.cli.inputs import batches, read_corpus
+from app.cli.decisions import Decisions, decide
+from app.cli.inputs import batches
+from app.cli.manifest import Manifest, write_manifest
+from app.cli.options import DedupOptions
 from app.cli.progress import Progress
+from app.cli.tagging import Tagger, arrow_hint, load_protected
 from core.engine import (
-    CLUSTER_KEY,
     CorpusError,
-    Doc,
-    MinhashParams,
-    NgramIndex,
+    Output,
+    Record,
+    RecordReader,
+    RowWriter,
+    Source,
+    atomic_output,
     batch_signatures,
-    cluster_roots,
-    corpus_format,
-    exact_keepers,
-    id_rank,
+    check_output,
+    check_target,
+    expand_inputs,
+    get_field,
     ordered_map,
+    parquet_schema,
     spawn_pool,
     text_digests,
-    write_docs,
 )
-from core.minhash import protected_ngrams
 
-__all__ = ["BATCH", "DedupParams", "Manifest", "run_dedup"]
+__all__ = ["BATCH", "run_dedup"]
 
-#: Documents per signature batch (and per decontamination batch in pass 2).
+#: Rows per signature batch (and per decontamination batch in pass 2).
 BATCH = 4096
-
-
-@dataclass(frozen=True)
-class DedupParams:
-    """The knobs of ``neardup dedup``: core's parameters, the worker count, what to keep."""
-
-    minhash: MinhashParams = field(default_factory=MinhashParams)
-    workers: int = 1
-    keep_duplicates: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        """Flat, as the flags are spelled (for the manifest)."""
-        return {**self.minhash.as_dict(), "workers": self.workers,
-                "keep_duplicates": self.keep_duplicates}  # fmt: skip
-
-
-@dataclass
-class Manifest:
-    """What a run did: parameters, inputs, counts per stage, timings and the output's digest."""
-
-    parameters: dict[str, Any]
-    inputs: list[dict[str, Any]]
-    protected: list[dict[str, Any]]
-    counts: dict[str, int] = field(default_factory=dict)
-    clusters: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-    output: dict[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        """The manifest as a JSON-ready dict."""
-        return asdict(self)
 
 
 @dataclass
@@ -82,129 +55,172 @@ class _Pass1:
     ids: list[str]
     digests: NDArray[np.uint64]
     sigs: NDArray[np.uint32]
+    lengths: NDArray[np.int64] | None
+    values: NDArray[np.float64] | None
 
 
-def _signature_pass(inputs: Sequence[Path], params: DedupParams, quiet: bool) -> _Pass1:
-    ids: list[str] = []
-    digests: list[NDArray[np.uint64]] = []
+class _Columns:
+    """What pass 1 keeps of every row besides its signature."""
 
-    def texts() -> Iterator[list[str]]:
-        for batch in batches(read_corpus(inputs), BATCH):
-            ids.extend(d.id for d in batch)
-            texts = [d.text for d in batch]
-            digests.append(text_digests(texts))
-            yield texts
+    def __init__(self, options: DedupOptions) -> None:
+        self.keep = options.params.keep
+        self.ids: list[str] = []
+        self.seen: set[str] = set()
+        self.digests: list[NDArray[np.uint64]] = []
+        self.lengths: list[int] = []
+        self.values: list[float] = []
 
-    # Signatures go to a temporary file as they come and are read back as one matrix: a list of
-    # chunks joined at the end would hold the matrix twice.
+    def add(self, batch: list[Record]) -> list[str]:
+        for r in batch:
+            if r.id in self.seen:
+                raise CorpusError(
+                    r.name, r.line, f"id {r.id!r} appears again: ids must be unique across all "
+                    "inputs (--id-prefix file prefixes each id with its file's name)",
+                )  # fmt: skip
+            self.seen.add(r.id)
+        self.ids.extend(r.id for r in batch)
+        texts = [r.text for r in batch]
+        self.digests.append(text_digests(texts))
+        if self.keep.kind == "longest":
+            self.lengths.extend(len(t) for t in texts)
+        elif self.keep.kind == "max":
+            self.values.extend(self._value(r) for r in batch)
+        return texts
+
+    def _value(self, record: Record) -> float:
+        field = self.keep.field or ""
+        value = get_field(record.row, field)
+        if value is None:
+            return float("nan")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise CorpusError(
+            record.name, record.line, f"'{field}' must be a number for --keep max:{field}"
+        )
+
+
+def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
+    params = options.params
+    extra = [params.keep.field] if params.keep.field else []
+    reader = RecordReader(sources, options.schema, fields=extra)
+    columns = _Columns(options)
     pool = spawn_pool(params.workers) if params.workers > 1 else None
     try:
+        # Signatures go to a temporary file as they come and are read back as one matrix: a
+        # list of chunks joined at the end would hold the matrix twice.
         with tempfile.TemporaryFile(prefix="neardup-signatures-") as sigs:
-            with Progress("signatures", quiet=quiet) as progress:
-                signed = ordered_map(pool, batch_signatures, texts(), params.minhash)
-                for batch, chunk in signed:
+            with Progress(
+                "signatures", total=reader.total_bytes, unit="B", quiet=options.quiet
+            ) as progress:
+                texts = (columns.add(batch) for batch in batches(reader, BATCH))
+                for _, chunk in ordered_map(pool, batch_signatures, texts, params.minhash):
                     sigs.write(chunk.tobytes())
-                    progress.update(len(batch))
+                    progress.advance_to(reader.bytes_done)
             sigs.seek(0)
             matrix = np.fromfile(sigs, dtype=np.uint32).reshape(-1, params.minhash.num_perm)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    empty_digests = np.empty((0, 2), dtype=np.uint64)
-    return _Pass1(ids, np.concatenate(digests) if digests else empty_digests, matrix)
-
-
-def _partial_path(output: Path) -> Path:
-    fmt = corpus_format(output)
-    return output.with_name(f".{output.name[: -len(fmt)]}.partial-{os.getpid()}{fmt}")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _survivors(
-    inputs: Sequence[Path],
-    first: _Pass1,
-    keep: NDArray[np.bool_],
-    root: NDArray[np.int64],
-    index: NgramIndex | None,
-    counts: dict[str, int],
-    quiet: bool,
-) -> Iterator[Doc]:
-    """Pass 2: the kept documents, tagged, minus the contaminated ones, in input order."""
-    row = 0
-    with Progress("write", total=len(first.ids), quiet=quiet) as progress:
-        for batch in batches(read_corpus(inputs), BATCH):
-            rows = range(row, row + len(batch))
-            row += len(batch)
-            if row > len(first.ids) or any(
-                d.id != first.ids[r] for d, r in zip(batch, rows, strict=True)
-            ):
-                raise CorpusError(str(inputs[0]), None, "the inputs changed during the run")
-            kept = [(d, r) for d, r in zip(batch, rows, strict=True) if keep[r]]
-            dirty = index.contaminated_many([d.text for d, _ in kept]) if index else None
-            for j, (doc, r) in enumerate(kept):
-                if dirty is not None and dirty[j]:
-                    counts["decontaminated"] += 1
-                    continue
-                yield doc._replace(meta={**doc.meta, CLUSTER_KEY: first.ids[int(root[r])]})
-            progress.update(len(batch))
-
-
-def run_dedup(
-    inputs: Sequence[Path],
-    output: Path,
-    *,
-    protected: Sequence[Path] = (),
-    params: DedupParams = DedupParams(),
-    quiet: bool = False,
-) -> Manifest:
-    """Exact dedup, near dedup and decontamination of ``inputs`` into ``output``."""
-    corpus_format(output)
-    manifest = Manifest(
-        parameters=params.as_dict(),
-        inputs=[{"path": str(p), "bytes": p.stat().st_size} for p in inputs],
-        protected=[{"path": str(p), "bytes": p.stat().st_size} for p in protected],
+    digests = (
+        np.concatenate(columns.digests) if columns.digests else np.empty((0, 2), dtype=np.uint64)
     )
+    lengths = np.array(columns.lengths, dtype=np.int64) if params.keep.kind == "longest" else None
+    values = np.array(columns.values, dtype=np.float64) if params.keep.kind == "max" else None
+    return _Pass1(columns.ids, digests, matrix, lengths, values)
+
+
+class _Discard:
+    """A writer for ``--dry-run`` (and no ``--removed``): counts rows, writes nothing."""
+
+    count = 0
+
+    def write(self, row: object) -> None:
+        self.count += 1
+
+
+def _rows(
+    sources: list[Source], options: DedupOptions, ids: list[str]
+) -> Iterator[list[tuple[Record, int]]]:
+    """Pass 2: the inputs again, a batch of (record, row number) at a time, checked against
+    pass 1's ids."""
+    reader = RecordReader(sources, options.schema)
+    row = 0
+    with Progress("write", total=reader.total_bytes, unit="B", quiet=options.quiet) as progress:
+        for batch in batches(reader, BATCH):
+            numbered = list(zip(batch, range(row, row + len(batch)), strict=True))
+            row += len(batch)
+            if row > len(ids) or any(r.id != ids[i] for r, i in numbered):
+                raise CorpusError(sources[0].name, None, "the inputs changed during the run")
+            yield numbered
+            progress.advance_to(reader.bytes_done)
+    if row != len(ids):
+        raise CorpusError(sources[0].name, None, "the inputs changed during the run")
+
+
+def _writer(
+    stack: ExitStack, target: str, sources: list[Source], reasons: bool
+) -> tuple[RowWriter, Output]:
+    """A RowWriter onto ``target``, committed when ``stack`` closes cleanly; a Parquet target
+    gets the inputs' Arrow types (read only then: JSON Lines never imports pyarrow)."""
+    fmt = check_output(target)
+    hint = arrow_hint(parquet_schema(sources), reasons) if fmt == ".parquet" else None
+    handle, done = stack.enter_context(atomic_output(target))
+    return stack.enter_context(RowWriter(handle, fmt, target, hint)), done
+
+
+def _write_pass(
+    sources: list[Source], options: DedupOptions, first: _Pass1, tagger: Tagger, manifest: Manifest
+) -> None:
+    written: dict[str, Output] = {}
+    with ExitStack() as stack:
+        out: RowWriter | _Discard = _Discard()
+        removed: RowWriter | _Discard = _Discard()
+        if not options.dry_run:
+            keep_all = options.params.keep_duplicates
+            out, written["output"] = _writer(stack, options.output, sources, keep_all)
+            if options.removed is not None:
+                removed, written["removed"] = _writer(stack, options.removed, sources, True)
+        for batch in _rows(sources, options, first.ids):
+            for row, kept in tagger.rows(batch):
+                (out if kept else removed).write(row)
+    manifest.counts.update(tagger.counts, written=out.count)
+    if "output" in written:
+        manifest.output = asdict(written["output"])
+    if "removed" in written:
+        manifest.removed = {**asdict(written["removed"]), "rows": removed.count}
+
+
+def run_dedup(options: DedupOptions) -> Manifest:
+    """Exact dedup, near dedup and decontamination of ``options.inputs`` into ``options.output``.
+
+    Every named file is checked (inputs exist, output directories exist, protected sets parse)
+    before the first signature.
+    """
+    for target in (options.output, options.removed):
+        if target is not None:
+            check_output(target)
+    if options.manifest_target is not None:
+        check_target(options.manifest_target)
+    sources = expand_inputs(options.inputs)
+    manifest = Manifest.start(options, sources)
     started = time.perf_counter()
-    first = _signature_pass(inputs, params, quiet)
+    sets = load_protected(options, manifest)
+    manifest.seconds["protected"] = time.perf_counter() - started
+    started = time.perf_counter()
+    first = _signature_pass(sources, options)
     manifest.seconds["signatures"] = time.perf_counter() - started
     started = time.perf_counter()
-    rank = id_rank(first.ids)
-    exact = exact_keepers(first.digests, rank)
-    root = cluster_roots(first.sigs, params.minhash, rank)
-    near = exact & (root == np.arange(len(root)))
-    keep = np.ones(len(root), dtype=np.bool_) if params.keep_duplicates else near
-    sizes = np.bincount(root, minlength=len(root))
-    manifest.clusters = int(np.count_nonzero(sizes >= 2))
+    decisions: Decisions = decide(
+        first.ids, first.digests, first.sigs, options.params, first.lengths, first.values
+    )
+    del first.sigs  # pass 2 needs ids and decisions only
+    manifest.clusters = decisions.clusters
+    manifest.cluster_sizes = decisions.cluster_sizes()
     manifest.seconds["cluster"] = time.perf_counter() - started
     started = time.perf_counter()
-    n = params.minhash.ngram
-    index = NgramIndex(protected_ngrams(protected, n), n) if protected else None
-    manifest.seconds["protected"] = time.perf_counter() - started
-    counts = {"read": len(first.ids), "decontaminated": 0}
-    counts["exact_dropped"] = 0 if params.keep_duplicates else int(np.count_nonzero(~exact))
-    counts["near_dropped"] = 0 if params.keep_duplicates else int(np.count_nonzero(exact & ~near))
-    del first.sigs  # pass 2 needs ids and roots only
-    started = time.perf_counter()
-    partial = _partial_path(output)
-    try:
-        written = write_docs(partial, _survivors(inputs, first, keep, root, index, counts, quiet))
-        os.replace(partial, output)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    tagger = Tagger(first.ids, decisions, sets, options.params.keep_duplicates)
+    _write_pass(sources, options, first, tagger, manifest)
     manifest.seconds["write"] = time.perf_counter() - started
-    counts["written"] = written
-    manifest.counts = counts
-    manifest.output = {
-        "path": str(output),
-        "bytes": output.stat().st_size,
-        "sha256": _sha256(output),
-    }
+    if not options.dry_run and (target := options.manifest_target) is not None:
+        write_manifest(target, manifest)
     return manifest

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["MINHASH_DEFAULTS", "build_parser", "main"]
 
 _DESCRIPTION = "neardup: near-duplicate detection and decontamination for LLM training data"
 
@@ -71,25 +71,90 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     )
 
 
+#: Core's defaults, as the batch commands show them (tests hold them to MinhashParams()).
+MINHASH_DEFAULTS: dict[str, Any] = {
+    "num_perm": 128, "bands": 16, "threshold": 0.8, "k": 5, "seed": 0, "ngram": 13,
+}  # fmt: skip
+
+_INPUTS_HELP = (
+    "files, directories (their .jsonl, .jsonl.gz, .jsonl.zst and .parquet files), globs, '-' "
+    "(standard input, JSON Lines) or fsspec URLs (s3://, gs://, hf://, ...)"
+)
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every flag's default, unless its help already says it or there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
+def _schema_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--id-field", default="id", help="field (dotted path) holding the id")
+    parser.add_argument("--text-field", default="text", help="field (dotted path) holding the text")
+
+
 def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
-    dedup = sub.add_parser("dedup", help="exact + near dedup and decontamination of corpus files")
-    dedup.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
-    dedup.add_argument("--output", required=True, type=Path, help="survivors (format by name)")
-    dedup.add_argument("--protected", nargs="*", default=[], type=Path, metavar="FILE")
-    dedup.add_argument("--workers", type=int, default=1, help="signature processes")
-    _index_flags(dedup)
-    dedup.add_argument("--keep-duplicates", action="store_true", help="tag without dropping")
-    dedup.add_argument("--manifest", type=Path, help="default: OUTPUT.manifest.json")
+    dedup = sub.add_parser(
+        "dedup", help="exact + near dedup and decontamination of corpus files",
+        formatter_class=_Formatter,
+    )  # fmt: skip
+    dedup.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP)
+    dedup.add_argument(
+        "--output", required=True, help="survivors, format by name; '-': stdout (JSON Lines)"
+    )
+    dedup.add_argument(
+        "--protected", nargs="*", default=[], metavar="FILE",
+        help="protected eval sets (.jsonl[.gz|.zst], .parquet, plain text; dirs, globs, URLs)",
+    )  # fmt: skip
+    dedup.add_argument(
+        "--removed", metavar="FILE",
+        help="write every dropped row there, with why (default: not written)",
+    )  # fmt: skip
+    _schema_flags(dedup)
+    dedup.add_argument(
+        "--id-prefix", choices=["none", "file"], default="none",
+        help="'file': prefix each id with its file's name and '/'",
+    )  # fmt: skip
+    dedup.add_argument(
+        "--keep", default="smallest-id", metavar="POLICY",
+        help="which member survives: smallest-id, first, longest or max:FIELD (ties: smallest id)",
+    )  # fmt: skip
+    dedup.add_argument(
+        "--keep-duplicates", action="store_true", help="tag duplicates with why, do not drop them"
+    )
+    dedup.add_argument(
+        "--workers", type=int, help="signature processes (default: the CPUs, as serve)"
+    )
+    for name, kind, text in (
+        ("num-perm", int, "signature length"), ("bands", int, "LSH bands"),
+        ("threshold", float, "confirmation threshold"), ("k", int, "words per shingle"),
+        ("seed", int, "hash-parameter seed"), ("ngram", int, "contamination n-gram length"),
+    ):  # fmt: skip
+        default = MINHASH_DEFAULTS[name.replace("-", "_")]
+        dedup.add_argument(f"--{name}", type=kind, default=default, help=text)
+    dedup.add_argument("--manifest", help="default: OUTPUT.manifest.json (none when OUTPUT is '-')")
+    dedup.add_argument("--dry-run", action="store_true", help="report the counts, write nothing")
     dedup.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
-    cont = sub.add_parser("contamination", help="report which eval items a corpus contains")
-    cont.add_argument("inputs", nargs="+", type=Path, metavar="TEXT_FILE")
-    cont.add_argument("--protected", nargs="+", required=True, type=Path, metavar="FILE")
-    cont.add_argument("--ngram", type=int, default=13)
-    cont.add_argument("--output", type=Path, help="the JSON report (default: stdout)")
-    cont.add_argument("--quiet", action="store_true")
+    cont = sub.add_parser(
+        "contamination", help="report which eval items a corpus contains",
+        formatter_class=_Formatter,
+    )  # fmt: skip
+    cont.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP)
+    cont.add_argument(
+        "--protected", nargs="+", required=True, metavar="FILE",
+        help="protected eval sets (.jsonl[.gz|.zst], .parquet, plain text; dirs, globs, URLs)",
+    )  # fmt: skip
+    cont.add_argument("--ngram", type=int, default=13, help="n-gram length")
+    _schema_flags(cont)
+    cont.add_argument("--output", default="-", help="the JSON report; '-': stdout")
+    cont.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
@@ -117,10 +182,6 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
             )
 
 
-def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
-    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
-
-
 def _serve(args: argparse.Namespace) -> int:
     from app.cli.serve import serve
 
@@ -128,25 +189,37 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _dedup(args: argparse.Namespace) -> int:
-    from app.cli.dedup import DedupParams, run_dedup
-    from core.engine import MinhashParams
+    from app.cli.dedup import run_dedup
+    from app.cli.options import DedupOptions, DedupParams, default_workers
+    from core.engine import KeepPolicy, MinhashParams, ParameterError, Schema
 
+    workers = default_workers() if args.workers is None else args.workers
+    if workers < 1:
+        raise ParameterError(f"--workers {workers}: give at least 1")
     params = DedupParams(
-        MinhashParams(**_given(args, "num_perm", "bands", "threshold", "k", "seed", "ngram")),
-        workers=args.workers,
+        MinhashParams(**{name: getattr(args, name) for name in MINHASH_DEFAULTS}),
+        workers=workers,
         keep_duplicates=args.keep_duplicates,
+        keep=KeepPolicy.parse(args.keep),
     )
-    manifest = run_dedup(
-        args.inputs, args.output, protected=args.protected, params=params, quiet=args.quiet
-    )
-    path = args.manifest or args.output.with_name(args.output.name + ".manifest.json")
-    path.write_text(json.dumps(manifest.as_json(), indent=2) + "\n", encoding="utf-8")
-    if not args.quiet:
-        counts = manifest.counts
+    options = DedupOptions(
+        inputs=tuple(args.inputs), output=args.output, protected=tuple(args.protected),
+        removed=args.removed, manifest=args.manifest,
+        schema=Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file"),
+        params=params, dry_run=args.dry_run, quiet=args.quiet, command=tuple(args.command_line),
+    )  # fmt: skip
+    manifest = run_dedup(options)
+    counts = manifest.counts
+    if args.dry_run:
+        report = {"dry_run": True, "counts": counts, "clusters": manifest.clusters,
+                  "cluster_sizes": manifest.cluster_sizes}  # fmt: skip
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif not args.quiet:
+        where = f" (manifest {options.manifest_target})" if options.manifest_target else ""
         print(
             f"neardup dedup: read {counts['read']}, exact-dropped {counts['exact_dropped']}, "
             f"near-dropped {counts['near_dropped']}, decontaminated {counts['decontaminated']}, "
-            f"wrote {counts['written']} to {args.output} (manifest {path})",
+            f"wrote {counts['written']} to {args.output}{where}",
             file=sys.stderr,
         )
     return 0
@@ -154,13 +227,15 @@ def _dedup(args: argparse.Namespace) -> int:
 
 def _contamination(args: argparse.Namespace) -> int:
     from app.cli.contamination import contamination_report
+    from core.engine import Schema, atomic_output
 
-    report = contamination_report(args.inputs, args.protected, n=args.ngram, quiet=args.quiet)
+    schema = Schema(args.id_field, args.text_field)
+    report = contamination_report(
+        args.inputs, args.protected, n=args.ngram, schema=schema, quiet=args.quiet
+    )
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    with atomic_output(args.output) as (handle, _):
+        handle.write(text.encode("utf-8"))
     return 0
 
 
@@ -183,21 +258,42 @@ _COMMANDS = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``neardup`` command."""
-    from app.client import ClientError
-    from core.engine import NeardupError
+def build_parser() -> argparse.ArgumentParser:
+    """The ``neardup`` command's parser, every subcommand included."""
+    from app.cli.version import neardup_version
 
     parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"neardup {neardup_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
     _dedup_parser(sub)
     _contamination_parser(sub)
     _client_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``neardup`` command."""
+    from app.cli.version import neardup_version
+    from app.client import ClientError
+    from core.engine import NeardupError
+
+    parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"neardup {neardup_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    _dedup_parser(sub)
+    _contamination_parser(sub)
+    _client_parsers(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.command_line = ["neardup", *argv]
     try:
         return _COMMANDS[args.command](args)
     except (NeardupError, ClientError) as exc:
+        print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file the run could not write (permissions, a full disk, ...)
         print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

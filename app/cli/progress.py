@@ -1,4 +1,8 @@
-"""Progress on stderr: tqdm bars on a terminal, a periodic log line otherwise, nothing if quiet."""
+"""Progress on stderr: tqdm bars on a terminal, a periodic log line otherwise, nothing if quiet.
+
+A pass over corpus files counts bytes (``unit="B"``) against the files' total size, so every
+pass has a total and an ETA, compressed or not.
+"""
 
 from __future__ import annotations
 
@@ -38,8 +42,9 @@ class Progress:
         self._last_log = self._started
         if not quiet and self._stream.isatty():
             self._bar = tqdm(
-                total=total, desc=stage, unit=unit, file=self._stream, dynamic_ncols=True
-            )
+                total=total, desc=stage, unit=unit, file=self._stream, dynamic_ncols=True,
+                unit_scale=unit == "B", unit_divisor=1024 if unit == "B" else 1000,
+            )  # fmt: skip
 
     def update(self, n: int) -> None:
         """Count ``n`` more items."""
@@ -50,13 +55,24 @@ class Progress:
             self._last_log = time.monotonic()
             self._log()
 
+    def advance_to(self, position: int) -> None:
+        """Count up to ``position`` items in all (a reader's bytes so far)."""
+        if position > self.count:
+            self.update(position - self.count)
+
     def _log(self, done: bool = False) -> None:
         seconds = max(time.monotonic() - self._started, 1e-9)
-        of = f"/{self.total}" if self.total is not None else ""
+        rate = self.count / seconds
+        of, eta = "", ""
+        if self.total is not None:
+            of = f"/{self.total}"
+            if not done and rate > 0:
+                eta = f", ETA {max(self.total - self.count, 0) / rate:.0f}s"
         state = "done" if done else "running"
+        units = "bytes" if self.unit == "B" else f"{self.unit}s"
         print(
-            f"neardup: {self.stage}: {state}: {self.count}{of} {self.unit}s "
-            f"in {seconds:.1f}s ({self.count / seconds:.0f} {self.unit}s/s)",
+            f"neardup: {self.stage}: {state}: {self.count}{of} {units} "
+            f"in {seconds:.1f}s ({rate:.0f} {units}/s{eta})",
             file=self._stream,
             flush=True,
         )

@@ -33,6 +33,10 @@ ENGINE_NAMES = {
     "min_label_components", "ngrams", "ordered_map", "parse_protected_set", "pool_size",
     "read_docs", "read_protected_set", "shingles", "spawn_pool", "text_digest", "text_digests",
     "words", "write_docs",
+    # rows of any schema, storage, survivors (issue 12)
+    "Schema", "Record", "RecordReader", "get_field", "set_field", "parquet_schema", "STDIO",
+    "Output", "Source", "atomic_output", "check_output", "check_target", "expand_inputs",
+    "KEEP_POLICIES", "KeepPolicy", "cluster_survivors", "exact_survivors", "RowWriter",
 }  # fmt: skip
 
 

@@ -1,0 +1,54 @@
+"""The manifest of a batch run: what ran (version, command line, parameters), on what, what it
+did (counts, cluster sizes, seconds) and what it wrote (bytes and SHA-256 of every file)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from app.cli.options import DedupOptions
+from app.cli.version import neardup_version
+from core.engine import Source, atomic_output
+
+__all__ = ["Manifest", "write_manifest"]
+
+
+@dataclass
+class Manifest:
+    """What a run did; ``cluster_sizes`` maps a size to how many clusters have it."""
+
+    version: str
+    command: list[str]
+    parameters: dict[str, Any]
+    schema: dict[str, Any]
+    inputs: list[dict[str, Any]]
+    protected: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    clusters: int = 0
+    cluster_sizes: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    output: dict[str, Any] = field(default_factory=dict)
+    removed: dict[str, Any] | None = None
+
+    @classmethod
+    def start(cls, options: DedupOptions, sources: list[Source]) -> Manifest:
+        """The manifest of a run about to start."""
+        return cls(
+            version=neardup_version(),
+            command=list(options.command),
+            parameters=options.params.as_dict(),
+            schema=asdict(options.schema),
+            inputs=[{"path": s.name, "bytes": s.size} for s in sources],
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest as a JSON-ready dict."""
+        return asdict(self)
+
+
+def write_manifest(target: str, manifest: Manifest) -> None:
+    """Write the manifest (JSON) to ``target``, atomically."""
+    body = json.dumps(manifest.as_json(), indent=2, ensure_ascii=False) + "\n"
+    with atomic_output(target) as (handle, _):
+        handle.write(body.encode("utf-8"))

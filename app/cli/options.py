@@ -1,0 +1,94 @@
+"""What one ``neardup dedup`` run is asked to do, built once from the flags.
+
+An engine takes a ``DedupOptions`` and says which options it supports (``unsupported``), so a
+flag an engine cannot honour is a clear error rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from core.engine import KeepPolicy, MinhashParams, ParameterError, Schema
+
+__all__ = ["DedupOptions", "DedupParams", "default_workers"]
+
+
+def default_workers() -> int:
+    """Signature processes when ``--workers`` is not given: the CPUs, as ``serve`` does."""
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class DedupParams:
+    """The knobs of ``neardup dedup``: core's parameters, the worker count, what to keep."""
+
+    minhash: MinhashParams = field(default_factory=MinhashParams)
+    workers: int = 1
+    keep_duplicates: bool = False
+    keep: KeepPolicy = field(default_factory=KeepPolicy)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat, as the flags are spelled (for the manifest)."""
+        return {**self.minhash.as_dict(), "workers": self.workers,
+                "keep_duplicates": self.keep_duplicates, "keep": str(self.keep)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DedupOptions:
+    """One batch run: where the rows come from and go, how they are read, what is kept.
+
+    Attributes:
+        inputs: paths, directories, globs, ``-`` or URLs (expanded by ``expand_inputs``).
+        output: where the survivors go (``-``: standard output, JSON Lines).
+        protected: protected sets (same kinds of names).
+        removed: where every dropped row goes, with why (``--removed``).
+        manifest: where the manifest goes; default ``OUTPUT.manifest.json`` (none for ``-``).
+        schema: the id and text fields, and ``--id-prefix``.
+        params: MinHash parameters, workers, ``--keep``, ``--keep-duplicates``.
+        dry_run: count, write nothing.
+        quiet: no progress or summary on stderr.
+        command: the command line, for the manifest.
+    """
+
+    inputs: tuple[str, ...]
+    output: str
+    protected: tuple[str, ...] = ()
+    removed: str | None = None
+    manifest: str | None = None
+    schema: Schema = field(default_factory=Schema)
+    params: DedupParams = field(default_factory=DedupParams)
+    dry_run: bool = False
+    quiet: bool = False
+    command: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.removed is not None and self.removed == self.output == "-":
+            raise ParameterError("--output and --removed cannot both be standard output ('-')")
+        if (*self.inputs, *self.protected).count("-") > 1:
+            raise ParameterError("standard input ('-') can be read once: name it once")
+
+    @property
+    def manifest_target(self) -> str | None:
+        """Where the manifest is written, if anywhere."""
+        if self.manifest is not None:
+            return self.manifest
+        return None if self.output == "-" else self.output + ".manifest.json"
+
+    def given(self) -> set[str]:
+        """The options set away from their defaults (``schema.id_field``, ``params.keep``, ...):
+        what an engine must support to run these options."""
+        out = {"inputs", "output"}
+        for name in ("protected", "removed", "manifest", "dry_run"):
+            if getattr(self, name):
+                out.add(name)
+        for part, default in (("schema", Schema()), ("params", DedupParams())):
+            for f in fields(default):
+                if getattr(getattr(self, part), f.name) != getattr(default, f.name):
+                    out.add(f"{part}.{f.name}")
+        return out
+
+    def unsupported(self, supported: set[str]) -> list[str]:
+        """The given options an engine that supports ``supported`` cannot honour, sorted."""
+        return sorted(self.given() - supported)

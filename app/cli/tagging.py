@@ -1,0 +1,157 @@
+"""Pass 2's rows out: survivors tagged with their cluster, dropped rows with why.
+
+A kept row gets ``meta.minhash_cluster`` (its cluster's smallest id). A dropped row (in
+``--removed``), or with ``--keep-duplicates`` a row that would be dropped, gets a ``neardup``
+object: ``reason`` (``exact``, ``near`` or ``contaminated``), ``duplicate_of`` (the kept row it
+duplicates) and ``estimate`` (to it), or for ``contaminated`` the protected ``set``, ``item`` and
+first shared ``ngram``. Every key is always there (null when it does not apply), so Parquet
+outputs have one schema. Nothing else of the input row changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import chain
+from typing import Any
+
+from app.cli.decisions import EXACT, KEPT, NEAR, Decisions
+from app.cli.manifest import Manifest
+from app.cli.options import DedupOptions
+from app.cli.progress import Progress
+from core.engine import (
+    CLUSTER_KEY,
+    CorpusError,
+    NgramIndex,
+    ProtectedSet,
+    Record,
+    expand_inputs,
+    read_protected_set,
+)
+
+__all__ = ["REASON_KEY", "Tagger", "arrow_hint", "load_protected"]
+
+#: The field a dropped (or, with --keep-duplicates, would-be-dropped) row says why in.
+REASON_KEY = "neardup"
+_REASONS = {EXACT: "exact", NEAR: "near"}
+
+
+def arrow_hint(base: Any, reasons: bool) -> Any:
+    """The Arrow columns a Parquet output writes: the inputs' (``base``, or None), ``meta`` with
+    its ``minhash_cluster`` string, and with ``reasons`` the ``neardup`` object (typed even when
+    a first batch of rows holds no contaminated one, or no dropped one)."""
+    import pyarrow as pa
+
+    text = pa.string()
+    reason = pa.struct([("reason", text), ("duplicate_of", text), ("estimate", pa.float64()),
+                        ("set", text), ("item", text), ("ngram", text)])  # fmt: skip
+    fields = [f for f in base if f.name != REASON_KEY] if base is not None else []
+    for i, f in enumerate(fields):
+        if f.name == "meta" and pa.types.is_struct(f.type) and CLUSTER_KEY not in f.type.names:
+            fields[i] = pa.field("meta", pa.struct([*f.type, pa.field(CLUSTER_KEY, text)]))
+    return pa.schema([*fields, *([pa.field(REASON_KEY, reason)] if reasons else [])])
+
+
+def load_protected(options: DedupOptions, manifest: Manifest) -> list[ProtectedSet]:
+    """Every protected set of the run, parsed before any signature (so a bad one fails early)."""
+    if not options.protected:
+        return []
+    sources = expand_inputs(options.protected, corpus=False)
+    n = options.params.minhash.ngram
+    sets = []
+    total = sum(s.size for s in sources)
+    with Progress("protected", total=total, unit="B", quiet=options.quiet) as progress:
+        for source in sources:
+            sets.append(read_protected_set(source.url(), n, name=source.name))
+            progress.update(source.size)
+    manifest.protected = [
+        {"path": s.name, "bytes": src.size, "items": s.items, "ngrams": s.ngrams}
+        for s, src in zip(sets, sources, strict=True)
+    ]
+    return sets
+
+
+class Tagger:
+    """Decides, per row of pass 2, what is written where, and counts it."""
+
+    def __init__(
+        self, ids: list[str], decisions: Decisions, sets: list[ProtectedSet], keep_all: bool
+    ) -> None:
+        self.ids = ids
+        self.decisions = decisions
+        self.sets = sets
+        self.keep_all = keep_all
+        self.index = None
+        if sets:
+            grams = chain.from_iterable(s.grams.keys() for s in sets)
+            self.index = NgramIndex(set(grams), sets[0].n)
+        self.counts = {"read": len(ids), "exact_dropped": 0, "near_dropped": 0,
+                       "decontaminated": 0}  # fmt: skip
+
+    def rows(self, batch: list[tuple[Record, int]]) -> Iterator[tuple[dict[str, Any], bool]]:
+        """(row, kept) for every record of a batch (consecutive row numbers): kept rows go to the
+        output, the others to ``--removed``."""
+        lo = batch[0][1] if batch else 0
+        # One slice per batch as Python ints: no numpy scalar per row.
+        outcome = self.decisions.outcome[lo : lo + len(batch)].tolist()
+        checked = [(r, i) for r, i in batch if self.keep_all or outcome[i - lo] == KEPT]
+        dirty: set[int] = set()
+        if self.index is not None and checked:
+            flags = self.index.contaminated_many([r.text for r, _ in checked])
+            dirty = {i for (_, i), flag in zip(checked, flags.tolist(), strict=True) if flag}
+        for record, i in batch:
+            if i in dirty:
+                self.counts["decontaminated"] += 1
+                yield _with_reason(record, self._contamination(record.text)), False
+            elif outcome[i - lo] == KEPT:
+                yield self._tagged(record, i), True
+            elif self.keep_all:
+                yield _with_reason(record, self._duplicate(i), self._tagged(record, i)), True
+            else:
+                self.counts[f"{_REASONS[outcome[i - lo]]}_dropped"] += 1
+                yield _with_reason(record, self._duplicate(i)), False
+
+    def _tagged(self, record: Record, i: int) -> dict[str, Any]:
+        meta = record.row.get("meta")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise CorpusError(
+                record.name, record.line, f"'meta' must be an object to hold {CLUSTER_KEY}"
+            )
+        root = self.ids[int(self.decisions.root[i])]
+        return {**record.row, "meta": {**meta, CLUSTER_KEY: root}}
+
+    def _duplicate(self, i: int) -> dict[str, Any]:
+        decisions = self.decisions
+        return _reason(
+            _REASONS[int(decisions.outcome[i])],
+            duplicate_of=self.ids[int(decisions.duplicate_of[i])],
+            estimate=float(decisions.estimate[i]),
+        )
+
+    def _contamination(self, text: str) -> dict[str, Any]:
+        for protected in self.sets:
+            hits = protected.hits(text)
+            if hits:
+                item, gram = hits[0]
+                return _reason("contaminated", set=protected.name, item=item, ngram=gram)
+        # The hash filter flagged the text, every set's exact check agrees on no n-gram: a
+        # 64-bit hash collision. Say so rather than invent a hit.
+        return _reason("contaminated")
+
+
+def _reason(reason: str, **fields: Any) -> dict[str, Any]:
+    keys = ("duplicate_of", "estimate", "set", "item", "ngram")
+    return {"reason": reason, **{k: fields.get(k) for k in keys}}
+
+
+def _with_reason(
+    record: Record, reason: dict[str, Any], row: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    row = record.row if row is None else row
+    if REASON_KEY in record.row:
+        raise CorpusError(
+            record.name, record.line, f"the row already has a '{REASON_KEY}' field, the one "
+            "neardup says why a row is dropped in",
+        )  # fmt: skip
+    return {**row, REASON_KEY: reason}

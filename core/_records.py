@@ -1,0 +1,206 @@
+"""Corpus rows of any schema: the id and text found by (dotted) field names, every other field
+kept as it is, read lazily from many sources with the bytes read so far for progress bars.
+
+Ids: a string, or an integer taken as its decimal string (``7`` is ``"7"``, ordered as a string:
+``"10" < "7"``), so every id is a string and orders, repeats and roots the same way everywhere.
+Booleans, floats and empty strings are not ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, Any, NamedTuple
+
+from core._formats import jsonl_items, text_reader
+from core._storage import Source
+from core.errors import CorpusError, ParameterError
+
+__all__ = [
+    "Record",
+    "RecordReader",
+    "Schema",
+    "get_field",
+    "parquet_schema",
+    "set_field",
+]
+
+_PARQUET_BATCH = 8192
+
+
+def get_field(row: dict[str, Any], name: str) -> Any:
+    """The value at ``name``: a top-level key of that exact name, else a dotted path into nested
+    objects (``meta.source``); ``None`` when absent."""
+    if name in row:
+        return row[name]
+    value: Any = row
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def set_field(row: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
+    """A copy of ``row`` with ``name`` (as ``get_field`` finds it) set to ``value``; the nested
+    objects on the path are copied, ``row`` is not modified."""
+    if name in row or "." not in name:
+        return {**row, name: value}
+    head, rest = name.split(".", 1)
+    inner = row.get(head)
+    return {**row, head: set_field(inner if isinstance(inner, dict) else {}, rest, value)}
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Where a row's id and text are, and whether ids get their file's label as a prefix.
+
+    Attributes:
+        id_field: field name or dotted path of the id (default ``id``).
+        text_field: field name or dotted path of the text (default ``text``).
+        id_prefix: prefix every id with ``<file label>/`` (``--id-prefix file``).
+    """
+
+    id_field: str = "id"
+    text_field: str = "text"
+    id_prefix: bool = False
+
+    def __post_init__(self) -> None:
+        for flag, value in (("id_field", self.id_field), ("text_field", self.text_field)):
+            if not value or any(not part for part in value.split(".")):
+                raise ParameterError(f"{flag} {value!r} is not a field name or dotted path")
+
+    def columns(self, names: Sequence[str], *extra: str) -> list[str]:
+        """The top-level Parquet columns the id, the text and ``extra`` fields live in."""
+        wanted = []
+        for field in (self.id_field, self.text_field, *extra):
+            column = field if field in names else field.split(".", 1)[0]
+            if column in names and column not in wanted:
+                wanted.append(column)
+        return wanted
+
+
+class Record(NamedTuple):
+    """One row: its id (a string), its text, the row as read, and where it is (file, line)."""
+
+    id: str
+    text: str
+    row: dict[str, Any]
+    name: str
+    line: int
+
+
+class RecordReader:
+    """The rows of ``sources`` in order, lazily; ``bytes_done`` of ``total_bytes`` for progress.
+
+    ``fields`` (dotted names) restricts Parquet reads to the columns holding the id, the text and
+    those fields (the other columns are then absent from ``Record.row``).
+    """
+
+    def __init__(
+        self, sources: Sequence[Source], schema: Schema, *, fields: Sequence[str] | None = None
+    ) -> None:
+        self.sources = list(sources)
+        self.schema = schema
+        self.fields = fields
+        self.total_bytes = sum(s.size for s in self.sources)
+        self._done = 0
+        self._raw: IO[bytes] | None = None
+
+    @property
+    def bytes_done(self) -> int:
+        """Bytes of the inputs read so far (compressed bytes for compressed files)."""
+        current = 0
+        if self._raw is not None:
+            try:
+                current = int(self._raw.tell())
+            except (OSError, ValueError):
+                current = 0
+        return self._done + current
+
+    def __iter__(self) -> Iterator[Record]:
+        self._done = 0
+        for source in self.sources:
+            with source.open() as raw:
+                self._raw = raw
+                try:
+                    yield from self._records(source, raw)
+                finally:
+                    self._raw = None
+            self._done += source.size
+
+    def _records(self, source: Source, raw: IO[bytes]) -> Iterator[Record]:
+        rows = (
+            _parquet_rows(source, raw, self)
+            if source.fmt == ".parquet"
+            else _jsonl_rows(source, raw)
+        )
+        for line, row in rows:
+            yield self._record(source, line, row)
+
+    def _record(self, source: Source, line: int, row: dict[str, Any]) -> Record:
+        schema = self.schema
+        doc_id = get_field(row, schema.id_field)
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        elif not isinstance(doc_id, str) or not doc_id:
+            raise CorpusError(
+                source.name, line, f"'{schema.id_field}' must be a non-empty string or an integer"
+            )
+        text = get_field(row, schema.text_field)
+        if not isinstance(text, str):
+            raise CorpusError(source.name, line, f"'{schema.text_field}' must be a string")
+        if schema.id_prefix:
+            doc_id = f"{source.label}/{doc_id}"
+            row = set_field(row, schema.id_field, doc_id)
+        return Record(doc_id, text, row, source.name, line)
+
+
+def _jsonl_rows(source: Source, raw: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        with text_reader(raw, source.fmt) as fh:
+            yield from jsonl_items(fh, source.name)
+    except UnicodeDecodeError as exc:
+        raise CorpusError(source.name, None, f"not UTF-8 ({exc.reason})") from None
+    except (OSError, EOFError) as exc:
+        raise CorpusError(source.name, None, f"cannot read: {exc}") from None
+
+
+def _parquet_rows(
+    source: Source, raw: IO[bytes], reader: RecordReader
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(raw)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise CorpusError(source.name, None, f"cannot read Parquet: {exc}") from None
+    names = parquet.schema_arrow.names
+    columns = None
+    if reader.fields is not None:
+        columns = reader.schema.columns(names, *reader.fields)
+    row = 0
+    for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH, columns=columns):
+        for item in batch.to_pylist():
+            row += 1
+            yield row, item
+
+
+def parquet_schema(sources: Sequence[Source]) -> Any:
+    """The Arrow schema shared by the Parquet inputs (unified), or None when there are none:
+    what a Parquet output casts its columns back to, so a column keeps its input type."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schemas = []
+    for source in sources:
+        if source.fmt == ".parquet":
+            with source.open() as raw:
+                schemas.append(pq.ParquetFile(raw).schema_arrow)
+    if not schemas:
+        return None
+    try:
+        return pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return schemas[0]

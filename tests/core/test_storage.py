@@ -1,0 +1,85 @@
+"""Storage: inputs expand in a fixed order; outputs appear whole or not at all."""
+
+import fsspec
+import pytest
+
+from core.engine import (
+    CorpusError,
+    RecordReader,
+    Schema,
+    atomic_output,
+    expand_inputs,
+    get_field,
+    set_field,
+)
+
+
+@pytest.fixture
+def memfs():
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/st/z.jsonl", b'{"id": 1, "text": "a"}\n')
+    fs.pipe("/st/a/b.jsonl", b'{"id": "b", "text": "b"}\n')
+    fs.pipe("/st/notes.txt", b"not a corpus")
+    yield fs
+    fs.rm("/st", recursive=True)
+
+
+def test_directories_expand_sorted_to_corpus_files_with_labels(memfs):
+    sources = expand_inputs(["memory://st"])
+    assert [(s.name, s.label, s.fmt) for s in sources] == [
+        ("memory://st/a/b.jsonl", "a/b.jsonl", ".jsonl"),
+        ("memory://st/z.jsonl", "z.jsonl", ".jsonl"),
+    ]
+    assert [s.label for s in expand_inputs(["memory://st"], corpus=False)] == [
+        "a/b.jsonl", "notes.txt", "z.jsonl"]  # fmt: skip
+
+
+def test_integer_ids_are_their_decimal_strings_and_prefixes_rewrite_the_row(memfs):
+    reader = RecordReader(expand_inputs(["memory://st/*.jsonl"]), Schema(id_prefix=True))
+    [record] = list(reader)
+    assert record.id == "z.jsonl/1" and record.row["id"] == "z.jsonl/1"
+    assert reader.bytes_done == reader.total_bytes == 23
+
+
+@pytest.mark.parametrize("bad", ["true", "1.5", '""', "null"])
+def test_ids_that_are_not_strings_or_integers_name_the_line(memfs, bad):
+    memfs.pipe(
+        "/st/bad.jsonl", b'{"id": "ok", "text": "x"}\n{"id": ' + bad.encode() + b', "text": "t"}\n'
+    )
+    with pytest.raises(CorpusError, match=r"bad\.jsonl:2: 'id' must be a non-empty string"):
+        list(RecordReader(expand_inputs(["memory://st/bad.jsonl"]), Schema()))
+
+
+def test_dotted_fields_read_and_write_nested_values_without_touching_the_row():
+    row = {"a": {"b": 1}, "x.y": 2}
+    assert get_field(row, "a.b") == 1 and get_field(row, "x.y") == 2
+    assert get_field(row, "a.c") is None
+    assert set_field(row, "a.b", 5) == {"a": {"b": 5}, "x.y": 2}
+    assert row == {"a": {"b": 1}, "x.y": 2}
+
+
+def test_an_interrupted_output_leaves_nothing(memfs, tmp_path):
+    for target in (str(tmp_path / "o.jsonl"), "memory://st/out/o.jsonl"):
+        with pytest.raises(RuntimeError), atomic_output(target) as (handle, _):
+            handle.write(b"half")
+            raise RuntimeError("interrupted")
+    assert list(tmp_path.iterdir()) == []
+    assert not memfs.exists("/st/out/o.jsonl")
+    assert not [p for p in memfs.find("/st") if "partial" in p]
+    with atomic_output(str(tmp_path / "o.jsonl")) as (handle, done):
+        handle.write(b"whole")
+    assert (tmp_path / "o.jsonl").read_bytes() == b"whole" and done.bytes == 5
+
+
+def test_parquet_rows_by_dotted_fields_read_only_the_columns_needed(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"doc": [{"num": 7}], "body": ["some text"], "big": ["not needed"]})
+    pq.write_table(table, tmp_path / "p.parquet")
+    sources = expand_inputs([str(tmp_path / "p.parquet")])
+    [lean] = list(RecordReader(sources, Schema("doc.num", "body"), fields=[]))
+    assert (lean.id, lean.text) == ("7", "some text")
+    assert lean.row == {"doc": {"num": 7}, "body": "some text"}
+    [full] = list(RecordReader(sources, Schema("doc.num", "body")))
+    assert full.row["big"] == "not needed"

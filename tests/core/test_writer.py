@@ -1,0 +1,51 @@
+"""RowWriter: Parquet rows keep their types, and a schema fixed by the first row group takes
+later rows that fill in what the hint announced, or says clearly that they do not fit."""
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import core._writer as writer_module
+from core.engine import CorpusError, RowWriter
+
+REASON = pa.struct([("reason", pa.string()), ("set", pa.string())])
+
+
+def parquet(rows, hint=None):
+    buf = io.BytesIO()
+    with RowWriter(buf, ".parquet", "o.parquet", hint) as writer:
+        for row in rows:
+            writer.write(row)
+    buf.seek(0)
+    return pq.read_table(buf)
+
+
+def test_hinted_columns_exist_from_the_first_row_group(monkeypatch):
+    monkeypatch.setattr(writer_module, "PARQUET_BATCH", 2)
+    hint = pa.schema([("n", pa.int32()), ("why", REASON)])
+    rows = [{"n": 1}, {"n": 2}, {"n": 3, "why": {"reason": "contaminated", "set": "eval"}}]
+    table = parquet(rows, hint)
+    assert table.schema.field("n").type == pa.int32()
+    assert table.schema.field("why").type == REASON
+    assert table.column("why").to_pylist() == [None, None, {"reason": "contaminated",
+                                                             "set": "eval"}]  # fmt: skip
+
+
+def test_a_field_unknown_to_the_first_row_group_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(writer_module, "PARQUET_BATCH", 2)
+    with pytest.raises(CorpusError, match=r"'late' first appears at row 3.*JSON Lines"):
+        parquet([{"a": 1}, {"a": 2}, {"a": 3, "late": "x"}])
+    with pytest.raises(CorpusError, match="'a' changes type"):
+        parquet([{"a": 1}, {"a": 2}, {"a": {"b": 1}}])
+
+
+def test_an_empty_object_column_is_written_as_nulls():
+    assert parquet([{"id": "a", "meta": {}}]).to_pylist() == [{"id": "a", "meta": None}]
+
+
+def test_a_key_missing_from_the_first_row_is_kept():
+    rows = [{"id": "a"}, {"id": "b", "extra": {"x": 1}}]
+    assert parquet(rows).to_pylist() == [{"id": "a", "extra": None},
+                                         {"id": "b", "extra": {"x": 1}}]  # fmt: skip
