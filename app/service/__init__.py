@@ -11,6 +11,7 @@ from app.service.errors import (
     QuotaExceeded,
     RateLimited,
     StoreFull,
+    StoreUnavailable,
     TooLarge,
 )
 from app.service.operations import NewDoc, Registered, Service
@@ -28,5 +29,6 @@ __all__ = [
     "Registered",
     "Service",
     "StoreFull",
+    "StoreUnavailable",
     "TooLarge",
 ]
