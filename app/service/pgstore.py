@@ -14,7 +14,10 @@ their position (``changes``). Recovery reads the alive documents' signatures wit
 ``COPY`` in one repeatable-read snapshot whose log head becomes the replica's position.
 
 A database that cannot be reached (refused, shut down, timed out) is StoreUnavailable (503),
-a full disk StoreFull (507); the connection pool reconnects by itself once it is back.
+a full disk StoreFull (507). One connection serves the store thread (the service calls the store
+from one thread, so a pool would add nothing), reconnected on demand: a call that finds it dead
+before doing anything (a read, ``lock_writes``) reconnects and tries once more, so writes work
+again as soon as the database is back.
 """
 
 from __future__ import annotations
@@ -22,13 +25,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg.errors
-from psycopg_pool import ConnectionPool, PoolTimeout
 
 from app.service.errors import DamagedStore, ParameterMismatch, StoreFull, StoreUnavailable
 from app.service.store import PROBE_BYTES, Change, ProtectedSetRow, StoredDoc
@@ -79,6 +81,7 @@ CREATE TABLE IF NOT EXISTS probe (id BIGSERIAL PRIMARY KEY, body BYTEA NOT NULL)
 """
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
+_T = TypeVar("_T")
 
 
 class PostgresStore:
@@ -91,11 +94,8 @@ class PostgresStore:
 
     def __init__(self, url: str) -> None:
         self._url = url
-        self._pool: ConnectionPool[_Conn] = ConnectionPool(
-            url, min_size=1, max_size=4, open=False, timeout=CONNECT_TIMEOUT,
-            kwargs=_connect_kwargs(), configure=_configure, check=ConnectionPool.check_connection,
-            name="neardup",
-        )  # fmt: skip
+        self.where = _where(url)
+        self._db: _Conn | None = None
         self._tx: _Conn | None = None  # the open write transaction (lock_writes .. commit)
         self._snapshot: _Conn | None = None  # recovery's repeatable-read snapshot
         self._listener: _Conn | None = None
@@ -104,17 +104,9 @@ class PostgresStore:
         self._down_reason = ""
         self._closed = False
         try:
-            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT)
-        except PoolTimeout:
-            self._pool.close()
-            raise StoreUnavailable(f"cannot connect to the store at {_where(url)}") from None
-        self.where = _where(url)
-        try:
-            with self._guard(), self._pool.connection() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                conn.execute(_SCHEMA)
+            self._run(_create_schema)
         except BaseException:
-            self._pool.close()
+            self.close()
             raise
 
     # --- errors -------------------------------------------------------------------------------
@@ -129,30 +121,52 @@ class PostgresStore:
             yield
         except psycopg.errors.DiskFull as exc:
             raise StoreFull(f"{self.where}: {exc}; nothing was stored") from exc
-        except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            self._down_reason = f"the store at {_where(self._url)} is unavailable: {exc}"
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            self._down_reason = f"the store at {self.where} is unavailable: {exc}"
             self._down_until = time.monotonic() + FAIL_FAST
             raise StoreUnavailable(self._down_reason) from exc
 
-    @contextmanager
-    def _conn(self) -> Iterator[_Conn]:
-        """The connection of the open snapshot or write transaction, else one from the pool."""
+    def _connection(self) -> _Conn:
+        """The store's connection, opened (again) if there is none or it broke."""
+        conn = self._db
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        if conn is not None:
+            with suppress(Exception):
+                conn.close()
+        self._db = None
+        self._db = psycopg.connect(self._url, autocommit=True, **_connect_kwargs())
+        return self._db
+
+    def _run(self, fn: Callable[[_Conn], _T]) -> _T:
+        """``fn`` on the connection of the open snapshot or write transaction if any; else on
+        the store's connection, once more on a fresh one if that had died meanwhile (``fn``
+        must be safe to repeat: reads, or a transaction it begins itself)."""
         with self._guard():
             held = self._snapshot or self._tx
             if held is not None:
-                yield held
-                return
-            with self._pool.connection() as conn:
-                yield conn
+                return fn(held)
+            fresh = self._db is None or self._db.closed or self._db.broken
+            conn = self._connection()
+            try:
+                return fn(conn)
+            except (psycopg.OperationalError, psycopg.InterfaceError):
+                if fresh or not conn.broken:
+                    raise
+            return fn(self._connection())
 
     # --- parameters, probe --------------------------------------------------------------------
 
     def ensure_params(self, params: dict[str, int]) -> None:
         """Record the index parameters on first use; refuse others afterwards, naming them."""
-        with self._conn() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-            stored = dict(conn.execute("SELECT key, value FROM params").fetchall())
-            if not stored:
+
+        def record(conn: _Conn) -> dict[str, str]:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                rows = conn.execute("SELECT key, value FROM params").fetchall()
+                stored: dict[str, str] = {str(k): str(v) for k, v in rows}
+                if stored:
+                    return stored
                 has_docs = conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone()
                 has_sets = conn.execute("SELECT 1 FROM protected_sets LIMIT 1").fetchone()
                 if has_docs is not None or has_sets is not None:
@@ -165,7 +179,9 @@ class PostgresStore:
                         "INSERT INTO params VALUES (%s, %s)",
                         [(k, str(v)) for k, v in params.items()],
                     )
-                return
+                return {k: str(v) for k, v in params.items()}
+
+        stored = self._run(record)
         missing = [k.upper() for k in params if k not in stored]
         if missing:
             raise DamagedStore(f"{self.where}: its params table lacks {', '.join(missing)}")
@@ -179,39 +195,38 @@ class PostgresStore:
 
     def probe(self) -> None:
         """Write, commit and delete ``PROBE_BYTES``: StoreFull while there is no room."""
-        with self._conn() as conn:
+
+        def probe(conn: _Conn) -> None:
             with conn.transaction():
                 conn.execute("INSERT INTO probe (body) VALUES (%s)", (bytes(PROBE_BYTES),))
             conn.execute("DELETE FROM probe")
+
+        self._run(probe)
 
     # --- the write transaction ----------------------------------------------------------------
 
     def lock_writes(self) -> list[Change]:
         """Begin a write: take the store-wide write lock, and return what other replicas
         committed since this one's position (to apply before planning)."""
-        with self._guard():
-            conn = self._pool.getconn()
+
+        def begin(conn: _Conn) -> list[Change]:
             try:
                 conn.execute("BEGIN")
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 found = self._read_changes(conn)
             except BaseException:
-                self._give_back(conn)
+                _rollback(conn)
                 raise
-        self._tx = conn
-        return found
+            self._tx = conn
+            return found
+
+        return self._run(begin)
 
     def unlock_writes(self) -> None:
         """End the write transaction if no write committed it (rolled back: nothing stored)."""
         conn, self._tx = self._tx, None
         if conn is not None:
-            self._give_back(conn)
-
-    def _give_back(self, conn: _Conn) -> None:
-        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            with suppress(psycopg.Error):
-                conn.execute("ROLLBACK")
-        self._pool.putconn(conn)
+            _rollback(conn)
 
     @contextmanager
     def _write(self) -> Iterator[_Conn]:
@@ -306,8 +321,7 @@ class PostgresStore:
 
     def changes(self) -> list[Change]:
         """The log entries past this replica's position, oldest first (now taken as applied)."""
-        with self._conn() as conn:
-            return self._read_changes(conn)
+        return self._run(self._read_changes)
 
     def _read_changes(self, conn: _Conn) -> list[Change]:
         rows = conn.execute(
@@ -356,38 +370,42 @@ class PostgresStore:
     def recovering(self) -> Iterator[None]:
         """Recovery's reads in one repeatable-read snapshot; its log head becomes the
         position, so following resumes exactly after what was loaded."""
-        with self._guard():
-            conn = self._pool.getconn()
+
+        def begin(conn: _Conn) -> tuple[_Conn, int]:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            conn.execute("SET LOCAL statement_timeout = 0")
+            head = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()
+            return conn, int(head[0]) if head is not None else 0
+
+        conn, head = self._run(begin)
+        self._snapshot = conn
         try:
-            with self._guard():
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                conn.execute("SET LOCAL statement_timeout = 0")
-                head = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()
-            self._snapshot = conn
             yield
             with self._guard():
                 conn.execute("COMMIT")
-            self._applied = int(head[0]) if head is not None else 0
+            self._applied = head
         finally:
             self._snapshot = None
-            self._give_back(conn)
+            _rollback(conn)
 
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The text digests of those of ``ids`` that are registered."""
-        with self._conn() as conn:
-            rows = conn.execute(
+        rows = self._run(
+            lambda c: c.execute(
                 "SELECT id, digest FROM documents WHERE id = ANY(%s) AND NOT deleted", (list(ids),)
             ).fetchall()
+        )
         return {r[0]: bytes(r[1]) for r in rows}
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One registered document by id, or None."""
-        with self._conn() as conn:
-            row = conn.execute(
+        row = self._run(
+            lambda c: c.execute(
                 "SELECT num, id, digest, sig, meta, text FROM documents "
                 "WHERE id = %s AND NOT deleted",
                 (doc_id,),
             ).fetchone()
+        )
         if row is None:
             return None
         text = None if row[5] is None else bytes(row[5]).decode("utf-8")
@@ -395,18 +413,20 @@ class PostgresStore:
 
     def texts(self, nums: Sequence[int]) -> dict[int, str]:
         """The stored texts of those documents (when texts are stored)."""
-        with self._conn() as conn:
-            rows = conn.execute(
+        rows = self._run(
+            lambda c: c.execute(
                 "SELECT num, text FROM documents WHERE num = ANY(%s) AND text IS NOT NULL "
                 "AND NOT deleted",
                 (list(nums),),
             ).fetchall()
+        )
         return {r[0]: bytes(r[1]).decode("utf-8") for r in rows}
 
     def extent(self) -> int:
         """One more than the largest document number ever stored (0 when empty)."""
-        with self._conn() as conn:
-            row = conn.execute("SELECT coalesce(max(num) + 1, 0) FROM documents").fetchone()
+        row = self._run(
+            lambda c: c.execute("SELECT coalesce(max(num) + 1, 0) FROM documents").fetchone()
+        )
         return int(row[0]) if row is not None else 0
 
     def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]:
@@ -416,7 +436,7 @@ class PostgresStore:
             "COPY (SELECT num, id, sig FROM documents WHERE NOT deleted ORDER BY num) "
             "TO STDOUT (FORMAT BINARY)"
         )
-        with self._conn() as conn, conn.cursor().copy(sql) as copy:
+        with self._guard(), self._connection().cursor().copy(sql) as copy:
             copy.set_types(["int8", "text", "bytea"])
             nums: list[int] = []
             ids: list[str] = []
@@ -433,10 +453,11 @@ class PostgresStore:
 
     def protected_sets(self) -> list[ProtectedSetRow]:
         """Every protected set, by name."""
-        with self._conn() as conn:
-            rows = conn.execute(
+        rows = self._run(
+            lambda c: c.execute(
                 "SELECT name, items, ngrams, format, body FROM protected_sets ORDER BY name"
             ).fetchall()
+        )
         return [_set_row(r) for r in rows]
 
     def _set(self, conn: _Conn, name: str) -> ProtectedSetRow | None:
@@ -447,17 +468,17 @@ class PostgresStore:
         return None if row is None else _set_row(row)
 
     def close(self) -> None:
-        """Roll back an open write, close the pool and the listener. Idempotent."""
+        """Roll back an open write, close the connections. Idempotent."""
         if self._closed:
             return
         self._closed = True
         with suppress(Exception):
             self.unlock_writes()
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            with suppress(Exception):
-                listener.close()
-        self._pool.close()
+        for conn in (self._listener, self._db):
+            if conn is not None:
+                with suppress(Exception):
+                    conn.close()
+        self._listener = self._db = None
 
 
 def _set_row(row: tuple[Any, ...]) -> ProtectedSetRow:
@@ -478,8 +499,17 @@ def _connect_kwargs() -> dict[str, Any]:
     }
 
 
-def _configure(conn: _Conn) -> None:
-    conn.autocommit = True
+def _create_schema(conn: _Conn) -> None:
+    with conn.transaction():  # replicas starting at once: one creates, the others see it
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        conn.execute(_SCHEMA)
+
+
+def _rollback(conn: _Conn) -> None:
+    """End whatever transaction ``conn`` has open (nothing stored); quiet on a dead one."""
+    if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        with suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
 
 
 def _where(url: str) -> str:

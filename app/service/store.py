@@ -4,9 +4,9 @@ Everything the in-memory index holds can be rebuilt from here (signatures are st
 recomputed). ``Store`` is the small interface the service needs; ``SQLiteStore`` is the embedded
 default and ``open_store`` picks the shared PostgreSQL store (``app.service.pgstore``) when
 STORE_URL is set. A shared store also keeps a log of changes (``Change``) that every replica
-follows; the embedded store has no other writer, so its log is always empty. ``SQLiteStore`` holds the
-data directory's lock while open, refuses a damaged database (DamagedStore) and reports a write that
-failed for a full or failing disk as StoreFull, rolled back whole.
+follows; the embedded store has no other writer, so its log is always empty. ``SQLiteStore``
+holds the data directory's lock while open, refuses a damaged database (DamagedStore) and
+reports a write that failed for a full or failing disk as StoreFull, rolled back whole.
 """
 
 from __future__ import annotations

@@ -28,18 +28,14 @@ _ACCOUNT = "postgres"
 
 def binaries() -> Path:
     """The newest ``/usr/lib/postgresql/*/bin`` holding ``initdb`` (RuntimeError if none)."""
-    found = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-        key=lambda p: (
-            int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0
-        ),
-    )
+    versions = [Path(p).parent.parent for p in glob.glob("/usr/lib/postgresql/*/bin/initdb")]
+    found = sorted((v for v in versions if v.name.isdigit()), key=lambda v: int(v.name))
     if not found:
         raise RuntimeError(
             "PostgreSQL's server binaries are missing (no /usr/lib/postgresql/*/bin/initdb): "
             "`make test` installs Debian's postgresql, or run: apt-get install postgresql"
         )
-    return found[-1]
+    return found[-1] / "bin"
 
 
 class PostgresServer:
