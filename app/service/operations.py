@@ -106,6 +106,8 @@ class Service:
         self.store_full: str | None = None
         self._probed = 0.0
         self._follower: asyncio.Task[None] | None = None
+        #: The last entry of a shared store's log that the index reflects (None: no log).
+        self.log_position: int | None = None
         self._listen = ThreadPoolExecutor(max_workers=1, thread_name_prefix="listen")
 
     @classmethod
@@ -186,6 +188,7 @@ class Service:
             except NeardupError as exc:  # one bad set must not keep the service down
                 self.broken_sets[row.name] = str(exc)
                 log.error("protected set %r cannot be parsed, left out: %s", row.name, exc)
+        self.log_position = self.store.position()
         self.recovery_seconds = time.perf_counter() - started
         log.info(
             "recovered documents=%d protected_sets=%d seconds=%.3f",
@@ -348,7 +351,7 @@ class Service:
             "pool_restarts": self.pool.restarts,
             "inflight": self.limits.inflight,
             "recovery_seconds": round(self.recovery_seconds, 3),
-            "log_position": self.store.position(),
+            "log_position": self.log_position,
         }
 
     # --- replicas: following a shared store's log of changes -----------------------------------
@@ -364,6 +367,7 @@ class Service:
                 yield
             finally:
                 await self._io_call(self.store.unlock_writes)
+                self.log_position = self.store.position()  # this write's entry, if it made one
 
     async def _follow(self) -> None:
         """Apply other replicas' changes as they are notified (or every POLL_SECONDS)."""
@@ -407,6 +411,7 @@ class Service:
                 self.protected.pop(change.name, None)
                 self.broken_sets.pop(change.name, None)
                 self._set_bytes.pop(change.name, None)
+            self.log_position = change.seq
 
     # --- protected sets -----------------------------------------------------------------------
 
