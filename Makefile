@@ -58,6 +58,7 @@ bench: $(VENV)/.bench postgres
 	$(PY) -m bench.service --markdown
 	$(PY) -m bench.service.ingest_latency --markdown
 	$(PY) -m bench.service.copies --markdown
+	$(PY) -m bench.service.replicas --markdown
 	$(PY) -m bench.batch --markdown
 
 clean:
