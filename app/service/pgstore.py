@@ -50,6 +50,8 @@ CONNECT_TIMEOUT = 3.0
 FAIL_FAST = 0.5
 #: Any statement (lock waits included) longer than this is cancelled: 503, never a hang.
 STATEMENT_TIMEOUT_MS = 30_000
+#: A write transaction idle this long (its replica planning, or gone) is ended by the server.
+IDLE_IN_WRITE_MS = 60_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS params (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -373,7 +375,8 @@ class PostgresStore:
 
         def begin(conn: _Conn) -> tuple[_Conn, int]:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            conn.execute("SET LOCAL statement_timeout = 0")
+            conn.execute("SET LOCAL statement_timeout = 0")  # a large store takes a while
+            conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
             head = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()
             return conn, int(head[0]) if head is not None else 0
 
@@ -487,15 +490,24 @@ def _set_row(row: tuple[Any, ...]) -> ProtectedSetRow:
 
 
 def _connect_kwargs() -> dict[str, Any]:
-    """Connection settings: a bounded connect, TCP keepalives (a vanished host is noticed),
-    and every commit flushed to the WAL before it returns."""
+    """Connection settings: a bounded connect; TCP keepalives both ways, and a cap on a
+    transaction left idle, so a replica whose host vanished mid-write does not hold the write
+    lock for long; every commit flushed to the WAL before it returns."""
+    server = {
+        "synchronous_commit": "on",
+        "statement_timeout": STATEMENT_TIMEOUT_MS,
+        "idle_in_transaction_session_timeout": IDLE_IN_WRITE_MS,
+        "tcp_keepalives_idle": 10,
+        "tcp_keepalives_interval": 5,
+        "tcp_keepalives_count": 3,
+    }
     return {
         "connect_timeout": max(1, int(CONNECT_TIMEOUT)),
         "keepalives": 1,
         "keepalives_idle": 5,
         "keepalives_interval": 2,
         "keepalives_count": 3,
-        "options": f"-c synchronous_commit=on -c statement_timeout={STATEMENT_TIMEOUT_MS}",
+        "options": " ".join(f"-c {k}={v}" for k, v in server.items()),
     }
 
 
