@@ -117,7 +117,9 @@ def test_three_replicas_under_kill_and_database_restart_behave_as_one(tmp_path, 
             w.join(timeout=180)
         assert not any(w.is_alive() for w in writers)
         assert len(acked) == len(items)  # every batch was acknowledged in the end
-        _converged(servers)
+        position = _converged(servers)
+        metrics = httpx.get(f"{servers[2].url}/metrics").text
+        assert f"neardup_log_position {float(position)}" in metrics
         views = [api_clusters(s) for s in servers]
         present = {m for group in views[0] for m in group}
         assert acked <= present
