@@ -13,7 +13,12 @@ and the same corpus (``bench.common.corpora`` web-like (a)):
 4. Recovery: RECOVERY_DOCS synthetic documents (``bench.service.synthetic_index``: real
    signatures of a signed pool, perturbed) written into a SQLite data directory and into a
    PostgreSQL database; a server started on each, its recovery time (the server's own log line)
-   and time to ready, index bytes per document, and single-query latency at that size.
+   and time to ready, index bytes per document, store bytes per document, and single-query
+   latency at that size.
+5. The next step on paper, costed: the same documents' band keys as a PostgreSQL table
+   ``band_keys(band, key, num)`` (what a Citus cluster would shard by key), and per query
+   signature the lookup of its 16 keys, then the fetch of the candidates' signatures and their
+   confirmation: what a replica holding no index would pay per query, on one local database.
 
 Run from the repository root::
 
@@ -50,7 +55,7 @@ from bench.common.postgres import PostgresServer
 from bench.common.server import Server, recovered_from_log, serving, unwind_on_sigterm
 from bench.service.client import document_bodies, get_stats, post, query_bodies, time_queries
 from bench.service.synthetic_index import SynthParams, build_store, synthetic_rows
-from core.engine import INDEX_KEYS, MinhashParams
+from core.engine import INDEX_KEYS, MinhashParams, band_digests
 from core.minhash import signatures
 
 MODULE = "bench.service.replicas"
@@ -196,8 +201,10 @@ def _write_postgres(url: str, sigs: np.ndarray[Any, Any], chunk: int = 50_000) -
         store.close()
 
 
-def run_recovery(pg: PostgresServer, sizes: dict[str, int], tmp: Path) -> list[dict[str, Any]]:
-    """Recovery, memory and query latency at RECOVERY_DOCS on each store."""
+def run_recovery(
+    pg: PostgresServer, sizes: dict[str, int], tmp: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Recovery, memory and query latency at RECOVERY_DOCS on each store; the band table."""
     n = sizes["recovery_docs"]
     pool_texts = web_documents(sizes["pool"], seed=7)
     pool = signatures(pool_texts, num_perm=PARAMS.num_perm, seed=PARAMS.seed, k=PARAMS.k,
@@ -210,14 +217,16 @@ def run_recovery(pg: PostgresServer, sizes: dict[str, int], tmp: Path) -> list[d
     sigs, _, _ = synthetic_rows(pool, SynthParams(n=n))
     _write_postgres(url, sigs)
     pg_write = time.perf_counter() - t0
+    pg_bytes = _pg_bytes(url)  # before the band table, which is not part of the store
+    band_table = run_band_table(url, sigs, near + web_documents(150, seed=8))
     del sigs
     t0 = time.perf_counter()
-    build_store(tmp / "rec-sqlite", pool, pool_texts, SynthParams(n=n), INDEX_PARAMS)
+    built = build_store(tmp / "rec-sqlite", pool, pool_texts, SynthParams(n=n), INDEX_PARAMS)
     sqlite_write = time.perf_counter() - t0
     rows = []
-    for label, store_url, data_dir, write in (
-        ("SQLite", None, tmp / "rec-sqlite", sqlite_write),
-        ("PostgreSQL", url, tmp / "rec-pg", pg_write),
+    for label, store_url, data_dir, write, store_bytes in (
+        ("SQLite", None, tmp / "rec-sqlite", sqlite_write, built.db_bytes),
+        ("PostgreSQL", url, tmp / "rec-pg", pg_write, pg_bytes),
     ):
         args = ["--workers", "1"] + (["--store-url", store_url] if store_url else [])
         with serving(tmp / f"log-{label}", *args, data_dir=data_dir,
@@ -231,15 +240,78 @@ def run_recovery(pg: PostgresServer, sizes: dict[str, int], tmp: Path) -> list[d
                      "ready_seconds": server.ready_seconds,
                      "index_bytes_per_doc": stats["index_bytes"] / max(1, stats["documents"]),
                      "rss_bytes_per_doc": rss / max(1, stats["documents"]),
+                     "store_bytes_per_doc": store_bytes / max(1, stats["documents"]),
                      "query": result.latency})  # fmt: skip
         print(f"  recovery on {label}: {rows[-1]['recovery_seconds']:.1f} s", flush=True)
         shutil.rmtree(data_dir, ignore_errors=True)
-    return rows
+    return rows, band_table
+
+
+def _pg_bytes(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _band_copy(digests: np.ndarray[Any, Any], lo: int) -> bytes:
+    """Rows (band, key, num) of ``digests`` (documents ``lo``...) in COPY's binary format."""
+    n, bands = digests.shape
+    row = np.dtype([("fields", ">i2"), ("l1", ">i4"), ("band", ">i2"), ("l2", ">i4"),
+                    ("key", ">i8"), ("l3", ">i4"), ("num", ">i4")])  # fmt: skip
+    out = np.empty(n * bands, dtype=row)
+    out["fields"], out["l1"], out["l2"], out["l3"] = 3, 2, 8, 4
+    out["band"] = np.tile(np.arange(bands, dtype=np.int16), n)
+    out["key"] = digests.reshape(-1).view(np.int64)
+    out["num"] = np.repeat(np.arange(lo, lo + n, dtype=np.int32), bands)
+    return out.tobytes()
+
+
+def run_band_table(url: str, sigs: np.ndarray[Any, Any], texts: Sequence[str]) -> dict[str, Any]:
+    """Band keys as a table; per query: the key lookup, then candidates' signatures confirmed."""
+    import psycopg
+
+    bands, threshold = PARAMS.bands, PARAMS.threshold
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE band_keys (band SMALLINT, key BIGINT, num INTEGER)")
+        t0 = time.perf_counter()
+        with conn.cursor().copy("COPY band_keys FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(b"PGCOPY\n\xff\r\n\x00" + bytes(8))
+            for lo in range(0, len(sigs), 200_000):
+                copy.write(_band_copy(band_digests(sigs[lo : lo + 200_000], bands), lo))
+            copy.write(b"\xff\xff")
+        conn.execute("CREATE INDEX ON band_keys (key)")
+        conn.execute("ANALYZE band_keys")
+        build = time.perf_counter() - t0
+        row = conn.execute("SELECT pg_total_relation_size('band_keys')").fetchone()
+        table_bytes = int(row[0]) if row else 0
+        query_sigs = signatures(texts, num_perm=PARAMS.num_perm, seed=PARAMS.seed, k=PARAMS.k)
+        lookups, totals, candidates, found = [], [], [], 0
+        for sig in query_sigs:
+            keys = band_digests(sig[None, :], bands)[0]
+            t0 = time.perf_counter()
+            hits = conn.execute(
+                "SELECT band, key, num FROM band_keys WHERE key = ANY(%s)",
+                (keys.view(np.int64).tolist(),),
+            ).fetchall()
+            nums = sorted({num for band, key, num in hits if keys.view(np.int64)[band] == key})
+            lookups.append(time.perf_counter() - t0)
+            got = conn.execute("SELECT sig FROM documents WHERE num = ANY(%s)", (nums,)).fetchall()
+            if got:
+                block = np.frombuffer(b"".join(r[0] for r in got), dtype="<u4").reshape(-1, 128)
+                found += int(np.any(np.mean(block == sig, axis=1) >= threshold))
+            totals.append(time.perf_counter() - t0)
+            candidates.append(len(nums))
+    return {"rows": len(sigs) * bands, "build_seconds": build,
+            "table_bytes_per_doc": table_bytes / len(sigs), "lookup": summarize(lookups),
+            "total": summarize(totals), "candidates": float(np.mean(candidates)),
+            "with_matches": found, "queries": len(query_sigs)}  # fmt: skip
 
 
 def markdown(
     command: str, start: Any, ingest: list[dict[str, Any]], lag: Latency,
-    recovery: list[dict[str, Any]], sizes: dict[str, int],
+    recovery: list[dict[str, Any]], band: dict[str, Any], sizes: dict[str, int],
 ) -> str:  # fmt: skip
     """The section for bench/RESULTS.md."""
     lines = ["## Service replicas on one PostgreSQL", "", "| | |", "|---|---|"]
@@ -259,14 +331,24 @@ def markdown(
               f"p50 {lag.p50:.1f} ms, p99 {lag.p99:.1f} ms, max {lag.max:.1f} ms.", "",
               f"Recovery of {sizes['recovery_docs']:,} documents:", "",
               "| store | documents | written in s | recovery s | ready s | index B/doc | "
-              "RSS B/doc | query p50 / p99 ms |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+              "RSS B/doc | store B/doc | query p50 / p99 ms |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in recovery:
         q = r["query"]
         lines.append(f"| {r['store']} | {r['documents']:,} | {r['write_seconds']:.1f} | "
                      f"{r['recovery_seconds']:.1f} | {r['ready_seconds']:.1f} | "
                      f"{r['index_bytes_per_doc']:.0f} | {r['rss_bytes_per_doc']:.0f} | "
-                     f"{q.p50:.2f} / {q.p99:.2f} |")  # fmt: skip
+                     f"{r['store_bytes_per_doc']:.0f} | {q.p50:.2f} / {q.p99:.2f} |")  # fmt: skip
+    lk, tot = band["lookup"], band["total"]
+    lines += ["", f"Band keys as a PostgreSQL table ({band['rows']:,} rows, "
+              f"{band['table_bytes_per_doc']:.0f} B/doc with its index, built in "
+              f"{band['build_seconds']:.0f} s); {band['queries']} query signatures, "
+              f"{band['candidates']:.1f} candidates each on average, {band['with_matches']} "
+              "with a confirmed match:", "",
+              "| per query | p50 ms | p99 ms |", "|---|---:|---:|",
+              f"| 16 band keys looked up | {lk.p50:.2f} | {lk.p99:.2f} |",
+              f"| + candidates' signatures fetched and confirmed | {tot.p50:.2f} | "
+              f"{tot.p99:.2f} |"]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -283,13 +365,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ingest, lag = run_ingest_and_queries(pg, sizes, tmp)
         print(f"  lag: {lag.short()}", flush=True)
-        recovery = run_recovery(pg, sizes, tmp)
+        recovery, band = run_recovery(pg, sizes, tmp)
     finally:
         pg.destroy()
         shutil.rmtree(tmp, ignore_errors=True)
     if args.markdown:
         print()
-        print(markdown(command, start, ingest, lag, recovery, sizes))
+        print(markdown(command, start, ingest, lag, recovery, band, sizes))
     return 0
 
 
