@@ -21,7 +21,7 @@ settings.load_profile("ci")
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """One throwaway PostgreSQL server for the session (as the ``postgres`` account when root)."""
-    server = PostgresServer().start()
+    server = PostgresServer(fsync=False).start()
     yield server
     server.destroy()
 

@@ -39,9 +39,16 @@ def binaries() -> Path:
 
 
 class PostgresServer:
-    """One PostgreSQL cluster in a temporary directory, on ``port``."""
+    """One PostgreSQL cluster in a temporary directory, on ``port``.
 
-    def __init__(self) -> None:
+    Args:
+        fsync: flush to disk as a production server does (the benchmarks); the tests turn it
+            off for speed (commits still wait for the WAL write, and the tests stop the server
+            cleanly, never the machine).
+    """
+
+    def __init__(self, fsync: bool = True) -> None:
+        self.fsync = fsync
         self.bin = binaries()
         self.root = Path(tempfile.mkdtemp(prefix="neardup-pg-"))
         self.data = self.root / "data"
@@ -76,7 +83,8 @@ class PostgresServer:
         """Start (or start again) and wait until it accepts connections."""
         options = (
             f"-p {self.port} -c listen_addresses={HOST} -c unix_socket_directories='' "
-            "-c max_connections=100 -c synchronous_commit=on"
+            "-c max_connections=100 -c synchronous_commit=on "
+            f"-c fsync={'on' if self.fsync else 'off'}"
         )
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-w", "-t", "60",
                   "-o", options, "start")  # fmt: skip

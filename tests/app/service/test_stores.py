@@ -6,6 +6,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.service import DamagedStore, ParameterMismatch, StoreUnavailable
 from app.service.pgstore import PostgresStore
@@ -231,3 +233,68 @@ def test_an_unreachable_store_url_is_refused_naming_it_without_a_password():
     with pytest.raises(StoreUnavailable, match=r"127\.0\.0\.1:[0-9]+/neardup") as caught:
         PostgresStore(url)
     assert "secret" not in str(caught.value)
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "delete", "put_set", "delete_set"]),
+        st.integers(0, 1),  # which replica writes
+        st.integers(0, 5),  # batch size, victim or set name
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=10, deadline=None)
+@given(ops=_OPS)
+def test_replaying_the_log_gives_the_store_s_state_whoever_wrote(postgres, ops):
+    url = postgres.database()
+    writers = [PostgresStore(url), PostgresStore(url)]
+    follower = PostgresStore(url)
+    writers[0].ensure_params(PARAMS)
+    try:
+        alive: list[int] = []
+        for kind, who, arg in ops:
+            store = writers[who]
+            store.lock_writes()
+            try:
+                if kind == "add" and arg:
+                    head = store.extent()
+                    store.add_documents([_doc(head + k, f"d{head + k}") for k in range(arg)])
+                    alive += range(head, head + arg)
+                elif kind == "delete" and alive:
+                    store.delete_document(alive.pop(arg % len(alive)))
+                elif kind == "put_set":
+                    store.put_protected_set(
+                        ProtectedSetRow(f"s{arg % 3}", 1, 1, ProtectedFormat.TEXT, f"v{arg}\n")
+                    )
+                elif kind == "delete_set":
+                    store.delete_protected_set(f"s{arg % 3}")
+            finally:
+                store.unlock_writes()
+        docs: dict[int, str] = {}
+        sets: dict[str, ProtectedSetRow] = {}
+        next_num = 0
+        changes = follower.changes()
+        assert [c.seq for c in changes] == list(range(1, len(changes) + 1))
+        for change in changes:  # replayed in order, as a replica's index does
+            if change.kind == "add":
+                assert change.nums == list(range(next_num, next_num + len(change.ids)))
+                next_num += len(change.ids)
+                docs.update(zip(change.nums, change.ids, strict=True))
+            elif change.kind == "delete":
+                assert docs.pop(change.nums[0]) == change.name
+            elif change.kind == "put_set" and change.row is not None:
+                sets[change.name] = change.row
+            elif change.kind == "delete_set":
+                sets.pop(change.name, None)
+        with follower.recovering():
+            stored = {
+                n: i for c in follower.iter_signatures(100) for n, i in zip(*c[:2], strict=True)
+            }
+        assert docs == stored == {n: f"d{n}" for n in alive}
+        assert sorted(sets.values(), key=lambda r: r.name) == follower.protected_sets()
+    finally:
+        for store in (*writers, follower):
+            store.close()
