@@ -124,9 +124,14 @@ class PostgresStore:
         except psycopg.errors.DiskFull as exc:
             raise StoreFull(f"{self.where}: {exc}; nothing was stored") from exc
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if not self._down_reason:
+                log.warning("store unavailable, answering 503 until it is back: %s", exc)
             self._down_reason = f"the store at {self.where} is unavailable: {exc}"
             self._down_until = time.monotonic() + FAIL_FAST
             raise StoreUnavailable(self._down_reason) from exc
+        if self._down_reason:
+            log.info("store %s reachable again", self.where)
+            self._down_reason = ""
 
     def _connection(self) -> _Conn:
         """The store's connection, opened (again) if there is none or it broke."""

@@ -10,6 +10,7 @@ is handed to it. ``database()`` creates an empty database and returns its URL; `
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import pwd
@@ -88,6 +89,7 @@ class PostgresServer:
         )
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-w", "-t", "60",
                   "-o", options, "start")  # fmt: skip
+        atexit.register(self.destroy)  # even if the caller never gets to (idempotent)
         return self
 
     def stop(self, mode: str = "fast") -> None:
@@ -113,6 +115,7 @@ class PostgresServer:
         return self.url(name)
 
     def destroy(self) -> None:
-        """Stop it at once and remove its directory."""
-        self.stop("immediate")
+        """Stop it at once and remove its directory (once; later calls do nothing)."""
+        if self.data.exists():
+            self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
