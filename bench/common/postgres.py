@@ -59,8 +59,12 @@ class PostgresServer:
         if self._as_root:
             account = pwd.getpwnam(_ACCOUNT)
             os.chown(self.root, account.pw_uid, account.pw_gid)
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                  "--no-locale", "-E", "UTF8", "--no-sync")  # fmt: skip
+        try:
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                      "--no-locale", "-E", "UTF8", "--no-sync")  # fmt: skip
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
 
     def _run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = [str(self.bin / tool), *args]

@@ -104,6 +104,9 @@ def test_three_replicas_under_kill_and_database_restart_behave_as_one(tmp_path, 
             write = {"documents": [{"id": "while-down", "text": "the database is away now"}]}
             refused = httpx.post(f"{servers[0].url}/v1/documents", json=write, timeout=10)
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            stored = httpx.get(f"{servers[2].url}/v1/documents/race0-a", timeout=10)
+            assert stored.status_code == 503  # it reads the store; the clusters do not
+            assert httpx.get(f"{servers[2].url}/v1/clusters/race0-a").status_code == 200
             time.sleep(1.0)
         finally:
             postgres.start()  # the writers resume by themselves
