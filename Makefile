@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint bench clean browser
+.PHONY: serve test lint bench clean browser postgres
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,15 +17,15 @@ $(VENV)/.base: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,postgres]'
 	touch $@
 
 $(VENV)/.lint: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -e '.[test,lint]'
+	$(PY) -m pip install --quiet -e '.[test,lint,postgres]'
 	touch $@
 
 $(VENV)/.bench: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m pip install --quiet -e '.[bench,postgres]'
 	touch $@
 
 serve: $(VENV)/.base
@@ -37,7 +37,13 @@ browser:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-test: $(VENV)/.test browser
+# The replica tests and benchmark start a throwaway PostgreSQL from Debian's server binaries.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "installing Debian's postgresql for the replica tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+
+test: $(VENV)/.test browser postgres
 	$(PY) -m pytest
 
 lint: $(VENV)/.lint
@@ -47,11 +53,12 @@ lint: $(VENV)/.lint
 	$(VENV)/bin/lint-imports --no-cache
 
 # Speed and memory against the peers (datasketch, rensa); tables for bench/RESULTS.md.
-bench: $(VENV)/.bench
+bench: $(VENV)/.bench postgres
 	$(PY) -m bench.signatures --markdown
 	$(PY) -m bench.service --markdown
 	$(PY) -m bench.service.ingest_latency --markdown
 	$(PY) -m bench.service.copies --markdown
+	$(PY) -m bench.service.replicas --markdown
 	$(PY) -m bench.batch --markdown
 
 clean:

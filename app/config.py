@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NEARDUP_", extra="forbid")
 
     data_dir: Path = Path("./data")
+    #: ``postgresql://USER@HOST:PORT/DB``: a store shared by replicas (DATA_DIR is then unused).
+    store_url: str | None = None
     # The index parameters: checked together by core's MinhashParams (see ``params``).
     num_perm: int = 128
     bands: int = 16
@@ -61,6 +63,13 @@ class Settings(BaseSettings):
             names = [name.strip() for name in value.split(",") if name.strip()]
             return names or None
         return value
+
+    @field_validator("store_url")
+    @classmethod
+    def _postgres_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("postgresql://", "postgres://")):
+            raise ValueError("store_url must be a postgresql:// (or postgres://) URL")
+        return url or None
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -1,6 +1,12 @@
-"""Test-suite settings: a deterministic Hypothesis profile so CI runs the same examples."""
+"""Test-suite settings: a deterministic Hypothesis profile so CI runs the same examples; a
+throwaway PostgreSQL server for the tests of the shared store."""
 
+from collections.abc import Iterator
+
+import pytest
 from hypothesis import HealthCheck, settings
+
+from bench.common.postgres import PostgresServer
 
 settings.register_profile(
     "ci",
@@ -10,3 +16,17 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the session (as the ``postgres`` account when root)."""
+    server = PostgresServer(fsync=False).start()
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def pg_url(postgres: PostgresServer) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server."""
+    return postgres.database()

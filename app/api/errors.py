@@ -21,6 +21,7 @@ from app.service import (
     QuotaExceeded,
     RateLimited,
     StoreFull,
+    StoreUnavailable,
     TooLarge,
 )
 from core.engine import (
@@ -45,6 +46,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (RateLimited, 429),
     (WorkerError, 503),
     (StoreFull, 507),
+    (StoreUnavailable, 503),
     (DuplicateIdError, 422),
     (OutOfReach, 422),
     (CorpusError, 422),
@@ -56,7 +58,8 @@ _STATUS: list[tuple[type[Exception], int]] = [
 ]
 
 #: Server-side statuses that are the client's to know about: their message is answered as is,
-#: without a traceback in the log (503: retry after Retry-After; 507: the disk is full).
+#: without a traceback in the log (503: retry after Retry-After, the database may be away;
+#: 507: the disk is full).
 _TOLD = {503, 507}
 
 

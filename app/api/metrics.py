@@ -58,6 +58,7 @@ class Metrics:
                 ("inflight", "batches being computed or stored"),
                 ("admitted", "heavy requests admitted: reading, parsing or being served"),
                 ("buffered_bytes", "bytes of request bodies held"),
+                ("log_position", "the shared store's log entries applied (0: no shared store)"),
             ]
         }
         self.shed = Counter(
@@ -85,5 +86,5 @@ class Metrics:
     def render(self, stats: dict[str, float]) -> Response:
         """The text exposition, with the gauges refreshed from ``stats``."""
         for name, gauge in self.gauges.items():
-            gauge.set(stats.get(name, 0))
+            gauge.set(stats.get(name) or 0)
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

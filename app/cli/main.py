@@ -38,6 +38,9 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         help="Host header names served, comma-separated, '*' any (default: loopback and HOST)",
     )
     serve.add_argument("--data-dir", help="where the durable store lives (default ./data)")
+    serve.add_argument(
+        "--store-url", help="postgresql://USER@HOST:PORT/DB: a store shared by replicas"
+    )
     serve.add_argument("--workers", type=int, help="signature processes (default: CPUs)")
     _index_flags(serve)
     serve.add_argument("--max-batch", type=int, help="items per request (default 10000)")

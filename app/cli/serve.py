@@ -26,7 +26,7 @@ def serve(args: argparse.Namespace) -> int:
     from app.config import Settings
     from app.main import create_app
     from app.service.access import KeysFileError
-    from app.service.store import SQLiteStore
+    from app.service.store import open_store
     from core.engine import NeardupError
 
     try:
@@ -42,10 +42,10 @@ def serve(args: argparse.Namespace) -> int:
         )
         return 2
     # Before listening, refuse a data directory that another server holds, that is damaged, or
-    # that was made with other index parameters. The store stays open (and the directory
-    # locked) for the service to start on.
+    # that was made with other index parameters (or a STORE_URL that cannot be reached, or was
+    # made with others). The store stays open (and the directory locked) for the service.
     try:
-        store = SQLiteStore(settings.data_dir)
+        store = open_store(settings)
     except NeardupError as exc:
         print(f"neardup serve: refusing to start: {exc}", file=sys.stderr)
         return 2

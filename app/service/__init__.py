@@ -12,6 +12,7 @@ from app.service.errors import (
     QuotaExceeded,
     RateLimited,
     StoreFull,
+    StoreUnavailable,
     TooLarge,
 )
 from app.service.operations import NewDoc, Registered, Service
@@ -30,5 +31,6 @@ __all__ = [
     "Registered",
     "Service",
     "StoreFull",
+    "StoreUnavailable",
     "TooLarge",
 ]

@@ -10,6 +10,7 @@ codes, in one place.
      +-- RateLimited                  a caller over its contamination-check rate          -> 429
      +-- OutOfReach                   a query threshold below the bands' reach            -> 422
      +-- StoreFull                    a full (or failing) disk; nothing was stored        -> 507
+     +-- StoreUnavailable             the shared database cannot be reached right now     -> 503
      +-- ParameterMismatch            a store made with other index parameters (startup)
      +-- DamagedStore                 a store file that is not a usable neardup store (startup)
      +-- DataDirLocked                another process holds the data directory (startup)
@@ -30,6 +31,7 @@ __all__ = [
     "QuotaExceeded",
     "RateLimited",
     "StoreFull",
+    "StoreUnavailable",
     "TooLarge",
 ]
 
@@ -77,6 +79,11 @@ class ParameterMismatch(NeardupError, RuntimeError):
 class StoreFull(NeardupError, OSError):
     """A write the store could not make because its disk is full (SQLITE_FULL) or failing
     (SQLITE_IOERR); it was rolled back whole. Answered 507; /readyz is 503 until a write works."""
+
+
+class StoreUnavailable(NeardupError, ConnectionError):
+    """The shared store (PostgreSQL) cannot be reached or did not answer in time; nothing was
+    stored. Answered 503 with Retry-After; writes work again once the database is back."""
 
 
 class DamagedStore(NeardupError, RuntimeError):

@@ -7,6 +7,10 @@ A write the store refuses for a full disk (StoreFull) leaves memory untouched an
 service unready until a store write (a request's, or the readiness probe's) succeeds again.
 CPU work that grows with a batch (planning a registration, contamination scans) runs off the
 event loop.
+
+On a shared store (PostgreSQL, several replicas) every write also holds the store's write lock,
+under which the changes other replicas logged are applied first (``_writing``); a follower task
+applies them between writes too (``_follow``), woken by the store or after POLL_SECONDS.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ import logging
 import time
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -27,11 +31,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.config import Settings
-from app.service.errors import Conflict, NotFound, OutOfReach, QuotaExceeded, StoreFull
+from app.service.errors import (
+    Conflict,
+    NotFound,
+    OutOfReach,
+    QuotaExceeded,
+    StoreFull,
+    StoreUnavailable,
+)
 from app.service.index import Found, ServiceIndex
 from app.service.limits import BatchLimits, ProbeLimiter
 from app.service.pool import SignaturePool
-from app.service.store import ProtectedSetRow, SQLiteStore, Store, StoredDoc
+from app.service.store import Change, ProtectedSetRow, Store, StoredDoc, open_store
 from core.engine import (
     DuplicateIdError,
     NeardupError,
@@ -49,6 +60,8 @@ _T = TypeVar("_T")
 
 #: While the disk is full, readiness probes the store for room at most this often.
 PROBE_INTERVAL = 1.0
+#: A replica on a shared store looks for other replicas' changes at least this often.
+POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -103,6 +116,10 @@ class Service:
         #: Why the last store write failed for lack of room (None once a write succeeds).
         self.store_full: str | None = None
         self._probed = 0.0
+        self._follower: asyncio.Task[None] | None = None
+        #: The last entry of a shared store's log that the index reflects (None: no log).
+        self.log_position: int | None = None
+        self._listen = ThreadPoolExecutor(max_workers=1, thread_name_prefix="listen")
 
     @classmethod
     async def start(cls, settings: Settings, store: Store | None = None) -> Service:
@@ -111,7 +128,7 @@ class Service:
         ``store``: one already open (``neardup serve`` passes the one it checked, so the data
         directory stays locked from the check on); it is closed if starting fails.
         """
-        store = SQLiteStore(settings.data_dir) if store is None else store
+        store = open_store(settings) if store is None else store
         try:
             store.ensure_params(settings.params.index_params())
             pool = SignaturePool(settings.workers, settings.params)
@@ -127,6 +144,8 @@ class Service:
             pool.close()
             store.close()
             raise
+        if store.position() is not None:  # a shared store: follow the other replicas' changes
+            service._follower = asyncio.create_task(service._follow())
         return service
 
     async def _io_call(self, fn: Callable[..., _T], *args: Any) -> _T:
@@ -167,9 +186,11 @@ class Service:
             (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
             for nums, ids, blob in self.store.iter_signatures(50_000)
         )
-        self.index.load(self.store.extent(), chunks)
+        with self.store.recovering():  # one snapshot, whose log position is then ours
+            self.index.load(self.store.extent(), chunks)
+            sets = self.store.protected_sets()
         _release_free_memory()
-        for row in self.store.protected_sets():
+        for row in sets:
             self._set_bytes[row.name] = len(row.body.encode("utf-8"))
             try:
                 self.protected[row.name] = parse_protected_set(
@@ -178,6 +199,7 @@ class Service:
             except NeardupError as exc:  # one bad set must not keep the service down
                 self.broken_sets[row.name] = str(exc)
                 log.error("protected set %r cannot be parsed, left out: %s", row.name, exc)
+        self.log_position = self.store.position()
         self.recovery_seconds = time.perf_counter() - started
         log.info(
             "recovered documents=%d protected_sets=%d seconds=%.3f",
@@ -186,6 +208,11 @@ class Service:
 
     async def close(self) -> None:
         """Stop the pool and close the store (after in-flight requests finished)."""
+        if self._follower is not None:
+            self._follower.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._follower
+        await asyncio.to_thread(self._listen.shutdown, True)
         async with self._lock:
             self.pool.close()
             await self._io_call(self.store.close)
@@ -215,7 +242,7 @@ class Service:
             raise DuplicateIdError(*repeated)
         sigs = await self.pool.signatures([d.text for d in docs])
         digests = await asyncio.to_thread(lambda: [text_digest(d.text) for d in docs])
-        async with self._lock:
+        async with self._writing():
             known = await self._io_call(self.store.digests, [d.id for d in docs])
             conflicts = [
                 d.id for d, h in zip(docs, digests, strict=True) if known.get(d.id, h) != h
@@ -315,7 +342,7 @@ class Service:
         with self.limits.admit():
             [sig] = await self.pool.signatures([doc.text])
             digest = text_digest(doc.text)
-            async with self._lock:
+            async with self._writing():
                 num = self.index.number(doc.id)
                 stored = None if num is None else await self._io_call(self.store.document, doc.id)
                 if num is None or stored is None:
@@ -343,7 +370,7 @@ class Service:
 
     async def delete(self, doc_id: str) -> None:
         """Delete a document; its cluster is regrouped from the remaining members."""
-        async with self._lock:
+        async with self._writing():
             num = self._known(doc_id)
             await self._write(self.store.delete_document, num)
             self.index.remove(doc_id)
@@ -398,7 +425,67 @@ class Service:
             "pool_restarts": self.pool.restarts,
             "inflight": self.limits.inflight,
             "recovery_seconds": round(self.recovery_seconds, 3),
+            "log_position": self.log_position,
         }
+
+    # --- replicas: following a shared store's log of changes -----------------------------------
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """The write lock: this process's, then the store's, with the changes other replicas
+        committed before it applied first, so the write sees everything acknowledged before."""
+        async with self._lock:
+            changes = await self._io_call(self.store.lock_writes)
+            try:
+                await self._apply(changes)
+                yield
+            finally:
+                await self._io_call(self.store.unlock_writes)
+                self.log_position = self.store.position()  # this write's entry, if it made one
+
+    async def _follow(self) -> None:
+        """Apply other replicas' changes as they are notified (or every POLL_SECONDS)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await loop.run_in_executor(self._listen, self.store.wait_for_changes, POLL_SECONDS)
+            try:
+                async with self._lock:
+                    await self._apply(await self._io_call(self.store.changes))
+            except StoreUnavailable:
+                continue  # the database is away: memory still answers; try again later
+            except Exception:
+                log.exception("could not apply the store's changes; trying again")
+                await asyncio.sleep(POLL_SECONDS)
+
+    async def _apply(self, changes: Sequence[Change]) -> None:
+        """Apply logged changes in order (planning off the event loop, applying on it)."""
+        for change in changes:
+            if change.kind == "add" and change.ids:
+                sigs = np.frombuffer(change.sigs, dtype="<u4").astype(np.uint32)
+                sigs = sigs.reshape(len(change.ids), self.params.num_perm)
+                plan = await asyncio.to_thread(self.index.plan, change.ids, sigs)
+                if change.nums is None or plan.start != change.nums[0]:
+                    raise RuntimeError(f"log entry {change.seq} does not follow the index")
+                self.index.apply(plan)
+            elif change.kind == "delete" and change.nums is not None:
+                if self.index.number(change.name) == change.nums[0]:
+                    self.index.remove(change.name)
+            elif change.kind == "put_set" and change.row is not None:
+                row = change.row
+                try:
+                    self.protected[row.name] = await asyncio.to_thread(
+                        parse_protected_set, row.name, row.body, row.format, self.params.ngram
+                    )
+                    self.broken_sets.pop(row.name, None)
+                except NeardupError as exc:
+                    self.protected.pop(row.name, None)
+                    self.broken_sets[row.name] = str(exc)
+                self._set_bytes[row.name] = len(row.body.encode("utf-8"))
+            elif change.kind == "delete_set":
+                self.protected.pop(change.name, None)
+                self.broken_sets.pop(change.name, None)
+                self._set_bytes.pop(change.name, None)
+            self.log_position = change.seq
 
     # --- protected sets -----------------------------------------------------------------------
 
@@ -408,7 +495,7 @@ class Service:
         size = len(text.encode("utf-8"))
         self._check_quota(name, size)
         parsed = await asyncio.to_thread(parse_protected_set, name, text, fmt, self.params.ngram)
-        async with self._lock:
+        async with self._writing():
             self._check_quota(name, size)  # another upload may have landed meanwhile
             row = ProtectedSetRow(name, parsed.items, parsed.ngrams, fmt, text)
             await self._write(self.store.put_protected_set, row)
@@ -436,7 +523,7 @@ class Service:
 
     async def delete_protected_set(self, name: str) -> None:
         """Delete a protected set."""
-        async with self._lock:
+        async with self._writing():
             if name not in self.broken_sets:
                 self.protected_set(name)
             await self._write(self.store.delete_protected_set, name)

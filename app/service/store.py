@@ -1,10 +1,12 @@
 """The durable store: SQLite in WAL mode with full fsync, one transaction per request batch.
 
 Everything the in-memory index holds can be rebuilt from here (signatures are stored, never
-recomputed). ``Store`` is the small interface the service needs, so a shared PostgreSQL store
-can stand in later; ``SQLiteStore`` is the embedded default. It holds the data directory's lock
-while open, refuses a damaged database (DamagedStore) and reports a write that failed for a
-full or failing disk as StoreFull, rolled back whole.
+recomputed). ``Store`` is the small interface the service needs; ``SQLiteStore`` is the embedded
+default and ``open_store`` picks the shared PostgreSQL store (``app.service.pgstore``) when
+STORE_URL is set. A shared store also keeps a log of changes (``Change``) that every replica
+follows; the embedded store has no other writer, so its log is always empty. ``SQLiteStore``
+holds the data directory's lock while open, refuses a damaged database (DamagedStore) and
+reports a write that failed for a full or failing disk as StoreFull, rolled back whole.
 """
 
 from __future__ import annotations
@@ -12,20 +14,25 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from app.service.dirlock import DataDirLock
-from app.service.errors import DamagedStore, ParameterMismatch, StoreFull
+from app.service.errors import DamagedStore, ParameterMismatch, StoreFull, StoreUnavailable
 from core.engine import ProtectedFormat
 
+if TYPE_CHECKING:
+    from app.config import Settings
+
 __all__ = [
+    "Change",
     "ProtectedSetRow",
     "SQLiteStore",
     "Store",
     "StoredDoc",
+    "open_store",
 ]
 
 _SCHEMA = """
@@ -93,8 +100,32 @@ class ProtectedSetRow:
     body: str
 
 
+@dataclass(frozen=True)
+class Change:
+    """One entry of a shared store's log of changes, with what a replica needs to apply it.
+
+    ``add``: documents ``nums`` (consecutive, deleted ones included), ``ids`` and their
+    concatenated little-endian ``sigs``. ``delete``: document ``nums[0]``, id ``name``.
+    ``put_set``: set ``name``, its current ``row`` (None if deleted since). ``delete_set``:
+    set ``name``.
+    """
+
+    seq: int
+    kind: Literal["add", "delete", "put_set", "delete_set"]
+    name: str = ""
+    nums: list[int] | None = None
+    ids: list[str] | None = None
+    sigs: bytes = b""
+    row: ProtectedSetRow | None = None
+
+
 class Store(Protocol):
-    """What the service needs from durable storage. Every write is durable when it returns."""
+    """What the service needs from durable storage. Every write is durable when it returns.
+
+    Writes go between ``lock_writes`` (which returns the changes other processes logged since
+    this one last looked, to apply first) and ``unlock_writes``; a write commits and ends the
+    transaction that ``lock_writes`` began.
+    """
 
     def ensure_params(self, params: dict[str, int]) -> None: ...
     def probe(self) -> None: ...
@@ -109,6 +140,12 @@ class Store(Protocol):
     def put_protected_set(self, row: ProtectedSetRow) -> None: ...
     def delete_protected_set(self, name: str) -> bool: ...
     def protected_sets(self) -> list[ProtectedSetRow]: ...
+    def lock_writes(self) -> list[Change]: ...
+    def unlock_writes(self) -> None: ...
+    def changes(self) -> list[Change]: ...
+    def wait_for_changes(self, timeout: float) -> None: ...
+    def recovering(self) -> AbstractContextManager[None]: ...
+    def position(self) -> int | None: ...
     def close(self) -> None: ...
 
 
@@ -268,6 +305,30 @@ class SQLiteStore:
         ).fetchall()
         return [ProtectedSetRow(n, i, g, ProtectedFormat(f), b) for n, i, g, f, b in rows]
 
+    # The embedded store has one writer, this process (the data directory's lock): no log.
+
+    def lock_writes(self) -> list[Change]:
+        """Nothing to catch up with: each write is its own transaction."""
+        return []
+
+    def unlock_writes(self) -> None:
+        """Nothing to release."""
+
+    def changes(self) -> list[Change]:
+        """No other writer, no changes to follow."""
+        return []
+
+    def wait_for_changes(self, timeout: float) -> None:
+        """Never called (there is nothing to follow)."""
+
+    def recovering(self) -> AbstractContextManager[None]:
+        """Recovery reads need no snapshot: nothing else writes."""
+        return nullcontext()
+
+    def position(self) -> int | None:
+        """None: the embedded store has no log."""
+        return None
+
     def close(self) -> None:
         """Close the database (everything committed is already durable) and release the data
         directory's lock. Idempotent."""
@@ -275,6 +336,19 @@ class SQLiteStore:
             self._db.close()
         finally:
             self._lock.release()
+
+
+def open_store(settings: Settings) -> Store:
+    """The store the settings name: PostgreSQL at STORE_URL if set, else SQLite in DATA_DIR."""
+    if settings.store_url:
+        try:
+            from app.service.pgstore import PostgresStore
+        except ImportError as exc:
+            raise StoreUnavailable(
+                f"STORE_URL needs the postgres extra (pip install 'neardup[postgres]'): {exc}"
+            ) from None
+        return PostgresStore(settings.store_url)
+    return SQLiteStore(settings.data_dir)
 
 
 def _open(path: Path) -> sqlite3.Connection:

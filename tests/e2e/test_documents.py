@@ -1,4 +1,5 @@
-"""Registering, querying, clustering and deleting through a real server."""
+"""Registering, querying, clustering and deleting through a real server, on either store
+(SQLite in its data directory, PostgreSQL at a STORE_URL)."""
 
 import httpx
 import pytest
@@ -8,9 +9,12 @@ from tests.e2e.conftest import start_server, stop_server
 from tests.fixtures import planted_corpus
 
 
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory):
-    server = start_server(tmp_path_factory.mktemp("docs"), "--workers", "2", "--max-batch", "500")
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def srv(request, tmp_path_factory):
+    args = ["--workers", "2", "--max-batch", "500"]
+    if request.param == "postgres":
+        args += ["--store-url", request.getfixturevalue("postgres").database()]
+    server = start_server(tmp_path_factory.mktemp("docs"), *args)
     yield server
     stop_server(server)
 

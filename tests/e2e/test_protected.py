@@ -1,4 +1,4 @@
-"""Protected sets and contamination checks through a real server."""
+"""Protected sets and contamination checks through a real server, on either store."""
 
 import json
 
@@ -12,9 +12,12 @@ SHELL_HIT = "and then TOM FOUND A SHINY, RED shell by the river and carried it h
 JSONL = "\n".join(json.dumps(item) for item in PROTECTED_ITEMS) + "\n"
 
 
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory):
-    server = start_server(tmp_path_factory.mktemp("protected"), "--workers", "1")
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def srv(request, tmp_path_factory):
+    args = ["--workers", "1"]
+    if request.param == "postgres":  # the same behaviour on the shared store
+        args += ["--store-url", request.getfixturevalue("postgres").database()]
+    server = start_server(tmp_path_factory.mktemp("protected"), *args)
     yield server
     stop_server(server)
 

@@ -1,0 +1,125 @@
+"""A throwaway PostgreSQL server from the system's binaries, for tests and benchmarks.
+
+``PostgresServer.start()`` runs ``initdb`` into a fresh temporary directory and ``pg_ctl start``
+on a free loopback port (TCP only, trust authentication for the ``postgres`` role, nothing else
+listens). PostgreSQL refuses to run as root: as root, every command runs as the unprivileged
+``postgres`` account Debian's ``postgresql`` package creates (``runuser``), and the directory
+is handed to it. ``database()`` creates an empty database and returns its URL; ``stop`` and
+``start`` stop and start the same cluster (its data kept); ``destroy`` removes everything.
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+from bench.common.server import HOST, free_port
+
+__all__ = ["PostgresServer", "binaries"]
+
+_ACCOUNT = "postgres"
+
+
+def binaries() -> Path:
+    """The newest ``/usr/lib/postgresql/*/bin`` holding ``initdb`` (RuntimeError if none)."""
+    versions = [Path(p).parent.parent for p in glob.glob("/usr/lib/postgresql/*/bin/initdb")]
+    found = sorted((v for v in versions if v.name.isdigit()), key=lambda v: int(v.name))
+    if not found:
+        raise RuntimeError(
+            "PostgreSQL's server binaries are missing (no /usr/lib/postgresql/*/bin/initdb): "
+            "`make test` installs Debian's postgresql, or run: apt-get install postgresql"
+        )
+    return found[-1] / "bin"
+
+
+class PostgresServer:
+    """One PostgreSQL cluster in a temporary directory, on ``port``.
+
+    Args:
+        fsync: flush to disk as a production server does (the benchmarks); the tests turn it
+            off for speed (commits still wait for the WAL write, and the tests stop the server
+            cleanly, never the machine).
+    """
+
+    def __init__(self, fsync: bool = True) -> None:
+        self.fsync = fsync
+        self.bin = binaries()
+        self.root = Path(tempfile.mkdtemp(prefix="neardup-pg-"))
+        self.data = self.root / "data"
+        self.logfile = self.root / "postgres.log"
+        self.port = free_port()
+        self._as_root = os.geteuid() == 0
+        if self._as_root:
+            account = pwd.getpwnam(_ACCOUNT)
+            os.chown(self.root, account.pw_uid, account.pw_gid)
+        try:
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                      "--no-locale", "-E", "UTF8", "--no-sync")  # fmt: skip
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
+
+    def _run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.bin / tool), *args]
+        if self._as_root:
+            cmd = ["runuser", "-u", _ACCOUNT, "--", *cmd]
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=self.root)
+        if check and done.returncode != 0:
+            raise RuntimeError(
+                f"{tool} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}\n{self.log()}"
+            )
+        return done
+
+    def log(self, lines: int = 30) -> str:
+        """The end of the server's log."""
+        try:
+            return "\n".join(self.logfile.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def start(self) -> PostgresServer:
+        """Start (or start again) and wait until it accepts connections."""
+        options = (
+            f"-p {self.port} -c listen_addresses={HOST} -c unix_socket_directories='' "
+            "-c max_connections=100 -c synchronous_commit=on "
+            f"-c fsync={'on' if self.fsync else 'off'}"
+        )
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-w", "-t", "60",
+                  "-o", options, "start")  # fmt: skip
+        atexit.register(self.destroy)  # even if the caller never gets to (idempotent)
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop it (``fast``: connections are cut, as a database going away)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+
+    @property
+    def admin_url(self) -> str:
+        """The URL of the ``postgres`` database as the superuser."""
+        return self.url("postgres")
+
+    def url(self, database: str) -> str:
+        """``postgresql://postgres@127.0.0.1:PORT/DATABASE``."""
+        return f"postgresql://postgres@{HOST}:{self.port}/{database}"
+
+    def database(self, prefix: str = "t") -> str:
+        """Create an empty database; its URL."""
+        import psycopg
+
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def destroy(self) -> None:
+        """Stop it at once and remove its directory (once; later calls do nothing)."""
+        if self.data.exists():
+            self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)

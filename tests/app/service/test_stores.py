@@ -1,0 +1,300 @@
+"""Both stores behind the ``Store`` interface (SQLite in a data directory, PostgreSQL at a URL):
+the same documents, deletions, protected sets and parameter checks; and the shared store's log
+of changes, which orders the writes of every replica."""
+
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.service import DamagedStore, ParameterMismatch, StoreUnavailable
+from app.service.pgstore import PostgresStore
+from app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
+from bench.common.server import free_port
+from core.engine import MinhashParams, ProtectedFormat
+
+PARAMS = MinhashParams().index_params()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def opener(request, tmp_path):
+    """A function opening (again) one store of the parametrised kind."""
+    if request.param == "sqlite":
+        target = tmp_path / "data"
+        kind = SQLiteStore
+    else:
+        target = request.getfixturevalue("pg_url")
+        kind = PostgresStore
+    opened = []
+
+    def open_store():
+        store = kind(target)
+        opened.append(store)
+        return store
+
+    yield open_store
+    for store in opened:
+        store.close()
+
+
+def _doc(num, doc_id, text="some text", meta=None):
+    sig = bytes([num % 256]) * 512
+    return StoredDoc(num, doc_id, f"digest-{doc_id}".encode(), sig, meta or {"n": num}, text)
+
+
+def _write(store, fn, *args):
+    """A write as the service makes it: between lock_writes and unlock_writes."""
+    store.lock_writes()
+    try:
+        return fn(*args)
+    finally:
+        store.unlock_writes()
+
+
+def test_documents_round_trip_through_either_store(opener):
+    store = opener()
+    store.ensure_params(PARAMS)
+    texts = ["plain", "ünïcode ✓ and a NUL \x00 inside", "", None]
+    docs = [_doc(n, f"id/{n} ?#%", t, {"k": [n, "x"]}) for n, t in enumerate(texts)]
+    _write(store, store.add_documents, docs)
+    store.close()
+    store = opener()
+    assert store.document("id/1 ?#%") == docs[1]
+    assert store.document("nope") is None
+    assert store.texts([0, 1, 2, 3, 99]) == {0: "plain", 1: texts[1], 2: ""}
+    assert store.digests(["id/0 ?#%", "nope"]) == {"id/0 ?#%": b"digest-id/0 ?#%"}
+    assert store.extent() == 4
+    with store.recovering():
+        chunks = list(store.iter_signatures(3))
+    assert [c[0] for c in chunks] == [[0, 1, 2], [3]]
+    assert b"".join(c[2] for c in chunks) == b"".join(d.sig for d in docs)
+
+
+def test_a_deleted_document_is_gone_but_its_number_is_never_reused(opener):
+    store = opener()
+    store.ensure_params(PARAMS)
+    _write(store, store.add_documents, [_doc(0, "a"), _doc(1, "b"), _doc(2, "c")])
+    _write(store, store.delete_document, 1)
+    assert store.document("b") is None
+    assert store.digests(["a", "b"]).keys() == {"a"}
+    assert store.texts([1]) == {}
+    with store.recovering():
+        assert [c[0] for c in store.iter_signatures(10)] == [[0, 2]]
+    assert store.extent() == 3
+    _write(store, store.add_documents, [_doc(3, "b", "again")])  # an id can come back
+    assert store.document("b").text == "again"
+
+
+def test_protected_sets_are_created_replaced_and_deleted(opener):
+    store = opener()
+    store.ensure_params(PARAMS)
+    row = ProtectedSetRow("evals", 1, 2, ProtectedFormat.JSONL, '{"id": "q"}\n')
+    _write(store, store.put_protected_set, row)
+    newer = ProtectedSetRow("evals", 2, 3, ProtectedFormat.TEXT, "a\nb \x00 ✓\n")
+    _write(store, store.put_protected_set, newer)
+    assert store.protected_sets() == [newer]
+    assert _write(store, store.delete_protected_set, "evals") is True
+    assert _write(store, store.delete_protected_set, "evals") is False
+    assert store.protected_sets() == []
+
+
+def test_other_index_parameters_are_refused_naming_them(opener):
+    store = opener()
+    store.ensure_params(PARAMS)
+    other = {**PARAMS, "num_perm": 64, "seed": 3}
+    with pytest.raises(ParameterMismatch, match=r"NUM_PERM is 64 .* with 128; SEED is 3"):
+        store.ensure_params(other)
+    store.ensure_params(PARAMS)  # the same ones are fine
+
+
+def test_documents_without_parameters_are_refused(opener):
+    store = opener()
+    _write(store, store.add_documents, [_doc(0, "a")])
+    with pytest.raises(DamagedStore, match="no index parameters"):
+        store.ensure_params(PARAMS)
+
+
+# --- the shared store's log -------------------------------------------------------------------
+
+
+def test_each_replica_reads_the_others_changes_in_commit_order(pg_url):
+    a, b = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        a.ensure_params(PARAMS)
+        b.ensure_params(PARAMS)
+        assert a.position() == b.position() == 0
+        _write(a, a.add_documents, [_doc(0, "x"), _doc(1, "y")])
+        assert a.position() == 1
+        row = ProtectedSetRow("s", 1, 1, ProtectedFormat.TEXT, "t\n")
+        assert b.lock_writes()[0].ids == ["x", "y"]  # caught up under the lock
+        b.put_protected_set(row)
+        assert b.position() == 2
+        _write(a, a.delete_document, 0)
+        _write(a, a.delete_protected_set, "s")
+        seen = b.changes()
+        assert [(c.seq, c.kind, c.name) for c in seen] == [
+            (3, "delete", "x"),
+            (4, "delete_set", "s"),
+        ]
+        assert seen[0].nums == [0]
+        assert b.changes() == []
+        assert b.position() == a.position() == 4
+        assert [(c.kind, c.row) for c in a.changes()] == []  # a wrote them all itself
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_late_replica_replays_a_batch_whose_documents_were_deleted_since(pg_url):
+    a = PostgresStore(pg_url)
+    a.ensure_params(PARAMS)
+    late = PostgresStore(pg_url)
+    try:
+        docs = [_doc(0, "x"), _doc(1, "y")]
+        _write(a, a.add_documents, docs)
+        _write(a, a.delete_document, 1)
+        added, deleted = late.changes()
+        assert added.nums == [0, 1] and added.ids == ["x", "y"]
+        assert added.sigs == docs[0].sig + docs[1].sig
+        assert (deleted.kind, deleted.name, deleted.nums) == ("delete", "y", [1])
+        fresh = PostgresStore(pg_url)  # recovery from a snapshot: its log head is the position
+        with fresh.recovering():
+            assert [c[1] for c in fresh.iter_signatures(10)] == [["x"]]
+        assert fresh.position() == 2
+        assert fresh.changes() == []
+        fresh.close()
+    finally:
+        a.close()
+        late.close()
+
+
+def test_writes_on_two_replicas_are_serialised_by_the_store_lock(pg_url):
+    a, b = PostgresStore(pg_url), PostgresStore(pg_url)
+    a.ensure_params(PARAMS)
+    order = []
+    try:
+        a.lock_writes()
+
+        def other():
+            b.lock_writes()  # waits for a's commit, then sees it
+            order.append(("b locked", b.position()))
+            b.add_documents([_doc(1, "late")])
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        time.sleep(0.3)
+        order.append(("a writes", None))
+        a.add_documents([_doc(0, "first")])
+        thread.join(timeout=10)
+        assert order == [("a writes", None), ("b locked", 1)]
+        assert b.position() == 2
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_batch_numbered_out_of_turn_is_refused_and_nothing_is_stored(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        with pytest.raises(RuntimeError, match="the store's next is"):
+            _write(store, store.add_documents, [_doc(5, "x")])
+        assert store.extent() == 0 and store.changes() == []
+        with pytest.raises(RuntimeError, match="outside lock_writes"):
+            store.add_documents([_doc(0, "x")])
+    finally:
+        store.close()
+
+
+def test_a_database_that_goes_away_is_unavailable_then_used_again(postgres):
+    url = postgres.database()
+    store = PostgresStore(url)
+    try:
+        store.ensure_params(PARAMS)
+        _write(store, store.add_documents, [_doc(0, "x")])
+        postgres.stop()
+        with pytest.raises(StoreUnavailable, match="is unavailable"):
+            store.document("x")
+        with pytest.raises(StoreUnavailable):
+            store.lock_writes()
+        postgres.start()
+        time.sleep(0.6)  # past the fail-fast window
+        assert store.document("x").id == "x"  # reconnected by itself
+        _write(store, store.add_documents, [_doc(1, "y")])
+        assert store.extent() == 2
+    finally:
+        store.close()
+
+
+def test_an_unreachable_store_url_is_refused_naming_it_without_a_password():
+    url = f"postgresql://someone:secret@127.0.0.1:{free_port()}/neardup"
+    with pytest.raises(StoreUnavailable, match=r"127\.0\.0\.1:[0-9]+/neardup") as caught:
+        PostgresStore(url)
+    assert "secret" not in str(caught.value)
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "delete", "put_set", "delete_set"]),
+        st.integers(0, 1),  # which replica writes
+        st.integers(0, 5),  # batch size, victim or set name
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=10, deadline=None)
+@given(ops=_OPS)
+def test_replaying_the_log_gives_the_store_s_state_whoever_wrote(postgres, ops):
+    url = postgres.database()
+    writers = [PostgresStore(url), PostgresStore(url)]
+    follower = PostgresStore(url)
+    writers[0].ensure_params(PARAMS)
+    try:
+        alive: list[int] = []
+        for kind, who, arg in ops:
+            store = writers[who]
+            store.lock_writes()
+            try:
+                if kind == "add" and arg:
+                    head = store.extent()
+                    store.add_documents([_doc(head + k, f"d{head + k}") for k in range(arg)])
+                    alive += range(head, head + arg)
+                elif kind == "delete" and alive:
+                    store.delete_document(alive.pop(arg % len(alive)))
+                elif kind == "put_set":
+                    store.put_protected_set(
+                        ProtectedSetRow(f"s{arg % 3}", 1, 1, ProtectedFormat.TEXT, f"v{arg}\n")
+                    )
+                elif kind == "delete_set":
+                    store.delete_protected_set(f"s{arg % 3}")
+            finally:
+                store.unlock_writes()
+        docs: dict[int, str] = {}
+        sets: dict[str, ProtectedSetRow] = {}
+        next_num = 0
+        changes = follower.changes()
+        assert [c.seq for c in changes] == list(range(1, len(changes) + 1))
+        for change in changes:  # replayed in order, as a replica's index does
+            if change.kind == "add":
+                assert change.nums == list(range(next_num, next_num + len(change.ids)))
+                next_num += len(change.ids)
+                docs.update(zip(change.nums, change.ids, strict=True))
+            elif change.kind == "delete":
+                assert docs.pop(change.nums[0]) == change.name
+            elif change.kind == "put_set" and change.row is not None:
+                sets[change.name] = change.row
+            elif change.kind == "delete_set":
+                sets.pop(change.name, None)
+        with follower.recovering():
+            stored = {
+                n: i for c in follower.iter_signatures(100) for n, i in zip(*c[:2], strict=True)
+            }
+        assert docs == stored == {n: f"d{n}" for n in alive}
+        assert sorted(sets.values(), key=lambda r: r.name) == follower.protected_sets()
+    finally:
+        for store in (*writers, follower):
+            store.close()
