@@ -73,14 +73,20 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
 
 def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     dedup = sub.add_parser("dedup", help="exact + near dedup and decontamination of corpus files")
-    dedup.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
-    dedup.add_argument("--output", required=True, type=Path, help="survivors (format by name)")
+    # Strings, not Paths: Path("s3a://b/x") would lose a slash of a Spark engine's URI.
+    dedup.add_argument("inputs", nargs="+", metavar="INPUT")
+    dedup.add_argument("--output", required=True, help="survivors (format by name)")
     dedup.add_argument("--protected", nargs="*", default=[], type=Path, metavar="FILE")
     dedup.add_argument("--workers", type=int, default=1, help="signature processes")
     _index_flags(dedup)
     dedup.add_argument("--keep-duplicates", action="store_true", help="tag without dropping")
-    dedup.add_argument("--manifest", type=Path, help="default: OUTPUT.manifest.json")
+    dedup.add_argument("--manifest", help="default: OUTPUT.manifest.json")
     dedup.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    dedup.add_argument(
+        "--engine", choices=("local", "spark"), default="local", help="where to run (local)"
+    )
+    dedup.add_argument("--spark-master", help="e.g. local[2]; default: Spark's configuration")
+    dedup.set_defaults(dedup_parser=dedup)  # the Spark engine names the flags it does not take
 
 
 def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
@@ -118,25 +124,34 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _dedup(args: argparse.Namespace) -> int:
+    if args.engine == "spark":
+        from app.cli.spark import dedup_spark
+
+        return dedup_spark(args)
     from app.cli.dedup import DedupParams, run_dedup
-    from core.engine import MinhashParams
+    from core.engine import MinhashParams, ParameterError
+
+    if args.spark_master is not None:
+        raise ParameterError("--spark-master needs --engine spark")
 
     params = DedupParams(
         MinhashParams(**_given(args, "num_perm", "bands", "threshold", "k", "seed", "ngram")),
         workers=args.workers,
         keep_duplicates=args.keep_duplicates,
     )
-    manifest = run_dedup(
-        args.inputs, args.output, protected=args.protected, params=params, quiet=args.quiet
+    output = Path(args.output)
+    inputs = [Path(p) for p in args.inputs]
+    manifest = run_dedup(inputs, output, protected=args.protected, params=params, quiet=args.quiet)
+    path = (
+        Path(args.manifest) if args.manifest else output.with_name(output.name + ".manifest.json")
     )
-    path = args.manifest or args.output.with_name(args.output.name + ".manifest.json")
     path.write_text(json.dumps(manifest.as_json(), indent=2) + "\n", encoding="utf-8")
     if not args.quiet:
         counts = manifest.counts
         print(
             f"neardup dedup: read {counts['read']}, exact-dropped {counts['exact_dropped']}, "
             f"near-dropped {counts['near_dropped']}, decontaminated {counts['decontaminated']}, "
-            f"wrote {counts['written']} to {args.output} (manifest {path})",
+            f"wrote {counts['written']} to {output} (manifest {path})",
             file=sys.stderr,
         )
     return 0
