@@ -41,7 +41,7 @@ def _large_star(edges: DataFrame) -> DataFrame:
     both = edges.select(F.col("parent").alias("node"), F.col("child").alias("other")).unionByName(
         edges.select(F.col("child").alias("node"), F.col("parent").alias("other"))
     )
-    low = both.groupBy("node").agg(F.least(F.min("other"), F.first("node")).alias("low"))
+    low = both.groupBy("node").agg(F.least(F.min("other"), F.col("node")).alias("low"))
     linked = both.where(F.col("other") > F.col("node")).join(low, "node")
     return _oriented(linked.select(F.col("other").alias("child"), F.col("low").alias("parent")))
 
@@ -59,13 +59,17 @@ def _small_star(edges: DataFrame) -> DataFrame:
 
 
 def _is_star_forest(edges: DataFrame) -> bool:
-    """Whether every child has one parent and no parent is a child (each root its star's min)."""
+    """Whether every child has one parent and no parent is a child (each root its star's min),
+    in one aggregation."""
     from pyspark.sql import functions as F
 
-    if not edges.groupBy("child").count().where(F.col("count") > 1).isEmpty():
-        return False
-    parents = edges.select(F.col("parent").alias("child")).distinct()
-    return edges.select("child").join(parents, "child").isEmpty()
+    ends = edges.select(F.col("child").alias("node"), F.lit(1).alias("up"), F.lit(0).alias("down"))
+    ends = ends.unionByName(
+        edges.select(F.col("parent").alias("node"), F.lit(0).alias("up"), F.lit(1).alias("down"))
+    )
+    per_node = ends.groupBy("node").agg(F.sum("up").alias("ups"), F.max("down").alias("downs"))
+    bad = per_node.where((F.col("ups") > 1) | ((F.col("ups") >= 1) & (F.col("downs") >= 1)))
+    return bad.isEmpty()
 
 
 def _checkpointed(edges: DataFrame, reliable: bool) -> DataFrame:

@@ -164,7 +164,15 @@ def check_rows(spark: SparkSession, docs: DataFrame) -> None:
         return
     file, reason = str(bad[0]["file"]), str(bad[0]["bad"])
     line = None if _is_parquet(file) else _line_of(spark, file)
-    raise CorpusError(file, line, reason)
+    raise CorpusError(_shown(file), line, reason)
+
+
+def _shown(uri: str) -> str:
+    """A local file as the user would type it (``/tmp/a.jsonl``); any other by its URI."""
+    for prefix in ("file://", "file:"):
+        if uri.startswith(prefix + "/"):
+            return uri[len(prefix) :]
+    return uri
 
 
 def check_unique_ids(docs: DataFrame) -> None:

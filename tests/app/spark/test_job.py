@@ -126,7 +126,7 @@ def test_spark_reads_parquet_globs_and_writes_parquet_like_local(
     out = tmp_path / "out.parquet"
     run_spark_dedup(spark, inputs, str(out))
     got = pq.read_table(out).to_pylist()
-    expected = local_lines(inputs, tmp_path / "local.jsonl")
+    expected = local_lines([str(tmp_path / "in" / "a.parquet"), *rest], tmp_path / "l.jsonl")
     as_rows = sorted(json.dumps({**r, "meta": json.loads(r["meta"])}) for r in got)
     assert as_rows == expected
     assert (tmp_path / "out.parquet" / "_SUCCESS").exists()
