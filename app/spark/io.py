@@ -97,6 +97,7 @@ def _read_json(spark: SparkSession, path: str) -> DataFrame:
             spark.read.schema(_JSON_SCHEMA)
             .option("mode", "PERMISSIVE")
             .option("columnNameOfCorruptRecord", _CORRUPT)
+            .option("allowSingleQuotes", "false")  # JSON, as the local reader takes it
             .json(path)
         )
     except AnalysisException as exc:
@@ -144,7 +145,13 @@ def _line_of(spark: SparkSession, file: str) -> int | None:
     parsed = lines.toDF(["value", "line"]).select(
         "line",
         F.from_json(
-            "value", _JSON_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
+            "value",
+            _JSON_SCHEMA,
+            {
+                "mode": "PERMISSIVE",
+                "columnNameOfCorruptRecord": _CORRUPT,
+                "allowSingleQuotes": "false",
+            },
         ).alias("row"),
         F.trim("value").alias("trimmed"),
     )
