@@ -38,6 +38,7 @@ from app.spark.io import (
     output_format,
     read_corpus,
 )
+from app.spark.metrics import shuffle_bytes
 from core.engine import MinhashParams, NgramIndex, read_protected_set
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ class SparkManifest:
     counts: dict[str, int] = field(default_factory=dict)
     clusters: int = 0
     component_rounds: int = 0
+    shuffle_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
 
@@ -82,14 +84,20 @@ class SparkManifest:
 
 
 class _Clock:
-    def __init__(self, seconds: dict[str, float]) -> None:
+    """Seconds per stage; each stage's Spark jobs in a job group of its name (for metrics)."""
+
+    def __init__(self, spark: SparkSession, seconds: dict[str, float], first: str) -> None:
+        self.spark = spark
         self.seconds = seconds
         self.started = time.perf_counter()
+        spark.sparkContext.setJobGroup(first, f"neardup dedup: {first}")
 
-    def lap(self, stage: str) -> None:
+    def lap(self, stage: str, following: str | None = None) -> None:
         now = time.perf_counter()
         self.seconds[stage] = round(now - self.started, 3)
         self.started = now
+        if following is not None:
+            self.spark.sparkContext.setJobGroup(following, f"neardup dedup: {following}")
 
 
 def _signed(docs: DataFrame, params: MinhashParams) -> DataFrame:
@@ -204,13 +212,13 @@ def run_spark_dedup(
     n = params.minhash.ngram
     for path in protected:  # read (and rejected) before any Spark work
         read_protected_set(path, n)
-    clock = _Clock(manifest.seconds)
+    clock = _Clock(spark, manifest.seconds, "read")
     docs = read_corpus(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
     persisted: list[DataFrame] = [docs]
     try:
         check_rows(spark, docs)
         check_unique_ids(docs)
-        clock.lap("read")
+        clock.lap("read", "signatures")
         signed = _signed(docs, params.minhash)
         signed = signed.withColumn(
             "exact", F.col("id") == F.min("id").over(Window.partitionBy("sha"))
@@ -218,11 +226,11 @@ def run_spark_dedup(
         signed = signed.drop("text").persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(signed)
         read = signed.count()
-        clock.lap("signatures")
+        clock.lap("signatures", "candidates")
         edges = _edges(signed, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(edges)
         edge_count = edges.count()
-        clock.lap("candidates")
+        clock.lap("candidates", "components")
         reliable = spark.sparkContext.getCheckpointDir() is not None
         roots, manifest.component_rounds = star_roots(edges, reliable)
         tagged = (
@@ -239,7 +247,7 @@ def run_spark_dedup(
         stats = None if row is None else (int(row[0]), int(row[1]))
         sizes = tagged.groupBy("root").count()
         manifest.clusters = sizes.where(F.col("count") >= 2).count()
-        clock.lap("components")
+        clock.lap("components", "write")
         near = F.col("exact") & (F.col("root") == F.col("id"))
         kept = tagged if params.keep_duplicates else tagged.where(near)
         rows = _decontaminate(spark, kept.join(docs, "id"), protected, n, fmt)
@@ -262,6 +270,7 @@ def run_spark_dedup(
         "edges": edge_count,
     }
     manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
+    manifest.shuffle_bytes = shuffle_bytes(spark)
     return manifest
 
 
