@@ -151,11 +151,21 @@ def _rows(cfg: Config, local: Side, spark: Side) -> list[str]:
     return out
 
 
-def _stages(local: Side, spark: Side) -> list[str]:
+def _stages(cfg: Config, local: Side, spark: Side) -> list[str]:
     out = ["| engine | seconds per stage (from the manifest) |", "|---|---|"]
     for side in (local, spark):
         stages = ", ".join(f"{k} {v:.1f}" for k, v in side.manifest["seconds"].items())
         out.append(f"| {side.label} | {stages} |")
+    shuffled = spark.manifest.get("shuffle_bytes", {})
+    if shuffled:
+        out += [
+            "",
+            "| Spark stage | seconds | shuffle write | bytes / document |",
+            "|---|---:|---:|---:|",
+        ]
+        for stage, seconds in spark.manifest["seconds"].items():
+            written = shuffled.get(stage, {}).get("write", 0)
+            out.append(f"| {stage} | {seconds:.1f} | {_mib(written)} | {written / cfg.docs:,.0f} |")
     return out
 
 
@@ -180,7 +190,7 @@ def report(cfg: Config, command: str, markdown: bool) -> str:
     if markdown:
         lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in facts(start, DISTS).items()]
         lines.append("")
-    lines += [*_rows(cfg, local, spark), "", *_stages(local, spark), ""]
+    lines += [*_rows(cfg, local, spark), "", *_stages(cfg, local, spark), ""]
     lines += [f"- {s}" for s in summary]
     lines += [
         "",
