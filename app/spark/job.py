@@ -2,19 +2,21 @@
 
 Stages (each materialised once, so its seconds mean something and later stages reuse it):
 
-1. ``read``: inputs read by Spark's readers, every row checked (a bad one is a CorpusError
-   naming the file and line) and ids checked unique (DuplicateIdError), before anything is
-   written.
-2. ``signatures``: core's kernel over Arrow batches; SHA-256 of the text (Spark's ``sha2`` of
-   the UTF-8 bytes); each document's class, the smallest id among documents of its identical
-   live signature (a document without shingles is a class of its own, as in core).
+1. ``signatures``: one pass over the inputs (Spark's readers): core's kernel over Arrow
+   batches and SHA-256 of the text (Spark's ``sha2`` of the UTF-8 bytes), kept; then every row
+   checked (a bad one is a CorpusError naming the file and line) and ids checked unique
+   (DuplicateIdError), before anything is written.
+2. ``classes``: each document's class, the smallest id among documents of its identical live
+   signature (a document without shingles is a class of its own, as in core), and whether it
+   is its text's exact keeper (smallest id of its SHA-256).
 3. ``candidates``: one (band, key) row per band of every class; buckets of two or more members
    get their signatures joined and are compared in sorted runs (``BucketEdges``), yielding a
    star of confirmed components per bucket.
 4. ``components``: large-star / small-star over those edges; every class's root is the
    smallest id of its component.
-5. ``write``: the kept documents tagged with their root, minus the contaminated ones, written
-   as part files to a hidden sibling directory that is moved to the output when complete.
+5. ``write``: the second pass over the inputs: the kept documents tagged with their root,
+   minus the contaminated ones, written as part files to a hidden sibling directory that is
+   moved to the output when complete.
 
 The survivors and tags are exactly the local engine's: the classes are core's identical-row
 classes, a bucket is a run of equal band rows, confirmation is core's ``estimates``, and
@@ -43,7 +45,7 @@ from core.engine import MinhashParams, NgramIndex, read_protected_set
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["SparkManifest", "SparkParams", "run_spark_dedup"]
 
@@ -100,24 +102,38 @@ class _Clock:
             self.spark.sparkContext.setJobGroup(following, f"neardup dedup: {following}")
 
 
-def _signed(docs: DataFrame, params: MinhashParams) -> DataFrame:
-    """(id, sha, sig, live, cid): signatures, text digests and identical-signature classes."""
-    from pyspark.sql import Window
+def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
+    """(id, sha, bad, file, sig, live): one pass over the inputs; ``file`` is kept for bad rows
+    only (the error names it), a bad row's missing text is signed as ""."""
     from pyspark.sql import functions as F
 
     def sign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             yield kernels.signature_batch(batch, params)
 
-    signed = docs.select("id", "text", F.sha2("text", 256).alias("sha")).mapInArrow(
-        sign, "id string, sha string, sig binary, live boolean"
+    text = F.coalesce(F.col("text"), F.lit(""))
+    bad_file = F.when(F.col("bad").isNotNull(), F.col("file"))
+    columns: list[Column | str] = ["id", text.alias("text"), F.sha2(text, 256).alias("sha"), "bad"]
+    return raw.select(*columns, bad_file.alias("file")).mapInArrow(
+        sign, "id string, sha string, bad string, file string, sig binary, live boolean"
     )
+
+
+def _classes(signed: DataFrame) -> DataFrame:
+    """(id, sha, sig, live, cid, exact): each document's class (the smallest id among documents
+    of its identical live signature) and whether it is its text's exact keeper."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     # Live documents with identical signatures are one class (core merges them up front); a
     # document without shingles is a class of its own, keyed by its id.
     klass = Window.partitionBy(
         "live", F.when(F.col("live"), F.col("sig")).otherwise(F.encode("id", "UTF-8"))
     )
-    return signed.withColumn("cid", F.min("id").over(klass))
+    exact = F.col("id") == F.min("id").over(Window.partitionBy("sha"))
+    return signed.select(
+        "id", "sig", "live", F.min("id").over(klass).alias("cid"), exact.alias("exact")
+    )
 
 
 def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
@@ -197,7 +213,6 @@ def run_spark_dedup(
 ) -> SparkManifest:
     """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``."""
     from pyspark import StorageLevel
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     fmt = output_format(output)
@@ -212,29 +227,30 @@ def run_spark_dedup(
     n = params.minhash.ngram
     for path in protected:  # read (and rejected) before any Spark work
         read_protected_set(path, n)
-    clock = _Clock(spark, manifest.seconds, "read")
-    docs = read_corpus(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
-    persisted: list[DataFrame] = [docs]
+    clock = _Clock(spark, manifest.seconds, "signatures")
+    raw = read_corpus(spark, inputs)
+    persisted: list[DataFrame] = []
     try:
-        check_rows(spark, docs)
-        check_unique_ids(docs)
-        clock.lap("read", "signatures")
-        signed = _signed(docs, params.minhash)
-        signed = signed.withColumn(
-            "exact", F.col("id") == F.min("id").over(Window.partitionBy("sha"))
-        )
-        signed = signed.drop("text").persist(StorageLevel.MEMORY_AND_DISK)
+        # One pass over the inputs: signatures and digests, kept; every check runs on them.
+        signed = _signed(raw, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(signed)
         read = signed.count()
-        clock.lap("signatures", "candidates")
-        edges = _edges(signed, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
+        check_rows(spark, signed)
+        check_unique_ids(signed)
+        clock.lap("signatures", "classes")
+        classes = _classes(signed).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(classes)
+        classes.count()
+        signed.unpersist()
+        clock.lap("classes", "candidates")
+        edges = _edges(classes, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(edges)
         edge_count = edges.count()
         clock.lap("candidates", "components")
         reliable = spark.sparkContext.getCheckpointDir() is not None
         roots, manifest.component_rounds = star_roots(edges, reliable)
         tagged = (
-            signed.select("id", "cid", "exact")
+            classes.select("id", "cid", "exact")
             .join(roots, F.col("cid") == F.col("node"), "left")
             .select("id", "exact", F.coalesce("root", "cid").alias("root"))
             .persist(StorageLevel.MEMORY_AND_DISK)
@@ -250,7 +266,9 @@ def run_spark_dedup(
         clock.lap("components", "write")
         near = F.col("exact") & (F.col("root") == F.col("id"))
         kept = tagged if params.keep_duplicates else tagged.where(near)
-        rows = _decontaminate(spark, kept.join(docs, "id"), protected, n, fmt)
+        # The second pass over the inputs: texts and meta of the kept documents.
+        docs = kept.join(raw.select("id", "text", "meta"), "id")
+        rows = _decontaminate(spark, docs, protected, n, fmt)
         target = HadoopPath(spark, output)
         _write(rows, target, fmt)
         written = _count_written(spark, output, fmt)

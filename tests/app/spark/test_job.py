@@ -61,7 +61,7 @@ def test_spark_survivors_and_tags_equal_local_and_core(
     assert manifest.counts["written"] == len(lines)
     dropped = manifest.counts["exact_dropped"] + manifest.counts["near_dropped"]
     assert manifest.counts["read"] - dropped == len(lines)
-    assert set(manifest.seconds) == {"read", "signatures", "candidates", "components", "write"}
+    assert set(manifest.seconds) == {"signatures", "classes", "candidates", "components", "write"}
     assert manifest.engine == "spark" and manifest.master == "local[2]"
 
 
