@@ -11,7 +11,7 @@
 
 Run from the repository root::
 
-    python -m bench.spark [--docs N] [--quick] [--markdown] [--driver-memory 2g]
+    python -m bench.spark [--docs N] [--quick] [--markdown] [--driver-memory 4g]
 
 Defaults: N = 1,000,000 (about 2 GiB of JSON Lines); ``--quick``: N = 20,000.
 """
@@ -49,7 +49,7 @@ class Config:
     seed: int = 0
     workers: int = 2
     master: str = "local[2]"
-    driver_memory: str = "2g"
+    driver_memory: str = "4g"
     timeout: float = 3600.0
 
 
@@ -207,7 +207,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="--engine local --workers")
     parser.add_argument("--spark-master", default="local[2]")
-    parser.add_argument("--driver-memory", default="2g", help="the local JVM's heap")
+    parser.add_argument("--driver-memory", default="4g", help="the local JVM heap")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per subprocess")
     return parser
 
