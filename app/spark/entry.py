@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from app.spark.io import HadoopPath
+from app.spark.corpus import HadoopPath
 from app.spark.job import SparkManifest, SparkParams, run_spark_dedup
 from core.engine import ParameterError
 

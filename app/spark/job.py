@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.spark import kernels
 from app.spark.components import star_roots
-from app.spark.io import (
+from app.spark.corpus import (
     HadoopPath,
     check_rows,
     check_unique_ids,

@@ -1,5 +1,7 @@
 """Corpus files in and out of Spark: inputs read with Spark's own readers and checked, the
-survivors written as a directory of part files, and files on any Hadoop filesystem.
+survivors written as a directory of part files, and files on any Hadoop filesystem. (Named
+``corpus``, not ``io``: ``spark-submit app/spark/submit.py`` puts this folder first on
+``sys.path``, where an ``io.py`` would shadow the standard library's.)
 
 Inputs are local paths, directories, globs or Hadoop URIs (``s3a://``, ``hdfs://``, ``gs://``).
 A name ending in ``.parquet`` (a file, a directory of parts, or a glob such as ``*.parquet``) is
