@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint bench clean browser postgres
+.PHONY: serve test lint bench clean browser postgres java
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ $(VENV)/.lint: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.bench: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -e '.[bench,postgres]'
+	$(PY) -m pip install --quiet -e '.[bench,postgres,spark]'
 	touch $@
 
 serve: $(VENV)/.base
@@ -43,7 +43,13 @@ postgres:
 	  echo "installing Debian's postgresql for the replica tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
 
-test: $(VENV)/.test browser postgres
+# The Spark engine's tests and benchmark run a JVM: install Debian's Java 17 when missing.
+java:
+	@command -v java >/dev/null || { \
+	  echo "installing Debian's openjdk-17-jre-headless for the Spark engine"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
+
+test: $(VENV)/.test browser postgres java
 	$(PY) -m pytest
 
 lint: $(VENV)/.lint
@@ -53,13 +59,14 @@ lint: $(VENV)/.lint
 	$(VENV)/bin/lint-imports --no-cache
 
 # Speed and memory against the peers (datasketch, rensa); tables for bench/RESULTS.md.
-bench: $(VENV)/.bench postgres
+bench: $(VENV)/.bench postgres java
 	$(PY) -m bench.signatures --markdown
 	$(PY) -m bench.service --markdown
 	$(PY) -m bench.service.ingest_latency --markdown
 	$(PY) -m bench.service.copies --markdown
 	$(PY) -m bench.service.replicas --markdown
 	$(PY) -m bench.batch --markdown
+	$(PY) -m bench.spark --markdown
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -142,6 +142,11 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     dedup.add_argument("--manifest", help="default: OUTPUT.manifest.json (none when OUTPUT is '-')")
     dedup.add_argument("--dry-run", action="store_true", help="report the counts, write nothing")
     dedup.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    dedup.add_argument(
+        "--engine", choices=("local", "spark"), default="local", help="where to run (local)"
+    )
+    dedup.add_argument("--spark-master", help="e.g. local[2]; default: Spark's configuration")
+    dedup.set_defaults(dedup_parser=dedup)  # the Spark engine names the flags it does not take
 
 
 def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
@@ -192,9 +197,16 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _dedup(args: argparse.Namespace) -> int:
+    if args.engine == "spark":
+        from app.cli.spark import dedup_spark
+
+        return dedup_spark(args)
     from app.cli.dedup import run_dedup
     from app.cli.options import DedupOptions, DedupParams, default_workers
     from core.engine import KeepPolicy, MinhashParams, ParameterError, Schema
+
+    if args.spark_master is not None:
+        raise ParameterError("--spark-master needs --engine spark")
 
     workers = default_workers() if args.workers is None else args.workers
     if workers < 1:

@@ -1,0 +1,59 @@
+"""``neardup dedup --engine spark``: the flags checked, then the run handed to ``app.spark``."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.engine import MinhashParams, ParameterError
+
+__all__ = ["SPARK_FLAGS", "dedup_spark"]
+
+#: The dedup flags (by argparse dest) the Spark engine takes; any other given is an error.
+SPARK_FLAGS = frozenset(
+    {
+        "command", "inputs", "output", "protected", "num_perm", "bands", "threshold", "k",
+        "seed", "ngram", "manifest", "quiet", "engine", "spark_master",
+        "dedup_parser",
+    }
+)  # fmt: skip
+
+
+def _unsupported(args: argparse.Namespace) -> list[str]:
+    """The option strings of flags given (not at their default) that Spark does not take."""
+    parser: argparse.ArgumentParser = args.dedup_parser
+    named = []
+    for action in parser._actions:
+        if action.dest in SPARK_FLAGS or action.dest == argparse.SUPPRESS:
+            continue
+        if getattr(args, action.dest, action.default) != action.default:
+            named.append("/".join(action.option_strings) or action.dest)
+    return named
+
+
+def dedup_spark(args: argparse.Namespace) -> int:
+    """Check the flags, run on Spark (exit 0), or raise ParameterError naming what is wrong."""
+    unsupported = _unsupported(args)
+    if unsupported:
+        raise ParameterError(
+            f"--engine spark does not take {', '.join(unsupported)}: Spark's executors and "
+            "configuration decide those (see docs/spark.md)"
+        )
+    given = {
+        n: getattr(args, n)
+        for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram")
+        if getattr(args, n) is not None
+    }
+    from app.spark.entry import dedup_on_spark
+    from app.spark.job import SparkParams
+
+    params = SparkParams(MinhashParams(**given), keep_duplicates=args.keep_duplicates)
+    dedup_on_spark(
+        [str(p) for p in args.inputs],
+        str(args.output),
+        protected=[str(p) for p in args.protected],
+        params=params,
+        master=args.spark_master,
+        manifest_path=None if args.manifest is None else str(args.manifest),
+        quiet=args.quiet,
+    )
+    return 0

@@ -1,0 +1,8 @@
+"""``python -m app.spark INPUT... --output OUT``: the spark-submit entry, run directly."""
+
+import sys
+
+from app.spark.submit import main
+
+if __name__ == "__main__":
+    sys.exit(main())

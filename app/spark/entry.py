@@ -1,0 +1,78 @@
+"""A Spark run from the command line: the session, the run, the manifest and the summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from app.spark.corpus import HadoopPath
+from app.spark.job import SparkManifest, SparkParams, run_spark_dedup
+from core.engine import ParameterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["dedup_on_spark", "spark_session"]
+
+#: spark.sql.shuffle.partitions on a local master (Spark's configuration decides elsewhere).
+_LOCAL_SHUFFLE_PARTITIONS = 8
+
+
+def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
+    """The session: ``master`` if given, else whatever Spark's configuration says (so inside
+    ``spark-submit`` the cluster's). A local master runs executors' Python with this
+    interpreter unless ``PYSPARK_PYTHON`` says otherwise."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ParameterError(
+            "the Spark engine needs pyspark and Java 17: pip install 'neardup[spark]'"
+        ) from None
+    if master is not None and master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("neardup dedup")
+    if master is not None:
+        builder = builder.master(master)
+    if master is not None and master.startswith("local"):
+        # One machine: a few shuffle partitions a core, not a cluster's default of 200.
+        builder = builder.config("spark.sql.shuffle.partitions", str(_LOCAL_SHUFFLE_PARTITIONS))
+    if quiet:
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR" if quiet else "WARN")
+    return spark
+
+
+def dedup_on_spark(
+    inputs: Sequence[str],
+    output: str,
+    *,
+    protected: Sequence[str] = (),
+    params: SparkParams | None = None,
+    master: str | None = None,
+    manifest_path: str | None = None,
+    quiet: bool = False,
+) -> SparkManifest:
+    """Run on Spark and write the manifest (default ``OUTPUT.manifest.json``, any Hadoop path)."""
+    spark = spark_session(master, quiet)
+    try:
+        manifest = run_spark_dedup(
+            spark, inputs, output, protected=protected, params=params or SparkParams()
+        )
+        path = manifest_path or output.rstrip("/") + ".manifest.json"
+        body = json.dumps(manifest.as_json(), indent=2) + "\n"
+        HadoopPath(spark, path).write_bytes(body.encode("utf-8"))
+    finally:
+        spark.stop()
+    if not quiet:
+        c = manifest.counts
+        print(
+            f"neardup dedup (spark, {manifest.master}): read {c['read']}, exact-dropped "
+            f"{c['exact_dropped']}, near-dropped {c['near_dropped']}, decontaminated "
+            f"{c['decontaminated']}, wrote {c['written']} to {output} (manifest {path})",
+            file=sys.stderr,
+        )
+    return manifest

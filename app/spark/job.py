@@ -1,0 +1,298 @@
+"""The Spark batch run: exact dedup, near dedup and decontamination, identical to the local one.
+
+Stages (each materialised once, so its seconds mean something and later stages reuse it):
+
+1. ``signatures``: one pass over the inputs (Spark's readers): core's kernel over Arrow
+   batches and SHA-256 of the text (Spark's ``sha2`` of the UTF-8 bytes), kept; then every row
+   checked (a bad one is a CorpusError naming the file and line) and ids checked unique
+   (DuplicateIdError), before anything is written.
+2. ``classes``: each document's class, the smallest id among documents of its identical live
+   signature (a document without shingles is a class of its own, as in core), and whether it
+   is its text's exact keeper (smallest id of its SHA-256).
+3. ``candidates``: one (band, key) row per band of every class; buckets of two or more members
+   get their signatures joined and are compared in sorted runs (``BucketEdges``), yielding a
+   star of confirmed components per bucket.
+4. ``components``: large-star / small-star over those edges; every class's root is the
+   smallest id of its component.
+5. ``write``: the second pass over the inputs: the kept documents tagged with their root,
+   minus the contaminated ones, written as part files to a hidden sibling directory that is
+   moved to the output when complete.
+
+The survivors and tags are exactly the local engine's: the classes are core's identical-row
+classes, a bucket is a run of equal band rows, confirmation is core's ``estimates``, and
+components of the same graph have the same smallest-id roots, for any partitioning or order.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from app.spark import kernels
+from app.spark.components import star_roots
+from app.spark.corpus import (
+    HadoopPath,
+    check_rows,
+    check_unique_ids,
+    output_format,
+    read_corpus,
+)
+from app.spark.metrics import shuffle_bytes
+from core.engine import MinhashParams, NgramIndex, read_protected_set
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["SparkManifest", "SparkParams", "run_spark_dedup"]
+
+
+@dataclass(frozen=True)
+class SparkParams:
+    """The knobs of ``neardup dedup --engine spark``: core's parameters and what to keep."""
+
+    minhash: MinhashParams = field(default_factory=MinhashParams)
+    keep_duplicates: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat, as the flags are spelled (for the manifest)."""
+        return {**self.minhash.as_dict(), "keep_duplicates": self.keep_duplicates}
+
+
+@dataclass
+class SparkManifest:
+    """What a Spark run did: engine, Spark's version and master, parameters, inputs, counts per
+    stage, clusters, component rounds, seconds per stage and the output."""
+
+    engine: str
+    spark_version: str
+    master: str
+    parameters: dict[str, Any]
+    inputs: list[str]
+    protected: list[dict[str, Any]]
+    counts: dict[str, int] = field(default_factory=dict)
+    clusters: int = 0
+    component_rounds: int = 0
+    shuffle_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    output: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest as a JSON-ready dict."""
+        return asdict(self)
+
+
+class _Clock:
+    """Seconds per stage; each stage's Spark jobs in a job group of its name (for metrics)."""
+
+    def __init__(self, spark: SparkSession, seconds: dict[str, float], first: str) -> None:
+        self.spark = spark
+        self.seconds = seconds
+        self.started = time.perf_counter()
+        spark.sparkContext.setJobGroup(first, f"neardup dedup: {first}")
+
+    def lap(self, stage: str, following: str | None = None) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = round(now - self.started, 3)
+        self.started = now
+        if following is not None:
+            self.spark.sparkContext.setJobGroup(following, f"neardup dedup: {following}")
+
+
+def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
+    """(id, sha, bad, file, sig, live): one pass over the inputs; ``file`` is kept for bad rows
+    only (the error names it), a bad row's missing text is signed as ""."""
+    from pyspark.sql import functions as F
+
+    def sign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield kernels.signature_batch(batch, params)
+
+    text = F.coalesce(F.col("text"), F.lit(""))
+    bad_file = F.when(F.col("bad").isNotNull(), F.col("file"))
+    columns: list[Column | str] = ["id", text.alias("text"), F.sha2(text, 256).alias("sha"), "bad"]
+    return raw.select(*columns, bad_file.alias("file")).mapInArrow(
+        sign, "id string, sha string, bad string, file string, sig binary, live boolean"
+    )
+
+
+def _classes(signed: DataFrame) -> DataFrame:
+    """(id, sha, sig, live, cid, exact): each document's class (the smallest id among documents
+    of its identical live signature) and whether it is its text's exact keeper."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    # Live documents with identical signatures are one class (core merges them up front); a
+    # document without shingles is a class of its own, keyed by its id.
+    klass = Window.partitionBy(
+        "live", F.when(F.col("live"), F.col("sig")).otherwise(F.encode("id", "UTF-8"))
+    )
+    exact = F.col("id") == F.min("id").over(Window.partitionBy("sha"))
+    return signed.select(
+        "id", "sig", "live", F.min("id").over(klass).alias("cid"), exact.alias("exact")
+    )
+
+
+def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
+    """(child, parent) stars of every bucket's confirmed components, over class ids."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    def bands(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield kernels.band_batch(batch, params)
+
+    classes = signed.where(F.col("live") & (F.col("id") == F.col("cid"))).select("cid", "sig")
+    keys = classes.mapInArrow(bands, "band int, key binary, cid string")
+    bucket = Window.partitionBy("band", "key")
+    shared = keys.withColumn("n", F.count("*").over(bucket)).where(F.col("n") >= 2).drop("n")
+    members = shared.join(classes, "cid")
+    runs = members.repartition("band", "key").sortWithinPartitions("band", "key", "cid")
+    return runs.mapInArrow(kernels.BucketEdges(params), "child string, parent string")
+
+
+def _decontaminate(
+    spark: SparkSession, kept: DataFrame, protected: Sequence[str], n: int, fmt: str
+) -> DataFrame:
+    """The kept rows, contaminated ones dropped, as output rows (``value`` for JSON Lines)."""
+    grams: set[str] = set()
+    for path in protected:
+        grams.update(read_protected_set(path, n).grams)
+    shared = spark.sparkContext.broadcast(sorted(grams)) if grams else None
+    jsonl = fmt != ".parquet"
+
+    def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        index = NgramIndex(set(shared.value), n) if shared is not None else None
+        for batch in batches:
+            texts = batch.column("text").to_pylist()
+            keep = pa.array(kernels.clean_batch(texts, index))
+            rows = batch.filter(keep)
+            ids, metas, roots = (rows.column(c).to_pylist() for c in ("id", "meta", "root"))
+            kept_texts = [t for t, k in zip(texts, keep.to_pylist(), strict=True) if k]
+            if jsonl:
+                lines = kernels.json_lines(ids, kept_texts, metas, roots)
+                yield pa.RecordBatch.from_arrays([pa.array(lines, pa.string())], ["value"])
+            else:
+                tagged = [kernels.dumps_meta(m, r) for m, r in zip(metas, roots, strict=True)]
+                yield pa.RecordBatch.from_arrays(
+                    [rows.column("id"), rows.column("text"), pa.array(tagged, pa.string())],
+                    ["id", "text", "meta"],
+                )
+
+    schema = "value string" if jsonl else "id string, text string, meta string"
+    return kept.select("id", "text", "meta", "root").mapInArrow(clean, schema)
+
+
+def _write(rows: DataFrame, output: HadoopPath, fmt: str) -> None:
+    """Part files to a hidden sibling directory, moved over ``output`` once complete."""
+    partial = output.sibling(f".{output.name}.partial-{uuid.uuid4().hex[:12]}")
+    try:
+        if fmt == ".parquet":
+            rows.write.mode("overwrite").parquet(partial.path)
+        else:
+            compression = "gzip" if fmt == ".jsonl.gz" else "none"
+            rows.write.mode("overwrite").option("compression", compression).text(partial.path)
+        partial.rename_to(output)
+    except BaseException:
+        partial.delete()
+        raise
+
+
+def run_spark_dedup(
+    spark: SparkSession,
+    inputs: Sequence[str],
+    output: str,
+    *,
+    protected: Sequence[str] = (),
+    params: SparkParams = SparkParams(),
+) -> SparkManifest:
+    """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    fmt = output_format(output)
+    manifest = SparkManifest(
+        engine="spark",
+        spark_version=spark.version,
+        master=str(spark.sparkContext.master),
+        parameters=params.as_dict(),
+        inputs=list(inputs),
+        protected=[{"path": p} for p in protected],
+    )
+    n = params.minhash.ngram
+    for path in protected:  # read (and rejected) before any Spark work
+        read_protected_set(path, n)
+    clock = _Clock(spark, manifest.seconds, "signatures")
+    raw = read_corpus(spark, inputs)
+    persisted: list[DataFrame] = []
+    try:
+        # One pass over the inputs: signatures and digests, kept; every check runs on them.
+        signed = _signed(raw, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(signed)
+        read = signed.count()
+        check_rows(spark, signed)
+        check_unique_ids(signed)
+        clock.lap("signatures", "classes")
+        classes = _classes(signed).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(classes)
+        classes.count()
+        signed.unpersist()
+        clock.lap("classes", "candidates")
+        edges = _edges(classes, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(edges)
+        edge_count = edges.count()
+        clock.lap("candidates", "components")
+        reliable = spark.sparkContext.getCheckpointDir() is not None
+        roots, manifest.component_rounds = star_roots(edges, reliable)
+        tagged = (
+            classes.select("id", "cid", "exact")
+            .join(roots, F.col("cid") == F.col("node"), "left")
+            .select("id", "exact", F.coalesce("root", "cid").alias("root"))
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        persisted.append(tagged)
+        row = tagged.agg(
+            F.count(F.when(~F.col("exact"), 1)).alias("exact_dropped"),
+            F.count(F.when(F.col("exact") & (F.col("root") != F.col("id")), 1)).alias("near"),
+        ).first()
+        stats = None if row is None else (int(row[0]), int(row[1]))
+        sizes = tagged.groupBy("root").count()
+        manifest.clusters = sizes.where(F.col("count") >= 2).count()
+        clock.lap("components", "write")
+        near = F.col("exact") & (F.col("root") == F.col("id"))
+        kept = tagged if params.keep_duplicates else tagged.where(near)
+        # The second pass over the inputs: texts and meta of the kept documents.
+        docs = kept.join(raw.select("id", "text", "meta"), "id")
+        rows = _decontaminate(spark, docs, protected, n, fmt)
+        target = HadoopPath(spark, output)
+        _write(rows, target, fmt)
+        written = _count_written(spark, output, fmt)
+        clock.lap("write")
+    finally:
+        for df in persisted:
+            df.unpersist()
+    exact_dropped, near_dropped = (0, 0) if stats is None else (stats[0], stats[1])
+    keep_all = params.keep_duplicates
+    kept_count = read if keep_all else read - exact_dropped - near_dropped
+    manifest.counts = {
+        "read": read,
+        "exact_dropped": 0 if keep_all else exact_dropped,
+        "near_dropped": 0 if keep_all else near_dropped,
+        "decontaminated": kept_count - written,
+        "written": written,
+        "edges": edge_count,
+    }
+    manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
+    manifest.shuffle_bytes = shuffle_bytes(spark)
+    return manifest
+
+
+def _count_written(spark: SparkSession, output: str, fmt: str) -> int:
+    if fmt == ".parquet":
+        return spark.read.parquet(output).count()
+    return spark.read.text(output).count()

@@ -1,0 +1,243 @@
+"""The work Spark's executors do on Arrow batches: pure numpy and pyarrow, no pyspark.
+
+Every function takes and returns ``pyarrow.RecordBatch`` (or arrays), so ``mapInArrow`` runs
+each on whole batches and core's vectorised kernels see whole batches too: no Python call per
+document for signatures, band keys, confirmations or n-gram checks.
+
+- ``signature_batch``: (id, text) -> (id, sig, live), ``sig`` the uint32 signature as bytes.
+- ``band_batch``: (cid, sig) of live classes -> one (band, key, cid) row per band, ``key`` the
+  band's rows as bytes (equal keys are equal rows: no digest collision can make a candidate).
+- ``BucketEdges``: the rows of each bucket, sorted by (band, key, cid), -> a star of every
+  bucket's confirmed components: (child cid, smallest cid of its component in the bucket).
+- ``clean_batch``: which texts share no protected n-gram (``NgramIndex``'s exact verdicts).
+- ``json_lines`` and ``tagged_meta``: the output rows, spelled as the local engine writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from core.engine import (
+    CLUSTER_KEY,
+    MinhashParams,
+    NgramIndex,
+    batch_signatures,
+    empty_rows,
+    estimates,
+    min_label_components,
+)
+
+__all__ = [
+    "BIG_BUCKET",
+    "BucketEdges",
+    "band_batch",
+    "binary_rows",
+    "bucket_star",
+    "clean_batch",
+    "json_lines",
+    "signature_batch",
+    "tagged_meta",
+]
+
+#: A bucket of more members than this is compared block by block, skipping pairs already in one
+#: component; smaller ones are compared all at once with every other small bucket of the batch.
+BIG_BUCKET = 256
+#: Pairs compared per step in a big bucket (bounds the pair arrays to ~16 MiB).
+_BLOCK_PAIRS = 1 << 20
+
+
+def binary_rows(matrix: NDArray[Any]) -> pa.Array:
+    """Every row of a C-contiguous 2-d array as one fixed-width ``binary`` value (no copy per
+    row: one offsets buffer over the matrix's bytes)."""
+    data = np.ascontiguousarray(matrix)
+    width = data.shape[1] * data.itemsize
+    offsets = np.arange(len(data) + 1, dtype=np.int32) * np.int32(width)
+    return pa.Array.from_buffers(
+        pa.binary(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(data.tobytes())]
+    )
+
+
+def _matrix(column: pa.Array, width: int, dtype: type[np.generic]) -> NDArray[Any]:
+    """A ``binary`` column of fixed-width values back as a ``[len, width]`` array."""
+    if len(column) == 0:
+        return np.empty((0, width), dtype=dtype)
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[
+        column.offset : column.offset + len(column) + 1
+    ]
+    raw = np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    return raw.view(dtype).reshape(len(column), width)
+
+
+def signature_batch(batch: pa.RecordBatch, params: MinhashParams) -> pa.RecordBatch:
+    """(text, *others) -> (*others, sig, live): core's signatures of the batch, bit for bit, the
+    other columns passed through."""
+    sigs = batch_signatures(batch.column("text").to_pylist(), params)
+    others = [name for name in batch.schema.names if name != "text"]
+    return pa.RecordBatch.from_arrays(
+        [*(batch.column(name) for name in others), binary_rows(sigs), pa.array(~empty_rows(sigs))],
+        names=[*others, "sig", "live"],
+    )
+
+
+def band_batch(batch: pa.RecordBatch, params: MinhashParams) -> pa.RecordBatch:
+    """(cid, sig) -> (band, key, cid), band-major: one row per band of every class."""
+    sigs = _matrix(batch.column("sig"), params.num_perm, np.uint32)
+    n, rows = len(sigs), params.rows
+    keys = sigs.reshape(n, params.bands, rows).transpose(1, 0, 2).reshape(n * params.bands, rows)
+    band = np.repeat(np.arange(params.bands, dtype=np.int32), n)
+    cid = pa.concat_arrays([batch.column("cid")] * params.bands) if n else batch.column("cid")
+    return pa.RecordBatch.from_arrays(
+        [pa.array(band, type=pa.int32()), binary_rows(keys), cid], names=["band", "key", "cid"]
+    )
+
+
+def _run_starts(band: NDArray[np.int32], keys: NDArray[np.uint32]) -> NDArray[np.int64]:
+    """Where each run of equal (band, key) starts in rows sorted by them."""
+    if len(band) == 0:
+        return np.empty(0, dtype=np.int64)
+    differs = (band[1:] != band[:-1]) | (keys[1:] != keys[:-1]).any(axis=1)
+    return np.flatnonzero(np.concatenate(([True], differs)))
+
+
+def _spans(first: NDArray[np.int64], count: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``first[r], first[r] + 1, ..., first[r] + count[r] - 1`` for every r, concatenated."""
+    total = int(count.sum())
+    return np.repeat(first - np.cumsum(count) + count, count) + np.arange(total, dtype=np.int64)
+
+
+def _pairs_within(starts: NDArray[np.int64], ends: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Every pair (i, j), i < j, of rows inside each run ``[starts[r], ends[r])``."""
+    size = ends - starts
+    pos = _spans(starts, size)
+    run_end = np.repeat(ends, size)
+    out = [np.empty((0, 2), dtype=np.int64)]
+    d = 1
+    live = pos + d < run_end
+    pos, run_end = pos[live], run_end[live]
+    while len(pos):
+        out.append(np.stack((pos, pos + d), axis=1))
+        d += 1
+        live = pos + d < run_end
+        pos, run_end = pos[live], run_end[live]
+    return np.concatenate(out)
+
+
+def bucket_star(sigs: NDArray[np.uint32], threshold: float) -> NDArray[np.int64]:
+    """For the members of one bucket (sorted by cid), the smallest member of each one's
+    component of confirmed pairs; block by block, skipping pairs already joined.
+
+    Exact: a skipped pair's members are already connected, so its edge changes nothing. The
+    comparisons are at most the m(m - 1)/2 core makes for the bucket, and far fewer when many
+    members are near copies of each other (one block joins them, later blocks skip them).
+    """
+    m = len(sigs)
+    label = np.arange(m, dtype=np.int64)
+    step = max(1, _BLOCK_PAIRS // max(m, 1))
+    for lo in range(0, m - 1, step):
+        hi = min(m - 1, lo + step)
+        rows = np.arange(lo, hi, dtype=np.int64)
+        i = np.repeat(rows, m - 1 - rows)
+        j = _spans(rows + 1, m - 1 - rows)
+        keep = label[i] != label[j]
+        pairs = np.stack((i[keep], j[keep]), axis=1)
+        confirmed = pairs[estimates(sigs, pairs) >= threshold]
+        if len(confirmed):
+            left = np.concatenate((confirmed[:, 0], np.arange(m)))
+            right = np.concatenate((confirmed[:, 1], label))
+            label = min_label_components(m, left, right)
+    return label
+
+
+class BucketEdges:
+    """Turns a partition's stream of bucket rows, sorted by (band, key, cid), into star edges.
+
+    A bucket may straddle two Arrow batches: its rows are held back and processed with the next
+    batch. Small buckets of a batch are compared all at once (their pairs vectorised), big ones
+    by ``bucket_star``; each bucket yields (child, root) for every member whose component in the
+    bucket has a smaller cid, so a bucket of m members gives at most m - 1 edges.
+    """
+
+    def __init__(self, params: MinhashParams) -> None:
+        self.params = params
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        held: pa.Table | None = None
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            table = table if held is None else pa.concat_tables([held, table])
+            band, keys, _, _ = self._columns(table)
+            starts = _run_starts(band, keys)
+            last = int(starts[-1]) if len(starts) else 0
+            yield self._edges(table.slice(0, last))
+            held = table.slice(last)
+        if held is not None:
+            yield self._edges(held)
+
+    def _columns(
+        self, table: pa.Table
+    ) -> tuple[NDArray[np.int32], NDArray[np.uint32], pa.Array, NDArray[np.uint32]]:
+        p = self.params
+        band = table.column("band").to_numpy().astype(np.int32)
+        keys = _matrix(table.column("key").combine_chunks(), p.rows, np.uint32)
+        cid = table.column("cid").combine_chunks()
+        sigs = _matrix(table.column("sig").combine_chunks(), p.num_perm, np.uint32)
+        return band, keys, cid, sigs
+
+    def _edges(self, table: pa.Table) -> pa.RecordBatch:
+        band, keys, cid, sigs = self._columns(table)
+        n = len(band)
+        if n == 0:
+            return pa.RecordBatch.from_arrays(
+                [pa.array([], pa.string()), pa.array([], pa.string())], names=["child", "parent"]
+            )
+        starts = _run_starts(band, keys)
+        ends = np.append(starts[1:], n).astype(np.int64)
+        size = ends - starts
+        small = (size >= 2) & (size <= BIG_BUCKET)
+        pairs = _pairs_within(starts[small], ends[small])
+        confirmed = pairs[estimates(sigs, pairs) >= self.params.threshold]
+        label = min_label_components(n, confirmed[:, 0], confirmed[:, 1])
+        big = size > BIG_BUCKET
+        for s, e in zip(starts[big].tolist(), ends[big].tolist(), strict=True):
+            label[s:e] = s + bucket_star(sigs[s:e], self.params.threshold)
+        child = np.flatnonzero(label != np.arange(n))
+        return pa.RecordBatch.from_arrays(
+            [cid.take(pa.array(child)), cid.take(pa.array(label[child]))],
+            names=["child", "parent"],
+        )
+
+
+def clean_batch(texts: list[str], index: NgramIndex | None) -> NDArray[np.bool_]:
+    """True for every text sharing no protected n-gram (all of them without an index)."""
+    if index is None:
+        return np.ones(len(texts), dtype=np.bool_)
+    return ~index.contaminated_many(texts)
+
+
+def tagged_meta(meta: str | None, root: str) -> dict[str, Any]:
+    """A row's meta (JSON text, or None for none) with ``minhash_cluster`` set to ``root``, in
+    the key order the local engine writes (``{**meta, CLUSTER_KEY: root}``)."""
+    parsed = json.loads(meta) if meta else {}
+    return {**parsed, CLUSTER_KEY: root}
+
+
+def json_lines(
+    ids: list[str], texts: list[str], metas: list[str | None], roots: list[str]
+) -> list[str]:
+    """The output lines, byte for byte what the local engine writes for the same documents."""
+    return [
+        json.dumps({"id": i, "text": t, "meta": tagged_meta(m, r)})
+        for i, t, m, r in zip(ids, texts, metas, roots, strict=True)
+    ]
+
+
+def dumps_meta(meta: str | None, root: str) -> str:
+    """``tagged_meta`` as JSON text (the Parquet output's ``meta`` column, as core writes it)."""
+    return json.dumps(tagged_meta(meta, root))

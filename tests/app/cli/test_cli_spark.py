@@ -1,0 +1,73 @@
+"""``neardup dedup --engine spark`` through a real subprocess (its own JVM, local[1])."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from core.engine import Doc, write_docs
+from tests.fixtures import SHELL_SENTENCE, planted_corpus, write_protected
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def neardup(*args: object, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *map(str, args)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) -> None:
+    corpus = planted_corpus(5)
+    docs = [Doc(i, t, {"n": n}) for n, (i, t) in enumerate(corpus.docs.items())]
+    docs.append(Doc("zz-contaminated", "prefix " + SHELL_SENTENCE, {"n": -1}))
+    write_docs(tmp_path / "a.jsonl", docs[:30])
+    write_docs(tmp_path / "b.jsonl.gz", docs[30:])
+    jsonl, plain = write_protected(tmp_path)
+    common = ["a.jsonl", "b.jsonl.gz", "--protected", jsonl, plain, "--quiet"]
+    local = neardup("dedup", *common, "--output", "local.jsonl", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    spark = neardup(
+        "dedup", *common, "--output", "spark.jsonl", "--engine", "spark",
+        "--spark-master", "local[1]", cwd=tmp_path,
+    )  # fmt: skip
+    assert spark.returncode == 0, spark.stderr[-3000:]
+    lines = []
+    for part in sorted((tmp_path / "spark.jsonl").glob("part-*")):
+        lines.extend(part.read_text(encoding="utf-8").splitlines())
+    expected = (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(lines) == sorted(expected)
+    manifest = json.loads((tmp_path / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
+    local_manifest = json.loads((tmp_path / "local.jsonl.manifest.json").read_text())
+    assert manifest["engine"] == "spark" and manifest["master"] == "local[1]"
+    assert manifest["spark_version"].startswith("4.")
+    for key in ("read", "exact_dropped", "near_dropped", "decontaminated", "written"):
+        assert manifest["counts"][key] == local_manifest["counts"][key], key
+    assert manifest["clusters"] == local_manifest["clusters"]
+    assert manifest["counts"]["decontaminated"] == 1
+
+
+def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    result = neardup(
+        "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", "--workers", "2",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--engine spark does not take --workers" in result.stderr
+    for flag in (["--keep", "first"], ["--removed", "r.jsonl"], ["--id-field", "key"]):
+        result = neardup(
+            "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", *flag, cwd=tmp_path
+        )  # fmt: skip
+        assert result.returncode == 2
+        assert f"--engine spark does not take {flag[0]}" in result.stderr
+    result = neardup(
+        "dedup", "a.jsonl", "--output", "o.jsonl", "--spark-master", "local[1]", cwd=tmp_path
+    )
+    assert result.returncode == 2 and "--spark-master needs --engine spark" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]

@@ -1,0 +1,77 @@
+"""One SparkSession for the whole test session (a JVM takes seconds to start), on local[2]
+with few shuffle partitions, and helpers to write shards and read part files back."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The test session's SparkSession (local[2]); stopped at the end."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("neardup tests")
+        .config("spark.sql.shuffle.partitions", "3")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.adaptive.enabled", "false")  # keep the 3 partitions: more seams
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
+    yield session
+    session.stop()
+
+
+def write_shards(
+    folder: Path, docs: Sequence[dict[str, Any]], parts: int, name: str = "shard"
+) -> list[str]:
+    """``docs`` as ``parts`` JSON Lines files, round robin (so neighbours land apart)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}-{i}.jsonl" for i in range(parts)]
+    chunks: list[list[str]] = [[] for _ in range(parts)]
+    for i, doc in enumerate(docs):
+        chunks[i % parts].append(json.dumps(doc))
+    for path, lines in zip(paths, chunks, strict=True):
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return [str(p) for p in paths]
+
+
+def part_lines(output: Path) -> list[str]:
+    """Every line of every part file of a JSON Lines output directory, sorted."""
+    lines: list[str] = []
+    for part in sorted(output.glob("part-*")):
+        lines.extend(part.read_text(encoding="utf-8").splitlines())
+    return sorted(lines)
+
+
+def local_lines(inputs: Sequence[str], output: Path, **options: Any) -> list[str]:
+    """The local engine's output lines for the same inputs, sorted."""
+    from app.cli.dedup import run_dedup
+    from app.cli.options import DedupOptions, DedupParams
+
+    params = DedupParams(**options.pop("params", {}))
+    protected = tuple(str(p) for p in options.pop("protected", ()))
+    run_dedup(
+        DedupOptions(
+            inputs=tuple(str(p) for p in inputs),
+            output=str(output),
+            protected=protected,
+            params=params,
+            quiet=True,
+            **options,
+        )
+    )
+    return sorted(output.read_text(encoding="utf-8").splitlines())

@@ -1,0 +1,82 @@
+"""Bad input to the Spark engine: a CorpusError naming the file (and line) or a
+DuplicateIdError naming the id, and no output, no manifest, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from app.spark.job import run_spark_dedup
+from core.engine import CorpusError, DuplicateIdError, ParameterError
+
+GOOD = [{"id": f"d{i}", "text": f"some words for document number {i} here"} for i in range(6)]
+
+
+def _write(path: Path, lines: list[str]) -> str:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def _nothing_written(folder: Path) -> None:
+    left = sorted(p.name for p in folder.iterdir() if p.name.startswith(("out", ".out")))
+    assert left == []
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "reason"),
+    [
+        ('{"id": "x", "text": "unterminated', "not valid JSON"),
+        ('{"text": "no id here"}', "'id' must be a non-empty string"),
+        ('{"id": "", "text": "empty id"}', "'id' must be a non-empty string"),
+        ('{"id": "y"}', "'text' must be a string"),
+        ('{"id": "z", "text": "t", "meta": [1, 2]}', "'meta' must be an object"),
+    ],
+)
+def test_spark_bad_row_names_file_and_line_and_writes_nothing(
+    spark: Any, tmp_path: Path, bad_line: str, reason: str
+) -> None:
+    good = _write(tmp_path / "good.jsonl", [json.dumps(d) for d in GOOD[:3]])
+    lines = [json.dumps(d) for d in GOOD[3:]]
+    bad = _write(tmp_path / "bad.jsonl", [lines[0], "", lines[1], bad_line, lines[2]])
+    with pytest.raises(CorpusError) as info:
+        run_spark_dedup(spark, [good, bad], str(tmp_path / "out.jsonl"))
+    message = str(info.value)
+    assert "bad.jsonl:4" in message and reason in message
+    _nothing_written(tmp_path)
+
+
+def test_spark_repeated_id_is_named(spark: Any, tmp_path: Path) -> None:
+    a = _write(tmp_path / "a.jsonl", [json.dumps(d) for d in GOOD])
+    b = _write(tmp_path / "b.jsonl", [json.dumps({"id": "d4", "text": "another text"})])
+    with pytest.raises(DuplicateIdError, match="d4"):
+        run_spark_dedup(spark, [a, b], str(tmp_path / "out.parquet"))
+    _nothing_written(tmp_path)
+
+
+def test_spark_parquet_without_text_column_and_missing_input(spark: Any, tmp_path: Path) -> None:
+    pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), tmp_path / "t.parquet")
+    with pytest.raises(CorpusError, match="columns 'id' and 'text'"):
+        run_spark_dedup(spark, [str(tmp_path / "t.parquet")], str(tmp_path / "out.jsonl"))
+    with pytest.raises(CorpusError, match="no such file"):
+        run_spark_dedup(spark, [str(tmp_path / "nope.jsonl")], str(tmp_path / "out.jsonl"))
+    _nothing_written(tmp_path)
+
+
+def test_spark_output_name_and_protected_file_are_checked_first(spark: Any, tmp_path: Path) -> None:
+    a = _write(tmp_path / "a.jsonl", [json.dumps(d) for d in GOOD])
+    with pytest.raises(CorpusError, match="unknown output format"):
+        run_spark_dedup(spark, [a], str(tmp_path / "out.csv"))
+    with pytest.raises(CorpusError, match="no such file"):
+        run_spark_dedup(spark, [a], str(tmp_path / "out.jsonl"), protected=["missing.jsonl"])
+    with pytest.raises(ParameterError):
+        from app.spark.job import SparkParams
+        from core.engine import MinhashParams
+
+        run_spark_dedup(spark, [a], str(tmp_path / "out.jsonl"),
+                        params=SparkParams(MinhashParams(bands=7)))  # fmt: skip
+    _nothing_written(tmp_path)

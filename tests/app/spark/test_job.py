@@ -1,0 +1,156 @@
+"""The Spark engine against the local engine and core: the same survivors and tags, byte for
+byte, for 1, 3 and 7 shards, reversed input, --keep-duplicates, protected files and Parquet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from app.spark.job import SparkParams, run_spark_dedup
+from core.engine import CLUSTER_KEY, Doc
+from core.minhash import decontaminate, exact_dedup, near_dedup
+from tests.app.spark.conftest import local_lines, part_lines, write_shards
+from tests.app.spark.corpus import TEMPLATED, adversarial_docs
+from tests.fixtures import write_protected
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict[str, Any]]:
+    return adversarial_docs()
+
+
+@pytest.fixture(scope="module")
+def reference(docs: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The local engine's output for the corpus in one file."""
+    tmp = tmp_path_factory.mktemp("local")
+    inputs = write_shards(tmp, docs, 1)
+    return local_lines(inputs, tmp / "out.jsonl")
+
+
+def _core_tags(docs: list[dict[str, Any]]) -> dict[str, str]:
+    """id -> minhash_cluster of core's exact_dedup then near_dedup."""
+    stream = (Doc(d["id"], d["text"], d.get("meta", {})) for d in docs)
+    return {d.id: d.meta[CLUSTER_KEY] for d in near_dedup(exact_dedup(stream))}
+
+
+@pytest.mark.parametrize(("parts", "reverse"), [(1, False), (3, True), (7, False)])
+def test_spark_survivors_and_tags_equal_local_and_core(
+    spark: Any, docs: list[dict[str, Any]], reference: list[str], tmp_path: Path, parts: int,
+    reverse: bool,
+) -> None:  # fmt: skip
+    rows = docs[::-1] if reverse else docs
+    inputs = write_shards(tmp_path / "in", rows, parts)
+    out = tmp_path / "out.jsonl"
+    manifest = run_spark_dedup(spark, inputs, str(out))
+    lines = part_lines(out)
+    assert lines == reference
+    tags = {json.loads(line)["id"]: json.loads(line)["meta"][CLUSTER_KEY] for line in lines}
+    assert tags == _core_tags(docs)
+    # The shapes are really there: the chain joined, the template collapsed, copies dropped.
+    assert "chain-1" in tags and "chain-2" not in tags and "chain-9" not in tags
+    assert sum(i.startswith("tpl-") for i in tags) == 1
+    assert sum(i.startswith("copy-") for i in tags) == 1 and "copy-3" in tags
+    texts = [json.loads(line)["text"] for line in lines]
+    assert texts.count("") == 1 and texts.count("... !!! ???") == 1 and "dots" in tags
+    assert manifest.counts["read"] == len(docs)
+    assert manifest.counts["written"] == len(lines)
+    dropped = manifest.counts["exact_dropped"] + manifest.counts["near_dropped"]
+    assert manifest.counts["read"] - dropped == len(lines)
+    assert set(manifest.seconds) == {"signatures", "classes", "candidates", "components", "write"}
+    assert manifest.engine == "spark" and manifest.master == "local[2]"
+
+
+def test_spark_giant_bucket_is_one_cluster_of_all_templated_pages(
+    spark: Any, docs: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    inputs = write_shards(tmp_path / "in", docs, 2)
+    out = tmp_path / "all.jsonl"
+    run_spark_dedup(spark, inputs, str(out), params=SparkParams(keep_duplicates=True))
+    rows = [json.loads(line) for line in part_lines(out)]
+    assert len(rows) == len(docs)
+    roots = {r["meta"][CLUSTER_KEY] for r in rows if r["id"].startswith("tpl-")}
+    templated = sorted(r["id"] for r in rows if r["id"].startswith("tpl-"))
+    assert len(templated) == TEMPLATED and roots == {templated[0]}
+
+
+def test_spark_keep_duplicates_and_protected_equal_local(
+    spark: Any, docs: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    eval_jsonl, held_out = write_protected(tmp_path)
+    dirty = [
+        {"id": "dirty-1", "text": "blah " + "Tom found a shiny red shell by the river and "
+         "carried it home to show his sister. more"},
+        {"id": "dirty-2", "text": "In the middle of the night the old lighthouse keeper climbed "
+         "the stairs one last time before dawn"},
+    ]  # fmt: skip
+    inputs = write_shards(tmp_path / "in", docs + dirty, 3)
+    protected = [str(eval_jsonl), str(held_out)]
+    for keep in (False,):  # --keep-duplicates: refused on Spark for now (neardup tags)
+        out = tmp_path / f"spark-{keep}.jsonl"
+        manifest = run_spark_dedup(
+            spark, inputs, str(out), protected=protected, params=SparkParams(keep_duplicates=keep)
+        )
+        expected = local_lines(
+            inputs, tmp_path / f"local-{keep}.jsonl", protected=[Path(p) for p in protected],
+            params={"keep_duplicates": keep},
+        )  # fmt: skip
+        assert part_lines(out) == expected
+        assert manifest.counts["decontaminated"] == 2
+        ids = {json.loads(line)["id"] for line in expected}
+        assert not ids & {"dirty-1", "dirty-2"}
+    # And core's decontaminate agrees on which documents go.
+    kept = decontaminate((Doc(d["id"], d["text"]) for d in dirty), protected)
+    assert list(kept) == []
+
+
+def test_spark_reads_parquet_globs_and_writes_parquet_like_local(
+    spark: Any, docs: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    half = len(docs) // 2
+    table = pa.table(
+        {
+            "id": [d["id"] for d in docs[:half]],
+            "text": [d["text"] for d in docs[:half]],
+            "meta": [json.dumps(d.get("meta", {})) for d in docs[:half]],
+        }
+    )
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "a.parquet")
+    rest = write_shards(tmp_path / "in", docs[half:], 1, name="b")
+    inputs = [str(tmp_path / "in" / "*.parquet"), *rest]  # a glob
+    out = tmp_path / "out.parquet"
+    run_spark_dedup(spark, inputs, str(out))
+    got = pq.read_table(out).to_pylist()
+    # The Spark engine's Parquet meta is JSON text (the local engine's is a struct since the
+    # pipeline issue): the reference reads the same rows as JSON Lines.
+    same = write_shards(tmp_path / "same", docs[:half], 1, name="a")
+    expected = local_lines([*same, *rest], tmp_path / "l.jsonl")
+    as_rows = sorted(json.dumps({**r, "meta": json.loads(r["meta"])}) for r in got)
+    assert as_rows == expected
+    assert (tmp_path / "out.parquet" / "_SUCCESS").exists()
+
+
+def test_spark_reads_a_directory_of_gzip_and_plain_shards(
+    spark: Any, docs: list[dict[str, Any]], reference: list[str], tmp_path: Path
+) -> None:
+    import gzip
+
+    folder = tmp_path / "corpus"
+    plain = write_shards(folder, docs, 4)
+    for path in plain[:2]:
+        with gzip.open(path + ".gz", "wt", encoding="utf-8") as fh:
+            fh.write(Path(path).read_text(encoding="utf-8"))
+        Path(path).unlink()
+    inputs = [str(folder)]  # a directory of .jsonl and .jsonl.gz shards
+    out = tmp_path / "out.jsonl.gz"
+    run_spark_dedup(spark, inputs, str(out))
+    lines = []
+    for part in sorted(out.glob("part-*")):
+        with gzip.open(part, "rt", encoding="utf-8") as fh:
+            lines.extend(fh.read().splitlines())
+    assert sorted(lines) == reference

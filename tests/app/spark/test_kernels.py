@@ -1,0 +1,151 @@
+"""The executors' batch functions, without Spark: signatures bit for bit, band rows, bucket stars
+against brute force (huge buckets and buckets split across batches), and the output lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.spark import kernels
+from core.engine import Doc, MinhashParams, batch_signatures, min_label_components, write_docs
+
+PARAMS = MinhashParams(num_perm=16, bands=4, threshold=0.5)
+
+
+def _sigs(seed: int, m: int, shared_band: bool = True) -> np.ndarray:
+    """m signatures; with ``shared_band`` all agree on band 0 (one bucket), and each copies a
+    random earlier one in a random share of its other entries (some pairs confirm, some not)."""
+    rng = np.random.default_rng(seed)
+    sigs = rng.integers(0, 50, size=(m, PARAMS.num_perm), dtype=np.uint32)
+    for i in range(1, m):
+        j = int(rng.integers(0, i))
+        mask = rng.random(PARAMS.num_perm) < rng.uniform(0.2, 1.0)
+        sigs[i, mask] = sigs[j, mask]
+    if shared_band:
+        sigs[:, : PARAMS.rows] = sigs[0, : PARAMS.rows]
+    return sigs
+
+
+def _brute_labels(sigs: np.ndarray, threshold: float) -> np.ndarray:
+    m = len(sigs)
+    i, j = np.triu_indices(m, k=1)
+    est = (sigs[i] == sigs[j]).mean(axis=1)
+    keep = est >= threshold
+    return min_label_components(m, i[keep].astype(np.int64), j[keep].astype(np.int64))
+
+
+def test_binary_rows_round_trip_including_sliced_arrays() -> None:
+    matrix = np.arange(40, dtype=np.uint32).reshape(10, 4)
+    column = kernels.binary_rows(matrix)
+    assert column.to_pylist()[3] == matrix[3].tobytes()
+    assert np.array_equal(kernels._matrix(column.slice(2, 5), 4, np.uint32), matrix[2:7])
+
+
+def test_signature_batch_is_core_bit_for_bit_and_passes_columns_through() -> None:
+    texts = ["the quick brown fox jumps over the lazy dog", "", "!!!", "ünï cödé " * 9]
+    batch = pa.RecordBatch.from_pydict(
+        {"id": ["a", "b", "c", "d"], "text": texts, "x": [1, 2, 3, 4]}
+    )
+    params = MinhashParams()
+    out = kernels.signature_batch(batch, params)
+    assert out.schema.names == ["id", "x", "sig", "live"]
+    sigs = kernels._matrix(out.column("sig"), params.num_perm, np.uint32)
+    assert np.array_equal(sigs, batch_signatures(texts, params))
+    assert out.column("live").to_pylist() == [True, False, False, True]
+
+
+def test_band_batch_rows_are_the_bands_of_every_class() -> None:
+    sigs = _sigs(1, 5, shared_band=False)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(list("abcde")), kernels.binary_rows(sigs)], names=["cid", "sig"]
+    )
+    out = kernels.band_batch(batch, PARAMS)
+    assert len(out) == 5 * PARAMS.bands
+    for band, key, cid in zip(
+        *(out.column(c).to_pylist() for c in ("band", "key", "cid")), strict=True
+    ):
+        row = sigs["abcde".index(cid)]
+        assert key == row[band * PARAMS.rows : (band + 1) * PARAMS.rows].tobytes()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 60), st.sampled_from([3, 50, 1 << 20]))
+def test_bucket_star_equals_brute_force_components(seed: int, m: int, block: int) -> None:
+    sigs = _sigs(seed, m)
+    original = kernels._BLOCK_PAIRS
+    kernels._BLOCK_PAIRS = block  # small blocks: many blocks, pairs skipped once joined
+    try:
+        got = kernels.bucket_star(sigs, PARAMS.threshold)
+    finally:
+        kernels._BLOCK_PAIRS = original
+    assert np.array_equal(got, _brute_labels(sigs, PARAMS.threshold))
+
+
+def _bucket_rows(sigs: np.ndarray) -> pa.Table:
+    """(band, key, cid, sig) rows of every band of every signature, sorted as Spark sorts them."""
+    cids = [f"c{i:03d}" for i in range(len(sigs))]
+    rows = []
+    for band in range(PARAMS.bands):
+        for i, cid in enumerate(cids):
+            key = sigs[i, band * PARAMS.rows : (band + 1) * PARAMS.rows].tobytes()
+            rows.append((band, key, cid, sigs[i].tobytes()))
+    rows.sort()
+    return pa.table(
+        {
+            "band": pa.array([r[0] for r in rows], pa.int32()),
+            "key": [r[1] for r in rows],
+            "cid": [r[2] for r in rows],
+            "sig": [r[3] for r in rows],
+        }
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40), st.integers(1, 64), st.booleans())
+def test_bucket_edges_over_any_batching_give_core_components(
+    seed: int, m: int, batch_rows: int, big: bool
+) -> None:
+    sigs = _sigs(seed, m)
+    # Every candidate pair shares a band; components of all confirmed candidate pairs:
+    bands = sigs.reshape(m, PARAMS.bands, PARAMS.rows)
+    i, j = np.triu_indices(m, k=1)
+    candidate = (bands[i] == bands[j]).all(axis=2).any(axis=1)
+    confirmed = (sigs[i] == sigs[j]).mean(axis=1) >= PARAMS.threshold
+    keep = candidate & confirmed
+    expected = min_label_components(m, i[keep].astype(np.int64), j[keep].astype(np.int64))
+    original = kernels.BIG_BUCKET
+    kernels.BIG_BUCKET = 4 if big else original  # the big-bucket path on small buckets
+    try:
+        batches = _bucket_rows(sigs).to_batches(max_chunksize=batch_rows)
+        out = pa.Table.from_batches(list(kernels.BucketEdges(PARAMS)(iter(batches))))
+    finally:
+        kernels.BIG_BUCKET = original
+    child = [int(c[1:]) for c in out.column("child").to_pylist()]
+    parent = [int(c[1:]) for c in out.column("parent").to_pylist()]
+    got = min_label_components(m, np.array(child, np.int64), np.array(parent, np.int64))
+    assert np.array_equal(got, expected)
+    assert all(p < c for c, p in zip(child, parent, strict=True))
+
+
+def test_json_lines_are_the_local_engines_bytes(tmp_path: Path) -> None:
+    metas = ['{"b": [1, 2.5, null], "σ": "ω"}', None, '{"minhash_cluster": "old", "z": 1}']
+    ids, texts, roots = ["x", "y", "z"], ['tëxt \\ "q"', "", "t"], ["x", "a", "b"]
+    lines = kernels.json_lines(ids, texts, metas, roots)
+    docs = [
+        Doc(i, t, kernels.tagged_meta(m, r))
+        for i, t, m, r in zip(ids, texts, metas, roots, strict=True)
+    ]
+    write_docs(tmp_path / "l.jsonl", docs)
+    assert lines == (tmp_path / "l.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[2])["meta"] == {"minhash_cluster": "b", "z": 1}
+
+
+@pytest.mark.parametrize("texts", [[], ["a b c"]])
+def test_clean_batch_without_index_keeps_everything(texts: list[str]) -> None:
+    assert kernels.clean_batch(texts, None).tolist() == [True] * len(texts)
