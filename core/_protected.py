@@ -18,9 +18,10 @@ from os import PathLike
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core._formats import jsonl_items, text_reader
-from core._ngrams import NgramIndex, check_n
+from core._ngrams import NgramIndex, check_n, gram_hashes
 from core._storage import filesystem
 from core._text import ngrams, words
 from core.errors import CorpusError, ParameterError
@@ -84,6 +85,11 @@ class ProtectedSet:
     items: int
     grams: dict[str, list[str]]
     n: int
+    #: Per item, each of its texts as (words, the hashes of its n-gram windows in order): what
+    #: a report needs for the share of an item's words that matches cover.
+    layout: dict[str, list[tuple[int, NDArray[np.uint64]]]] = field(
+        default_factory=dict, repr=False
+    )
     index: NgramIndex = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -120,18 +126,20 @@ def parse_protected_set(name: str, body: str, fmt: ProtectedFormat, n: int = 13)
     check_n(n)
     if fmt is not ProtectedFormat.JSONL:
         grams: dict[str, list[str]] = {}
-        _add(grams, body, "1", n)
-        return ProtectedSet(name, 1, grams, n)
+        layout: dict[str, list[tuple[int, NDArray[np.uint64]]]] = {}
+        _add(grams, layout, body, "1", n)
+        return ProtectedSet(name, 1, grams, n, layout)
     return _from_items(name, list(jsonl_items(body.splitlines(), name)), n)
 
 
 def _from_items(name: str, items: list[tuple[int, dict[str, Any]]], n: int) -> ProtectedSet:
     grams: dict[str, list[str]] = {}
+    layout: dict[str, list[tuple[int, NDArray[np.uint64]]]] = {}
     for line, item in items:
         label = item_label(item, line)
         for text in item_strings(item):
-            _add(grams, text, label, n)
-    return ProtectedSet(name, len(items), grams, n)
+            _add(grams, layout, text, label, n)
+    return ProtectedSet(name, len(items), grams, n, layout)
 
 
 #: Protected files read as items (one per JSON line or Parquet row); any other name is one text.
@@ -223,8 +231,17 @@ def protected_paths(paths: Iterable[str | PathLike[str]]) -> list[str | PathLike
     return found
 
 
-def _add(grams: dict[str, list[str]], text: str, label: str, n: int) -> None:
-    for gram in ngrams(words(text), n):
+def _add(
+    grams: dict[str, list[str]],
+    layout: dict[str, list[tuple[int, NDArray[np.uint64]]]],
+    text: str,
+    label: str,
+    n: int,
+) -> None:
+    w = words(text)
+    found = list(ngrams(w, n))
+    layout.setdefault(label, []).append((len(w), gram_hashes(found)))
+    for gram in found:
         labels = grams.setdefault(gram, [])
         # Usually the label is the last one added: skip the scan of the list then.
         if (not labels or labels[-1] != label) and label not in labels:
