@@ -75,6 +75,7 @@ class ContaminationReport:
         self.set_documents: Counter[str] = Counter()
         self.item_documents: Counter[tuple[str, str]] = Counter()
         self.item_ids: dict[tuple[str, str], list[str]] = {}
+        self.first: dict[tuple[str, str], str] = {}
         self.found: dict[str, set[str]] = {s.name: set() for s in protection.sets}
 
     def add(self, doc: Doc, matches: list[Match]) -> None:
@@ -86,7 +87,9 @@ class ContaminationReport:
         items: set[tuple[str, str]] = set()
         for m in matches:
             self.found[m.set].add(m.ngram)
-            items.update((m.set, i) for i in m.items)
+            for i in m.items:
+                items.add((m.set, i))
+                self.first.setdefault((m.set, i), m.ngram)
         for s in {m.set for m in matches}:
             self.set_documents[s] += 1
         for key in sorted(items):
@@ -95,18 +98,21 @@ class ContaminationReport:
             if self.examples is None or len(ids) < self.examples:
                 ids.append(doc.id)
 
-    def items(self) -> list[dict[str, Any]]:
-        """Every item with at least one document, by set, then most documents, then id."""
+    def items(self, ngrams: bool = True) -> list[dict[str, Any]]:
+        """Every item with at least one document, by set, then most documents, then id;
+        ``ngrams=False``: without the first shared n-gram (null)."""
         out = []
         for s in self.protection.sets:
             found = gram_hashes(sorted(self.found[s.name]))
             keys = [k for k in self.item_documents if k[0] == s.name]
             keys.sort(key=lambda k: (-self.item_documents[k], k[1]))
             for key in keys:
-                out.append(self._item(s, key[1], found))
+                out.append(self._item(s, key[1], found, ngrams))
         return out
 
-    def _item(self, protected: ProtectedSet, item: str, found: np.ndarray) -> dict[str, Any]:
+    def _item(
+        self, protected: ProtectedSet, item: str, found: np.ndarray, ngrams: bool
+    ) -> dict[str, Any]:
         texts = protected.layout.get(item, [])
         covered = total_words = 0
         distinct: list[np.ndarray] = []
@@ -134,6 +140,7 @@ class ContaminationReport:
             "item": item,
             "documents": self.item_documents[key],
             "document_ids": self.item_ids.get(key, []),
+            "first_ngram": self.first[key] if ngrams else None,
             "ngrams": grams,
             "ngrams_found": grams_found,
             "share_found": grams_found / grams if grams else 0.0,
@@ -141,10 +148,10 @@ class ContaminationReport:
             "subsets": self.thresholds.subsets(coverage),
         }
 
-    def as_dict(self, capped_ngrams: bool = True) -> dict[str, Any]:
-        """The report as JSON-ready data; ``capped_ngrams=False`` lists capped n-grams by count
-        only (the service: they are protected text)."""
-        items = self.items()
+    def as_dict(self, ngrams: bool = True) -> dict[str, Any]:
+        """The report as JSON-ready data; ``ngrams=False`` names no n-gram: capped ones are
+        counted, first shared ones null (the service: they are protected text)."""
+        items = self.items(ngrams)
         sets = []
         for s in self.protection.sets:
             mine = [i for i in items if i["set"] == s.name]
@@ -162,7 +169,7 @@ class ContaminationReport:
                 "documents": self.set_documents[s.name], "items_matched": len(mine),
                 "subsets": counts,
                 "capped": {"ngrams": len(capped),
-                           "list": sorted(capped) if capped_ngrams else None},
+                           "list": sorted(capped) if ngrams else None},
                 "top_items": [{"item": i["item"], "documents": i["documents"],
                                "coverage": i["coverage"]} for i in mine[: self.top]],
             })  # fmt: skip

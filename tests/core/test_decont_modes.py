@@ -117,7 +117,7 @@ def test_boilerplate_is_capped_and_listed():
     assert len(words(BOILER)) == 13
     assert out["sets"][0]["capped"] == {"ngrams": 1, "list": [" ".join(words(BOILER))]}
     assert [i["item"] for i in out["items"]] == ["q0"]
-    assert report.as_dict(capped_ngrams=False)["sets"][0]["capped"]["list"] is None
+    assert report.as_dict(ngrams=False)["sets"][0]["capped"]["list"] is None
 
 
 def test_a_sample_cap_ignores_ngrams_common_in_the_corpus(shell):
