@@ -113,21 +113,24 @@ def _found(matches: list[Match], ngram: bool) -> dict[str, Any]:
     }
 
 
-def apply_mode(doc: Doc, matches: list[Match], params: DecontParams) -> list[Doc]:
-    """What a document becomes under ``params.mode`` given its matches (none: itself)."""
+def apply_mode(
+    doc: Doc, matches: list[Match], params: DecontParams, *, ngrams: bool = True
+) -> list[Doc]:
+    """What a document becomes under ``params.mode`` given its matches (none: itself);
+    ``ngrams=False`` leaves the matched n-grams out of meta (null)."""
     if not matches:
         return [doc]
     if params.mode is DecontMode.DROP:
         return []
     if params.mode is DecontMode.ANNOTATE:
-        found = {"mode": "annotate", **_found(matches, True)}
+        found = {"mode": "annotate", **_found(matches, ngrams)}
         return [Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: found})]
     cut = cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params)
     out = []
     for k, (start, end) in enumerate(cut.pieces, start=1):
         meta = {"mode": "cut", "source": doc.id, "piece": k, "pieces": len(cut.pieces),
                 "span": [start, end], "removed": [list(r) for r in cut.removed],
-                **_found(matches, True)}  # fmt: skip
+                **_found(matches, ngrams)}  # fmt: skip
         out.append(Doc(piece_id(doc.id, k), doc.text[start:end], {**doc.meta, DECONT_KEY: meta}))
     return out
 

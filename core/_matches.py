@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core._ngrams import NgramIndex
 from core._protected import ProtectedSet
 from core._text import WORD_RE, ngrams
 from core.errors import ParameterError
@@ -57,7 +56,8 @@ class Match:
 
 
 class Protection:
-    """Protected sets checked together, less their capped n-grams.
+    """Protected sets checked together, less their capped n-grams (a capped n-gram still passes
+    the hash filter; the exact scan ignores it).
 
     Args:
         sets: the protected sets (one n-gram length).
@@ -85,18 +85,14 @@ class Protection:
         for s in self.sets:
             over = {g for g in extra if g in s.grams}
             if item_cap is not None:
-                over.update(g for g, labels in s.grams.items() if len(labels) > item_cap)
+                over.update(s.capped_by_items(item_cap))
             self.capped[s.name] = over
-        kept = {g for s in self.sets for g in s.grams if g not in self.capped[s.name]}
-        self.index = NgramIndex(kept, self.n)
 
     def matches(self, text: str) -> list[Match]:
         """Every protected window of ``text``, in text order (one per set protecting it)."""
         w, spans = word_spans(text)
         out: list[Match] = []
         for i, gram in enumerate(ngrams(w, self.n)):
-            if gram not in self.index.grams:
-                continue
             for s in self.sets:
                 labels = s.grams.get(gram)
                 if labels and gram not in self.capped[s.name]:
@@ -105,9 +101,15 @@ class Protection:
         return out
 
     def matches_many(self, texts: Sequence[str]) -> list[list[Match]]:
-        """``matches`` of every text; only those the hash filter flags are scanned word by word."""
+        """``matches`` of every text; only those a set's hash filter flags (its own, prepared
+        once: a cap never rebuilds it) are scanned word by word."""
         out: list[list[Match]] = [[] for _ in texts]
-        for i in np.flatnonzero(self.index.contaminated_many(texts)).tolist():
+        if not texts:
+            return out
+        flagged = np.zeros(len(texts), dtype=np.bool_)
+        for s in self.sets:
+            flagged |= s.index.contaminated_many(texts)
+        for i in np.flatnonzero(flagged).tolist():
             out[i] = self.matches(texts[i])
         return out
 

@@ -91,9 +91,18 @@ class ProtectedSet:
         default_factory=dict, repr=False
     )
     index: NgramIndex = field(init=False, repr=False)
+    _caps: dict[int, frozenset[str]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.index = NgramIndex(self.grams.keys(), self.n)
+
+    def capped_by_items(self, cap: int) -> frozenset[str]:
+        """The n-grams in more than ``cap`` items (computed once per cap)."""
+        found = self._caps.get(cap)
+        if found is None:
+            found = frozenset(g for g, labels in self.grams.items() if len(labels) > cap)
+            self._caps[cap] = found
+        return found
 
     @property
     def ngrams(self) -> int:

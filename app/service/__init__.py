@@ -14,12 +14,13 @@ from app.service.errors import (
     StoreFull,
     TooLarge,
 )
-from app.service.operations import NewDoc, Registered, Service
+from app.service.operations import DecontRequest, NewDoc, Registered, Service
 
 __all__ = [
     "Conflict",
     "DamagedStore",
     "DataDirLocked",
+    "DecontRequest",
     "NewDoc",
     "NotFound",
     "OutOfReach",

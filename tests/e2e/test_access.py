@@ -18,6 +18,7 @@ ENDPOINTS = [
     ("POST", "/v1/signatures", {"json": {"texts": ["a b c"]}}, "read"),
     ("POST", "/v1/query", {"json": {"texts": ["a b c"]}}, "read"),
     ("POST", "/v1/contamination", {"json": {"texts": ["a b c"]}}, "read"),
+    ("POST", "/v1/decontamination", {"json": {"documents": [{"id": "d", "text": "a b"}]}}, "read"),
     ("GET", "/v1/documents/doc-1", {}, "read"),
     ("GET", "/v1/clusters", {}, "read"),
     ("GET", "/v1/clusters/doc-1", {}, "read"),
