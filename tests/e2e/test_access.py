@@ -18,7 +18,6 @@ ENDPOINTS = [
     ("POST", "/v1/signatures", {"json": {"texts": ["a b c"]}}, "read"),
     ("POST", "/v1/query", {"json": {"texts": ["a b c"]}}, "read"),
     ("POST", "/v1/contamination", {"json": {"texts": ["a b c"]}}, "read"),
-    ("POST", "/v1/decontamination", {"json": {"documents": [{"id": "d", "text": "a b"}]}}, "read"),
     ("GET", "/v1/documents/doc-1", {}, "read"),
     ("GET", "/v1/clusters", {}, "read"),
     ("GET", "/v1/clusters/doc-1", {}, "read"),
@@ -29,6 +28,7 @@ ENDPOINTS = [
     ("PUT", "/v1/protected-sets/evals",
      {"content": "one two three", "headers": {"content-type": "text/plain"}}, "protect"),
     ("DELETE", "/v1/protected-sets/nothing", {}, "protect"),
+    ("POST", "/v1/decontamination", {"json": {"documents": [{"id": "d", "text": "a b"}]}}, "read"),
 ]  # fmt: skip
 
 

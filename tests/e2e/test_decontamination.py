@@ -117,3 +117,39 @@ def test_a_read_key_sees_ids_and_offsets_never_protected_text(srv):
 def test_bad_requests_are_4xx(srv, body, status):
     response = post(srv, **body)
     assert response.status_code == status, response.text
+
+
+def ui(srv, key="all", **form):
+    server, _ = srv
+    form.setdefault("docs", "\n".join(json.dumps(d) for d in DOCS))
+    return httpx.post(f"{server.url}/ui/decontamination", data=form, headers=auth(key), timeout=60)
+
+
+def test_the_ui_page_shows_the_report_by_item_id(srv):
+    server, _ = srv
+    assert httpx.get(f"{server.url}/ui/decontamination", headers=auth("read")).status_code == 200
+    page = ui(srv, key="read", mode="cut", item_cap="1")
+    assert page.status_code == 200, page.text
+    # The boilerplate capped, the quiz is clean: two is cut in two pieces, eleven dropped.
+    assert "2 of 4 document(s) contaminated; 4 kept, 1 dropped" in page.text
+    assert "<td>evals.jsonl</td><td>q1</td><td>2</td>" in page.text
+    assert "<td>two#2</td><td>300</td>" in page.text and "Dropped: eleven</p>" in page.text
+    # Item ids and counts only: no protected text on the page beyond what was pasted.
+    assert "shiny red shell" not in page.text.replace(json.dumps(TWO)[1:-1], "").replace(
+        json.dumps(ELEVEN)[1:-1], ""
+    )
+
+
+@pytest.mark.parametrize(
+    ("form", "says"),
+    [
+        ({"docs": "not json"}, "line 1: not JSON"),
+        ({"docs": '{"id": "x"}'}, "line 1"),
+        ({"mode": "shred"}, "mode must be one of"),
+        ({"item_cap": "many"}, "whole number"),
+        ({"item_cap": "0"}, "item cap"),
+    ],
+)
+def test_the_ui_page_says_what_is_wrong_with_a_form(srv, form, says):
+    page = ui(srv, **form)
+    assert page.status_code == 422 and says in page.text
