@@ -18,10 +18,9 @@ from os import PathLike
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from core._formats import jsonl_items, text_reader
-from core._ngrams import NgramIndex, check_n, gram_hashes
+from core._ngrams import NgramIndex, check_n
 from core._storage import filesystem
 from core._text import ngrams, words
 from core.errors import CorpusError, ParameterError
@@ -85,11 +84,10 @@ class ProtectedSet:
     items: int
     grams: dict[str, list[str]]
     n: int
-    #: Per item, each of its texts as (words, the hashes of its n-gram windows in order): what
-    #: a report needs for the share of an item's words that matches cover.
-    layout: dict[str, list[tuple[int, NDArray[np.uint64]]]] = field(
-        default_factory=dict, repr=False
-    )
+    #: Per item, each of its texts as (words, lo, hi): its n-gram windows in order are
+    #: ``windows[lo:hi]``. What a report needs for the share of an item's words matches cover.
+    layout: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict, repr=False)
+    windows: list[str] = field(default_factory=list, repr=False)
     index: NgramIndex = field(init=False, repr=False)
     _caps: dict[int, frozenset[str]] = field(init=False, repr=False, default_factory=dict)
 
@@ -135,20 +133,22 @@ def parse_protected_set(name: str, body: str, fmt: ProtectedFormat, n: int = 13)
     check_n(n)
     if fmt is not ProtectedFormat.JSONL:
         grams: dict[str, list[str]] = {}
-        layout: dict[str, list[tuple[int, NDArray[np.uint64]]]] = {}
-        _add(grams, layout, body, "1", n)
-        return ProtectedSet(name, 1, grams, n, layout)
+        layout: dict[str, list[tuple[int, int, int]]] = {}
+        windows: list[str] = []
+        _add(grams, layout, windows, body, "1", n)
+        return ProtectedSet(name, 1, grams, n, layout, windows)
     return _from_items(name, list(jsonl_items(body.splitlines(), name)), n)
 
 
 def _from_items(name: str, items: list[tuple[int, dict[str, Any]]], n: int) -> ProtectedSet:
     grams: dict[str, list[str]] = {}
-    layout: dict[str, list[tuple[int, NDArray[np.uint64]]]] = {}
+    layout: dict[str, list[tuple[int, int, int]]] = {}
+    windows: list[str] = []
     for line, item in items:
         label = item_label(item, line)
         for text in item_strings(item):
-            _add(grams, layout, text, label, n)
-    return ProtectedSet(name, len(items), grams, n, layout)
+            _add(grams, layout, windows, text, label, n)
+    return ProtectedSet(name, len(items), grams, n, layout, windows)
 
 
 #: Protected files read as items (one per JSON line or Parquet row); any other name is one text.
@@ -242,16 +242,18 @@ def protected_paths(paths: Iterable[str | PathLike[str]]) -> list[str | PathLike
 
 def _add(
     grams: dict[str, list[str]],
-    layout: dict[str, list[tuple[int, NDArray[np.uint64]]]],
+    layout: dict[str, list[tuple[int, int, int]]],
+    windows: list[str],
     text: str,
     label: str,
     n: int,
 ) -> None:
     w = words(text)
-    found = list(ngrams(w, n))
-    layout.setdefault(label, []).append((len(w), gram_hashes(found)))
-    for gram in found:
+    lo = len(windows)
+    windows.extend(ngrams(w, n))
+    for gram in windows[lo:]:
         labels = grams.setdefault(gram, [])
         # Usually the label is the last one added: skip the scan of the list then.
         if (not labels or labels[-1] != label) and label not in labels:
             labels.append(label)
+    layout.setdefault(label, []).append((len(w), lo, len(windows)))

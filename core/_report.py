@@ -18,7 +18,6 @@ import numpy as np
 
 from core._corpus import Doc
 from core._matches import Match, Protection
-from core._ngrams import gram_hashes
 from core._protected import ProtectedSet
 from core.errors import ParameterError
 
@@ -103,36 +102,30 @@ class ContaminationReport:
         ``ngrams=False``: without the first shared n-gram (null)."""
         out = []
         for s in self.protection.sets:
-            found = gram_hashes(sorted(self.found[s.name]))
             keys = [k for k in self.item_documents if k[0] == s.name]
             keys.sort(key=lambda k: (-self.item_documents[k], k[1]))
             for key in keys:
-                out.append(self._item(s, key[1], found, ngrams))
+                out.append(self._item(s, key[1], ngrams))
         return out
 
-    def _item(
-        self, protected: ProtectedSet, item: str, found: np.ndarray, ngrams: bool
-    ) -> dict[str, Any]:
-        texts = protected.layout.get(item, [])
-        covered = total_words = 0
-        distinct: list[np.ndarray] = []
-        hit: list[np.ndarray] = []
+    def _item(self, protected: ProtectedSet, item: str, ngrams: bool) -> dict[str, Any]:
+        """One matched item's numbers (per-window Python: matched items are few)."""
+        found = self.found[protected.name]
         n = protected.n
-        for words, windows in texts:
+        covered = total_words = 0
+        distinct: set[str] = set()
+        for words, lo, hi in protected.layout.get(item, []):
             total_words += words
-            if not len(windows):
-                continue
-            matched = np.isin(windows, found)
-            distinct.append(windows)
-            hit.append(windows[matched])
+            windows = protected.windows[lo:hi]
+            distinct.update(windows)
+            matched = np.fromiter((g in found for g in windows), dtype=np.bool_, count=hi - lo)
             # Words covered: each matched window covers its n words.
             delta = np.zeros(words + 1, dtype=np.int64)
             starts = np.flatnonzero(matched)
             np.add.at(delta, starts, 1)
             np.add.at(delta, starts + n, -1)
             covered += int(np.count_nonzero(np.cumsum(delta)[:words]))
-        grams = len(np.unique(np.concatenate(distinct))) if distinct else 0
-        grams_found = len(np.unique(np.concatenate(hit))) if hit else 0
+        grams_found = len(distinct & found)
         coverage = covered / total_words if total_words else 0.0
         key = (protected.name, item)
         return {
@@ -141,9 +134,9 @@ class ContaminationReport:
             "documents": self.item_documents[key],
             "document_ids": self.item_ids.get(key, []),
             "first_ngram": self.first[key] if ngrams else None,
-            "ngrams": grams,
+            "ngrams": len(distinct),
             "ngrams_found": grams_found,
-            "share_found": grams_found / grams if grams else 0.0,
+            "share_found": grams_found / len(distinct) if distinct else 0.0,
             "coverage": coverage,
             "subsets": self.thresholds.subsets(coverage),
         }
