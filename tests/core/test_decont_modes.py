@@ -14,7 +14,7 @@ from core._protected import ProtectedFormat, parse_protected_set
 from core._report import ContaminationReport, Thresholds
 from core._text import words
 from core.errors import ParameterError
-from core.minhash import Doc
+from core.minhash import Doc, contaminated
 from tests.strategies import texts
 
 SHELL = "Tom found a shiny red shell by the river and carried it home to show his sister."
@@ -216,3 +216,18 @@ def test_bad_parameters_are_refused(shell):
         Protection(shell.sets, item_cap=0)
     with pytest.raises(ParameterError, match="thresholds"):
         Thresholds(0.9, 0.5)
+
+
+@given(st.lists(texts(max_words=30), min_size=1, max_size=6), st.lists(texts(), max_size=8))
+def test_matches_are_exactly_the_protected_windows_at_their_characters(protected, docs):
+    body = "\n".join(json.dumps({"id": f"p{i}", "text": t}) for i, t in enumerate(protected))
+    pset = parse_protected_set("s", body, ProtectedFormat.JSONL, n=3)
+    prot = Protection([pset])
+    for text, found in zip(docs, prot.matches_many(docs), strict=True):
+        assert found == prot.matches(text)
+        assert bool(found) == contaminated(text, set(pset.grams), 3)
+        for m in found:
+            assert " ".join(words(text[m.start : m.end])).replace("ς", "σ") == m.ngram.replace(
+                "ς", "σ"
+            )
+            assert list(m.items) == pset.grams[m.ngram]
