@@ -53,6 +53,7 @@ bench: $(VENV)/.bench
 	$(PY) -m bench.service.ingest_latency --markdown
 	$(PY) -m bench.service.copies --markdown
 	$(PY) -m bench.batch --markdown
+	$(PY) -m bench.decont --markdown
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
