@@ -400,15 +400,40 @@ class DecontaminationRequest(_Strict):
         default="drop",
         description="drop a contaminated document; cut its matches out (GPT-3); annotate meta",
     )
-    window: int = Field(default=200, ge=0, description="cut: characters removed each side")
-    min_piece: int = Field(default=200, ge=0, description="cut: shorter pieces are dropped")
-    max_pieces: int = Field(default=10, ge=1, description="cut: more pieces drop the document")
-    item_cap: int | None = Field(
-        default=None, ge=1, description="ignore n-grams in more than this many items of a set"
+    window: Annotated[
+        int,
+        Field(ge=0, description="cut: characters removed each side"),
+        BeforeValidator(_integral),
+    ] = 200
+    min_piece: Annotated[
+        int,
+        Field(ge=0, description="cut: shorter pieces are dropped"),
+        BeforeValidator(_integral),
+    ] = 200
+    max_pieces: Annotated[
+        int,
+        Field(ge=1, description="cut: more pieces drop the document"),
+        BeforeValidator(_integral),
+    ] = 10
+    item_cap: Annotated[
+        int | None,
+        Field(ge=1, description="ignore n-grams in more than this many items of a set"),
+        BeforeValidator(_integral),
+    ] = None
+    clean_below: float = Field(
+        default=0.2, ge=0, le=1, description="coverage below which an item is clean"
     )
-    clean_below: float = Field(default=0.2, ge=0, le=1, description="coverage of a clean item")
-    dirty_from: float = Field(default=0.8, ge=0, le=1, description="coverage of a dirty item")
-    top: int = Field(default=10, ge=0, le=1000, description="most-matched items per set")
+    dirty_from: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="coverage from which an item is dirty; not below clean_below, else 422",
+    )
+    top: Annotated[
+        int,
+        Field(ge=0, le=1000, description="most-matched items per set"),
+        BeforeValidator(_integral),
+    ] = 10
 
 
 class DecontaminatedDoc(BaseModel):

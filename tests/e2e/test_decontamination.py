@@ -102,6 +102,15 @@ def test_a_read_key_sees_ids_and_offsets_never_protected_text(srv):
     assert served["report"]["items"][0]["first_ngram"] is None
 
 
+def test_integral_floats_and_the_bounds_are_accepted(srv):
+    body = {"window": 0.0, "min_piece": 0.0, "max_pieces": 1.0, "item_cap": 1.0, "top": 0.0,
+            "clean_below": 0.0, "dirty_from": 0.0}  # fmt: skip
+    response = post(srv, mode="cut", **body)
+    assert response.status_code == 200, response.text
+    assert response.json()["report"]["sets"][0]["top_items"] == []
+    assert post(srv, clean_below=1.0, dirty_from=1.0, top=1000).status_code == 200
+
+
 @pytest.mark.parametrize(
     ("body", "status"),
     [
@@ -110,6 +119,8 @@ def test_a_read_key_sees_ids_and_offsets_never_protected_text(srv):
         ({"window": -1}, 422),
         ({"clean_below": 0.9, "dirty_from": 0.5}, 422),
         ({"item_cap": 0}, 422),
+        ({"item_cap": 1.5}, 422),
+        ({"top": 1001}, 422),
         ({"sets": ["nope"]}, 404),
         ({"documents": [{"id": "x"}]}, 422),
     ],
