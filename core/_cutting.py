@@ -11,7 +11,7 @@ of the original it spans. Documents without a match pass unchanged in every mode
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import islice
@@ -141,7 +141,7 @@ def decontaminate_modes(
     params: DecontParams | None = None,
     *,
     batch: int = 256,
-    observe: Any = None,
+    observe: Callable[[Doc, list[Match]], None] | None = None,
 ) -> Iterator[Doc]:
     """Decontaminate a Doc stream under ``params`` (default: drop); STREAMS.
 

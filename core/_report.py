@@ -65,6 +65,10 @@ class ContaminationReport:
         examples: int | None = 10,
         top: int = 10,
     ) -> None:
+        for name, value in (("examples", examples), ("top", top)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):  # fmt: skip
+                raise ParameterError(f"{name} must be a whole number >= 0, got {value!r}")
         self.protection = protection
         self.thresholds = thresholds or Thresholds()
         self.examples = examples

@@ -216,6 +216,10 @@ def test_bad_parameters_are_refused(shell):
         Protection(shell.sets, item_cap=0)
     with pytest.raises(ParameterError, match="thresholds"):
         Thresholds(0.9, 0.5)
+    with pytest.raises(ParameterError, match="top"):
+        ContaminationReport(shell, top=-1)
+    with pytest.raises(ParameterError, match="batch"):
+        list(decontaminate_modes([], shell, batch=0))
 
 
 @given(st.lists(texts(max_words=30), min_size=1, max_size=6), st.lists(texts(), max_size=8))
