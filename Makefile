@@ -66,6 +66,7 @@ bench: $(VENV)/.bench postgres java
 	$(PY) -m bench.service.copies --markdown
 	$(PY) -m bench.service.replicas --markdown
 	$(PY) -m bench.batch --markdown
+	$(PY) -m bench.decont --markdown
 	$(PY) -m bench.spark --markdown
 
 clean:

@@ -13,7 +13,7 @@ from core._text import ngrams, words
 from core._tokens import Tokens, shingle_spans
 from core.errors import ParameterError
 
-__all__ = ["NgramIndex", "check_n", "contaminated", "first_shared_ngram"]
+__all__ = ["NgramIndex", "check_n", "contaminated", "first_shared_ngram", "gram_hashes"]
 
 
 def check_n(n: int) -> None:
@@ -42,6 +42,15 @@ def contaminated(text: str, grams: Set[str], n: int = 13) -> bool:
     return first_shared_ngram(text, grams, n) is not None
 
 
+def gram_hashes(grams: Sequence[str]) -> NDArray[np.uint64]:
+    """FNV-1a 64 of every n-gram's UTF-8 bytes, as ``NgramIndex`` hashes them."""
+    encoded = [g.encode("utf-8") for g in grams]
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    end = np.cumsum(lengths)
+    buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    return fnv1a64_spans(buf, end - lengths, end)
+
+
 class NgramIndex:
     """Protected n-grams plus their sorted FNV-1a 64 hashes, to check whole batches at once.
 
@@ -55,11 +64,7 @@ class NgramIndex:
         check_n(n)
         self.grams = grams
         self.n = n
-        encoded = [g.encode("utf-8") for g in grams]
-        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-        end = np.cumsum(lengths)
-        buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        self.hashes = np.sort(fnv1a64_spans(buf, end - lengths, end))
+        self.hashes = np.sort(gram_hashes(list(grams)))
 
     def contains(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_]:
         """Whether each hash is a protected n-gram's: a binary search in the sorted hashes, so

@@ -84,10 +84,23 @@ class ProtectedSet:
     items: int
     grams: dict[str, list[str]]
     n: int
+    #: Per item, each of its texts as (words, lo, hi): its n-gram windows in order are
+    #: ``windows[lo:hi]``. What a report needs for the share of an item's words matches cover.
+    layout: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict, repr=False)
+    windows: list[str] = field(default_factory=list, repr=False)
     index: NgramIndex = field(init=False, repr=False)
+    _caps: dict[int, frozenset[str]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.index = NgramIndex(self.grams.keys(), self.n)
+
+    def capped_by_items(self, cap: int) -> frozenset[str]:
+        """The n-grams in more than ``cap`` items (computed once per cap)."""
+        found = self._caps.get(cap)
+        if found is None:
+            found = frozenset(g for g, labels in self.grams.items() if len(labels) > cap)
+            self._caps[cap] = found
+        return found
 
     @property
     def ngrams(self) -> int:
@@ -120,18 +133,22 @@ def parse_protected_set(name: str, body: str, fmt: ProtectedFormat, n: int = 13)
     check_n(n)
     if fmt is not ProtectedFormat.JSONL:
         grams: dict[str, list[str]] = {}
-        _add(grams, body, "1", n)
-        return ProtectedSet(name, 1, grams, n)
+        layout: dict[str, list[tuple[int, int, int]]] = {}
+        windows: list[str] = []
+        _add(grams, layout, windows, body, "1", n)
+        return ProtectedSet(name, 1, grams, n, layout, windows)
     return _from_items(name, list(jsonl_items(body.splitlines(), name)), n)
 
 
 def _from_items(name: str, items: list[tuple[int, dict[str, Any]]], n: int) -> ProtectedSet:
     grams: dict[str, list[str]] = {}
+    layout: dict[str, list[tuple[int, int, int]]] = {}
+    windows: list[str] = []
     for line, item in items:
         label = item_label(item, line)
         for text in item_strings(item):
-            _add(grams, text, label, n)
-    return ProtectedSet(name, len(items), grams, n)
+            _add(grams, layout, windows, text, label, n)
+    return ProtectedSet(name, len(items), grams, n, layout, windows)
 
 
 #: Protected files read as items (one per JSON line or Parquet row); any other name is one text.
@@ -223,9 +240,20 @@ def protected_paths(paths: Iterable[str | PathLike[str]]) -> list[str | PathLike
     return found
 
 
-def _add(grams: dict[str, list[str]], text: str, label: str, n: int) -> None:
-    for gram in ngrams(words(text), n):
+def _add(
+    grams: dict[str, list[str]],
+    layout: dict[str, list[tuple[int, int, int]]],
+    windows: list[str],
+    text: str,
+    label: str,
+    n: int,
+) -> None:
+    w = words(text)
+    lo = len(windows)
+    windows.extend(ngrams(w, n))
+    for gram in windows[lo:]:
         labels = grams.setdefault(gram, [])
         # Usually the label is the last one added: skip the scan of the list then.
         if (not labels or labels[-1] != label) and label not in labels:
             labels.append(label)
+    layout.setdefault(label, []).append((len(w), lo, len(windows)))

@@ -16,7 +16,10 @@ engine computes the same signatures, candidates, confirmations and components th
   ``Components`` (incremental; a deletion regroups from recomputed roots), ``groups_of``.
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
-  ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``.
+  ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``; modes and reports:
+  ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
+  ``DecontParams``, ``apply_mode``, ``decontaminate_modes``, ``DECONT_KEY``,
+  ``ContaminationReport``, ``Thresholds``.
 - Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
   ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RecordReader``,
   ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
@@ -40,9 +43,17 @@ from core._banding import (
 from core._cluster import cluster_roots, confirm, estimates, groups_of
 from core._components import Components, min_label_components
 from core._corpus import FORMATS, Doc, corpus_format, jsonl_items, read_docs, write_docs
+from core._cutting import (
+    DECONT_KEY,
+    DecontMode,
+    DecontParams,
+    apply_mode,
+    decontaminate_modes,
+)
 from core._decont import decontaminate_with
 from core._digests import exact_keepers, id_rank, text_digest, text_digests
 from core._fanout import chunk_bounds, fan_out, in_order, ordered_map, pool_size, spawn_pool
+from core._matches import Match, Protection, sample_capped
 from core._ngrams import NgramIndex
 from core._params import INDEX_KEYS, MinhashParams
 from core._protected import (
@@ -52,6 +63,7 @@ from core._protected import (
     read_protected_set,
 )
 from core._records import Record, RecordReader, Schema, get_field, parquet_schema, set_field
+from core._report import ContaminationReport, Thresholds
 from core._signature_index import Matches, Placement, SignatureIndex, batch_matches
 from core._signatures import batch_signatures
 from core._sketch import estimate
@@ -79,16 +91,21 @@ from core.errors import (
 
 __all__ = [
     "CLUSTER_KEY",
+    "DECONT_KEY",
     "FORMATS",
     "INDEX_KEYS",
     "KEEP_POLICIES",
     "STDIO",
     "BandBuckets",
     "Components",
+    "ContaminationReport",
     "CorpusError",
+    "DecontMode",
+    "DecontParams",
     "Doc",
     "DuplicateIdError",
     "KeepPolicy",
+    "Match",
     "Matches",
     "MinhashParams",
     "NeardupError",
@@ -98,6 +115,7 @@ __all__ = [
     "Placement",
     "ProtectedFormat",
     "ProtectedSet",
+    "Protection",
     "Record",
     "RecordReader",
     "RowWriter",
@@ -105,7 +123,9 @@ __all__ = [
     "SignatureError",
     "SignatureIndex",
     "Source",
+    "Thresholds",
     "WorkerError",
+    "apply_mode",
     "atomic_output",
     "band_digests",
     "batch_matches",
@@ -118,6 +138,7 @@ __all__ = [
     "cluster_survivors",
     "confirm",
     "corpus_format",
+    "decontaminate_modes",
     "decontaminate_with",
     "empty_rows",
     "estimate",
@@ -142,6 +163,7 @@ __all__ = [
     "pool_size",
     "read_docs",
     "read_protected_set",
+    "sample_capped",
     "set_field",
     "shingles",
     "spawn_pool",

@@ -18,6 +18,9 @@ __all__ = [
     "ContaminationRequest",
     "ContaminationResponse",
     "ContaminationResult",
+    "DecontaminatedDoc",
+    "DecontaminationRequest",
+    "DecontaminationResponse",
     "DocId",
     "DocumentIn",
     "DocumentOut",
@@ -372,3 +375,83 @@ class ContaminationResponse(BaseModel):
         description="the protected sets checked, by name; empty means nothing was checked"
     )
     results: list[ContaminationResult]
+
+
+class DecontaminationRequest(_Strict):
+    """``POST /v1/decontamination``: documents through a decontamination mode, with a report."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "documents": [{"id": "web-1", "text": "... Tom found a shiny red shell ..."}],
+                    "sets": ["evals.v1"],
+                    "mode": "cut",
+                }
+            ]
+        }
+    )
+
+    documents: list[DocumentIn]
+    sets: list[str] | None = Field(
+        default=None, description="protected set names to check against (default: every set)"
+    )
+    mode: Literal["drop", "cut", "annotate"] = Field(
+        default="drop",
+        description="drop a contaminated document; cut its matches out (GPT-3); annotate meta",
+    )
+    window: Annotated[
+        int,
+        Field(ge=0, description="cut: characters removed each side"),
+        BeforeValidator(_integral),
+    ] = 200
+    min_piece: Annotated[
+        int,
+        Field(ge=0, description="cut: shorter pieces are dropped"),
+        BeforeValidator(_integral),
+    ] = 200
+    max_pieces: Annotated[
+        int,
+        Field(ge=1, description="cut: more pieces drop the document"),
+        BeforeValidator(_integral),
+    ] = 10
+    item_cap: Annotated[
+        int | None,
+        Field(ge=1, description="ignore n-grams in more than this many items of a set"),
+        BeforeValidator(_integral),
+    ] = None
+    clean_below: float = Field(
+        default=0.2, ge=0, le=1, description="coverage below which an item is clean"
+    )
+    dirty_from: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="coverage from which an item is dirty; not below clean_below, else 422",
+    )
+    top: Annotated[
+        int,
+        Field(ge=0, le=1000, description="most-matched items per set"),
+        BeforeValidator(_integral),
+    ] = 10
+
+
+class DecontaminatedDoc(BaseModel):
+    """A document a mode keeps: as sent, annotated, or a cut piece (``meta.decontamination``)."""
+
+    id: str
+    text: str
+    meta: dict[str, Any]
+
+
+class DecontaminationResponse(BaseModel):
+    """The documents a mode keeps (cut pieces as ``ID#K``), the ids dropped whole, and the
+    report: per set (totals, subsets, capped n-gram count, top items) and per matched item."""
+
+    checked_sets: list[str]
+    documents: list[DecontaminatedDoc]
+    dropped: list[str]
+    report: dict[str, Any] = Field(
+        description="items are named by id; n-grams (first shared, capped) only for keys with "
+        "the protect scope (or no keys)"
+    )

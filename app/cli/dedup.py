@@ -184,6 +184,8 @@ def _write_pass(
             for row, kept in tagger.rows(batch):
                 (out if kept else removed).write(row)
     manifest.counts.update(tagger.counts, written=out.count)
+    if tagger.report is not None:
+        manifest.contamination = tagger.report.as_dict()
     if "output" in written:
         manifest.output = asdict(written["output"])
     if "removed" in written:
@@ -218,7 +220,11 @@ def run_dedup(options: DedupOptions) -> Manifest:
     manifest.cluster_sizes = decisions.cluster_sizes()
     manifest.seconds["cluster"] = time.perf_counter() - started
     started = time.perf_counter()
-    tagger = Tagger(first.ids, decisions, sets, options.params.keep_duplicates)
+    params = options.params
+    tagger = Tagger(
+        first.ids, decisions, sets, params.keep_duplicates,
+        decont=params.decont, item_cap=params.item_cap, schema=options.schema,
+    )  # fmt: skip
     _write_pass(sources, options, first, tagger, manifest)
     manifest.seconds["write"] = time.perf_counter() - started
     if not options.dry_run and (target := options.manifest_target) is not None:

@@ -139,6 +139,18 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     ):  # fmt: skip
         default = MINHASH_DEFAULTS[name.replace("-", "_")]
         dedup.add_argument(f"--{name}", type=kind, default=default, help=text)
+    dedup.add_argument(
+        "--decontamination", choices=["drop", "cut", "annotate"], default="drop",
+        help="a contaminated row: dropped, its matches cut out (GPT-3), or annotated in meta",
+    )  # fmt: skip
+    dedup.add_argument(
+        "--cut-window", type=int, default=200, help="cut: characters removed each side of a match"
+    )
+    dedup.add_argument("--min-piece", type=int, default=200, help="cut: shorter pieces are dropped")
+    dedup.add_argument(
+        "--max-pieces", type=int, default=10, help="cut: a row split into more is dropped"
+    )
+    _cap_flags(dedup)
     dedup.add_argument("--manifest", help="default: OUTPUT.manifest.json (none when OUTPUT is '-')")
     dedup.add_argument("--dry-run", action="store_true", help="report the counts, write nothing")
     dedup.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -147,6 +159,13 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     )
     dedup.add_argument("--spark-master", help="e.g. local[2]; default: Spark's configuration")
     dedup.set_defaults(dedup_parser=dedup)  # the Spark engine names the flags it does not take
+
+
+def _cap_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--item-cap", type=int, metavar="N",
+        help="ignore protected n-grams found in more than N items of their set (default: none)",
+    )  # fmt: skip
 
 
 def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
@@ -160,6 +179,24 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         help="protected eval sets (.jsonl[.gz|.zst], .parquet, plain text; dirs, globs, URLs)",
     )  # fmt: skip
     cont.add_argument("--ngram", type=int, default=13, help="n-gram length")
+    _cap_flags(cont)
+    cont.add_argument(
+        "--sample", nargs="+", default=[], metavar="FILE",
+        help="training-corpus files whose first --sample-size documents --sample-cap counts in",
+    )  # fmt: skip
+    cont.add_argument(
+        "--sample-cap", type=float, metavar="SHARE",
+        help="ignore protected n-grams in more than this share of the --sample documents "
+        "(default: none)",
+    )  # fmt: skip
+    cont.add_argument("--sample-size", type=int, default=10_000, help="documents of --sample")
+    cont.add_argument(
+        "--clean-below", type=float, default=0.2, help="coverage below which an item is clean"
+    )
+    cont.add_argument(
+        "--dirty-from", type=float, default=0.8, help="coverage from which an item is dirty"
+    )
+    cont.add_argument("--top", type=int, default=10, help="most-matched items listed per set")
     _schema_flags(cont)
     cont.add_argument("--output", default="-", help="the JSON report; '-': stdout")
     cont.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -203,7 +240,7 @@ def _dedup(args: argparse.Namespace) -> int:
         return dedup_spark(args)
     from app.cli.dedup import run_dedup
     from app.cli.options import DedupOptions, DedupParams, default_workers
-    from core.engine import KeepPolicy, MinhashParams, ParameterError, Schema
+    from core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
 
     if args.spark_master is not None:
         raise ParameterError("--spark-master needs --engine spark")
@@ -216,6 +253,8 @@ def _dedup(args: argparse.Namespace) -> int:
         workers=workers,
         keep_duplicates=args.keep_duplicates,
         keep=KeepPolicy.parse(args.keep),
+        decont=DecontParams(args.decontamination, args.cut_window, args.min_piece, args.max_pieces),
+        item_cap=args.item_cap,
     )
     options = DedupOptions(
         inputs=tuple(args.inputs), output=args.output, protected=tuple(args.protected),
@@ -234,7 +273,9 @@ def _dedup(args: argparse.Namespace) -> int:
         print(
             f"neardup dedup: read {counts['read']}, exact-dropped {counts['exact_dropped']}, "
             f"near-dropped {counts['near_dropped']}, decontaminated {counts['decontaminated']}, "
-            f"wrote {counts['written']} to {args.output}{where}",
+            + (f"cut {counts['cut']} into {counts['pieces']} pieces, " if "cut" in counts else "")
+            + (f"annotated {counts['annotated']}, " if "annotated" in counts else "")
+            + f"wrote {counts['written']} to {args.output}{where}",
             file=sys.stderr,
         )
     return 0
@@ -242,12 +283,15 @@ def _dedup(args: argparse.Namespace) -> int:
 
 def _contamination(args: argparse.Namespace) -> int:
     from app.cli.contamination import contamination_report
-    from core.engine import Schema, atomic_output
+    from core.engine import Schema, Thresholds, atomic_output
 
     schema = Schema(args.id_field, args.text_field)
     report = contamination_report(
-        args.inputs, args.protected, n=args.ngram, schema=schema, quiet=args.quiet
-    )
+        args.inputs, args.protected, n=args.ngram, schema=schema, quiet=args.quiet,
+        item_cap=args.item_cap, sample=args.sample, sample_share=args.sample_cap,
+        sample_size=args.sample_size, thresholds=Thresholds(args.clean_below, args.dirty_from),
+        top=args.top,
+    )  # fmt: skip
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
     with atomic_output(args.output) as (handle, _):
         handle.write(text.encode("utf-8"))

@@ -30,6 +30,8 @@ class Manifest:
     seconds: dict[str, float] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
     removed: dict[str, Any] | None = None
+    #: The contamination report of the rows the decontamination stage checked (with sets).
+    contamination: dict[str, Any] | None = None
 
     @classmethod
     def start(cls, options: DedupOptions, sources: list[Source]) -> Manifest:

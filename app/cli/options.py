@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from core.engine import KeepPolicy, MinhashParams, ParameterError, Schema
+from core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
 
 __all__ = ["DedupOptions", "DedupParams", "default_workers"]
 
@@ -22,17 +22,24 @@ def default_workers() -> int:
 
 @dataclass(frozen=True)
 class DedupParams:
-    """The knobs of ``neardup dedup``: core's parameters, the worker count, what to keep."""
+    """The knobs of ``neardup dedup``: core's parameters, the worker count, what to keep, and
+    what the decontamination stage does (``decont``, ``item_cap``)."""
 
     minhash: MinhashParams = field(default_factory=MinhashParams)
     workers: int = 1
     keep_duplicates: bool = False
     keep: KeepPolicy = field(default_factory=KeepPolicy)
+    decont: DecontParams = field(default_factory=DecontParams)
+    item_cap: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Flat, as the flags are spelled (for the manifest)."""
+        d = self.decont
         return {**self.minhash.as_dict(), "workers": self.workers,
-                "keep_duplicates": self.keep_duplicates, "keep": str(self.keep)}  # fmt: skip
+                "keep_duplicates": self.keep_duplicates, "keep": str(self.keep),
+                "decontamination": d.mode.value, "cut_window": d.window,
+                "min_piece": d.min_piece, "max_pieces": d.max_pieces,
+                "item_cap": self.item_cap}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,16 @@ class DedupOptions:
             raise ParameterError("--output and --removed cannot both be standard output ('-')")
         if (*self.inputs, *self.protected).count("-") > 1:
             raise ParameterError("standard input ('-') can be read once: name it once")
+        mode = self.params.decont.mode.value
+        if mode != "drop":
+            if not self.protected:
+                raise ParameterError(f"--decontamination {mode} needs --protected sets")
+            targets = (self.output, self.removed or "")
+            if any(t.lower().endswith(".parquet") for t in targets):
+                raise ParameterError(
+                    f"--decontamination {mode} writes meta.decontamination, nested lists of "
+                    "spans: write JSON Lines (a .parquet output is for drop)"
+                )
 
     @property
     def manifest_target(self) -> str | None:

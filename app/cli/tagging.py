@@ -6,12 +6,19 @@ object: ``reason`` (``exact``, ``near`` or ``contaminated``), ``duplicate_of`` (
 duplicates) and ``estimate`` (to it), or for ``contaminated`` the protected ``set``, ``item`` and
 first shared ``ngram``. Every key is always there (null when it does not apply), so Parquet
 outputs have one schema. Nothing else of the input row changes.
+
+Decontamination checks the rows the near stage keeps (all rows with ``--keep-duplicates``), in
+the mode of ``--decontamination``: ``drop`` sends a contaminated row to ``--removed``;
+``annotate`` keeps it with ``meta.decontamination``; ``cut`` writes its kept pieces in its place
+(id ``ID#K`` in the id field, the piece in the text field, ``meta.decontamination`` saying what
+was cut, the cluster tag of the row they come from) and sends the row to ``--removed`` only when
+it is dropped whole (more than ``--max-pieces`` pieces, or none left). Pieces are not
+deduplicated again: they are parts of a row the near stage already kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import chain
 from typing import Any
 
 from app.cli.decisions import EXACT, KEPT, NEAR, Decisions
@@ -20,12 +27,22 @@ from app.cli.options import DedupOptions
 from app.cli.progress import Progress
 from core.engine import (
     CLUSTER_KEY,
+    DECONT_KEY,
+    ContaminationReport,
     CorpusError,
-    NgramIndex,
+    DecontMode,
+    DecontParams,
+    Doc,
+    Match,
     ProtectedSet,
+    Protection,
     Record,
+    Schema,
+    apply_mode,
     expand_inputs,
+    get_field,
     read_protected_set,
+    set_field,
 )
 
 __all__ = ["REASON_KEY", "Tagger", "arrow_hint", "load_protected"]
@@ -74,18 +91,30 @@ class Tagger:
     """Decides, per row of pass 2, what is written where, and counts it."""
 
     def __init__(
-        self, ids: list[str], decisions: Decisions, sets: list[ProtectedSet], keep_all: bool
+        self,
+        ids: list[str],
+        decisions: Decisions,
+        sets: list[ProtectedSet],
+        keep_all: bool,
+        *,
+        decont: DecontParams | None = None,
+        item_cap: int | None = None,
+        schema: Schema | None = None,
     ) -> None:
         self.ids = ids
         self.decisions = decisions
         self.sets = sets
         self.keep_all = keep_all
-        self.index = None
-        if sets:
-            grams = chain.from_iterable(s.grams.keys() for s in sets)
-            self.index = NgramIndex(set(grams), sets[0].n)
+        self.decont = decont or DecontParams()
+        self.schema = schema or Schema()
+        self.protection = Protection(sets, item_cap=item_cap) if sets else None
+        self.report = ContaminationReport(self.protection) if self.protection else None
         self.counts = {"read": len(ids), "exact_dropped": 0, "near_dropped": 0,
                        "decontaminated": 0}  # fmt: skip
+        if self.decont.mode is DecontMode.CUT:
+            self.counts.update(cut=0, pieces=0)
+        elif self.decont.mode is DecontMode.ANNOTATE:
+            self.counts["annotated"] = 0
 
     def rows(self, batch: list[tuple[Record, int]]) -> Iterator[tuple[dict[str, Any], bool]]:
         """(row, kept) for every record of a batch (consecutive row numbers): kept rows go to the
@@ -94,14 +123,20 @@ class Tagger:
         # One slice per batch as Python ints: no numpy scalar per row.
         outcome = self.decisions.outcome[lo : lo + len(batch)].tolist()
         checked = [(r, i) for r, i in batch if self.keep_all or outcome[i - lo] == KEPT]
-        dirty: set[int] = set()
-        if self.index is not None and checked:
-            flags = self.index.contaminated_many([r.text for r, _ in checked])
-            dirty = {i for (_, i), flag in zip(checked, flags.tolist(), strict=True) if flag}
+        dirty: dict[int, list[Match]] = {}
+        if self.protection is not None and self.report is not None and checked:
+            found = self.protection.matches_many([r.text for r, _ in checked])
+            for (record, i), hits in zip(checked, found, strict=True):
+                self.report.add(Doc(record.id, record.text), hits)
+                if hits:
+                    dirty[i] = hits
         for record, i in batch:
-            if i in dirty:
+            matches = dirty.get(i)
+            if matches is not None and self.decont.mode is not DecontMode.DROP:
+                yield from self._decontaminated(record, i, outcome[i - lo], matches)
+            elif matches is not None:
                 self.counts["decontaminated"] += 1
-                yield _with_reason(record, self._contamination(record.text)), False
+                yield _with_reason(record, _contamination(matches)), False
             elif outcome[i - lo] == KEPT:
                 yield self._tagged(record, i), True
             elif self.keep_all:
@@ -109,6 +144,28 @@ class Tagger:
             else:
                 self.counts[f"{_REASONS[outcome[i - lo]]}_dropped"] += 1
                 yield _with_reason(record, self._duplicate(i)), False
+
+    def _decontaminated(
+        self, record: Record, i: int, outcome: int, matches: list[Match]
+    ) -> Iterator[tuple[dict[str, Any], bool]]:
+        """A contaminated row under ``cut`` or ``annotate``."""
+        tagged = self._tagged(record, i)
+        docs = apply_mode(Doc(record.id, record.text), matches, self.decont)
+        if not docs:
+            self.counts["decontaminated"] += 1
+            yield _with_reason(record, _contamination(matches)), False
+            return
+        self.counts["cut" if self.decont.mode is DecontMode.CUT else "annotated"] += 1
+        own_id = get_field(record.row, self.schema.id_field)
+        for k, doc in enumerate(docs, start=1):
+            row = set_field(tagged, f"meta.{DECONT_KEY}", doc.meta[DECONT_KEY])
+            if self.decont.mode is DecontMode.CUT:
+                self.counts["pieces"] += 1
+                row = set_field(row, self.schema.id_field, f"{own_id}#{k}")
+                row = set_field(row, self.schema.text_field, doc.text)
+            if outcome != KEPT:  # --keep-duplicates: still says why it would be dropped
+                row = _with_reason(record, self._duplicate(i), row)
+            yield row, True
 
     def _tagged(self, record: Record, i: int) -> dict[str, Any]:
         meta = record.row.get("meta")
@@ -129,15 +186,11 @@ class Tagger:
             estimate=float(decisions.estimate[i]),
         )
 
-    def _contamination(self, text: str) -> dict[str, Any]:
-        for protected in self.sets:
-            hits = protected.hits(text)
-            if hits:
-                item, gram = hits[0]
-                return _reason("contaminated", set=protected.name, item=item, ngram=gram)
-        # The hash filter flagged the text, every set's exact check agrees on no n-gram: a
-        # 64-bit hash collision. Say so rather than invent a hit.
-        return _reason("contaminated")
+
+def _contamination(matches: list[Match]) -> dict[str, Any]:
+    """The reason of a contaminated row: its first match's set, first item and n-gram."""
+    first = matches[0]
+    return _reason("contaminated", set=first.set, item=first.items[0], ngram=first.ngram)
 
 
 def _reason(reason: str, **fields: Any) -> dict[str, Any]:

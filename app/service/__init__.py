@@ -15,12 +15,13 @@ from app.service.errors import (
     StoreUnavailable,
     TooLarge,
 )
-from app.service.operations import NewDoc, Registered, Service
+from app.service.operations import DecontRequest, NewDoc, Registered, Service
 
 __all__ = [
     "Conflict",
     "DamagedStore",
     "DataDirLocked",
+    "DecontRequest",
     "NewDoc",
     "NotFound",
     "OutOfReach",

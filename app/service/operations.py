@@ -44,16 +44,22 @@ from app.service.limits import BatchLimits, ProbeLimiter
 from app.service.pool import SignaturePool
 from app.service.store import Change, ProtectedSetRow, Store, StoredDoc, open_store
 from core.engine import (
+    ContaminationReport,
+    DecontParams,
+    Doc,
     DuplicateIdError,
     NeardupError,
     ProtectedFormat,
     ProtectedSet,
+    Protection,
+    Thresholds,
+    apply_mode,
     lsh_probability,
     parse_protected_set,
     text_digest,
 )
 
-__all__ = ["NewDoc", "Registered", "Service"]
+__all__ = ["DecontRequest", "NewDoc", "Registered", "Service"]
 
 log = logging.getLogger("neardup")
 _T = TypeVar("_T")
@@ -544,6 +550,18 @@ class Service:
         chosen = sorted(self.protected) if names is None else dict.fromkeys(names)
         return [self.protected_set(name) for name in chosen]
 
+    async def decontamination(
+        self, docs: Sequence[Doc], sets: Sequence[str] | None, ask: DecontRequest, caller: str
+    ) -> tuple[list[Doc], list[str], dict[str, Any]]:
+        """``docs`` decontaminated in ``ask.params.mode``, the ids dropped whole, and the report;
+        bounded as ``contamination`` is (texts, memory, the per-caller rate), off the loop."""
+        texts = [d.text for d in docs]
+        self.limits.check_texts(texts)
+        chosen = self.chosen_sets(sets)
+        self.probes.take(caller, len(texts))
+        with self.limits.admit():
+            return await asyncio.to_thread(_decontaminate, docs, chosen, ask)
+
     async def contamination(
         self, texts: Sequence[str], sets: Sequence[str] | None, caller: str = "open"
     ) -> list[list[tuple[str, str, str]]]:
@@ -555,6 +573,35 @@ class Service:
         self.probes.take(caller, len(texts))
         with self.limits.admit():
             return await asyncio.to_thread(_hits, texts, chosen)
+
+
+@dataclass(frozen=True)
+class DecontRequest:
+    """One ``POST /v1/decontamination``: the mode and its numbers, the cap, the buckets'
+    bounds, how many top items per set, and whether n-grams may be echoed."""
+
+    params: DecontParams
+    item_cap: int | None
+    thresholds: Thresholds
+    top: int
+    ngrams: bool
+
+
+def _decontaminate(
+    docs: Sequence[Doc], chosen: list[ProtectedSet], ask: DecontRequest
+) -> tuple[list[Doc], list[str], dict[str, Any]]:
+    """What ``decontaminate_modes`` makes of ``docs``, the ids it dropped whole, the report."""
+    protection = Protection(chosen, item_cap=ask.item_cap)
+    report = ContaminationReport(protection, ask.thresholds, examples=None, top=ask.top)
+    out: list[Doc] = []
+    dropped: list[str] = []
+    for doc, matches in zip(docs, protection.matches_many([d.text for d in docs]), strict=True):
+        report.add(doc, matches)
+        kept = apply_mode(doc, matches, ask.params, ngrams=ask.ngrams)
+        if not kept:
+            dropped.append(doc.id)
+        out.extend(kept)
+    return out, dropped, report.as_dict(ngrams=ask.ngrams)
 
 
 def _hits(texts: Sequence[str], chosen: list[ProtectedSet]) -> list[list[tuple[str, str, str]]]:

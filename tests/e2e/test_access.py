@@ -28,6 +28,7 @@ ENDPOINTS = [
     ("PUT", "/v1/protected-sets/evals",
      {"content": "one two three", "headers": {"content-type": "text/plain"}}, "protect"),
     ("DELETE", "/v1/protected-sets/nothing", {}, "protect"),
+    ("POST", "/v1/decontamination", {"json": {"documents": [{"id": "d", "text": "a b"}]}}, "read"),
 ]  # fmt: skip
 
 

@@ -1,5 +1,6 @@
 """``/v1/protected-sets``: upload, replace, list and delete protected eval sets;
-``/v1/contamination``: check texts against them."""
+``/v1/contamination``: check texts against them; ``/v1/decontamination``: documents through a
+mode (drop, cut, annotate) with a per-item and per-set report."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from app.api.schemas import (
     ContaminationRequest,
     ContaminationResponse,
     ContaminationResult,
+    DecontaminatedDoc,
+    DecontaminationRequest,
+    DecontaminationResponse,
     Hit,
     ProtectedSetOut,
 )
-from app.service import Service
-from core.engine import ProtectedFormat
+from app.service import DecontRequest, Service
+from core.engine import DecontMode, DecontParams, Doc, ProtectedFormat, Thresholds
 
 router = APIRouter(
     prefix="/v1", tags=["protected sets"], route_class=StrictJSONRoute, responses=ERRORS
@@ -130,4 +134,27 @@ async def contamination(
             )
             for hits in found
         ],
+    )
+
+
+@router.post("/decontamination", dependencies=[require("read")])
+async def decontamination(
+    body: DecontaminationRequest, service: ServiceDep, caller: CallerDep
+) -> DecontaminationResponse:
+    """Documents through a decontamination mode, and the contamination report (items by id;
+    n-grams only to keys with the protect scope). Bounded as ``/v1/contamination`` is."""
+    ask = DecontRequest(
+        params=DecontParams(DecontMode(body.mode), body.window, body.min_piece, body.max_pieces),
+        item_cap=body.item_cap,
+        thresholds=Thresholds(body.clean_below, body.dirty_from),
+        top=body.top,
+        ngrams="protect" in caller.scopes,
+    )
+    docs = [Doc(d.id, d.text, d.meta) for d in body.documents]
+    out, dropped, report = await service.decontamination(docs, body.sets, ask, caller.name)
+    return DecontaminationResponse(
+        checked_sets=[s.name for s in service.chosen_sets(body.sets)],
+        documents=[DecontaminatedDoc(id=d.id, text=d.text, meta=d.meta) for d in out],
+        dropped=dropped,
+        report=report,
     )

@@ -1,4 +1,6 @@
-"""``/ui``: server-rendered pages to look at clusters, contamination and the parameters.
+"""``/ui``: server-rendered pages to look at clusters, contamination (a text; a batch of
+documents through a decontamination mode, with the per-set and per-item report) and the
+parameters.
 
 Behind the same access rules as the API (``read``); a key entered once on /ui/login opens a
 server-side session whose random id is kept in a cookie (HttpOnly, SameSite=Strict) for the
@@ -7,6 +9,7 @@ browser session (see ``security``). Sign-in forms posted from another site are r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -18,7 +21,7 @@ from fastapi.templating import Jinja2Templates
 from app.api.deps import Caller, ServiceDep, bearer_token, caller_of
 from app.api.ui.charts import s_curve, size_histogram
 from app.api.ui.security import Sessions, same_origin
-from app.service import NotFound
+from app.service import DecontRequest, NotFound
 from app.service.views import (
     CHAIN_LIMIT,
     DIFF_WORDS,
@@ -27,6 +30,7 @@ from app.service.views import (
     contamination_view,
     registered_text,
 )
+from core.engine import DecontMode, DecontParams, Doc, ParameterError, Thresholds
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
@@ -214,6 +218,72 @@ async def contamination(
     return _page(request, "contamination.html", sets=sorted(service.protected), result=result,
                  text=text[:HIGHLIGHT_CHARS], doc_id=doc_id, chosen=chosen,
                  highlight_chars=HIGHLIGHT_CHARS)  # fmt: skip
+
+
+_MODES = ("drop", "cut", "annotate")
+
+
+@router.get("/decontamination", response_class=HTMLResponse, dependencies=[Reader])
+async def decontamination_form(request: Request, service: ServiceDep) -> HTMLResponse:
+    """Paste documents (JSON Lines), choose sets, a mode and a cap."""
+    form = {"sets": sorted(service.protected), "chosen": [], "docs": "", "mode": "drop",
+            "item_cap": "", "modes": _MODES}  # fmt: skip
+    return _page(request, "decontamination.html", result=None, error=None, **form)
+
+
+@router.post("/decontamination", response_class=HTMLResponse, dependencies=[Reader])
+async def decontamination(
+    request: Request,
+    service: ServiceDep,
+    docs: Annotated[str, Form()] = "",
+    mode: Annotated[str, Form()] = "drop",
+    item_cap: Annotated[str, Form()] = "",
+    sets: Annotated[list[str] | None, Form()] = None,
+) -> HTMLResponse:
+    """The documents through the mode, and the report: per set and per matched item."""
+    chosen = sets or sorted(service.protected)
+    caller = _ui_caller(request)
+    form = {"sets": sorted(service.protected), "chosen": chosen, "docs": docs, "mode": mode,
+            "item_cap": item_cap, "modes": _MODES}  # fmt: skip
+    try:
+        parsed = _pasted_docs(docs)
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
+        if item_cap.strip() and not item_cap.strip().isdigit():
+            raise ValueError(f"the item cap must be a whole number, not {item_cap!r}")
+        cap = int(item_cap) if item_cap.strip() else None
+        ask = DecontRequest(DecontParams(DecontMode(mode)), cap, Thresholds(), 10,
+                            "protect" in caller.scopes)  # fmt: skip
+        out, dropped, report = await service.decontamination(parsed, chosen, ask, caller.name)
+    except NotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+    except (ValueError, ParameterError) as exc:
+        page = _page(request, "decontamination.html", result=None, error=str(exc), **form)
+        page.status_code = 422
+        return page
+    result = {"documents": out, "dropped": dropped, "report": report}
+    return _page(request, "decontamination.html", result=result, error=None, **form)
+
+
+def _pasted_docs(body: str) -> list[Doc]:
+    """JSON Lines of ``{"id", "text", "meta"?}``; ValueError naming the line of a bad one."""
+    out = []
+    for line, raw in enumerate(body.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"line {line}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+            raise ValueError(f'line {line}: give an object with a "text" string')
+        meta = row.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise ValueError(f'line {line}: "meta" must be an object')
+        out.append(Doc(str(row.get("id", line)), row["text"], meta))
+    if not out:
+        raise ValueError("paste at least one document, one JSON object a line")
+    return out
 
 
 @router.get("/parameters", response_class=HTMLResponse, dependencies=[Reader])

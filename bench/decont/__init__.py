@@ -1,0 +1,1 @@
+"""Decontamination modes benchmark (``python -m bench.decont``)."""

@@ -1,0 +1,162 @@
+"""Decontamination modes over a Doc stream: ``drop`` a contaminated document, ``cut`` its
+matches out (the GPT-3 procedure, Brown et al. 2020, appendix C), or ``annotate`` it.
+
+``cut``: every matching n-gram is removed with ``window`` characters each side of it (clipped to
+the text); the removed spans, merged where they touch or overlap, split the text into pieces;
+pieces shorter than ``min_piece`` characters are dropped; and when MORE than ``max_pieces``
+pieces remain, the whole document is dropped (as when none remains). Each kept piece is a Doc
+of its own, id ``ID#K`` (K = 1, 2, ... among the kept pieces), its text exactly the characters
+of the original it spans. Documents without a match pass unchanged in every mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from itertools import islice
+from typing import Any
+
+from core._corpus import Doc
+from core._matches import Match, Protection
+from core.errors import ParameterError
+
+__all__ = [
+    "DECONT_KEY",
+    "PIECE_SEPARATOR",
+    "Cut",
+    "DecontMode",
+    "DecontParams",
+    "apply_mode",
+    "cut_spans",
+    "decontaminate_modes",
+    "piece_id",
+]
+
+#: The meta key a cut piece or an annotated document says what was found in.
+DECONT_KEY = "decontamination"
+#: Between a document's id and its piece number: ``doc-7#2`` is the second kept piece of doc-7.
+PIECE_SEPARATOR = "#"
+
+
+class DecontMode(StrEnum):
+    """What happens to a document sharing an n-gram with a protected set."""
+
+    DROP = "drop"
+    CUT = "cut"
+    ANNOTATE = "annotate"
+
+
+@dataclass(frozen=True)
+class DecontParams:
+    """The mode and the numbers of ``cut`` (GPT-3's defaults)."""
+
+    mode: DecontMode = DecontMode.DROP
+    window: int = 200
+    min_piece: int = 200
+    max_pieces: int = 10
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "mode", DecontMode(self.mode))
+        except ValueError:
+            modes = ", ".join(m.value for m in DecontMode)
+            raise ParameterError(f"mode must be one of {modes}, got {self.mode!r}") from None
+        for name in ("window", "min_piece", "max_pieces"):
+            value = getattr(self, name)
+            low = 1 if name == "max_pieces" else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ParameterError(f"{name} must be a whole number >= {low}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Cut:
+    """What ``cut`` makes of a text: the removed spans (merged, in order), the kept pieces'
+    [start, end), and whether the document is dropped whole (``too many pieces``, ``nothing
+    left``) or None."""
+
+    removed: list[tuple[int, int]]
+    pieces: list[tuple[int, int]]
+    dropped: str | None
+
+
+def cut_spans(length: int, matches: Sequence[tuple[int, int]], params: DecontParams) -> Cut:
+    """Cut every match [start, end) out of a text of ``length`` characters, with
+    ``params.window`` characters each side; see the module docstring."""
+    removed: list[tuple[int, int]] = []
+    for start, end in sorted(matches):
+        lo, hi = max(0, start - params.window), min(length, end + params.window)
+        if removed and lo <= removed[-1][1]:
+            removed[-1] = (removed[-1][0], max(removed[-1][1], hi))
+        else:
+            removed.append((lo, hi))
+    bounds = [0, *(x for span in removed for x in span), length]
+    spans = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2)]
+    pieces = [(a, b) for a, b in spans if b - a >= params.min_piece and b > a]
+    if len(pieces) > params.max_pieces:
+        return Cut(removed, [], "too many pieces")
+    if not pieces:
+        return Cut(removed, [], "nothing left")
+    return Cut(removed, pieces, None)
+
+
+def piece_id(doc_id: str, k: int) -> str:
+    """The id of a document's ``k``-th kept piece (from 1)."""
+    return f"{doc_id}{PIECE_SEPARATOR}{k}"
+
+
+def _found(matches: list[Match], ngram: bool) -> dict[str, Any]:
+    return {
+        "sets": sorted({m.set for m in matches}),
+        "items": sorted({f"{m.set}/{i}" for m in matches for i in m.items}),
+        "matches": [m.as_dict(ngram) for m in matches],
+    }
+
+
+def apply_mode(
+    doc: Doc, matches: list[Match], params: DecontParams, *, ngrams: bool = True
+) -> list[Doc]:
+    """What a document becomes under ``params.mode`` given its matches (none: itself);
+    ``ngrams=False`` leaves the matched n-grams out of meta (null)."""
+    if not matches:
+        return [doc]
+    if params.mode is DecontMode.DROP:
+        return []
+    if params.mode is DecontMode.ANNOTATE:
+        found = {"mode": "annotate", **_found(matches, ngrams)}
+        return [Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: found})]
+    cut = cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params)
+    out = []
+    for k, (start, end) in enumerate(cut.pieces, start=1):
+        meta = {"mode": "cut", "source": doc.id, "piece": k, "pieces": len(cut.pieces),
+                "span": [start, end], "removed": [list(r) for r in cut.removed],
+                **_found(matches, ngrams)}  # fmt: skip
+        out.append(Doc(piece_id(doc.id, k), doc.text[start:end], {**doc.meta, DECONT_KEY: meta}))
+    return out
+
+
+def decontaminate_modes(
+    docs: Iterable[Doc],
+    protection: Protection,
+    params: DecontParams | None = None,
+    *,
+    batch: int = 256,
+    observe: Callable[[Doc, list[Match]], None] | None = None,
+) -> Iterator[Doc]:
+    """Decontaminate a Doc stream under ``params`` (default: drop); STREAMS.
+
+    At most ``batch`` documents are read ahead (their n-grams hashed together), so an endless
+    input works in every mode. ``observe(doc, matches)``, when given, sees every input document
+    with its matches (a ``ContaminationReport.add``).
+    """
+    params = params or DecontParams()
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ParameterError(f"batch must be a whole number >= 1, got {batch!r}")
+    it = iter(docs)
+    while chunk := list(islice(it, batch)):
+        for doc, matches in zip(
+            chunk, protection.matches_many([d.text for d in chunk]), strict=True
+        ):
+            if observe is not None:
+                observe(doc, matches)
+            yield from apply_mode(doc, matches, params)
