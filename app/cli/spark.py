@@ -12,7 +12,7 @@ __all__ = ["SPARK_FLAGS", "dedup_spark"]
 SPARK_FLAGS = frozenset(
     {
         "command", "inputs", "output", "protected", "num_perm", "bands", "threshold", "k",
-        "seed", "ngram", "manifest", "quiet", "engine", "spark_master",
+        "seed", "ngram", "manifest", "quiet", "engine", "spark_master", "keep_duplicates",
         "dedup_parser",
     }
 )  # fmt: skip
@@ -37,6 +37,11 @@ def dedup_spark(args: argparse.Namespace) -> int:
         raise ParameterError(
             f"--engine spark does not take {', '.join(unsupported)}: Spark's executors and "
             "configuration decide those (see docs/spark.md)"
+        )
+    if args.keep_duplicates and str(args.output).rstrip("/").lower().endswith(".parquet"):
+        raise ParameterError(
+            "--engine spark writes --keep-duplicates' neardup tags to JSON Lines only, not "
+            "Parquet (see docs/spark.md)"
         )
     given = {
         n: getattr(args, n)

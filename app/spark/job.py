@@ -14,9 +14,11 @@ Stages (each materialised once, so its seconds mean something and later stages r
    star of confirmed components per bucket.
 4. ``components``: large-star / small-star over those edges; every class's root is the
    smallest id of its component.
-5. ``write``: the second pass over the inputs: the kept documents tagged with their root,
-   minus the contaminated ones, written as part files to a hidden sibling directory that is
-   moved to the output when complete.
+5. ``write``: the second pass over the inputs: the kept documents tagged with their root
+   (with ``--keep-duplicates`` all of them, a would-be-dropped one with the local engine's
+   ``neardup`` object: its exact keeper, or its root and their estimate, computed over Arrow
+   batches after one join on the root's signature), minus the contaminated ones, written as
+   part files to a hidden sibling directory that is moved to the output when complete.
 
 The survivors and tags are exactly the local engine's: the classes are core's identical-row
 classes, a bucket is a run of equal band rows, confirmation is core's ``estimates``, and
@@ -41,7 +43,7 @@ from app.spark.corpus import (
     read_corpus,
 )
 from app.spark.metrics import shuffle_bytes
-from core.engine import MinhashParams, NgramIndex, read_protected_set
+from core.engine import MinhashParams, NgramIndex, ParameterError, read_protected_set
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -120,8 +122,9 @@ def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
 
 
 def _classes(signed: DataFrame) -> DataFrame:
-    """(id, sha, sig, live, cid, exact): each document's class (the smallest id among documents
-    of its identical live signature) and whether it is its text's exact keeper."""
+    """(id, sig, live, cid, exact, keeper): each document's class (the smallest id among
+    documents of its identical live signature), its text's exact keeper (the smallest id of its
+    SHA-256) and whether it is that keeper."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -130,10 +133,10 @@ def _classes(signed: DataFrame) -> DataFrame:
     klass = Window.partitionBy(
         "live", F.when(F.col("live"), F.col("sig")).otherwise(F.encode("id", "UTF-8"))
     )
-    exact = F.col("id") == F.min("id").over(Window.partitionBy("sha"))
+    keeper = F.min("id").over(Window.partitionBy("sha"))
     return signed.select(
-        "id", "sig", "live", F.min("id").over(klass).alias("cid"), exact.alias("exact")
-    )
+        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper")
+    ).withColumn("exact", F.col("id") == F.col("keeper"))
 
 
 def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
@@ -154,15 +157,49 @@ def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
     return runs.mapInArrow(kernels.BucketEdges(params), "child string, parent string")
 
 
+def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) -> DataFrame:
+    """``tagged`` (id, exact, keeper, root) with why each would-be-dropped row would be dropped
+    (``--keep-duplicates``): (id, root, reason, duplicate_of, estimate), as the local engine says
+    it: ``exact`` of the keeper (estimate 1.0), ``near`` of the cluster's root (the estimate of
+    their signatures, one join on the root's id for the rows that need it), null for survivors."""
+    from pyspark.sql import functions as F
+
+    num_perm = params.num_perm
+
+    def estimate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield kernels.estimate_batch(batch, num_perm)
+
+    exact, near = ~F.col("exact"), F.col("exact") & (F.col("root") != F.col("id"))
+    root_sigs = classes.select(F.col("id").alias("root"), F.col("sig").alias("root_sig"))
+    pairs = (
+        tagged.where(near)
+        .select("id", "root")
+        .join(classes.select("id", "sig"), "id")
+        .join(root_sigs, "root")
+        .select("id", "sig", "root_sig")
+    )
+    estimated = pairs.mapInArrow(estimate, "id string, estimate double")
+    return tagged.join(estimated, "id", "left").select(
+        "id",
+        "root",
+        F.when(exact, F.lit("exact")).when(near, F.lit("near")).alias("reason"),
+        F.when(exact, F.col("keeper")).when(near, F.col("root")).alias("duplicate_of"),
+        F.when(exact, F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
+    )
+
+
 def _decontaminate(
     spark: SparkSession, kept: DataFrame, protected: Sequence[str], n: int, fmt: str
 ) -> DataFrame:
-    """The kept rows, contaminated ones dropped, as output rows (``value`` for JSON Lines)."""
+    """The kept rows, contaminated ones dropped, as output rows (``value`` for JSON Lines);
+    with ``reason``, ``duplicate_of`` and ``estimate`` columns, each line's ``neardup`` too."""
     grams: set[str] = set()
     for path in protected:
         grams.update(read_protected_set(path, n).grams)
     shared = spark.sparkContext.broadcast(sorted(grams)) if grams else None
     jsonl = fmt != ".parquet"
+    why = [c for c in ("reason", "duplicate_of", "estimate") if c in kept.columns]
 
     def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -175,7 +212,12 @@ def _decontaminate(
             ids, metas, roots = (rows.column(c).to_pylist() for c in ("id", "meta", "root"))
             kept_texts = [t for t, k in zip(texts, keep.to_pylist(), strict=True) if k]
             if jsonl:
-                lines = kernels.json_lines(ids, kept_texts, metas, roots)
+                reasons = (
+                    list(zip(*(rows.column(c).to_pylist() for c in why), strict=True))
+                    if why
+                    else None
+                )
+                lines = kernels.json_lines(ids, kept_texts, metas, roots, reasons)
                 yield pa.RecordBatch.from_arrays([pa.array(lines, pa.string())], ["value"])
             else:
                 tagged = [kernels.dumps_meta(m, r) for m, r in zip(metas, roots, strict=True)]
@@ -185,7 +227,7 @@ def _decontaminate(
                 )
 
     schema = "value string" if jsonl else "id string, text string, meta string"
-    return kept.select("id", "text", "meta", "root").mapInArrow(clean, schema)
+    return kept.select("id", "text", "meta", "root", *why).mapInArrow(clean, schema)
 
 
 def _write(rows: DataFrame, output: HadoopPath, fmt: str) -> None:
@@ -216,6 +258,11 @@ def run_spark_dedup(
     from pyspark.sql import functions as F
 
     fmt = output_format(output)
+    if params.keep_duplicates and fmt == ".parquet":
+        raise ParameterError(
+            "--engine spark writes --keep-duplicates' neardup tags to JSON Lines only, not "
+            "Parquet (see docs/spark.md)"
+        )
     manifest = SparkManifest(
         engine="spark",
         spark_version=spark.version,
@@ -250,9 +297,9 @@ def run_spark_dedup(
         reliable = spark.sparkContext.getCheckpointDir() is not None
         roots, manifest.component_rounds = star_roots(edges, reliable)
         tagged = (
-            classes.select("id", "cid", "exact")
+            classes.select("id", "cid", "exact", "keeper")
             .join(roots, F.col("cid") == F.col("node"), "left")
-            .select("id", "exact", F.coalesce("root", "cid").alias("root"))
+            .select("id", "exact", "keeper", F.coalesce("root", "cid").alias("root"))
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         persisted.append(tagged)
@@ -265,7 +312,10 @@ def run_spark_dedup(
         manifest.clusters = sizes.where(F.col("count") >= 2).count()
         clock.lap("components", "write")
         near = F.col("exact") & (F.col("root") == F.col("id"))
-        kept = tagged if params.keep_duplicates else tagged.where(near)
+        if params.keep_duplicates:
+            kept = _with_reasons(tagged, classes, params.minhash)
+        else:
+            kept = tagged.where(near).select("id", "root")
         # The second pass over the inputs: texts and meta of the kept documents.
         docs = kept.join(raw.select("id", "text", "meta"), "id")
         rows = _decontaminate(spark, docs, protected, n, fmt)

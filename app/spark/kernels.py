@@ -10,7 +10,9 @@ document for signatures, band keys, confirmations or n-gram checks.
 - ``BucketEdges``: the rows of each bucket, sorted by (band, key, cid), -> a star of every
   bucket's confirmed components: (child cid, smallest cid of its component in the bucket).
 - ``clean_batch``: which texts share no protected n-gram (``NgramIndex``'s exact verdicts).
-- ``json_lines`` and ``tagged_meta``: the output rows, spelled as the local engine writes them.
+- ``estimate_batch``: (id, sig, root_sig) -> (id, estimate), core's ``estimates`` of each pair.
+- ``json_lines`` and ``tagged_meta``: the output rows, spelled as the local engine writes them
+  (with ``--keep-duplicates``, a would-be-dropped row's ``neardup`` object after ``meta``).
 """
 
 from __future__ import annotations
@@ -35,16 +37,21 @@ from core.engine import (
 
 __all__ = [
     "BIG_BUCKET",
+    "REASON_KEY",
     "BucketEdges",
     "band_batch",
     "binary_rows",
     "bucket_star",
     "clean_batch",
+    "estimate_batch",
     "json_lines",
+    "reason_object",
     "signature_batch",
     "tagged_meta",
 ]
 
+#: The field a would-be-dropped row says why in (``app.cli.tagging.REASON_KEY``).
+REASON_KEY = "neardup"
 #: A bucket of more members than this is compared block by block, skipping pairs already in one
 #: component; smaller ones are compared all at once with every other small bucket of the batch.
 BIG_BUCKET = 256
@@ -214,6 +221,18 @@ class BucketEdges:
         )
 
 
+def estimate_batch(batch: pa.RecordBatch, num_perm: int) -> pa.RecordBatch:
+    """(id, sig, root_sig) -> (id, estimate): core's ``estimates`` of every row's signature and
+    its root's (the share of equal positions), vectorised over the batch."""
+    sigs = _matrix(batch.column("sig"), num_perm, np.uint32)
+    roots = _matrix(batch.column("root_sig"), num_perm, np.uint32)
+    rows = np.arange(len(sigs), dtype=np.int64)
+    values = estimates(sigs, np.stack((rows, rows), axis=1), roots)
+    return pa.RecordBatch.from_arrays(
+        [batch.column("id"), pa.array(values, pa.float64())], names=["id", "estimate"]
+    )
+
+
 def clean_batch(texts: list[str], index: NgramIndex | None) -> NDArray[np.bool_]:
     """True for every text sharing no protected n-gram (all of them without an index)."""
     if index is None:
@@ -228,14 +247,37 @@ def tagged_meta(meta: str | None, root: str) -> dict[str, Any]:
     return {**parsed, CLUSTER_KEY: root}
 
 
+def reason_object(
+    reason: str | None, duplicate_of: str | None, estimate: float | None
+) -> dict[str, Any]:
+    """The ``neardup`` object of a would-be-dropped row (``--keep-duplicates``), keys in the
+    local engine's order, the contamination ones null."""
+    return {"reason": reason, "duplicate_of": duplicate_of, "estimate": estimate,
+            "set": None, "item": None, "ngram": None}  # fmt: skip
+
+
 def json_lines(
-    ids: list[str], texts: list[str], metas: list[str | None], roots: list[str]
+    ids: list[str],
+    texts: list[str],
+    metas: list[str | None],
+    roots: list[str],
+    reasons: list[tuple[str | None, str | None, float | None]] | None = None,
 ) -> list[str]:
-    """The output lines, byte for byte what the local engine writes for the same documents."""
-    return [
-        json.dumps({"id": i, "text": t, "meta": tagged_meta(m, r)})
-        for i, t, m, r in zip(ids, texts, metas, roots, strict=True)
-    ]
+    """The output lines, byte for byte what the local engine writes for the same documents;
+    ``reasons`` (reason, duplicate_of, estimate, or a null reason for a survivor) add the
+    ``neardup`` object after ``meta``."""
+    if reasons is None:
+        return [
+            json.dumps({"id": i, "text": t, "meta": tagged_meta(m, r)})
+            for i, t, m, r in zip(ids, texts, metas, roots, strict=True)
+        ]
+    lines = []
+    for i, t, m, r, why in zip(ids, texts, metas, roots, reasons, strict=True):
+        row: dict[str, Any] = {"id": i, "text": t, "meta": tagged_meta(m, r)}
+        if why[0] is not None:
+            row[REASON_KEY] = reason_object(*why)
+        lines.append(json.dumps(row))
+    return lines
 
 
 def dumps_meta(meta: str | None, root: str) -> str:

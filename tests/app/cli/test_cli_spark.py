@@ -67,6 +67,11 @@ def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -
         assert result.returncode == 2
         assert f"--engine spark does not take {flag[0]}" in result.stderr
     result = neardup(
+        "dedup", "a.jsonl", "--output", "o.parquet", "--engine", "spark", "--keep-duplicates",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2 and "JSON Lines only, not Parquet" in result.stderr
+    result = neardup(
         "dedup", "a.jsonl", "--output", "o.jsonl", "--spark-master", "local[1]", cwd=tmp_path
     )
     assert result.returncode == 2 and "--spark-master needs --engine spark" in result.stderr

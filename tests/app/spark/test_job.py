@@ -90,7 +90,7 @@ def test_spark_keep_duplicates_and_protected_equal_local(
     ]  # fmt: skip
     inputs = write_shards(tmp_path / "in", docs + dirty, 3)
     protected = [str(eval_jsonl), str(held_out)]
-    for keep in (False,):  # --keep-duplicates: refused on Spark for now (neardup tags)
+    for keep in (False, True):
         out = tmp_path / f"spark-{keep}.jsonl"
         manifest = run_spark_dedup(
             spark, inputs, str(out), protected=protected, params=SparkParams(keep_duplicates=keep)
