@@ -32,8 +32,8 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg.errors
 
-from app.service.errors import DamagedStore, ParameterMismatch, StoreFull, StoreUnavailable
-from app.service.store import PROBE_BYTES, Change, ProtectedSetRow, StoredDoc
+from app.service.errors import DamagedStore, StoreFull, StoreUnavailable
+from app.service.store import PROBE_BYTES, Change, ProtectedSetRow, StoredDoc, check_params
 from core.engine import ProtectedFormat
 
 __all__ = ["WRITE_LOCK", "PostgresStore"]
@@ -188,17 +188,7 @@ class PostgresStore:
                     )
                 return {k: str(v) for k, v in params.items()}
 
-        stored = self._run(record)
-        missing = [k.upper() for k in params if k not in stored]
-        if missing:
-            raise DamagedStore(f"{self.where}: its params table lacks {', '.join(missing)}")
-        wrong = [
-            f"{k.upper()} is {v} but the store was created with {stored[k]}"
-            for k, v in params.items()
-            if stored[k] != str(v)
-        ]
-        if wrong:
-            raise ParameterMismatch(f"{self.where}: " + "; ".join(wrong))
+        check_params(self.where, "the store", self._run(record), params)
 
     def probe(self) -> None:
         """Write, commit and delete ``PROBE_BYTES``: StoreFull while there is no room."""
@@ -266,14 +256,8 @@ class PostgresStore:
         with self._write() as conn:
             if not docs:
                 return
-            head = conn.execute("SELECT coalesce(max(num) + 1, 0) FROM documents").fetchone()
             lo = docs[0].num
-            if (
-                head is None
-                or head[0] != lo
-                or [d.num for d in docs] != list(range(lo, lo + len(docs)))
-            ):
-                raise RuntimeError(f"documents numbered from {lo}, the store's next is {head}")
+            _check_next(conn, [d.num for d in docs])
             sql = "COPY documents (num, id, digest, sig, meta, text) FROM STDIN"
             with conn.cursor().copy(sql) as copy:
                 for d in docs:
@@ -286,13 +270,9 @@ class PostgresStore:
         """Mark a document deleted (its text and meta cleared), durably."""
         seq = None
         with self._write() as conn:
-            row = conn.execute(
-                "UPDATE documents SET deleted = true, text = NULL, meta = '{}' "
-                "WHERE num = %s AND NOT deleted RETURNING id",
-                (num,),
-            ).fetchone()
-            if row is not None:
-                seq = self._log(conn, "delete", num, num + 1, row[0])
+            doc_id = _mark_deleted(conn, num)
+            if doc_id is not None:
+                seq = self._log(conn, "delete", num, num + 1, doc_id)
         if seq is not None:
             self._applied = seq
 
@@ -301,23 +281,17 @@ class PostgresStore:
         store's next number) in one durable transaction, logged as a delete then an add."""
         seq = None
         with self._write() as conn:
-            row = conn.execute(
-                "UPDATE documents SET deleted = true, text = NULL, meta = '{}' "
-                "WHERE num = %s AND NOT deleted RETURNING id",
-                (old,),
-            ).fetchone()
-            if row is None:
+            old_id = _mark_deleted(conn, old)
+            if old_id is None:
                 raise RuntimeError(f"document {old} to replace is not in the store")
-            head = conn.execute("SELECT coalesce(max(num) + 1, 0) FROM documents").fetchone()
-            if head is None or head[0] != doc.num:
-                raise RuntimeError(f"document numbered {doc.num}, the store's next is {head}")
+            _check_next(conn, [doc.num])
             text = None if doc.text is None else doc.text.encode("utf-8")
             conn.execute(
                 "INSERT INTO documents (num, id, digest, sig, meta, text) "
                 "VALUES (%s, %s, %s, %s, %s, %s)",
                 (doc.num, doc.id, doc.digest, doc.sig, json.dumps(doc.meta), text),
             )
-            self._log(conn, "delete", old, old + 1, row[0])
+            self._log(conn, "delete", old, old + 1, old_id)
             seq = self._log(conn, "add", doc.num, doc.num + 1)
         self._applied = seq
 
@@ -512,6 +486,25 @@ class PostgresStore:
                 with suppress(Exception):
                     conn.close()
         self._listener = self._db = None
+
+
+def _mark_deleted(conn: _Conn, num: int) -> str | None:
+    """Mark document ``num`` deleted (text and meta cleared; the row stays for the log's
+    replay); its id, or None if there is no such alive document."""
+    row = conn.execute(
+        "UPDATE documents SET deleted = true, text = NULL, meta = '{}' "
+        "WHERE num = %s AND NOT deleted RETURNING id",
+        (num,),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _check_next(conn: _Conn, nums: list[int]) -> None:
+    """Refuse documents not numbered consecutively from the store's next number."""
+    head = conn.execute("SELECT coalesce(max(num) + 1, 0) FROM documents").fetchone()
+    lo = nums[0]
+    if head is None or head[0] != lo or nums != list(range(lo, lo + len(nums))):
+        raise RuntimeError(f"documents numbered from {lo}, the store's next is {head}")
 
 
 def _set_row(row: tuple[Any, ...]) -> ProtectedSetRow:

@@ -32,6 +32,7 @@ __all__ = [
     "SQLiteStore",
     "Store",
     "StoredDoc",
+    "check_params",
     "open_store",
 ]
 
@@ -149,6 +150,21 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+def check_params(where: str, what: str, stored: dict[str, str], params: dict[str, int]) -> None:
+    """Refuse a store whose recorded index parameters lack some of ``params`` (DamagedStore) or
+    differ from them (ParameterMismatch, naming each as ``what`` was created with it)."""
+    missing = [k.upper() for k in params if k not in stored]
+    if missing:
+        raise DamagedStore(f"{where}: its params table lacks {', '.join(missing)}")
+    wrong = [
+        f"{k.upper()} is {v} but {what} was created with {stored[k]}"
+        for k, v in params.items()
+        if stored[k] != str(v)
+    ]
+    if wrong:
+        raise ParameterMismatch(f"{where}: " + "; ".join(wrong))
+
+
 class SQLiteStore:
     """The embedded store: ``DATA_DIR/neardup.sqlite3``, WAL, ``synchronous=FULL``.
 
@@ -201,16 +217,7 @@ class SQLiteStore:
                     "INSERT INTO params VALUES (?, ?)", [(k, str(v)) for k, v in params.items()]
                 )
             return
-        missing = [k.upper() for k in params if k not in stored]
-        if missing:
-            raise DamagedStore(f"{self.path}: its params table lacks {', '.join(missing)}")
-        wrong = [
-            f"{k.upper()} is {v} but the data directory was created with {stored[k]}"
-            for k, v in params.items()
-            if stored[k] != str(v)
-        ]
-        if wrong:
-            raise ParameterMismatch(f"{self.path}: " + "; ".join(wrong))
+        check_params(str(self.path), "the data directory", stored, params)
 
     def _has_data(self) -> bool:
         docs = self._db.execute("SELECT 1 FROM documents LIMIT 1").fetchone()
