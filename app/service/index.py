@@ -8,9 +8,10 @@ clustering the remaining members' signatures again, and recovery clusters them a
 of one text are one class: a new copy costs the same whatever the number of earlier copies, and
 ``matches`` are summarised (a count and the best ``max_matches``).
 
-Mutation is planned first (``plan``: pure computation on the current index, safe to run off
-the event loop) and applied after the store has made the batch durable (``apply``, synchronous),
-so a reader never sees half a batch and a failed write leaves the index untouched.
+Mutation is planned first (``plan``, ``plan_removal``: pure computation on the current index,
+safe to run off the event loop) and applied after the store has made the change durable
+(``apply``, ``apply_removal``: synchronous and cheap), so a reader never sees half a change and
+a failed write leaves the index untouched.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from core.engine import (
     id_rank,
 )
 
-__all__ = ["Found", "Plan", "ServiceIndex"]
+__all__ = ["Found", "Plan", "Removal", "ServiceIndex"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,18 @@ class Plan:
     found: list[Found]
     #: per new document: one document number of every class it matched (what it joins)
     links: list[NDArray[np.int64]]
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A document's removal, planned: its cluster's other members and their new roots."""
+
+    doc_id: str
+    num: int
+    #: the index's version when planned; applying after any other change is refused
+    version: int
+    group: list[int]
+    roots: list[int]
 
 
 @dataclass(frozen=True)
@@ -238,19 +251,36 @@ class ServiceIndex:
                     self._clusters.union(num, root)
 
     def remove(self, doc_id: str) -> None:
-        """Take a document out (after the store deleted it); its cluster is regrouped by
+        """Take a document out now: ``plan_removal`` then ``apply_removal``."""
+        self.apply_removal(self.plan_removal(doc_id))
+
+    def plan_removal(self, doc_id: str) -> Removal:
+        """Plan taking a document out (KeyError if unknown): its cluster is regrouped by
         clustering the remaining members' signatures again (a chain that loses its middle
-        splits)."""
-        num = self._num_of.pop(doc_id)
-        self.version += 1
-        self._sigs.remove(num)
-        group = self._clusters.detach(num)
+        splits). Reads the index only; the cost grows with the size of the cluster."""
+        num = self._num_of[doc_id]
+        root = self._clusters.find(num)
+        group = [m for m in self._clusters.members.get(root, [num]) if m != num]
+        roots = group
         if len(group) > 1:
             ids = [self._ids[m] for m in group]
-            roots = cluster_roots(self._sigs.signatures(group), self.params, id_rank(ids))
-            self._clusters.regroup(group, [group[r] for r in roots.tolist()])
-        elif group:
-            self._clusters.regroup(group, group)
+            found = cluster_roots(self._sigs.signatures(group), self.params, id_rank(ids))
+            roots = [group[r] for r in found.tolist()]
+        return Removal(doc_id, num, self.version, group, roots)
+
+    def apply_removal(self, removal: Removal) -> None:
+        """Take a planned document out (after the store deleted it). Synchronous.
+
+        Raises:
+            RuntimeError: the index changed since the removal was planned.
+        """
+        if removal.version != self.version:
+            raise RuntimeError("the index changed between planning and applying a removal")
+        del self._num_of[removal.doc_id]
+        self.version += 1
+        self._sigs.remove(removal.num)
+        self._clusters.detach(removal.num)
+        self._clusters.regroup(removal.group, removal.roots)
 
     # --- recovery -----------------------------------------------------------------------------
 

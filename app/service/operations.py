@@ -362,9 +362,11 @@ class Service:
                 if stored.digest == digest and stored.meta == doc.meta:
                     return self._result(doc, None)
                 row = self._stored(doc, self.index.next_number, digest, sig)
+                removal = await asyncio.to_thread(self.index.plan_removal, doc.id)
                 await self._write(self.store.replace_document, num, row)
-                # Durable: now memory, which cannot fail halfway.
-                self.index.remove(doc.id)
+                # Durable: now memory. One document's plan is bounded by its candidates (copies
+                # are one class); it stays here so no reader sees the id missing meanwhile.
+                self.index.apply_removal(removal)
                 plan = self.index.plan([doc.id], sig[None, :])
                 self.index.apply(plan)
                 found = plan.found[0]
@@ -378,8 +380,10 @@ class Service:
         """Delete a document; its cluster is regrouped from the remaining members."""
         async with self._writing():
             num = self._known(doc_id)
+            # Regrouping the cluster grows with its size: planned off the event loop.
+            removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
             await self._write(self.store.delete_document, num)
-            self.index.remove(doc_id)
+            self.index.apply_removal(removal)
 
     # --- clusters -----------------------------------------------------------------------------
 
@@ -475,7 +479,8 @@ class Service:
                 self.index.apply(plan)
             elif change.kind == "delete" and change.nums is not None:
                 if self.index.number(change.name) == change.nums[0]:
-                    self.index.remove(change.name)
+                    removal = await asyncio.to_thread(self.index.plan_removal, change.name)
+                    self.index.apply_removal(removal)
             elif change.kind == "put_set" and change.row is not None:
                 row = change.row
                 try:

@@ -1,6 +1,7 @@
 """The service's index: clusters against core, in any arrival order, batching or deletion."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +52,30 @@ def test_deletion_leaves_core_clusters_of_the_remaining_docs(order, deleted):
         index.remove(doc_id)
     remaining = {i: CORPUS.docs[i] for i in IDS if i not in deleted}
     assert _clusters(index) == core_clusters(remaining)
+
+
+def test_a_planned_removal_leaves_the_index_untouched_until_applied():
+    index = ServiceIndex(MinhashParams())
+    _register(index, IDS)
+    before = _clusters(index)
+    biggest = max(before, key=len)
+    victim = sorted(biggest)[len(biggest) // 2]
+    removal = index.plan_removal(victim)
+    assert _clusters(index) == before and victim in index
+    index.apply_removal(removal)
+    assert victim not in index
+    remaining = {i: CORPUS.docs[i] for i in IDS if i != victim}
+    assert _clusters(index) == core_clusters(remaining)
+
+
+def test_a_removal_planned_before_another_change_is_refused():
+    index = ServiceIndex(MinhashParams())
+    _register(index, IDS[:-1])
+    removal = index.plan_removal(IDS[0])
+    _register(index, IDS[-1:])
+    with pytest.raises(RuntimeError, match="changed between planning and applying"):
+        index.apply_removal(removal)
+    assert IDS[0] in index
 
 
 def test_loading_from_stored_rows_rebuilds_the_same_clusters():
