@@ -58,16 +58,10 @@ lint: $(VENV)/.lint
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
-# Speed and memory against the peers (datasketch, rensa); tables for bench/RESULTS.md.
+# Speed and memory against the peers (datasketch, rensa): every module of bench/ in turn, and
+# bench/RESULTS.md rewritten with the whole run (kept as it was if a module fails).
 bench: $(VENV)/.bench postgres java
-	$(PY) -m bench.signatures --markdown
-	$(PY) -m bench.service --markdown
-	$(PY) -m bench.service.ingest_latency --markdown
-	$(PY) -m bench.service.copies --markdown
-	$(PY) -m bench.service.replicas --markdown
-	$(PY) -m bench.batch --markdown
-	$(PY) -m bench.decont --markdown
-	$(PY) -m bench.spark --markdown
+	$(PY) -m bench --output bench/RESULTS.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
