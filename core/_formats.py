@@ -14,7 +14,7 @@ import gzip
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from os import PathLike
 from typing import IO, Any
@@ -62,10 +62,35 @@ def jsonl_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
+# The C scanner json.loads runs (an attribute every JSONDecoder sets on itself).
+_SCAN: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+_SPACE = re.compile(r"[ \t\n\r]*")  # json.decoder.WHITESPACE: what JSON calls space
+
+
+def _past_space(text: str, pos: int) -> int:
+    match = _SPACE.match(text, pos)
+    return match.end() if match else pos
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)`` for a str, without its per-call Python layers: the same scanner,
+    the same value and the same errors."""
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    try:
+        value, end = _SCAN(text, _past_space(text, 0))
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    end = _past_space(text, end)
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
 def parse_jsonl_line(line: str, path: str, number: int) -> dict[str, Any]:
     """The JSON object on one line; CorpusError naming the line if it is not one."""
     try:
-        item = json.loads(line)
+        item = _loads(line)
     except json.JSONDecodeError as exc:
         raise CorpusError(path, number, f"not valid JSON ({exc.msg})") from None
     if not isinstance(item, dict):

@@ -13,6 +13,8 @@ is parsed in pass 2 and takes the general path.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from json import encoder as _json_encoder
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -37,12 +39,29 @@ GENERAL, SKIP, META_ABSENT, META_LAST, META_NULL = 0, 1, 2, 3, 4
 _CLUSTER = json.dumps(CLUSTER_KEY)
 
 
+def _dumps_function() -> Callable[[Any], str]:
+    """``json.dumps`` with its defaults, without building an encoder on every call: the C
+    encoder ``json.dumps`` itself uses, built once (no circular-reference check: rows parsed
+    from JSON hold no cycles), else ``json.dumps``."""
+    make = getattr(_json_encoder, "c_make_encoder", None)
+    if make is None:
+        return json.dumps
+    encode = make(
+        None, json.JSONEncoder().default, encode_basestring_ascii, None, ": ", ", ",
+        False, False, True,
+    )  # fmt: skip
+    return lambda value: "".join(encode(value, 0))
+
+
+_dumps = _dumps_function()
+
+
 def classify(record: Record, reason_key: str) -> int:
     """The shape of a JSON Lines record read in pass 1 (GENERAL for a Parquet one)."""
     row, raw = record.row, record.raw
     if raw is None or reason_key in row:
         return GENERAL
-    if json.dumps(row) != raw[: _end(raw)]:
+    if _dumps(row) != raw[: _end(raw)]:
         return SKIP
     if "meta" not in row:
         return META_ABSENT
