@@ -28,6 +28,7 @@ from app.cli.progress import Progress
 from app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
 from app.cli.tagging import REASON_KEY, Tagger, arrow_hint, load_protected
 from core.engine import (
+    STDIO,
     CorpusError,
     Output,
     RawLine,
@@ -39,6 +40,7 @@ from core.engine import (
     batch_signatures,
     check_output,
     check_target,
+    corpus_format,
     expand_inputs,
     get_field,
     ordered_map,
@@ -79,7 +81,7 @@ def _splicing(options: DedupOptions) -> bool:
     return (
         not options.protected
         and not options.schema.id_prefix
-        and all(t is None or check_output(t) != ".parquet" for t in targets)
+        and all(t is None or t == STDIO or corpus_format(t) != ".parquet" for t in targets)
     )
 
 
