@@ -13,7 +13,8 @@ import decimal
 import gzip
 import io
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from os import PathLike
 from typing import IO, Any
@@ -25,6 +26,8 @@ __all__ = [
     "corpus_format",
     "json_default",
     "jsonl_items",
+    "jsonl_lines",
+    "parse_jsonl_line",
     "text_reader",
     "text_writer",
 ]
@@ -44,19 +47,59 @@ def corpus_format(path: str | PathLike[str]) -> str:
 
 def jsonl_items(lines: Iterable[str], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of every non-blank line; CorpusError naming a bad line."""
+    for number, line in jsonl_lines(lines):
+        yield number, parse_jsonl_line(line, path, number)
+
+
+def jsonl_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of every non-blank line, unparsed (``parse_jsonl_line`` parses)."""
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(path, number, f"not valid JSON ({exc.msg})") from None
-        if not isinstance(item, dict):
-            raise CorpusError(path, number, f"expected a JSON object, got {type(item).__name__}")
-        # A \ud800-style escape decodes to a lone surrogate, which no UTF-8 output can carry.
-        if "\\u" in line and _has_lone_surrogate(item):
-            raise CorpusError(path, number, "a string holds a lone surrogate (\\ud800-\\udfff)")
-        yield number, item
+        if line.strip():
+            yield number, line
+
+
+# Only a \uD800-\uDFFF escape (any case) can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+# The C scanner json.loads runs (an attribute every JSONDecoder sets on itself).
+_SCAN: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+_SPACE = re.compile(r"[ \t\n\r]*")  # json.decoder.WHITESPACE: what JSON calls space
+
+
+def _past_space(text: str, pos: int) -> int:
+    match = _SPACE.match(text, pos)
+    return match.end() if match else pos
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)`` for a str, without its per-call Python layers: the same scanner,
+    the same value and the same errors."""
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    try:
+        value, end = _SCAN(text, _past_space(text, 0))
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    end = _past_space(text, end)
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
+def parse_jsonl_line(line: str, path: str, number: int) -> dict[str, Any]:
+    """The JSON object on one line; CorpusError naming the line if it is not one."""
+    try:
+        item = _loads(line)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(path, number, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(item, dict):
+        raise CorpusError(path, number, f"expected a JSON object, got {type(item).__name__}")
+    # A \ud800-style escape decodes to a lone surrogate, which no UTF-8 output can carry.
+    # ("\\" in line is one memchr: most lines have no escape at all.)
+    if "\\" in line and _SURROGATE_ESCAPE.search(line) and _has_lone_surrogate(item):
+        raise CorpusError(path, number, "a string holds a lone surrogate (\\ud800-\\udfff)")
+    return item
 
 
 def _has_lone_surrogate(value: Any) -> bool:

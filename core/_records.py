@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, cast
 
-from core._formats import jsonl_items, text_reader
+from core._formats import parse_jsonl_line, text_reader
 from core._storage import Source
 from core.errors import CorpusError, ParameterError
 
 __all__ = [
+    "RawLine",
     "Record",
     "RecordReader",
     "Schema",
@@ -81,13 +82,23 @@ class Schema:
 
 
 class Record(NamedTuple):
-    """One row: its id (a string), its text, the row as read, and where it is (file, line)."""
+    """One row: its id (a string), its text, the row as read, where it is (file, line), and
+    for JSON Lines the line as read (``raw``, its newline included; None for Parquet)."""
 
     id: str
     text: str
     row: dict[str, Any]
     name: str
     line: int
+    raw: str | None = None
+
+
+class RawLine(NamedTuple):
+    """One JSON Lines row as read and not parsed (``RecordReader.parse`` parses it)."""
+
+    source: Source
+    line: int
+    raw: str
 
 
 class RecordReader:
@@ -119,26 +130,52 @@ class RecordReader:
         return self._done + current
 
     def __iter__(self) -> Iterator[Record]:
+        # parse=True gives Records only.
+        return cast(Iterator[Record], self._items(parse=True))
+
+    def unparsed(self) -> Iterator[Record | RawLine]:
+        """The rows in order as ``__iter__`` has them, but JSON Lines rows as ``RawLine``s,
+        parsed only where the caller asks (``parse``); Parquet rows come as Records."""
+        return self._items(parse=False)
+
+    def parse(self, item: RawLine) -> Record:
+        """The Record of a ``RawLine`` (the same one ``__iter__`` gives); CorpusError if bad."""
+        row = parse_jsonl_line(item.raw, item.source.name, item.line)
+        return self._record(item.source, item.line, row, item.raw)
+
+    def _items(self, *, parse: bool) -> Iterator[Record | RawLine]:
         self._done = 0
         for source in self.sources:
             with source.open() as raw:
                 self._raw = raw
                 try:
-                    yield from self._records(source, raw)
+                    if source.fmt == ".parquet":
+                        for line, row in _parquet_rows(source, raw, self):
+                            yield self._record(source, line, row, None)
+                    else:
+                        yield from self._jsonl(source, raw, parse)
                 finally:
                     self._raw = None
             self._done += source.size
 
-    def _records(self, source: Source, raw: IO[bytes]) -> Iterator[Record]:
-        rows = (
-            _parquet_rows(source, raw, self)
-            if source.fmt == ".parquet"
-            else _jsonl_rows(source, raw)
-        )
-        for line, row in rows:
-            yield self._record(source, line, row)
+    def _jsonl(self, source: Source, raw: IO[bytes], parse: bool) -> Iterator[Record | RawLine]:
+        name = source.name
+        try:
+            with text_reader(raw, source.fmt) as fh:
+                for number, line in enumerate(fh, start=1):
+                    if not line.strip():  # as jsonl_lines: blank lines are skipped
+                        continue
+                    if parse:
+                        row = parse_jsonl_line(line, name, number)
+                        yield self._record(source, number, row, line)
+                    else:
+                        yield RawLine(source, number, line)
+        except UnicodeDecodeError as exc:
+            raise CorpusError(name, None, f"not UTF-8 ({exc.reason})") from None
+        except (OSError, EOFError) as exc:
+            raise CorpusError(name, None, f"cannot read: {exc}") from None
 
-    def _record(self, source: Source, line: int, row: dict[str, Any]) -> Record:
+    def _record(self, source: Source, line: int, row: dict[str, Any], raw: str | None) -> Record:
         schema = self.schema
         doc_id = get_field(row, schema.id_field)
         if isinstance(doc_id, int) and not isinstance(doc_id, bool):
@@ -153,17 +190,7 @@ class RecordReader:
         if schema.id_prefix:
             doc_id = f"{source.label}/{doc_id}"
             row = set_field(row, schema.id_field, doc_id)
-        return Record(doc_id, text, row, source.name, line)
-
-
-def _jsonl_rows(source: Source, raw: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        with text_reader(raw, source.fmt) as fh:
-            yield from jsonl_items(fh, source.name)
-    except UnicodeDecodeError as exc:
-        raise CorpusError(source.name, None, f"not UTF-8 ({exc.reason})") from None
-    except (OSError, EOFError) as exc:
-        raise CorpusError(source.name, None, f"cannot read: {exc}") from None
+        return Record(doc_id, text, row, source.name, line, raw)
 
 
 def _parquet_rows(

@@ -22,6 +22,9 @@ __all__ = ["PARQUET_BATCH", "RowWriter"]
 #: Rows per Parquet row group written.
 PARQUET_BATCH = 8192
 
+# What ``json.dumps(row, default=json_default)`` builds on every call, built once.
+_ENCODER = json.JSONEncoder(default=json_default)
+
 
 class RowWriter:
     """``with RowWriter(handle, fmt, name) as w: w.write(row)``; ``w.count`` rows written.
@@ -55,13 +58,23 @@ class RowWriter:
     def write(self, row: dict[str, Any]) -> None:
         """Write one row."""
         if self._text is not None:
-            self._text.write(json.dumps(row, default=json_default))
+            self._text.write(_ENCODER.encode(row))
             self._text.write("\n")
         else:
             self._rows.append(row)
             if len(self._rows) == PARQUET_BATCH:
                 self._flush()
         self.count += 1
+
+    def write_json(self, lines: list[str]) -> None:
+        """Write rows given as the JSON texts ``write`` would write for them (no newlines);
+        JSON Lines outputs only."""
+        if self._text is None:
+            raise ValueError(f"{self.name}: write_json needs a JSON Lines output")
+        if lines:
+            self._text.write("\n".join(lines))
+            self._text.write("\n")
+            self.count += len(lines)
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -21,8 +21,8 @@ engine computes the same signatures, candidates, confirmations and components th
   ``DecontParams``, ``apply_mode``, ``decontaminate_modes``, ``DECONT_KEY``,
   ``ContaminationReport``, ``Thresholds``.
 - Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
-  ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RecordReader``,
-  ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
+  ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RawLine``,
+  ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
 - Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
   ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
@@ -62,7 +62,15 @@ from core._protected import (
     parse_protected_set,
     read_protected_set,
 )
-from core._records import Record, RecordReader, Schema, get_field, parquet_schema, set_field
+from core._records import (
+    RawLine,
+    Record,
+    RecordReader,
+    Schema,
+    get_field,
+    parquet_schema,
+    set_field,
+)
 from core._report import ContaminationReport, Thresholds
 from core._signature_index import Matches, Placement, SignatureIndex, batch_matches
 from core._signatures import batch_signatures
@@ -116,6 +124,7 @@ __all__ = [
     "ProtectedFormat",
     "ProtectedSet",
     "Protection",
+    "RawLine",
     "Record",
     "RecordReader",
     "RowWriter",

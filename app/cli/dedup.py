@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from array import array
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
@@ -19,15 +20,18 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from app.cli.decisions import Decisions, decide
+from app.cli.decisions import KEPT, Decisions, decide
 from app.cli.inputs import batches
 from app.cli.manifest import Manifest, write_manifest
 from app.cli.options import DedupOptions
 from app.cli.progress import Progress
-from app.cli.tagging import Tagger, arrow_hint, load_protected
+from app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
+from app.cli.tagging import REASON_KEY, Tagger, arrow_hint, load_protected
 from core.engine import (
+    STDIO,
     CorpusError,
     Output,
+    RawLine,
     Record,
     RecordReader,
     RowWriter,
@@ -36,6 +40,7 @@ from core.engine import (
     batch_signatures,
     check_output,
     check_target,
+    corpus_format,
     expand_inputs,
     get_field,
     ordered_map,
@@ -51,12 +56,33 @@ BATCH = 4096
 
 
 @dataclass
+class _Lines:
+    """Pass 1's record of every row for pass 2's fast path (``app.cli.splice``): the hash of
+    its line (pass 2 checks it is the line pass 1 read) and its shape."""
+
+    hashes: array[int]
+    shapes: bytearray
+
+
+@dataclass
 class _Pass1:
     ids: list[str]
     digests: NDArray[np.uint64]
     sigs: NDArray[np.uint32]
     lengths: NDArray[np.int64] | None
     values: NDArray[np.float64] | None
+    lines: _Lines | None = None
+
+
+def _splicing(options: DedupOptions) -> bool:
+    """Whether pass 2 may splice lines: every file it writes is JSON Lines, no protected sets
+    (their check needs every kept text) and ids written as read (no ``--id-prefix``)."""
+    targets = [] if options.dry_run else [options.output, options.removed]
+    return (
+        not options.protected
+        and not options.schema.id_prefix
+        and all(t is None or t == STDIO or corpus_format(t) != ".parquet" for t in targets)
+    )
 
 
 class _Columns:
@@ -69,8 +95,12 @@ class _Columns:
         self.digests: list[NDArray[np.uint64]] = []
         self.lengths: list[int] = []
         self.values: list[float] = []
+        self.lines = _Lines(array("q"), bytearray()) if _splicing(options) else None
 
     def add(self, batch: list[Record]) -> list[str]:
+        if self.lines is not None:
+            self.lines.hashes.extend(hash(r.raw) for r in batch)
+            self.lines.shapes.extend(classify(r, REASON_KEY) for r in batch)
         for r in batch:
             if r.id in self.seen:
                 raise CorpusError(
@@ -126,7 +156,7 @@ def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
     )
     lengths = np.array(columns.lengths, dtype=np.int64) if params.keep.kind == "longest" else None
     values = np.array(columns.values, dtype=np.float64) if params.keep.kind == "max" else None
-    return _Pass1(columns.ids, digests, matrix, lengths, values)
+    return _Pass1(columns.ids, digests, matrix, lengths, values, columns.lines)
 
 
 class _Discard:
@@ -136,6 +166,13 @@ class _Discard:
 
     def write(self, row: object) -> None:
         self.count += 1
+
+    def write_json(self, lines: list[str]) -> None:
+        self.count += len(lines)
+
+
+def _changed(sources: list[Source]) -> CorpusError:
+    return CorpusError(sources[0].name, None, "the inputs changed during the run")
 
 
 def _rows(
@@ -150,11 +187,92 @@ def _rows(
             numbered = list(zip(batch, range(row, row + len(batch)), strict=True))
             row += len(batch)
             if row > len(ids) or any(r.id != ids[i] for r, i in numbered):
-                raise CorpusError(sources[0].name, None, "the inputs changed during the run")
+                raise _changed(sources)
             yield numbered
             progress.advance_to(reader.bytes_done)
     if row != len(ids):
-        raise CorpusError(sources[0].name, None, "the inputs changed during the run")
+        raise _changed(sources)
+
+
+def _spliced_pass(
+    sources: list[Source],
+    options: DedupOptions,
+    first: _Pass1,
+    lines: _Lines,
+    tagger: Tagger,
+    out: RowWriter | _Discard,
+    removed: RowWriter | _Discard,
+) -> None:
+    """Pass 2 with the fast path: a row whose line pass 1 found spliceable is written from its
+    line, a dropped row nobody writes is skipped unparsed; every other row is parsed and goes
+    through ``tagger.rows`` as in ``_rows``, in input order. Every line is checked against the
+    hash pass 1 took of it."""
+    hashes, shapes = lines.hashes, lines.shapes
+    ids, decisions = first.ids, tagger.decisions
+    keep_all, removing = tagger.keep_all, options.removed is not None and not options.dry_run
+    reader = RecordReader(sources, options.schema)
+    # Parsed rows wait here for ``tagger.rows`` (a batch at a time, for the protected-set
+    # check); spliced rows wait in the lists until the batch ends or a parsed row follows.
+    pending: list[tuple[Record, int]] = []
+    out_lines: list[str] = []
+    removed_lines: list[str] = []
+
+    def flush() -> None:
+        out.write_json(out_lines)
+        removed.write_json(removed_lines)
+        out_lines.clear()
+        removed_lines.clear()
+        for row, kept in tagger.rows(pending):
+            (out if kept else removed).write(row)
+        pending.clear()
+
+    def spliced(raw: str, i: int, outcome: int, shape: int) -> bool:
+        """Write (or skip) row ``i`` from its line; False if it must be parsed."""
+        if shape == GENERAL or (shape == SKIP and (outcome == KEPT or keep_all or removing)):
+            return False
+        if outcome != KEPT and not keep_all:
+            tagger.dropped(outcome)
+            if removing:
+                if pending:
+                    flush()
+                removed_lines.append(with_reason_line(raw, REASON_KEY, tagger.reason(i)))
+            return True
+        line = tagged_line(raw, shape, tagger.root_id(i))
+        if outcome != KEPT:
+            line = with_reason_line(line, REASON_KEY, tagger.reason(i))
+        if pending:
+            flush()
+        out_lines.append(line)
+        return True
+
+    n = 0
+    with Progress("write", total=reader.total_bytes, unit="B", quiet=options.quiet) as progress:
+        for batch in batches(reader.unparsed(), BATCH):
+            lo, n = n, n + len(batch)
+            if n > len(ids):
+                raise _changed(sources)
+            outcomes = decisions.outcome[lo:n].tolist()
+            for i, item, outcome in zip(range(lo, n), batch, outcomes, strict=True):
+                if isinstance(item, RawLine):
+                    if hash(item.raw) != hashes[i]:
+                        raise _changed(sources)
+                    if spliced(item.raw, i, outcome, shapes[i]):
+                        continue
+                    record = reader.parse(item)
+                else:
+                    record = item
+                if record.id != ids[i]:
+                    raise _changed(sources)
+                if not pending:  # what was spliced before it goes first
+                    out.write_json(out_lines)
+                    removed.write_json(removed_lines)
+                    out_lines.clear()
+                    removed_lines.clear()
+                pending.append((record, i))
+            flush()
+            progress.advance_to(reader.bytes_done)
+    if n != len(ids):
+        raise _changed(sources)
 
 
 def _writer(
@@ -180,9 +298,12 @@ def _write_pass(
             out, written["output"] = _writer(stack, options.output, sources, keep_all)
             if options.removed is not None:
                 removed, written["removed"] = _writer(stack, options.removed, sources, True)
-        for batch in _rows(sources, options, first.ids):
-            for row, kept in tagger.rows(batch):
-                (out if kept else removed).write(row)
+        if first.lines is not None:
+            _spliced_pass(sources, options, first, first.lines, tagger, out, removed)
+        else:
+            for batch in _rows(sources, options, first.ids):
+                for row, kept in tagger.rows(batch):
+                    (out if kept else removed).write(row)
     manifest.counts.update(tagger.counts, written=out.count)
     if tagger.report is not None:
         manifest.contamination = tagger.report.as_dict()

@@ -117,11 +117,12 @@ class Tagger:
             self.counts["annotated"] = 0
 
     def rows(self, batch: list[tuple[Record, int]]) -> Iterator[tuple[dict[str, Any], bool]]:
-        """(row, kept) for every record of a batch (consecutive row numbers): kept rows go to the
+        """(row, kept) for every record of a batch (increasing row numbers): kept rows go to the
         output, the others to ``--removed``."""
         lo = batch[0][1] if batch else 0
+        hi = batch[-1][1] + 1 if batch else 0
         # One slice per batch as Python ints: no numpy scalar per row.
-        outcome = self.decisions.outcome[lo : lo + len(batch)].tolist()
+        outcome = self.decisions.outcome[lo:hi].tolist()
         checked = [(r, i) for r, i in batch if self.keep_all or outcome[i - lo] == KEPT]
         dirty: dict[int, list[Match]] = {}
         if self.protection is not None and self.report is not None and checked:
@@ -142,7 +143,7 @@ class Tagger:
             elif self.keep_all:
                 yield _with_reason(record, self._duplicate(i), self._tagged(record, i)), True
             else:
-                self.counts[f"{_REASONS[outcome[i - lo]]}_dropped"] += 1
+                self.dropped(outcome[i - lo])
                 yield _with_reason(record, self._duplicate(i)), False
 
     def _decontaminated(
@@ -167,6 +168,18 @@ class Tagger:
                 row = _with_reason(record, self._duplicate(i), row)
             yield row, True
 
+    def dropped(self, outcome: int) -> None:
+        """Count a row the dedup stages drop (``outcome`` EXACT or NEAR)."""
+        self.counts[f"{_REASONS[outcome]}_dropped"] += 1
+
+    def root_id(self, i: int) -> str:
+        """The id of row ``i``'s cluster (what ``minhash_cluster`` says)."""
+        return self.ids[int(self.decisions.root[i])]
+
+    def reason(self, i: int) -> dict[str, Any]:
+        """Why row ``i`` is (or, with ``--keep-duplicates``, would be) dropped by dedup."""
+        return self._duplicate(i)
+
     def _tagged(self, record: Record, i: int) -> dict[str, Any]:
         meta = record.row.get("meta")
         if meta is None:
@@ -175,8 +188,7 @@ class Tagger:
             raise CorpusError(
                 record.name, record.line, f"'meta' must be an object to hold {CLUSTER_KEY}"
             )
-        root = self.ids[int(self.decisions.root[i])]
-        return {**record.row, "meta": {**meta, CLUSTER_KEY: root}}
+        return {**record.row, "meta": {**meta, CLUSTER_KEY: self.root_id(i)}}
 
     def _duplicate(self, i: int) -> dict[str, Any]:
         decisions = self.decisions

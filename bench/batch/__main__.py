@@ -1,8 +1,10 @@
 """Batch-run benchmark: ``neardup dedup`` over a large JSON Lines corpus against datasketch.
 
 1. ``bench.batch.corpus`` writes a seeded corpus of N documents (150-400 words, spliced from
-   ``bench.common.corpus`` texts) with about 5 % planted exact copies and 5 % near copies (Jaccard
-   about 0.9) to a temporary directory, in its own process.
+   the texts of a benchmark corpus: (c) ASCII ``bench.common.corpus`` texts, (a) the same as
+   web-like text) with about 5 % planted exact copies and 5 % near copies (Jaccard about 0.9),
+   in its own process, into the cache directory (``bench.batch.cache``; ``--no-cache``: a
+   temporary directory) where later runs find it.
 2. ``python -m app.cli dedup corpus.jsonl --output out.jsonl --workers 2 --quiet`` runs as a
    subprocess: wall time, docs/s, the process tree's peak RSS (``bench.batch.proctree``), and the
    counts and stage seconds of its manifest.
@@ -12,13 +14,17 @@
    same prefix for a like-for-like comparison.
 4. Survivors are read back from both outputs: counts, planted copies kept, id overlap.
 
+Every step runs once per corpus (``--corpus c``, ``--corpus a``; both by default, (c) first),
+each with its own tables.
+
 Run from the repository root::
 
-    python -m bench.batch [--docs N] [--peer-docs M] [--quick] [--markdown]
+    python -m bench.batch [--docs N] [--peer-docs M] [--corpus a|c] [--quick] [--markdown]
 
-Defaults (N = 1,000,000, datasketch on the first 200,000) take about 3 minutes on 2 cores:
-datasketch alone would need about 7 minutes for the whole million, so it gets a prefix and its
-rate is extrapolated. ``--quick`` (N = 20,000, everything on all of it) takes under a minute.
+Defaults (N = 1,000,000, datasketch on the first 200,000) take about 3 minutes per corpus on 2
+cores (plus about 25 s to write each corpus the first time): datasketch alone would need about 7
+minutes for the whole million, so it gets a prefix and its rate is extrapolated. ``--quick``
+(N = 20,000, everything on all of it) takes under a minute per corpus.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
+from bench.batch.cache import cached_corpus, default_cache_dir
+from bench.batch.corpus import POOLS
 from bench.batch.proctree import TreeRun, run_measured
 from bench.batch.report import SOURCES, Measured, Report, markdown, text
 from bench.batch.survivors import overlap, read_survivors
@@ -59,6 +67,8 @@ class Config:
         seed: the corpus seed.
         workers: ``neardup dedup --workers``.
         timeout: seconds before any one subprocess is killed.
+        corpus: the pool the corpus is spliced from (``bench.batch.corpus.POOLS``).
+        cache: where generated corpora are kept (None: a temporary directory, removed after).
     """
 
     docs: int = SIZES["docs"].full
@@ -66,6 +76,8 @@ class Config:
     seed: int = 0
     workers: int = 2
     timeout: float = 1800.0
+    corpus: str = "c"
+    cache: Path | None = None
 
 
 def _say(message: str) -> None:
@@ -130,15 +142,22 @@ def run(cfg: Config, command: str) -> Report:
     peer_docs = min(cfg.peer_docs or cfg.docs, cfg.docs)
     tmp = Path(tempfile.mkdtemp(prefix="neardup-bench-batch-"))
     try:
-        corpus = tmp / "corpus.jsonl"
-        _say(f"writing a {cfg.docs:,}-document corpus to {corpus} ...")
-        argv = _python("bench.batch.corpus", "--out", str(corpus), "--docs", str(cfg.docs))
-        argv += ["--seed", str(cfg.seed), "--prefix", str(peer_docs)]
-        made = _checked(
-            run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "gen"),
-            "corpus generation",
-        )
-        planted = json.loads(made.stdout.strip().splitlines()[-1])
+
+        def generate(out: Path) -> dict[str, object]:
+            _say(f"writing a {cfg.docs:,}-document corpus ({cfg.corpus}) to {out} ...")
+            argv = _python("bench.batch.corpus", "--out", str(out), "--docs", str(cfg.docs))
+            argv += ["--seed", str(cfg.seed), "--prefix", str(peer_docs), "--corpus", cfg.corpus]
+            made = _checked(
+                run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "gen"),
+                "corpus generation",
+            )
+            planted: dict[str, object] = json.loads(made.stdout.strip().splitlines()[-1])
+            return planted
+
+        stem = f"batch-{cfg.corpus}-{cfg.docs}-seed{cfg.seed}-prefix{peer_docs}"
+        corpus, planted = cached_corpus(cfg.cache or tmp / "cache", stem, generate)
+        if planted["cached"]:
+            _say(f"using the cached corpus {corpus}")
         neardup = _neardup(cfg, corpus, cfg.docs, tmp, "neardup")
         prefix, neardup_prefix = corpus, None
         if peer_docs < cfg.docs:
@@ -200,6 +219,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="neardup dedup --workers")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per subprocess")
+    parser.add_argument(
+        "--corpus", choices=sorted(POOLS), action="append",
+        help="the corpus: c (ASCII) or a (web-like); repeat for both (default: c, then a)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cache-dir", type=Path, default=None,
+        help=f"where generated corpora are kept (default {default_cache_dir()})",
+    )  # fmt: skip
+    parser.add_argument("--no-cache", action="store_true", help="write corpora to a temp dir")
     return parser
 
 
@@ -210,9 +238,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     docs, peer_docs = options.sizes(args, SIZES).values()
     if docs < 1 or peer_docs < 0:
         raise SystemExit("--docs must be positive and --peer-docs non-negative")
-    cfg = Config(docs, peer_docs, args.seed, args.workers, args.timeout)
-    report = run(cfg, command)
-    print(markdown(report, notes(report)) if args.markdown else text(report))
+    cache = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    reports = []
+    for corpus in args.corpus or ["c", "a"]:
+        cfg = Config(docs, peer_docs, args.seed, args.workers, args.timeout, corpus, cache)
+        reports.append(run(cfg, command))
+    if args.markdown:
+        print(markdown(reports, notes(reports[0])))
+    else:
+        print("\n\n".join(text(report) for report in reports))
     return 0
 
 

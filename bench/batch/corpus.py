@@ -5,6 +5,12 @@ million. So it renders a pool of base documents once, cuts them into sentences, 
 document of the corpus from random sentences of the pool (150-400 words, cheap numpy draws and
 a ``join``). Two spliced documents share a sentence now and then, never most of their text.
 
+The pool is one of the benchmark corpora of ``bench.common.corpora`` (``--corpus``): ``c``, the
+ASCII documents of ``bench.common.corpus.documents`` (the earlier results), or ``a``, the same
+dressed as web text (typographic punctuation, accented names, a little of other scripts:
+``web_documents``), so nearly every line holds ``\\uXXXX`` escapes (the file is written by
+``json.dumps`` with its defaults, as most JSON Lines writers in Python do).
+
 Planted among them, each copying a recent earlier original (one of the last ``WINDOW``):
 
 - ``exact``: the same text under a new id (about ``EXACT_RATE`` of the documents);
@@ -17,7 +23,7 @@ so in their meta (``{"kind": "exact"|"near", "src": original id}``); originals h
 
 Run by ``bench.batch`` in its own process (so the benchmark process stays small); by hand::
 
-    python -m bench.batch.corpus --out corpus.jsonl --docs N [--seed S] [--prefix M]
+    python -m bench.batch.corpus --out corpus.jsonl --docs N [--corpus a|c] [--seed S] [--prefix M]
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
@@ -35,10 +41,17 @@ from typing import IO
 import numpy as np
 from numpy.typing import NDArray
 
+from bench.common.corpora import web_documents
 from bench.common.corpus import doc_id, documents, near_copy, vocabulary
 from core.minhash import jaccard, shingles
 
-__all__ = ["PlantedCounts", "write_corpus"]
+__all__ = ["POOLS", "PlantedCounts", "write_corpus"]
+
+#: The pools a corpus is spliced from, by ``--corpus`` key: (renderer, how the record names it).
+POOLS: dict[str, tuple[Callable[..., list[str]], str]] = {
+    "c": (documents, "`bench.common.corpus.documents` (ASCII, corpus (c))"),
+    "a": (web_documents, "`bench.common.corpora.web_documents` (web-like, corpus (a))"),
+}
 
 EXACT_RATE = 0.05
 NEAR_RATE = 0.05
@@ -69,7 +82,8 @@ class PlantedCounts:
         prefix_near: near copies among the prefix.
         near_jaccard_mean: mean true Jaccard (5-word shingles) of a sample of near copies.
         near_jaccard_min: the smallest of that sample.
-        pool_docs: base documents rendered by ``bench.common.corpus.documents``.
+        corpus: the pool's ``POOLS`` key.
+        pool_docs: base documents rendered for the pool.
         pool_sentences: sentences cut from them.
         bytes: file size.
         seconds: time to generate and write the file.
@@ -83,6 +97,7 @@ class PlantedCounts:
     prefix_originals: int = 0
     prefix_exact: int = 0
     prefix_near: int = 0
+    corpus: str = "c"
     near_jaccard_mean: float = 0.0
     near_jaccard_min: float = 0.0
     pool_docs: int = 0
@@ -91,9 +106,12 @@ class PlantedCounts:
     seconds: float = 0.0
 
 
-def _sentences(pool_docs: int, seed: int) -> tuple[NDArray[np.object_], NDArray[np.int64]]:
-    """The sentences of ``pool_docs`` rendered documents, and their word counts."""
-    sentences = [s for doc in documents(pool_docs, seed=seed) for s in _SENTENCE_END.split(doc)]
+def _sentences(
+    pool_docs: int, seed: int, corpus: str = "c"
+) -> tuple[NDArray[np.object_], NDArray[np.int64]]:
+    """The sentences of ``pool_docs`` rendered documents of ``corpus``, and their word counts."""
+    render = POOLS[corpus][0]
+    sentences = [s for doc in render(pool_docs, seed=seed) for s in _SENTENCE_END.split(doc)]
     counts = np.array([s.count(" ") + 1 for s in sentences], dtype=np.int64)
     return np.array(sentences, dtype=object), counts
 
@@ -150,7 +168,9 @@ class _Writer:
             self._emit(copy, {"kind": "near", "src": src})
 
 
-def write_corpus(path: Path, n: int, *, seed: int = 0, prefix: int = 0) -> PlantedCounts:
+def write_corpus(
+    path: Path, n: int, *, seed: int = 0, prefix: int = 0, corpus: str = "c"
+) -> PlantedCounts:
     """Write ``n`` documents to ``path`` (JSON Lines) and return what was planted.
 
     Args:
@@ -158,12 +178,15 @@ def write_corpus(path: Path, n: int, *, seed: int = 0, prefix: int = 0) -> Plant
         n: how many documents.
         seed: fixes the whole file.
         prefix: also count the planted documents among the first ``prefix``.
+        corpus: the pool's ``POOLS`` key.
     """
     started = time.perf_counter()
     pool = int(np.clip(n // 10, 2_000, 20_000))
-    sentences, counts = _sentences(pool, seed)
+    sentences, counts = _sentences(pool, seed, corpus)
     rng = np.random.default_rng([seed, 2])
-    planted = PlantedCounts(prefix=min(prefix, n), pool_docs=pool, pool_sentences=len(sentences))
+    planted = PlantedCounts(
+        prefix=min(prefix, n), corpus=corpus, pool_docs=pool, pool_sentences=len(sentences)
+    )
     with path.open("w", encoding="utf-8") as out:
         writer = _Writer(out, planted, vocabulary(20_000, seed))
         for lo in range(0, n, _CHUNK):
@@ -183,8 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prefix", type=int, default=0, help="also count the first M docs")
+    parser.add_argument("--corpus", choices=sorted(POOLS), default="c", help="the pool (c)")
     args = parser.parse_args(argv)
-    print(json.dumps(asdict(write_corpus(args.out, args.docs, seed=args.seed, prefix=args.prefix))))
+    planted = write_corpus(
+        args.out, args.docs, seed=args.seed, prefix=args.prefix, corpus=args.corpus
+    )
+    print(json.dumps(asdict(planted)))
     return 0
 
 

@@ -10,12 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.batch.corpus import POOLS
 from bench.batch.proctree import TreeRun
 from bench.batch.survivors import Overlap, Survivors
 from bench.common.machine import Start, facts
 from bench.common.memory import MIB
 
-__all__ = ["DISTS", "SOURCES", "Measured", "Report", "markdown", "summary_lines", "text"]
+__all__ = [
+    "DISTS",
+    "SOURCES",
+    "Measured",
+    "Report",
+    "corpus_title",
+    "markdown",
+    "summary_lines",
+    "text",
+]
 
 #: The sources measured (``neardup dedup`` is app/cli/ over core/), digested at the start.
 SOURCES = {"core/": ["core"], "app/cli/": ["app/cli"]}
@@ -152,10 +162,17 @@ def corpus_rows(report: Report) -> list[tuple[str, str]]:
         ),
         (
             "generated from",
-            f"{c['pool_docs']:,} `bench.common.corpus.documents` texts cut into "
-            f"{c['pool_sentences']:,} sentences, spliced; {c['seconds']:.1f} s",
+            f"{c['pool_docs']:,} {POOLS[c.get('corpus', 'c')][1]} texts cut into "
+            f"{c['pool_sentences']:,} sentences, spliced; {c['seconds']:.1f} s"
+            + (" (an earlier run; read from the cache)" if c.get("cached") else ""),
         ),
     ]
+
+
+def corpus_title(report: Report) -> str:
+    """Which corpus a report is on, as its section says."""
+    key = report.corpus.get("corpus", "c")
+    return {"c": "Corpus (c): ASCII", "a": "Corpus (a): web-like text"}[key]
 
 
 def detail_rows(report: Report) -> list[tuple[str, str]]:
@@ -193,7 +210,8 @@ def detail_rows(report: Report) -> list[tuple[str, str]]:
 def text(report: Report) -> str:
     """The plain-text report."""
     lines = [
-        f"Batch dedup benchmark, N={report.corpus['docs']:,} (started {report.start.date})",
+        f"Batch dedup benchmark, {corpus_title(report)}, N={report.corpus['docs']:,} "
+        f"(started {report.start.date})",
         "",
     ]
     lines += [*table(report), "", *summary_lines(report), ""]
@@ -201,14 +219,17 @@ def text(report: Report) -> str:
     return "\n".join(lines)
 
 
-def markdown(report: Report, notes: list[str]) -> str:
-    """The ``## Batch dedup`` section for bench/RESULTS.md."""
-    lines = ["## Batch dedup", "", f"- Command, from the repository root: `{report.command}`", ""]
-    record = facts(report.start, DISTS)
-    lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in record.items()]
-    lines += ["", *table(report), ""] + [f"- {s}" for s in summary_lines(report)]
-    lines += ["", "| corpus | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in corpus_rows(report)]
-    lines += ["", "| detail | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in detail_rows(report)]
+def markdown(reports: list[Report], notes: list[str]) -> str:
+    """The ``## Batch dedup`` section for bench/RESULTS.md: one subsection per corpus."""
+    lines = ["## Batch dedup", "", f"- Command, from the repository root: `{reports[0].command}`"]
+    for report in reports:
+        lines += ["", f"### {corpus_title(report)}", ""]
+        record = facts(report.start, DISTS)
+        lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in record.items()]
+        lines += ["", *table(report), ""] + [f"- {s}" for s in summary_lines(report)]
+        lines += ["", "| corpus | |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in corpus_rows(report)]
+        lines += ["", "| detail | value |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in detail_rows(report)]
     lines += ["", "How to read it:", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"

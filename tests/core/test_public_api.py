@@ -34,7 +34,8 @@ ENGINE_NAMES = {
     "read_docs", "read_protected_set", "shingles", "spawn_pool", "text_digest", "text_digests",
     "words", "write_docs",
     # rows of any schema, storage, survivors (issue 12)
-    "Schema", "Record", "RecordReader", "get_field", "set_field", "parquet_schema", "STDIO",
+    "Schema", "Record", "RawLine", "RecordReader", "get_field", "set_field", "parquet_schema",
+    "STDIO",
     "Output", "Source", "atomic_output", "check_output", "check_target", "expand_inputs",
     "KEEP_POLICIES", "KeepPolicy", "cluster_survivors", "exact_survivors", "RowWriter",
     # decontamination modes, the frequency cap, reports (issue 14)

@@ -83,3 +83,28 @@ def test_parquet_rows_by_dotted_fields_read_only_the_columns_needed(tmp_path):
     assert lean.row == {"doc": {"num": 7}, "body": "some text"}
     [full] = list(RecordReader(sources, Schema("doc.num", "body")))
     assert full.row["big"] == "not needed"
+
+
+def test_unparsed_rows_parse_to_the_records_iteration_gives(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lines = '{"id": "a", "text": "x"}\r\n\n   \n{"id": 2,"text":"y", "meta": null}'
+    (tmp_path / "a.jsonl").write_bytes(lines.encode())
+    pq.write_table(pa.table({"id": ["p"], "text": ["z"]}), tmp_path / "b.parquet")
+    reader = RecordReader(expand_inputs([str(tmp_path)]), Schema())
+    records = list(reader)
+    items = list(reader.unparsed())
+    assert [type(i).__name__ for i in items] == ["RawLine", "RawLine", "Record"]
+    assert [i.raw for i in items[:2]] == ['{"id": "a", "text": "x"}\n', lines.split("\n")[-1]]
+    assert [reader.parse(i) for i in items[:2]] + items[2:] == records
+    assert [(r.id, r.line, r.raw is None) for r in records] == [
+        ("a", 1, False), ("2", 4, False), ("p", 1, True)]  # fmt: skip
+
+
+def test_a_bad_unparsed_line_is_refused_when_parsed_naming_it(memfs):
+    memfs.pipe("/st/bad.jsonl", b'{"id": "a", "text": "x"}\n[1]\n')
+    reader = RecordReader(expand_inputs(["memory://st/bad.jsonl"]), Schema())
+    _, bad = list(reader.unparsed())
+    with pytest.raises(CorpusError, match=r"bad\.jsonl:2: expected a JSON object"):
+        reader.parse(bad)

@@ -49,3 +49,17 @@ def test_a_key_missing_from_the_first_row_is_kept():
     rows = [{"id": "a"}, {"id": "b", "extra": {"x": 1}}]
     assert parquet(rows).to_pylist() == [{"id": "a", "extra": None},
                                          {"id": "b", "extra": {"x": 1}}]  # fmt: skip
+
+
+def test_rows_given_as_json_text_are_written_as_lines_and_counted():
+    out = io.BytesIO()
+    with RowWriter(out, ".jsonl", "o.jsonl") as w:
+        w.write({"id": "a"})
+        w.write_json(['{"id": "b"}', '{"id": "c"}'])
+        w.write_json([])
+    assert out.getvalue() == b'{"id": "a"}\n{"id": "b"}\n{"id": "c"}\n' and w.count == 3
+    with (
+        pytest.raises(ValueError, match="JSON Lines"),
+        RowWriter(io.BytesIO(), ".parquet", "o") as p,
+    ):
+        p.write_json(['{"id": "b"}'])
