@@ -1,16 +1,18 @@
 """The spawn process pool the service computes signatures on, awaited without blocking.
 
 A batch goes to the pool in chunks of about the same work (characters, as core's
-``slab_bounds`` cuts them), a multiple of the workers in number: one chunk per worker for a
-batch of up to ``workers * chunk_chars`` characters, more and smaller ones beyond. At most two
-chunks per worker are queued at a time, and the pool's queue is first come, first served, so a
-query that arrives while a 10,000-document batch is being signed waits for a couple of
-bounded chunks, not for the whole batch.
+``slab_bounds`` cuts them), a multiple of the workers in number. A batch of up to
+``CHUNK_CHARS`` characters a worker is one chunk per worker: each chunk is a round trip through
+the pool, and with nothing queued behind it, its latency is not hidden (a 1,000-document batch
+in four 256-text chunks took 50 ms where two chunks took 36 ms). A larger batch goes in chunks
+of ``STREAM_CHUNK_CHARS``, at most two per worker queued at a time: the round trips overlap the
+work, and as the pool's queue is first come, first served, a query that arrives while a
+10,000-document batch is being signed waits for a couple of small chunks, not for the batch.
 
 The workers load the compiled kernels as they start (``spawn_pool(warm=warm_worker)``): a
 long-lived pool pays the ~0.5 s once instead of running the numpy kernel, about 3x slower,
 until each worker has hashed enough. A chunk is bounded in time, not in size: where the
-workers run numpy (no numba, ``NEARDUP_JIT=0``) chunks are a quarter as large.
+workers run numpy (no numba, ``NEARDUP_JIT=0``) chunks are ``NUMPY_SLOWER`` times smaller.
 """
 
 from __future__ import annotations
@@ -33,15 +35,18 @@ from core.engine import (
     warm_worker,
 )
 
-__all__ = ["CHUNK_CHARS", "NUMPY_CHUNK_CHARS", "SignaturePool"]
+__all__ = ["CHUNK_CHARS", "NUMPY_SLOWER", "STREAM_CHUNK_CHARS", "SignaturePool"]
 
-#: Characters per chunk at most (give or take its last text), with compiled workers: ~50 ms of
-#: one worker on English-like text (about 50 ns a character), so a batch of 1,000 typical
-#: documents is one chunk per worker, and a query waits no longer than it did behind the
-#: 256-text numpy chunks this replaced (~65 ms each).
+#: Characters a worker up to which a batch is one chunk per worker (give or take a text), with
+#: compiled workers: ~50 ms of one worker on English-like text (~50 ns a character), so a
+#: batch of 1,000 typical documents is one round trip.
 CHUNK_CHARS = 1 << 20
-#: Characters per chunk at most where the workers run the numpy kernel (~200 ns a character).
-NUMPY_CHUNK_CHARS = 1 << 18
+#: Characters per chunk at most in a larger batch: ~13 ms of one worker. (10,000 documents of
+#: ~1,300 characters took 0.22 s in these chunks, 0.35 s in chunks of CHUNK_CHARS: the tail.)
+STREAM_CHUNK_CHARS = 1 << 18
+#: Where the workers run the numpy kernel (~200 ns a character), both bounds are this many
+#: times smaller.
+NUMPY_SLOWER = 4
 #: Chunks queued per worker at most, so the workers never idle between chunks.
 _QUEUED_PER_WORKER = 2
 
@@ -63,10 +68,12 @@ class SignaturePool:
         self.compiled = False
         self._pool: ProcessPoolExecutor = spawn_pool(workers, warm=warm_worker)
 
-    @property
-    def chunk_chars(self) -> int:
-        """The most characters in one chunk, by the kernel the workers run."""
-        return CHUNK_CHARS if self.compiled else NUMPY_CHUNK_CHARS
+    def chunk_chars(self, texts: Sequence[str]) -> int:
+        """The most characters in one chunk of ``texts``, by its size and the workers' kernel."""
+        slower = 1 if self.compiled else NUMPY_SLOWER
+        if sum(map(len, texts)) <= self.workers * CHUNK_CHARS // slower:
+            return CHUNK_CHARS // slower
+        return STREAM_CHUNK_CHARS // slower
 
     async def signatures(self, texts: Sequence[str]) -> NDArray[np.uint32]:
         """Signatures of ``texts``; a dead worker replaces the pool and the batch runs once more."""
@@ -86,7 +93,7 @@ class SignaturePool:
         queued: deque[asyncio.Future[NDArray[np.uint32]]] = deque()
         chunks: list[NDArray[np.uint32]] = []
         try:
-            for lo, hi in slab_bounds(texts, self.workers, self.chunk_chars):
+            for lo, hi in slab_bounds(texts, self.workers, self.chunk_chars(texts)):
                 task = self._pool.submit(batch_signatures, list(texts[lo:hi]), self.params)
                 queued.append(asyncio.wrap_future(task))
                 if len(queued) >= _QUEUED_PER_WORKER * self.workers:

@@ -5,7 +5,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from app.service.pool import CHUNK_CHARS, NUMPY_CHUNK_CHARS, SignaturePool
+from app.service.pool import CHUNK_CHARS, NUMPY_SLOWER, STREAM_CHUNK_CHARS, SignaturePool
 from core.engine import MinhashParams
 from core.minhash import signatures
 from tests.pools import ReversePool
@@ -83,19 +83,22 @@ def test_a_batch_is_cut_by_characters_one_chunk_a_worker_when_it_is_small():
     texts = [f"document {i} " + "some words of english text " * 48 for i in range(1000)]
     chunks = _chunks_of(texts, compiled=True)
     assert len(chunks) == 2 and all(abs(n - 500) <= 2 for n, _ in chunks)
-    # The same batch with numpy workers: chunks of at most NUMPY_CHUNK_CHARS (give or take
-    # their last text), an even number of them.
+    # The same batch with numpy workers is a large one for them: chunks of at most
+    # STREAM_CHUNK_CHARS / NUMPY_SLOWER (give or take their last text), an even number of them.
     numpy_chunks = _chunks_of(texts, compiled=False)
     assert len(numpy_chunks) % 2 == 0 and len(numpy_chunks) > 2
-    assert all(chars <= NUMPY_CHUNK_CHARS + 1400 for _, chars in numpy_chunks)
+    assert all(chars <= STREAM_CHUNK_CHARS // NUMPY_SLOWER + 1400 for _, chars in numpy_chunks)
+    # Half the batch with numpy workers: one chunk a worker again.
+    assert len(_chunks_of(texts[:300], compiled=False)) == 2
 
 
-def test_a_large_batch_is_cut_into_chunks_within_the_bound():
+def test_a_large_batch_is_cut_into_small_chunks():
     texts = [f"text {i} " + "word " * (50 + 37 * (i % 60)) for i in range(6000)]
+    assert sum(map(len, texts)) > 2 * CHUNK_CHARS
     chunks = _chunks_of(texts, compiled=True)
     assert sum(n for n, _ in chunks) == 6000 and len(chunks) % 2 == 0
     longest = max(map(len, texts))
-    assert all(chars <= CHUNK_CHARS + longest for _, chars in chunks)
+    assert all(chars <= STREAM_CHUNK_CHARS + longest for _, chars in chunks)
 
 
 @pytest.mark.parametrize("jit", ["1", "0"])
@@ -105,6 +108,7 @@ def test_warm_up_learns_which_kernel_the_workers_run(monkeypatch, jit):
     try:
         asyncio.run(pool.warm_up())
         assert pool.compiled is (jit == "1")
-        assert pool.chunk_chars == (CHUNK_CHARS if jit == "1" else NUMPY_CHUNK_CHARS)
+        slower = 1 if jit == "1" else NUMPY_SLOWER
+        assert pool.chunk_chars(["a few words"]) == CHUNK_CHARS // slower
     finally:
         pool.close()
