@@ -15,7 +15,15 @@ from typing import Any, TypeVar
 
 from core.errors import ParameterError, WorkerError
 
-__all__ = ["chunk_bounds", "fan_out", "in_order", "ordered_map", "pool_size", "spawn_pool"]
+__all__ = [
+    "chunk_bounds",
+    "fan_out",
+    "in_order",
+    "ordered_map",
+    "pool_size",
+    "spawn_pool",
+    "start_worker",
+]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -24,21 +32,31 @@ _R = TypeVar("_R")
 PARENT_CHECK_SECONDS = 0.25
 
 
-def spawn_pool(workers: int) -> ProcessPoolExecutor:
+def spawn_pool(workers: int, *, warm: Callable[[], object] | None = None) -> ProcessPoolExecutor:
     """A process pool with the spawn start method (no forked copies of threads or locks).
 
     Each worker exits on its own when the process that started the pool is gone, even after a
     SIGKILL that gave it no chance to shut the pool down (the workers would otherwise wait on
     their task queue forever).
+
+    ``warm``: a module-level function every worker calls as it starts, before its first task
+    (``core._signatures.warm_worker`` for a long-lived pool, such as the service's).
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ParameterError(f"workers must be a whole number >= 1, got {workers!r}")
     return ProcessPoolExecutor(
         max_workers=workers,
         mp_context=get_context("spawn"),
-        initializer=watch_parent,
-        initargs=(os.getpid(),),
+        initializer=start_worker,
+        initargs=(os.getpid(), warm),
     )
+
+
+def start_worker(parent: int, warm: Callable[[], object] | None = None) -> None:
+    """Pool initializer: ``watch_parent(parent)``, then ``warm()`` if given."""
+    watch_parent(parent)
+    if warm is not None:
+        warm()
 
 
 def watch_parent(parent: int) -> None:

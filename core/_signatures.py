@@ -9,7 +9,8 @@ the reference); the signatures are identical either way.
 
 Slabs hold at most ``SLAB_TEXTS`` texts and about ``SLAB_CHARS`` characters (a longer text is
 a slab of its own), so the memory a call takes does not grow with its input beyond the input
-itself and the result.
+itself and the result. On a pool the same slabs are the tasks: many small ones, so that the
+workers take them as they free up and finish together.
 
 Every value is below P < 2**31, so signatures are returned as uint32; ``core.minhash.minhash``
 returns the spec's uint64 for a single set.
@@ -23,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from numpy.typing import NDArray
 
-from core._compiled import compiled
+from core._compiled import compiled, load
 from core._fanout import ordered_map, pool_size, spawn_pool
 from core._fnv import fnv1a64_spans
 from core._hashing import MERSENNE31, perm_params
@@ -32,21 +33,50 @@ from core._permute import minima
 from core._tokens import Tokens, shingle_spans
 from core.errors import ParameterError
 
-__all__ = ["SLAB_CHARS", "SLAB_TEXTS", "batch_signatures", "signatures", "slab_bounds"]
+__all__ = [
+    "SLAB_CHARS",
+    "SLAB_TEXTS",
+    "batch_signatures",
+    "signatures",
+    "slab_bounds",
+    "warm_worker",
+]
 
 _P64 = np.uint64(MERSENNE31)
 #: The most texts in one slab of the kernel.
 SLAB_TEXTS = 2048
 #: About the most characters in one slab (a longer text is a slab of its own): the kernel's
 #: scratch is a few bytes a character (a 4 M-character slab of corpus (a) peaks at ~33 MiB).
-#: Smaller slabs are also a little faster (their scratch is reused, not fresh pages): on
-#: corpus (a), 4,096 texts a slab 0.32 s, 2,048 0.305 s, 1,024 0.305 s a 8,000 documents.
-SLAB_CHARS = 1 << 22
+#: Smaller slabs are faster (their scratch stays in cache and is reused, not fresh pages):
+#: 8,000 documents, one process, compiled kernels, medians of 7 interleaved runs, slabs of
+#: 256 K / 512 K / 1 M / 4 M characters: corpus (a) 0.330 / 0.319 / 0.324 / 0.355 s, (b)
+#: 0.393 / 0.400 / 0.386 / 0.493 s, (c) 0.252 / 0.250 / 0.250 / 0.288 s. On a pool of two,
+#: slabs of ~500 texts of (a) beat slabs of 2,000 by ~10 % (the last slab's tail is shorter).
+SLAB_CHARS = 1 << 19
+#: Slabs in flight a worker on a pool: enough that a worker never waits for the next while the
+#: other finishes an older one (results are taken in slab order).
+_AHEAD = 4
 
 
 def batch_signatures(texts: Sequence[str], params: MinhashParams) -> NDArray[np.uint32]:
     """The ``[len(texts), num_perm]`` uint32 signatures of a batch, in this process."""
     return _kernel(texts, params.num_perm, params.seed, params.k)
+
+
+#: What ``warm_worker`` signs: words with a non-ASCII character, some hundreds of them.
+_WARM_TEXTS = [f"warm up {i} with café and Москва " * 40 for i in range(64)]
+
+
+def warm_worker() -> bool:
+    """Make this process ready to sign at full speed: load the compiled kernels now (~0.5 s,
+    instead of once it has hashed ``core._compiled.LOAD_AFTER`` pairs) and sign a small batch
+    holding non-ASCII text, which builds the code-point tables (~0.15 s) and pays the kernel's
+    first-call costs. Whether this process runs the compiled kernels (False: numba missing or
+    failing, or ``NEARDUP_JIT=0``). For a long-lived pool: ``spawn_pool(n, warm=warm_worker)``.
+    """
+    kernels = load()
+    _kernel(_WARM_TEXTS, 128, 0, 5)
+    return kernels is not None
 
 
 def _kernel(
@@ -80,22 +110,25 @@ def _slab(
     return minima(x, per_doc, a, b)
 
 
-def slab_bounds(texts: Sequence[str], parts: int = 1) -> list[tuple[int, int]]:
+def slab_bounds(
+    texts: Sequence[str], parts: int = 1, chars: int | None = None
+) -> list[tuple[int, int]]:
     """Contiguous ``[lo, hi)`` slabs covering ``texts``, each within ``SLAB_TEXTS`` texts and
-    ``SLAB_CHARS`` characters, give or take its last text (a longer text is about a slab of its
-    own), as few as that allows but a multiple of ``parts`` (for as many workers) where there
-    are enough texts, cut where they weigh about the same.
+    ``chars`` characters (default ``SLAB_CHARS``), give or take its last text (a longer text is
+    about a slab of its own), as few as that allows but a multiple of ``parts`` (for as many
+    workers) where there are enough texts, cut where they weigh about the same.
 
-    A text weighs its length, but at least ``SLAB_CHARS / SLAB_TEXTS``, so that a slab within
-    ``SLAB_CHARS`` of weight is within both limits.
+    A text weighs its length, but at least ``chars / SLAB_TEXTS``, so that a slab within
+    ``chars`` of weight is within both limits.
     """
     n = len(texts)
     if n == 0:
         return []
+    chars = SLAB_CHARS if chars is None else chars
     weight = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-    np.maximum(weight, SLAB_CHARS // SLAB_TEXTS, out=weight)
+    np.maximum(weight, max(1, chars // SLAB_TEXTS), out=weight)
     cumulative = np.cumsum(weight)
-    count = -(-int(cumulative[-1]) // SLAB_CHARS)
+    count = -(-int(cumulative[-1]) // chars)
     count = min(n, -(-count // parts) * parts)
     # Slab j ends with the text that reaches weight total * j / count.
     ends = np.searchsorted(cumulative, cumulative[-1] * np.arange(1, count) / count) + 1
@@ -126,7 +159,7 @@ def signatures(
         k: words per shingle.
         workers: processes for a pool created (and shut down) by this call; 1 computes here.
         pool: an existing pool to reuse (the service keeps one); the slabs are a multiple of
-            twice its size in number.
+            its size in number.
 
     Raises:
         ParameterError: a parameter out of range, or a text that cannot be encoded as UTF-8.
@@ -148,9 +181,12 @@ def _on_pool(
     pool: ProcessPoolExecutor, texts: list[str], num_perm: int, seed: int, k: int, parts: int
 ) -> NDArray[np.uint32]:
     out = np.empty((len(texts), num_perm), dtype=np.uint32)
-    # Two slabs a worker at least: each starts computing its first while the next are sent.
-    slabs = slab_bounds(texts, 2 * parts)
-    rows = ordered_map(pool, _kernel, (texts[lo:hi] for lo, hi in slabs), num_perm, seed, k)
+    # The kernel's own slabs, a multiple of the workers in number: small tasks, so a worker
+    # slowed down (by the machine, or a slab that takes longer) leaves a short tail.
+    slabs = slab_bounds(texts, parts)
+    rows = ordered_map(
+        pool, _kernel, (texts[lo:hi] for lo, hi in slabs), num_perm, seed, k, ahead=_AHEAD
+    )
     for (lo, hi), (_, sig) in zip(slabs, rows, strict=True):
         out[lo:hi] = sig
     return out

@@ -5,7 +5,9 @@ runs the algorithms at scale. Every name here works on whole batches (numpy arra
 engine computes the same signatures, candidates, confirmations and components through them:
 
 - Parameters: ``MinhashParams`` (validated once), ``INDEX_KEYS``.
-- Signatures: ``batch_signatures`` (one process); ``spawn_pool``, ``fan_out``, ``in_order`` and
+- Signatures: ``batch_signatures`` (one process), ``slab_bounds`` (a batch cut into slabs of
+  about the same work); ``spawn_pool`` and ``warm_worker`` (a worker ready at full
+  speed), ``fan_out``, ``in_order`` and
   ``ordered_map`` (contiguous chunks out, results back in submission order).
 - Banding (one implementation: band digests, then the band's rows compared): ``band_digests``,
   ``candidate_pairs`` (a whole matrix), ``BandBuckets`` and ``SignatureIndex`` (incremental,
@@ -52,7 +54,14 @@ from core._cutting import (
 )
 from core._decont import decontaminate_with
 from core._digests import exact_keepers, id_rank, text_digest, text_digests
-from core._fanout import chunk_bounds, fan_out, in_order, ordered_map, pool_size, spawn_pool
+from core._fanout import (
+    chunk_bounds,
+    fan_out,
+    in_order,
+    ordered_map,
+    pool_size,
+    spawn_pool,
+)
 from core._matches import Match, Protection, sample_capped
 from core._ngrams import NgramIndex
 from core._params import INDEX_KEYS, MinhashParams
@@ -73,7 +82,7 @@ from core._records import (
 )
 from core._report import ContaminationReport, Thresholds
 from core._signature_index import Matches, Placement, SignatureIndex, batch_matches
-from core._signatures import batch_signatures
+from core._signatures import batch_signatures, slab_bounds, warm_worker
 from core._sketch import estimate
 from core._stages import CLUSTER_KEY
 from core._storage import (
@@ -175,9 +184,11 @@ __all__ = [
     "sample_capped",
     "set_field",
     "shingles",
+    "slab_bounds",
     "spawn_pool",
     "text_digest",
     "text_digests",
+    "warm_worker",
     "words",
     "write_docs",
 ]

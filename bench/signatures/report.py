@@ -15,6 +15,8 @@ from bench.signatures.contenders import (
     RENSA,
     RENSA_BULK,
 )
+from bench.signatures.workers import WorkerTimes
+from bench.signatures.workers import lines as worker_lines
 
 #: The kernel's modules: their digest says which kernel was measured.
 KERNEL_SOURCES = {
@@ -84,13 +86,11 @@ class Report:
     corpora: dict[str, CorpusFacts] = field(default_factory=dict)
     medians: dict[str, dict[str, float]] = field(default_factory=dict)
     splits: dict[str, dict[str, Split]] = field(default_factory=dict)
-    workers: dict[str, float] = field(default_factory=dict)
-    workers_identical: bool = False
+    workers: WorkerTimes | None = None
     #: Per corpus: peak MiB of one call over the corpus, and over it repeated ``memory_times``.
     memory: dict[str, tuple[float, float]] = field(default_factory=dict)
     memory_times: int = 4
     peak_rss_mib: float = 0.0
-    worker_peak_rss_mib: float | None = None
     #: neardup on corpora (a) and (c), interleaved: median seconds per corpus key.
     web_ascii: dict[str, float] = field(default_factory=dict)
 
@@ -165,11 +165,8 @@ def print_text(report: Report) -> None:
             print(f"(a)/(c) time, {case}: {r[0]:.2f}x ({r[1]:.2f}x per shingle)")
     if (r := interleaved_web_over_ascii(report)) is not None:
         print(f"(a)/(c) time, neardup, interleaved: {r[0]:.2f}x ({r[1]:.2f}x per shingle)")
-    print(f"workers, corpus (a), {c.worker_docs} docs, medians of {c.repeats}:")
-    w1 = report.workers["workers=1"]
-    for name, seconds in report.workers.items():
-        print(f"  {name:<46} {seconds:7.3f} s  speed-up vs workers=1: {w1 / seconds:.2f}x")
-    print(f"  workers=2 signatures identical to workers=1: {report.workers_identical}")
+    if report.workers is not None:
+        print("\n".join(worker_lines(report.workers, c.worker_docs, markdown=False)))
     for key, (one, times) in report.memory.items():
         print(
             f"peak memory of one signatures() call, {short(key)}: {one:.0f} MiB; "
@@ -222,17 +219,8 @@ def markdown(report: Report, facts: dict[str, str]) -> str:
     if ratios:
         lines += ["", f"Corpus (a) time / corpus (c) time: {'; '.join(ratios)}."]
     lines += _split_table(report, keys)
-    lines += [
-        "",
-        f"`signatures()` on {c.worker_docs} docs of corpus (a), median of {c.repeats} "
-        "(round-robin, before the other sections):",
-        "",
-        "| call | median s | speed-up vs workers=1 |",
-        "|---|---:|---:|",
-    ]
-    w1 = report.workers["workers=1"]
-    lines += [f"| {name} | {s:.3f} | {w1 / s:.2f}x |" for name, s in report.workers.items()]
-    lines += ["", f"workers=2 signatures identical to workers=1: {report.workers_identical}."]
+    if report.workers is not None:
+        lines += ["", *worker_lines(report.workers, c.worker_docs, markdown=True)]
     if report.memory:
         lines += [
             "",
@@ -245,8 +233,9 @@ def markdown(report: Report, facts: dict[str, str]) -> str:
         for key, (one, times) in report.memory.items():
             lines.append(f"| {CORPORA[key].label} | {one:.0f} MiB | {times:.0f} MiB |")
     lines += ["", f"Peak RSS of the benchmark process: {report.peak_rss_mib:.0f} MiB"]
-    if report.worker_peak_rss_mib is not None:
-        lines[-1] += f"; largest warm-pool worker: {report.worker_peak_rss_mib:.0f} MiB (VmHWM)"
+    if report.workers is not None and report.workers.worker_peak_rss_mib is not None:
+        peak = report.workers.worker_peak_rss_mib
+        lines[-1] += f"; largest warm-pool worker: {peak:.0f} MiB (VmHWM)"
     lines[-1] += "."
     return "\n".join(lines)
 

@@ -134,11 +134,14 @@ def test_slab_bounds_cover_the_texts_in_bounded_slabs(monkeypatch_module, length
 
 def test_slabs_of_even_texts_are_even_and_a_multiple_of_the_workers():
     batch = ["word " * 300] * 9000
-    one, two = _signatures.slab_bounds(batch), _signatures.slab_bounds(batch, 2)
-    # Each text weighs SLAB_CHARS / SLAB_TEXTS: 9,000 of them make 4.4 slabs.
-    assert _signatures.SLAB_CHARS // _signatures.SLAB_TEXTS == 2048 > 1500
+    chars = 1500 * _signatures.SLAB_TEXTS  # each text weighs its 1,500 characters
+    one, two = _signatures.slab_bounds(batch, chars=chars), _signatures.slab_bounds(batch, 2, chars)
+    # 9,000 texts of 1,500 characters make 4.4 slabs of SLAB_TEXTS.
     assert len(one) == 5 and len(two) == 6
     assert {hi - lo for lo, hi in two} == {1500}
+    # Shorter texts weigh chars / SLAB_TEXTS: a slab still holds at most SLAB_TEXTS of them.
+    short = _signatures.slab_bounds(["a few words"] * 9000, 1, chars)
+    assert max(hi - lo for lo, hi in short) <= _signatures.SLAB_TEXTS
 
 
 def test_the_compiled_kernels_load_only_after_enough_work(monkeypatch):

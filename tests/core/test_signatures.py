@@ -116,6 +116,19 @@ def test_signatures_reject_bad_parameters_and_unencodable_text():
         signatures(["fine", "lone \ud800 surrogate"])
 
 
+@given(st.lists(any_text, max_size=12), st.integers(1, 3), st.integers(8, 400))
+def test_pool_slabs_of_any_size_give_the_signatures_of_one_process(batch, workers, chars):
+    # Slabs of a few characters (a text or two) up to all texts in one; the stand-in pool
+    # finishes them backwards, so rows must be placed by slab, not by completion.
+    import core._signatures
+
+    expected = signatures(batch)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(core._signatures, "SLAB_CHARS", chars)
+        got = signatures(batch, pool=ReversePool(workers))
+    assert np.array_equal(got, expected)
+
+
 def test_chunks_are_concatenated_in_submission_order_not_completion_order():
     texts = [f"document {i} has its own words {i * 7} and {i * 13}" for i in range(9)]
     got = signatures(texts, pool=ReversePool(3))

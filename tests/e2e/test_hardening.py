@@ -191,8 +191,9 @@ def test_limits_are_413(limited):
 
 def test_overload_is_a_quick_503_with_retry_after(tmp_path):
     server = start_server(tmp_path, "--workers", "1", "--max-inflight", "1")
-    # Five texts with an 8 MB word inside: seconds of hashing (five 8 MB shingles each).
-    slow = {"texts": [f"a b c {'y' * 8_000_000} d e f {i}" for i in range(5)]}
+    # Seconds of work for the one worker: 15 M shingles (the compiled kernels take ~0.1 us
+    # each, after tokenising 45 MB; an 8 MB word is one shingle, signed in a blink).
+    slow = {"texts": [f"{i} " + "ab " * 2_500_000 for i in range(6)]}
     try:
         first = {}
         sender = threading.Thread(

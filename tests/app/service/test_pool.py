@@ -1,10 +1,11 @@
-"""The service's signature pool: one seed, chunks in submission order."""
+"""The service's signature pool: one seed, chunks in submission order, cut by characters."""
 
 import asyncio
 
 import numpy as np
+import pytest
 
-from app.service.pool import SignaturePool
+from app.service.pool import CHUNK_CHARS, NUMPY_SLOWER, STREAM_CHUNK_CHARS, SignaturePool
 from core.engine import MinhashParams
 from core.minhash import signatures
 from tests.pools import ReversePool
@@ -50,5 +51,64 @@ def test_concurrent_batches_on_a_broken_pool_replace_it_once():
         assert np.array_equal(first, signatures(texts, num_perm=16))
         assert np.array_equal(second, signatures(texts[:3], num_perm=16))
         assert pool.restarts == 1
+    finally:
+        pool.close()
+
+
+class _RecordingPool(ReversePool):
+    """The stand-in pool, recording how many texts and characters each task was given."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers)
+        self.chunks: list[tuple[int, int]] = []
+
+    def submit(self, fn, *args):
+        texts = args[0]
+        self.chunks.append((len(texts), sum(map(len, texts))))
+        return super().submit(fn, *args)
+
+
+def _chunks_of(texts, compiled):
+    pool = SignaturePool(2, MinhashParams(num_perm=16))
+    pool.close()
+    pool._pool = _RecordingPool(2)  # type: ignore[assignment]
+    pool.compiled = compiled
+    got = asyncio.run(pool.signatures(texts))
+    assert np.array_equal(got, signatures(texts, num_perm=16))
+    return pool._pool.chunks
+
+
+def test_a_batch_is_cut_by_characters_one_chunk_a_worker_when_it_is_small():
+    # 1,000 documents of ~1,300 characters: 1.3 M characters, one chunk per worker.
+    texts = [f"document {i} " + "some words of english text " * 48 for i in range(1000)]
+    chunks = _chunks_of(texts, compiled=True)
+    assert len(chunks) == 2 and all(abs(n - 500) <= 2 for n, _ in chunks)
+    # The same batch with numpy workers is a large one for them: chunks of at most
+    # STREAM_CHUNK_CHARS / NUMPY_SLOWER (give or take their last text), an even number of them.
+    numpy_chunks = _chunks_of(texts, compiled=False)
+    assert len(numpy_chunks) % 2 == 0 and len(numpy_chunks) > 2
+    assert all(chars <= STREAM_CHUNK_CHARS // NUMPY_SLOWER + 1400 for _, chars in numpy_chunks)
+    # Half the batch with numpy workers: one chunk a worker again.
+    assert len(_chunks_of(texts[:300], compiled=False)) == 2
+
+
+def test_a_large_batch_is_cut_into_small_chunks():
+    texts = [f"text {i} " + "word " * (50 + 37 * (i % 60)) for i in range(6000)]
+    assert sum(map(len, texts)) > 2 * CHUNK_CHARS
+    chunks = _chunks_of(texts, compiled=True)
+    assert sum(n for n, _ in chunks) == 6000 and len(chunks) % 2 == 0
+    longest = max(map(len, texts))
+    assert all(chars <= STREAM_CHUNK_CHARS + longest for _, chars in chunks)
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_warm_up_learns_which_kernel_the_workers_run(monkeypatch, jit):
+    monkeypatch.setenv("NEARDUP_JIT", jit)
+    pool = SignaturePool(1, MinhashParams(num_perm=16))
+    try:
+        asyncio.run(pool.warm_up())
+        assert pool.compiled is (jit == "1")
+        slower = 1 if jit == "1" else NUMPY_SLOWER
+        assert pool.chunk_chars(["a few words"]) == CHUNK_CHARS // slower
     finally:
         pool.close()

@@ -1,0 +1,50 @@
+"""Spawn pools whose workers are warmed as they start (``spawn_pool(warm=warm_worker)``)."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from core import _compiled, _tokens
+from core.engine import spawn_pool, warm_worker
+from core.errors import ParameterError
+from core.minhash import signatures
+
+
+def worker_state(hold: float = 0.0) -> tuple[int, bool, bool]:
+    """(pid, compiled kernels loaded, code-point tables built) of the worker running it, after
+    holding it ``hold`` seconds."""
+    time.sleep(hold)
+    tables = _tokens.char_table.cache_info().currsize > 0
+    return os.getpid(), _compiled._State.kernels is not None, tables
+
+
+def test_every_worker_is_warmed_before_its_first_task():
+    with spawn_pool(2, warm=warm_worker) as pool:
+        # Two tasks at once, each holding its worker: the pool starts a second worker.
+        states = [f.result() for f in [pool.submit(worker_state, 0.5) for _ in range(2)]]
+    assert len({pid for pid, _, _ in states}) == 2
+    assert all(loaded and tables for _, loaded, tables in states)
+
+
+def test_a_plain_pool_does_not_load_the_compiled_kernels_up_front():
+    with spawn_pool(1) as pool:
+        _, loaded, tables = pool.submit(worker_state).result()
+    assert not loaded and not tables
+
+
+def test_warm_worker_says_numpy_where_jit_is_off(monkeypatch):
+    monkeypatch.setenv(_compiled.JIT_VARIABLE, "0")
+    with spawn_pool(1, warm=warm_worker) as pool:
+        assert pool.submit(warm_worker).result() is False
+        _, loaded, tables = pool.submit(worker_state).result()
+    assert not loaded and tables
+
+
+def test_a_warmed_pool_signs_like_one_process_and_reports_unencodable_text():
+    batch = [f"Ünïcödé wörds {i} ΑΣ façade «quoted» 日本語 " * (1 + i % 9) for i in range(300)]
+    with spawn_pool(2, warm=warm_worker) as pool:
+        assert np.array_equal(signatures(batch, pool=pool), signatures(batch))
+        with pytest.raises(ParameterError, match="lone surrogate"):
+            signatures(["fine text", "lone \ud800 surrogate"] * 3, pool=pool)
