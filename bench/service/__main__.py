@@ -8,8 +8,10 @@ recovery of 1M documents <= 30 s.
 Steps:
 
 1. Ingest: a real ``python -m app.cli serve --workers 2`` on a fresh data directory; M
-   documents of ``bench.common.corpus`` POSTed in batches of 1000 by one keep-alive client, then
-   again by two concurrent clients on another fresh data directory.
+   documents POSTed in batches of 1000 by one keep-alive client, then again by two concurrent
+   clients on another fresh data directory; once with texts of the chosen corpus (``--corpus``,
+   by default ``bench.common.corpora``'s web-like (a): typographic punctuation, accented names,
+   a little of other scripts) and once with the ASCII corpus (c), for comparison.
 2. Build: N documents written straight into a fresh store through ``SQLiteStore`` (not over
    HTTP): real signatures of a pool of corpus documents, perturbed into N distinct rows with
    5 % planted near duplicates and their confirmed pairs (see ``bench.service.synthetic_index``).
@@ -35,14 +37,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
 from bench.common import options
-from bench.common.corpus import documents, near_copy
+from bench.common.corpora import CORPORA, corpus
+from bench.common.corpus import near_copy
 from bench.common.machine import at_start
 from bench.common.memory import peak_rss_bytes, proc_memory
 from bench.common.options import Size
@@ -63,6 +66,8 @@ from core.engine import INDEX_KEYS, MinhashParams
 from core.minhash import signatures
 
 WORKERS = 2
+#: The corpus ingest also runs on, for comparison: ASCII (c).
+ASCII = "ascii"
 PARAMS = MinhashParams(num_perm=128, bands=16, k=5, seed=0)
 #: What the store records: the index parameters, as the server would.
 INDEX_PARAMS = {key: int(getattr(PARAMS, key)) for key in INDEX_KEYS}
@@ -88,6 +93,8 @@ class Config:
         queries: single-text queries timed.
         near_share: the share of queries that are near copies of pool documents.
         seed: the corpus seed.
+        corpus: the corpus of every text (a key of ``bench.common.corpora.CORPORA``); ingest
+            also runs on ``ascii`` for comparison.
         peer_max_seconds: datasketch insert time limit (it reports what it reached).
         peer_max_rss_gib: datasketch RSS limit.
         peer_16x8: also run datasketch with ``params=(16, 8)`` (neardup's banding).
@@ -99,6 +106,7 @@ class Config:
     queries: int
     near_share: float
     seed: int
+    corpus: str
     peer_max_seconds: float
     peer_max_rss_gib: float
     peer_16x8: bool
@@ -117,7 +125,7 @@ def query_texts(pool_texts: Sequence[str], config: Config) -> tuple[list[str], i
     near = round(config.queries * config.near_share) if pool_texts else 0
     picks = rng.integers(0, len(pool_texts), size=near).tolist() if near else []
     texts = [near_copy(pool_texts[i], rng) for i in picks]
-    texts += documents(config.queries - near, seed=config.seed + 1)
+    texts += corpus(config.corpus, config.queries - near, seed=config.seed + 1)
     order = rng.permutation(len(texts))
     return [texts[i] for i in order], near
 
@@ -130,21 +138,22 @@ def _serving(data_dir: Path, tmp: Path) -> contextlib.AbstractContextManager[Ser
     return serving(tmp, "--workers", str(WORKERS), data_dir=data_dir, timeout=_READY_TIMEOUT)
 
 
-def run_ingest(report: Report, texts: Sequence[str], tmp: Path) -> None:
+def run_ingest(report: Report, key: str, texts: Sequence[str], tmp: Path) -> None:
     """POST the texts in batches of 1000, with one client, then two, each on a fresh store."""
     bodies = document_bodies(texts, BATCH)
     for clients in (1, 2):
+        where = tmp / f"ingest-{key}-{clients}"
         try:
-            with _serving(tmp / f"ingest-{clients}", tmp) as server:
+            with _serving(where, tmp) as server:
                 result = post_batches(server.url, bodies, clients)
                 stats = get_stats(server.url)
                 if stats["documents"] != len(texts):
                     raise RuntimeError(f"registered {stats['documents']}, sent {len(texts)}")
-                report.ingest.append(result)
-                report.ingest_rss[clients] = proc_memory(server.pid).get("VmRSS", 0)
+                report.ingest.append(replace(result, corpus=key))
+                report.ingest_rss[key, clients] = proc_memory(server.pid).get("VmRSS", 0)
         finally:
-            shutil.rmtree(tmp / f"ingest-{clients}", ignore_errors=True)
-        print(f"  ingest, clients={clients}: {result.docs_per_second:.0f} docs/s", flush=True)
+            shutil.rmtree(where, ignore_errors=True)
+        print(f"  ingest {key}, clients={clients}: {result.docs_per_second:.0f} docs/s", flush=True)
 
 
 def run_baseline(report: Report, bodies: Sequence[bytes], tmp: Path) -> None:
@@ -199,9 +208,12 @@ def run(config: Config, command: str) -> Report:
     report = Report(config=config, command=command, start=at_start(SOURCES))
     tmp = Path(tempfile.mkdtemp(prefix="neardup-bench-service-"))
     try:
-        texts = documents(max(config.pool, config.ingest_docs), seed=config.seed)
+        texts = corpus(config.corpus, max(config.pool, config.ingest_docs), seed=config.seed)
         if config.ingest_docs:
-            run_ingest(report, texts[: config.ingest_docs], tmp)
+            run_ingest(report, config.corpus, texts[: config.ingest_docs], tmp)
+            if config.corpus != ASCII:
+                ascii_texts = corpus(ASCII, config.ingest_docs, seed=config.seed)
+                run_ingest(report, ASCII, ascii_texts, tmp)
         pool_texts = texts[: config.pool]
         t0 = time.perf_counter()
         pool = _sign(pool_texts)
@@ -243,6 +255,12 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Config, bool]:
     parser = options.parser("bench.service", __doc__, SIZES, "also print a markdown section")
     parser.add_argument("--near-share", type=float, default=0.25, help="near-copy queries")
     parser.add_argument("--seed", type=int, default=0, help="corpus seed (0)")
+    parser.add_argument(
+        "--corpus",
+        choices=sorted(CORPORA),
+        default="web",
+        help="the texts' corpus (web: (a), the default); ingest also runs on ascii (c)",
+    )
     parser.add_argument("--peer-max-seconds", type=float, default=300.0)
     parser.add_argument("--peer-max-rss-gib", type=float, default=12.0)
     parser.add_argument("--no-peer-16x8", action="store_true", help="skip params=(16, 8)")
@@ -251,6 +269,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Config, bool]:
         **options.sizes(args, SIZES),
         near_share=args.near_share,
         seed=args.seed,
+        corpus=args.corpus,
         peer_max_seconds=args.peer_max_seconds,
         peer_max_rss_gib=args.peer_max_rss_gib,
         peer_16x8=not args.no_peer_16x8,

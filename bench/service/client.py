@@ -50,6 +50,7 @@ class IngestResult:
         batch: latency summary of the requests.
         created: results with status ``created``.
         with_matches: results with at least one match.
+        corpus: the corpus the texts came from (a key of ``bench.common.corpora.CORPORA``).
     """
 
     clients: int
@@ -59,6 +60,7 @@ class IngestResult:
     batch: Latency
     created: int
     with_matches: int
+    corpus: str = ""
 
     @property
     def docs_per_second(self) -> float:

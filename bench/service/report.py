@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bench.common.corpora import CORPORA
 from bench.common.machine import facts
 from bench.service.client import BATCH
 from bench.service.results import Report
@@ -63,10 +64,11 @@ def markdown(report: Report) -> str:
     lines += [
         "A real `python -m app.cli serve --workers 2` on 127.0.0.1 (see `bench/service/` for "
         f"the method). The {c.docs:,}-document index is written straight into the SQLite store "
-        f"from real signatures of a {min(c.pool, c.docs):,}-document pool of "
-        "`bench.common.corpus`, "
+        f"from real signatures of a {min(c.pool, c.docs):,}-document pool of corpus "
+        f"{CORPORA[c.corpus].label} (`bench.common.corpora`), "
         "perturbed into distinct rows with 5 % planted near duplicates (texts not stored); "
-        "ingest is over HTTP with real texts.",
+        "the queries are texts of the same corpus. Ingest is over HTTP with real texts, of "
+        "that corpus and of the ASCII corpus (c) for comparison.",
         "",
         "| | |",
         "|---|---|",

@@ -51,7 +51,8 @@ class Report:
     command: str
     start: Start
     ingest: list[IngestResult] = field(default_factory=list)
-    ingest_rss: dict[int, int] = field(default_factory=dict)
+    #: server VmRSS after each ingest run, by (corpus, clients)
+    ingest_rss: dict[tuple[str, int], int] = field(default_factory=dict)
     pool_seconds: float = 0.0
     near_queries: int = 0
     build: BuildResult | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bench.common.corpora import CORPORA
 from bench.common.memory import MIB
 from bench.service.results import Report
 
@@ -23,6 +24,12 @@ def _met(ok: bool) -> str:
     return "yes" if ok else "**no**"
 
 
+def _corpus(key: str) -> str:
+    """``(a) web-like`` for ``web``: the corpus's letter and first words."""
+    label = CORPORA[key].label if key in CORPORA else key
+    return " ".join(label.split()[:2]).rstrip(",:")
+
+
 def _at(docs: int) -> str:
     return f"{docs:,} docs" + ("" if docs == TARGET_DOCS else " (target is at 1,000,000)")
 
@@ -31,11 +38,13 @@ def target_rows(report: Report) -> list[tuple[str, str, str, str]]:
     """(what, target, measured, met) for each of the issue's targets."""
     rows: list[tuple[str, str, str, str]] = []
     n = report.config.docs
-    if report.ingest:
-        one = report.ingest[0]
+    for one in report.ingest:
+        if one.clients != 1:
+            continue
         rows.append(
             (
-                f"ingest over HTTP, 1 client, batches of 1000, {one.documents:,} docs",
+                f"ingest over HTTP, 1 client, batches of 1000, {one.documents:,} docs of "
+                f"corpus {_corpus(one.corpus)}",
                 ">= 5,000 docs/s",
                 f"{one.docs_per_second:,.0f} docs/s",
                 _met(one.docs_per_second >= INGEST_TARGET),
@@ -116,12 +125,14 @@ def detail_rows(report: Report) -> list[tuple[str, str]]:
     """Everything else measured, as (what, value)."""
     rows: list[tuple[str, str]] = []
     for ing in report.ingest:
+        rss = report.ingest_rss.get((ing.corpus, ing.clients), 0)
         rows.append(
             (
-                f"ingest, {_clients(ing.clients)}, {ing.documents:,} docs in {ing.batches} batches",
+                f"ingest, {_clients(ing.clients)}, {ing.documents:,} docs of corpus "
+                f"{_corpus(ing.corpus)} in {ing.batches} batches",
                 f"{ing.seconds:.2f} s, {ing.docs_per_second:,.0f} docs/s; per batch "
                 f"{ing.batch.short()}; created {ing.created:,}, with matches {ing.with_matches:,}; "
-                f"server VmRSS after {report.ingest_rss.get(ing.clients, 0) / MIB:,.0f} MiB",
+                f"server VmRSS after {rss / MIB:,.0f} MiB",
             )
         )
     rows += _build_rows(report) + _served_rows(report) + _peer_rows(report)
