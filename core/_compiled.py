@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["JIT_VARIABLE", "LOAD_AFTER", "Compiled", "compiled", "load"]
+__all__ = ["JIT_VARIABLE", "LOAD_AFTER", "Compiled", "compiled", "load", "loaded"]
 
 #: Shingle-permutation pairs hashed with numpy before the compiled kernels are loaded: what
 #: loading them costs, in time numpy takes longer (0.5 s / 2.3 ns, on the benchmark machine).
@@ -33,6 +33,7 @@ class Compiled(NamedTuple):
 
     shingle_values: Callable[..., None]
     minima: Callable[..., None]
+    tokenise: Callable[..., Any]
 
 
 class _State:
@@ -55,6 +56,11 @@ def compiled(work: int) -> Compiled | None:
     return load() if _State.work >= LOAD_AFTER else None
 
 
+def loaded() -> Compiled | None:
+    """The compiled kernels if this process has loaded them, else None; never loads them."""
+    return _State.kernels
+
+
 def load() -> Compiled | None:
     """The compiled kernels, loaded now if they are not yet; None if numba is missing, fails to
     compile, or ``NEARDUP_JIT=0``."""
@@ -71,7 +77,7 @@ def _load() -> Compiled | None:
     try:
         from core import _jit  # numba is imported only when it pays
 
-        kernels = Compiled(_jit.shingle_values, _jit.minima)
+        kernels = Compiled(_jit.shingle_values, _jit.minima, _jit.tokenise)
         _jit.warm_up()
     except Exception:  # numba missing, or failing on this platform: numpy computes the same
         return None

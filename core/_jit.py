@@ -23,7 +23,7 @@ import numpy as np
 
 from core._hashing import FNV_OFFSET, FNV_PRIME, MERSENNE31
 
-__all__ = ["minima", "shingle_values"]
+__all__ = ["minima", "shingle_values", "tokenise"]
 
 _P = MERSENNE31
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -93,10 +93,170 @@ def minima(x: Any, per_doc: Any, a: Any, b: Any, out: Any) -> None:
 
 
 def warm_up() -> None:
-    """Compile both kernels for the argument types the signature kernel passes (or read them
+    """Compile the kernels for the argument types the signature kernel passes (or read them
     from numba's cache), on a tiny input."""
     x = np.empty(1, dtype=np.uint64)
     one = np.ones(1, dtype=np.int64)
     shingle_values(np.frombuffer(b"a", dtype=np.uint8), one - 1, one, x)
     out = np.empty((1, 1), dtype=np.uint32)
     minima(x.astype(np.uint32), one, np.ones(1, np.uint32), np.zeros(1, np.uint64), out)
+    src = np.frombuffer(b"a", dtype=np.uint8)
+    table = np.zeros(256, dtype=np.uint32)
+    buf = np.empty(2, dtype=np.uint8)
+    state = np.zeros(3, dtype=np.int64)
+    edges = np.empty(4, dtype=np.int64)
+    tokenise(src, one, src, -1, src, table, buf, edges, np.empty(2, np.int64), state)
+
+
+# The bits of ``core._tokens.char_table`` (kept in step with it; tests/core/test_compiled.py).
+_CODE_POINT = np.uint32((1 << 21) - 1)
+_WORD = np.uint32(1 << 21)
+_SPECIAL = np.uint32(1 << 22)
+_SPACE = 0x20
+#: The fields of ``tokenise``'s state: the next document, bytes written, edges written.
+DOC, OUT, EDGE = range(3)
+#: What ``tokenise`` returns: done; stopped for room; stopped at a special character.
+DONE, ROOM, SPECIAL = range(3)
+
+
+@_jit
+def tokenise(
+    src: Any,
+    ends: Any,
+    alt: Any,
+    alt_doc: int,
+    ascii: Any,
+    table: Any,
+    buf: Any,
+    edges: Any,
+    doc_edges: Any,
+    state: Any,
+) -> int:
+    """The words of UTF-8 documents, lowered, each document's joined by single spaces, in
+    one pass over the bytes (``core._tokens`` has the contract; this is its compiled form).
+
+    ASCII bytes go through ``ascii`` (``core._tokens._TRANSLATION``: word bytes lowered, the
+    rest a space) without a branch on the content: every byte is written, and the output and
+    the edge count move on by whether it continues or ends a word. A non-ASCII character is
+    decoded and looked up in ``table`` (``core._tokens.char_table``): a word character is
+    written lowered (of the same UTF-8 length), any other as one space. At a special character
+    (``str.lower`` must lower the text) the kernel stops, that document not written; the
+    caller lowers it and passes it back as ``alt``.
+
+    Args:
+        src: uint8, the documents' UTF-8 one after another (valid, as ``str.encode`` makes it).
+        ends: int64, where each document ends in ``src``.
+        alt, alt_doc: uint8 UTF-8 read in place of document ``alt_doc`` (-1: none).
+        ascii: uint8[256]; table: uint32, per code point (see above).
+        buf: uint8: the output; each document's words joined by single spaces, then a space
+            (after a word) and a newline.
+        edges: int64: the offsets in ``buf`` where words start and end, in turn.
+        doc_edges: int64, ``len(ends) + 1``: the first edge of each document, then the end.
+        state: int64 (``DOC``, ``OUT``, ``EDGE``), zeros at first; where to go on.
+
+    Returns:
+        ``DONE``; ``ROOM`` if the next document might not fit ``buf`` or ``edges`` (call again
+        with larger ones, what is written kept); ``SPECIAL`` if document ``state[DOC]`` holds a
+        special character.
+    """
+    d = state[DOC]
+    o = state[OUT]
+    e = state[EDGE]
+    stop = DONE
+    while d < ends.shape[0]:
+        if d == alt_doc:
+            data = alt
+            p = 0
+            end = alt.shape[0]
+        else:
+            data = src
+            p = ends[d - 1] if d > 0 else 0
+            end = ends[d]
+        # A byte and an edge out at most for a byte in (lowering keeps the UTF-8 length),
+        # and a newline and a last edge.
+        if o + (end - p) + 1 > buf.shape[0] or e + (end - p) + 2 > edges.shape[0]:
+            stop = ROOM
+            break
+        doc_edges[d] = e
+        first_byte = o
+        prev = 0  # whether the last character was part of a word
+        while p < end:
+            c = data[p]
+            while c < 0x80:  # ASCII: no branch on what the byte is
+                b = ascii[c]
+                word = int(b != _SPACE)
+                buf[o] = b
+                edges[e] = o
+                e += word ^ prev
+                o += word | prev
+                prev = word
+                p += 1
+                if p == end:
+                    break
+                c = data[p]
+            if p == end:
+                break
+            c32 = np.uint32(c)
+            if c < 0xE0:
+                cp = ((c32 & np.uint32(0x1F)) << np.uint32(6)) | (data[p + 1] & np.uint32(0x3F))
+                width = 2
+            elif c < 0xF0:
+                cp = (
+                    ((c32 & np.uint32(0x0F)) << np.uint32(12))
+                    | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(6))
+                    | (data[p + 2] & np.uint32(0x3F))
+                )
+                width = 3
+            else:
+                cp = (
+                    ((c32 & np.uint32(0x07)) << np.uint32(18))
+                    | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(12))
+                    | ((data[p + 2] & np.uint32(0x3F)) << np.uint32(6))
+                    | (data[p + 3] & np.uint32(0x3F))
+                )
+                width = 4
+            info = table[cp]
+            if info & _SPECIAL:
+                stop = SPECIAL
+                break
+            edges[e] = o
+            if info & _WORD:
+                e += 1 - prev
+                prev = 1
+                low = info & _CODE_POINT
+                if low == cp:
+                    for i in range(width):
+                        buf[o + i] = data[p + i]
+                elif width == 2:
+                    buf[o] = 0xC0 | (low >> np.uint32(6))
+                    buf[o + 1] = 0x80 | (low & np.uint32(0x3F))
+                elif width == 3:
+                    buf[o] = 0xE0 | (low >> np.uint32(12))
+                    buf[o + 1] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
+                    buf[o + 2] = 0x80 | (low & np.uint32(0x3F))
+                else:
+                    buf[o] = 0xF0 | (low >> np.uint32(18))
+                    buf[o + 1] = 0x80 | ((low >> np.uint32(12)) & np.uint32(0x3F))
+                    buf[o + 2] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
+                    buf[o + 3] = 0x80 | (low & np.uint32(0x3F))
+                o += width
+            else:
+                buf[o] = _SPACE
+                e += prev
+                o += prev
+                prev = 0
+            p += width
+        if stop == SPECIAL:
+            e = doc_edges[d]
+            o = first_byte
+            break
+        edges[e] = o  # the end of a last word
+        e += prev
+        buf[o] = 0x0A
+        o += 1
+        d += 1
+    doc_edges[d] = e
+    state[DOC] = d
+    state[OUT] = o
+    state[EDGE] = e
+    return stop

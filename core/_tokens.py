@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from core import _compiled
 from core.errors import ParameterError
 
 __all__ = ["Tokens", "char_table", "lower_table", "shingle_spans", "word_table"]
@@ -121,6 +123,7 @@ def _byte_translation() -> bytes:
 
 
 _TRANSLATION = _byte_translation()
+_ASCII = np.frombuffer(_TRANSLATION, dtype=np.uint8)
 
 
 class Tokens:
@@ -134,16 +137,80 @@ class Tokens:
 
     __slots__ = ("buf", "doc_words", "word_end", "word_start")
 
-    def __init__(self, texts: Sequence[str]) -> None:
-        encoded = _encoded(texts)
-        if all(map(str.isascii, texts)):
-            codes = np.frombuffer(b"\n".join(encoded), dtype=np.uint8)
-        else:
-            codes = _lower_non_ascii(texts, encoded)
-        self.buf, self.word_start, self.word_end, self.doc_words = _words(codes, len(texts))
+    def __init__(self, texts: Sequence[str], jit: bool | None = None) -> None:
+        """Tokenise ``texts``: with the compiled kernel if ``jit`` is True (loading it), or None
+        and this process has loaded it; else (or where it declines the batch) with numpy."""
+        kernels = _compiled.load() if jit else None if jit is False else _compiled.loaded()
+        arrays = None if kernels is None else _compiled_tokens(texts, kernels.tokenise)
+        if arrays is None:
+            arrays = _numpy_tokens(texts)
+        self.buf, self.word_start, self.word_end, self.doc_words = arrays
 
 
 _TokenArrays = tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
+
+
+def _numpy_tokens(texts: Sequence[str]) -> _TokenArrays:
+    """The reference tokeniser: ``bytes.translate``, then the code-point tables over the lead
+    bytes of non-ASCII characters, then the words of the buffer, all in numpy."""
+    encoded = _encoded(texts)
+    if all(map(str.isascii, texts)):
+        codes = np.frombuffer(b"\n".join(encoded), dtype=np.uint8)
+    else:
+        codes = _lower_non_ascii(texts, encoded)
+    return _words(codes, len(texts))
+
+
+def _compiled_tokens(texts: Sequence[str], tokenise: Callable[..., int]) -> _TokenArrays | None:
+    """The compiled tokeniser (``core._jit.tokenise``) over the texts' UTF-8, in one pass; a
+    text holding a special character is lowered by ``str.lower`` and read in its place. None
+    (numpy does the batch) if the lowered text still holds one."""
+    encoded = _utf8(texts)
+    n = len(encoded)
+    ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n))
+    src = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    table = char_table()
+    buf = np.empty(len(src) + n, dtype=np.uint8)
+    # Two edges a word: room for a word every fourth byte at first, more if needed.
+    edges = np.empty(len(src) // 2 + 16, dtype=np.int64)
+    doc_edges = np.empty(n + 1, dtype=np.int64)
+    state = np.zeros(3, dtype=np.int64)
+    alt, alt_doc = src, -1
+    while stop := tokenise(src, ends, alt, alt_doc, _ASCII, table, buf, edges, doc_edges, state):
+        d, written, used = state.tolist()
+        if stop == _ROOM:
+            rest = (len(alt) if d == alt_doc else int(ends[-1])) - int(ends[d - 1] if d else 0)
+            buf = _grown(buf, written, rest + n)
+            edges = _grown(edges, used, rest + 2)
+        elif d == alt_doc:  # lowered, it still holds a special character
+            return None
+        else:
+            alt, alt_doc = np.frombuffer(texts[d].lower().encode("utf-8"), dtype=np.uint8), d
+    used = int(state[_EDGE])
+    return buf[: state[_OUT]], edges[0:used:2], edges[1:used:2], np.diff(doc_edges) // 2
+
+
+#: ``core._jit``'s state fields and stops (it imports numba: not imported here).
+_OUT, _EDGE = 1, 2
+_ROOM = 1
+
+
+def _grown(array: NDArray[Any], used: int, more: int) -> NDArray[Any]:
+    """``array`` with room for ``more`` entries after its first ``used`` (which are kept)."""
+    if used + more <= len(array):
+        return array
+    out = np.empty(max(2 * len(array), used + more), dtype=array.dtype)
+    out[:used] = array[:used]
+    return out
+
+
+def _utf8(texts: Sequence[str]) -> list[bytes]:
+    """Every text UTF-8 encoded."""
+    try:
+        return [text.encode("utf-8") for text in texts]
+    except UnicodeEncodeError:
+        _raise_for_surrogates(texts)
+        raise
 
 
 def _encoded(texts: Sequence[str]) -> list[bytes]:
@@ -151,15 +218,20 @@ def _encoded(texts: Sequence[str]) -> list[bytes]:
     try:
         return [text.encode("utf-8").translate(_TRANSLATION) for text in texts]
     except UnicodeEncodeError:
-        for i, text in enumerate(texts):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise ParameterError(
-                    f"text {i} is not valid Unicode (a lone surrogate at character {exc.start}); "
-                    "shingles are hashed as UTF-8, so every text must encode"
-                ) from None
+        _raise_for_surrogates(texts)
         raise
+
+
+def _raise_for_surrogates(texts: Sequence[str]) -> None:
+    """Raise ``ParameterError`` for the first text that does not encode to UTF-8."""
+    for i, text in enumerate(texts):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ParameterError(
+                f"text {i} is not valid Unicode (a lone surrogate at character {exc.start}); "
+                "shingles are hashed as UTF-8, so every text must encode"
+            ) from None
 
 
 def _lower_non_ascii(texts: Sequence[str], encoded: list[bytes]) -> NDArray[np.uint8]:
