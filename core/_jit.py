@@ -108,15 +108,72 @@ def warm_up() -> None:
     tokenise(src, one, src, -1, src, table, buf, edges, np.empty(2, np.int64), state)
 
 
-# The bits of ``core._tokens.char_table`` (kept in step with it; tests/core/test_compiled.py).
+# The bits of ``core._tokens.char_table`` (kept in step with it; tests/core/test_tokens.py).
 _CODE_POINT = np.uint32((1 << 21) - 1)
 _WORD = np.uint32(1 << 21)
 _SPECIAL = np.uint32(1 << 22)
+_CASED = np.uint32(1 << 23)
+_IGNORABLE = np.uint32(1 << 24)
 _SPACE = 0x20
+_CAPITAL_SIGMA = 0x3A3
+_FINAL_SIGMA = np.uint32(0x3C2)
+_MEDIAL_SIGMA = np.uint32(0x3C3)
 #: The fields of ``tokenise``'s state: the next document, bytes written, edges written.
 DOC, OUT, EDGE = range(3)
 #: What ``tokenise`` returns: done; stopped for room; stopped at a special character.
 DONE, ROOM, SPECIAL = range(3)
+
+
+@numba.njit(inline="always")
+def _decode(data: Any, p: int) -> Any:
+    """The code point of the non-ASCII UTF-8 character whose lead byte is ``data[p]``, and its
+    length in bytes."""
+    c = np.uint32(data[p])
+    if c < 0xE0:
+        return ((c & np.uint32(0x1F)) << np.uint32(6)) | (data[p + 1] & np.uint32(0x3F)), 2
+    if c < 0xF0:
+        return (
+            ((c & np.uint32(0x0F)) << np.uint32(12))
+            | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(6))
+            | (data[p + 2] & np.uint32(0x3F))
+        ), 3
+    return (
+        ((c & np.uint32(0x07)) << np.uint32(18))
+        | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(12))
+        | ((data[p + 2] & np.uint32(0x3F)) << np.uint32(6))
+        | (data[p + 3] & np.uint32(0x3F))
+    ), 4
+
+
+@_jit
+def _lowered_sigma(data: Any, p: int, start: int, end: int, table: Any) -> Any:
+    """The ``char_table`` entry of what ``str.lower`` makes of the capital sigma at ``data[p]``
+    in the text ``data[start:end]``: the final small sigma if the first character before it
+    that is not case-ignorable is cased and the first one after it is not (or there is none),
+    else the medial one (CPython's ``handle_capital_sigma``)."""
+    final = False
+    q = p - 1
+    while q >= start:
+        while data[q] & 0xC0 == 0x80:  # back to the lead byte
+            q -= 1
+        info = table[data[q]] if data[q] < 0x80 else table[_decode(data, q)[0]]
+        if not info & _IGNORABLE:
+            final = (info & _CASED) != 0
+            break
+        q -= 1
+    q = p + 2  # the capital sigma is two bytes
+    while final and q < end:
+        if data[q] < 0x80:
+            info = table[data[q]]
+            q += 1
+        else:
+            cp, width = _decode(data, q)
+            info = table[cp]
+            q += width
+        if not info & _IGNORABLE:
+            final = not info & _CASED
+            break
+    return (_FINAL_SIGMA if final else _MEDIAL_SIGMA) | _WORD
 
 
 @_jit
@@ -139,9 +196,10 @@ def tokenise(
     rest a space) without a branch on the content: every byte is written, and the output and
     the edge count move on by whether it continues or ends a word. A non-ASCII character is
     decoded and looked up in ``table`` (``core._tokens.char_table``): a word character is
-    written lowered (of the same UTF-8 length), any other as one space. At a special character
-    (``str.lower`` must lower the text) the kernel stops, that document not written; the
-    caller lowers it and passes it back as ``alt``.
+    written lowered (of the same UTF-8 length), any other as one space; a capital sigma
+    lowered by its context (``_lowered_sigma``). At any other special character (``str.lower``
+    must lower the text) the kernel stops, that document not written; the caller lowers it and
+    passes it back as ``alt``.
 
     Args:
         src: uint8, the documents' UTF-8 one after another (valid, as ``str.encode`` makes it).
@@ -179,6 +237,7 @@ def tokenise(
             break
         doc_edges[d] = e
         first_byte = o
+        first_src = p
         prev = 0  # whether the last character was part of a word
         while p < end:
             c = data[p]
@@ -196,29 +255,13 @@ def tokenise(
                 c = data[p]
             if p == end:
                 break
-            c32 = np.uint32(c)
-            if c < 0xE0:
-                cp = ((c32 & np.uint32(0x1F)) << np.uint32(6)) | (data[p + 1] & np.uint32(0x3F))
-                width = 2
-            elif c < 0xF0:
-                cp = (
-                    ((c32 & np.uint32(0x0F)) << np.uint32(12))
-                    | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(6))
-                    | (data[p + 2] & np.uint32(0x3F))
-                )
-                width = 3
-            else:
-                cp = (
-                    ((c32 & np.uint32(0x07)) << np.uint32(18))
-                    | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(12))
-                    | ((data[p + 2] & np.uint32(0x3F)) << np.uint32(6))
-                    | (data[p + 3] & np.uint32(0x3F))
-                )
-                width = 4
+            cp, width = _decode(data, p)
             info = table[cp]
             if info & _SPECIAL:
-                stop = SPECIAL
-                break
+                if cp != _CAPITAL_SIGMA:
+                    stop = SPECIAL
+                    break
+                info = _lowered_sigma(data, p, first_src, end, table)
             edges[e] = o
             if info & _WORD:
                 e += 1 - prev

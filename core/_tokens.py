@@ -96,19 +96,65 @@ def lower_table() -> tuple[NDArray[np.uint32], NDArray[np.bool_]]:
 #: Bits of ``char_table``: the low 21 the lowered code point, then these flags.
 _WORD_BIT = np.uint32(1 << 21)
 _SPECIAL_BIT = np.uint32(1 << 22)
+_CASED_BIT = np.uint32(1 << 23)
+_IGNORABLE_BIT = np.uint32(1 << 24)
 _CODE_POINT_BITS = np.uint32((1 << 21) - 1)
 
 
 @cache
 def char_table() -> NDArray[np.uint32]:
     """Per code point, in one uint32: the code point ``str.lower`` maps it to (21 bits), whether
-    that is a word character (``_WORD_BIT``), and whether a text holding it must be lowered by
-    ``str.lower`` itself (``_SPECIAL_BIT``); one gather classifies a character."""
+    that is a word character (``_WORD_BIT``), whether a text holding it must be lowered by
+    ``str.lower`` itself (``_SPECIAL_BIT``), and what the capital sigma's context makes of it
+    (``_CASED_BIT``, ``_IGNORABLE_BIT``: see ``sigma_context``); one gather classifies a
+    character."""
     lowered, special = lower_table()
     table = lowered.copy()
     table[word_table().take(lowered)] |= _WORD_BIT
     table[special] |= _SPECIAL_BIT
+    cased, ignorable = sigma_context()
+    table[cased] |= _CASED_BIT
+    table[ignorable] |= _IGNORABLE_BIT
     return table
+
+
+_SMALL_SIGMAS = (0x3C2, 0x3C3)  # final, medial
+
+
+@cache
+def sigma_context() -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """For every code point, whether ``str.lower`` counts it as cased and not case-ignorable,
+    and whether as case-ignorable: the capital sigma lowers to the final small sigma when the
+    first character before it that is not case-ignorable is cased, and the first one after it
+    that is not case-ignorable is not (or there is none); else to the medial one.
+
+    Read off ``str.lower`` itself: each code point x is lowered in ``" xΣ "`` (final sigma:
+    x cased and not ignorable) and ``"AxΣ "`` (final: x cased, or ignorable); built once a
+    process.
+    """
+    codes = _utf32(_all_code_points())
+    probed = codes.copy()
+    sigmas = np.array([_CAPITAL_SIGMA, *_SMALL_SIGMAS])
+    probed[sigmas] = _SPACE  # they would add sigmas of their own: set below
+
+    def final_sigma(before: str) -> NDArray[np.bool_]:
+        probes = np.empty((len(codes), 4), dtype="<u4")
+        probes[:, 0] = ord(before)
+        probes[:, 1] = probed
+        probes[:, 2] = _CAPITAL_SIGMA
+        probes[:, 3] = _SPACE
+        lowered = _utf32(probes.tobytes().decode("utf-32-le").lower())
+        small = lowered[np.isin(lowered, _SMALL_SIGMAS)]
+        if len(small) != len(codes):
+            raise AssertionError("str.lower made other sigmas than the probes'")
+        out: NDArray[np.bool_] = small == _SMALL_SIGMAS[0]
+        return out
+
+    cased = final_sigma(" ")
+    ignorable = final_sigma("A") & ~cased
+    cased[sigmas] = True
+    ignorable[sigmas] = False
+    return cased, ignorable
 
 
 def _byte_translation() -> bytes:

@@ -91,12 +91,35 @@ def test_a_lowered_text_longer_than_its_utf8_and_dense_words_grow_the_buffers(ji
     assert_both_paths_equal_the_reference(["Ⱥ " * 5000])
 
 
+#: Around a capital sigma: cased letters (1-, 2-, 3-byte), case-ignorable ones (apostrophe,
+#: period, combining accents, a modifier letter, a cased-and-ignorable mark, a format char,
+#: a 4-byte one), and neither (space, digits, punctuation, CJK, emoji).
+sigma_context_char = st.sampled_from(
+    list("ΣΣΣσςAaΑαЖ\u1e9eİ'.:^`\u0301\u0345ʰ\u200b\U000e0001 1_,日🙂\u2126")
+)
+
+
+@given(st.lists(st.lists(sigma_context_char, max_size=12).map("".join), max_size=6))
+def test_capital_sigmas_lower_by_their_context_both_ways(jit, batch):
+    assert_both_paths_equal_the_reference(batch)
+
+
+@pytest.mark.parametrize(
+    "text", ["AΣ", "AΣB", "A'Σ", "A'Σ'", "A'Σ'B", "Σ", " Σ ", "A\u0301\u0301Σ\u0301", "ʰΣ", "1Σ"]
+)
+def test_capital_sigma_final_or_medial(jit, text):
+    tokens = _tokens.Tokens([text], jit=True)
+    assert doc_words(tokens) == [words(text)]
+
+
 def test_the_kernel_reads_char_table_by_the_same_bits(jit):
     from core import _jit
 
     assert _jit._CODE_POINT == _tokens._CODE_POINT_BITS
     assert _jit._WORD == _tokens._WORD_BIT
     assert _jit._SPECIAL == _tokens._SPECIAL_BIT
+    assert _jit._CASED == _tokens._CASED_BIT
+    assert _jit._IGNORABLE == _tokens._IGNORABLE_BIT
     assert (_jit.DOC, _jit.ROOM) == (0, _tokens._ROOM)
     assert (_jit.OUT, _jit.EDGE) == (_tokens._OUT, _tokens._EDGE)
 
