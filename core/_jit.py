@@ -108,7 +108,7 @@ def warm_up() -> None:
     tokenise(src, one, src, -1, src, table, buf, edges, np.empty(2, np.int64), state)
 
 
-# The bits of ``core._tokens.char_table`` (kept in step with it; tests/core/test_tokens.py).
+# The bits of ``core._tokens.kernel_table`` (kept in step with it; tests/core/test_tokens.py).
 _CODE_POINT = np.uint32((1 << 21) - 1)
 _WORD = np.uint32(1 << 21)
 _SPECIAL = np.uint32(1 << 22)
@@ -147,7 +147,7 @@ def _decode(data: Any, p: int) -> Any:
 
 @_jit
 def _lowered_sigma(data: Any, p: int, start: int, end: int, table: Any) -> Any:
-    """The ``char_table`` entry of what ``str.lower`` makes of the capital sigma at ``data[p]``
+    """The table entry of what ``str.lower`` makes of the capital sigma at ``data[p]``
     in the text ``data[start:end]``: the final small sigma if the first character before it
     that is not case-ignorable is cased and the first one after it is not (or there is none),
     else the medial one (CPython's ``handle_capital_sigma``)."""
@@ -195,7 +195,7 @@ def tokenise(
     ASCII bytes go through ``ascii`` (``core._tokens._TRANSLATION``: word bytes lowered, the
     rest a space) without a branch on the content: every byte is written, and the output and
     the edge count move on by whether it continues or ends a word. A non-ASCII character is
-    decoded and looked up in ``table`` (``core._tokens.char_table``): a word character is
+    decoded and looked up in ``table`` (``core._tokens.kernel_table``): a word character is
     written lowered (of the same UTF-8 length), any other as one space; a capital sigma
     lowered by its context (``_lowered_sigma``). At any other special character (``str.lower``
     must lower the text) the kernel stops, that document not written; the caller lowers it and

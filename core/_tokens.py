@@ -32,7 +32,15 @@ from numpy.typing import NDArray
 from core import _compiled
 from core.errors import ParameterError
 
-__all__ = ["Tokens", "char_table", "lower_table", "shingle_spans", "word_table"]
+__all__ = [
+    "Tokens",
+    "char_table",
+    "kernel_table",
+    "lower_table",
+    "shingle_spans",
+    "sigma_context",
+    "word_table",
+]
 
 _SPACE = 0x20
 # Separates documents in the buffer (texts' own newlines are translated to spaces): the
@@ -93,7 +101,7 @@ def lower_table() -> tuple[NDArray[np.uint32], NDArray[np.bool_]]:
     return lowered, special
 
 
-#: Bits of ``char_table``: the low 21 the lowered code point, then these flags.
+#: Bits of ``char_table`` (and ``kernel_table``): the low 21 the lowered code point, then flags.
 _WORD_BIT = np.uint32(1 << 21)
 _SPECIAL_BIT = np.uint32(1 << 22)
 _CASED_BIT = np.uint32(1 << 23)
@@ -104,14 +112,21 @@ _CODE_POINT_BITS = np.uint32((1 << 21) - 1)
 @cache
 def char_table() -> NDArray[np.uint32]:
     """Per code point, in one uint32: the code point ``str.lower`` maps it to (21 bits), whether
-    that is a word character (``_WORD_BIT``), whether a text holding it must be lowered by
-    ``str.lower`` itself (``_SPECIAL_BIT``), and what the capital sigma's context makes of it
-    (``_CASED_BIT``, ``_IGNORABLE_BIT``: see ``sigma_context``); one gather classifies a
-    character."""
+    that is a word character (``_WORD_BIT``), and whether a text holding it must be lowered by
+    ``str.lower`` itself (``_SPECIAL_BIT``); one gather classifies a character."""
     lowered, special = lower_table()
     table = lowered.copy()
     table[word_table().take(lowered)] |= _WORD_BIT
     table[special] |= _SPECIAL_BIT
+    return table
+
+
+@cache
+def kernel_table() -> NDArray[np.uint32]:
+    """``char_table`` with what the capital sigma's context makes of each code point
+    (``_CASED_BIT``, ``_IGNORABLE_BIT``: see ``sigma_context``), for the compiled kernel, which
+    lowers capital sigmas itself; built once a process (about 0.5 s), when it first runs."""
+    table = char_table().copy()
     cased, ignorable = sigma_context()
     table[cased] |= _CASED_BIT
     table[ignorable] |= _IGNORABLE_BIT
@@ -215,7 +230,7 @@ def _compiled_tokens(texts: Sequence[str], tokenise: Callable[..., int]) -> _Tok
     n = len(encoded)
     ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n))
     src = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-    table = char_table()
+    table = kernel_table()
     buf = np.empty(len(src) + n, dtype=np.uint8)
     # Two edges a word: room for a word every fourth byte at first, more if needed.
     edges = np.empty(len(src) // 2 + 16, dtype=np.int64)

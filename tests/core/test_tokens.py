@@ -126,9 +126,9 @@ def test_the_kernel_reads_char_table_by_the_same_bits(jit):
 
 def test_a_text_still_special_once_lowered_is_left_to_numpy(jit, monkeypatch):
     # No character stays special once lowered; a table that says "é" is, makes one.
-    table = _tokens.char_table().copy()
+    table = _tokens.kernel_table().copy()
     table[ord("é")] |= _tokens._SPECIAL_BIT
-    monkeypatch.setattr(_tokens, "char_table", lambda: table)
+    monkeypatch.setattr(_tokens, "kernel_table", lambda: table)
     assert _tokens._compiled_tokens(["plain", "Été"], jit.tokenise) is None
     assert _tokens._compiled_tokens(["plain", "ete"], jit.tokenise) is not None
 
