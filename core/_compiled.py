@@ -10,6 +10,10 @@ So, as in renting skis until the rent paid would have bought them: numba is load
 pairs this process has hashed, the current batch's included, reach ``LOAD_AFTER`` (~0.5 s of
 the difference), and used for every batch from then on. Without numba, where it fails to load,
 or with ``NEARDUP_JIT=0`` in the environment, numpy always runs.
+
+The tokeniser follows the same switch without adding to the count: ``core._tokens.Tokens``
+runs the compiled one once ``loaded()`` (the batch that loads the kernels is tokenised with
+numpy), and its first run builds ``core._tokens.kernel_table`` (~0.5 s, once a process).
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ JIT_VARIABLE = "NEARDUP_JIT"
 
 
 class Compiled(NamedTuple):
-    """The compiled kernels (``core._jit``); see there for their arguments."""
+    """The compiled kernels (``core._jit``); see there for their arguments. ``tokenise`` is
+    driven by ``core._tokens``."""
 
     shingle_values: Callable[..., None]
     minima: Callable[..., None]

@@ -1,10 +1,15 @@
-"""The compiled (numba) kernels of the two hot loops; imported only by ``core._compiled.load``,
+"""The compiled (numba) kernels of the hot loops; imported only by ``core._compiled.load``,
 because importing numba costs more than a small batch takes.
 
-Their numpy counterparts, ``core._fnv.fnv1a64_spans`` (then ``mod P``) and
-``core._permute.minima``, are the reference: the values are identical, bit for bit
-(tests/core/test_compiled.py).
+Their numpy counterparts, ``core._fnv.fnv1a64_spans`` (then ``mod P``), ``core._permute.minima``
+and ``core._tokens``' numpy tokeniser, are the reference: the values are identical, bit for bit
+(tests/core/test_compiled.py, tests/core/test_tokens.py).
 
+- ``tokenise``: a batch's UTF-8 to its lowered words joined by single spaces, in one pass over
+  the bytes: ASCII through a byte table without a branch on the content, other characters
+  decoded and looked up in ``core._tokens.kernel_table`` (capital sigmas lowered by their
+  context, ``_lowered_sigma``); it stops at a text ``str.lower`` must lower, and reads the
+  lowered text in its place.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
   section 2), one byte after another: O(bytes) for any length.
 - ``minima``: per document and permutation, ``min over its shingles of (a*x + b) mod P``. With

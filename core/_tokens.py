@@ -1,21 +1,34 @@
 """Tokenising a whole batch at once: every document's words joined by single spaces in one
 UTF-8 buffer, so that each shingle is one contiguous slice of it.
 
-Every text is encoded to UTF-8 once and its ASCII bytes lowered and classified by a 256-entry
-``bytes.translate`` table: word bytes lowered, every other ASCII byte a space, bytes from 0x80
-up unchanged. If the batch is all ASCII, that is all. Otherwise only the lead bytes of non-ASCII
-characters are visited, vectorised: each character is decoded from its UTF-8 bytes, lowered by
-a code-point table of ``str.lower`` (``lower_table``) and classified by a code-point table of
-Python's ``\\w`` (``word_table``); a non-word character's bytes become spaces, a word character
-that lowers to another one gets its bytes (of the same length) rewritten in place. So non-ASCII
-text costs in proportion to its non-ASCII characters, not a slower path.
+Two tokenisers give the same words (tests/core/test_tokens.py); ``Tokens`` picks one.
+
+The compiled one (``core._jit.tokenise``), once this process has loaded the compiled kernels
+(``core._compiled``): the texts are UTF-8 encoded and joined, and one pass over the bytes
+writes the words out. ASCII bytes go through a byte table with no branch on the content;
+non-ASCII characters are decoded and looked up in ``kernel_table`` (the lowered code point, the
+word bit, and the bits a capital sigma's context needs), so a non-ASCII character costs a
+decode and a gather, and corpus (a) about what the ASCII corpus (c) costs, its encoding aside.
+At any other special character (below) the kernel stops; that text is lowered by ``str.lower``
+and read in its place.
+
+The numpy one, the reference (before the compiled kernels load, with ``NEARDUP_JIT=0``, or
+where numba is missing): every text is encoded to UTF-8 once and its ASCII bytes lowered and
+classified by a 256-entry ``bytes.translate`` table: word bytes lowered, every other ASCII byte
+a space, bytes from 0x80 up unchanged. If the batch is all ASCII, that is all. Otherwise only
+the lead bytes of non-ASCII characters are visited, vectorised: each character is decoded from
+its UTF-8 bytes, lowered by a code-point table of ``str.lower`` (``lower_table``) and classified
+by a code-point table of Python's ``\\w`` (``word_table``); a non-word character's bytes become
+spaces, a word character that lowers to another one gets its bytes (of the same length)
+rewritten in place. Then the words are the runs between spaces.
 
 ``str.lower`` is not a per-character map everywhere: capital sigma (U+03A3) lowers to the final
-or the medial small sigma by its neighbours, U+0130 lowers to two code points, and a few
-characters lower to one of another UTF-8 length (U+212A KELVIN SIGN to ASCII ``k``). A text
-holding any of these is lowered by ``str.lower`` itself, then goes the same way (nothing that
-``str.lower`` returns is lowered further). ``core._text`` holds the scalar reference
-definitions these must agree with.
+or the medial small sigma by its neighbours (``sigma_context``), U+0130 lowers to two code
+points, and a few characters lower to one of another UTF-8 length (U+212A KELVIN SIGN to ASCII
+``k``). A text holding any of these but the sigma is lowered by ``str.lower`` itself, then goes
+the same way (nothing that ``str.lower`` returns is lowered further); the numpy path lowers a
+sigma with ``str.lower`` over the words around it, the compiled one from the table's bits.
+``core._text`` holds the scalar reference definitions these must agree with.
 """
 
 from __future__ import annotations
