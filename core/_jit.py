@@ -10,6 +10,8 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   decoded and looked up in ``core._tokens.kernel_table`` (capital sigmas lowered by their
   context, ``_lowered_sigma``); it stops at a text ``str.lower`` must lower, and reads the
   lowered text in its place.
+- ``shingle_spans``: each shingle's first word's start and last word's end, document by
+  document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
   section 2), one byte after another: O(bytes) for any length.
 - ``minima``: per document and permutation, ``min over its shingles of (a*x + b) mod P``. With
@@ -28,10 +30,33 @@ import numpy as np
 
 from core._hashing import FNV_OFFSET, FNV_PRIME, MERSENNE31
 
-__all__ = ["minima", "shingle_values", "tokenise"]
+__all__ = ["minima", "shingle_spans", "shingle_values", "tokenise"]
 
 _P = MERSENNE31
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+
+
+@_jit
+def shingle_spans(
+    word_start: Any, word_end: Any, doc_words: Any, k: int, start: Any, end: Any
+) -> None:
+    """The byte spans ``[start, end)`` of every shingle of the batch, in order (int64 arrays
+    as long as the shingles): a document of m >= k words has m - k + 1, of 1 to k-1 words one
+    (all its words), of none none (``core._tokens.shingle_spans``)."""
+    w = 0
+    s = 0
+    for d in range(doc_words.shape[0]):
+        m = doc_words[d]
+        if m >= k:
+            for i in range(w, w + m - k + 1):
+                start[s] = word_start[i]
+                end[s] = word_end[i + k - 1]
+                s += 1
+        elif m > 0:
+            start[s] = word_start[w]
+            end[s] = word_end[w + m - 1]
+            s += 1
+        w += m
 
 
 @_jit
@@ -111,6 +136,8 @@ def warm_up() -> None:
     state = np.zeros(3, dtype=np.int64)
     edges = np.empty(4, dtype=np.int64)
     tokenise(src, one, src, -1, src, table, buf, edges, np.empty(2, np.int64), state)
+    # Word starts and ends are every other edge: strided views.
+    shingle_spans(edges[0::2], edges[1::2], one, 5, one - 1, one - 1)
 
 
 # The bits of ``core._tokens.kernel_table`` (kept in step with it; tests/core/test_tokens.py).

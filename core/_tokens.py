@@ -207,9 +207,11 @@ class Tokens:
         buf: the bytes, as uint8. Documents may be separated by other bytes.
         word_start, word_end: byte offsets of every word of the batch, in order.
         doc_words: how many words each document has.
+        kernels: the compiled kernels if they tokenised the batch (``shingle_spans`` then uses
+            them too), else None.
     """
 
-    __slots__ = ("buf", "doc_words", "word_end", "word_start")
+    __slots__ = ("buf", "doc_words", "kernels", "word_end", "word_start")
 
     def __init__(self, texts: Sequence[str], jit: bool | None = None) -> None:
         """Tokenise ``texts``: with the compiled kernel if ``jit`` is True (loading it), or None
@@ -217,7 +219,9 @@ class Tokens:
         kernels = _compiled.load() if jit else None if jit is False else _compiled.loaded()
         arrays = None if kernels is None else _compiled_tokens(texts, kernels.tokenise)
         if arrays is None:
+            kernels = None
             arrays = _numpy_tokens(texts)
+        self.kernels = kernels
         self.buf, self.word_start, self.word_end, self.doc_words = arrays
 
 
@@ -510,10 +514,15 @@ def shingle_spans(
     """Byte spans ``[start, end)`` of every shingle of the batch, and shingles per document.
 
     A document of m >= k words has m - k + 1 shingles; of 1 to k-1 words, one (all its words);
-    of none, none.
+    of none, none. Compiled (``core._jit.shingle_spans``) if the tokens are, else numpy.
     """
     m = tokens.doc_words
     per_doc = np.where(m >= k, m - k + 1, np.minimum(m, 1))
+    if tokens.kernels is not None:
+        start = np.empty(int(per_doc.sum()), dtype=np.int64)
+        end = np.empty(len(start), dtype=np.int64)
+        tokens.kernels.shingle_spans(tokens.word_start, tokens.word_end, m, k, start, end)
+        return start, end, per_doc
     first_word = np.zeros(len(m), dtype=np.int64)
     np.cumsum(m[:-1], out=first_word[1:])
     first_shingle = np.zeros(len(m), dtype=np.int64)
