@@ -257,9 +257,13 @@ def _compiled_tokens(texts: Sequence[str], tokenise: Callable[..., int]) -> _Tok
     while stop := tokenise(src, ends, alt, alt_doc, _ASCII, table, buf, edges, doc_edges, state):
         d, written, used = state.tolist()
         if stop == _ROOM:
-            rest = (len(alt) if d == alt_doc else int(ends[-1])) - int(ends[d - 1] if d else 0)
-            buf = _grown(buf, written, rest + n)
-            edges = _grown(edges, used, rest + 2)
+            # Room for this text (the lowered one, if it is read) and all after it: a byte and
+            # an edge for a byte, a newline and a last edge each.
+            start = int(ends[d - 1]) if d else 0
+            here = len(alt) if d == alt_doc else int(ends[d]) - start
+            rest = here + int(ends[-1] - ends[d]) + 2 * (n - d)
+            buf = _grown(buf, written, rest)
+            edges = _grown(edges, used, rest)
         elif d == alt_doc:  # lowered, it still holds a special character
             return None
         else:

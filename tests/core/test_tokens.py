@@ -89,6 +89,9 @@ def test_a_lowered_text_longer_than_its_utf8_and_dense_words_grow_the_buffers(ji
     assert_both_paths_equal_the_reference(batch)
     assert_both_paths_equal_the_reference(["a b " * 5000])
     assert_both_paths_equal_the_reference(["Ⱥ " * 5000])
+    # The lowered text outgrows the room left after a long text before it.
+    assert_both_paths_equal_the_reference(["x" * 20000, "Ⱥ" * 5000, "a b c"])
+    assert_both_paths_equal_the_reference(["x y " * 5000, "Ⱥ" * 5000])
 
 
 #: Around a capital sigma: cased letters (1-, 2-, 3-byte), case-ignorable ones (apostrophe,
