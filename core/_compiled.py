@@ -13,7 +13,7 @@ or with ``NEARDUP_JIT=0`` in the environment, numpy always runs.
 
 The tokeniser follows the same switch without adding to the count: ``core._tokens.Tokens``
 runs the compiled one once ``loaded()`` (the batch that loads the kernels is tokenised with
-numpy), and its first run builds ``core._tokens.kernel_table`` (~0.5 s, once a process).
+numpy), and its first run builds ``core._tokens.kernel_table`` (~0.2 s, once a process).
 """
 
 from __future__ import annotations

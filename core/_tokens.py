@@ -138,7 +138,7 @@ def char_table() -> NDArray[np.uint32]:
 def kernel_table() -> NDArray[np.uint32]:
     """``char_table`` with what the capital sigma's context makes of each code point
     (``_CASED_BIT``, ``_IGNORABLE_BIT``: see ``sigma_context``), for the compiled kernel, which
-    lowers capital sigmas itself; built once a process (about 0.5 s), when it first runs."""
+    lowers capital sigmas itself; built once a process, when it first runs."""
     table = char_table().copy()
     cased, ignorable = sigma_context()
     table[cased] |= _CASED_BIT
@@ -149,37 +149,48 @@ def kernel_table() -> NDArray[np.uint32]:
 _SMALL_SIGMAS = (0x3C2, 0x3C3)  # final, medial
 
 
+#: The code points ``sigma_context`` reads off ``str.lower``: planes 0 and 1 and the tags and
+#: variation selectors of plane 14. Every other one (CJK ideographs, private use, unassigned)
+#: is neither cased nor case-ignorable (tests/core/test_tokens.py probes them all).
+SIGMA_PROBED = ((0, 0x20000), (0xE0000, 0xE1000))
+
+
 @cache
-def sigma_context() -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+def sigma_context(
+    probed: tuple[tuple[int, int], ...] = SIGMA_PROBED,
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """For every code point, whether ``str.lower`` counts it as cased and not case-ignorable,
     and whether as case-ignorable: the capital sigma lowers to the final small sigma when the
     first character before it that is not case-ignorable is cased, and the first one after it
     that is not case-ignorable is not (or there is none); else to the medial one.
 
-    Read off ``str.lower`` itself: each code point x is lowered in ``" xΣ "`` (final sigma:
-    x cased and not ignorable) and ``"AxΣ "`` (final: x cased, or ignorable); built once a
-    process.
+    Read off ``str.lower`` itself for the ``probed`` ranges of code points: each x is lowered
+    in ``" xΣ "`` (final sigma: x cased and not ignorable) and ``"AxΣ "`` (final: x cased, or
+    ignorable); built once a process.
     """
     codes = _utf32(_all_code_points())
-    probed = codes.copy()
-    sigmas = np.array([_CAPITAL_SIGMA, *_SMALL_SIGMAS])
-    probed[sigmas] = _SPACE  # they would add sigmas of their own: set below
+    at = np.concatenate([np.arange(lo, hi) for lo, hi in probed])
+    chars = codes[at]
+    chars[np.isin(at, [_CAPITAL_SIGMA, *_SMALL_SIGMAS])] = _SPACE  # set below: would add sigmas
 
     def final_sigma(before: str) -> NDArray[np.bool_]:
-        probes = np.empty((len(codes), 4), dtype="<u4")
+        probes = np.empty((len(chars), 4), dtype="<u4")
         probes[:, 0] = ord(before)
-        probes[:, 1] = probed
+        probes[:, 1] = chars
         probes[:, 2] = _CAPITAL_SIGMA
         probes[:, 3] = _SPACE
         lowered = _utf32(probes.tobytes().decode("utf-32-le").lower())
         small = lowered[np.isin(lowered, _SMALL_SIGMAS)]
-        if len(small) != len(codes):
+        if len(small) != len(chars):
             raise AssertionError("str.lower made other sigmas than the probes'")
         out: NDArray[np.bool_] = small == _SMALL_SIGMAS[0]
         return out
 
-    cased = final_sigma(" ")
-    ignorable = final_sigma("A") & ~cased
+    cased = np.zeros(len(codes), dtype=np.bool_)
+    ignorable = np.zeros(len(codes), dtype=np.bool_)
+    cased[at] = final_sigma(" ")
+    ignorable[at] = final_sigma("A") & ~cased[at]
+    sigmas = [_CAPITAL_SIGMA, *_SMALL_SIGMAS]
     cased[sigmas] = True
     ignorable[sigmas] = False
     return cased, ignorable

@@ -115,6 +115,16 @@ def test_capital_sigma_final_or_medial(jit, text):
     assert doc_words(tokens) == [words(text)]
 
 
+def test_code_points_not_probed_are_neither_cased_nor_case_ignorable():
+    everything = ((0, 0x110000),)
+    assert all(
+        np.array_equal(probed, full)
+        for probed, full in zip(
+            _tokens.sigma_context(), _tokens.sigma_context(everything), strict=True
+        )
+    )
+
+
 def test_the_kernel_reads_char_table_by_the_same_bits(jit):
     from core import _jit
 
