@@ -10,6 +10,10 @@ So, as in renting skis until the rent paid would have bought them: numba is load
 pairs this process has hashed, the current batch's included, reach ``LOAD_AFTER`` (~0.5 s of
 the difference), and used for every batch from then on. Without numba, where it fails to load,
 or with ``NEARDUP_JIT=0`` in the environment, numpy always runs.
+
+The tokeniser follows the same switch without adding to the count: ``core._tokens.Tokens``
+runs the compiled one once ``loaded()`` (the batch that loads the kernels is tokenised with
+numpy), and its first run builds ``core._tokens.kernel_table`` (~0.2 s, once a process).
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["JIT_VARIABLE", "LOAD_AFTER", "Compiled", "compiled", "load"]
+__all__ = ["JIT_VARIABLE", "LOAD_AFTER", "Compiled", "compiled", "load", "loaded"]
 
 #: Shingle-permutation pairs hashed with numpy before the compiled kernels are loaded: what
 #: loading them costs, in time numpy takes longer (0.5 s / 2.3 ns, on the benchmark machine).
@@ -29,10 +33,13 @@ JIT_VARIABLE = "NEARDUP_JIT"
 
 
 class Compiled(NamedTuple):
-    """The compiled kernels (``core._jit``); see there for their arguments."""
+    """The compiled kernels (``core._jit``); see there for their arguments. ``tokenise`` and
+    ``shingle_spans`` are driven by ``core._tokens``."""
 
     shingle_values: Callable[..., None]
     minima: Callable[..., None]
+    tokenise: Callable[..., Any]
+    shingle_spans: Callable[..., None]
 
 
 class _State:
@@ -55,6 +62,11 @@ def compiled(work: int) -> Compiled | None:
     return load() if _State.work >= LOAD_AFTER else None
 
 
+def loaded() -> Compiled | None:
+    """The compiled kernels if this process has loaded them, else None; never loads them."""
+    return _State.kernels
+
+
 def load() -> Compiled | None:
     """The compiled kernels, loaded now if they are not yet; None if numba is missing, fails to
     compile, or ``NEARDUP_JIT=0``."""
@@ -71,7 +83,7 @@ def _load() -> Compiled | None:
     try:
         from core import _jit  # numba is imported only when it pays
 
-        kernels = Compiled(_jit.shingle_values, _jit.minima)
+        kernels = Compiled(_jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans)
         _jit.warm_up()
     except Exception:  # numba missing, or failing on this platform: numpy computes the same
         return None

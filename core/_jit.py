@@ -1,10 +1,17 @@
-"""The compiled (numba) kernels of the two hot loops; imported only by ``core._compiled.load``,
+"""The compiled (numba) kernels of the hot loops; imported only by ``core._compiled.load``,
 because importing numba costs more than a small batch takes.
 
-Their numpy counterparts, ``core._fnv.fnv1a64_spans`` (then ``mod P``) and
-``core._permute.minima``, are the reference: the values are identical, bit for bit
-(tests/core/test_compiled.py).
+Their numpy counterparts, ``core._fnv.fnv1a64_spans`` (then ``mod P``), ``core._permute.minima``
+and ``core._tokens``' numpy tokeniser, are the reference: the values are identical, bit for bit
+(tests/core/test_compiled.py, tests/core/test_tokens.py).
 
+- ``tokenise``: a batch's UTF-8 to its lowered words joined by single spaces, in one pass over
+  the bytes: ASCII through a byte table without a branch on the content, other characters
+  decoded and looked up in ``core._tokens.kernel_table`` (capital sigmas lowered by their
+  context, ``_lowered_sigma``); it stops at a text ``str.lower`` must lower, and reads the
+  lowered text in its place.
+- ``shingle_spans``: each shingle's first word's start and last word's end, document by
+  document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
   section 2), one byte after another: O(bytes) for any length.
 - ``minima``: per document and permutation, ``min over its shingles of (a*x + b) mod P``. With
@@ -23,10 +30,33 @@ import numpy as np
 
 from core._hashing import FNV_OFFSET, FNV_PRIME, MERSENNE31
 
-__all__ = ["minima", "shingle_values"]
+__all__ = ["minima", "shingle_spans", "shingle_values", "tokenise"]
 
 _P = MERSENNE31
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+
+
+@_jit
+def shingle_spans(
+    word_start: Any, word_end: Any, doc_words: Any, k: int, start: Any, end: Any
+) -> None:
+    """The byte spans ``[start, end)`` of every shingle of the batch, in order (int64 arrays
+    as long as the shingles): a document of m >= k words has m - k + 1, of 1 to k-1 words one
+    (all its words), of none none (``core._tokens.shingle_spans``)."""
+    w = 0
+    s = 0
+    for d in range(doc_words.shape[0]):
+        m = doc_words[d]
+        if m >= k:
+            for i in range(w, w + m - k + 1):
+                start[s] = word_start[i]
+                end[s] = word_end[i + k - 1]
+                s += 1
+        elif m > 0:
+            start[s] = word_start[w]
+            end[s] = word_end[w + m - 1]
+            s += 1
+        w += m
 
 
 @_jit
@@ -93,10 +123,215 @@ def minima(x: Any, per_doc: Any, a: Any, b: Any, out: Any) -> None:
 
 
 def warm_up() -> None:
-    """Compile both kernels for the argument types the signature kernel passes (or read them
+    """Compile the kernels for the argument types the signature kernel passes (or read them
     from numba's cache), on a tiny input."""
     x = np.empty(1, dtype=np.uint64)
     one = np.ones(1, dtype=np.int64)
     shingle_values(np.frombuffer(b"a", dtype=np.uint8), one - 1, one, x)
     out = np.empty((1, 1), dtype=np.uint32)
     minima(x.astype(np.uint32), one, np.ones(1, np.uint32), np.zeros(1, np.uint64), out)
+    src = np.frombuffer(b"a", dtype=np.uint8)
+    table = np.zeros(256, dtype=np.uint32)
+    buf = np.empty(2, dtype=np.uint8)
+    state = np.zeros(3, dtype=np.int64)
+    edges = np.empty(4, dtype=np.int64)
+    tokenise(src, one, src, -1, src, table, buf, edges, np.empty(2, np.int64), state)
+    # Word starts and ends are every other edge: strided views.
+    shingle_spans(edges[0::2], edges[1::2], one, 5, one - 1, one - 1)
+
+
+# The bits of ``core._tokens.kernel_table`` (kept in step with it; tests/core/test_tokens.py).
+_CODE_POINT = np.uint32((1 << 21) - 1)
+_WORD = np.uint32(1 << 21)
+_SPECIAL = np.uint32(1 << 22)
+_CASED = np.uint32(1 << 23)
+_IGNORABLE = np.uint32(1 << 24)
+_SPACE = 0x20
+_CAPITAL_SIGMA = 0x3A3
+_FINAL_SIGMA = np.uint32(0x3C2)
+_MEDIAL_SIGMA = np.uint32(0x3C3)
+#: The fields of ``tokenise``'s state: the next document, bytes written, edges written.
+DOC, OUT, EDGE = range(3)
+#: What ``tokenise`` returns: done; stopped for room; stopped at a special character.
+DONE, ROOM, SPECIAL = range(3)
+
+
+@numba.njit(inline="always")
+def _decode(data: Any, p: int) -> Any:
+    """The code point of the non-ASCII UTF-8 character whose lead byte is ``data[p]``, and its
+    length in bytes."""
+    c = np.uint32(data[p])
+    if c < 0xE0:
+        return ((c & np.uint32(0x1F)) << np.uint32(6)) | (data[p + 1] & np.uint32(0x3F)), 2
+    if c < 0xF0:
+        return (
+            ((c & np.uint32(0x0F)) << np.uint32(12))
+            | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(6))
+            | (data[p + 2] & np.uint32(0x3F))
+        ), 3
+    return (
+        ((c & np.uint32(0x07)) << np.uint32(18))
+        | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(12))
+        | ((data[p + 2] & np.uint32(0x3F)) << np.uint32(6))
+        | (data[p + 3] & np.uint32(0x3F))
+    ), 4
+
+
+@_jit
+def _lowered_sigma(data: Any, p: int, start: int, end: int, table: Any) -> Any:
+    """The table entry of what ``str.lower`` makes of the capital sigma at ``data[p]``
+    in the text ``data[start:end]``: the final small sigma if the first character before it
+    that is not case-ignorable is cased and the first one after it is not (or there is none),
+    else the medial one (CPython's ``handle_capital_sigma``)."""
+    final = False
+    q = p - 1
+    while q >= start:
+        while data[q] & 0xC0 == 0x80:  # back to the lead byte
+            q -= 1
+        info = table[data[q]] if data[q] < 0x80 else table[_decode(data, q)[0]]
+        if not info & _IGNORABLE:
+            final = (info & _CASED) != 0
+            break
+        q -= 1
+    q = p + 2  # the capital sigma is two bytes
+    while final and q < end:
+        if data[q] < 0x80:
+            info = table[data[q]]
+            q += 1
+        else:
+            cp, width = _decode(data, q)
+            info = table[cp]
+            q += width
+        if not info & _IGNORABLE:
+            final = not info & _CASED
+            break
+    return (_FINAL_SIGMA if final else _MEDIAL_SIGMA) | _WORD
+
+
+@_jit
+def tokenise(
+    src: Any,
+    ends: Any,
+    alt: Any,
+    alt_doc: int,
+    ascii: Any,
+    table: Any,
+    buf: Any,
+    edges: Any,
+    doc_edges: Any,
+    state: Any,
+) -> int:
+    """The words of UTF-8 documents, lowered, each document's joined by single spaces, in
+    one pass over the bytes (``core._tokens`` has the contract; this is its compiled form).
+
+    ASCII bytes go through ``ascii`` (``core._tokens._TRANSLATION``: word bytes lowered, the
+    rest a space) without a branch on the content: every byte is written, and the output and
+    the edge count move on by whether it continues or ends a word. A non-ASCII character is
+    decoded and looked up in ``table`` (``core._tokens.kernel_table``): a word character is
+    written lowered (of the same UTF-8 length), any other as one space; a capital sigma
+    lowered by its context (``_lowered_sigma``). At any other special character (``str.lower``
+    must lower the text) the kernel stops, that document not written; the caller lowers it and
+    passes it back as ``alt``.
+
+    Args:
+        src: uint8, the documents' UTF-8 one after another (valid, as ``str.encode`` makes it).
+        ends: int64, where each document ends in ``src``.
+        alt, alt_doc: uint8 UTF-8 read in place of document ``alt_doc`` (-1: none).
+        ascii: uint8[256]; table: uint32, per code point (see above).
+        buf: uint8: the output; each document's words joined by single spaces, then a space
+            (after a word) and a newline.
+        edges: int64: the offsets in ``buf`` where words start and end, in turn.
+        doc_edges: int64, ``len(ends) + 1``: the first edge of each document, then the end.
+        state: int64 (``DOC``, ``OUT``, ``EDGE``), zeros at first; where to go on.
+
+    Returns:
+        ``DONE``; ``ROOM`` if the next document might not fit ``buf`` or ``edges`` (call again
+        with larger ones, what is written kept); ``SPECIAL`` if document ``state[DOC]`` holds a
+        special character.
+    """
+    d = state[DOC]
+    o = state[OUT]
+    e = state[EDGE]
+    stop = DONE
+    while d < ends.shape[0]:
+        if d == alt_doc:
+            data = alt
+            p = 0
+            end = alt.shape[0]
+        else:
+            data = src
+            p = ends[d - 1] if d > 0 else 0
+            end = ends[d]
+        # A byte and an edge out at most for a byte in (lowering keeps the UTF-8 length),
+        # and a newline and a last edge.
+        if o + (end - p) + 1 > buf.shape[0] or e + (end - p) + 2 > edges.shape[0]:
+            stop = ROOM
+            break
+        doc_edges[d] = e
+        first_byte = o
+        first_src = p
+        prev = 0  # whether the last character was part of a word
+        while p < end:
+            c = data[p]
+            while c < 0x80:  # ASCII: no branch on what the byte is
+                b = ascii[c]
+                word = int(b != _SPACE)
+                buf[o] = b
+                edges[e] = o
+                e += word ^ prev
+                o += word | prev
+                prev = word
+                p += 1
+                if p == end:
+                    break
+                c = data[p]
+            if p == end:
+                break
+            cp, width = _decode(data, p)
+            info = table[cp]
+            if info & _SPECIAL:
+                if cp != _CAPITAL_SIGMA:
+                    stop = SPECIAL
+                    break
+                info = _lowered_sigma(data, p, first_src, end, table)
+            edges[e] = o
+            if info & _WORD:
+                e += 1 - prev
+                prev = 1
+                low = info & _CODE_POINT
+                if low == cp:
+                    for i in range(width):
+                        buf[o + i] = data[p + i]
+                elif width == 2:
+                    buf[o] = 0xC0 | (low >> np.uint32(6))
+                    buf[o + 1] = 0x80 | (low & np.uint32(0x3F))
+                elif width == 3:
+                    buf[o] = 0xE0 | (low >> np.uint32(12))
+                    buf[o + 1] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
+                    buf[o + 2] = 0x80 | (low & np.uint32(0x3F))
+                else:
+                    buf[o] = 0xF0 | (low >> np.uint32(18))
+                    buf[o + 1] = 0x80 | ((low >> np.uint32(12)) & np.uint32(0x3F))
+                    buf[o + 2] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
+                    buf[o + 3] = 0x80 | (low & np.uint32(0x3F))
+                o += width
+            else:
+                buf[o] = _SPACE
+                e += prev
+                o += prev
+                prev = 0
+            p += width
+        if stop == SPECIAL:
+            e = doc_edges[d]
+            o = first_byte
+            break
+        edges[e] = o  # the end of a last word
+        e += prev
+        buf[o] = 0x0A
+        o += 1
+        d += 1
+    doc_edges[d] = e
+    state[DOC] = d
+    state[OUT] = o
+    state[EDGE] = e
+    return stop

@@ -93,7 +93,7 @@ def _kernel(
 def _slab(
     texts: Sequence[str], a: NDArray[np.uint64], b: NDArray[np.uint64], k: int, jit: bool
 ) -> NDArray[np.uint32]:
-    tokens = Tokens(texts)
+    tokens = Tokens(texts, jit=None if jit else False)
     start, end, per_doc = shingle_spans(tokens, k)
     fast = compiled(len(start) * len(a)) if jit else None
     if fast is not None:

@@ -1,36 +1,59 @@
 """Tokenising a whole batch at once: every document's words joined by single spaces in one
 UTF-8 buffer, so that each shingle is one contiguous slice of it.
 
-Every text is encoded to UTF-8 once and its ASCII bytes lowered and classified by a 256-entry
-``bytes.translate`` table: word bytes lowered, every other ASCII byte a space, bytes from 0x80
-up unchanged. If the batch is all ASCII, that is all. Otherwise only the lead bytes of non-ASCII
-characters are visited, vectorised: each character is decoded from its UTF-8 bytes, lowered by
-a code-point table of ``str.lower`` (``lower_table``) and classified by a code-point table of
-Python's ``\\w`` (``word_table``); a non-word character's bytes become spaces, a word character
-that lowers to another one gets its bytes (of the same length) rewritten in place. So non-ASCII
-text costs in proportion to its non-ASCII characters, not a slower path.
+Two tokenisers give the same words (tests/core/test_tokens.py); ``Tokens`` picks one.
+
+The compiled one (``core._jit.tokenise``), once this process has loaded the compiled kernels
+(``core._compiled``): the texts are UTF-8 encoded and joined, and one pass over the bytes
+writes the words out. ASCII bytes go through a byte table with no branch on the content;
+non-ASCII characters are decoded and looked up in ``kernel_table`` (the lowered code point, the
+word bit, and the bits a capital sigma's context needs), so a non-ASCII character costs a
+decode and a gather, and corpus (a) about what the ASCII corpus (c) costs, its encoding aside.
+At any other special character (below) the kernel stops; that text is lowered by ``str.lower``
+and read in its place.
+
+The numpy one, the reference (before the compiled kernels load, with ``NEARDUP_JIT=0``, or
+where numba is missing): every text is encoded to UTF-8 once and its ASCII bytes lowered and
+classified by a 256-entry ``bytes.translate`` table: word bytes lowered, every other ASCII byte
+a space, bytes from 0x80 up unchanged. If the batch is all ASCII, that is all. Otherwise only
+the lead bytes of non-ASCII characters are visited, vectorised: each character is decoded from
+its UTF-8 bytes, lowered by a code-point table of ``str.lower`` (``lower_table``) and classified
+by a code-point table of Python's ``\\w`` (``word_table``); a non-word character's bytes become
+spaces, a word character that lowers to another one gets its bytes (of the same length)
+rewritten in place. Then the words are the runs between spaces.
 
 ``str.lower`` is not a per-character map everywhere: capital sigma (U+03A3) lowers to the final
-or the medial small sigma by its neighbours, U+0130 lowers to two code points, and a few
-characters lower to one of another UTF-8 length (U+212A KELVIN SIGN to ASCII ``k``). A text
-holding any of these is lowered by ``str.lower`` itself, then goes the same way (nothing that
-``str.lower`` returns is lowered further). ``core._text`` holds the scalar reference
-definitions these must agree with.
+or the medial small sigma by its neighbours (``sigma_context``), U+0130 lowers to two code
+points, and a few characters lower to one of another UTF-8 length (U+212A KELVIN SIGN to ASCII
+``k``). A text holding any of these but the sigma is lowered by ``str.lower`` itself, then goes
+the same way (nothing that ``str.lower`` returns is lowered further); the numpy path lowers a
+sigma with ``str.lower`` over the words around it, the compiled one from the table's bits.
+``core._text`` holds the scalar reference definitions these must agree with.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from core import _compiled
 from core.errors import ParameterError
 
-__all__ = ["Tokens", "char_table", "lower_table", "shingle_spans", "word_table"]
+__all__ = [
+    "Tokens",
+    "char_table",
+    "kernel_table",
+    "lower_table",
+    "shingle_spans",
+    "sigma_context",
+    "word_table",
+]
 
 _SPACE = 0x20
 # Separates documents in the buffer (texts' own newlines are translated to spaces): the
@@ -91,9 +114,11 @@ def lower_table() -> tuple[NDArray[np.uint32], NDArray[np.bool_]]:
     return lowered, special
 
 
-#: Bits of ``char_table``: the low 21 the lowered code point, then these flags.
+#: Bits of ``char_table`` (and ``kernel_table``): the low 21 the lowered code point, then flags.
 _WORD_BIT = np.uint32(1 << 21)
 _SPECIAL_BIT = np.uint32(1 << 22)
+_CASED_BIT = np.uint32(1 << 23)
+_IGNORABLE_BIT = np.uint32(1 << 24)
 _CODE_POINT_BITS = np.uint32((1 << 21) - 1)
 
 
@@ -109,6 +134,68 @@ def char_table() -> NDArray[np.uint32]:
     return table
 
 
+@cache
+def kernel_table() -> NDArray[np.uint32]:
+    """``char_table`` with what the capital sigma's context makes of each code point
+    (``_CASED_BIT``, ``_IGNORABLE_BIT``: see ``sigma_context``), for the compiled kernel, which
+    lowers capital sigmas itself; built once a process, when it first runs."""
+    table = char_table().copy()
+    cased, ignorable = sigma_context()
+    table[cased] |= _CASED_BIT
+    table[ignorable] |= _IGNORABLE_BIT
+    return table
+
+
+_SMALL_SIGMAS = (0x3C2, 0x3C3)  # final, medial
+
+
+#: The code points ``sigma_context`` reads off ``str.lower``: planes 0 and 1 and the tags and
+#: variation selectors of plane 14. Every other one (CJK ideographs, private use, unassigned)
+#: is neither cased nor case-ignorable (tests/core/test_tokens.py probes them all).
+SIGMA_PROBED = ((0, 0x20000), (0xE0000, 0xE1000))
+
+
+@cache
+def sigma_context(
+    probed: tuple[tuple[int, int], ...] = SIGMA_PROBED,
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """For every code point, whether ``str.lower`` counts it as cased and not case-ignorable,
+    and whether as case-ignorable: the capital sigma lowers to the final small sigma when the
+    first character before it that is not case-ignorable is cased, and the first one after it
+    that is not case-ignorable is not (or there is none); else to the medial one.
+
+    Read off ``str.lower`` itself for the ``probed`` ranges of code points: each x is lowered
+    in ``" xΣ "`` (final sigma: x cased and not ignorable) and ``"AxΣ "`` (final: x cased, or
+    ignorable); built once a process.
+    """
+    codes = _utf32(_all_code_points())
+    at = np.concatenate([np.arange(lo, hi) for lo, hi in probed])
+    chars = codes[at]
+    chars[np.isin(at, [_CAPITAL_SIGMA, *_SMALL_SIGMAS])] = _SPACE  # set below: would add sigmas
+
+    def final_sigma(before: str) -> NDArray[np.bool_]:
+        probes = np.empty((len(chars), 4), dtype="<u4")
+        probes[:, 0] = ord(before)
+        probes[:, 1] = chars
+        probes[:, 2] = _CAPITAL_SIGMA
+        probes[:, 3] = _SPACE
+        lowered = _utf32(probes.tobytes().decode("utf-32-le").lower())
+        small = lowered[np.isin(lowered, _SMALL_SIGMAS)]
+        if len(small) != len(chars):
+            raise AssertionError("str.lower made other sigmas than the probes'")
+        out: NDArray[np.bool_] = small == _SMALL_SIGMAS[0]
+        return out
+
+    cased = np.zeros(len(codes), dtype=np.bool_)
+    ignorable = np.zeros(len(codes), dtype=np.bool_)
+    cased[at] = final_sigma(" ")
+    ignorable[at] = final_sigma("A") & ~cased[at]
+    sigmas = [_CAPITAL_SIGMA, *_SMALL_SIGMAS]
+    cased[sigmas] = True
+    ignorable[sigmas] = False
+    return cased, ignorable
+
+
 def _byte_translation() -> bytes:
     """The translation of UTF-8 bytes: ASCII word bytes lowered, other ASCII bytes a space, and
     bytes from 0x80 up (parts of non-ASCII characters) unchanged."""
@@ -121,6 +208,7 @@ def _byte_translation() -> bytes:
 
 
 _TRANSLATION = _byte_translation()
+_ASCII = np.frombuffer(_TRANSLATION, dtype=np.uint8)
 
 
 class Tokens:
@@ -130,20 +218,92 @@ class Tokens:
         buf: the bytes, as uint8. Documents may be separated by other bytes.
         word_start, word_end: byte offsets of every word of the batch, in order.
         doc_words: how many words each document has.
+        kernels: the compiled kernels if they tokenised the batch (``shingle_spans`` then uses
+            them too), else None.
     """
 
-    __slots__ = ("buf", "doc_words", "word_end", "word_start")
+    __slots__ = ("buf", "doc_words", "kernels", "word_end", "word_start")
 
-    def __init__(self, texts: Sequence[str]) -> None:
-        encoded = _encoded(texts)
-        if all(map(str.isascii, texts)):
-            codes = np.frombuffer(b"\n".join(encoded), dtype=np.uint8)
-        else:
-            codes = _lower_non_ascii(texts, encoded)
-        self.buf, self.word_start, self.word_end, self.doc_words = _words(codes, len(texts))
+    def __init__(self, texts: Sequence[str], jit: bool | None = None) -> None:
+        """Tokenise ``texts``: with the compiled kernel if ``jit`` is True (loading it), or None
+        and this process has loaded it; else (or where it declines the batch) with numpy."""
+        kernels = _compiled.load() if jit else None if jit is False else _compiled.loaded()
+        arrays = None if kernels is None else _compiled_tokens(texts, kernels.tokenise)
+        if arrays is None:
+            kernels = None
+            arrays = _numpy_tokens(texts)
+        self.kernels = kernels
+        self.buf, self.word_start, self.word_end, self.doc_words = arrays
 
 
 _TokenArrays = tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
+
+
+def _numpy_tokens(texts: Sequence[str]) -> _TokenArrays:
+    """The reference tokeniser: ``bytes.translate``, then the code-point tables over the lead
+    bytes of non-ASCII characters, then the words of the buffer, all in numpy."""
+    encoded = _encoded(texts)
+    if all(map(str.isascii, texts)):
+        codes = np.frombuffer(b"\n".join(encoded), dtype=np.uint8)
+    else:
+        codes = _lower_non_ascii(texts, encoded)
+    return _words(codes, len(texts))
+
+
+def _compiled_tokens(texts: Sequence[str], tokenise: Callable[..., int]) -> _TokenArrays | None:
+    """The compiled tokeniser (``core._jit.tokenise``) over the texts' UTF-8, in one pass; a
+    text holding a special character is lowered by ``str.lower`` and read in its place. None
+    (numpy does the batch) if the lowered text still holds one."""
+    encoded = _utf8(texts)
+    n = len(encoded)
+    ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n))
+    src = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    table = kernel_table()
+    buf = np.empty(len(src) + n, dtype=np.uint8)
+    # Two edges a word: room for a word every fourth byte at first, more if needed.
+    edges = np.empty(len(src) // 2 + 16, dtype=np.int64)
+    doc_edges = np.empty(n + 1, dtype=np.int64)
+    state = np.zeros(3, dtype=np.int64)
+    alt, alt_doc = src, -1
+    while stop := tokenise(src, ends, alt, alt_doc, _ASCII, table, buf, edges, doc_edges, state):
+        d, written, used = state.tolist()
+        if stop == _ROOM:
+            # Room for this text (the lowered one, if it is read) and all after it: a byte and
+            # an edge for a byte, a newline and a last edge each.
+            start = int(ends[d - 1]) if d else 0
+            here = len(alt) if d == alt_doc else int(ends[d]) - start
+            rest = here + int(ends[-1] - ends[d]) + 2 * (n - d)
+            buf = _grown(buf, written, rest)
+            edges = _grown(edges, used, rest)
+        elif d == alt_doc:  # lowered, it still holds a special character
+            return None
+        else:
+            alt, alt_doc = np.frombuffer(texts[d].lower().encode("utf-8"), dtype=np.uint8), d
+    used = int(state[_EDGE])
+    return buf[: state[_OUT]], edges[0:used:2], edges[1:used:2], np.diff(doc_edges) // 2
+
+
+#: ``core._jit``'s state fields and stops (it imports numba: not imported here).
+_OUT, _EDGE = 1, 2
+_ROOM = 1
+
+
+def _grown(array: NDArray[Any], used: int, more: int) -> NDArray[Any]:
+    """``array`` with room for ``more`` entries after its first ``used`` (which are kept)."""
+    if used + more <= len(array):
+        return array
+    out = np.empty(max(2 * len(array), used + more), dtype=array.dtype)
+    out[:used] = array[:used]
+    return out
+
+
+def _utf8(texts: Sequence[str]) -> list[bytes]:
+    """Every text UTF-8 encoded."""
+    try:
+        return [text.encode("utf-8") for text in texts]
+    except UnicodeEncodeError:
+        _raise_for_surrogates(texts)
+        raise
 
 
 def _encoded(texts: Sequence[str]) -> list[bytes]:
@@ -151,15 +311,20 @@ def _encoded(texts: Sequence[str]) -> list[bytes]:
     try:
         return [text.encode("utf-8").translate(_TRANSLATION) for text in texts]
     except UnicodeEncodeError:
-        for i, text in enumerate(texts):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise ParameterError(
-                    f"text {i} is not valid Unicode (a lone surrogate at character {exc.start}); "
-                    "shingles are hashed as UTF-8, so every text must encode"
-                ) from None
+        _raise_for_surrogates(texts)
         raise
+
+
+def _raise_for_surrogates(texts: Sequence[str]) -> None:
+    """Raise ``ParameterError`` for the first text that does not encode to UTF-8."""
+    for i, text in enumerate(texts):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ParameterError(
+                f"text {i} is not valid Unicode (a lone surrogate at character {exc.start}); "
+                "shingles are hashed as UTF-8, so every text must encode"
+            ) from None
 
 
 def _lower_non_ascii(texts: Sequence[str], encoded: list[bytes]) -> NDArray[np.uint8]:
@@ -364,10 +529,15 @@ def shingle_spans(
     """Byte spans ``[start, end)`` of every shingle of the batch, and shingles per document.
 
     A document of m >= k words has m - k + 1 shingles; of 1 to k-1 words, one (all its words);
-    of none, none.
+    of none, none. Compiled (``core._jit.shingle_spans``) if the tokens are, else numpy.
     """
     m = tokens.doc_words
     per_doc = np.where(m >= k, m - k + 1, np.minimum(m, 1))
+    if tokens.kernels is not None:
+        start = np.empty(int(per_doc.sum()), dtype=np.int64)
+        end = np.empty(len(start), dtype=np.int64)
+        tokens.kernels.shingle_spans(tokens.word_start, tokens.word_end, m, k, start, end)
+        return start, end, per_doc
     first_word = np.zeros(len(m), dtype=np.int64)
     np.cumsum(m[:-1], out=first_word[1:])
     first_shingle = np.zeros(len(m), dtype=np.int64)

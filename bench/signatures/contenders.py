@@ -73,7 +73,7 @@ def run_neardup(texts: Sequence[str]) -> NDArray[np.uint32]:
 
 
 def run_neardup_numpy(texts: Sequence[str]) -> NDArray[np.uint32]:
-    """neardup's kernel with the numpy FNV and minima (what runs without numba).
+    """neardup's kernel with the numpy tokeniser, FNV and minima (what runs without numba).
 
     Args:
         texts: the documents.

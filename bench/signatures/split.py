@@ -1,5 +1,5 @@
 """neardup's signature kernel timed stage by stage, from core's internals, slab by slab as the
-kernel runs: with the compiled FNV and minima, and with the numpy ones."""
+kernel runs: with the compiled tokeniser, FNV and minima, and with the numpy ones."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _split_once(texts: Sequence[str], jit: bool) -> tuple[list[float], NDArray[n
     gc.collect()
     for lo, hi in core._signatures.slab_bounds(texts):
         t0 = time.perf_counter()
-        tokens = core._tokens.Tokens(texts[lo:hi])
+        tokens = core._tokens.Tokens(texts[lo:hi], jit=jit)
         t1 = time.perf_counter()
         start, end, per_doc = core._tokens.shingle_spans(tokens, K)
         t2 = time.perf_counter()
@@ -70,7 +70,7 @@ def neardup_split(
     Args:
         texts: the documents (one call's worth, cut into the kernel's slabs).
         repeats: timed passes.
-        jit: with the compiled FNV and minima, else the numpy ones.
+        jit: with the compiled tokeniser, FNV and minima, else the numpy ones.
 
     Returns:
         The medians per stage (or None), and a note: empty, or why the split is missing or
