@@ -30,7 +30,7 @@ from core._fnv import fnv1a64_spans
 from core._hashing import MERSENNE31, perm_params
 from core._params import MinhashParams, check_signature_params
 from core._permute import minima
-from core._tokens import Tokens, shingle_spans
+from core._tokens import Tokens, Utf8Texts, shingle_spans
 from core.errors import ParameterError
 
 __all__ = [
@@ -58,8 +58,9 @@ SLAB_CHARS = 1 << 19
 _AHEAD = 4
 
 
-def batch_signatures(texts: Sequence[str], params: MinhashParams) -> NDArray[np.uint32]:
-    """The ``[len(texts), num_perm]`` uint32 signatures of a batch, in this process."""
+def batch_signatures(texts: Sequence[str] | Utf8Texts, params: MinhashParams) -> NDArray[np.uint32]:
+    """The ``[len(texts), num_perm]`` uint32 signatures of a batch, in this process; the texts
+    as ``str`` or, what a pool's task is best sent as, ``Utf8Texts``."""
     return _kernel(texts, params.num_perm, params.seed, params.k)
 
 
@@ -80,18 +81,23 @@ def warm_worker() -> bool:
 
 
 def _kernel(
-    texts: Sequence[str], num_perm: int, seed: int, k: int, jit: bool = True
+    texts: Sequence[str] | Utf8Texts, num_perm: int, seed: int, k: int, jit: bool = True
 ) -> NDArray[np.uint32]:
     """Signatures of ``texts`` slab by slab; ``jit=False`` keeps the numpy reference kernel."""
     a, b = perm_params(num_perm, seed)
     out = np.empty((len(texts), num_perm), dtype=np.uint32)
     for lo, hi in slab_bounds(texts):
-        out[lo:hi] = _slab(texts[lo:hi], a, b, k, jit)
+        part = texts.part(lo, hi) if isinstance(texts, Utf8Texts) else texts[lo:hi]
+        out[lo:hi] = _slab(part, a, b, k, jit)
     return out
 
 
 def _slab(
-    texts: Sequence[str], a: NDArray[np.uint64], b: NDArray[np.uint64], k: int, jit: bool
+    texts: Sequence[str] | Utf8Texts,
+    a: NDArray[np.uint64],
+    b: NDArray[np.uint64],
+    k: int,
+    jit: bool,
 ) -> NDArray[np.uint32]:
     tokens = Tokens(texts, jit=None if jit else False)
     start, end, per_doc = shingle_spans(tokens, k)
@@ -111,7 +117,7 @@ def _slab(
 
 
 def slab_bounds(
-    texts: Sequence[str], parts: int = 1, chars: int | None = None
+    texts: Sequence[str] | Utf8Texts, parts: int = 1, chars: int | None = None
 ) -> list[tuple[int, int]]:
     """Contiguous ``[lo, hi)`` slabs covering ``texts``, each within ``SLAB_TEXTS`` texts and
     ``chars`` characters (default ``SLAB_CHARS``), give or take its last text (a longer text is
@@ -119,13 +125,16 @@ def slab_bounds(
     workers) where there are enough texts, cut where they weigh about the same.
 
     A text weighs its length, but at least ``chars / SLAB_TEXTS``, so that a slab within
-    ``chars`` of weight is within both limits.
+    ``chars`` of weight is within both limits. Encoded texts weigh their bytes.
     """
     n = len(texts)
     if n == 0:
         return []
     chars = SLAB_CHARS if chars is None else chars
-    weight = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    if isinstance(texts, Utf8Texts):
+        weight = texts.sizes()
+    else:
+        weight = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     np.maximum(weight, max(1, chars // SLAB_TEXTS), out=weight)
     cumulative = np.cumsum(weight)
     count = -(-int(cumulative[-1]) // chars)
@@ -184,9 +193,10 @@ def _on_pool(
     # The kernel's own slabs, a multiple of the workers in number: small tasks, so a worker
     # slowed down (by the machine, or a slab that takes longer) leaves a short tail.
     slabs = slab_bounds(texts, parts)
-    rows = ordered_map(
-        pool, _kernel, (texts[lo:hi] for lo, hi in slabs), num_perm, seed, k, ahead=_AHEAD
-    )
+    # Sent encoded: one bytes object a slab pickles as a copy, and the worker reads it as it
+    # is (a list of str would be encoded by pickle, decoded by the worker, encoded again).
+    encoded = (Utf8Texts.encode(texts[lo:hi], lo) for lo, hi in slabs)
+    rows = ordered_map(pool, _kernel, encoded, num_perm, seed, k, ahead=_AHEAD)
     for (lo, hi), (_, sig) in zip(slabs, rows, strict=True):
         out[lo:hi] = sig
     return out

@@ -47,6 +47,7 @@ from core.errors import ParameterError
 
 __all__ = [
     "Tokens",
+    "Utf8Texts",
     "char_table",
     "kernel_table",
     "lower_table",
@@ -211,6 +212,53 @@ _TRANSLATION = _byte_translation()
 _ASCII = np.frombuffer(_TRANSLATION, dtype=np.uint8)
 
 
+class Utf8Texts:
+    """Texts already UTF-8 encoded, one after another in one ``bytes``: what a pool's worker is
+    sent instead of the ``str`` objects. Pickling a list of ``str`` encodes every text to UTF-8
+    and the worker decodes them again, only for the tokeniser to encode them once more; one
+    ``bytes`` object pickles as a copy and the compiled tokeniser reads it as it is.
+
+    Attributes:
+        data: the texts' UTF-8, joined with nothing between them.
+        ends: where each text ends in ``data`` (int64, one per text).
+    """
+
+    __slots__ = ("data", "ends")
+
+    def __init__(self, data: bytes, ends: NDArray[np.int64]) -> None:
+        self.data = data
+        self.ends = ends
+
+    @classmethod
+    def encode(cls, texts: Sequence[str], first: int = 0) -> Utf8Texts:
+        """The texts encoded; ParameterError naming the first that cannot be (a lone
+        surrogate), counted from ``first`` (the slab's place in a larger call)."""
+        encoded = _utf8(texts, first)
+        ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
+        return cls(b"".join(encoded), ends)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def sizes(self) -> NDArray[np.int64]:
+        """Every text's length in bytes."""
+        return np.diff(self.ends, prepend=0)
+
+    def part(self, lo: int, hi: int) -> Utf8Texts:
+        """Texts ``lo`` to ``hi - 1`` (their bytes copied)."""
+        start = int(self.ends[lo - 1]) if lo else 0
+        return Utf8Texts(self.data[start : int(self.ends[hi - 1])], self.ends[lo:hi] - start)
+
+    def text(self, d: int) -> str:
+        """Text ``d``, decoded."""
+        start = int(self.ends[d - 1]) if d else 0
+        return self.data[start : int(self.ends[d])].decode("utf-8")
+
+    def texts(self) -> list[str]:
+        """Every text, decoded."""
+        return [self.text(d) for d in range(len(self))]
+
+
 class Tokens:
     """A batch tokenised into one byte buffer (UTF-8) in which words are joined by single spaces.
 
@@ -224,14 +272,14 @@ class Tokens:
 
     __slots__ = ("buf", "doc_words", "kernels", "word_end", "word_start")
 
-    def __init__(self, texts: Sequence[str], jit: bool | None = None) -> None:
+    def __init__(self, texts: Sequence[str] | Utf8Texts, jit: bool | None = None) -> None:
         """Tokenise ``texts``: with the compiled kernel if ``jit`` is True (loading it), or None
         and this process has loaded it; else (or where it declines the batch) with numpy."""
         kernels = _compiled.load() if jit else None if jit is False else _compiled.loaded()
         arrays = None if kernels is None else _compiled_tokens(texts, kernels.tokenise)
         if arrays is None:
             kernels = None
-            arrays = _numpy_tokens(texts)
+            arrays = _numpy_tokens(texts.texts() if isinstance(texts, Utf8Texts) else texts)
         self.kernels = kernels
         self.buf, self.word_start, self.word_end, self.doc_words = arrays
 
@@ -250,14 +298,17 @@ def _numpy_tokens(texts: Sequence[str]) -> _TokenArrays:
     return _words(codes, len(texts))
 
 
-def _compiled_tokens(texts: Sequence[str], tokenise: Callable[..., int]) -> _TokenArrays | None:
+def _compiled_tokens(
+    texts: Sequence[str] | Utf8Texts, tokenise: Callable[..., int]
+) -> _TokenArrays | None:
     """The compiled tokeniser (``core._jit.tokenise``) over the texts' UTF-8, in one pass; a
     text holding a special character is lowered by ``str.lower`` and read in its place. None
     (numpy does the batch) if the lowered text still holds one."""
-    encoded = _utf8(texts)
-    n = len(encoded)
-    ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n))
-    src = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    utf8 = texts if isinstance(texts, Utf8Texts) else Utf8Texts.encode(texts)
+    text_of = utf8.text if isinstance(texts, Utf8Texts) else texts.__getitem__
+    ends = utf8.ends
+    n = len(ends)
+    src = np.frombuffer(utf8.data, dtype=np.uint8)
     table = kernel_table()
     buf = np.empty(len(src) + n, dtype=np.uint8)
     # Two edges a word: room for a word every fourth byte at first, more if needed.
@@ -278,7 +329,8 @@ def _compiled_tokens(texts: Sequence[str], tokenise: Callable[..., int]) -> _Tok
         elif d == alt_doc:  # lowered, it still holds a special character
             return None
         else:
-            alt, alt_doc = np.frombuffer(texts[d].lower().encode("utf-8"), dtype=np.uint8), d
+            lowered = text_of(d).lower().encode("utf-8")
+            alt, alt_doc = np.frombuffer(lowered, dtype=np.uint8), d
     used = int(state[_EDGE])
     return buf[: state[_OUT]], edges[0:used:2], edges[1:used:2], np.diff(doc_edges) // 2
 
@@ -297,12 +349,12 @@ def _grown(array: NDArray[Any], used: int, more: int) -> NDArray[Any]:
     return out
 
 
-def _utf8(texts: Sequence[str]) -> list[bytes]:
+def _utf8(texts: Sequence[str], first: int = 0) -> list[bytes]:
     """Every text UTF-8 encoded."""
     try:
         return [text.encode("utf-8") for text in texts]
     except UnicodeEncodeError:
-        _raise_for_surrogates(texts)
+        _raise_for_surrogates(texts, first)
         raise
 
 
@@ -315,9 +367,10 @@ def _encoded(texts: Sequence[str]) -> list[bytes]:
         raise
 
 
-def _raise_for_surrogates(texts: Sequence[str]) -> None:
-    """Raise ``ParameterError`` for the first text that does not encode to UTF-8."""
-    for i, text in enumerate(texts):
+def _raise_for_surrogates(texts: Sequence[str], first: int = 0) -> None:
+    """Raise ``ParameterError`` for the first text that does not encode to UTF-8, counting
+    the texts from ``first``."""
+    for i, text in enumerate(texts, start=first):
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:

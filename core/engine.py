@@ -5,7 +5,8 @@ runs the algorithms at scale. Every name here works on whole batches (numpy arra
 engine computes the same signatures, candidates, confirmations and components through them:
 
 - Parameters: ``MinhashParams`` (validated once), ``INDEX_KEYS``.
-- Signatures: ``batch_signatures`` (one process), ``slab_bounds`` (a batch cut into slabs of
+- Signatures: ``batch_signatures`` (one process; the texts as ``str`` or as ``Utf8Texts``,
+  what a pool's task is best sent as), ``slab_bounds`` (a batch cut into slabs of
   about the same work); ``spawn_pool`` and ``warm_worker`` (a worker ready at full
   speed), ``fan_out``, ``in_order`` and
   ``ordered_map`` (contiguous chunks out, results back in submission order).
@@ -96,6 +97,7 @@ from core._storage import (
 )
 from core._survivors import KEEP_POLICIES, KeepPolicy, cluster_survivors, exact_survivors
 from core._text import jaccard, ngrams, shingles, words
+from core._tokens import Utf8Texts
 from core._writer import RowWriter
 from core.errors import (
     CorpusError,
@@ -142,6 +144,7 @@ __all__ = [
     "SignatureIndex",
     "Source",
     "Thresholds",
+    "Utf8Texts",
     "WorkerError",
     "apply_mode",
     "atomic_output",

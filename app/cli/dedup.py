@@ -36,6 +36,7 @@ from core.engine import (
     RecordReader,
     RowWriter,
     Source,
+    Utf8Texts,
     atomic_output,
     batch_signatures,
     check_output,
@@ -47,6 +48,7 @@ from core.engine import (
     parquet_schema,
     spawn_pool,
     text_digests,
+    warm_worker,
 )
 
 __all__ = ["BATCH", "run_dedup"]
@@ -134,7 +136,7 @@ def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
     extra = [params.keep.field] if params.keep.field else []
     reader = RecordReader(sources, options.schema, fields=extra)
     columns = _Columns(options)
-    pool = spawn_pool(params.workers) if params.workers > 1 else None
+    pool = spawn_pool(params.workers, warm=warm_worker) if params.workers > 1 else None
     try:
         # Signatures go to a temporary file as they come and are read back as one matrix: a
         # list of chunks joined at the end would hold the matrix twice.
@@ -142,7 +144,11 @@ def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
             with Progress(
                 "signatures", total=reader.total_bytes, unit="B", quiet=options.quiet
             ) as progress:
-                texts = (columns.add(batch) for batch in batches(reader, BATCH))
+                rows = (columns.add(batch) for batch in batches(reader, BATCH))
+                # To a pool, sent encoded: one bytes object a batch pickles as a copy.
+                texts: Iterator[list[str] | Utf8Texts] = (
+                    rows if pool is None else (Utf8Texts.encode(batch) for batch in rows)
+                )
                 for _, chunk in ordered_map(pool, batch_signatures, texts, params.minhash):
                     sigs.write(chunk.tobytes())
                     progress.advance_to(reader.bytes_done)

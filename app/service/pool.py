@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from core.engine import (
     MinhashParams,
+    Utf8Texts,
     WorkerError,
     batch_signatures,
     slab_bounds,
@@ -94,7 +95,8 @@ class SignaturePool:
         chunks: list[NDArray[np.uint32]] = []
         try:
             for lo, hi in slab_bounds(texts, self.workers, self.chunk_chars(texts)):
-                task = self._pool.submit(batch_signatures, list(texts[lo:hi]), self.params)
+                chunk = Utf8Texts.encode(texts[lo:hi], lo)  # pickles as one bytes object
+                task = self._pool.submit(batch_signatures, chunk, self.params)
                 queued.append(asyncio.wrap_future(task))
                 if len(queued) >= _QUEUED_PER_WORKER * self.workers:
                     chunks.append(await queued.popleft())

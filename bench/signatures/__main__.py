@@ -111,7 +111,7 @@ def run(config: Config, command: str) -> Report:
     # First, while this process is fresh, and interleaved: all three cases are neardup's.
     print("workers ...", file=sys.stderr, flush=True)
     worker_texts = CORPORA[WORKERS_CORPUS].make(config.worker_docs, config.seed)
-    report.workers = worker_times(worker_texts, WORKER_REPEATS * config.repeats)
+    report.workers = worker_times(worker_texts, WORKER_REPEATS * config.repeats, config.seed)
     wall, cpu = time.perf_counter(), time.process_time()
     kept: dict[str, list[str]] = {}
     for key in config.corpora:

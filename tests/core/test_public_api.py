@@ -25,7 +25,7 @@ ENGINE_NAMES = {
     "CLUSTER_KEY", "FORMATS", "INDEX_KEYS", "BandBuckets", "Components", "CorpusError", "Doc",
     "DuplicateIdError", "Matches", "MinhashParams", "NeardupError", "NgramIndex",
     "ParameterError", "Placement", "ProtectedFormat", "ProtectedSet", "SignatureError",
-    "SignatureIndex",
+    "SignatureIndex", "Utf8Texts",
     "WorkerError", "band_digests", "batch_matches", "batch_signatures", "candidate_pairs",
     "chunk_bounds", "cluster_roots", "confirm", "corpus_format", "decontaminate_with",
     "empty_rows", "estimate", "estimates", "exact_keepers", "fan_out", "groups_of", "id_rank",

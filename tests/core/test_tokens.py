@@ -170,6 +170,25 @@ def test_the_compiled_tokeniser_runs_only_once_loaded(jit, monkeypatch):
     assert calls == [1]
 
 
+@given(st.lists(st.one_of(any_text, tricky_text), max_size=8))
+def test_encoded_texts_tokenise_as_their_strs_both_ways(jit, batch):
+    encoded = _tokens.Utf8Texts.encode(batch)
+    assert len(encoded) == len(batch) and encoded.texts() == batch
+    for use_jit in (True, False):
+        given_str = _tokens.Tokens(batch, jit=use_jit)
+        given_utf8 = _tokens.Tokens(encoded, jit=use_jit)
+        assert doc_words(given_utf8) == doc_words(given_str), use_jit
+        assert doc_shingles(given_utf8, 3) == doc_shingles(given_str, 3), use_jit
+    assert np.array_equal(
+        _signatures._kernel(encoded, 16, 0, 5), _signatures._kernel(batch, 16, 0, 5)
+    )
+
+
+def test_encoding_names_the_unencodable_text_by_its_place_in_the_call():
+    with pytest.raises(ParameterError, match="text 41 is not valid Unicode"):
+        _tokens.Utf8Texts.encode(["fine", "lone \ud800 surrogate"], first=40)
+
+
 @given(st.lists(st.one_of(any_text, tricky_text), max_size=6))
 def test_signatures_are_identical_with_either_tokeniser(jit, batch):
     compiled = _signatures._kernel(batch, 16, 0, 5, jit=True)

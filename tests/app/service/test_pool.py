@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.service.pool import CHUNK_CHARS, NUMPY_SLOWER, STREAM_CHUNK_CHARS, SignaturePool
-from core.engine import MinhashParams
+from core.engine import MinhashParams, Utf8Texts
 from core.minhash import signatures
 from tests.pools import ReversePool
 
@@ -63,8 +63,9 @@ class _RecordingPool(ReversePool):
         self.chunks: list[tuple[int, int]] = []
 
     def submit(self, fn, *args):
-        texts = args[0]
-        self.chunks.append((len(texts), sum(map(len, texts))))
+        chunk = args[0]
+        assert isinstance(chunk, Utf8Texts), "a chunk is sent encoded"
+        self.chunks.append((len(chunk), sum(map(len, chunk.texts()))))
         return super().submit(fn, *args)
 
 
