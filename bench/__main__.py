@@ -54,9 +54,22 @@ def _commit() -> str:
     return f"{head}+changes" if dirty else head
 
 
-def _section(module: str, markdown: str) -> str:
-    """A module's markdown under a heading of its own (kept if the module printed one)."""
-    text = markdown.strip()
+def _section(module: str, output: str) -> str:
+    """A module's markdown under a heading of its own (kept if the module printed one).
+
+    Some modules print their plain-text report and progress before the markdown: what comes
+    before the first line of markdown (a heading or a table row) is left out. A table that
+    follows another one directly gets a blank line before it, so that it stays a table.
+    """
+    lines = output.strip().splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith(("#", "|"))), 0)
+    out: list[str] = []
+    for i, line in enumerate(lines[first:], start=first):
+        header = i + 1 < len(lines) and lines[i + 1].startswith("|-")
+        if header and line.startswith("|") and out and out[-1].startswith("|"):
+            out.append("")
+        out.append(line)
+    text = "\n".join(out)
     if not text.startswith("## "):
         text = f"## `{module}`\n\n{text}"
     return text + "\n"

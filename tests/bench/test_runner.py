@@ -11,6 +11,17 @@ def test_a_section_keeps_its_own_heading_or_gets_the_module_name():
     assert _section("bench.decont", "\n| a |\n\n") == "## `bench.decont`\n\n| a |\n"
 
 
+def test_a_section_leaves_out_the_plain_text_before_the_markdown():
+    output = "ingest: 8583 docs/s\n  lag: p50 7 ms\n\n## Service\n\n| a | b |\n|---|---|\n"
+    assert _section("bench.service", output) == "## Service\n\n| a | b |\n|---|---|\n"
+
+
+def test_two_tables_one_after_the_other_stay_two_tables():
+    output = "| a |\n|---|\n| 1 |\n| fact |\n|---|\n| x |\n"
+    expected = "## `m`\n\n| a |\n|---|\n| 1 |\n\n| fact |\n|---|\n| x |\n"
+    assert _section("m", output) == expected
+
+
 def test_the_record_names_the_run_and_holds_every_section_in_order():
     text = record(["## One\n", "## Two\n"], "T0", "T1", "0.10, 0.20, 0.30", ["--output", "x"])
     assert text.startswith("# Benchmark results\n")
