@@ -32,23 +32,17 @@ MODULES = (
 )
 
 
+def _git(*args: str) -> str:
+    """What ``git ARGS`` prints in the repository, stripped."""
+    done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
 def _commit() -> str:
     """The checked-out commit, with ``+changes`` when the tree differs from it."""
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head = _git("rev-parse", "--short=12", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return f"{head}+changes" if dirty else head

@@ -16,14 +16,6 @@ from tests.core.test_permute import boundary_xs
 from tests.strategies import any_text, texts, tricky_text
 
 P = MERSENNE31
-numba = pytest.importorskip("numba")
-
-
-@pytest.fixture(scope="module")
-def jit() -> _compiled.Compiled:
-    kernels = _compiled.load()
-    assert kernels is not None, "numba is installed, so the compiled kernels must load"
-    return kernels
 
 
 def compiled_minima(jit, x, per_doc, a, b):

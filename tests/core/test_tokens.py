@@ -14,15 +14,6 @@ from core._text import shingles, words
 from core.errors import ParameterError
 from tests.strategies import any_text, texts, tricky_text
 
-numba = pytest.importorskip("numba")
-
-
-@pytest.fixture(scope="module")
-def jit() -> _compiled.Compiled:
-    kernels = _compiled.load()
-    assert kernels is not None, "numba is installed, so the compiled kernels must load"
-    return kernels
-
 
 def doc_words(tokens: _tokens.Tokens) -> list[list[str]]:
     """Each document's words, decoded from the buffer."""
