@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, NamedTuple, cast
 
-from core._formats import parse_jsonl_line, text_reader
+from core._formats import jsonl_lines, parse_jsonl_line, text_reader
 from core._storage import Source
 from core.errors import CorpusError, ParameterError
 
@@ -162,9 +162,7 @@ class RecordReader:
         name = source.name
         try:
             with text_reader(raw, source.fmt) as fh:
-                for number, line in enumerate(fh, start=1):
-                    if not line.strip():  # as jsonl_lines: blank lines are skipped
-                        continue
+                for number, line in jsonl_lines(fh):
                     if parse:
                         row = parse_jsonl_line(line, name, number)
                         yield self._record(source, number, row, line)

@@ -245,7 +245,9 @@ class Utf8Texts:
         return np.diff(self.ends, prepend=0)
 
     def part(self, lo: int, hi: int) -> Utf8Texts:
-        """Texts ``lo`` to ``hi - 1`` (their bytes copied)."""
+        """Texts ``lo`` to ``hi - 1`` (their bytes copied, unless that is all of them)."""
+        if lo == 0 and hi == len(self):
+            return self
         start = int(self.ends[lo - 1]) if lo else 0
         return Utf8Texts(self.data[start : int(self.ends[hi - 1])], self.ends[lo:hi] - start)
 

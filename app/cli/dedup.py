@@ -223,11 +223,14 @@ def _spliced_pass(
     out_lines: list[str] = []
     removed_lines: list[str] = []
 
-    def flush() -> None:
+    def flush_lines() -> None:
         out.write_json(out_lines)
         removed.write_json(removed_lines)
         out_lines.clear()
         removed_lines.clear()
+
+    def flush() -> None:
+        flush_lines()
         for row, kept in tagger.rows(pending):
             (out if kept else removed).write(row)
         pending.clear()
@@ -270,10 +273,7 @@ def _spliced_pass(
                 if record.id != ids[i]:
                     raise _changed(sources)
                 if not pending:  # what was spliced before it goes first
-                    out.write_json(out_lines)
-                    removed.write_json(removed_lines)
-                    out_lines.clear()
-                    removed_lines.clear()
+                    flush_lines()
                 pending.append((record, i))
             flush()
             progress.advance_to(reader.bytes_done)
