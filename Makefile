@@ -53,8 +53,8 @@ test: $(VENV)/.test browser postgres java
 	$(PY) -m pytest
 
 lint: $(VENV)/.lint
-	$(VENV)/bin/ruff check core app tests bench
-	$(VENV)/bin/ruff format --check core app tests bench
+	$(VENV)/bin/ruff check core app neardup/*.py tests bench
+	$(VENV)/bin/ruff format --check core app neardup/*.py tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from core.engine import MinhashParams
+from neardup.core.engine import MinhashParams
 
 __all__ = ["Settings", "get_settings"]
 

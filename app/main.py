@@ -13,18 +13,18 @@ from contextlib import asynccontextmanager, suppress
 from fastapi import FastAPI
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from app.api.admission import Admission, Capacity
-from app.api.body_limit import BodyLimit
-from app.api.docs import documented_app
-from app.api.errors import install_error_handlers
-from app.api.metrics import Metrics
-from app.api.routes import clusters, documents, health, protected_sets, signatures, stats
-from app.api.ui import pages
-from app.api.ui.security import SecurityHeaders, Sessions
-from app.config import Settings, get_settings
-from app.service import Service
-from app.service.access import Keyring
-from app.service.store import Store
+from neardup.app.api.admission import Admission, Capacity
+from neardup.app.api.body_limit import BodyLimit
+from neardup.app.api.docs import documented_app
+from neardup.app.api.errors import install_error_handlers
+from neardup.app.api.metrics import Metrics
+from neardup.app.api.routes import clusters, documents, health, protected_sets, signatures, stats
+from neardup.app.api.ui import pages
+from neardup.app.api.ui.security import SecurityHeaders, Sessions
+from neardup.app.config import Settings, get_settings
+from neardup.app.service import Service
+from neardup.app.service.access import Keyring
+from neardup.app.service.store import Store
 
 __all__ = ["create_app"]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core._hashing import MERSENNE31
-from core.errors import SignatureError
+from neardup.core._hashing import MERSENNE31
+from neardup.core.errors import SignatureError
 
 __all__ = [
     "BandBuckets",

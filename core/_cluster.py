@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from core._banding import candidate_pairs, empty_rows, identical_rows
-from core._components import min_label_components
-from core._params import MinhashParams
-from core._signatures import signatures
-from core.errors import SignatureError
+from neardup.core._banding import candidate_pairs, empty_rows, identical_rows
+from neardup.core._components import min_label_components
+from neardup.core._params import MinhashParams
+from neardup.core._signatures import signatures
+from neardup.core.errors import SignatureError
 
 __all__ = ["cluster_roots", "clusters", "confirm", "estimates", "groups_of"]
 

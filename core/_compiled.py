@@ -81,7 +81,7 @@ def _load() -> Compiled | None:
     if os.environ.get(JIT_VARIABLE, "").strip() == "0":
         return None
     try:
-        from core import _jit  # numba is imported only when it pays
+        from neardup.core import _jit  # numba is imported only when it pays
 
         kernels = Compiled(_jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans)
         _jit.warm_up()

@@ -15,9 +15,9 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from core._formats import FORMATS, corpus_format, jsonl_items, text_reader
-from core._writer import RowWriter
-from core.errors import CorpusError
+from neardup.core._formats import FORMATS, corpus_format, jsonl_items, text_reader
+from neardup.core._writer import RowWriter
+from neardup.core.errors import CorpusError
 
 __all__ = [
     "FORMATS",

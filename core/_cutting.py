@@ -17,9 +17,9 @@ from enum import StrEnum
 from itertools import islice
 from typing import Any
 
-from core._corpus import Doc
-from core._matches import Match, Protection
-from core.errors import ParameterError
+from neardup.core._corpus import Doc
+from neardup.core._matches import Match, Protection
+from neardup.core.errors import ParameterError
 
 __all__ = [
     "DECONT_KEY",

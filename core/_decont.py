@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from os import PathLike
 
-from core._corpus import Doc
-from core._ngrams import NgramIndex, check_n, contaminated
-from core._protected import protected_ngrams, protected_paths
+from neardup.core._corpus import Doc
+from neardup.core._ngrams import NgramIndex, check_n, contaminated
+from neardup.core._protected import protected_ngrams, protected_paths
 
 __all__ = ["decontaminate", "decontaminate_with"]
 

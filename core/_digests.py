@@ -9,7 +9,7 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import NDArray
 
-from core.errors import DuplicateIdError
+from neardup.core.errors import DuplicateIdError
 
 __all__ = ["exact_keepers", "id_rank", "text_digest", "text_digests"]
 

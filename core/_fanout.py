@@ -13,7 +13,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from typing import Any, TypeVar
 
-from core.errors import ParameterError, WorkerError
+from neardup.core.errors import ParameterError, WorkerError
 
 __all__ = [
     "chunk_bounds",

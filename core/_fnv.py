@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import NDArray
 
-from core._hashing import FNV_OFFSET, FNV_PRIME
+from neardup.core._hashing import FNV_OFFSET, FNV_PRIME
 
 __all__ = ["fnv1a64_spans"]
 

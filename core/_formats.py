@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from os import PathLike
 from typing import IO, Any
 
-from core.errors import CorpusError
+from neardup.core.errors import CorpusError
 
 __all__ = [
     "FORMATS",

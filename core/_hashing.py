@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-from core.errors import ParameterError
+from neardup.core.errors import ParameterError
 
 __all__ = ["FNV_OFFSET", "FNV_PRIME", "MERSENNE31", "PCG32", "fnv1a64", "perm_params"]
 

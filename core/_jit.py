@@ -28,7 +28,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from core._hashing import FNV_OFFSET, FNV_PRIME, MERSENNE31
+from neardup.core._hashing import FNV_OFFSET, FNV_PRIME, MERSENNE31
 
 __all__ = ["minima", "shingle_spans", "shingle_values", "tokenise"]
 

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from numpy.typing import ArrayLike
 
-from core._banding import as_signature, candidate_pairs, empty_rows, lsh_probability, lsh_threshold
-from core._signature_index import SignatureIndex
-from core.errors import ParameterError, SignatureError
+from neardup.core._banding import (
+    as_signature,
+    candidate_pairs,
+    empty_rows,
+    lsh_probability,
+    lsh_threshold,
+)
+from neardup.core._signature_index import SignatureIndex
+from neardup.core.errors import ParameterError, SignatureError
 
 __all__ = ["LSH"]
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core._protected import ProtectedSet
-from core._text import WORD_RE, ngrams
-from core.errors import ParameterError
+from neardup.core._protected import ProtectedSet
+from neardup.core._text import WORD_RE, ngrams
+from neardup.core.errors import ParameterError
 
 __all__ = ["Match", "Protection", "sample_capped", "word_spans"]
 

@@ -8,10 +8,10 @@ from collections.abc import Sequence, Set
 import numpy as np
 from numpy.typing import NDArray
 
-from core._fnv import fnv1a64_spans
-from core._text import ngrams, words
-from core._tokens import Tokens, shingle_spans
-from core.errors import ParameterError
+from neardup.core._fnv import fnv1a64_spans
+from neardup.core._text import ngrams, words
+from neardup.core._tokens import Tokens, shingle_spans
+from neardup.core.errors import ParameterError
 
 __all__ = ["NgramIndex", "check_n", "contaminated", "first_shared_ngram", "gram_hashes"]
 

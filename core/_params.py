@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from core._banding import lsh_reach
-from core.errors import ParameterError
+from neardup.core._banding import lsh_reach
+from neardup.core.errors import ParameterError
 
 __all__ = ["INDEX_KEYS", "MinhashParams", "check_signature_params"]
 
@@ -52,7 +52,7 @@ class MinhashParams:
     >>> MinhashParams(num_perm=100)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    core.errors.ParameterError: num_perm (100) must be a multiple of bands (16): ...
+    neardup.core.errors.ParameterError: num_perm (100) must be a multiple of bands (16): ...
     """
 
     num_perm: int = 128

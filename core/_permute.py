@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from core._hashing import MERSENNE31
+from neardup.core._hashing import MERSENNE31
 
 __all__ = ["minima"]
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from core._formats import jsonl_items, text_reader
-from core._ngrams import NgramIndex, check_n
-from core._storage import filesystem
-from core._text import ngrams, words
-from core.errors import CorpusError, ParameterError
+from neardup.core._formats import jsonl_items, text_reader
+from neardup.core._ngrams import NgramIndex, check_n
+from neardup.core._storage import filesystem
+from neardup.core._text import ngrams, words
+from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
     "NON_TEXT_KEYS",

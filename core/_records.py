@@ -12,9 +12,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, NamedTuple, cast
 
-from core._formats import jsonl_lines, parse_jsonl_line, text_reader
-from core._storage import Source
-from core.errors import CorpusError, ParameterError
+from neardup.core._formats import jsonl_lines, parse_jsonl_line, text_reader
+from neardup.core._storage import Source
+from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
     "RawLine",

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from core._corpus import Doc
-from core._matches import Match, Protection
-from core._protected import ProtectedSet
-from core.errors import ParameterError
+from neardup.core._corpus import Doc
+from neardup.core._matches import Match, Protection
+from neardup.core._protected import ProtectedSet
+from neardup.core.errors import ParameterError
 
 __all__ = ["SUBSETS", "ContaminationReport", "Thresholds"]
 

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core._banding import BandBuckets, candidate_pairs, empty_rows, identical_rows
-from core._cluster import estimates
+from neardup.core._banding import BandBuckets, candidate_pairs, empty_rows, identical_rows
+from neardup.core._cluster import estimates
 
 __all__ = ["Matches", "Placement", "SignatureIndex", "batch_matches"]
 

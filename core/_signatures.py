@@ -24,14 +24,14 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from numpy.typing import NDArray
 
-from core._compiled import compiled, load
-from core._fanout import ordered_map, pool_size, spawn_pool
-from core._fnv import fnv1a64_spans
-from core._hashing import MERSENNE31, perm_params
-from core._params import MinhashParams, check_signature_params
-from core._permute import minima
-from core._tokens import Tokens, Utf8Texts, shingle_spans
-from core.errors import ParameterError
+from neardup.core._compiled import compiled, load
+from neardup.core._fanout import ordered_map, pool_size, spawn_pool
+from neardup.core._fnv import fnv1a64_spans
+from neardup.core._hashing import MERSENNE31, perm_params
+from neardup.core._params import MinhashParams, check_signature_params
+from neardup.core._permute import minima
+from neardup.core._tokens import Tokens, Utf8Texts, shingle_spans
+from neardup.core.errors import ParameterError
 
 __all__ = [
     "SLAB_CHARS",

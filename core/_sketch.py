@@ -10,9 +10,9 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core._fnv import fnv1a64_spans
-from core._hashing import MERSENNE31, perm_params
-from core.errors import SignatureError
+from neardup.core._fnv import fnv1a64_spans
+from neardup.core._hashing import MERSENNE31, perm_params
+from neardup.core.errors import SignatureError
 
 __all__ = ["estimate", "minhash", "shingle_hashes"]
 

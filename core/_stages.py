@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from core._cluster import cluster_roots
-from core._corpus import Doc
-from core._digests import id_rank
-from core._params import MinhashParams
-from core._signatures import signatures
-from core.errors import DuplicateIdError
+from neardup.core._cluster import cluster_roots
+from neardup.core._corpus import Doc
+from neardup.core._digests import id_rank
+from neardup.core._params import MinhashParams
+from neardup.core._signatures import signatures
+from neardup.core.errors import DuplicateIdError
 
 __all__ = ["CLUSTER_KEY", "exact_dedup", "near_dedup"]
 

@@ -22,8 +22,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import IO, Any
 
-from core._formats import FORMATS, corpus_format
-from core.errors import CorpusError
+from neardup.core._formats import FORMATS, corpus_format
+from neardup.core.errors import CorpusError
 
 __all__ = [
     "STDIO",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from core.errors import ParameterError
+from neardup.core.errors import ParameterError
 
 __all__ = ["KEEP_POLICIES", "KeepPolicy", "cluster_survivors", "exact_survivors"]
 

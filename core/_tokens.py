@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core import _compiled
-from core.errors import ParameterError
+from neardup.core import _compiled
+from neardup.core.errors import ParameterError
 
 __all__ = [
     "Tokens",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
-from core._components import Components
+from neardup.core._components import Components
 
 __all__ = ["UnionFind"]
 

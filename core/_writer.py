@@ -14,8 +14,8 @@ from contextlib import suppress
 from types import TracebackType
 from typing import IO, Any
 
-from core._formats import json_default, text_writer
-from core.errors import CorpusError
+from neardup.core._formats import json_default, text_writer
+from neardup.core.errors import CorpusError
 
 __all__ = ["PARQUET_BATCH", "RowWriter"]
 

@@ -35,7 +35,7 @@ engine computes the same signatures, candidates, confirmations and components th
 
 from __future__ import annotations
 
-from core._banding import (
+from neardup.core._banding import (
     BandBuckets,
     band_digests,
     candidate_pairs,
@@ -43,19 +43,19 @@ from core._banding import (
     lsh_probability,
     lsh_threshold,
 )
-from core._cluster import cluster_roots, confirm, estimates, groups_of
-from core._components import Components, min_label_components
-from core._corpus import FORMATS, Doc, corpus_format, jsonl_items, read_docs, write_docs
-from core._cutting import (
+from neardup.core._cluster import cluster_roots, confirm, estimates, groups_of
+from neardup.core._components import Components, min_label_components
+from neardup.core._corpus import FORMATS, Doc, corpus_format, jsonl_items, read_docs, write_docs
+from neardup.core._cutting import (
     DECONT_KEY,
     DecontMode,
     DecontParams,
     apply_mode,
     decontaminate_modes,
 )
-from core._decont import decontaminate_with
-from core._digests import exact_keepers, id_rank, text_digest, text_digests
-from core._fanout import (
+from neardup.core._decont import decontaminate_with
+from neardup.core._digests import exact_keepers, id_rank, text_digest, text_digests
+from neardup.core._fanout import (
     chunk_bounds,
     fan_out,
     in_order,
@@ -63,16 +63,16 @@ from core._fanout import (
     pool_size,
     spawn_pool,
 )
-from core._matches import Match, Protection, sample_capped
-from core._ngrams import NgramIndex
-from core._params import INDEX_KEYS, MinhashParams
-from core._protected import (
+from neardup.core._matches import Match, Protection, sample_capped
+from neardup.core._ngrams import NgramIndex
+from neardup.core._params import INDEX_KEYS, MinhashParams
+from neardup.core._protected import (
     ProtectedFormat,
     ProtectedSet,
     parse_protected_set,
     read_protected_set,
 )
-from core._records import (
+from neardup.core._records import (
     RawLine,
     Record,
     RecordReader,
@@ -81,12 +81,12 @@ from core._records import (
     parquet_schema,
     set_field,
 )
-from core._report import ContaminationReport, Thresholds
-from core._signature_index import Matches, Placement, SignatureIndex, batch_matches
-from core._signatures import batch_signatures, slab_bounds, warm_worker
-from core._sketch import estimate
-from core._stages import CLUSTER_KEY
-from core._storage import (
+from neardup.core._report import ContaminationReport, Thresholds
+from neardup.core._signature_index import Matches, Placement, SignatureIndex, batch_matches
+from neardup.core._signatures import batch_signatures, slab_bounds, warm_worker
+from neardup.core._sketch import estimate
+from neardup.core._stages import CLUSTER_KEY
+from neardup.core._storage import (
     STDIO,
     Output,
     Source,
@@ -95,11 +95,11 @@ from core._storage import (
     check_target,
     expand_inputs,
 )
-from core._survivors import KEEP_POLICIES, KeepPolicy, cluster_survivors, exact_survivors
-from core._text import jaccard, ngrams, shingles, words
-from core._tokens import Utf8Texts
-from core._writer import RowWriter
-from core.errors import (
+from neardup.core._survivors import KEEP_POLICIES, KeepPolicy, cluster_survivors, exact_survivors
+from neardup.core._text import jaccard, ngrams, shingles, words
+from neardup.core._tokens import Utf8Texts
+from neardup.core._writer import RowWriter
+from neardup.core.errors import (
     CorpusError,
     DuplicateIdError,
     NeardupError,

@@ -2,7 +2,7 @@
 
 The engine that app/, the CLI and other engines build on is ``core.engine``.
 
->>> from core.minhash import shingles, jaccard
+>>> from neardup.core.minhash import shingles, jaccard
 >>> round(jaccard(shingles("the cat sat on the mat today", 3),
 ...               shingles("the cat sat on the mat again", 3)), 3)
 0.667
@@ -10,18 +10,18 @@ The engine that app/, the CLI and other engines build on is ``core.engine``.
 
 from __future__ import annotations
 
-from core._cluster import clusters
-from core._corpus import Doc
-from core._decont import decontaminate
-from core._hashing import MERSENNE31, PCG32, fnv1a64, perm_params
-from core._lsh import LSH
-from core._ngrams import contaminated
-from core._protected import protected_ngrams
-from core._signatures import signatures
-from core._sketch import estimate, minhash, shingle_hashes
-from core._stages import exact_dedup, near_dedup
-from core._text import jaccard, shingles, words
-from core._unionfind import UnionFind
+from neardup.core._cluster import clusters
+from neardup.core._corpus import Doc
+from neardup.core._decont import decontaminate
+from neardup.core._hashing import MERSENNE31, PCG32, fnv1a64, perm_params
+from neardup.core._lsh import LSH
+from neardup.core._ngrams import contaminated
+from neardup.core._protected import protected_ngrams
+from neardup.core._signatures import signatures
+from neardup.core._sketch import estimate, minhash, shingle_hashes
+from neardup.core._stages import exact_dedup, near_dedup
+from neardup.core._text import jaccard, shingles, words
+from neardup.core._unionfind import UnionFind
 
 __all__ = [
     "LSH",

@@ -12,7 +12,7 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.minhash import jaccard, shingles
+from neardup.core.minhash import jaccard, shingles
 
 
 def vocabulary(rng: random.Random, size: int) -> list[str]:

@@ -7,7 +7,7 @@ from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
-from core.minhash import MERSENNE31
+from neardup.core.minhash import MERSENNE31
 
 
 def band_keys(

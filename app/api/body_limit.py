@@ -11,7 +11,7 @@ import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.admission import Capacity, reject, then_answered
+from neardup.app.api.admission import Capacity, reject, then_answered
 
 __all__ = ["BodyLimit"]
 

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 
-from app.config import Settings
-from app.service import Service
-from app.service.access import SCOPES, Keyring
+from neardup.app.config import Settings
+from neardup.app.service import Service
+from neardup.app.service.access import SCOPES, Keyring
 
 __all__ = [
     "Caller",

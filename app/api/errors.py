@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.routing import BaseRoute, Match
 
-from app.service import (
+from neardup.app.service import (
     Conflict,
     DamagedStore,
     DataDirLocked,
@@ -24,7 +24,7 @@ from app.service import (
     StoreUnavailable,
     TooLarge,
 )
-from core.engine import (
+from neardup.core.engine import (
     CorpusError,
     DuplicateIdError,
     NeardupError,

@@ -5,6 +5,6 @@ Modules: ``main`` (flags and dispatch), ``serve``, ``dedup`` (the batch run), ``
 files in batches), ``progress`` (progress bars).
 """
 
-from app.cli.main import main
+from neardup.app.cli.main import main
 
 __all__ = ["main"]

@@ -1,8 +1,8 @@
-"""``python -m app.cli``: the ``neardup`` command."""
+"""``python -m neardup.app.cli``, the same as ``python -m neardup``: the ``neardup`` command."""
 
 import sys
 
-from app.cli.main import main
+from neardup.app.cli.main import main
 
 if __name__ == "__main__":  # spawned workers re-import this module; they must not re-run main
     sys.exit(main())

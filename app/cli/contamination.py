@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from app.cli.inputs import batches
-from app.cli.progress import Progress
-from core.engine import (
+from neardup.app.cli.inputs import batches
+from neardup.app.cli.progress import Progress
+from neardup.core.engine import (
     ContaminationReport,
     Doc,
     ParameterError,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from app.cli.options import DedupParams
-from core.engine import (
+from neardup.app.cli.options import DedupParams
+from neardup.core.engine import (
     cluster_roots,
     cluster_survivors,
     estimates,

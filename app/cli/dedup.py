@@ -20,14 +20,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from app.cli.decisions import KEPT, Decisions, decide
-from app.cli.inputs import batches
-from app.cli.manifest import Manifest, write_manifest
-from app.cli.options import DedupOptions
-from app.cli.progress import Progress
-from app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
-from app.cli.tagging import REASON_KEY, Tagger, arrow_hint, load_protected
-from core.engine import (
+from neardup.app.cli.decisions import KEPT, Decisions, decide
+from neardup.app.cli.inputs import batches
+from neardup.app.cli.manifest import Manifest, write_manifest
+from neardup.app.cli.options import DedupOptions
+from neardup.app.cli.progress import Progress
+from neardup.app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
+from neardup.app.cli.tagging import REASON_KEY, Tagger, arrow_hint, load_protected
+from neardup.core.engine import (
     STDIO,
     CorpusError,
     Output,

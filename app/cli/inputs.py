@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from core.engine import Doc, read_docs
+from neardup.core.engine import Doc, read_docs
 
 __all__ = ["batches", "read_corpus"]
 

@@ -228,19 +228,19 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from app.cli.serve import serve
+    from neardup.app.cli.serve import serve
 
     return serve(args)
 
 
 def _dedup(args: argparse.Namespace) -> int:
     if args.engine == "spark":
-        from app.cli.spark import dedup_spark
+        from neardup.app.cli.spark import dedup_spark
 
         return dedup_spark(args)
-    from app.cli.dedup import run_dedup
-    from app.cli.options import DedupOptions, DedupParams, default_workers
-    from core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
+    from neardup.app.cli.dedup import run_dedup
+    from neardup.app.cli.options import DedupOptions, DedupParams, default_workers
+    from neardup.core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
 
     if args.spark_master is not None:
         raise ParameterError("--spark-master needs --engine spark")
@@ -282,8 +282,8 @@ def _dedup(args: argparse.Namespace) -> int:
 
 
 def _contamination(args: argparse.Namespace) -> int:
-    from app.cli.contamination import contamination_report
-    from core.engine import Schema, Thresholds, atomic_output
+    from neardup.app.cli.contamination import contamination_report
+    from neardup.core.engine import Schema, Thresholds, atomic_output
 
     schema = Schema(args.id_field, args.text_field)
     report = contamination_report(
@@ -299,7 +299,7 @@ def _contamination(args: argparse.Namespace) -> int:
 
 
 def _push_or_query(args: argparse.Namespace) -> int:
-    from app.cli.remote import Remote, push, query
+    from neardup.app.cli.remote import Remote, push, query
 
     remote = Remote(
         args.url, args.api_key, args.batch_size, args.retries, getattr(args, "if_new", False)
@@ -319,7 +319,7 @@ _COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``neardup`` command's parser, every subcommand included."""
-    from app.cli.version import neardup_version
+    from neardup.app.cli.version import neardup_version
 
     parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"neardup {neardup_version()}")
@@ -333,9 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neardup`` command."""
-    from app.cli.version import neardup_version
-    from app.client import ClientError
-    from core.engine import NeardupError
+    from neardup.app.cli.version import neardup_version
+    from neardup.app.client import ClientError
+    from neardup.core.engine import NeardupError
 
     parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"neardup {neardup_version()}")

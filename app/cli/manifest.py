@@ -7,9 +7,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from app.cli.options import DedupOptions
-from app.cli.version import neardup_version
-from core.engine import Source, atomic_output
+from neardup.app.cli.options import DedupOptions
+from neardup.app.cli.version import neardup_version
+from neardup.core.engine import Source, atomic_output
 
 __all__ = ["Manifest", "write_manifest"]
 

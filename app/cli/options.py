@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
+from neardup.core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
 
 __all__ = ["DedupOptions", "DedupParams", "default_workers"]
 

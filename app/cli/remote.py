@@ -9,10 +9,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.cli.inputs import batches, read_corpus
-from app.cli.progress import Progress
-from app.client import Client
-from core.engine import Doc
+from neardup.app.cli.inputs import batches, read_corpus
+from neardup.app.cli.progress import Progress
+from neardup.app.client import Client
+from neardup.core.engine import Doc
 
 __all__ = ["Remote", "push", "query"]
 

@@ -22,12 +22,12 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
-    from app.cli.protocol import timed_h11
-    from app.config import Settings
-    from app.main import create_app
-    from app.service.access import KeysFileError
-    from app.service.store import open_store
-    from core.engine import NeardupError
+    from neardup.app.cli.protocol import timed_h11
+    from neardup.app.config import Settings
+    from neardup.app.main import create_app
+    from neardup.app.service.access import KeysFileError
+    from neardup.app.service.store import open_store
+    from neardup.core.engine import NeardupError
 
     try:
         settings = Settings(**_given(args, Settings.model_fields))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.engine import MinhashParams, ParameterError
+from neardup.core.engine import MinhashParams, ParameterError
 
 __all__ = ["SPARK_FLAGS", "dedup_spark"]
 
@@ -48,8 +48,8 @@ def dedup_spark(args: argparse.Namespace) -> int:
         for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram")
         if getattr(args, n) is not None
     }
-    from app.spark.entry import dedup_on_spark
-    from app.spark.job import SparkParams
+    from neardup.app.spark.entry import dedup_on_spark
+    from neardup.app.spark.job import SparkParams
 
     params = SparkParams(MinhashParams(**given), keep_duplicates=args.keep_duplicates)
     dedup_on_spark(

@@ -18,7 +18,7 @@ from json import encoder as _json_encoder
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from core.engine import CLUSTER_KEY, Record
+from neardup.core.engine import CLUSTER_KEY, Record
 
 __all__ = [
     "GENERAL",

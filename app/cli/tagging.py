@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from app.cli.decisions import EXACT, KEPT, NEAR, Decisions
-from app.cli.manifest import Manifest
-from app.cli.options import DedupOptions
-from app.cli.progress import Progress
-from core.engine import (
+from neardup.app.cli.decisions import EXACT, KEPT, NEAR, Decisions
+from neardup.app.cli.manifest import Manifest
+from neardup.app.cli.options import DedupOptions
+from neardup.app.cli.progress import Progress
+from neardup.core.engine import (
     CLUSTER_KEY,
     DECONT_KEY,
     ContaminationReport,

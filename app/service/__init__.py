@@ -1,7 +1,7 @@
 """The service without the web: operations over the index, the store, the pool and the
 protected sets, in terms of document ids. ``app.api`` serves it over HTTP."""
 
-from app.service.errors import (
+from neardup.app.service.errors import (
     Conflict,
     DamagedStore,
     DataDirLocked,
@@ -15,7 +15,7 @@ from app.service.errors import (
     StoreUnavailable,
     TooLarge,
 )
-from app.service.operations import DecontRequest, NewDoc, Registered, Service
+from neardup.app.service.operations import DecontRequest, NewDoc, Registered, Service
 
 __all__ = [
     "Conflict",

@@ -14,7 +14,7 @@ import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.service.errors import DataDirLocked
+from neardup.app.service.errors import DataDirLocked
 
 __all__ = ["LOCK_NAME", "DataDirLock"]
 

@@ -18,7 +18,7 @@ codes, in one place.
 
 from __future__ import annotations
 
-from core.engine import NeardupError
+from neardup.core.engine import NeardupError
 
 __all__ = [
     "Conflict",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from core.engine import (
+from neardup.core.engine import (
     Components,
     MinhashParams,
     Placement,

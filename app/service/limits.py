@@ -13,8 +13,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from app.config import Settings
-from app.service.errors import Overloaded, RateLimited, TooLarge
+from neardup.app.config import Settings
+from neardup.app.service.errors import Overloaded, RateLimited, TooLarge
 
 __all__ = ["BatchLimits", "ProbeLimiter"]
 

@@ -30,8 +30,8 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from app.config import Settings
-from app.service.errors import (
+from neardup.app.config import Settings
+from neardup.app.service.errors import (
     Conflict,
     NotFound,
     OutOfReach,
@@ -39,11 +39,11 @@ from app.service.errors import (
     StoreFull,
     StoreUnavailable,
 )
-from app.service.index import Found, ServiceIndex
-from app.service.limits import BatchLimits, ProbeLimiter
-from app.service.pool import SignaturePool
-from app.service.store import Change, ProtectedSetRow, Store, StoredDoc, open_store
-from core.engine import (
+from neardup.app.service.index import Found, ServiceIndex
+from neardup.app.service.limits import BatchLimits, ProbeLimiter
+from neardup.app.service.pool import SignaturePool
+from neardup.app.service.store import Change, ProtectedSetRow, Store, StoredDoc, open_store
+from neardup.core.engine import (
     ContaminationReport,
     DecontParams,
     Doc,

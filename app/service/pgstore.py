@@ -32,9 +32,9 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg.errors
 
-from app.service.errors import DamagedStore, StoreFull, StoreUnavailable
-from app.service.store import PROBE_BYTES, Change, ProtectedSetRow, StoredDoc, check_params
-from core.engine import ProtectedFormat
+from neardup.app.service.errors import DamagedStore, StoreFull, StoreUnavailable
+from neardup.app.service.store import PROBE_BYTES, Change, ProtectedSetRow, StoredDoc, check_params
+from neardup.core.engine import ProtectedFormat
 
 __all__ = ["WRITE_LOCK", "PostgresStore"]
 

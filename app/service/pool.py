@@ -26,7 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 import numpy as np
 from numpy.typing import NDArray
 
-from core.engine import (
+from neardup.core.engine import (
     MinhashParams,
     Utf8Texts,
     WorkerError,

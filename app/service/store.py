@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from app.service.dirlock import DataDirLock
-from app.service.errors import DamagedStore, ParameterMismatch, StoreFull, StoreUnavailable
-from core.engine import ProtectedFormat
+from neardup.app.service.dirlock import DataDirLock
+from neardup.app.service.errors import DamagedStore, ParameterMismatch, StoreFull, StoreUnavailable
+from neardup.core.engine import ProtectedFormat
 
 if TYPE_CHECKING:
-    from app.config import Settings
+    from neardup.app.config import Settings
 
 __all__ = [
     "Change",
@@ -349,7 +349,7 @@ def open_store(settings: Settings) -> Store:
     """The store the settings name: PostgreSQL at STORE_URL if set, else SQLite in DATA_DIR."""
     if settings.store_url:
         try:
-            from app.service.pgstore import PostgresStore
+            from neardup.app.service.pgstore import PostgresStore
         except ImportError as exc:
             raise StoreUnavailable(
                 f"STORE_URL needs the postgres extra (pip install 'neardup[postgres]'): {exc}"

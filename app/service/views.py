@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.service.diffs import Piece, highlight_ngrams, word_diff, words_end
-from app.service.errors import NotFound
-from app.service.operations import Service
-from core.engine import ProtectedSet, batch_matches, estimate, jaccard, shingles
+from neardup.app.service.diffs import Piece, highlight_ngrams, word_diff, words_end
+from neardup.app.service.errors import NotFound
+from neardup.app.service.operations import Service
+from neardup.core.engine import ProtectedSet, batch_matches, estimate, jaccard, shingles
 
 __all__ = [
     "CHAIN_LIMIT",

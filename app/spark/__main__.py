@@ -2,7 +2,7 @@
 
 import sys
 
-from app.spark.submit import main
+from neardup.app.spark.submit import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.engine import CorpusError, DuplicateIdError
+from neardup.core.engine import CorpusError, DuplicateIdError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

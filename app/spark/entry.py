@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from app.spark.corpus import HadoopPath
-from app.spark.job import SparkManifest, SparkParams, run_spark_dedup
-from core.engine import ParameterError
+from neardup.app.spark.corpus import HadoopPath
+from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
+from neardup.core.engine import ParameterError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

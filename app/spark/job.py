@@ -33,17 +33,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from app.spark import kernels
-from app.spark.components import star_roots
-from app.spark.corpus import (
+from neardup.app.spark import kernels
+from neardup.app.spark.components import star_roots
+from neardup.app.spark.corpus import (
     HadoopPath,
     check_rows,
     check_unique_ids,
     output_format,
     read_corpus,
 )
-from app.spark.metrics import shuffle_bytes
-from core.engine import MinhashParams, NgramIndex, ParameterError, read_protected_set
+from neardup.app.spark.metrics import shuffle_bytes
+from neardup.core.engine import MinhashParams, NgramIndex, ParameterError, read_protected_set
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from core.engine import (
+from neardup.core.engine import (
     CLUSTER_KEY,
     MinhashParams,
     NgramIndex,

@@ -16,7 +16,7 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``neardup dedup --engine spark ARGV...``."""
-    from app.cli.main import main as cli
+    from neardup.app.cli.main import main as cli
 
     args = list(sys.argv[1:] if argv is None else argv)
     return cli(["dedup", "--engine", "spark", *args])

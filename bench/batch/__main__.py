@@ -5,7 +5,7 @@
    web-like text) with about 5 % planted exact copies and 5 % near copies (Jaccard about 0.9),
    in its own process, into the cache directory (``bench.batch.cache``; ``--no-cache``: a
    temporary directory) where later runs find it.
-2. ``python -m app.cli dedup corpus.jsonl --output out.jsonl --workers 2 --quiet`` runs as a
+2. ``python -m neardup dedup corpus.jsonl --output out.jsonl --workers 2 --quiet`` runs as a
    subprocess: wall time, docs/s, the process tree's peak RSS (``bench.batch.proctree``), and the
    counts and stage seconds of its manifest.
 3. ``bench.batch.peer``, the common datasketch recipe (exact dedup by hash, MinHash.bulk,
@@ -103,7 +103,7 @@ def _prefix_file(corpus: Path, out: Path, docs: int) -> None:
 def _neardup(cfg: Config, corpus: Path, docs: int, tmp: Path, name: str) -> Measured:
     """``neardup dedup`` on ``corpus``, measured, its survivors read back."""
     out = tmp / f"{name}.out.jsonl"
-    argv = _python("app.cli", "dedup", str(corpus), "--output", str(out))
+    argv = _python("neardup", "dedup", str(corpus), "--output", str(out))
     argv += ["--workers", str(cfg.workers), "--quiet"]
     _say(f"neardup dedup over {docs:,} documents ...")
     tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / name), name)

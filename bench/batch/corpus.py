@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 
 from bench.common.corpora import web_documents
 from bench.common.corpus import doc_id, documents, near_copy, vocabulary
-from core.minhash import jaccard, shingles
+from neardup.core.minhash import jaccard, shingles
 
 __all__ = ["POOLS", "PlantedCounts", "write_corpus"]
 

@@ -1,6 +1,6 @@
 """A real ``neardup serve`` process on a free loopback port: for the benchmarks and tests/e2e.
 
-``start_server(tmp, *args)`` runs ``python -m app.cli serve --port P --data-dir D *args`` (the
+``start_server(tmp, *args)`` runs ``python -m neardup serve --port P --data-dir D *args`` (the
 module path, so its ``__main__`` guard is exercised) from the repository root, with no
 ``NEARDUP_*`` variable in its environment, logging to ``tmp/server-P.log``, and waits until
 ``/readyz`` answers 200. The server runs in its own session, so its process group holds it and
@@ -57,7 +57,7 @@ class Server:
 
     Attributes:
         url: ``http://127.0.0.1:PORT``.
-        process: the ``python -m app.cli serve`` process (a session leader).
+        process: the ``python -m neardup serve`` process (a session leader).
         log: the file its stdout and stderr go to.
         ready_seconds: wall time from spawning the process to the first 200 of ``/readyz``.
         exit_code: what ``stop`` returned, once stopped.
@@ -155,7 +155,7 @@ def _wait_ready(server: Server, started: float, timeout: float) -> None:
 def start_server(
     tmp: Path, *args: str, timeout: float = READY_TIMEOUT, data_dir: Path | None = None
 ) -> Server:
-    """Start ``python -m app.cli serve`` on a free loopback port and wait until it is ready.
+    """Start ``python -m neardup serve`` on a free loopback port and wait until it is ready.
 
     Args:
         tmp: where the log goes (created if missing); the data directory is ``tmp/data``
@@ -175,7 +175,7 @@ def start_server(
     tmp.mkdir(parents=True, exist_ok=True)
     log = tmp / f"server-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
+    cmd = [sys.executable, "-m", "neardup", "serve", "--port", str(port)]
     cmd += ["--data-dir", str(data_dir or tmp / "data"), *args]
     started = time.perf_counter()
     with log.open("wb") as out:

@@ -5,7 +5,7 @@ words each, from the same vocabulary, so common phrases do collide) are built; 1
 documents get a 13-word quote of a random item spliced in. Every mode runs over the same
 corpus in the same process, one after another:
 
-- ``per-document reference``: ``core.engine.decontaminate_with``, the contract's drop, which
+- ``per-document reference``: ``neardup.core.engine.decontaminate_with``, the contract's drop, which
   checks one document at a time word by word (the peer: the straightforward implementation);
 - ``drop`` / ``cut`` / ``annotate``: ``decontaminate_modes`` (batches hashed at numpy speed,
   only flagged documents scanned), each with a ``ContaminationReport`` observing;
@@ -32,7 +32,7 @@ from bench.common import options
 from bench.common.corpus import doc_id, documents
 from bench.common.machine import at_start, facts
 from bench.common.options import Size
-from core.engine import (
+from neardup.core.engine import (
     ContaminationReport,
     DecontMode,
     DecontParams,

@@ -7,7 +7,7 @@ recovery of 1M documents <= 30 s.
 
 Steps:
 
-1. Ingest: a real ``python -m app.cli serve --workers 2`` on a fresh data directory; M
+1. Ingest: a real ``python -m neardup serve --workers 2`` on a fresh data directory; M
    documents POSTed in batches of 1000 by one keep-alive client, then again by two concurrent
    clients on another fresh data directory; once with texts of the chosen corpus (``--corpus``,
    by default ``bench.common.corpora``'s web-like (a): typographic punctuation, accented names,
@@ -62,8 +62,8 @@ from bench.service.peer import PeerResult, run_peer
 from bench.service.report import SOURCES, markdown, print_text
 from bench.service.results import BaselineResult, Report, ServedResult
 from bench.service.synthetic_index import SynthParams, build_store
-from core.engine import INDEX_KEYS, MinhashParams
-from core.minhash import signatures
+from neardup.core.engine import INDEX_KEYS, MinhashParams
+from neardup.core.minhash import signatures
 
 WORKERS = 2
 #: The corpus ingest also runs on, for comparison: ASCII (c).

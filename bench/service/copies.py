@@ -1,6 +1,6 @@
 """Copies of one text: the cost of a registration must not grow with the earlier copies.
 
-Starts ``python -m app.cli serve --workers 2`` on a fresh data directory (127.0.0.1 only) and
+Starts ``python -m neardup serve --workers 2`` on a fresh data directory (127.0.0.1 only) and
 registers N copies of one cookie-banner text (with typographic quotes and an accented name, as
 real boilerplate has) in batches of 100 (default 5,000), timing every batch. Then it deletes one
 copy, restarts the server on the same data directory (recovery), and reports:

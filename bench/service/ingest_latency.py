@@ -1,6 +1,6 @@
 """Single-query latency on a real service while one large batch registers.
 
-Starts ``python -m app.cli serve --workers 2`` on a fresh data directory (127.0.0.1 only),
+Starts ``python -m neardup serve --workers 2`` on a fresh data directory (127.0.0.1 only),
 registers a base of documents (default 20,000, batches of 1,000), then measures:
 
 1. idle: sequential single-text ``POST /v1/query`` on one keep-alive client for ~5 s;

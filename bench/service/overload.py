@@ -1,6 +1,6 @@
 """Overload benchmark: how a real server sheds load it cannot take (issue 15, item 7).
 
-Three bounded runs against ``python -m app.cli serve`` on 127.0.0.1, each on a fresh server:
+Three bounded runs against ``python -m neardup serve`` on 127.0.0.1, each on a fresh server:
 
 1. Writes under contention: C clients (one connection each) POST batches of new documents back
    to back for D seconds; a 503 is retried after ``--backoff`` seconds. Reports successful

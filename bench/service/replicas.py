@@ -55,8 +55,8 @@ from bench.common.postgres import PostgresServer
 from bench.common.server import Server, recovered_from_log, serving, unwind_on_sigterm
 from bench.service.client import document_bodies, get_stats, post, query_bodies, time_queries
 from bench.service.synthetic_index import SynthParams, build_store, synthetic_rows
-from core.engine import INDEX_KEYS, MinhashParams, band_digests
-from core.minhash import signatures
+from neardup.core.engine import INDEX_KEYS, MinhashParams, band_digests
+from neardup.core.minhash import signatures
 
 MODULE = "bench.service.replicas"
 BATCH = 200
@@ -180,8 +180,8 @@ def _digests(n: int) -> list[bytes]:
 
 def _write_postgres(url: str, sigs: np.ndarray[Any, Any], chunk: int = 50_000) -> None:
     """The synthetic rows into a PostgreSQL store, through ``PostgresStore`` (binary COPY)."""
-    from app.service.pgstore import PostgresStore
-    from app.service.store import StoredDoc
+    from neardup.app.service.pgstore import PostgresStore
+    from neardup.app.service.store import StoredDoc
 
     store = PostgresStore(url)
     try:

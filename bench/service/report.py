@@ -62,7 +62,7 @@ def markdown(report: Report) -> str:
     c = report.config
     lines = ["## Service", ""]
     lines += [
-        "A real `python -m app.cli serve --workers 2` on 127.0.0.1 (see `bench/service/` for "
+        "A real `python -m neardup serve --workers 2` on 127.0.0.1 (see `bench/service/` for "
         f"the method). The {c.docs:,}-document index is written straight into the SQLite store "
         f"from real signatures of a {min(c.pool, c.docs):,}-document pool of corpus "
         f"{CORPORA[c.corpus].label} (`bench.common.corpora`), "

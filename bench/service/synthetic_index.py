@@ -1,7 +1,7 @@
 """A large index written straight into the service's SQLite store, from realistic signatures.
 
 Generating and hashing a million texts would take most of the benchmark's time, so only a pool
-of real documents is signed (``core.minhash.signatures``). The index then holds:
+of real documents is signed (``neardup.core.minhash.signatures``). The index then holds:
 
 - rows ``0 .. pool-1``: the pool's real signatures, unchanged (ids ``d00000000`` ...), so that
   near-copies of pool texts have something to match;
@@ -166,7 +166,7 @@ def write_store(
         index_params: what ``ensure_params`` records (num_perm, bands, k, seed).
         chunk: rows per transaction.
     """
-    from app.service.store import SQLiteStore, StoredDoc
+    from neardup.app.service.store import SQLiteStore, StoredDoc
 
     store = SQLiteStore(data_dir)
     try:

@@ -148,7 +148,7 @@ def _build_rows(report: Report) -> list[tuple[str, str]]:
     return [
         (
             f"signatures of the {min(c.pool, c.docs):,}-doc pool "
-            "(core.minhash.signatures, workers=2)",
+            "(neardup.core.minhash.signatures, workers=2)",
             f"{report.pool_seconds:.2f} s",
         ),
         (

@@ -103,11 +103,11 @@ def _facts(key: str, texts: list[str]) -> CorpusFacts:
 
 def run(config: Config, command: str) -> Report:
     """Make the corpora and run every measurement."""
-    import core._compiled
+    import neardup.core._compiled
 
     report = Report(config, command)
     report.start = at_start(KERNEL_SOURCES)
-    report.jit_loaded = core._compiled.load() is not None
+    report.jit_loaded = neardup.core._compiled.load() is not None
     # First, while this process is fresh, and interleaved: all three cases are neardup's.
     print("workers ...", file=sys.stderr, flush=True)
     worker_texts = CORPORA[WORKERS_CORPUS].make(config.worker_docs, config.seed)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from core.engine import MinhashParams, batch_signatures
+from neardup.core.engine import MinhashParams, batch_signatures
 
 #: 128 permutations, seed 0, 5-word shingles: what every contender computes.
 PARAMS = MinhashParams(num_perm=128, seed=0, k=5)
@@ -81,7 +81,7 @@ def run_neardup_numpy(texts: Sequence[str]) -> NDArray[np.uint32]:
     Returns:
         The ``[len(texts), 128]`` uint32 signatures.
     """
-    from core._signatures import _kernel
+    from neardup.core._signatures import _kernel
 
     return _kernel(texts, NUM_PERM, SEED, K, jit=False)
 

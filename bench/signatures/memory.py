@@ -12,7 +12,7 @@ import tracemalloc
 from collections.abc import Sequence
 
 from bench.common.memory import MIB
-from core.minhash import signatures
+from neardup.core.minhash import signatures
 
 __all__ = ["signatures_peak_mib"]
 

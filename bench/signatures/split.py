@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.signatures.contenders import NUM_PERM, PARAMS, SEED, K
-from core.engine import batch_signatures
+from neardup.core.engine import batch_signatures
 
 #: The stages, in order.
 STAGES = (
@@ -25,25 +25,25 @@ STAGES = (
 
 def _split_once(texts: Sequence[str], jit: bool) -> tuple[list[float], NDArray[np.uint32]]:
     """One pass of the kernel stage by stage; the seconds per stage and the signatures."""
-    import core._compiled
-    import core._fnv
-    import core._permute
-    import core._signatures
-    import core._tokens
-    from core._hashing import MERSENNE31, perm_params
+    import neardup.core._compiled
+    import neardup.core._fnv
+    import neardup.core._permute
+    import neardup.core._signatures
+    import neardup.core._tokens
+    from neardup.core._hashing import MERSENNE31, perm_params
 
     a, b = perm_params(NUM_PERM, SEED)
-    kernels = core._compiled.load() if jit else None
+    kernels = neardup.core._compiled.load() if jit else None
     if jit and kernels is None:
         raise ImportError("the compiled kernels do not load")
     seconds = [0.0] * len(STAGES)
     rows = []
     gc.collect()
-    for lo, hi in core._signatures.slab_bounds(texts):
+    for lo, hi in neardup.core._signatures.slab_bounds(texts):
         t0 = time.perf_counter()
-        tokens = core._tokens.Tokens(texts[lo:hi], jit=jit)
+        tokens = neardup.core._tokens.Tokens(texts[lo:hi], jit=jit)
         t1 = time.perf_counter()
-        start, end, per_doc = core._tokens.shingle_spans(tokens, K)
+        start, end, per_doc = neardup.core._tokens.shingle_spans(tokens, K)
         t2 = time.perf_counter()
         if kernels is not None:
             x = np.empty(len(start), dtype=np.uint64)
@@ -52,9 +52,9 @@ def _split_once(texts: Sequence[str], jit: bool) -> tuple[list[float], NDArray[n
             sig = np.empty((len(per_doc), NUM_PERM), dtype=np.uint32)
             kernels.minima(x.astype(np.uint32), per_doc, a.astype(np.uint32), b, sig)
         else:
-            x = core._fnv.fnv1a64_spans(tokens.buf, start, end) % np.uint64(MERSENNE31)
+            x = neardup.core._fnv.fnv1a64_spans(tokens.buf, start, end) % np.uint64(MERSENNE31)
             t3 = time.perf_counter()
-            sig = core._permute.minima(x, per_doc, a, b)
+            sig = neardup.core._permute.minima(x, per_doc, a, b)
         t4 = time.perf_counter()
         for i, dt in enumerate((t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
             seconds[i] += dt

@@ -34,8 +34,8 @@ from bench.common import options
 from bench.common.corpora import CORPORA
 from bench.common.options import Size
 from bench.signatures.measure import pool_peak_rss_mib, timed
-from core.engine import spawn_pool, warm_worker
-from core.minhash import signatures
+from neardup.core.engine import spawn_pool, warm_worker
+from neardup.core.minhash import signatures
 
 #: Untimed full calls on the warm pool before timing (its workers are warmed as they start,
 #: as a long-lived pool's are: ``spawn_pool(warm=warm_worker)``).

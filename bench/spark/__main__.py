@@ -3,7 +3,7 @@
 
 1. ``bench.batch.corpus`` writes the batch benchmark's seeded web-like corpus (non-ASCII text,
    5 % planted exact and 5 % near copies) of N documents, in its own process.
-2. Each engine runs as a subprocess (``python -m app.cli dedup ...``): wall time, docs/s, the
+2. Each engine runs as a subprocess (``python -m neardup dedup ...``): wall time, docs/s, the
    process tree's peak RSS and PSS (``bench.batch.proctree``: for Spark the tree holds the JVM
    and its Python workers), CPU seconds, and the seconds per stage from its manifest.
 3. The outputs are read back: the surviving ids and their ``minhash_cluster`` tags must be
@@ -83,7 +83,7 @@ def _tags(lines: list[str]) -> dict[str, str]:
 
 def _run_local(cfg: Config, corpus: Path, tmp: Path) -> Side:
     out = tmp / "local.jsonl"
-    argv = [sys.executable, "-m", "app.cli", "dedup", str(corpus), "--output", str(out)]
+    argv = [sys.executable, "-m", "neardup", "dedup", str(corpus), "--output", str(out)]
     argv += ["--workers", str(cfg.workers), "--quiet"]
     _say(f"local engine, --workers {cfg.workers} ...")
     tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "l"), "local")
@@ -95,7 +95,7 @@ def _run_local(cfg: Config, corpus: Path, tmp: Path) -> Side:
 
 def _run_spark(cfg: Config, corpus: Path, tmp: Path) -> Side:
     out = tmp / "spark.jsonl"
-    argv = [sys.executable, "-m", "app.cli", "dedup", str(corpus), "--output", str(out)]
+    argv = [sys.executable, "-m", "neardup", "dedup", str(corpus), "--output", str(out)]
     argv += ["--engine", "spark", "--spark-master", cfg.master, "--quiet"]
     _say(f"spark engine, --spark-master {cfg.master} ...")
     # The driver's JVM heap (local mode: driver and executors are one JVM).

@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from app.client import Client, ClientError
+from neardup.app.client import Client, ClientError
 
 
 def scripted(*responses):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from core import _compiled
+from neardup.core import _compiled
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core._banding import _Band
+from neardup.core._banding import _Band
 
 
 @given(

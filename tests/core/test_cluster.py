@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import core._banding
-from core.engine import MinhashParams, candidate_pairs, cluster_roots
-from core.errors import ParameterError
-from core.minhash import LSH, MERSENNE31, UnionFind, clusters, estimate, signatures
+import neardup.core._banding
+from neardup.core.engine import MinhashParams, candidate_pairs, cluster_roots
+from neardup.core.errors import ParameterError
+from neardup.core.minhash import LSH, MERSENNE31, UnionFind, clusters, estimate, signatures
 from tests import reference
 from tests.fixtures import planted_corpus
 
@@ -124,7 +124,9 @@ def test_digest_collisions_never_make_false_candidates(monkeypatch):
     sigs = rng.integers(0, 4, size=(30, 8), dtype=np.uint32)
     expected_pairs = candidate_pairs(sigs, 4).tolist()
     expected_roots = _roots(sigs, 4, 0.5).tolist()
-    monkeypatch.setattr(core._banding, "band_digest", lambda block: np.zeros(len(block), np.uint64))
+    monkeypatch.setattr(
+        neardup.core._banding, "band_digest", lambda block: np.zeros(len(block), np.uint64)
+    )
     assert candidate_pairs(sigs, 4).tolist() == expected_pairs
     assert _roots(sigs, 4, 0.5).tolist() == expected_roots
     roots, reference_pairs = _reference_roots(sigs, 4, 0.5)
@@ -141,7 +143,9 @@ def test_all_p_rows_are_never_candidates_even_when_repeated():
 
 
 def test_candidate_pairs_survive_band_digest_collisions(monkeypatch):
-    monkeypatch.setattr(core._banding, "band_digest", lambda b: np.zeros(len(b), dtype=np.uint64))
+    monkeypatch.setattr(
+        neardup.core._banding, "band_digest", lambda b: np.zeros(len(b), dtype=np.uint64)
+    )
     sigs = np.array([[1, 2, 5, 6], [3, 4, 5, 6], [1, 2, 7, 8], [9, 9, 9, 9]], dtype=np.uint32)
     assert candidate_pairs(sigs, 2).tolist() == [[0, 1], [0, 2]]
 

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import _compiled, _signatures
-from core._fnv import fnv1a64_spans
-from core._hashing import MERSENNE31, perm_params
-from core._permute import minima
-from core.minhash import minhash, shingles
+from neardup.core import _compiled, _signatures
+from neardup.core._fnv import fnv1a64_spans
+from neardup.core._hashing import MERSENNE31, perm_params
+from neardup.core._permute import minima
+from neardup.core.minhash import minhash, shingles
 from tests.core.test_permute import boundary_xs
 from tests.strategies import any_text, texts, tricky_text
 
@@ -159,7 +159,7 @@ def test_memory_of_one_call_does_not_grow_with_its_input(monkeypatch):
     # is tens of bytes a character: here ~100 KB a text.
     import tracemalloc
 
-    from core.minhash import signatures
+    from neardup.core.minhash import signatures
 
     monkeypatch.setattr(_signatures, "SLAB_TEXTS", 16)
     monkeypatch.setattr(_signatures, "SLAB_CHARS", 16 * 4096)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from core.engine import read_docs, write_docs
-from core.errors import CorpusError
-from core.minhash import Doc
+from neardup.core.engine import read_docs, write_docs
+from neardup.core.errors import CorpusError
+from neardup.core.minhash import Doc
 
 
 def test_corpus_round_trip(tmp_path):

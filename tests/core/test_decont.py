@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core._ngrams import NgramIndex, first_shared_ngram
-from core.engine import decontaminate_with, ngrams, words
-from core.errors import CorpusError, ParameterError
-from core.minhash import Doc, contaminated, decontaminate, protected_ngrams
+from neardup.core._ngrams import NgramIndex, first_shared_ngram
+from neardup.core.engine import decontaminate_with, ngrams, words
+from neardup.core.errors import CorpusError, ParameterError
+from neardup.core.minhash import Doc, contaminated, decontaminate, protected_ngrams
 from tests.fixtures import write_protected
 from tests.strategies import texts
 

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core._cutting import DecontMode, DecontParams, cut_spans, decontaminate_modes
-from core._matches import Protection, sample_capped, word_spans
-from core._protected import ProtectedFormat, parse_protected_set
-from core._report import ContaminationReport, Thresholds
-from core._text import words
-from core.errors import ParameterError
-from core.minhash import Doc, contaminated
+from neardup.core._cutting import DecontMode, DecontParams, cut_spans, decontaminate_modes
+from neardup.core._matches import Protection, sample_capped, word_spans
+from neardup.core._protected import ProtectedFormat, parse_protected_set
+from neardup.core._report import ContaminationReport, Thresholds
+from neardup.core._text import words
+from neardup.core.errors import ParameterError
+from neardup.core.minhash import Doc, contaminated
 from tests.strategies import texts
 
 SHELL = "Tom found a shiny red shell by the river and carried it home to show his sister."

@@ -6,10 +6,10 @@ import time
 import numpy as np
 import pytest
 
-from core import _compiled, _tokens
-from core.engine import spawn_pool, warm_worker
-from core.errors import ParameterError
-from core.minhash import signatures
+from neardup.core import _compiled, _tokens
+from neardup.core.engine import spawn_pool, warm_worker
+from neardup.core.errors import ParameterError
+from neardup.core.minhash import signatures
 
 
 def worker_state(hold: float = 0.0) -> tuple[int, bool, bool]:

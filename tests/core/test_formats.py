@@ -1,4 +1,4 @@
-"""JSON Lines parsing (``core._formats``): the same values and errors as ``json.loads``."""
+"""JSON Lines parsing (``neardup.core._formats``): the same values and errors as ``json.loads``."""
 
 import json
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core._formats import _loads, parse_jsonl_line
-from core.errors import CorpusError
+from neardup.core._formats import _loads, parse_jsonl_line
+from neardup.core.errors import CorpusError
 
 FRAGMENTS = [
     "{",

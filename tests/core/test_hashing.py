@@ -2,8 +2,8 @@
 
 import pytest
 
-from core.errors import ParameterError
-from core.minhash import MERSENNE31, PCG32, fnv1a64, perm_params
+from neardup.core.errors import ParameterError
+from neardup.core.minhash import MERSENNE31, PCG32, fnv1a64, perm_params
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.errors import ParameterError, SignatureError
-from core.minhash import LSH, MERSENNE31, minhash
+from neardup.core.errors import ParameterError, SignatureError
+from neardup.core.minhash import LSH, MERSENNE31, minhash
 from tests import reference
 
 

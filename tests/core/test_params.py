@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.engine import INDEX_KEYS, MinhashParams, ParameterError
+from neardup.core.engine import INDEX_KEYS, MinhashParams, ParameterError
 
 
 def test_defaults_are_the_contracts():

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core._hashing import MERSENNE31, perm_params
-from core._permute import minima
+from neardup.core._hashing import MERSENNE31, perm_params
+from neardup.core._permute import minima
 
 P = MERSENNE31
 

@@ -4,8 +4,8 @@ import ast
 import subprocess
 import sys
 
-import core.engine
-import core.minhash
+import neardup.core.engine
+import neardup.core.minhash
 
 CORE_NAMES = {
     "MERSENNE31", "words", "shingles", "jaccard", "shingle_hashes", "perm_params", "minhash",
@@ -15,10 +15,10 @@ CORE_NAMES = {
 
 
 def test_every_core_md_name_imports_from_core_minhash():
-    assert set(core.minhash.__all__) == CORE_NAMES
+    assert set(neardup.core.minhash.__all__) == CORE_NAMES
     for name in CORE_NAMES:
-        assert getattr(core.minhash, name) is not None
-    assert core.minhash.MERSENNE31 == 2**31 - 1
+        assert getattr(neardup.core.minhash, name) is not None
+    assert neardup.core.minhash.MERSENNE31 == 2**31 - 1
 
 
 ENGINE_NAMES = {
@@ -48,14 +48,14 @@ ENGINE_NAMES = {
 
 def test_the_engine_surface_is_locked():
     """What app/, the CLI and other engines build on; changing it is a decision, not a slip."""
-    assert set(core.engine.__all__) == ENGINE_NAMES
+    assert set(neardup.core.engine.__all__) == ENGINE_NAMES
     for name in ENGINE_NAMES:
-        assert getattr(core.engine, name) is not None
+        assert getattr(neardup.core.engine, name) is not None
 
 
 def test_the_engine_and_the_contract_share_their_objects():
-    for name in set(core.engine.__all__) & set(core.minhash.__all__):
-        assert getattr(core.engine, name) is getattr(core.minhash, name)
+    for name in set(neardup.core.engine.__all__) & set(neardup.core.minhash.__all__):
+        assert getattr(neardup.core.engine, name) is getattr(neardup.core.minhash, name)
 
 
 def _imported_by(modules: str, suspects: tuple[str, ...]) -> list[str]:
@@ -72,10 +72,15 @@ def _imported_by(modules: str, suspects: tuple[str, ...]) -> list[str]:
 
 
 def test_reading_a_corpus_imports_no_clustering():
-    suspects = ("core._cluster", "core._signatures", "core._banding", "numpy")
-    assert _imported_by("core._corpus", suspects) == []
+    suspects = (
+        "neardup.core._cluster",
+        "neardup.core._signatures",
+        "neardup.core._banding",
+        "numpy",
+    )
+    assert _imported_by("neardup.core._corpus", suspects) == []
 
 
 def test_core_never_imports_the_web_layer():
     suspects = ("app", "fastapi", "starlette", "pydantic", "uvicorn", "httpx")
-    assert _imported_by("core.minhash, core.engine", suspects) == []
+    assert _imported_by("neardup.core.minhash, neardup.core.engine", suspects) == []

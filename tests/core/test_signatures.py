@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.errors import ParameterError
-from core.minhash import MERSENNE31, PCG32, minhash, shingle_hashes, shingles, signatures
+from neardup.core.errors import ParameterError
+from neardup.core.minhash import MERSENNE31, PCG32, minhash, shingle_hashes, shingles, signatures
 from tests.pools import ReversePool
 from tests.strategies import any_text, texts
 
@@ -120,11 +120,11 @@ def test_signatures_reject_bad_parameters_and_unencodable_text():
 def test_pool_slabs_of_any_size_give_the_signatures_of_one_process(batch, workers, chars):
     # Slabs of a few characters (a text or two) up to all texts in one; the stand-in pool
     # finishes them backwards, so rows must be placed by slab, not by completion.
-    import core._signatures
+    import neardup.core._signatures
 
     expected = signatures(batch)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(core._signatures, "SLAB_CHARS", chars)
+        mp.setattr(neardup.core._signatures, "SLAB_CHARS", chars)
         got = signatures(batch, pool=ReversePool(workers))
     assert np.array_equal(got, expected)
 

@@ -6,8 +6,8 @@ import random
 import numpy as np
 import pytest
 
-from core.errors import SignatureError
-from core.minhash import estimate, minhash
+from neardup.core.errors import SignatureError
+from neardup.core.minhash import estimate, minhash
 
 
 def test_estimate_worked_toy():

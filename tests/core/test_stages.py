@@ -2,8 +2,8 @@
 
 import pytest
 
-from core.errors import DuplicateIdError
-from core.minhash import Doc, exact_dedup, near_dedup
+from neardup.core.errors import DuplicateIdError
+from neardup.core.minhash import Doc, exact_dedup, near_dedup
 from tests.fixtures import planted_corpus
 
 

@@ -3,7 +3,7 @@
 import fsspec
 import pytest
 
-from core.engine import (
+from neardup.core.engine import (
     CorpusError,
     RecordReader,
     Schema,

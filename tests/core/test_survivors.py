@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.engine import (
+from neardup.core.engine import (
     KeepPolicy,
     ParameterError,
     cluster_survivors,

@@ -5,8 +5,8 @@ import sys
 
 import numpy as np
 
-from core._tokens import lower_table, word_table
-from core.minhash import jaccard, shingles, words
+from neardup.core._tokens import lower_table, word_table
+from neardup.core.minhash import jaccard, shingles, words
 
 
 def test_words_ignore_case_and_punctuation():

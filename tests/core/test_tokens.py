@@ -1,5 +1,5 @@
 """The batch tokeniser (core/_tokens.py) both ways, the compiled one-pass kernel
-(``core._jit.tokenise``) and the numpy reference, against the scalar reference definitions
+(``neardup.core._jit.tokenise``) and the numpy reference, against the scalar reference definitions
 (core/_text.py): the same words per document, joined by single spaces, so the same shingles."""
 
 from itertools import pairwise
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import _compiled, _signatures, _tokens
-from core._text import shingles, words
-from core.errors import ParameterError
+from neardup.core import _compiled, _signatures, _tokens
+from neardup.core._text import shingles, words
+from neardup.core.errors import ParameterError
 from tests.strategies import any_text, texts, tricky_text
 
 
@@ -117,7 +117,7 @@ def test_code_points_not_probed_are_neither_cased_nor_case_ignorable():
 
 
 def test_the_kernel_reads_char_table_by_the_same_bits(jit):
-    from core import _jit
+    from neardup.core import _jit
 
     assert _jit._CODE_POINT == _tokens._CODE_POINT_BITS
     assert _jit._WORD == _tokens._WORD_BIT

@@ -4,8 +4,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.engine import Components, min_label_components
-from core.minhash import UnionFind
+from neardup.core.engine import Components, min_label_components
+from neardup.core.minhash import UnionFind
 from tests import reference
 from tests.strategies import ids
 

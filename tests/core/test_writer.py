@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import core._writer as writer_module
-from core.engine import CorpusError, RowWriter
+import neardup.core._writer as writer_module
+from neardup.core.engine import CorpusError, RowWriter
 
 REASON = pa.struct([("reason", pa.string()), ("set", pa.string())])
 

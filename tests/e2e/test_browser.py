@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from core.minhash import words
+from neardup.core.minhash import words
 from tests.e2e.conftest import start_server, stop_server
 from tests.e2e.test_cluster_pages import ROOT as LICENSE_ROOT
 from tests.e2e.test_cluster_pages import populate as populate_licenses

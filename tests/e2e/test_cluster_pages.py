@@ -12,7 +12,7 @@ import httpx
 import numpy as np
 import pytest
 
-from core.minhash import signatures
+from neardup.core.minhash import signatures
 
 LICENSE_TEXT = (
     "Permission is hereby granted free of charge to any person obtaining a copy of this "

@@ -5,7 +5,7 @@ import threading
 
 import httpx
 
-from core.minhash import clusters as core_clusters
+from neardup.core.minhash import clusters as core_clusters
 from tests.e2e.conftest import start_server, stop_server
 from tests.e2e.test_documents import api_clusters, register
 from tests.fixtures import planted_corpus

@@ -14,14 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.service.store import SQLiteStore, StoredDoc
-from core.engine import MinhashParams
+from neardup.app.service.store import SQLiteStore, StoredDoc
+from neardup.core.engine import MinhashParams
 from tests.e2e.conftest import start_server, stop_server
 
 
 def refused(data_dir: Path, *args: str) -> str:
     """Run ``neardup serve`` expecting exit 2 before it listens; its stderr, one line."""
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", "0", "--workers", "1",
+    cmd = [sys.executable, "-m", "neardup", "serve", "--port", "0", "--workers", "1",
            "--data-dir", str(data_dir), *args]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     try:

@@ -4,7 +4,7 @@
 import httpx
 import pytest
 
-from core.minhash import clusters as core_clusters
+from neardup.core.minhash import clusters as core_clusters
 from tests.e2e.conftest import start_server, stop_server
 from tests.fixtures import planted_corpus
 

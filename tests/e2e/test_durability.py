@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.minhash import clusters as core_clusters
+from neardup.core.minhash import clusters as core_clusters
 from tests.e2e.conftest import start_server, stop_server, wait_inflight
 from tests.e2e.test_documents import api_clusters, register
 from tests.fixtures import planted_corpus

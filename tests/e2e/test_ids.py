@@ -8,7 +8,7 @@ from urllib.parse import quote, unquote
 import httpx
 import pytest
 
-from app.client import Client, ClientError
+from neardup.app.client import Client, ClientError
 
 #: Ids a data pipeline meets: paths, reserved URL characters, quotes, non-ASCII, the longest.
 IDS = [

@@ -2,9 +2,9 @@
 
 import json
 
-from core.engine import write_docs
-from core.minhash import Doc, words
-from core.minhash import clusters as core_clusters
+from neardup.core.engine import write_docs
+from neardup.core.minhash import Doc, words
+from neardup.core.minhash import clusters as core_clusters
 from tests.app.cli.test_cli import neardup
 from tests.e2e.test_documents import api_clusters
 from tests.fixtures import planted_corpus

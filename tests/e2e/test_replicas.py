@@ -15,7 +15,7 @@ import httpx
 
 from bench.common.machine import REPO_ROOT
 from bench.common.server import free_port
-from core.minhash import clusters as core_clusters
+from neardup.core.minhash import clusters as core_clusters
 from tests.e2e.conftest import start_server, stop_server
 from tests.e2e.test_documents import api_clusters
 from tests.fixtures import planted_corpus
@@ -140,7 +140,7 @@ def test_three_replicas_under_kill_and_database_restart_behave_as_one(tmp_path, 
 
 
 def _serve(*args):
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(free_port()), *args]
+    cmd = [sys.executable, "-m", "neardup", "serve", "--port", str(free_port()), *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
 
 

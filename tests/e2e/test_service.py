@@ -2,7 +2,7 @@
 
 import httpx
 
-from core.minhash import signatures
+from neardup.core.minhash import signatures
 from tests.core.test_signatures import EDGE_TEXTS
 
 

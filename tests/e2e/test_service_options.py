@@ -11,8 +11,8 @@ import threading
 import httpx
 import pytest
 
-from app.client import Client, ClientError
-from core.engine import lsh_probability
+from neardup.app.client import Client, ClientError
+from neardup.core.engine import lsh_probability
 from tests.app.cli.test_cli import neardup
 from tests.e2e.conftest import start_server, stop_server
 

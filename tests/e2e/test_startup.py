@@ -8,10 +8,10 @@ import time
 import httpx
 import numpy as np
 
-from app.service.store import ProtectedSetRow, SQLiteStore
 from bench.common.server import REPO_ROOT, free_port, start_server, stop_server
 from bench.service.synthetic_index import write_store
-from core.engine import MinhashParams, ProtectedFormat
+from neardup.app.service.store import ProtectedSetRow, SQLiteStore
+from neardup.core.engine import MinhashParams, ProtectedFormat
 
 PARAMS = MinhashParams()
 
@@ -23,7 +23,7 @@ def test_the_server_listens_and_says_starting_while_it_recovers(tmp_path):
     sigs = rng.integers(0, 2**31 - 1, size=(n, PARAMS.num_perm), dtype=np.uint32)
     write_store(data, sigs, [i.to_bytes(32, "big") for i in range(n)], PARAMS.index_params())
     port = free_port()
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data-dir", str(data),
+    cmd = [sys.executable, "-m", "neardup", "serve", "--port", str(port), "--data-dir", str(data),
            "--workers", "1"]  # fmt: skip
     log = (tmp_path / "server.log").open("wb")
     process = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.api.bodies import StrictJSONRoute
-from app.api.deps import ServiceDep, require
-from app.api.schemas import ERRORS, ClusterOut, ClustersResponse
+from neardup.app.api.bodies import StrictJSONRoute
+from neardup.app.api.deps import ServiceDep, require
+from neardup.app.api.schemas import ERRORS, ClusterOut, ClustersResponse
 
 router = APIRouter(prefix="/v1", tags=["clusters"], route_class=StrictJSONRoute, responses=ERRORS)
 

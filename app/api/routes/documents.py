@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
 
-from app.api.bodies import StrictJSONRoute
-from app.api.deps import ServiceDep, require
-from app.api.schemas import (
+from neardup.app.api.bodies import StrictJSONRoute
+from neardup.app.api.deps import ServiceDep, require
+from neardup.app.api.schemas import (
     ERRORS,
     DocumentOut,
     DocumentResult,
@@ -21,7 +21,7 @@ from app.api.schemas import (
     QueryResult,
     ReplaceRequest,
 )
-from app.service import NewDoc, Registered
+from neardup.app.service import NewDoc, Registered
 
 _C = r"\x00-\x1F\x7F-\x9F"
 #: A DocId (schemas.DocId) as a path parameter, stated in the schema: 1 to 256 characters, no

@@ -9,9 +9,9 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Request, Response
 from starlette.datastructures import UploadFile
 
-from app.api.bodies import StrictJSONRoute
-from app.api.deps import CallerDep, ServiceDep, require
-from app.api.schemas import (
+from neardup.app.api.bodies import StrictJSONRoute
+from neardup.app.api.deps import CallerDep, ServiceDep, require
+from neardup.app.api.schemas import (
     ERRORS,
     ContaminationRequest,
     ContaminationResponse,
@@ -22,8 +22,8 @@ from app.api.schemas import (
     Hit,
     ProtectedSetOut,
 )
-from app.service import DecontRequest, Service
-from core.engine import DecontMode, DecontParams, Doc, ProtectedFormat, Thresholds
+from neardup.app.service import DecontRequest, Service
+from neardup.core.engine import DecontMode, DecontParams, Doc, ProtectedFormat, Thresholds
 
 router = APIRouter(
     prefix="/v1", tags=["protected sets"], route_class=StrictJSONRoute, responses=ERRORS

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api.bodies import StrictJSONRoute
-from app.api.deps import ServiceDep, SettingsDep, require
-from app.api.schemas import ERRORS, ConfigResponse, SignaturesRequest, SignaturesResponse
+from neardup.app.api.bodies import StrictJSONRoute
+from neardup.app.api.deps import ServiceDep, SettingsDep, require
+from neardup.app.api.schemas import ERRORS, ConfigResponse, SignaturesRequest, SignaturesResponse
 
 router = APIRouter(prefix="/v1", tags=["signatures"], route_class=StrictJSONRoute, responses=ERRORS)
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from app.api.admission import Capacity
-from app.api.bodies import StrictJSONRoute
-from app.api.deps import ServiceDep, require
-from app.api.schemas import ERRORS
-from app.service import Service
+from neardup.app.api.admission import Capacity
+from neardup.app.api.bodies import StrictJSONRoute
+from neardup.app.api.deps import ServiceDep, require
+from neardup.app.api.schemas import ERRORS
+from neardup.app.service import Service
 
 router = APIRouter(tags=["stats"], route_class=StrictJSONRoute, responses=ERRORS)
 

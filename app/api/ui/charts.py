@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.engine import lsh_probability, lsh_threshold
+from neardup.core.engine import lsh_probability, lsh_threshold
 
 __all__ = ["Bar", "SCurve", "s_curve", "size_histogram"]
 

@@ -18,11 +18,11 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 
-from app.api.deps import Caller, ServiceDep, bearer_token, caller_of
-from app.api.ui.charts import s_curve, size_histogram
-from app.api.ui.security import Sessions, same_origin
-from app.service import DecontRequest, NotFound
-from app.service.views import (
+from neardup.app.api.deps import Caller, ServiceDep, bearer_token, caller_of
+from neardup.app.api.ui.charts import s_curve, size_histogram
+from neardup.app.api.ui.security import Sessions, same_origin
+from neardup.app.service import DecontRequest, NotFound
+from neardup.app.service.views import (
     CHAIN_LIMIT,
     DIFF_WORDS,
     HIGHLIGHT_CHARS,
@@ -30,7 +30,7 @@ from app.service.views import (
     contamination_view,
     registered_text,
 )
-from core.engine import DecontMode, DecontParams, Doc, ParameterError, Thresholds
+from neardup.core.engine import DecontMode, DecontParams, Doc, ParameterError, Thresholds
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")

@@ -5,9 +5,9 @@ import asyncio
 import pytest
 from pydantic import ValidationError
 
-from app.api.admission import Admission, Capacity
-from app.api.body_limit import BodyLimit
-from app.config import Settings
+from neardup.app.api.admission import Admission, Capacity
+from neardup.app.api.body_limit import BodyLimit
+from neardup.app.config import Settings
 
 
 def _scope(method="POST", path="/v1/documents", length=None, chunked=False):

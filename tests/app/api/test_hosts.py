@@ -3,8 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from app.config import Settings
-from app.main import create_app
+from neardup.app.config import Settings
+from neardup.app.main import create_app
 from tests.app.api.asgi import call
 
 

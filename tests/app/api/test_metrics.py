@@ -4,8 +4,8 @@ import re
 
 from prometheus_client import generate_latest
 
-from app.config import Settings
-from app.main import create_app
+from neardup.app.config import Settings
+from neardup.app.main import create_app
 from tests.app.api.asgi import call
 
 

@@ -3,9 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
-from app.api.schemas import QueryRequest
-from app.config import Settings
-from app.main import create_app
+from neardup.app.api.schemas import QueryRequest
+from neardup.app.config import Settings
+from neardup.app.main import create_app
 from tests.app.api.asgi import call
 
 

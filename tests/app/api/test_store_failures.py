@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from starlette.exceptions import StarletteDeprecationWarning
 
-from app.config import Settings
-from app.main import create_app
-from app.service.store import SQLiteStore, StoredDoc
+from neardup.app.config import Settings
+from neardup.app.main import create_app
+from neardup.app.service.store import SQLiteStore, StoredDoc
 
 with warnings.catch_warnings():  # starlette would rather drive httpx2; httpx serves here
     warnings.simplefilter("ignore", StarletteDeprecationWarning)

@@ -1,6 +1,6 @@
 """/ui sessions: random ids mapped to scopes in memory, expiring, bounded in number."""
 
-from app.api.ui.security import Sessions
+from neardup.app.api.ui.security import Sessions
 
 
 class Clock:

@@ -2,9 +2,9 @@
 
 import pytest
 
-from app.api.ui.charts import s_curve, size_histogram
-from app.service.diffs import highlight_ngrams, word_diff
-from core.engine import lsh_probability
+from neardup.app.api.ui.charts import s_curve, size_histogram
+from neardup.app.service.diffs import highlight_ngrams, word_diff
+from neardup.core.engine import lsh_probability
 
 
 def _render(pieces):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.engine import read_docs, write_docs
-from core.minhash import Doc
+from neardup.core.engine import read_docs, write_docs
+from neardup.core.minhash import Doc
 from tests.fixtures import SHELL_SENTENCE, planted_corpus, write_protected
 from tests.procs import pool_workers
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def neardup(*args, cwd, timeout=300):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *map(str, args)],
+        [sys.executable, "-m", "neardup", *map(str, args)],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
 
@@ -147,7 +147,7 @@ def test_ctrl_c_leaves_no_partial_output(tmp_path):
     _big_corpus(tmp_path / "big.jsonl", 30_000)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "dedup", "big.jsonl", "--output", "out.jsonl",
+        [sys.executable, "-m", "neardup", "dedup", "big.jsonl", "--output", "out.jsonl",
          "--workers", "2"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     _wait_for_workers(proc.pid)  # pass 1 is running
@@ -161,7 +161,7 @@ def test_a_dead_worker_is_an_error_not_a_hang(tmp_path):
     _big_corpus(tmp_path / "big.jsonl", 30_000)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "dedup", "big.jsonl", "--output", "out.jsonl",
+        [sys.executable, "-m", "neardup", "dedup", "big.jsonl", "--output", "out.jsonl",
          "--workers", "2", "--quiet"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     workers = _wait_for_workers(proc.pid)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.engine import Doc, write_docs
+from neardup.core.engine import Doc, write_docs
 from tests.fixtures import SHELL_SENTENCE, planted_corpus, write_protected
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def neardup(*args: object, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *map(str, args)],
+        [sys.executable, "-m", "neardup", *map(str, args)],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
 

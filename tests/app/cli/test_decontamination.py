@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from core.engine import words
+from neardup.core.engine import words
 from tests.app.cli.test_cli import neardup
 
 SHELL = "Tom found a shiny red shell by the river and carried it home to show his sister."

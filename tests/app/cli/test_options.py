@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.cli.options import DedupOptions, DedupParams
-from core.engine import KeepPolicy, ParameterError, Schema
+from neardup.app.cli.options import DedupOptions, DedupParams
+from neardup.core.engine import KeepPolicy, ParameterError, Schema
 
 
 def test_given_lists_the_options_set_away_from_their_defaults():

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from app.cli import main
-from app.cli import progress as progress_module
-from app.cli.main import MINHASH_DEFAULTS, build_parser
-from core.engine import MinhashParams
+from neardup.app.cli import main
+from neardup.app.cli import progress as progress_module
+from neardup.app.cli.main import MINHASH_DEFAULTS, build_parser
+from neardup.core.engine import MinhashParams
 from tests.app.cli.licenses import EVAL_PASSAGE, license_rows, mit
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,7 +29,7 @@ MIT_IDS = ["deb/libfontenc1", "deb/libxau6", "py/pip-26.3.dist-info/LICENSE.txt"
 def neardup(*args, cwd, stdin=""):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *map(str, args)], cwd=cwd, env=env,
+        [sys.executable, "-m", "neardup", *map(str, args)], cwd=cwd, env=env,
         capture_output=True, text=True, timeout=300, input=stdin,
     )  # fmt: skip
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.cli import main
+from neardup.app.cli import main
 from tests.app.cli.licenses import mit
 
 HOLDERS = ["1998 The Open Group", "1988 The Open Group", "2008 The pip developers", "2010 Six"]

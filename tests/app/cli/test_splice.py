@@ -1,4 +1,4 @@
-"""Pass 2's fast path (``app.cli.splice``): a spliced line is byte for byte what the general
+"""Pass 2's fast path (``neardup.app.cli.splice``): a spliced line is byte for byte what the general
 path writes, and ``neardup dedup`` writes the same bytes with the fast path on and off for any
 mix of line spellings."""
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.cli import dedup as dedup_module
-from app.cli import main
-from app.cli.splice import (
+from neardup.app.cli import dedup as dedup_module
+from neardup.app.cli import main
+from neardup.app.cli.splice import (
     GENERAL,
     META_ABSENT,
     META_LAST,
@@ -23,7 +23,7 @@ from app.cli.splice import (
     tagged_line,
     with_reason_line,
 )
-from core.engine import CLUSTER_KEY, Record
+from neardup.core.engine import CLUSTER_KEY, Record
 from tests.app.cli.licenses import mit
 
 REASON = "neardup"

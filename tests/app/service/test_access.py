@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from app.service.access import Keyring, KeysFileError
+from neardup.app.service.access import Keyring, KeysFileError
 
 READ = "r-0123456789abcdef"
 WRITE = "w-0123456789abcdef"

@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.service.index import Found, ServiceIndex
-from core.engine import MinhashParams
-from core.minhash import MERSENNE31, signatures
-from core.minhash import clusters as core_clusters
+from neardup.app.service.index import Found, ServiceIndex
+from neardup.core.engine import MinhashParams
+from neardup.core.minhash import MERSENNE31, signatures
+from neardup.core.minhash import clusters as core_clusters
 from tests import reference
 from tests.fixtures import planted_corpus
 

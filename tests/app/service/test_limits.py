@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.service import RateLimited
-from app.service.limits import ProbeLimiter
+from neardup.app.service import RateLimited
+from neardup.app.service.limits import ProbeLimiter
 
 
 class Clock:

@@ -5,9 +5,9 @@ import asyncio
 import numpy as np
 import pytest
 
-from app.service.pool import CHUNK_CHARS, NUMPY_SLOWER, STREAM_CHUNK_CHARS, SignaturePool
-from core.engine import MinhashParams, Utf8Texts
-from core.minhash import signatures
+from neardup.app.service.pool import CHUNK_CHARS, NUMPY_SLOWER, STREAM_CHUNK_CHARS, SignaturePool
+from neardup.core.engine import MinhashParams, Utf8Texts
+from neardup.core.minhash import signatures
 from tests.pools import ReversePool
 
 

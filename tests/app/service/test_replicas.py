@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from app.config import Settings
-from app.service import NewDoc, NotFound, Service
-from core.engine import ProtectedFormat
-from core.minhash import clusters as core_clusters
+from neardup.app.config import Settings
+from neardup.app.service import NewDoc, NotFound, Service
+from neardup.core.engine import ProtectedFormat
+from neardup.core.minhash import clusters as core_clusters
 from tests.fixtures import planted_corpus
 
 CORPUS = planted_corpus(11, n_clusters=6, n_borderline=3, n_singletons=12)

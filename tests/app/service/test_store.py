@@ -9,9 +9,9 @@ import sqlite3
 
 import pytest
 
-from app.service import DamagedStore, DataDirLocked, ParameterMismatch, StoreFull
-from app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
-from core.engine import MinhashParams, ProtectedFormat, parse_protected_set
+from neardup.app.service import DamagedStore, DataDirLocked, ParameterMismatch, StoreFull
+from neardup.app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
+from neardup.core.engine import MinhashParams, ProtectedFormat, parse_protected_set
 
 JSONL = '{"id": "q1", "question": "one two three four"}\n'
 TEXT = "jsonl-looking text that is plain"

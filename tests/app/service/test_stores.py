@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.service import DamagedStore, ParameterMismatch, StoreUnavailable
-from app.service.pgstore import PostgresStore
-from app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
 from bench.common.server import free_port
-from core.engine import MinhashParams, ProtectedFormat
+from neardup.app.service import DamagedStore, ParameterMismatch, StoreUnavailable
+from neardup.app.service.pgstore import PostgresStore
+from neardup.app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
+from neardup.core.engine import MinhashParams, ProtectedFormat
 
 PARAMS = MinhashParams().index_params()
 

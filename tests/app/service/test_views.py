@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.service.views import _chains, _copies
-from core.engine import MinhashParams
-from core.minhash import clusters, signatures
+from neardup.app.service.views import _chains, _copies
+from neardup.core.engine import MinhashParams
+from neardup.core.minhash import clusters, signatures
 from tests.fixtures import planted_corpus
 
 PARAMS = MinhashParams()

@@ -59,8 +59,8 @@ def part_lines(output: Path) -> list[str]:
 
 def local_lines(inputs: Sequence[str], output: Path, **options: Any) -> list[str]:
     """The local engine's output lines for the same inputs, sorted."""
-    from app.cli.dedup import run_dedup
-    from app.cli.options import DedupOptions, DedupParams
+    from neardup.app.cli.dedup import run_dedup
+    from neardup.app.cli.options import DedupOptions, DedupParams
 
     params = DedupParams(**options.pop("params", {}))
     protected = tuple(str(p) for p in options.pop("protected", ()))

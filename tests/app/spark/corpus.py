@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from core.engine import MinhashParams, band_digests, batch_signatures, estimates
+from neardup.core.engine import MinhashParams, band_digests, batch_signatures, estimates
 from tests.fixtures import edit_to, planted_corpus, vocabulary
 
 #: Templated pages sharing one giant bucket per band: more than kernels.BIG_BUCKET members.

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.spark.job import run_spark_dedup
-from core.engine import CorpusError, DuplicateIdError, ParameterError
+from neardup.app.spark.job import run_spark_dedup
+from neardup.core.engine import CorpusError, DuplicateIdError, ParameterError
 
 GOOD = [{"id": f"d{i}", "text": f"some words for document number {i} here"} for i in range(6)]
 
@@ -74,8 +74,8 @@ def test_spark_output_name_and_protected_file_are_checked_first(spark: Any, tmp_
     with pytest.raises(CorpusError, match="no such file"):
         run_spark_dedup(spark, [a], str(tmp_path / "out.jsonl"), protected=["missing.jsonl"])
     with pytest.raises(ParameterError):
-        from app.spark.job import SparkParams
-        from core.engine import MinhashParams
+        from neardup.app.spark.job import SparkParams
+        from neardup.core.engine import MinhashParams
 
         run_spark_dedup(spark, [a], str(tmp_path / "out.jsonl"),
                         params=SparkParams(MinhashParams(bands=7)))  # fmt: skip

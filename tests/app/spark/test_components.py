@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.spark.components import star_roots
+from neardup.app.spark.components import star_roots
 
 # Ids from a small alphabet with non-ASCII letters: Spark orders strings by UTF-8 bytes, which
 # must agree with Python's code point order for the roots to be the same.

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.spark.job import SparkParams, run_spark_dedup
-from core.engine import CLUSTER_KEY, Doc
-from core.minhash import decontaminate, exact_dedup, near_dedup
+from neardup.app.spark.job import SparkParams, run_spark_dedup
+from neardup.core.engine import CLUSTER_KEY, Doc
+from neardup.core.minhash import decontaminate, exact_dedup, near_dedup
 from tests.app.spark.conftest import local_lines, part_lines, write_shards
 from tests.app.spark.corpus import TEMPLATED, adversarial_docs
 from tests.fixtures import write_protected

@@ -12,8 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.spark import kernels
-from core.engine import Doc, MinhashParams, batch_signatures, min_label_components, write_docs
+from neardup.app.spark import kernels
+from neardup.core.engine import (
+    Doc,
+    MinhashParams,
+    batch_signatures,
+    min_label_components,
+    write_docs,
+)
 
 PARAMS = MinhashParams(num_perm=16, bands=4, threshold=0.5)
 
