@@ -4,16 +4,17 @@ order (never as they finish), so the output is the same for any worker count or 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
-from typing import Any, TypeVar
+from multiprocessing import get_context, process
+from typing import Any, NoReturn, TypeVar
 
-from neardup.core.errors import ParameterError, WorkerError
+from neardup.core.errors import ParameterError, UnguardedMainError, WorkerError
 
 __all__ = [
     "chunk_bounds",
@@ -21,12 +22,17 @@ __all__ = [
     "in_order",
     "ordered_map",
     "pool_size",
+    "raise_worker_error",
     "spawn_pool",
     "start_worker",
 ]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
+
+#: The exit code of a spawned worker that was asked to start a pool of its own while it was still
+#: importing the main script (the script calls neardup outside ``if __name__ == "__main__":``).
+UNGUARDED_MAIN_EXIT = 87
 
 #: How often a worker checks that the process that started it is still alive (seconds).
 PARENT_CHECK_SECONDS = 0.25
@@ -44,6 +50,11 @@ def spawn_pool(workers: int, *, warm: Callable[[], object] | None = None) -> Pro
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ParameterError(f"workers must be a whole number >= 1, got {workers!r}")
+    if getattr(process.current_process(), "_inheriting", False):
+        # A spawned worker importing an unguarded script reached the script's call to us.
+        # Python would raise a page-long RuntimeError here, in every worker; exiting quietly
+        # with a code of our own lets the parent raise one UnguardedMainError instead.
+        os._exit(UNGUARDED_MAIN_EXIT)
     return ProcessPoolExecutor(
         max_workers=workers,
         mp_context=get_context("spawn"),
@@ -72,6 +83,19 @@ def _exit_when_orphaned(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(PARENT_CHECK_SECONDS)
     os._exit(1)
+
+
+def raise_worker_error(exc: BaseException, pool: ProcessPoolExecutor | None = None) -> NoReturn:
+    """Raise the error for a broken ``pool`` (``exc``, what the pool raised).
+
+    UnguardedMainError, alone (the pool's own error says nothing more), when its workers exited
+    because they re-ran an unguarded main script; else WorkerError, caused by ``exc``.
+    """
+    processes = getattr(pool, "_processes", None) or {}
+    if any(p.exitcode == UNGUARDED_MAIN_EXIT for p in list(processes.values())):
+        main = sys.modules.get("__main__")
+        raise UnguardedMainError(getattr(main, "__file__", None)) from None
+    raise WorkerError(f"a signature worker process died: {exc}") from exc
 
 
 def pool_size(pool: ProcessPoolExecutor) -> int:
@@ -109,7 +133,7 @@ def fan_out(
             pool.submit(fn, list(items[lo:hi]), *args) for lo, hi in chunk_bounds(len(items), parts)
         ]
     except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: submit after shutdown
-        raise WorkerError(f"a signature worker process died: {exc}") from exc
+        raise_worker_error(exc, pool)
 
 
 def in_order(futures: Iterable[Future[_R]]) -> list[_R]:
@@ -117,7 +141,7 @@ def in_order(futures: Iterable[Future[_R]]) -> list[_R]:
     try:
         return [f.result() for f in futures]
     except BrokenProcessPool as exc:
-        raise WorkerError(f"a signature worker process died: {exc}") from exc
+        raise_worker_error(exc)
 
 
 def ordered_map(
@@ -149,4 +173,4 @@ def ordered_map(
             done, future = pending.popleft()
             yield done, future.result()
     except BrokenProcessPool as exc:
-        raise WorkerError(f"a signature worker process died: {exc}") from exc
+        raise_worker_error(exc, pool)

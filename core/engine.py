@@ -61,6 +61,7 @@ from neardup.core._fanout import (
     in_order,
     ordered_map,
     pool_size,
+    raise_worker_error,
     spawn_pool,
 )
 from neardup.core._matches import Match, Protection, sample_capped
@@ -105,6 +106,7 @@ from neardup.core.errors import (
     NeardupError,
     ParameterError,
     SignatureError,
+    UnguardedMainError,
     WorkerError,
 )
 
@@ -144,6 +146,7 @@ __all__ = [
     "SignatureIndex",
     "Source",
     "Thresholds",
+    "UnguardedMainError",
     "Utf8Texts",
     "WorkerError",
     "apply_mode",
@@ -182,6 +185,7 @@ __all__ = [
     "parquet_schema",
     "parse_protected_set",
     "pool_size",
+    "raise_worker_error",
     "read_docs",
     "read_protected_set",
     "sample_capped",

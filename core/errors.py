@@ -9,6 +9,8 @@ Every error is a subclass of a builtin, so callers that only know Python's tree 
      +-- CorpusError (ValueError)         a corpus or protected file that cannot be parsed;
      |                                    names the file and line
      +-- WorkerError (RuntimeError)       a signature worker process died
+          +-- UnguardedMainError            ... because it re-ran a script with no
+                                            ``if __name__ == "__main__":`` guard
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ __all__ = [
     "NeardupError",
     "ParameterError",
     "SignatureError",
+    "UnguardedMainError",
     "WorkerError",
 ]
 
@@ -64,3 +67,22 @@ class CorpusError(NeardupError, ValueError):
 
 class WorkerError(NeardupError, RuntimeError):
     """A signature worker process died before returning its chunk."""
+
+
+class UnguardedMainError(WorkerError):
+    """The pool's workers died because each re-ran the calling script's top level.
+
+    Spawned workers import the main script before their first task; a script that calls neardup
+    at its top level, outside ``if __name__ == "__main__":``, makes every worker start a pool of
+    its own, which Python forbids.
+    """
+
+    def __init__(self, script: str | None) -> None:
+        where = f"{script!r}" if script else "the main script"
+        super().__init__(
+            f"the signature worker processes re-ran {where} from its top level and stopped: "
+            "a script that uses workers > 1 must call neardup under "
+            '`if __name__ == "__main__":` (spawned workers import the script; the guard keeps '
+            "them from running it)"
+        )
+        self.script = script

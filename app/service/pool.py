@@ -31,6 +31,7 @@ from neardup.core.engine import (
     Utf8Texts,
     WorkerError,
     batch_signatures,
+    raise_worker_error,
     slab_bounds,
     spawn_pool,
     warm_worker,
@@ -105,7 +106,7 @@ class SignaturePool:
         except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: submit after shutdown
             for future in queued:
                 future.cancel()
-            raise WorkerError(f"a signature worker process died: {exc}") from exc
+            raise_worker_error(exc, self._pool)
         return np.concatenate(chunks, axis=0)
 
     def _replace(self) -> None:
@@ -121,7 +122,7 @@ class SignaturePool:
             tasks = [self._pool.submit(warm_worker) for _ in range(self.workers)]
             loaded = await asyncio.gather(*map(asyncio.wrap_future, tasks))
         except (BrokenProcessPool, RuntimeError) as exc:
-            raise WorkerError(f"a signature worker process died: {exc}") from exc
+            raise_worker_error(exc, self._pool)
         self.compiled = all(loaded)
 
     def close(self) -> None:

@@ -351,8 +351,13 @@ def open_store(settings: Settings) -> Store:
         try:
             from neardup.app.service.pgstore import PostgresStore
         except ImportError as exc:
+            from importlib.metadata import version
+
             raise StoreUnavailable(
-                f"STORE_URL needs the postgres extra (pip install 'neardup[postgres]'): {exc}"
+                "STORE_URL needs the postgres extra (psycopg): pip install -e '.[postgres]' in "
+                "a clone of neardup, or pip install "
+                f"'neardup-{version('neardup')}-py3-none-any.whl[postgres]' "
+                f"from its wheel ({exc})"
             ) from None
         return PostgresStore(settings.store_url)
     return SQLiteStore(settings.data_dir)

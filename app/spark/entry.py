@@ -28,8 +28,12 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     try:
         from pyspark.sql import SparkSession
     except ImportError:
+        from importlib.metadata import version
+
         raise ParameterError(
-            "the Spark engine needs pyspark and Java 17: pip install 'neardup[spark]'"
+            "the Spark engine needs the spark extra (pyspark) and Java 17: "
+            "pip install -e '.[spark]' in a clone of neardup, "
+            f"or pip install 'neardup-{version('neardup')}-py3-none-any.whl[spark]' from its wheel"
         ) from None
     if master is not None and master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

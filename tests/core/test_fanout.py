@@ -1,6 +1,8 @@
 """Spawn pools whose workers are warmed as they start (``spawn_pool(warm=warm_worker)``)."""
 
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -50,3 +52,41 @@ def test_a_warmed_pool_signs_like_one_process_and_reports_unencodable_text():
         bad = ["fine text"] * 5000 + ["lone \ud800 surrogate"]
         with pytest.raises(ParameterError, match="text 5000 is not valid Unicode"):
             signatures(bad, pool=pool)
+
+
+SCRIPT = """
+from neardup import Doc, near_dedup
+words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+docs = [Doc(id=str(i), text=" ".join(words[(i + j) % 12] + str(j % 7) for j in range(200)))
+        for i in range(3000)]
+{call}
+"""
+
+
+def _script(tmp_path, call: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "job.py").write_text(SCRIPT.format(call=call))
+    return subprocess.run(
+        [sys.executable, "job.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_an_unguarded_script_gets_one_error_naming_the_cause_and_the_fix(tmp_path):
+    ran = _script(tmp_path, "print(len(list(near_dedup(docs, workers=2))))")
+    assert ran.returncode == 1
+    assert ran.stderr.count("Traceback") == 1, ran.stderr
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last.startswith("neardup.core.errors.UnguardedMainError: "), last
+    assert "job.py" in last
+    assert 'if __name__ == "__main__":' in last
+    assert "bootstrapping" not in ran.stderr  # Python's own page-long message, once per worker
+
+
+def test_a_guarded_script_runs_on_the_pool(tmp_path):
+    call = (
+        'if __name__ == "__main__":\n'
+        "    two, one = (list(near_dedup(docs, workers=w)) for w in (2, 1))\n"
+        "    print(len(two), [d.id for d in two] == [d.id for d in one])"
+    )
+    ran = _script(tmp_path, call)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["1", "True"]  # 3,000 texts with one shingle set, one survivor

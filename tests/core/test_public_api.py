@@ -4,6 +4,8 @@ import ast
 import subprocess
 import sys
 
+import pytest
+
 import neardup.core.engine
 import neardup.core.minhash
 
@@ -43,6 +45,8 @@ ENGINE_NAMES = {
     "apply_mode", "decontaminate_modes", "ContaminationReport", "Thresholds",
     # work-sized slabs for a pool, workers that load the compiled kernels (issue 13)
     "slab_bounds", "warm_worker",
+    # one error for a script whose spawned workers re-ran it (issue 22)
+    "UnguardedMainError", "raise_worker_error",
 }  # fmt: skip
 
 
@@ -59,12 +63,12 @@ def test_the_engine_and_the_contract_share_their_objects():
 
 
 def _imported_by(modules: str, suspects: tuple[str, ...]) -> list[str]:
-    """The ``suspects`` (top-level or full module names) a fresh interpreter has loaded after
-    importing ``modules``."""
+    """The modules a fresh interpreter has loaded after importing ``modules`` that are one of
+    ``suspects`` or inside one of them (``neardup.app`` covers ``neardup.app.client``)."""
     code = (
         f"import sys, {modules}\n"
-        f"print(sorted(m for m in sys.modules if m in {suspects!r} "
-        f"or m.split('.')[0] in {suspects!r}))\n"
+        f"print(sorted(m for m in sys.modules if any(m == s or m.startswith(s + '.') "
+        f"for s in {suspects!r})))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -82,5 +86,25 @@ def test_reading_a_corpus_imports_no_clustering():
 
 
 def test_core_never_imports_the_web_layer():
-    suspects = ("app", "fastapi", "starlette", "pydantic", "uvicorn", "httpx")
+    suspects = ("neardup.app", "fastapi", "starlette", "pydantic", "uvicorn", "httpx")
     assert _imported_by("neardup.core.minhash, neardup.core.engine", suspects) == []
+
+
+def test_the_package_top_has_the_contract_and_the_client():
+    """``from neardup import X``: every name of the contract, the same objects, and the client."""
+    import neardup
+    import neardup.app.client
+
+    assert set(neardup.__all__) == set(neardup.core.minhash.__all__) | {"Client", "ClientError"}
+    for name in neardup.core.minhash.__all__:
+        assert getattr(neardup, name) is getattr(neardup.core.minhash, name)
+    assert neardup.Client is neardup.app.client.Client
+    assert set(neardup.__all__) <= set(dir(neardup))
+    with pytest.raises(AttributeError, match="no attribute 'engine_room'"):
+        _ = neardup.engine_room
+
+
+def test_importing_the_package_or_core_loads_neither_the_client_nor_numba():
+    """Spawned workers import ``neardup.core``; the package's top imports its names on use."""
+    assert _imported_by("neardup", ("neardup.app", "neardup.core", "numpy", "httpx")) == []
+    assert _imported_by("neardup.core.minhash", ("neardup.app", "httpx", "numba")) == []
