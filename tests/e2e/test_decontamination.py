@@ -181,7 +181,7 @@ def test_the_ui_page_shows_and_uses_the_cut_settings(srv):
         page.text
     )
     served = post(srv, mode="cut", window=0, min_piece=0, max_pieces=20).json()
-    kept = re.findall(r'<tr><td>([^<]*)</td><td>(\d+)</td>', page.text.split('id="kept"')[1])
+    kept = re.findall(r"<tr><td>([^<]*)</td><td>(\d+)</td>", page.text.split('id="kept"')[1])
     assert kept == [(d["id"], str(len(d["text"]))) for d in served["documents"]]
     assert kept != [(d["id"], str(len(d["text"]))) for d in post(srv, mode="cut").json()[
         "documents"]]  # fmt: skip
@@ -214,7 +214,9 @@ def test_the_report_downloads_hold_the_api_report(srv, key):
     records = [json.loads(line) for line in got.text.splitlines()]
     assert records[0] == {"record": "report", "documents": 4, "contaminated": 2, "ngram": 13,
                           "item_cap": 1, "clean_below": 0.2, "dirty_from": 0.8}  # fmt: skip
-    items = [{k: v for k, v in r.items() if k != "record"} for r in records if r["record"] == "item"]
+    items = [
+        {k: v for k, v in r.items() if k != "record"} for r in records if r["record"] == "item"
+    ]
     assert items == report["items"]
     [one_set] = [r for r in records if r["record"] == "set"]
     [api_set] = report["sets"]

@@ -59,9 +59,12 @@ def test_csv_quotes_what_it_must_and_ends_lines_with_crlf():
     record = {"id": 'a,"b"', "cluster": "c", "estimate": 0.5, "copy_of": None,
               "text": "line one\nline two, née 中"}  # fmt: skip
     body = encode([record], "csv", MEMBER_COLUMNS)
-    assert body == (
-        'id,cluster,estimate,copy_of,text\r\n"a,""b""",c,0.5,,"line one\nline two, née 中"\r\n'
-    ).encode()
+    assert (
+        body
+        == (
+            'id,cluster,estimate,copy_of,text\r\n"a,""b""",c,0.5,,"line one\nline two, née 中"\r\n'
+        ).encode()
+    )
     assert not body.startswith(b"\xef\xbb\xbf")  # no byte-order mark
 
 
