@@ -233,3 +233,15 @@ def test_pages_and_exports_keep_the_read_rule_and_the_report_names_ngrams_for_pr
         assert shown == {"reader": None, "owner": secret}
     finally:
         stop_server(server)
+
+
+def test_the_query_page_checks_a_long_text_whole_and_shows_back_only_its_start(ui):
+    long = BASE + " tail" * 60_000  # 300,000 characters more than the page shows back
+    api = httpx.post(f"{ui.url}/v1/query", json={"texts": [long]}, timeout=60).json()
+    page = httpx.post(f"{ui.url}/ui/query", data={"text": long}, timeout=60).text
+    shown = len(long) - 200_000
+    assert f"only its first 200000 characters are shown back, {shown} more are not" in page
+    assert _listed(page) == [
+        (m["id"], round(m["estimate"], 3)) for m in api["results"][0]["matches"]
+    ]
+    assert len(page) < 250_000

@@ -37,8 +37,10 @@ async def query(
 ) -> HTMLResponse:
     """The registered documents the text near-duplicates: counted, the best listed, each
     linked to its page; an empty text is not checked."""
+    # The text is shown back up to TEXT_CHARS (it is checked whole).
     form: dict[str, Any] = {
-        "text": text,
+        "text": text[:TEXT_CHARS],
+        "not_shown": max(0, len(text) - TEXT_CHARS),
         "threshold": threshold,
         "floor": service.params.query_floor,
     }
