@@ -150,6 +150,13 @@ def test_without_stored_texts_the_cluster_page_shows_ids_and_estimates(tmp_path)
         assert "Texts are not stored" in page
         assert 'class="doc member"' not in page
         assert all(m in page for m in group)
+        document = httpx.get(f"{server.url}/ui/documents/{min(group)}").text
+        assert "Texts are not stored (STORE_TEXT is off)." in document
+        assert f"{len(group) - 1} other document(s)" in document
+        export = httpx.get(f"{server.url}/ui/export/clusters/{min(group)}?format=jsonl")
+        rows = [json.loads(line) for line in export.text.splitlines()]
+        assert sorted(r["id"] for r in rows) == sorted(group)
+        assert all(r["text"] is None for r in rows)
     finally:
         stop_server(server)
 
