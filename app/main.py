@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from neardup.app.api.admission import Admission, Capacity
@@ -19,7 +20,8 @@ from neardup.app.api.docs import documented_app
 from neardup.app.api.errors import install_error_handlers
 from neardup.app.api.metrics import Metrics
 from neardup.app.api.routes import clusters, documents, health, protected_sets, signatures, stats
-from neardup.app.api.ui import pages
+from neardup.app.api.ui import decontamination, pages, render
+from neardup.app.api.ui import documents as ui_documents
 from neardup.app.api.ui.security import SecurityHeaders, Sessions
 from neardup.app.config import Settings, get_settings
 from neardup.app.service import Service
@@ -93,7 +95,10 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     )  # fmt: skip
     app.add_middleware(Admission, capacity=capacity)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.host_names, www_redirect=False)
-    for module in (health, signatures, documents, clusters, protected_sets, stats, pages):
+    for module in (health, signatures, documents, clusters, protected_sets, stats):
         app.include_router(module.router)
-    app.add_exception_handler(pages.LoginRequired, pages.login_redirect)
+    for ui in (pages, ui_documents, decontamination):
+        app.include_router(ui.router)
+    app.add_exception_handler(render.LoginRequired, render.login_redirect)
+    app.add_exception_handler(HTTPException, render.html_error)  # HTML under /ui, else JSON
     return app

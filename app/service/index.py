@@ -128,6 +128,11 @@ class ServiceIndex:
         num = self._num_of[root]
         return sorted(self._ids[m] for m in self._clusters.members.get(num, [num]))
 
+    def size_of(self, root: str) -> int:
+        """The number of members of the cluster rooted at ``root`` (KeyError if unknown)."""
+        num = self._num_of[root]
+        return len(self._clusters.members.get(num, [num]))
+
     def clusters_by_size(self, min_size: int = 2) -> dict[str, int]:
         """Root id -> size of every cluster of at least ``min_size`` (>= 2) members."""
         members = self._clusters.members

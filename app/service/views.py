@@ -28,6 +28,7 @@ __all__ = [
     "PAGE_ROWS",
     "ClusterView",
     "ContaminationView",
+    "cluster_rows",
     "cluster_view",
     "contamination_view",
 ]
@@ -113,6 +114,8 @@ class ContaminationView:
     echo: bool = True
     #: the names of the protected sets checked (none: nothing was checked, no verdict)
     checked: tuple[str, ...] = ()
+    #: the text was empty (or only white space): nothing to check, no verdict
+    empty: bool = False
 
 
 #: Attempts at drawing a cluster page while writes keep changing the cluster under it.
@@ -203,6 +206,19 @@ async def _ranking(service: Service, root: str, members: list[str]) -> _Ranked:
     service.cluster_pages.clear()  # one cluster at a time: bounded memory
     service.cluster_pages[key] = ranked
     return ranked
+
+
+async def cluster_rows(service: Service, root: str) -> tuple[list[list[str]], list[float]]:
+    """Every member of the cluster rooted at ``root`` in its pages' order, as its pages count
+    them: the distinct texts (each a sorted list of the ids holding it) and each one's estimate
+    to the root (NotFound if ``root`` is not a root)."""
+    for _ in range(_ATTEMPTS):
+        try:
+            ranked = await _ranking(service, root, service.cluster(root))
+        except KeyError:  # the root was deleted meanwhile
+            continue
+        return ranked.groups, ranked.estimates
+    raise NotFound(f"the cluster of {root!r} kept changing while it was read: retry")
 
 
 def _copies(members: list[str], digests: dict[str, bytes]) -> list[list[str]]:
@@ -300,9 +316,12 @@ async def contamination_view(
     service: Service, text: str, sets: list[str] | None, caller: str, *, echo: bool
 ) -> ContaminationView:
     """The items the text shares n-grams with, from the chosen sets (all when None); with
-    ``echo`` (a key with the protect scope) the shared n-grams are named and highlighted."""
+    ``echo`` (a key with the protect scope) the shared n-grams are named and highlighted. An
+    empty text (or only white space) is not checked: there is nothing to check."""
     chosen = service.chosen_sets(sets)
     checked = tuple(s.name for s in chosen)
+    if not text.strip():
+        return ContaminationView(text, [], [], 0, echo, checked, empty=True)
     [hits] = await service.contamination([text], sets, caller)
     shown = text[:HIGHLIGHT_CHARS]
     if not echo:

@@ -3,6 +3,9 @@
 Screenshots go to ``$NEARDUP_SCREENSHOTS`` when set, else to the test's temporary directory.
 """
 
+import csv
+import io
+import json
 import os
 import shutil
 from pathlib import Path
@@ -15,6 +18,7 @@ from tests.e2e.conftest import start_server, stop_server
 from tests.e2e.test_cluster_pages import ROOT as LICENSE_ROOT
 from tests.e2e.test_cluster_pages import populate as populate_licenses
 from tests.e2e.test_ui import CORPUS, populate
+from tests.fixtures import PROTECTED_ITEMS, SHELL_SENTENCE
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Headless as root, and no background traffic: this machine's network is closed.
@@ -136,7 +140,11 @@ def test_find_a_document_page_through_its_cluster_and_scroll_the_matrix(licenses
     assert 0 < page.locator("tr.member-row").count() <= 20
     member = page.locator("tr.member-row").first
     doc_id = member.get_attribute("data-id")
-    member.locator("td a").first.click()
+    member.locator("td a.doc-link").click()
+    page.wait_for_url("**/ui/documents/**")
+    assert page.locator("#doc-id").inner_text() == doc_id
+    page.go_back()
+    member.locator("td a.check-link").click()
     page.wait_for_url("**/ui/contamination?doc_id=**")
     assert page.locator("#doc_id").input_value() == doc_id
 
@@ -164,3 +172,94 @@ def test_docs_render_offline_from_the_service_alone(server, page, shots):
     finally:
         page.unroute("**/*")
     assert elsewhere == []
+
+
+def test_query_a_text_then_its_document_page_and_its_cluster_both_ways(server, page, shots):
+    expected = [g for g in CORPUS.expected_clusters() if len(g) > 1]
+    group = sorted(expected, key=lambda g: (-len(g), min(g)))[0]
+    root = min(group)
+    page.goto(f"{server.url}/ui/query")
+    page.fill("#text", CORPUS.docs[root])
+    page.click("#query button")
+    page.wait_for_selector("#verdict")
+    assert page.locator("#verdict").inner_text().startswith(f"{len(group)} registered document")
+    rows = page.locator("#matches tr.match")
+    assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.id)")) == sorted(group)
+    page.screenshot(path=str(shots / "query.png"), full_page=True)
+
+    member = max(group)
+    page.locator(f'#matches tr.match[data-id="{member}"] td a').first.click()
+    page.wait_for_url(f"**/ui/documents/{member}")
+    assert page.locator("#doc-id").inner_text() == member
+    assert page.locator("#text").inner_text() == CORPUS.docs[member]
+    assert page.locator("#matches tr.match").count() == len(group) - 1
+    page.screenshot(path=str(shots / "document.png"), full_page=True)
+
+    page.click("#cluster-link")
+    page.wait_for_url(f"**/ui/clusters/{root}?find={member}")
+    found = page.locator("tr.found")
+    assert found.get_attribute("data-id") == member
+    found.locator("a.doc-link").click()
+    page.wait_for_url(f"**/ui/documents/{member}")
+    page.click("#check-link")
+    page.wait_for_url("**/ui/contamination?doc_id=**")
+    assert page.locator("#doc_id").input_value() == member
+
+
+def test_empty_texts_and_unknown_pages_in_the_browser(server, page, shots):
+    page.goto(f"{server.url}/ui/contamination")
+    page.click("#check button")
+    page.wait_for_selector("#verdict")
+    assert page.locator("#verdict").inner_text() == "Nothing to check: the text is empty"
+    page.goto(f"{server.url}/ui/query")
+    page.fill("#text", "   ")
+    page.click("#query button")
+    page.wait_for_selector("#verdict")
+    assert page.locator("#verdict").inner_text() == "Nothing to check: the text is empty"
+    for path in ["/ui/clusters/no-such-root", "/ui/documents/no-such-doc"]:
+        response = page.goto(f"{server.url}{path}")
+        assert response.status == 404
+        assert page.locator("#error-title").inner_text() == "Not found"
+        assert "no-such" in page.locator("#error-detail").inner_text()
+        # The page's own stylesheet applies (CSP) and it links back.
+        assert page.locator("header a").first.get_attribute("href") == "/ui"
+    page.screenshot(path=str(shots / "not-found.png"), full_page=True)
+
+
+def test_downloads_of_a_cluster_and_of_the_report(server, page, shots):
+    expected = [g for g in CORPUS.expected_clusters() if len(g) > 1]
+    root = min(sorted(expected, key=lambda g: (-len(g), min(g)))[0])
+    page.goto(f"{server.url}/ui/clusters/{root}")
+    with page.expect_download() as caught:
+        page.click("#export-csv")
+    download = caught.value
+    assert download.suggested_filename == f"cluster-{root}.csv"
+    rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text("utf-8"),
+                                           newline="")))  # fmt: skip
+    members = next(g for g in expected if min(g) == root)
+    assert sorted(r["id"] for r in rows) == sorted(members)
+    assert all(r["text"] == CORPUS.docs[r["id"]] for r in rows)
+
+    page.goto(f"{server.url}/ui/decontamination")
+    assert page.locator("#window").input_value() == "200"
+    assert page.locator("#min_piece").input_value() == "200"
+    assert page.locator("#max_pieces").input_value() == "10"
+    text = f"Some words first, and more of them here. {SHELL_SENTENCE} And a tail after it."
+    page.fill("#docs", json.dumps({"id": "web-1", "text": text}))
+    page.check('input[name="mode"][value="cut"]')
+    page.fill("#window", "0")
+    page.fill("#min_piece", "5")
+    page.click("#decontaminate button[type=submit]:not(.download)")
+    page.wait_for_selector("#run-settings")
+    assert "window 0 characters each side, min piece 5 characters, max pieces 10" in (
+        page.locator("#run-settings").inner_text()
+    )
+    assert page.locator("#kept td").first.inner_text() == "web-1#1"
+    page.screenshot(path=str(shots / "decontamination.png"), full_page=True)
+    with page.expect_download() as caught:
+        page.click("#report-jsonl")
+    download = caught.value
+    assert download.suggested_filename == "report.jsonl"
+    records = [json.loads(line) for line in Path(download.path()).read_text("utf-8").splitlines()]
+    assert records[0]["record"] == "report" and records[0]["contaminated"] == 1
+    assert [r["item"] for r in records if r["record"] == "item"] == [PROTECTED_ITEMS[0]["case_id"]]

@@ -1,7 +1,11 @@
 """``POST /v1/decontamination`` through a real server: the modes and the report agree with the
 batch commands on the same inputs; n-grams only for the protect scope; bad input is a 4xx."""
 
+import csv
+import html
+import io
 import json
+import re
 
 import httpx
 import pytest
@@ -164,3 +168,76 @@ def test_the_ui_page_shows_the_report_by_item_id(srv):
 def test_the_ui_page_says_what_is_wrong_with_a_form(srv, form, says):
     page = ui(srv, **form)
     assert page.status_code == 422 and says in page.text
+
+
+def test_the_ui_page_shows_and_uses_the_cut_settings(srv):
+    server, _ = srv
+    form = httpx.get(f"{server.url}/ui/decontamination", headers=auth("read")).text
+    for name, default in (("window", 200), ("min_piece", 200), ("max_pieces", 10)):
+        assert f'name="{name}" id="{name}" value="{default}"' in form
+    page = ui(srv, mode="cut", window="0", min_piece="0", max_pieces="20")
+    assert page.status_code == 200, page.text
+    assert "Mode cut: window 0 characters each side, min piece 0 characters, max pieces 20" in (
+        page.text
+    )
+    served = post(srv, mode="cut", window=0, min_piece=0, max_pieces=20).json()
+    kept = re.findall(r"<tr><td>([^<]*)</td><td>(\d+)</td>", page.text.split('id="kept"')[1])
+    assert kept == [(d["id"], str(len(d["text"]))) for d in served["documents"]]
+    assert kept != [(d["id"], str(len(d["text"]))) for d in post(srv, mode="cut").json()[
+        "documents"]]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("form", "says"),
+    [({"window": "x"}, "the window must be a whole number"),
+     ({"min_piece": "-1"}, "the min piece must be a whole number"),
+     ({"max_pieces": "0"}, "max_pieces must be a whole number >= 1")],
+)  # fmt: skip
+def test_the_ui_page_refuses_bad_cut_settings(srv, form, says):
+    page = ui(srv, mode="cut", **form)
+    assert page.status_code == 422 and says in html.unescape(page.text)
+
+
+def report_download(srv, key, fmt, **form):
+    server, _ = srv
+    form.setdefault("docs", "\n".join(json.dumps(d) for d in DOCS))
+    return httpx.post(f"{server.url}/ui/decontamination/report", data={**form, "format": fmt},
+                      headers=auth(key), timeout=60)  # fmt: skip
+
+
+@pytest.mark.parametrize("key", ["read", "all"])
+def test_the_report_downloads_hold_the_api_report(srv, key):
+    report = post(srv, key=key, mode="annotate", item_cap=1).json()["report"]
+    got = report_download(srv, key, "jsonl", mode="annotate", item_cap="1")
+    assert got.status_code == 200 and got.headers["content-type"] == "application/x-ndjson"
+    assert got.headers["content-disposition"].startswith('attachment; filename="report.jsonl"')
+    records = [json.loads(line) for line in got.text.splitlines()]
+    assert records[0] == {"record": "report", "documents": 4, "contaminated": 2, "ngram": 13,
+                          "item_cap": 1, "clean_below": 0.2, "dirty_from": 0.8}  # fmt: skip
+    items = [
+        {k: v for k, v in r.items() if k != "record"} for r in records if r["record"] == "item"
+    ]
+    assert items == report["items"]
+    [one_set] = [r for r in records if r["record"] == "set"]
+    [api_set] = report["sets"]
+    assert {k: one_set[k] for k in api_set["subsets"]} == api_set["subsets"]
+    assert (one_set["set"], one_set["capped_ngrams"], one_set["capped_list"]) == (
+        api_set["set"], api_set["capped"]["ngrams"], api_set["capped"]["list"])  # fmt: skip
+    as_csv = report_download(srv, key, "csv", mode="annotate", item_cap="1")
+    assert as_csv.headers["content-type"] == "text/csv; charset=utf-8"
+    assert as_csv.headers["content-disposition"].startswith('attachment; filename="report.csv"')
+    rows = list(csv.DictReader(io.StringIO(as_csv.content.decode("utf-8"), newline="")))
+    assert [r["record"] for r in rows] == [r["record"] for r in records]
+    for row, item in zip([r for r in rows if r["record"] == "item"], items, strict=True):
+        assert (row["item"], int(row["documents"]), json.loads(row["document_ids"])) == (
+            item["item"], item["documents"], item["document_ids"])  # fmt: skip
+        assert row["first_ngram"] == (item["first_ngram"] or "")
+
+
+def test_a_report_download_of_a_bad_form_is_the_page_saying_so(srv):
+    page = report_download(srv, "read", "csv", docs="not json")
+    assert page.status_code == 422 and "line 1: not JSON" in page.text
+    assert page.headers["content-type"].startswith("text/html")
+    unknown = report_download(srv, "read", "csv", sets="nope")
+    assert unknown.status_code == 404 and "no protected set" in html.unescape(unknown.text)
+    assert report_download(srv, "read", "xml").status_code == 422

@@ -2,6 +2,7 @@
 (which decodes ``%2F`` before routing): documents, clusters, the /ui pages and the client."""
 
 import html
+import json
 import re
 from urllib.parse import quote, unquote
 
@@ -76,6 +77,24 @@ def test_ui_cluster_page_of_every_id(server, registered, doc_id):
     response = httpx.get(f"{server.url}/ui/clusters/{quote(doc_id, safe='')}", timeout=60)
     assert response.status_code == 200
     assert f"Cluster <code>{doc_id}</code>" in html.unescape(response.text)
+
+
+@pytest.mark.parametrize("doc_id", IDS)
+def test_ui_document_page_and_cluster_download_of_every_id(server, registered, doc_id):
+    path = quote(doc_id, safe="")
+    page = httpx.get(f"{server.url}/ui/documents/{path}", timeout=60)
+    assert page.status_code == 200
+    assert f'<code id="doc-id">{doc_id}</code>' in html.unescape(page.text)
+    # Its cluster's page links back to its page, encoded as one path segment.
+    cluster = httpx.get(f"{server.url}/ui/clusters/{path}", timeout=60).text
+    assert f'href="/ui/documents/{path}"' in cluster
+    export = httpx.get(f"{server.url}/ui/export/clusters/{path}?format=jsonl", timeout=60)
+    assert export.status_code == 200
+    assert unquote(export.headers["content-disposition"].split("filename*=UTF-8''")[1]) == (
+        f"cluster-{doc_id}.jsonl"
+    )
+    ids = [json.loads(line)["id"] for line in export.text.splitlines()]
+    assert ids == ([doc_id, doc_id + "~copy"] if len(doc_id) < 250 else [doc_id])
 
 
 def test_every_overview_link_opens_its_cluster(server, registered):

@@ -150,5 +150,27 @@ def test_without_stored_texts_the_cluster_page_shows_ids_and_estimates(tmp_path)
         assert "Texts are not stored" in page
         assert 'class="doc member"' not in page
         assert all(m in page for m in group)
+        document = httpx.get(f"{server.url}/ui/documents/{min(group)}").text
+        assert "Texts are not stored (STORE_TEXT is off)." in document
+        assert f"{len(group) - 1} other document(s)" in document
+        export = httpx.get(f"{server.url}/ui/export/clusters/{min(group)}?format=jsonl")
+        rows = [json.loads(line) for line in export.text.splitlines()]
+        assert sorted(r["id"] for r in rows) == sorted(group)
+        assert all(r["text"] is None for r in rows)
     finally:
         stop_server(server)
+
+
+@pytest.mark.parametrize("text", ["", "  \n "])
+def test_an_empty_text_has_nothing_to_check_not_a_verdict_of_clean(ui, text):
+    response = httpx.post(f"{ui.url}/ui/contamination", data={"text": text})
+    assert response.status_code == 200
+    assert '<h2 id="verdict">Nothing to check: the text is empty</h2>' in response.text
+    assert "Clean" not in response.text and "Contaminated" not in response.text
+
+
+def test_an_unknown_document_to_check_is_an_html_404_page(ui):
+    response = httpx.post(f"{ui.url}/ui/contamination", data={"doc_id": "no-such-doc"})
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")
+    assert "no stored text for document" in response.text and 'id="verdict"' not in response.text
