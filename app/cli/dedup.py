@@ -39,6 +39,7 @@ from neardup.core.engine import (
     Utf8Texts,
     atomic_output,
     batch_signatures,
+    check_apart,
     check_output,
     check_target,
     corpus_format,
@@ -330,6 +331,7 @@ def run_dedup(options: DedupOptions) -> Manifest:
             check_output(target)
     if options.manifest_target is not None:
         check_target(options.manifest_target)
+    check_apart(*options.reads_and_writes())
     sources = expand_inputs(options.inputs)
     manifest = Manifest.start(options, sources)
     started = time.perf_counter()
