@@ -107,7 +107,9 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
     """Every input file of ``targets``, in order; CorpusError naming a target that holds none.
 
     With ``corpus`` (inputs), a directory gives its corpus files (FORMATS) and every file must
-    be one; without (protected sets), a directory gives all its files and any name goes.
+    be one; without (protected sets), a directory gives all its files and any name goes. Either
+    way a directory's hidden files, and every file under a hidden directory (``.git/``,
+    ``.env``), are not read; a file named on its own is, whatever its name.
     """
     sources: list[Source] = []
     wanted = _is_corpus if corpus else (lambda _: True)
@@ -123,7 +125,9 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
                 raise CorpusError(target, None, "no file matches this pattern")
         elif fs.isdir(path):
             root, arg_root = path, target
-            found = sorted(p for p in fs.find(path) if wanted(p))
+            found = sorted(
+                p for p in fs.find(path) if wanted(p) and not _hidden(posixpath.relpath(p, path))
+            )
             if not found:
                 what = f"corpus file ({', '.join(FORMATS)})" if corpus else "file"
                 raise CorpusError(target, None, f"no {what} in this directory")
@@ -136,6 +140,11 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
             rel = posixpath.relpath(p, root) if root else p
             sources.append(_source(fs, p, _joined(arg_root, rel), rel, corpus))
     return sources
+
+
+def _hidden(rel: str) -> bool:
+    """Whether a path relative to a directory is hidden: any part of it starts with a dot."""
+    return any(part.startswith(".") for part in rel.split("/"))
 
 
 def _is_corpus(path: str) -> bool:
