@@ -44,7 +44,7 @@ CASES = {
     "output is a protected set": "dedup data/a.jsonl --output eval.jsonl --protected eval.jsonl",
     "manifest is the output": "dedup data/a.jsonl --output o.jsonl --manifest o.jsonl",
     "removed is the output": "dedup data/a.jsonl --output o.jsonl --removed o.jsonl",
-    "contamination report over its input": "contamination data/a.jsonl --protected eval.jsonl --output data/a.jsonl",
+    "contamination report over its input": "contamination data/a.jsonl --protected eval.jsonl --output data/a.jsonl",  # noqa: E501
     "spark output over its input": "dedup data/a.jsonl --output data/a.jsonl --engine spark",
     "spark output directory holds the inputs": "dedup data/a.jsonl --output data --engine spark",
 }
