@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import itertools
 import os
 import posixpath
 import shutil
@@ -23,13 +24,14 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from neardup.core._formats import FORMATS, corpus_format
-from neardup.core.errors import CorpusError
+from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
     "STDIO",
     "Output",
     "Source",
     "atomic_output",
+    "check_apart",
     "check_output",
     "check_target",
     "expand_inputs",
@@ -105,7 +107,9 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
     """Every input file of ``targets``, in order; CorpusError naming a target that holds none.
 
     With ``corpus`` (inputs), a directory gives its corpus files (FORMATS) and every file must
-    be one; without (protected sets), a directory gives all its files and any name goes.
+    be one; without (protected sets), a directory gives all its files and any name goes. Either
+    way a directory's hidden files, and every file under a hidden directory (``.git/``,
+    ``.env``), are not read; a file named on its own is, whatever its name.
     """
     sources: list[Source] = []
     wanted = _is_corpus if corpus else (lambda _: True)
@@ -121,7 +125,9 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
                 raise CorpusError(target, None, "no file matches this pattern")
         elif fs.isdir(path):
             root, arg_root = path, target
-            found = sorted(p for p in fs.find(path) if wanted(p))
+            found = sorted(
+                p for p in fs.find(path) if wanted(p) and not _hidden(posixpath.relpath(p, path))
+            )
             if not found:
                 what = f"corpus file ({', '.join(FORMATS)})" if corpus else "file"
                 raise CorpusError(target, None, f"no {what} in this directory")
@@ -134,6 +140,11 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
             rel = posixpath.relpath(p, root) if root else p
             sources.append(_source(fs, p, _joined(arg_root, rel), rel, corpus))
     return sources
+
+
+def _hidden(rel: str) -> bool:
+    """Whether a path relative to a directory is hidden: any part of it starts with a dot."""
+    return any(part.startswith(".") for part in rel.split("/"))
 
 
 def _is_corpus(path: str) -> bool:
@@ -185,6 +196,76 @@ def check_target(target: str) -> None:
             raise CorpusError(target, None, "is a directory; give a file name")
 
 
+def check_apart(reads: Sequence[tuple[str, str]], writes: Sequence[tuple[str, str | None]]) -> None:
+    """ParameterError, before any work, when a run would write over what it reads or write two
+    outputs to one file.
+
+    ``reads`` and ``writes`` are ``(flag, target)`` pairs (``("INPUT", "data/")``,
+    ``("--removed", "x.jsonl")``; a None target is not written). Inputs are expanded the way
+    they are read (a directory to every file below it, a glob to its matches), and local files
+    compare by what they are (links, ``..`` and hard links resolved). An output may not be an
+    input file, nor a directory holding one (an engine that writes a directory of parts would
+    replace it), nor another output.
+    """
+    named = [(flag, t, _identity(t)) for flag, t in writes if t is not None and t != STDIO]
+    for (flag_a, a, key_a), (flag_b, b, key_b) in itertools.combinations(named, 2):
+        if _same(key_a, key_b):
+            raise ParameterError(
+                f"{flag_a} {a} and {flag_b} {b} are the same file: give each output its own name"
+            )
+    for read_flag, target in reads:
+        if target == STDIO:
+            continue
+        for path, key in _read_identities(target):
+            for flag, out, out_key in named:
+                same = _same(key, out_key)
+                if same or key[1].startswith(out_key[1].rstrip("/") + "/"):
+                    what = "is" if same else "holds"
+                    raise ParameterError(
+                        f"{flag} {out} {what} {read_flag} {path}: neardup never writes over "
+                        "its inputs; give the output another name"
+                    )
+
+
+def _same(a: tuple[object, str], b: tuple[object, str]) -> bool:
+    """Whether two identities name one file: the same path, or the same device and inode."""
+    return a[1] == b[1] or (a[0] is not None and a[0] == b[0])
+
+
+def _identity(target: str) -> tuple[object, str]:
+    """What a path names: (device and inode, or None, real path) locally; (None, URL) else."""
+    try:
+        fs, path = filesystem(target)
+    except CorpusError:
+        return None, target  # a scheme only an engine of its own reads (Spark's s3a://, hdfs://)
+    if not _is_local(fs):
+        return None, str(fs.unstrip_protocol(path))
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None, real
+    return (st.st_dev, st.st_ino), real
+
+
+def _read_identities(target: str) -> Iterator[tuple[str, tuple[object, str]]]:
+    """Every file ``target`` reads (or, not found, the target itself), with its identity."""
+    try:
+        fs, path = filesystem(target)
+    except CorpusError:
+        yield target, (None, target)
+        return
+    if _MAGIC & set(path):
+        found = [p for p in fs.glob(path) if fs.isfile(p)]
+    elif fs.isdir(path):
+        found = list(fs.find(path))
+    else:
+        found = [path]
+    local = _is_local(fs)
+    for p in found:
+        yield p, _identity(p) if local else (None, str(fs.unstrip_protocol(p)))
+
+
 def _is_local(fs: Any) -> bool:
     protocol = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
     return "file" in protocol or "local" in protocol
@@ -197,6 +278,10 @@ class Output:
     target: str
     bytes: int = 0
     sha256: str = ""
+
+
+#: Numbers this process's writers, so that no two share a temporary name (one per output).
+_WRITERS = itertools.count()
 
 
 @contextmanager
@@ -215,7 +300,7 @@ def atomic_output(target: str) -> Iterator[tuple[IO[bytes], Output]]:
         return
     fs, path = filesystem(target)
     head, tail = posixpath.split(path)
-    partial = posixpath.join(head, f".{tail}.partial-{os.getpid()}")
+    partial = posixpath.join(head, f".{tail}.partial-{os.getpid()}-{next(_WRITERS)}")
     try:
         with fs.open(partial, "wb") as handle:
             yield handle, done

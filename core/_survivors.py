@@ -9,6 +9,7 @@ cluster's identity (``minhash_cluster``) stays its smallest id whatever the poli
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +17,7 @@ from numpy.typing import NDArray
 
 from neardup.core.errors import ParameterError
 
-__all__ = ["KEEP_POLICIES", "KeepPolicy", "cluster_survivors", "exact_survivors"]
+__all__ = ["KEEP_POLICIES", "KeepPolicy", "cluster_survivors", "exact_survivors", "value_ranks"]
 
 #: The policies, as ``--keep`` spells them (``max:`` takes a field name).
 KEEP_POLICIES = ("smallest-id", "first", "longest", "max:FIELD")
@@ -74,6 +75,18 @@ class KeepPolicy:
         preference = np.empty(n, dtype=np.int64)
         preference[order] = np.arange(n, dtype=np.int64)
         return preference
+
+
+def value_ranks(values: Sequence[int | float | None]) -> NDArray[np.float64]:
+    """``--keep max:FIELD``'s values as ``preference`` takes them: each value's place among the
+    distinct values (0 = smallest), NaN where absent (None or NaN).
+
+    The order is Python's, exact for any mix of integers and floats (``2**70 + 1`` is above
+    ``2**70``, which float64 values would tie); the places are small enough to be exact floats.
+    """
+    present = {v for v in values if v is not None and v == v}
+    place = {v: float(i) for i, v in enumerate(sorted(present))}
+    return np.array([np.nan if v is None or v != v else place[v] for v in values], dtype=np.float64)
 
 
 def _best_per_group(

@@ -92,11 +92,18 @@ from neardup.core._storage import (
     Output,
     Source,
     atomic_output,
+    check_apart,
     check_output,
     check_target,
     expand_inputs,
 )
-from neardup.core._survivors import KEEP_POLICIES, KeepPolicy, cluster_survivors, exact_survivors
+from neardup.core._survivors import (
+    KEEP_POLICIES,
+    KeepPolicy,
+    cluster_survivors,
+    exact_survivors,
+    value_ranks,
+)
 from neardup.core._text import jaccard, ngrams, shingles, words
 from neardup.core._tokens import Utf8Texts
 from neardup.core._writer import RowWriter
@@ -155,6 +162,7 @@ __all__ = [
     "batch_matches",
     "batch_signatures",
     "candidate_pairs",
+    "check_apart",
     "check_output",
     "check_target",
     "chunk_bounds",
@@ -195,6 +203,7 @@ __all__ = [
     "spawn_pool",
     "text_digest",
     "text_digests",
+    "value_ranks",
     "warm_worker",
     "words",
     "write_docs",

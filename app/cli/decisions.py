@@ -66,6 +66,10 @@ def decide(
     preference = params.keep.preference(rank, lengths, values)
     same_text = exact_survivors(digests, preference)
     root = cluster_roots(sigs, params.minhash, rank)
+    # Identical texts are one cluster, named by its smallest id under every policy, even when
+    # they have no words: their empty signatures are never banded, so each would be its own root.
+    smallest = exact_survivors(digests, rank)
+    root = np.where(rank[smallest] < rank[root], smallest, root)
     survivor = cluster_survivors(root, preference)
     rows = np.arange(n, dtype=np.int64)
     exact = same_text != rows

@@ -39,6 +39,7 @@ from neardup.core.engine import (
     Utf8Texts,
     atomic_output,
     batch_signatures,
+    check_apart,
     check_output,
     check_target,
     corpus_format,
@@ -48,6 +49,7 @@ from neardup.core.engine import (
     parquet_schema,
     spawn_pool,
     text_digests,
+    value_ranks,
     warm_worker,
 )
 
@@ -96,7 +98,7 @@ class _Columns:
         self.seen: set[str] = set()
         self.digests: list[NDArray[np.uint64]] = []
         self.lengths: list[int] = []
-        self.values: list[float] = []
+        self.values: list[int | float | None] = []
         self.lines = _Lines(array("q"), bytearray()) if _splicing(options) else None
 
     def add(self, batch: list[Record]) -> list[str]:
@@ -119,13 +121,11 @@ class _Columns:
             self.values.extend(self._value(r) for r in batch)
         return texts
 
-    def _value(self, record: Record) -> float:
+    def _value(self, record: Record) -> int | float | None:
         field = self.keep.field or ""
         value = get_field(record.row, field)
-        if value is None:
-            return float("nan")
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+        if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+            return value  # exact: value_ranks orders integers past 2**53 as Python does
         raise CorpusError(
             record.name, record.line, f"'{field}' must be a number for --keep max:{field}"
         )
@@ -161,7 +161,7 @@ def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
         np.concatenate(columns.digests) if columns.digests else np.empty((0, 2), dtype=np.uint64)
     )
     lengths = np.array(columns.lengths, dtype=np.int64) if params.keep.kind == "longest" else None
-    values = np.array(columns.values, dtype=np.float64) if params.keep.kind == "max" else None
+    values = value_ranks(columns.values) if params.keep.kind == "max" else None
     return _Pass1(columns.ids, digests, matrix, lengths, values, columns.lines)
 
 
@@ -330,6 +330,7 @@ def run_dedup(options: DedupOptions) -> Manifest:
             check_output(target)
     if options.manifest_target is not None:
         check_target(options.manifest_target)
+    check_apart(*options.reads_and_writes())
     sources = expand_inputs(options.inputs)
     manifest = Manifest.start(options, sources)
     started = time.perf_counter()

@@ -283,8 +283,10 @@ def _dedup(args: argparse.Namespace) -> int:
 
 def _contamination(args: argparse.Namespace) -> int:
     from neardup.app.cli.contamination import contamination_report
-    from neardup.core.engine import Schema, Thresholds, atomic_output
+    from neardup.core.engine import Schema, Thresholds, atomic_output, check_apart
 
+    reads = [("INPUT", t) for t in args.inputs] + [("--protected", t) for t in args.protected]
+    check_apart(reads, [("--output", args.output)])
     schema = Schema(args.id_field, args.text_field)
     report = contamination_report(
         args.inputs, args.protected, n=args.ngram, schema=schema, quiet=args.quiet,

@@ -86,6 +86,16 @@ class DedupOptions:
                     "spans: write JSON Lines (a .parquet output is for drop)"
                 )
 
+    def reads_and_writes(self) -> tuple[list[tuple[str, str]], list[tuple[str, str | None]]]:
+        """``(flag, target)`` of every file the run reads and writes, for ``check_apart``."""
+        reads = [("INPUT", t) for t in self.inputs] + [("--protected", t) for t in self.protected]
+        writes = [
+            ("--output", self.output),
+            ("--removed", self.removed),
+            ("--manifest", self.manifest_target),
+        ]
+        return reads, writes
+
     @property
     def manifest_target(self) -> str | None:
         """Where the manifest is written, if anywhere."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from neardup.core.engine import MinhashParams, ParameterError
+from neardup.core.engine import MinhashParams, ParameterError, check_apart
 
 __all__ = ["SPARK_FLAGS", "dedup_spark"]
 
@@ -48,6 +48,11 @@ def dedup_spark(args: argparse.Namespace) -> int:
         for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram")
         if getattr(args, n) is not None
     }
+    output = str(args.output)
+    manifest = output.rstrip("/") + ".manifest.json" if args.manifest is None else args.manifest
+    reads = [("INPUT", str(t)) for t in args.inputs]
+    reads += [("--protected", str(t)) for t in args.protected]
+    check_apart(reads, [("--output", output), ("--manifest", str(manifest))])
     from neardup.app.spark.entry import dedup_on_spark
     from neardup.app.spark.job import SparkParams
 

@@ -297,9 +297,18 @@ def run_spark_dedup(
         reliable = spark.sparkContext.getCheckpointDir() is not None
         roots, manifest.component_rounds = star_roots(edges, reliable)
         tagged = (
-            classes.select("id", "cid", "exact", "keeper")
+            classes.select("id", "cid", "live", "exact", "keeper")
             .join(roots, F.col("cid") == F.col("node"), "left")
-            .select("id", "exact", "keeper", F.coalesce("root", "cid").alias("root"))
+            # A wordless text's cluster is its identical texts, named by their smallest id (its
+            # exact keeper), as the local engine names it.
+            .select(
+                "id",
+                "exact",
+                "keeper",
+                F.when(F.col("live"), F.coalesce("root", "cid"))
+                .otherwise(F.col("keeper"))
+                .alias("root"),
+            )
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         persisted.append(tagged)

@@ -39,7 +39,9 @@ ENGINE_NAMES = {
     "Schema", "Record", "RawLine", "RecordReader", "get_field", "set_field", "parquet_schema",
     "STDIO",
     "Output", "Source", "atomic_output", "check_output", "check_target", "expand_inputs",
+    "check_apart",
     "KEEP_POLICIES", "KeepPolicy", "cluster_survivors", "exact_survivors", "RowWriter",
+    "value_ranks",
     # decontamination modes, the frequency cap, reports (issue 14)
     "DECONT_KEY", "DecontMode", "DecontParams", "Protection", "Match", "sample_capped",
     "apply_mode", "decontaminate_modes", "ContaminationReport", "Thresholds",

@@ -108,3 +108,25 @@ def test_a_bad_unparsed_line_is_refused_when_parsed_naming_it(memfs):
     _, bad = list(reader.unparsed())
     with pytest.raises(CorpusError, match=r"bad\.jsonl:2: expected a JSON object"):
         reader.parse(bad)
+
+
+def test_two_writers_of_one_process_never_share_a_temporary_name(tmp_path):
+    target = str(tmp_path / "out.jsonl")
+    with atomic_output(target) as (first, _), atomic_output(target) as (second, _):
+        first.write(b"first\n")
+        second.write(b"second\n")
+        partials = sorted(p.name for p in tmp_path.iterdir())
+        assert len(partials) == 2, partials
+    assert (tmp_path / "out.jsonl").read_bytes() in (b"first\n", b"second\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_a_directory_gives_no_hidden_file_nor_anything_under_a_hidden_directory(tmp_path):
+    for rel in ("a.jsonl", ".b.jsonl", ".git/c.jsonl", "sub/d.jsonl", "sub/.cache/e.jsonl", ".env"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text('{"id": "x", "text": "y"}\n')
+    for corpus in (True, False):
+        found = [s.label for s in expand_inputs([str(tmp_path)], corpus=corpus)]
+        assert found == ["a.jsonl", "sub/d.jsonl"]
+    # A hidden file named on its own is read.
+    assert [s.label for s in expand_inputs([str(tmp_path / ".b.jsonl")])] == [".b.jsonl"]

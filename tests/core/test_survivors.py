@@ -12,6 +12,7 @@ from neardup.core.engine import (
     exact_keepers,
     exact_survivors,
     id_rank,
+    value_ranks,
 )
 
 
@@ -59,3 +60,22 @@ def test_smallest_id_matches_the_exact_keepers(case):
 def test_unknown_policies_say_which_exist(spelled):
     with pytest.raises(ParameterError, match="smallest-id, first, longest, max:FIELD"):
         KeepPolicy.parse(spelled)
+
+
+numbers = st.one_of(
+    st.none(),
+    st.integers(-(2**80), 2**80),
+    st.integers(2**53 - 4, 2**53 + 4),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+
+
+@given(st.lists(numbers, max_size=30))
+def test_value_ranks_order_numbers_exactly_as_python_does(values):
+    ranks = value_ranks(values)
+    for i, a in enumerate(values):
+        absent = a is None or a != a
+        assert np.isnan(ranks[i]) == absent
+        for j, b in enumerate(values):
+            if not absent and b is not None and b == b:
+                assert (ranks[i] < ranks[j]) == (a < b) and (ranks[i] == ranks[j]) == (a == b)

@@ -135,6 +135,21 @@ def test_keep_applies_to_the_exact_stage_too_ties_to_the_smallest_id(tmp_path):
         assert {r["neardup"]["reason"] for r in read_jsonl(tmp_path / "r.jsonl")} == {"exact"}
 
 
+def test_keep_max_compares_integers_past_2_53_exactly(tmp_path):
+    """2**70 + 1 beats 2**70 (float64 would tie them, and the smaller id would win)."""
+    text = mit("2001 Same Holder")
+    rows = [{"id": "a", "text": text, "q": 2**70}, {"id": "b", "text": text, "q": 2**70 + 1},
+            {"id": "c", "text": text, "q": 1.5e21}]  # fmt: skip
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    assert run(tmp_path, "dedup", "in.jsonl", "--output", "o.jsonl", "--keep", "max:q",
+               "--workers", "1", "--quiet") == 0  # fmt: skip
+    assert [r["id"] for r in read_jsonl(tmp_path / "o.jsonl")] == ["c"]  # 1.5e21 > 2**70 + 1
+    write_jsonl(tmp_path / "in.jsonl", rows[:2])
+    assert run(tmp_path, "dedup", "in.jsonl", "--output", "o.jsonl", "--keep", "max:q",
+               "--workers", "1", "--quiet") == 0  # fmt: skip
+    assert [r["id"] for r in read_jsonl(tmp_path / "o.jsonl")] == ["b"]
+
+
 def test_keep_duplicates_tags_rows_the_same_way(licenses):
     assert run(licenses, "dedup", "licenses.jsonl", "--output", "all.jsonl", "--keep-duplicates",
                "--workers", "1", "--quiet") == 0  # fmt: skip

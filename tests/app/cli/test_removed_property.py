@@ -67,3 +67,34 @@ def test_output_and_removed_split_the_input_and_every_drop_is_explained(case):
     assert len(clusters) == len(set(clusters))  # one survivor per cluster
     for r in kept:  # the cluster's identity is its smallest id, whoever survives
         assert r["meta"]["minhash_cluster"] <= str(r["id"])
+
+
+WORDLESS = ["!!!", "", "— … —"]
+
+
+def clusters_named(tmp: Path, rows, policy) -> dict[str, str]:
+    (tmp / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(["dedup", str(tmp / "in.jsonl"), "--output", str(tmp / "all.jsonl"),
+                 "--keep-duplicates", "--keep", policy, "--workers", "1", "--quiet"])  # fmt: skip
+    assert code == 0
+    out = [json.loads(x) for x in (tmp / "all.jsonl").read_text().splitlines()]
+    return {str(r["id"]): r["meta"]["minhash_cluster"] for r in out}
+
+
+@settings(max_examples=15)
+@given(corpora(), st.lists(st.sampled_from(WORDLESS), min_size=1, max_size=6), st.randoms())
+def test_every_row_is_named_by_the_same_cluster_under_every_policy(case, wordless, rnd):
+    """Identical wordless texts too: their cluster is named by its smallest id, whichever row
+    the policy keeps."""
+    rows, _ = case
+    used = {str(r["id"]) for r in rows}
+    extra = [{"id": f"w{i}", "text": t, "q": rnd.choice([None, 0, 7])}
+             for i, t in enumerate(wordless) if f"w{i}" not in used]  # fmt: skip
+    rows = rows + extra
+    rnd.shuffle(rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        named = [clusters_named(Path(tmp), rows, p) for p in ("smallest-id", "first", "max:q")]
+    assert named[0] == named[1] == named[2]
+    for text in set(wordless):
+        same = [str(r["id"]) for r in rows if r["text"] == text]
+        assert len({named[0][i] for i in same}) == 1  # one cluster, one name

@@ -1,0 +1,82 @@
+"""A run never writes over what it reads, nor two outputs to one file: refused before any work,
+in one line, exit 2, with every file as it was (both engines, dedup and contamination)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from neardup.core.engine import ParameterError, check_apart
+from tests.app.cli.test_cli import neardup
+
+ROWS = [{"id": f"d{i}", "text": f"the quick brown fox number {i % 3} jumps over the lazy dog"}
+        for i in range(6)]  # fmt: skip
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "data").mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / "data" / name).write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    (tmp_path / "eval.jsonl").write_text(json.dumps({"text": "an eval question"}) + "\n")
+    os.link(tmp_path / "data" / "a.jsonl", tmp_path / "hard.jsonl")
+    (tmp_path / "soft.jsonl").symlink_to(tmp_path / "data" / "b.jsonl")
+    return tmp_path
+
+
+#: What each case runs (split at spaces).
+CASES = {
+    "output is the input": "dedup data/a.jsonl --output data/a.jsonl",
+    "output is the input, spelt otherwise": "dedup data/a.jsonl --output ./data/../data/a.jsonl",
+    "output is a hard link to the input": "dedup data/a.jsonl --output hard.jsonl",
+    "output is what a link input names": "dedup soft.jsonl --output data/b.jsonl",
+    "output is in an input directory": "dedup data --output data/b.jsonl",
+    "output is matched by an input glob": "dedup data/*.jsonl --output data/a.jsonl",
+    "removed is the input": "dedup data/a.jsonl --output o.jsonl --removed data/a.jsonl",
+    "manifest is the input": "dedup data/a.jsonl --output o.jsonl --manifest data/a.jsonl",
+    "output is a protected set": "dedup data/a.jsonl --output eval.jsonl --protected eval.jsonl",
+    "manifest is the output": "dedup data/a.jsonl --output o.jsonl --manifest o.jsonl",
+    "removed is the output": "dedup data/a.jsonl --output o.jsonl --removed o.jsonl",
+    "contamination report over its input": "contamination data/a.jsonl --protected eval.jsonl --output data/a.jsonl",  # noqa: E501
+    "spark output over its input": "dedup data/a.jsonl --output data/a.jsonl --engine spark",
+    "spark output directory holds the inputs": "dedup data/a.jsonl --output data --engine spark",
+}
+
+
+@pytest.mark.parametrize("command", CASES.values(), ids=CASES.keys())
+def test_a_run_that_would_eat_a_file_is_refused_and_touches_nothing(work: Path, command: str):
+    args = command.split()
+    before = _files(work)
+    ran = neardup(*args, cwd=work)
+    assert ran.returncode == 2, ran.stderr
+    [line] = ran.stderr.splitlines()
+    assert line.startswith(f"neardup {args[0]}: error: "), line
+    assert "never writes over its inputs" in line or "are the same file" in line, line
+    assert _files(work) == before  # no output, no partial file, every input as it was
+
+
+def test_outputs_apart_from_inputs_run(work: Path):
+    ran = neardup("dedup", "data", "--output", "out.jsonl", "--removed", "gone.jsonl",
+                  "--id-prefix", "file", cwd=work)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert (work / "out.jsonl").exists() and (work / "gone.jsonl").exists()
+
+
+def test_check_apart_names_both_flags(tmp_path: Path):
+    (tmp_path / "in.jsonl").write_text("{}\n")
+    with pytest.raises(ParameterError, match=r"--output .*out.jsonl and --removed .*out.jsonl"):
+        check_apart([], [("--output", str(tmp_path / "out.jsonl")),
+                         ("--removed", str(tmp_path / "x" / ".." / "out.jsonl"))])  # fmt: skip
+    with pytest.raises(ParameterError, match=r"--manifest .* is INPUT .*in.jsonl"):
+        check_apart([("INPUT", str(tmp_path))], [("--manifest", str(tmp_path / "in.jsonl"))])
+    check_apart([("INPUT", "-")], [("--output", "-"), ("--removed", str(tmp_path / "r.jsonl"))])
+    check_apart([("INPUT", "memory://a.jsonl")], [("--output", "memory://b.jsonl")])
+    with pytest.raises(ParameterError, match=r"memory://a\.jsonl"):
+        check_apart([("INPUT", "memory://a.jsonl")], [("--output", "memory://a.jsonl")])
