@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     max_batch_memory: int = Field(4 * 2**30, ge=1)
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, lt=65536)
+    #: Addresses of the reverse proxies whose X-Forwarded-Proto/-For are believed (a comma list,
+    #: "*" any): behind a TLS proxy on another host, its address, so that /ui's cookie is Secure.
+    #: Default: uvicorn's, the loopback proxy only (127.0.0.1).
+    forwarded_allow_ips: str = "127.0.0.1"
     #: Host header names accepted, a comma list ("*": any); default: loopback names and HOST.
     allowed_hosts: Annotated[list[str] | None, NoDecode] = None
 

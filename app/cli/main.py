@@ -37,6 +37,10 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "--allowed-hosts",
         help="Host header names served, comma-separated, '*' any (default: loopback and HOST)",
     )
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        help="proxies whose X-Forwarded-Proto is believed, comma-separated, '*' any (127.0.0.1)",
+    )
     serve.add_argument("--data-dir", help="where the durable store lives (default ./data)")
     serve.add_argument(
         "--store-url", help="postgresql://USER@HOST:PORT/DB: a store shared by replicas"

@@ -70,7 +70,8 @@ def serve(args: argparse.Namespace) -> int:
         uvicorn.run(
             app, host=settings.host, port=settings.port, workers=1,
             http=timed_h11(settings.client_timeout), timeout_keep_alive=5,
-            timeout_graceful_shutdown=30,
+            timeout_graceful_shutdown=30, proxy_headers=True,
+            forwarded_allow_ips=settings.forwarded_allow_ips,
         )  # fmt: skip
     finally:
         store.close()  # already closed by the lifespan unless it never ran

@@ -174,3 +174,19 @@ def test_an_unknown_document_to_check_is_an_html_404_page(ui):
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("text/html")
     assert "no stored text for document" in response.text and 'id="verdict"' not in response.text
+
+
+@pytest.mark.parametrize(("trusted", "secure"), [("*", True), ("192.0.2.1", False)])
+def test_the_session_cookie_is_secure_behind_a_trusted_tls_proxy(tmp_path, trusted, secure):
+    """A TLS proxy on another host says https in X-Forwarded-Proto; the cookie is Secure when
+    the proxy's address is among --forwarded-allow-ips, and the header is ignored otherwise."""
+    server = start_server(tmp_path, "--workers", "1", "--forwarded-allow-ips", trusted)
+    try:
+        signed_in = httpx.post(f"{server.url}/ui/login", data={"key": "any"},
+                               headers={"x-forwarded-proto": "https"})  # fmt: skip
+        assert signed_in.status_code == 303
+        cookie = signed_in.headers["set-cookie"].lower()
+        assert cookie.startswith("neardup_session=") and "httponly" in cookie
+        assert ("; secure" in cookie) is secure
+    finally:
+        stop_server(server)
