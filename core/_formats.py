@@ -93,6 +93,8 @@ def parse_jsonl_line(line: str, path: str, number: int) -> dict[str, Any]:
         item = _loads(line)
     except json.JSONDecodeError as exc:
         raise CorpusError(path, number, f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise CorpusError(path, number, "not valid JSON here: nested too deeply") from None
     if not isinstance(item, dict):
         raise CorpusError(path, number, f"expected a JSON object, got {type(item).__name__}")
     # A \ud800-style escape decodes to a lone surrogate, which no UTF-8 output can carry.

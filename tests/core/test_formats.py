@@ -73,3 +73,10 @@ def test_a_lone_surrogate_escape_is_refused(line, ok):
     else:
         with pytest.raises(CorpusError, match="lone surrogate"):
             parse_jsonl_line(line, "f.jsonl", 3)
+
+
+def test_json_nested_deeper_than_python_parses_is_a_corpus_error_naming_the_line():
+    line = '{"id": "a", "text": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(CorpusError, match="nested too deeply") as caught:
+        parse_jsonl_line(line, "deep.jsonl", 7)
+    assert (caught.value.path, caught.value.line) == ("deep.jsonl", 7)

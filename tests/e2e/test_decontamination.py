@@ -159,6 +159,7 @@ def test_the_ui_page_shows_the_report_by_item_id(srv):
     ("form", "says"),
     [
         ({"docs": "not json"}, "line 1: not JSON"),
+        ({"docs": "[" * 100_000 + "]" * 100_000}, "line 1: the JSON is nested too deeply"),
         ({"docs": '{"id": "x"}'}, "line 1"),
         ({"mode": "shred"}, "mode must be one of"),
         ({"item_cap": "many"}, "whole number"),

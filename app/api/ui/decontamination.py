@@ -153,6 +153,8 @@ def _pasted_docs(body: str) -> list[Doc]:
             row = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ValueError(f"line {line}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError(f"line {line}: the JSON is nested too deeply") from None
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
             raise ValueError(f'line {line}: give an object with a "text" string')
         meta = row.get("meta") or {}
