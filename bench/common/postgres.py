@@ -144,13 +144,15 @@ class PostgresServer:
                 time.sleep(0.05)
         return name
 
-    def database(self, prefix: str = "t") -> str:
-        """Create an empty database; its URL."""
+    def database(self, prefix: str = "t", owner: str | None = None) -> str:
+        """Create an empty database (owned by ``owner``, else the superuser); its URL (as the
+        superuser)."""
         import psycopg
 
         name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        owned = "" if owner is None else f' OWNER "{owner}"'
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
+            conn.execute(f"CREATE DATABASE {name}{owned}")
         return self.url(name)
 
     def destroy(self) -> None:
