@@ -148,6 +148,12 @@ class PostgresStore:
         self._role = str(info.get("user") or "") or "ROLE"
         self._database = str(info.get("dbname") or "") or "DATABASE"
         self._options = str(info.get("options") or "")
+        if "search_path" in self._options:  # STORE_SCHEMA would override it, silently
+            self.close()
+            raise StoreRefused(
+                "the store URL sets search_path in its options: name the store's schema with "
+                "NEARDUP_STORE_SCHEMA (--store-schema) instead"
+            )
         try:
             self._run(self._open_schema)
         except psycopg.Error as exc:  # anything else the server said: one line, no password

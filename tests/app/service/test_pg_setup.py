@@ -196,3 +196,19 @@ def test_an_unreadable_url_is_refused_without_quoting_it():
         PostgresStore("postgresql://me:s3cr%zzet@127.0.0.1:1/db")
     said = _one_line(str(refused.value))
     assert "percent-encode" in said and "s3cr" not in said
+
+
+def test_the_url_s_options_are_kept_and_a_search_path_there_is_refused(postgres):
+    url = postgres.database()
+    store = PostgresStore(f"{url}?options=-c%20work_mem%3D7MB", "nd")
+    try:
+        shown = store._run(
+            lambda c: c.execute(
+                "SELECT current_setting('work_mem'), current_setting('search_path')"
+            ).fetchone()
+        )
+        assert shown == ("7MB", "nd")
+    finally:
+        store.close()
+    with pytest.raises(StoreRefused, match="NEARDUP_STORE_SCHEMA"):
+        PostgresStore(f"{url}?options=-csearch_path%3Dother")
