@@ -208,7 +208,7 @@ class PostgresStore:
         """What the database said, as StoreRefused naming the missing privilege or login and
         the fix, or as StoreUnavailable (away, refused, timed out)."""
         said = self._line(exc)
-        role, db, schema = self._role, self._database, self.schema
+        role, db, schema = _ident(self._role), _ident(self._database), self.schema
         tables = (
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}; "
             f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}"
@@ -247,12 +247,12 @@ class PostgresStore:
                 "URL (percent-encoded), in PGPASSWORD or in ~/.pgpass (mode 0600)",
             ),
             (
-                r'role "?[^"]*"? does not exist',
-                "role {role} does not exist: CREATE ROLE {role} LOGIN PASSWORD '...'",
+                r'role "([^"]*)" does not exist',
+                "role {named} does not exist: CREATE ROLE {named} LOGIN PASSWORD '...'",
             ),
             (
-                r'database "?[^"]*"? does not exist',
-                "database {db} does not exist: CREATE DATABASE {db} OWNER {role}",
+                r'database "([^"]*)" does not exist',
+                "database {named} does not exist: CREATE DATABASE {named} OWNER {role}",
             ),
             (
                 r"no pg_hba\.conf entry",
@@ -263,7 +263,8 @@ class PostgresStore:
         for pattern, fix in fixes:
             found = re.search(pattern, said)
             if found:
-                text = fix.format(*found.groups(), role=role, db=db)
+                named = _ident(found.group(1)) if found.groups() else ""
+                text = fix.format(*found.groups(), role=role, db=db, named=named)
                 return StoreRefused(f"the store at {self.where} refused: {text} ({said})")
         if isinstance(exc, psycopg.errors.InsufficientPrivilege):
             return StoreRefused(
@@ -326,7 +327,7 @@ class PostgresStore:
                 try:
                     conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
                 except psycopg.errors.InsufficientPrivilege:
-                    role, db, schema = self._role, self._database, self.schema
+                    role, db, schema = _ident(self._role), _ident(self._database), self.schema
                     raise StoreRefused(
                         f"the store at {self.where} refused: schema {schema} does not exist "
                         f"and role {role} may not create it: CREATE SCHEMA {schema} "
@@ -367,7 +368,7 @@ class PostgresStore:
         if seq is not None and seq[0]:
             missing.append("USAGE on probe_id_seq")
         if missing:
-            role, schema = self._role, self.schema
+            role, schema = _ident(self._role), self.schema
             raise StoreRefused(
                 f"the store at {self.where} refused: role {role} lacks "
                 f"{', '.join(missing)} in schema {schema}: as the tables' owner run: GRANT "
@@ -748,6 +749,13 @@ def _connect_kwargs(options: str, schema: str) -> dict[str, Any]:
         "keepalives_count": 3,
         "options": f"{options} {ours}".strip(),
     }
+
+
+def _ident(name: str) -> str:
+    """``name`` as SQL writes it: bare when it is a plain lower-case identifier, else quoted."""
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _lock_key(schema: str) -> int:

@@ -212,3 +212,11 @@ def test_the_url_s_options_are_kept_and_a_search_path_there_is_refused(postgres)
         store.close()
     with pytest.raises(StoreRefused, match="NEARDUP_STORE_SCHEMA"):
         PostgresStore(f"{url}?options=-csearch_path%3Dother")
+
+
+def test_a_role_name_sql_must_quote_is_quoted_in_the_grant(postgres):
+    name = postgres.database().rsplit("/", 1)[1]
+    role = postgres.role(prefix="Ops")  # mixed case: SQL needs it quoted
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(postgres.url(name, role))
+    assert f'GRANT USAGE, CREATE ON SCHEMA public TO "{role}";' in str(refused.value)
