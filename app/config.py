@@ -93,7 +93,7 @@ class Settings(BaseSettings):
                 "store_url must be a postgresql://USER:PASSWORD@HOST:PORT/DB URL "
                 "(postgres:// and postgresql+psycopg:// are taken too)"
             )
-        userinfo = rest.rpartition("@")[0]
+        userinfo = rest.split("?", 1)[0].rpartition("@")[0]  # an @ in the query is no user
         if not _USERINFO.fullmatch(userinfo):
             raise ValueError(
                 "store_url: its user or password holds a character that must be "

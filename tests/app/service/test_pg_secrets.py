@@ -115,3 +115,16 @@ def test_redact_hides_every_spelling_of_the_password(password):
     url = f"postgresql://u:{quote(password, safe='')}@h/d?password={quote_plus(password)}"
     said = f"{password} {quote(password, safe='')} {quote_plus(password)}"
     _assert_hidden(password, redact(said, url))
+
+
+def test_store_url_spellings_are_taken_as_postgresql_and_unencoded_passwords_refused():
+    for scheme in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
+        url = f"{scheme}://u:p%40ss@h:5433/db?application_name=a@b"
+        assert (
+            Settings(store_url=url).store_url
+            == "postgresql://u:p%40ss@h:5433/db?application_name=a@b"
+        )
+    for bad in ("postgresql://u:p@ss@h/db", "postgresql://u:p/ss@h/db", "mysql://u@h/db"):
+        with pytest.raises(ValidationError) as refused:
+            Settings(store_url=bad)
+        assert "ss@h" not in str(refused.value) and "mysql://u" not in str(refused.value)
