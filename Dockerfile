@@ -5,6 +5,11 @@
 #     -e NEARDUP_API_KEYS_FILE=/run/keys.txt -e NEARDUP_ALLOWED_HOSTS=neardup.example.com neardup
 # NEARDUP_ALLOWED_HOSTS lists the names clients reach it by (Host header); by default only the
 # loopback names are served, which the HEALTHCHECK uses.
+# As a replica of a shared PostgreSQL store (the postgres extra is installed; docs/postgres.md),
+# one container per replica, the password outside the URL:
+#   docker run -p 8001:8000 -v ./keys.txt:/run/keys.txt:ro -e NEARDUP_API_KEYS_FILE=/run/keys.txt \
+#     -e NEARDUP_STORE_URL='postgresql://neardup@db.internal:5432/neardup?sslmode=verify-full' \
+#     -e PGPASSWORD -e NEARDUP_STORE_SCHEMA=neardup neardup
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -19,10 +24,14 @@ RUN useradd --create-home --uid 10001 neardup \
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
+# The import package is neardup/: its core and app are links to ../core and ../app, which COPY
+# keeps as links, resolved by the copies of core/ and app/ beside it.
 COPY core ./core
 COPY app ./app
-# Runtime dependencies only: no test, lint or bench extras.
-RUN pip install .
+COPY neardup ./neardup
+# Runtime dependencies and the PostgreSQL driver (to run as a replica): no test, lint or bench
+# extras.
+RUN pip install '.[postgres]'
 
 USER neardup
 VOLUME ["/data"]

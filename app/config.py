@@ -4,30 +4,46 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import unquote, unquote_plus
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from neardup.core.engine import MinhashParams
 
-__all__ = ["Settings", "get_settings"]
+__all__ = ["Settings", "get_settings", "redact", "url_secrets"]
 
 #: The Host header names a loopback server answers to by default (DNS rebinding sends others).
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 _WILDCARDS = {"", "0.0.0.0", "::", "[::]"}
+#: The spellings of a PostgreSQL URL accepted (SQLAlchemy's driver names included); each is
+#: given to libpq as ``postgresql://``.
+STORE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2")
+#: What a URL's user and password may hold unencoded (RFC 3986 userinfo): anything else (an
+#: ``@``, ``/``, ``?``, ``#``, a space ...) must be percent-encoded, or libpq would read part
+#: of the password as a host, port or database name (and print it in its errors).
+_USERINFO = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:%]*")
+#: A PostgreSQL schema name neardup accepts: a plain lower-case identifier.
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
 class Settings(BaseSettings):
     """Everything the service can be told; names match core's keywords (``NEARDUP_NUM_PERM``)."""
 
-    model_config = SettingsConfigDict(env_prefix="NEARDUP_", extra="forbid")
+    # Inputs are never echoed in validation errors: STORE_URL may hold a password.
+    model_config = SettingsConfigDict(
+        env_prefix="NEARDUP_", extra="forbid", hide_input_in_errors=True
+    )
 
     data_dir: Path = Path("./data")
     #: ``postgresql://USER@HOST:PORT/DB``: a store shared by replicas (DATA_DIR is then unused).
     store_url: str | None = None
+    #: The PostgreSQL schema that holds the shared store's tables (docs/postgres.md).
+    store_schema: str = "public"
     # The index parameters: checked together by core's MinhashParams (see ``params``).
     num_perm: int = 128
     bands: int = 16
@@ -71,9 +87,34 @@ class Settings(BaseSettings):
     @field_validator("store_url")
     @classmethod
     def _postgres_url(cls, url: str | None) -> str | None:
-        if url is not None and not url.startswith(("postgresql://", "postgres://")):
-            raise ValueError("store_url must be a postgresql:// (or postgres://) URL")
-        return url or None
+        """A PostgreSQL URL in any accepted spelling, as ``postgresql://...``; the message of a
+        refusal never quotes the URL (it may hold a password)."""
+        if not url:
+            return None
+        scheme, sep, rest = url.strip().partition("://")
+        if not sep or scheme.lower() not in STORE_SCHEMES:
+            raise ValueError(
+                "store_url must be a postgresql://USER:PASSWORD@HOST:PORT/DB URL "
+                "(postgres:// and postgresql+psycopg:// are taken too)"
+            )
+        userinfo = rest.split("?", 1)[0].rpartition("@")[0]  # an @ in the query is no user
+        if not _USERINFO.fullmatch(userinfo):
+            raise ValueError(
+                "store_url: its user or password holds a character that must be "
+                "percent-encoded (such as @ / ? # or a space; in Python "
+                "urllib.parse.quote(password, safe='')), or use PGPASSWORD or ~/.pgpass"
+            )
+        return f"postgresql://{rest}"
+
+    @field_validator("store_schema")
+    @classmethod
+    def _schema_name(cls, name: str) -> str:
+        if not _SCHEMA_NAME.fullmatch(name):
+            raise ValueError(
+                "store_schema must be a lower-case PostgreSQL identifier: a-z, 0-9 and _, "
+                "not starting with a digit, at most 63 characters"
+            )
+        return name
 
     @field_validator("allowed_hosts")
     @classmethod
@@ -119,6 +160,33 @@ class Settings(BaseSettings):
             seed=self.seed,
             ngram=self.ngram,
         )
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every spelling of the password a PostgreSQL URL may hold (in its user part or a
+    ``password=`` parameter; as written and percent-decoded), longest first."""
+    found: set[str] = set()
+    rest = url.partition("://")[2]
+    userinfo = rest.rpartition("@")[0]
+    candidates = [userinfo.partition(":")[2]] if ":" in userinfo else []
+    first = rest.split("/", 1)[0]  # libpq's reading: the user part ends at the first @
+    if "@" in first:
+        candidates.append(first.split("@", 1)[0].partition(":")[2])
+    for pair in re.split(r"[?&]", rest)[1:]:
+        key, _, value = pair.partition("=")
+        if unquote_plus(key).strip().lower() == "password":
+            candidates.append(value)
+    for value in candidates:
+        found.update(v for v in (value, unquote(value), unquote_plus(value)) if v)
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(text: str, url: str | None) -> str:
+    """``text`` with every spelling of ``url``'s password replaced by ``***``."""
+    if url:
+        for secret in url_secrets(url):
+            text = text.replace(secret, "***")
+    return text
 
 
 def _bracketed(host: str) -> str:

@@ -59,6 +59,7 @@ class Metrics:
                 ("admitted", "heavy requests admitted: reading, parsing or being served"),
                 ("buffered_bytes", "bytes of request bodies held"),
                 ("log_position", "the shared store's log entries applied (0: no shared store)"),
+                ("store_up", "1 while the store answers, 0 while it cannot be reached"),
             ]
         }
         self.shed = Counter(

@@ -45,6 +45,9 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--store-url", help="postgresql://USER@HOST:PORT/DB: a store shared by replicas"
     )
+    serve.add_argument(
+        "--store-schema", help="the PostgreSQL schema of the shared store (default public)"
+    )
     serve.add_argument("--workers", type=int, help="signature processes (default: CPUs)")
     _index_flags(serve)
     serve.add_argument("--max-batch", type=int, help="items per request (default 10000)")

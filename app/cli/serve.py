@@ -32,7 +32,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         settings = Settings(**_given(args, Settings.model_fields))
     except ValidationError as exc:
-        print(f"neardup serve: invalid settings:\n{exc}", file=sys.stderr)
+        print(f"neardup serve: invalid settings: {_one_line(exc)}", file=sys.stderr)
         return 2
     if settings.api_keys_file is None and not _loopback(settings.host) and not args.insecure:
         print(
@@ -76,6 +76,17 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         store.close()  # already closed by the lifespan unless it never ran
     return 0
+
+
+def _one_line(exc: Any) -> str:
+    """A pydantic ValidationError as ``field: why; ...`` on one line, never quoting an input
+    (STORE_URL may hold a password)."""
+    parts = []
+    for error in exc.errors(include_input=False, include_url=False):
+        where = ".".join(str(part) for part in error.get("loc", ())) or "settings"
+        why = str(error.get("msg", "")).removeprefix("Value error, ")
+        parts.append(f"{where}: {' '.join(why.split())}")
+    return "; ".join(parts)
 
 
 def _loopback(host: str) -> bool:

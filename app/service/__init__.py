@@ -12,6 +12,7 @@ from neardup.app.service.errors import (
     QuotaExceeded,
     RateLimited,
     StoreFull,
+    StoreRefused,
     StoreUnavailable,
     TooLarge,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "Registered",
     "Service",
     "StoreFull",
+    "StoreRefused",
     "StoreUnavailable",
     "TooLarge",
 ]

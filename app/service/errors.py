@@ -11,6 +11,7 @@ codes, in one place.
      +-- OutOfReach                   a query threshold below the bands' reach            -> 422
      +-- StoreFull                    a full (or failing) disk; nothing was stored        -> 507
      +-- StoreUnavailable             the shared database cannot be reached right now     -> 503
+     |    +-- StoreRefused            it refuses this role: a privilege, the password, ... -> 503
      +-- ParameterMismatch            a store made with other index parameters (startup)
      +-- DamagedStore                 a store file that is not a usable neardup store (startup)
      +-- DataDirLocked                another process holds the data directory (startup)
@@ -31,6 +32,7 @@ __all__ = [
     "QuotaExceeded",
     "RateLimited",
     "StoreFull",
+    "StoreRefused",
     "StoreUnavailable",
     "TooLarge",
 ]
@@ -84,6 +86,12 @@ class StoreFull(NeardupError, OSError):
 class StoreUnavailable(NeardupError, ConnectionError):
     """The shared store (PostgreSQL) cannot be reached or did not answer in time; nothing was
     stored. Answered 503 with Retry-After; writes work again once the database is back."""
+
+
+class StoreRefused(StoreUnavailable):
+    """The shared store refuses this neardup: its role lacks a privilege (named, with the
+    GRANT), the password is wrong, the role or database does not exist, the URL cannot be read,
+    or its layout is of a newer version. One line at start (exit 2); 503 if it happens later."""
 
 
 class DamagedStore(NeardupError, RuntimeError):

@@ -171,10 +171,17 @@ class Service:
             self.store_full = None
         return result
 
+    def store_state(self) -> str:
+        """``up``, or ``down`` while the shared store cannot be reached (or refuses this role):
+        known from the last call that tried it, and the follower tries every POLL_SECONDS."""
+        return "up" if self.store.available() else "down"
+
     async def unready_reason(self) -> str | None:
-        """Why the service should not take traffic ("disk full"), or None. While the disk is
-        full the store is probed for room (at most every PROBE_INTERVAL, never behind a
-        write that holds the lock), so readiness returns with the space."""
+        """Why the service should not take traffic ("store unavailable", "disk full"), or None.
+        While the disk is full the store is probed for room (at most every PROBE_INTERVAL,
+        never behind a write that holds the lock), so readiness returns with the space."""
+        if not self.store.available():
+            return "store unavailable"
         if self.store_full is None:
             return None
         now = time.monotonic()
@@ -436,6 +443,7 @@ class Service:
             "inflight": self.limits.inflight,
             "recovery_seconds": round(self.recovery_seconds, 3),
             "log_position": self.log_position,
+            "store_up": int(self.store.available()),
         }
 
     # --- replicas: following a shared store's log of changes -----------------------------------

@@ -18,12 +18,20 @@ a full disk StoreFull (507). One connection serves the store thread (the service
 from one thread, so a pool would add nothing), reconnected on demand: a call that finds it dead
 before doing anything (a read, ``lock_writes``) reconnects and tries once more, so writes work
 again as soon as the database is back.
+
+The tables live in one PostgreSQL schema (``STORE_SCHEMA``, ``public`` by default), created if
+missing; the store's layout has a version (``schema_versions``): a store of an older version is
+migrated at start, one of a newer version refused. A role without a privilege the store needs,
+a wrong password, an unknown role or database are StoreRefused, naming what is missing and how
+to grant it, in one line, and never the password (docs/postgres.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -31,12 +39,14 @@ from typing import Any, TypeVar
 
 import psycopg
 import psycopg.errors
+from psycopg import sql
 
-from neardup.app.service.errors import DamagedStore, StoreFull, StoreUnavailable
+from neardup.app.config import redact
+from neardup.app.service.errors import DamagedStore, StoreFull, StoreRefused, StoreUnavailable
 from neardup.app.service.store import PROBE_BYTES, Change, ProtectedSetRow, StoredDoc, check_params
 from neardup.core.engine import ProtectedFormat
 
-__all__ = ["WRITE_LOCK", "PostgresStore"]
+__all__ = ["SCHEMA_VERSION", "WRITE_LOCK", "PostgresStore"]
 
 log = logging.getLogger("neardup")
 
@@ -53,6 +63,13 @@ STATEMENT_TIMEOUT_MS = 30_000
 #: A write transaction idle this long (its replica planning, or gone) is ended by the server.
 IDLE_IN_WRITE_MS = 60_000
 
+#: The version of the store's layout this neardup writes (``schema_versions``).
+SCHEMA_VERSION = 1
+#: The tables the store reads and writes (the role needs SELECT, INSERT, UPDATE, DELETE).
+TABLES = ("params", "documents", "protected_sets", "changes", "probe", "schema_versions")
+
+# Version 1: the layout before versions were recorded (a store without ``schema_versions`` but
+# with these tables is of version 1).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS params (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
@@ -81,22 +98,35 @@ CREATE TABLE IF NOT EXISTS changes (
 );
 CREATE TABLE IF NOT EXISTS probe (id BIGSERIAL PRIMARY KEY, body BYTEA NOT NULL);
 """
+_VERSIONS = """
+CREATE TABLE IF NOT EXISTS schema_versions (
+    version INTEGER PRIMARY KEY,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+"""
+#: How a store of version ``v - 1`` becomes version ``v``: run in order at start, each in the
+#: schema's transaction under the write lock, and recorded in ``schema_versions``.
+MIGRATIONS: dict[int, str] = {}
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 _T = TypeVar("_T")
 
 
 class PostgresStore:
-    """The store at ``url`` (``postgresql://USER@HOST:PORT/DB``), shared by every replica.
+    """The store at ``url`` (``postgresql://USER@HOST:PORT/DB``), shared by every replica, in
+    PostgreSQL schema ``schema``.
 
-    Opening connects (StoreUnavailable if it cannot), creates the tables if missing. Called
-    from one thread at a time (the service's store thread), except ``wait_for_changes``, which
-    has its own connection and runs in the follower's thread.
+    Opening connects (StoreUnavailable if it cannot, StoreRefused if the server refuses the
+    role), creates the schema and tables if missing or migrates them, and checks the role's
+    privileges. Called from one thread at a time (the service's store thread), except
+    ``wait_for_changes``, which has its own connection and runs in the follower's thread.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, schema: str = "public") -> None:
         self._url = url
-        self.where = _where(url)
+        self.schema = schema
+        self._lock_key = _lock_key(schema)
+        self._channel = CHANNEL if schema == "public" else f"{CHANNEL}_{schema}"[:63]
         self._db: _Conn | None = None
         self._tx: _Conn | None = None  # the open write transaction (lock_writes .. commit)
         self._snapshot: _Conn | None = None  # recovery's repeatable-read snapshot
@@ -105,33 +135,149 @@ class PostgresStore:
         self._down_until = 0.0
         self._down_reason = ""
         self._closed = False
+        self._opened = False
         try:
-            self._run(_create_schema)
+            info = psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.Error:  # its message quotes the URL's pieces, the password among them
+            self.close()
+            raise StoreRefused(
+                "the store URL cannot be read: percent-encode any @ : / ? # % or space in "
+                "its user or password (or give the password in PGPASSWORD or ~/.pgpass)"
+            ) from None
+        self.where = redact(_where(info), url)
+        self._role = str(info.get("user") or "") or "ROLE"
+        self._database = str(info.get("dbname") or "") or "DATABASE"
+        self._options = str(info.get("options") or "")
+        if "search_path" in self._options:  # STORE_SCHEMA would override it, silently
+            self.close()
+            raise StoreRefused(
+                "the store URL sets search_path in its options: name the store's schema with "
+                "NEARDUP_STORE_SCHEMA (--store-schema) instead"
+            )
+        try:
+            self._run(self._open_schema)
+        except psycopg.Error as exc:  # anything else the server said: one line, no password
+            self.close()
+            raise StoreRefused(f"the store at {self.where} refused: {self._line(exc)}") from None
         except BaseException:
             self.close()
             raise
+        self._opened = True
+
+    def available(self) -> bool:
+        """False while the database cannot be reached (or refuses), since the last call that
+        tried it; True once a call succeeds again."""
+        return not self._down_reason
 
     # --- errors -------------------------------------------------------------------------------
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
-        """Database errors as the service's: StoreFull for a full disk, StoreUnavailable for a
-        database that is away (and, for FAIL_FAST seconds after, without trying again)."""
+        """Database errors as the service's: StoreFull for a full disk, StoreRefused for a
+        missing privilege or a refused login, StoreUnavailable for a database that is away
+        (and, for FAIL_FAST seconds after, without trying again)."""
         if time.monotonic() < self._down_until:
             raise StoreUnavailable(self._down_reason)
         try:
             yield
         except psycopg.errors.DiskFull as exc:
-            raise StoreFull(f"{self.where}: {exc}; nothing was stored") from exc
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            if not self._down_reason:
-                log.warning("store unavailable, answering 503 until it is back: %s", exc)
-            self._down_reason = f"the store at {self.where} is unavailable: {exc}"
+            raise StoreFull(f"{self.where}: {self._line(exc)}; nothing was stored") from exc
+        except (
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+            psycopg.errors.InsufficientPrivilege,
+        ) as exc:
+            error = self._explain(exc)
+            if not self._down_reason and self._opened:  # at start, the caller says it
+                log.warning("store unavailable, answering 503 until it is back: %s", error)
+            self._down_reason = str(error)
             self._down_until = time.monotonic() + FAIL_FAST
-            raise StoreUnavailable(self._down_reason) from exc
+            raise error from None
         if self._down_reason:
             log.info("store %s reachable again", self.where)
             self._down_reason = ""
+
+    def _line(self, exc: BaseException) -> str:
+        """An error's message on one line (the server's primary message, without the quoted
+        statement), without the password."""
+        diag = getattr(exc, "diag", None)
+        said = getattr(diag, "message_primary", None) or str(exc)
+        return redact(" ".join(str(said).split()), self._url)
+
+    def _explain(self, exc: BaseException) -> StoreUnavailable:
+        """What the database said, as StoreRefused naming the missing privilege or login and
+        the fix, or as StoreUnavailable (away, refused, timed out)."""
+        said = self._line(exc)
+        role, db, schema = _ident(self._role), _ident(self._database), self.schema
+        tables = (
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}; "
+            f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}"
+        )
+        fixes = [
+            (
+                r'permission denied for schema "?(\w+)"?',
+                "role {role} may not create or use tables in schema {0} (PostgreSQL 15 and "
+                "later no longer let every role create in schema public): as the schema's "
+                "owner or a superuser run: GRANT USAGE, CREATE ON SCHEMA {0} TO {role}; or give "
+                "neardup its own schema: CREATE SCHEMA neardup AUTHORIZATION {role}; and set "
+                "NEARDUP_STORE_SCHEMA=neardup",
+            ),
+            (
+                r"permission denied for (?:table|sequence|relation) \"?(\w+)\"?",
+                "role {role} lacks a privilege on {0}: as the tables' owner run: " + tables,
+            ),
+            (
+                r"must be owner of (?:table|relation|sequence|index) \"?(\w+)\"?",
+                "role {role} must own {0} to migrate the store: run this neardup once as the "
+                "tables' owner, or ALTER TABLE ... OWNER TO {role}",
+            ),
+            (
+                r"permission denied for database|does not have CONNECT privilege",
+                "role {role} may not connect to database {db}: GRANT CONNECT ON DATABASE {db} "
+                "TO {role}",
+            ),
+            (
+                r"password authentication failed",
+                "the server refused role {role}'s password: give the right one in the URL, "
+                "in PGPASSWORD or in ~/.pgpass (mode 0600)",
+            ),
+            (
+                r"no password supplied",
+                "the server asks role {role} for a password and none was given: put it in the "
+                "URL (percent-encoded), in PGPASSWORD or in ~/.pgpass (mode 0600)",
+            ),
+            (
+                r'role "([^"]*)" does not exist',
+                "role {named} does not exist: CREATE ROLE {named} LOGIN PASSWORD '...'",
+            ),
+            (
+                r'database "([^"]*)" does not exist',
+                "database {named} does not exist: CREATE DATABASE {named} OWNER {role}",
+            ),
+            (
+                r"no pg_hba\.conf entry",
+                "the server's pg_hba.conf has no entry for role {role}, database {db} from this "
+                "host (with this sslmode): ask its administrator to add one",
+            ),
+        ]
+        for pattern, fix in fixes:
+            found = re.search(pattern, said)
+            if found:
+                named = _ident(found.group(1)) if found.groups() else ""
+                text = fix.format(*found.groups(), role=role, db=db, named=named)
+                return StoreRefused(f"the store at {self.where} refused: {text} ({said})")
+        if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            return StoreRefused(
+                f"the store at {self.where} refused: role {role} lacks a privilege ({said}); "
+                "docs/postgres.md lists the grants"
+            )
+        return StoreUnavailable(f"the store at {self.where} is unavailable: {said}")
+
+    def _connect(self) -> _Conn:
+        """A new autocommit connection with the store's settings (``_connect_kwargs``)."""
+        return psycopg.connect(
+            self._url, autocommit=True, **_connect_kwargs(self._options, self.schema)
+        )
 
     def _connection(self) -> _Conn:
         """The store's connection, opened (again) if there is none or it broke."""
@@ -142,7 +288,7 @@ class PostgresStore:
             with suppress(Exception):
                 conn.close()
         self._db = None
-        self._db = psycopg.connect(self._url, autocommit=True, **_connect_kwargs())
+        self._db = self._connect()
         return self._db
 
     def _run(self, fn: Callable[[_Conn], _T]) -> _T:
@@ -162,6 +308,74 @@ class PostgresStore:
                     raise
             return fn(self._connection())
 
+    # --- the schema ---------------------------------------------------------------------------
+
+    def _open_schema(self, conn: _Conn) -> None:
+        """Create the schema and tables if missing, or migrate an older layout, under the write
+        lock (replicas starting at once: one creates, the others see it); refuse a newer
+        layout; then check the role's privileges on every table. A store already of this
+        version runs no DDL, so a role with only SELECT, INSERT, UPDATE, DELETE can serve it."""
+        row = conn.execute("SELECT current_user, current_database()").fetchone()
+        if row is not None:
+            self._role, self._database = str(row[0]), str(row[1])
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            found = conn.execute(
+                "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+            ).fetchone()
+            if found is None:
+                try:
+                    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+                except psycopg.errors.InsufficientPrivilege:
+                    role, db, schema = _ident(self._role), _ident(self._database), self.schema
+                    raise StoreRefused(
+                        f"the store at {self.where} refused: schema {schema} does not exist "
+                        f"and role {role} may not create it: CREATE SCHEMA {schema} "
+                        f"AUTHORIZATION {role}; (or GRANT CREATE ON DATABASE {db} TO {role})"
+                    ) from None
+            version = _stored_version(conn)
+            if version is None:  # a new store: this version's layout
+                conn.execute(_SCHEMA)
+                conn.execute(_VERSIONS)
+                conn.execute("INSERT INTO schema_versions (version) VALUES (%s)", (SCHEMA_VERSION,))
+            elif version > SCHEMA_VERSION:
+                raise StoreRefused(
+                    f"the store at {self.where} (schema {self.schema}) has layout version "
+                    f"{version}, newer than this neardup's ({SCHEMA_VERSION}): run the neardup "
+                    "version that wrote it (an upgrade cannot be undone)"
+                )
+            else:
+                for target in range(version + 1, SCHEMA_VERSION + 1):
+                    log.info("migrating the store to layout version %d", target)
+                    conn.execute(MIGRATIONS[target])
+                    conn.execute("INSERT INTO schema_versions (version) VALUES (%s)", (target,))
+        self._check_privileges(conn)
+
+    def _check_privileges(self, conn: _Conn) -> None:
+        """StoreRefused naming every table privilege the role lacks, and the GRANT."""
+        rows = conn.execute(
+            "SELECT c.relname, p.priv FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p(priv) "
+            "WHERE n.nspname = %s AND c.relname = ANY(%s) "
+            "AND NOT has_table_privilege(c.oid, p.priv) ORDER BY 1, 2",
+            (self.schema, list(TABLES)),
+        ).fetchall()
+        seq = conn.execute(
+            "SELECT NOT has_sequence_privilege(%s, 'USAGE')", (f"{self.schema}.probe_id_seq",)
+        ).fetchone()
+        missing = [f"{priv} on {table}" for table, priv in rows]
+        if seq is not None and seq[0]:
+            missing.append("USAGE on probe_id_seq")
+        if missing:
+            role, schema = _ident(self._role), self.schema
+            raise StoreRefused(
+                f"the store at {self.where} refused: role {role} lacks "
+                f"{', '.join(missing)} in schema {schema}: as the tables' owner run: GRANT "
+                f"SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}; "
+                f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}"
+            )
+
     # --- parameters, probe --------------------------------------------------------------------
 
     def ensure_params(self, params: dict[str, int]) -> None:
@@ -169,7 +383,7 @@ class PostgresStore:
 
         def record(conn: _Conn) -> dict[str, str]:
             with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                 rows = conn.execute("SELECT key, value FROM params").fetchall()
                 stored: dict[str, str] = {str(k): str(v) for k, v in rows}
                 if stored:
@@ -209,7 +423,7 @@ class PostgresStore:
         def begin(conn: _Conn) -> list[Change]:
             try:
                 conn.execute("BEGIN")
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                 found = self._read_changes(conn)
             except BaseException:
                 _rollback(conn)
@@ -246,7 +460,7 @@ class PostgresStore:
             "SELECT coalesce(max(seq), 0) + 1, %s, %s, %s, %s FROM changes RETURNING seq",
             (kind, lo, hi, name),
         ).fetchone()
-        conn.execute(f"NOTIFY {CHANNEL}")
+        conn.execute(f"NOTIFY {self._channel}")
         assert row is not None
         return int(row[0])
 
@@ -359,8 +573,8 @@ class PostgresStore:
         started = time.monotonic()
         try:
             if self._listener is None or self._listener.closed:
-                self._listener = psycopg.connect(self._url, autocommit=True, **_connect_kwargs())
-                self._listener.execute(f"LISTEN {CHANNEL}")
+                self._listener = self._connect()
+                self._listener.execute(f"LISTEN {self._channel}")
             for _ in self._listener.notifies(timeout=timeout, stop_after=1):
                 pass
         except Exception:  # any failure of the listener: poll instead, reconnect next time
@@ -512,10 +726,11 @@ def _set_row(row: tuple[Any, ...]) -> ProtectedSetRow:
     return ProtectedSetRow(name, items, ngrams, ProtectedFormat(fmt), bytes(body).decode("utf-8"))
 
 
-def _connect_kwargs() -> dict[str, Any]:
+def _connect_kwargs(options: str, schema: str) -> dict[str, Any]:
     """Connection settings: a bounded connect; TCP keepalives both ways, and a cap on a
     transaction left idle, so a replica whose host vanished mid-write does not hold the write
-    lock for long; every commit flushed to the WAL before it returns."""
+    lock for long; every commit flushed to the WAL before it returns; the store's schema alone
+    on the search path. The URL's own ``options`` come first (ours win where both set one)."""
     server = {
         "synchronous_commit": "on",
         "statement_timeout": STATEMENT_TIMEOUT_MS,
@@ -523,21 +738,48 @@ def _connect_kwargs() -> dict[str, Any]:
         "tcp_keepalives_idle": 10,
         "tcp_keepalives_interval": 5,
         "tcp_keepalives_count": 3,
+        "search_path": schema,
     }
+    ours = " ".join(f"-c {k}={v}" for k, v in server.items())
     return {
         "connect_timeout": max(1, int(CONNECT_TIMEOUT)),
         "keepalives": 1,
         "keepalives_idle": 5,
         "keepalives_interval": 2,
         "keepalives_count": 3,
-        "options": " ".join(f"-c {k}={v}" for k, v in server.items()),
+        "options": f"{options} {ours}".strip(),
     }
 
 
-def _create_schema(conn: _Conn) -> None:
-    with conn.transaction():  # replicas starting at once: one creates, the others see it
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-        conn.execute(_SCHEMA)
+def _ident(name: str) -> str:
+    """``name`` as SQL writes it: bare when it is a plain lower-case identifier, else quoted."""
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lock_key(schema: str) -> int:
+    """The write lock of the store in ``schema``: WRITE_LOCK for ``public``, else a key of the
+    schema's name (two stores in one database do not wait for each other)."""
+    if schema == "public":
+        return WRITE_LOCK
+    return int.from_bytes(hashlib.blake2b(schema.encode(), digest_size=7).digest(), "big")
+
+
+def _stored_version(conn: _Conn) -> int | None:
+    """The store's layout version on the search path's schema: None for a new store, 1 for
+    one made before versions were recorded (its tables, no ``schema_versions``)."""
+    row = conn.execute(
+        "SELECT to_regclass('schema_versions') IS NOT NULL, to_regclass('documents') IS NOT NULL"
+    ).fetchone()
+    if row is None or not (row[0] or row[1]):
+        return None
+    if not row[0]:
+        conn.execute(_VERSIONS)
+        conn.execute("INSERT INTO schema_versions (version) VALUES (1)")
+        return 1
+    head = conn.execute("SELECT max(version) FROM schema_versions").fetchone()
+    return int(head[0]) if head is not None and head[0] is not None else 1
 
 
 def _rollback(conn: _Conn) -> None:
@@ -547,11 +789,7 @@ def _rollback(conn: _Conn) -> None:
             conn.execute("ROLLBACK")
 
 
-def _where(url: str) -> str:
+def _where(info: dict[str, Any]) -> str:
     """The store's host, port and database for messages (never the password)."""
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.Error:
-        return "postgresql://(unparsable URL)"
     host, port, db = info.get("host", "localhost"), info.get("port", 5432), info.get("dbname", "")
     return f"postgresql://{host}:{port}/{db}"

@@ -147,6 +147,7 @@ class Store(Protocol):
     def wait_for_changes(self, timeout: float) -> None: ...
     def recovering(self) -> AbstractContextManager[None]: ...
     def position(self) -> int | None: ...
+    def available(self) -> bool: ...
     def close(self) -> None: ...
 
 
@@ -336,6 +337,10 @@ class SQLiteStore:
         """None: the embedded store has no log."""
         return None
 
+    def available(self) -> bool:
+        """Always: the embedded store is a file of this process (a full disk is StoreFull)."""
+        return True
+
     def close(self) -> None:
         """Close the database (everything committed is already durable) and release the data
         directory's lock. Idempotent."""
@@ -359,7 +364,7 @@ def open_store(settings: Settings) -> Store:
                 f"'neardup-{version('neardup')}-py3-none-any.whl[postgres]' "
                 f"from its wheel ({exc})"
             ) from None
-        return PostgresStore(settings.store_url)
+        return PostgresStore(settings.store_url, settings.store_schema)
     return SQLiteStore(settings.data_dir)
 
 

@@ -4,7 +4,8 @@
 on a free loopback port (TCP only, trust authentication for the ``postgres`` role, nothing else
 listens). PostgreSQL refuses to run as root: as root, every command runs as the unprivileged
 ``postgres`` account Debian's ``postgresql`` package creates (``runuser``), and the directory
-is handed to it. ``database()`` creates an empty database and returns its URL; ``stop`` and
+is handed to it. ``database()`` creates an empty database and returns its URL; ``role()``
+creates a login role (with a password the server then requires of it alone); ``stop`` and
 ``start`` stop and start the same cluster (its data kept); ``destroy`` removes everything.
 """
 
@@ -17,6 +18,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -105,17 +107,52 @@ class PostgresServer:
         """The URL of the ``postgres`` database as the superuser."""
         return self.url("postgres")
 
-    def url(self, database: str) -> str:
-        """``postgresql://postgres@127.0.0.1:PORT/DATABASE``."""
-        return f"postgresql://postgres@{HOST}:{self.port}/{database}"
+    def url(self, database: str, user: str = "postgres", password: str | None = None) -> str:
+        """``postgresql://USER[:PASSWORD]@127.0.0.1:PORT/DATABASE`` (the password
+        percent-encoded)."""
+        from urllib.parse import quote
 
-    def database(self, prefix: str = "t") -> str:
-        """Create an empty database; its URL."""
+        secret = "" if password is None else f":{quote(password, safe='')}"
+        return f"postgresql://{user}{secret}@{HOST}:{self.port}/{database}"
+
+    def role(self, prefix: str = "r", password: str | None = None) -> str:
+        """Create a login role with no privilege beyond PUBLIC's; its name. With ``password``,
+        the server asks this role (and only it) for that password (scram-sha-256)."""
         import psycopg
+        from psycopg import sql
 
         name = f"{prefix}_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
+            if password is None:
+                conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+            else:
+                conn.execute(
+                    sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                        sql.Identifier(name), sql.Literal(password)
+                    )
+                )
+                hba = self.data / "pg_hba.conf"
+                line = f"host all {name} {HOST}/32 scram-sha-256\n"
+                hba.write_text(line + hba.read_text())  # first match wins: before "trust"
+                conn.execute("SELECT pg_reload_conf()")
+        if password is not None:  # the reload is asynchronous: until it asks for the password
+            for _ in range(200):
+                try:
+                    psycopg.connect(self.url("postgres", name), connect_timeout=5).close()
+                except psycopg.OperationalError:
+                    break
+                time.sleep(0.05)
+        return name
+
+    def database(self, prefix: str = "t", owner: str | None = None) -> str:
+        """Create an empty database (owned by ``owner``, else the superuser); its URL (as the
+        superuser)."""
+        import psycopg
+
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        owned = "" if owner is None else f' OWNER "{owner}"'
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}{owned}")
         return self.url(name)
 
     def destroy(self) -> None:

@@ -14,7 +14,7 @@ import time
 import httpx
 
 from bench.common.machine import REPO_ROOT
-from bench.common.server import free_port
+from bench.common.server import free_port, serving
 from neardup.core.minhash import clusters as core_clusters
 from tests.e2e.conftest import start_server, stop_server
 from tests.e2e.test_documents import api_clusters
@@ -159,3 +159,83 @@ def test_a_replica_with_other_parameters_or_no_database_is_refused(tmp_path, pos
     assert "hunter2" not in missing.stderr
     bad = _serve("--store-url", "mysql://somewhere/db")
     assert bad.returncode == 2 and "postgresql://" in bad.stderr
+
+
+def _one_line_refusal(done, *expected):
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("neardup serve: refusing to start: "), done.stderr
+    for text in expected:
+        assert text in done.stderr, done.stderr
+
+
+def test_store_refusals_at_start_are_one_line_naming_the_fix(postgres):
+    name = postgres.database().rsplit("/", 1)[1]  # the obvious CREATE DATABASE, as a superuser
+    role = postgres.role(password="Corr3ct-Horse")  # the obvious CREATE ROLE
+    url = postgres.url(name, role, "Corr3ct-Horse")
+    privilege = _serve("--workers", "1", "--store-url", url)
+    _one_line_refusal(privilege, f"GRANT USAGE, CREATE ON SCHEMA public TO {role}")
+    wrong = _serve("--workers", "1", "--store-url", postgres.url(name, role, "Wr0ng-Horse"))
+    _one_line_refusal(wrong, f"the server refused role {role}'s password", "PGPASSWORD")
+    away = f"postgresql://{role}:Corr3ct-Horse@127.0.0.1:{free_port()}/{name}"
+    unreachable = _serve("--workers", "1", "--store-url", away)
+    _one_line_refusal(unreachable, "is unavailable", "Connection refused")
+    spelled = url.replace("postgresql://", "postgresql+psycopg://")  # SQLAlchemy's spelling
+    sqlalchemy = _serve("--workers", "1", "--store-url", spelled)
+    _one_line_refusal(sqlalchemy, f"GRANT USAGE, CREATE ON SCHEMA public TO {role}")
+    for done in (privilege, wrong, unreachable, sqlalchemy):
+        assert "Horse" not in done.stderr + done.stdout
+
+
+def _poll(get, want, timeout=60.0):
+    """``get()`` until it returns ``want`` (its last value otherwise, for the assertion)."""
+    deadline = time.monotonic() + timeout
+    got = get()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(0.1)
+        got = get()
+    return got
+
+
+def _store_up(server):
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    return next(line for line in text.splitlines() if line.startswith("neardup_store_up "))
+
+
+def _ready(server):
+    response = httpx.get(f"{server.url}/readyz", timeout=10)
+    return response.status_code, response.json()
+
+
+def test_a_replica_says_the_store_is_away_and_back(tmp_path, postgres):
+    role = postgres.role(password="Sw0rdfish-Pw")
+    name = postgres.database(owner=role).rsplit("/", 1)[1]
+    url = postgres.url(name, role, "Sw0rdfish-Pw").replace("postgresql:", "postgres:")
+    with serving(tmp_path, "--workers", "1", "--store-url", url) as server:
+        doc = {"documents": [{"id": "a", "text": "a text stored while the store is up"}]}
+        assert httpx.post(f"{server.url}/v1/documents", json=doc, timeout=30).status_code == 200
+        assert _ready(server) == (200, {"status": "ready", "store": "up"})
+        assert _store_up(server) == "neardup_store_up 1.0"
+        postgres.stop()
+        try:
+            assert _poll(lambda: _store_up(server), "neardup_store_up 0.0") == (
+                "neardup_store_up 0.0"
+            )
+            down = (503, {"status": "store unavailable", "store": "down"})
+            assert _poll(lambda: _ready(server), down) == down
+            assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+            query = {"texts": ["a text stored while the store is up"]}
+            assert httpx.post(f"{server.url}/v1/query", json=query, timeout=10).status_code == 200
+            write = {"documents": [{"id": "b", "text": "refused while the store is away"}]}
+            refused = httpx.post(f"{server.url}/v1/documents", json=write, timeout=30)
+            assert refused.status_code == 503 and "unavailable" in refused.json()["detail"]
+            said = refused.text + str(_ready(server)) + httpx.get(f"{server.url}/metrics").text
+        finally:
+            postgres.start()
+        assert _poll(lambda: _store_up(server), "neardup_store_up 1.0") == "neardup_store_up 1.0"
+        up = (200, {"status": "ready", "store": "up"})
+        assert _poll(lambda: _ready(server), up) == up
+        assert httpx.post(f"{server.url}/v1/documents", json=write, timeout=30).status_code == 200
+        said += server.log.read_text()
+        assert "store unavailable, answering 503" in said  # the log says it, once
+        assert "Sw0rdfish" not in said

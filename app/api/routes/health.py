@@ -15,15 +15,19 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request, response: Response) -> dict[str, str]:
-    """Recovered and serving; 503 with Retry-After while starting, and while the store's disk
-    is full ("disk full", until a store write succeeds again)."""
+    """Recovered and serving, with the store's state (``up``, or ``down`` while the shared
+    store cannot be reached); 503 with Retry-After while starting, while the store is down
+    ("store unavailable": writes would fail, so a load balancer should send them elsewhere),
+    and while the store's disk is full ("disk full", until a store write succeeds again)."""
     state = request.app.state
-    reason = "starting"
-    if getattr(state, "ready", False):
-        found = await state.service.unready_reason()
-        if found is None:
-            return {"status": "ready"}
-        reason = found
-    response.status_code = 503
-    response.headers["Retry-After"] = "1"
-    return {"status": reason}
+    if not getattr(state, "ready", False):
+        response.status_code = 503
+        response.headers["Retry-After"] = "1"
+        return {"status": "starting"}
+    service = state.service
+    reason = await service.unready_reason()
+    body = {"status": reason or "ready", "store": service.store_state()}
+    if reason is not None:
+        response.status_code = 503
+        response.headers["Retry-After"] = "1"
+    return body

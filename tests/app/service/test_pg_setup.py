@@ -1,0 +1,222 @@
+"""The shared store as a DBA sets it up (docs/postgres.md): a role without a privilege is
+refused in one line naming the privilege and the GRANT that fixes it; a role with only table
+privileges serves a store its owner made; STORE_SCHEMA keeps the tables out of ``public``; the
+layout's version is recorded, older layouts migrated, newer ones refused; a wrong password,
+an unknown role or database are named, and no message holds a password."""
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from bench.common.server import free_port
+from neardup.app.service import StoreRefused, StoreUnavailable, pgstore
+from neardup.app.service.pgstore import SCHEMA_VERSION, PostgresStore
+from neardup.app.service.store import StoredDoc
+from neardup.core.engine import MinhashParams
+
+PARAMS = MinhashParams().index_params()
+
+
+def _db_and_role(postgres, password=None):
+    """A new database owned by the superuser (the obvious CREATE DATABASE) and a new login role
+    with no privilege beyond PUBLIC's; the role's URL to it, and the database's name."""
+    name = postgres.database().rsplit("/", 1)[1]
+    role = postgres.role(password=password)
+    return postgres.url(name, role, password), name, role
+
+
+def _one_line(message):
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+def test_a_role_without_create_on_public_is_refused_naming_the_grant(postgres):
+    url, name, role = _db_and_role(postgres)
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(url)
+    said = _one_line(str(refused.value))
+    assert f"GRANT USAGE, CREATE ON SCHEMA public TO {role}" in said
+    assert f"CREATE SCHEMA neardup AUTHORIZATION {role}" in said
+    with psycopg.connect(postgres.url(name), autocommit=True) as c:
+        c.execute(
+            sql.SQL("GRANT USAGE, CREATE ON SCHEMA public TO {}").format(sql.Identifier(role))
+        )
+    store = PostgresStore(url)  # the GRANT the message named is enough
+    try:
+        store.ensure_params(PARAMS)
+    finally:
+        store.close()
+
+
+def test_a_missing_schema_the_role_may_not_create_is_refused_naming_create_schema(postgres):
+    url, name, role = _db_and_role(postgres)
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(url, "neardup")
+    said = _one_line(str(refused.value))
+    assert f"CREATE SCHEMA neardup AUTHORIZATION {role}" in said
+    with psycopg.connect(postgres.url(name), autocommit=True) as c:
+        c.execute(sql.SQL("CREATE SCHEMA neardup AUTHORIZATION {}").format(sql.Identifier(role)))
+    PostgresStore(url, "neardup").close()
+
+
+def test_a_role_with_only_table_privileges_serves_the_store_its_owner_made(postgres):
+    url, name, role = _db_and_role(postgres)
+    admin_url = postgres.url(name)
+    owner = PostgresStore(admin_url, "nd")  # the owner (here the superuser) creates it once
+    owner.ensure_params(PARAMS)
+    owner.close()
+    ident = sql.Identifier(role)
+    with psycopg.connect(admin_url, autocommit=True) as c:
+        c.execute(sql.SQL("GRANT USAGE ON SCHEMA nd TO {}").format(ident))
+        c.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA nd TO {}").format(ident))
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(url, "nd")
+    said = _one_line(str(refused.value))
+    assert f"role {role} lacks DELETE on changes, INSERT on changes" in said
+    assert "USAGE on probe_id_seq" in said
+    assert f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA nd TO {role}" in said
+    with psycopg.connect(admin_url, autocommit=True) as c:
+        c.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA nd TO {}").format(
+                ident
+            )
+        )
+        c.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA nd TO {}").format(ident))
+    store = PostgresStore(url, "nd")  # no CREATE anywhere: a store of this version runs no DDL
+    try:
+        store.ensure_params(PARAMS)
+        store.lock_writes()
+        try:
+            store.add_documents([StoredDoc(0, "a", b"d", b"\0" * 512, {}, "text")])
+        finally:
+            store.unlock_writes()
+        store.probe()
+        assert store.document("a").id == "a"
+    finally:
+        store.close()
+
+
+def test_store_schema_keeps_the_tables_in_their_own_schema(postgres):
+    url = postgres.database()
+    mine, theirs = PostgresStore(url, "mine"), PostgresStore(url, "theirs")
+    try:
+        for store in (mine, theirs):
+            store.ensure_params(PARAMS)
+        mine.lock_writes()
+        try:
+            mine.add_documents([StoredDoc(0, "only-mine", b"d", b"\0" * 512, {}, "t")])
+        finally:
+            mine.unlock_writes()
+        assert mine.document("only-mine") is not None and theirs.document("only-mine") is None
+        assert theirs.changes() == [] and len(mine.changes()) == 0  # mine applied its own
+    finally:
+        mine.close()
+        theirs.close()
+    with psycopg.connect(url) as c:
+        where = c.execute(
+            "SELECT table_schema, count(*) FROM information_schema.tables "
+            "WHERE table_name = 'documents' GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    assert where == [("mine", 1), ("theirs", 1)]  # nothing in public
+
+
+def test_the_layout_version_is_recorded_and_a_newer_one_refused(postgres):
+    url = postgres.database()
+    PostgresStore(url).close()
+    with psycopg.connect(url, autocommit=True) as c:
+        assert c.execute("SELECT max(version) FROM schema_versions").fetchone() == (1,)
+        c.execute("INSERT INTO schema_versions (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(url)
+    said = _one_line(str(refused.value))
+    assert (
+        f"layout version {SCHEMA_VERSION + 1}, newer than this neardup's ({SCHEMA_VERSION})" in said
+    )
+
+
+def test_a_store_made_before_versions_is_version_1_and_keeps_its_documents(postgres):
+    url = postgres.database()
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(pgstore._SCHEMA)  # the layout as neardup made it before recording versions
+        c.execute("INSERT INTO params VALUES ('num_perm', '128')")
+    store = PostgresStore(url)
+    store.close()
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT version FROM schema_versions").fetchall() == [(1,)]
+        assert c.execute("SELECT value FROM params").fetchall() == [("128",)]
+
+
+def test_an_upgrade_migrates_an_older_layout_once_in_order(postgres, monkeypatch):
+    url = postgres.database()
+    PostgresStore(url).close()  # version 1
+    monkeypatch.setattr(pgstore, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(
+        pgstore,
+        "MIGRATIONS",
+        {
+            2: "ALTER TABLE documents ADD COLUMN lang TEXT",
+            3: "UPDATE documents SET lang = 'en'; ALTER TABLE documents ALTER lang SET NOT NULL",
+        },
+    )
+    PostgresStore(url).close()
+    PostgresStore(url).close()  # already at 3: nothing runs again (ADD COLUMN would fail)
+    with psycopg.connect(url) as c:
+        versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
+        column = c.execute(
+            "SELECT is_nullable FROM information_schema.columns WHERE column_name = 'lang'"
+        ).fetchone()
+    assert versions == [(1,), (2,), (3,)]
+    assert column == ("NO",)
+
+
+def test_a_wrong_or_missing_password_unknown_role_or_database_are_named(postgres):
+    _, name, role = _db_and_role(postgres, password="right-Pa55")
+    cases = {
+        postgres.url(name, role, "wrong-Pa55"): "the server refused role",
+        postgres.url(name, role): "asks role",
+        postgres.url(name, "nobody_here"): "CREATE ROLE nobody_here LOGIN",
+        postgres.url("no_such_db", role, "right-Pa55"): f"CREATE DATABASE no_such_db OWNER {role}",
+    }
+    for bad, expected in cases.items():
+        with pytest.raises(StoreRefused) as refused:
+            PostgresStore(bad)
+        said = _one_line(str(refused.value))
+        assert expected in said
+        assert "Pa55" not in said
+    away = f"postgresql://{role}:right-Pa55@127.0.0.1:{free_port()}/{name}"
+    with pytest.raises(StoreUnavailable) as unavailable:
+        PostgresStore(away)
+    assert not isinstance(unavailable.value, StoreRefused)
+    said = _one_line(str(unavailable.value))
+    assert "is unavailable" in said and "Pa55" not in said
+
+
+def test_an_unreadable_url_is_refused_without_quoting_it():
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore("postgresql://me:s3cr%zzet@127.0.0.1:1/db")
+    said = _one_line(str(refused.value))
+    assert "percent-encode" in said and "s3cr" not in said
+
+
+def test_the_url_s_options_are_kept_and_a_search_path_there_is_refused(postgres):
+    url = postgres.database()
+    store = PostgresStore(f"{url}?options=-c%20work_mem%3D7MB", "nd")
+    try:
+        shown = store._run(
+            lambda c: c.execute(
+                "SELECT current_setting('work_mem'), current_setting('search_path')"
+            ).fetchone()
+        )
+        assert shown == ("7MB", "nd")
+    finally:
+        store.close()
+    with pytest.raises(StoreRefused, match="NEARDUP_STORE_SCHEMA"):
+        PostgresStore(f"{url}?options=-csearch_path%3Dother")
+
+
+def test_a_role_name_sql_must_quote_is_quoted_in_the_grant(postgres):
+    name = postgres.database().rsplit("/", 1)[1]
+    role = postgres.role(prefix="Ops")  # mixed case: SQL needs it quoted
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(postgres.url(name, role))
+    assert f'GRANT USAGE, CREATE ON SCHEMA public TO "{role}";' in str(refused.value)
