@@ -71,6 +71,23 @@ def status_for(exc: Exception) -> int:
     return 422 if isinstance(exc, NeardupError) else 500
 
 
+#: What a client is told when the store is away: where it is and what the database said go to
+#: the log only (a key that may read should not learn the database's host, name or messages).
+STORE_AWAY = (
+    "the store is unavailable; retry after Retry-After seconds (a write answered 503 may have "
+    "been stored: sending it again is safe)"
+)
+
+
+def detail_for(exc: Exception, where: str) -> str:
+    """What a client is told of ``exc`` (raised while serving ``where``): its message, but a
+    generic one for a store that is away, whose message is logged instead."""
+    if isinstance(exc, StoreUnavailable):
+        log.warning("store unavailable on %s: %s", where, exc)
+        return STORE_AWAY
+    return str(exc)
+
+
 async def _error(request: Request, exc: Exception) -> JSONResponse:
     status = status_for(exc)
     if status >= 500 and status not in _TOLD:
@@ -79,7 +96,8 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
     headers = {"Retry-After": "1"} if status == 503 else None
     if isinstance(exc, RateLimited):
         headers = {"Retry-After": str(exc.retry_after)}
-    return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
+    detail = detail_for(exc, f"{request.method} {request.url.path}")
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:

@@ -15,6 +15,7 @@ import httpx
 
 from bench.common.machine import REPO_ROOT
 from bench.common.server import free_port, serving
+from neardup.app.api.errors import STORE_AWAY
 from neardup.core.minhash import clusters as core_clusters
 from tests.e2e.conftest import start_server, stop_server
 from tests.e2e.test_documents import api_clusters
@@ -104,8 +105,12 @@ def test_three_replicas_under_kill_and_database_restart_behave_as_one(tmp_path, 
             write = {"documents": [{"id": "while-down", "text": "the database is away now"}]}
             refused = httpx.post(f"{servers[0].url}/v1/documents", json=write, timeout=10)
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            # Where the database is and what it said go to the log, not to every client.
+            assert refused.json()["detail"] == STORE_AWAY
             stored = httpx.get(f"{servers[2].url}/v1/documents/race0-a", timeout=10)
             assert stored.status_code == 503  # it reads the store; the clusters do not
+            assert stored.json()["detail"] == STORE_AWAY
+            assert f":{postgres.port}/" in servers[0].log.read_text()  # the operator's log says
             assert httpx.get(f"{servers[2].url}/v1/clusters/race0-a").status_code == 200
             time.sleep(1.0)
         finally:

@@ -136,8 +136,8 @@ async def _run(
         chosen = list(form.sets) or sorted(service.protected)
         return await service.decontamination(docs, chosen, ask, caller.name)
     except (ValueError, NeardupError) as exc:
-        status, headers = service_error(exc) if isinstance(exc, NeardupError) else (422, {})
-        page = render_page(request, "decontamination.html", status, result=None, error=str(exc),
+        status, headers, message = service_error(exc, "/ui/decontamination")
+        page = render_page(request, "decontamination.html", status, result=None, error=message,
                            **_context(service, form))  # fmt: skip
         page.headers.update(headers)
         return page

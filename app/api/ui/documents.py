@@ -47,8 +47,8 @@ async def query(
     try:
         result = await query_view(service, text, _threshold(threshold))
     except (ValueError, NeardupError) as exc:
-        status, headers = service_error(exc) if isinstance(exc, NeardupError) else (422, {})
-        response = render_page(request, "query.html", status, result=None, error=str(exc), **form)
+        status, headers, message = service_error(exc, "/ui/query")
+        response = render_page(request, "query.html", status, result=None, error=message, **form)
         response.headers.update(headers)
         return response
     return render_page(request, "query.html", result=result, error=None, **form)

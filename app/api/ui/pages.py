@@ -163,9 +163,9 @@ async def contamination(
         echo = "protect" in caller.scopes
         result = await contamination_view(service, text, chosen, caller.name, echo=echo)
     except NeardupError as exc:
-        status, headers = service_error(exc)
+        status, headers, message = service_error(exc, "/ui/contamination")
         response = render_page(request, "contamination.html", status, result=None,
-                               error=str(exc), text=text[:HIGHLIGHT_CHARS], **form)  # fmt: skip
+                               error=message, text=text[:HIGHLIGHT_CHARS], **form)  # fmt: skip
         response.headers.update(headers)
         return response
     return render_page(request, "contamination.html", result=result, error=None,

@@ -17,9 +17,10 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup.app.api.deps import Caller, bearer_token, caller_of
-from neardup.app.api.errors import status_for
+from neardup.app.api.errors import detail_for, status_for
 from neardup.app.api.ui.security import Sessions
 from neardup.app.service import RateLimited
+from neardup.core.engine import NeardupError
 
 __all__ = [
     "COOKIE",
@@ -107,12 +108,16 @@ def download_headers(stem: str, extension: str) -> dict[str, str]:
     return {"content-disposition": disposition, "cache-control": "no-store"}
 
 
-def service_error(exc: Exception) -> tuple[int, dict[str, str]]:
-    """The status (app.api.errors' mapping) and headers of a service error shown on a page."""
+def service_error(exc: Exception, where: str) -> tuple[int, dict[str, str], str]:
+    """The status (app.api.errors' mapping; 422 for a ValueError of a form), headers and message
+    of an error shown on a page (``where``: the page, for the log)."""
+    if not isinstance(exc, NeardupError):
+        return 422, {}, str(exc)
     status = status_for(exc)
+    message = detail_for(exc, where)
     if isinstance(exc, RateLimited):
-        return status, {"retry-after": str(exc.retry_after)}
-    return status, {"retry-after": "1"} if status == 503 else {}
+        return status, {"retry-after": str(exc.retry_after)}, message
+    return status, {"retry-after": "1"} if status == 503 else {}, message
 
 
 async def html_error(request: Request, exc: Exception) -> Response:
