@@ -19,7 +19,7 @@ engine computes the same signatures, candidates, confirmations and components th
   ``Components`` (incremental; a deletion regroups from recomputed roots), ``groups_of``.
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
-  ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``; modes and reports:
+  ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``; modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
   ``DecontParams``, ``apply_mode``, ``decontaminate_modes``, ``DECONT_KEY``,
   ``ContaminationReport``, ``Thresholds``.
@@ -70,6 +70,7 @@ from neardup.core._protected import (
     ProtectedFormat,
     ProtectedSet,
     parse_protected_set,
+    protected_as_jsonl,
     read_protected_set,
 )
 from neardup.core._records import (
@@ -181,6 +182,7 @@ __all__ = [
     "ordered_map",
     "parquet_schema",
     "parse_protected_set",
+    "protected_as_jsonl",
     "pool_size",
     "read_docs",
     "read_protected_set",

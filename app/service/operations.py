@@ -56,6 +56,7 @@ from neardup.core.engine import (
     apply_mode,
     lsh_probability,
     parse_protected_set,
+    protected_as_jsonl,
     text_digest,
 )
 
@@ -502,7 +503,9 @@ class Service:
 
     async def put_protected_set(self, name: str, text: str, fmt: ProtectedFormat) -> ProtectedSet:
         """Check the limits (QuotaExceeded), parse off the event loop (CorpusError naming a bad
-        line), store durably, then replace in memory."""
+        line), store durably (a JSON array or CSV as JSON Lines of its items), then replace in
+        memory."""
+        text, fmt = await asyncio.to_thread(protected_as_jsonl, name, text, fmt)
         size = len(text.encode("utf-8"))
         self._check_quota(name, size)
         parsed = await asyncio.to_thread(parse_protected_set, name, text, fmt, self.params.ngram)
