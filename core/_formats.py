@@ -44,7 +44,9 @@ FORMATS = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet")
 #: Other names of JSON Lines inputs (NDJSON; Dolma's and C4's ``.json.gz`` shards), by the
 #: format they are read as. Inputs only: an output is named by one of FORMATS.
 INPUT_ALIASES = {
-    f"{name}{zip_}": f".jsonl{zip_}" for name in (".ndjson", ".json") for zip_ in ("", ".gz", ".zst")
+    f"{name}{zip_}": f".jsonl{zip_}"
+    for name in (".ndjson", ".json")
+    for zip_ in ("", ".gz", ".zst")
 }
 
 
@@ -61,9 +63,7 @@ def corpus_format(path: str | PathLike[str], *, output: bool = False) -> str:
                 return fmt
         names = ", ".join((*FORMATS, *INPUT_ALIASES))
         raise CorpusError(str(path), None, f"unknown corpus format; inputs are one of {names}")
-    raise CorpusError(
-        str(path), None, f"unknown output format; write one of {', '.join(FORMATS)}"
-    )
+    raise CorpusError(str(path), None, f"unknown output format; write one of {', '.join(FORMATS)}")
 
 
 def jsonl_items(lines: Iterable[str], path: str) -> Iterator[tuple[int, dict[str, Any]]]:

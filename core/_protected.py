@@ -24,17 +24,16 @@ the CLI and ``protected_ngrams`` all parse through here.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import StrEnum
 from os import PathLike
 from typing import Any
-
-import csv
-import io
-import json
-import re
 
 import numpy as np
 

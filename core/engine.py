@@ -19,7 +19,8 @@ engine computes the same signatures, candidates, confirmations and components th
   ``Components`` (incremental; a deletion regroups from recomputed roots), ``groups_of``.
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
-  ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``; modes and reports:
+  ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``;
+  modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
   ``DecontParams``, ``apply_mode``, ``decontaminate_modes``, ``DECONT_KEY``,
   ``ContaminationReport``, ``Thresholds``.
@@ -182,8 +183,8 @@ __all__ = [
     "ordered_map",
     "parquet_schema",
     "parse_protected_set",
-    "protected_as_jsonl",
     "pool_size",
+    "protected_as_jsonl",
     "read_docs",
     "read_protected_set",
     "sample_capped",

@@ -30,11 +30,8 @@ def _one_error_line(result, command="dedup"):
 def evals(tmp_path):
     """The same 60 questions as a JSON array and as MMLU's headerless CSV, and a corpus that
     contains question 7."""
-    (tmp_path / "evals.json").write_text(
-        json.dumps([{"id": f"q{i}", "question": QUESTION.format(i=i), "answer": "A"}
-                    for i in range(60)], indent=2),  # fmt: skip
-        encoding="utf-8",
-    )
+    items = [{"id": f"q{i}", "question": QUESTION.format(i=i), "answer": "A"} for i in range(60)]
+    (tmp_path / "evals.json").write_text(json.dumps(items, indent=2), encoding="utf-8")
     with (tmp_path / "mmlu_test.csv").open("w", newline="", encoding="utf-8") as fh:
         csv.writer(fh).writerows(
             [QUESTION.format(i=i), "yes", "no", "maybe", "never", "A"] for i in range(60)
