@@ -148,12 +148,12 @@ def parse_jsonl_line(line: str, path: str, number: int) -> dict[str, Any]:
 
 
 def _array_hint(line: str) -> str:
-    """What to say of a failed line that opens a JSON array (a whole file as one array)."""
+    """What to add when a failed line opens a JSON array (a whole file as one array?)."""
     if not line.lstrip().startswith("["):
         return ""
     return (
-        "; this looks like a JSON array, and a corpus is JSON Lines (one object per line): "
-        "convert it, e.g. jq -c '.[]' FILE.json > FILE.jsonl"
+        "; JSON Lines holds one object per line: if the file is one JSON array, convert it, "
+        "e.g. jq -c '.[]' FILE.json > FILE.jsonl"
     )
 
 

@@ -8,6 +8,7 @@ from neardup.core.engine import (
     RecordReader,
     Schema,
     atomic_output,
+    check_output,
     expand_inputs,
     get_field,
     set_field,
@@ -108,3 +109,23 @@ def test_a_bad_unparsed_line_is_refused_when_parsed_naming_it(memfs):
     _, bad = list(reader.unparsed())
     with pytest.raises(CorpusError, match=r"bad\.jsonl:2: expected a JSON object"):
         reader.parse(bad)
+
+
+def test_json_lines_under_dolmas_and_c4s_names_are_inputs_and_never_outputs():
+    fs = fsspec.filesystem("memory")
+    for name in ("a.json.gz", "b.ndjson", "c.ndjson.zst", "d.json", "e.parquet", "f.csv"):
+        fs.pipe(f"/aliases/{name}", b"")
+    try:
+        found = [(s.label, s.fmt) for s in expand_inputs(["memory://aliases"])]
+        # a plain .json beside them may be a manifest: a directory gives it only when named
+        assert found == [("a.json.gz", ".jsonl.gz"), ("b.ndjson", ".jsonl"),
+                         ("c.ndjson.zst", ".jsonl.zst"), ("e.parquet", ".parquet")]  # fmt: skip
+        assert [s.fmt for s in expand_inputs(["memory://aliases/d.json"])] == [".jsonl"]
+        protected = [s.label for s in expand_inputs(["memory://aliases"], corpus=False)]
+        assert protected == ["a.json.gz", "b.ndjson", "c.ndjson.zst", "d.json", "e.parquet",
+                             "f.csv"]  # fmt: skip
+        for name in ("o.json.gz", "o.ndjson", "o.json"):
+            with pytest.raises(CorpusError, match="unknown output format"):
+                check_output(f"memory://aliases/{name}")
+    finally:
+        fs.rm("/aliases", recursive=True)

@@ -57,7 +57,7 @@ def test_corpus_shards_named_json_gz_and_ndjson_are_json_lines(tmp_path):
 def test_a_json_array_corpus_is_refused_with_a_hint(tmp_path):
     (tmp_path / "docs.json").write_text(json.dumps(ROWS, indent=1), encoding="utf-8")
     line = _one_error_line(neardup("dedup", "docs.json", "--output", "o.jsonl", cwd=tmp_path))
-    assert "docs.json:1:" in line and "JSON array" in line and "jq -c" in line
+    assert "docs.json:1: not valid JSON" in line and "one JSON array" in line and "jq -c" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.json"]
 
 
