@@ -198,6 +198,10 @@ def protected_as_jsonl(name: str, body: str, fmt: ProtectedFormat) -> tuple[str,
     CorpusError for a bad body."""
     if fmt in (ProtectedFormat.JSONL, ProtectedFormat.TEXT):
         return body, fmt
+    body = body.removeprefix("\ufeff")
+    if fmt is ProtectedFormat.JSON and not body.lstrip().startswith("["):
+        protected_items(name, body, fmt)  # checked as JSON Lines, kept with its line numbers
+        return body, ProtectedFormat.JSONL
     lines = [json.dumps(item, ensure_ascii=False) for _, item in protected_items(name, body, fmt)]
     return "".join(f"{line}\n" for line in lines), ProtectedFormat.JSONL
 

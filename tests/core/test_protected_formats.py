@@ -120,9 +120,12 @@ def test_bad_json_arrays_name_what_is_wrong():
         parse_protected_set("e.json", '[{"q": "\\ud800"}]', ProtectedFormat.JSON)
 
 
-def test_a_json_file_that_is_json_lines_is_read_as_json_lines():
-    body = "".join(json.dumps(i) + "\n" for i in ITEMS[:4])
-    assert parse_protected_set("dolma.json", body, ProtectedFormat.JSON).items == 4
+def test_a_json_file_that_is_json_lines_is_read_as_json_lines_and_stored_as_it_is():
+    body = "".join(json.dumps({"q": i["question"]}) + "\n\n" for i in ITEMS[:4])
+    found = parse_protected_set("dolma.json", body, ProtectedFormat.JSON)
+    assert found.items == 4 and sorted(found.layout) == ["1", "3", "5", "7"]  # lines
+    assert protected_as_jsonl("dolma.json", body, ProtectedFormat.JSON) == (
+        body, ProtectedFormat.JSONL)  # fmt: skip
 
 
 _cell = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\x00"))
