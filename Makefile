@@ -2,8 +2,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-HOST ?= 127.0.0.1
-PORT ?= 8000
+# `make serve HOST=0.0.0.0 PORT=9000` passes --host/--port; unset, the service's settings decide
+# (NEARDUP_HOST and NEARDUP_PORT, else 127.0.0.1:8000).
+HOST ?=
+PORT ?=
 
 .PHONY: serve test lint bench clean browser postgres java
 
@@ -29,7 +31,7 @@ $(VENV)/.bench: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 serve: $(VENV)/.base
-	$(VENV)/bin/neardup serve --host $(HOST) --port $(PORT)
+	$(VENV)/bin/neardup serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 # The browser tests drive Debian's Chromium (no browser download): install it when missing.
 browser:

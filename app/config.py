@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     contamination_texts_per_minute: int = Field(10_000, ge=1)
     max_protected_bytes: int = Field(128 * 2**20, ge=1)
     max_batch_memory: int = Field(4 * 2**30, ge=1)
+    #: While recovering at start, a progress line (documents read, rate, seconds left) at
+    #: most this often.
+    recovery_log_seconds: float = Field(5.0, ge=0)
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, lt=65536)
     #: Addresses of the reverse proxies whose X-Forwarded-Proto/-For are believed (a comma list,

@@ -2,8 +2,9 @@
 file:line. Importing this module imports no clustering.
 
 Formats follow the file name: ``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst`` (JSON Lines, plain or
-compressed) and ``.parquet`` (columns ``id``, ``text`` and an optional ``meta`` struct, read with
-pyarrow, a batch of rows at a time). Reading streams; nothing holds a whole file. Rows of any
+compressed; inputs also ``.ndjson`` and ``.json``, plain or compressed) and ``.parquet``
+(columns ``id``, ``text`` and an optional ``meta`` struct, read with pyarrow, a batch of rows at
+a time). Reading streams; nothing holds a whole file. Rows of any
 other schema, and storage other than local files, are ``core._records`` and ``core._storage``.
 """
 
@@ -97,7 +98,7 @@ def _read_parquet(path: Path) -> Iterator[Doc]:
 def write_docs(path: str | PathLike[str], docs: Iterable[Doc]) -> int:
     """Write documents in the format of ``path``'s name (``meta`` as a Parquet struct); returns
     how many were written."""
-    fmt = corpus_format(path)
+    fmt = corpus_format(path, output=True)
     with Path(path).open("wb") as raw, RowWriter(raw, fmt, str(path)) as writer:
         for doc in docs:
             writer.write({"id": doc.id, "text": doc.text, "meta": doc.meta})

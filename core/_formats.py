@@ -2,7 +2,9 @@
 compressed byte streams (gzip, zstd). No storage, no schema: the bytes in, the objects out.
 
 Formats follow the file name: ``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst`` (JSON Lines, plain or
-compressed) and ``.parquet``.
+compressed) and ``.parquet``. Inputs may also carry the other names JSON Lines goes by
+(``INPUT_ALIASES``: ``.ndjson``, and Dolma's and C4's ``.json.gz``), read as JSON Lines; a JSON
+array under such a name is refused with a hint, not read as one row. Outputs take ``FORMATS``.
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ from neardup.core.errors import CorpusError
 
 __all__ = [
     "FORMATS",
+    "INPUT_ALIASES",
+    "PROTECTED_ENDINGS",
     "corpus_format",
     "json_default",
     "jsonl_items",
     "jsonl_lines",
+    "parse_json_array",
     "parse_jsonl_line",
+    "protected_format",
     "text_reader",
     "text_writer",
 ]
@@ -35,14 +41,29 @@ __all__ = [
 #: File name endings corpora are read from and written to.
 FORMATS = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet")
 
+#: Other names of JSON Lines inputs (NDJSON; Dolma's and C4's ``.json.gz`` shards), by the
+#: format they are read as. Inputs only: an output is named by one of FORMATS.
+INPUT_ALIASES = {
+    f"{name}{zip_}": f".jsonl{zip_}"
+    for name in (".ndjson", ".json")
+    for zip_ in ("", ".gz", ".zst")
+}
 
-def corpus_format(path: str | PathLike[str]) -> str:
-    """The format of a corpus file by its name; CorpusError for any other."""
+
+def corpus_format(path: str | PathLike[str], *, output: bool = False) -> str:
+    """The format of a corpus file by its name (one of FORMATS; an input's INPUT_ALIASES name
+    gives the format it is read as); CorpusError for any other."""
     name = str(path).lower()
     for ending in FORMATS:
         if name.endswith(ending):
             return ending
-    raise CorpusError(str(path), None, f"unknown corpus format; use one of {', '.join(FORMATS)}")
+    if not output:
+        for alias, fmt in INPUT_ALIASES.items():
+            if name.endswith(alias):
+                return fmt
+        names = ", ".join((*FORMATS, *INPUT_ALIASES))
+        raise CorpusError(str(path), None, f"unknown corpus format; inputs are one of {names}")
+    raise CorpusError(str(path), None, f"unknown output format; write one of {', '.join(FORMATS)}")
 
 
 def jsonl_items(lines: Iterable[str], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -56,6 +77,28 @@ def jsonl_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     for number, line in enumerate(lines, start=1):
         if line.strip():
             yield number, line
+
+
+#: Protected-set files by name ending, and how each is read (``ProtectedFormat``'s values):
+#: JSON Lines, a JSON array (or JSON Lines), CSV rows, one plain text. Each may also be gzip- or
+#: zstd-compressed (``.csv.gz``); ``.parquet`` rows are read as items too.
+PROTECTED_ENDINGS = {
+    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".txt": "text",
+}  # fmt: skip
+
+
+def protected_format(path: str | PathLike[str]) -> tuple[str, str] | None:
+    """``(how it is read, compression ending or "")`` of a protected file by its name:
+    ``("csv", ".gz")`` for ``mmlu.csv.gz``, ``("parquet", "")``; None for any other name."""
+    name = str(path).lower()
+    if name.endswith(".parquet"):
+        return "parquet", ""
+    compression = next((c for c in (".gz", ".zst") if name.endswith(c)), "")
+    base = name[: len(name) - len(compression)]
+    for ending, kind in PROTECTED_ENDINGS.items():
+        if base.endswith(ending):
+            return kind, compression
+    return None
 
 
 # Only a \uD800-\uDFFF escape (any case) can decode to a lone surrogate.
@@ -92,16 +135,53 @@ def parse_jsonl_line(line: str, path: str, number: int) -> dict[str, Any]:
     try:
         item = _loads(line)
     except json.JSONDecodeError as exc:
-        raise CorpusError(path, number, f"not valid JSON ({exc.msg})") from None
+        raise CorpusError(path, number, f"not valid JSON ({exc.msg}){_array_hint(line)}") from None
     except RecursionError:
         raise CorpusError(path, number, "not valid JSON here: nested too deeply") from None
     if not isinstance(item, dict):
-        raise CorpusError(path, number, f"expected a JSON object, got {type(item).__name__}")
+        raise CorpusError(
+            path, number, f"expected a JSON object, got {type(item).__name__}{_array_hint(line)}"
+        )
     # A \ud800-style escape decodes to a lone surrogate, which no UTF-8 output can carry.
     # ("\\" in line is one memchr: most lines have no escape at all.)
     if "\\" in line and _SURROGATE_ESCAPE.search(line) and _has_lone_surrogate(item):
         raise CorpusError(path, number, "a string holds a lone surrogate (\\ud800-\\udfff)")
     return item
+
+
+def _array_hint(line: str) -> str:
+    """What to add when a failed line opens a JSON array (a whole file as one array?)."""
+    if not line.lstrip().startswith("["):
+        return ""
+    return (
+        "; JSON Lines holds one object per line: if the file is one JSON array, convert it, "
+        "e.g. jq -c '.[]' FILE.json > FILE.jsonl"
+    )
+
+
+def parse_json_array(text: str, path: str) -> list[tuple[int, dict[str, Any]]]:
+    """``(position from 1, object)`` of every element of a JSON array of objects; CorpusError
+    naming the line of a syntax error, or the element that is not an object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(value, list):
+        raise CorpusError(path, None, f"expected a JSON array, got {type(value).__name__}")
+    for number, item in enumerate(value, start=1):
+        if not isinstance(item, dict):
+            raise CorpusError(
+                path, None, f"element {number} of the array is not an object (a "
+                f"{type(item).__name__})",
+            )  # fmt: skip
+    if "\\" in text and _SURROGATE_ESCAPE.search(text):
+        for number, item in enumerate(value, start=1):
+            if _has_lone_surrogate(item):
+                raise CorpusError(
+                    path, None, f"element {number} of the array holds a lone surrogate "
+                    "(\\ud800-\\udfff)",
+                )  # fmt: skip
+    return list(enumerate(value, start=1))
 
 
 def _has_lone_surrogate(value: Any) -> bool:

@@ -1,15 +1,33 @@
 """Protected eval sets: parsing files into word n-grams and the items they come from.
 
-``.jsonl`` (and ``.jsonl.gz``, ``.jsonl.zst``, and ``.parquet`` rows): every string value of
-every object, nested ones included, except under the keys ``case_id``, ``id``, ``tags``,
-``scorer_args`` (labels, not text a model is tested on); a line that is not a JSON object is a
-CorpusError naming it. Any other file is one protected text.
-Items are labelled by their ``id``, else ``case_id``, else their line number ("1" for a plain
-file). The service, the CLI and ``protected_ngrams`` all parse through here.
+A protected file is read as items, by its name (each text format also ``.gz`` or ``.zst``):
+
+- ``.jsonl``, ``.ndjson``: one item per line (a line that is not a JSON object is a
+  CorpusError naming it);
+- ``.json``: a JSON array of objects, one item each (a file whose first character is not ``[``
+  is read as JSON Lines, as Dolma names them);
+- ``.csv``: one item per row, its cells by the header's names. The first row is a header when
+  every cell looks like a column name (a letter or ``_``, then letters, digits and ``_``, up to
+  four such words joined by a space, ``.`` or ``-``; at most 64 characters; no two alike), as in
+  ``question,A,B,C,D,answer``. Otherwise the file has none (MMLU's release: a question first)
+  and the cells are named by position, ``"1"``, ``"2"``, ... A first row misread as a header
+  has no cell of more than four words: it would protect nothing at n >= 5 anyway;
+- ``.parquet``: one item per row;
+- ``.txt``: ONE item, the whole text.
+
+Any other name is refused (CorpusError). An item protects every string value, nested ones
+included, except under the keys ``case_id``, ``id``, ``tags``, ``scorer_args`` (labels, not text
+a model is tested on). Items are labelled by their ``id``, else ``case_id``, else their line
+(JSON Lines), position (JSON array) or data row (CSV, Parquet), counted from 1. The service,
+the CLI and ``protected_ngrams`` all parse through here.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -19,7 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from neardup.core._formats import jsonl_items, text_reader
+from neardup.core._formats import (
+    PROTECTED_ENDINGS,
+    jsonl_items,
+    parse_json_array,
+    protected_format,
+    text_reader,
+)
 from neardup.core._ngrams import NgramIndex, check_n
 from neardup.core._storage import filesystem
 from neardup.core._text import ngrams, words
@@ -32,6 +56,8 @@ __all__ = [
     "item_label",
     "item_strings",
     "parse_protected_set",
+    "protected_as_jsonl",
+    "protected_items",
     "protected_ngrams",
     "protected_paths",
     "read_protected_set",
@@ -42,15 +68,31 @@ NON_TEXT_KEYS = frozenset({"case_id", "id", "tags", "scorer_args"})
 
 
 class ProtectedFormat(StrEnum):
-    """How a protected file is read: JSON Lines items, or one plain text."""
+    """How a protected file's text is read: JSON Lines, a JSON array, CSV rows (items), or one
+    plain text. A store keeps JSONL and TEXT only (``protected_as_jsonl`` converts the others)."""
 
     JSONL = "jsonl"
     TEXT = "text"
+    JSON = "json"
+    CSV = "csv"
 
     @classmethod
     def of(cls, path: str | PathLike[str]) -> ProtectedFormat:
-        """JSONL for a name ending in ``.jsonl``, else TEXT."""
-        return cls.JSONL if str(path).lower().endswith(".jsonl") else cls.TEXT
+        """The format of an uncompressed file by its name (``.jsonl``, ``.ndjson``, ``.json``,
+        ``.csv``, ``.txt``); CorpusError for any other, which cannot be read as items."""
+        found = protected_format(path)
+        if found is None or found[0] == "parquet" or found[1]:
+            raise CorpusError(str(path), None, _unreadable(compressed=False))
+        return cls(found[0])
+
+
+def _unreadable(*, compressed: bool) -> str:
+    names = ", ".join(PROTECTED_ENDINGS)
+    more = " (each also .gz or .zst) or .parquet" if compressed else ""
+    return (
+        f"cannot read this file as protected items: name it by its format, one of {names}{more} "
+        "(.txt is one item)"
+    )
 
 
 def item_strings(value: Any) -> Iterator[str]:
@@ -131,16 +173,72 @@ class ProtectedSet:
 def parse_protected_set(name: str, body: str, fmt: ProtectedFormat, n: int = 13) -> ProtectedSet:
     """Parse a protected file's text; CorpusError (naming ``name`` and the line) for a bad line."""
     check_n(n)
+    return _from_items(name, protected_items(name, body, fmt), n)
+
+
+def protected_items(name: str, body: str, fmt: ProtectedFormat) -> list[tuple[int, dict[str, Any]]]:
+    """``(line, position or row, from 1; item)`` pairs of a protected file's text, as the module
+    says; a TEXT body is one item ``(1, {"text": body})``. CorpusError naming ``name`` for a bad
+    one. A CSV's or a JSON array's UTF-8 byte order mark (as spreadsheets write) is skipped."""
+    if fmt is ProtectedFormat.TEXT:
+        return [(1, {"text": body})]
     if fmt is not ProtectedFormat.JSONL:
-        grams: dict[str, list[str]] = {}
-        layout: dict[str, list[tuple[int, int, int]]] = {}
-        windows: list[str] = []
-        _add(grams, layout, windows, body, "1", n)
-        return ProtectedSet(name, 1, grams, n, layout, windows)
-    return _from_items(name, list(jsonl_items(body.splitlines(), name)), n)
+        body = body.removeprefix("\ufeff")
+    if fmt is ProtectedFormat.CSV:
+        return _csv_items(name, body)
+    if fmt is ProtectedFormat.JSON and body.lstrip().startswith("["):
+        return parse_json_array(body, name)
+    # Lines end at "\n" only, as in a file (str.splitlines would also split at U+2028).
+    return list(jsonl_items(body.split("\n"), name))
+
+
+def protected_as_jsonl(name: str, body: str, fmt: ProtectedFormat) -> tuple[str, ProtectedFormat]:
+    """``(body, format)`` as a store keeps them: JSONL and TEXT as given; a JSON array or CSV
+    as JSON Lines of its items, one a line (so each keeps its label: its position is its line).
+    CorpusError for a bad body."""
+    if fmt in (ProtectedFormat.JSONL, ProtectedFormat.TEXT):
+        return body, fmt
+    body = body.removeprefix("\ufeff")
+    if fmt is ProtectedFormat.JSON and not body.lstrip().startswith("["):
+        protected_items(name, body, fmt)  # checked as JSON Lines, kept with its line numbers
+        return body, ProtectedFormat.JSONL
+    lines = [json.dumps(item, ensure_ascii=False) for _, item in protected_items(name, body, fmt)]
+    return "".join(f"{line}\n" for line in lines), ProtectedFormat.JSONL
+
+
+#: A CSV cell that names a column: up to four words of letters, digits and "_" (a letter or "_"
+#: first) joined by a space, "." or "-".
+_COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[ .-][A-Za-z0-9_]+){0,3}")
+
+
+def _is_header(cells: list[str]) -> bool:
+    """Whether a CSV's first row names its columns (the module says when)."""
+    return len(set(cells)) == len(cells) and all(
+        len(c) <= 64 and _COLUMN_NAME.fullmatch(c) for c in cells
+    )
+
+
+def _csv_items(name: str, body: str) -> list[tuple[int, dict[str, Any]]]:
+    rows = csv.reader(io.StringIO(body, newline=""))
+    items: list[tuple[int, dict[str, Any]]] = []
+    names: list[str] | None = None
+    try:
+        for cells in rows:
+            if not any(cells):
+                continue  # a blank line
+            if names is None:
+                names = cells if _is_header(cells) else []
+                if names:
+                    continue
+            keys = [*names, *(str(i) for i in range(len(names) + 1, len(cells) + 1))]
+            items.append((len(items) + 1, dict(zip(keys, cells, strict=False))))
+    except csv.Error as exc:
+        raise CorpusError(name, rows.line_num, f"not valid CSV ({exc})") from None
+    return items
 
 
 def _from_items(name: str, items: list[tuple[int, dict[str, Any]]], n: int) -> ProtectedSet:
+    """A ProtectedSet of ``(line, item)`` pairs, each labelled as ``item_label`` says."""
     grams: dict[str, list[str]] = {}
     layout: dict[str, list[tuple[int, int, int]]] = {}
     windows: list[str] = []
@@ -151,19 +249,13 @@ def _from_items(name: str, items: list[tuple[int, dict[str, Any]]], n: int) -> P
     return ProtectedSet(name, len(items), grams, n, layout, windows)
 
 
-#: Protected files read as items (one per JSON line or Parquet row); any other name is one text.
-_ITEM_FORMATS = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet")
-
-
 def read_protected_set(
     path: str | PathLike[str], n: int = 13, *, name: str | None = None
 ) -> ProtectedSet:
-    """Read and parse one protected file (a local path or an fsspec URL).
-
-    ``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst``: one item per line; ``.parquet``: one item per
-    row, its string columns (nested ones included) protected as a JSON line's would be; any
-    other file: one UTF-8 text. ``name`` (default: ``path``) names it in reports and errors.
-    CorpusError if it cannot be read or parsed.
+    """Read and parse one protected file (a local path or an fsspec URL), by its name as the
+    module says (``.parquet``: string columns, nested ones included, protected as a JSON line's
+    would be). ``name`` (default: ``path``) names it in reports and errors. CorpusError if it
+    cannot be read as items, read, or parsed.
     """
     check_n(n)
     name = name or str(path)
@@ -171,7 +263,9 @@ def read_protected_set(
     if not fs.isfile(where):
         reason = "no such file" if not fs.exists(where) else "not a regular file"
         raise CorpusError(name, None, f"{reason}: a protected set must be a readable file")
-    fmt = next((f for f in _ITEM_FORMATS if str(path).lower().endswith(f)), None)
+    fmt = protected_format(path)
+    if fmt is None:
+        raise CorpusError(name, None, _unreadable(compressed=True))
     try:
         with fs.open(where, "rb") as raw:
             return _parse(raw, fmt, name, n)
@@ -186,13 +280,14 @@ def read_protected_set(
         raise
 
 
-def _parse(raw: Any, fmt: str | None, name: str, n: int) -> ProtectedSet:
-    if fmt is None:
-        return parse_protected_set(name, raw.read().decode("utf-8"), ProtectedFormat.TEXT, n)
-    if fmt == ".parquet":
+def _parse(raw: Any, fmt: tuple[str, str], name: str, n: int) -> ProtectedSet:
+    kind, compression = fmt
+    if kind == "parquet":
         return _from_items(name, list(_parquet_items(raw)), n)
-    with text_reader(raw, fmt) as fh:
-        return _from_items(name, list(jsonl_items(fh, name)), n)
+    with text_reader(raw, compression or ".txt") as fh:
+        if kind == "jsonl":  # streamed, a line at a time
+            return _from_items(name, list(jsonl_items(fh, name)), n)
+        return parse_protected_set(name, fh.read(), ProtectedFormat(kind), n)
 
 
 def _parquet_items(raw: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -208,10 +303,11 @@ def _parquet_items(raw: Any) -> Iterator[tuple[int, dict[str, Any]]]:
 def protected_ngrams(paths: Iterable[str | PathLike[str]], n: int = 13) -> set[str]:
     """The word n-grams (words joined by one space) of protected eval or validation files.
 
-    ``.jsonl``: every string value of every object, nested ones included, except under the keys
-    ``case_id``, ``id``, ``tags``, ``scorer_args``; a line that is not a JSON object raises
-    CorpusError with its line number. Any other file is one protected text. A text of fewer
-    than ``n`` words contributes nothing.
+    Files are read as items as the module says: every string value of every item, nested ones
+    included, except under the keys ``case_id``, ``id``, ``tags``, ``scorer_args``; a line that
+    is not a JSON object raises CorpusError with its line number, and so does a name that
+    cannot be read as items. A ``.txt`` file is one protected text. A text of fewer than ``n``
+    words contributes nothing.
     """
     check_n(n)
     grams: set[str] = set()

@@ -23,7 +23,13 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import IO, Any
 
-from neardup.core._formats import FORMATS, corpus_format
+from neardup.core._formats import (
+    FORMATS,
+    INPUT_ALIASES,
+    PROTECTED_ENDINGS,
+    corpus_format,
+    protected_format,
+)
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -106,13 +112,15 @@ def _joined(prefix: str, rel: str) -> str:
 def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source]:
     """Every input file of ``targets``, in order; CorpusError naming a target that holds none.
 
-    With ``corpus`` (inputs), a directory gives its corpus files (FORMATS) and every file must
-    be one; without (protected sets), a directory gives all its files and any name goes. Either
-    way a directory's hidden files, and every file under a hidden directory (``.git/``,
-    ``.env``), are not read; a file named on its own is, whatever its name.
+    With ``corpus`` (inputs), a directory gives its corpus files (FORMATS and INPUT_ALIASES
+    but a plain ``.json``, which may be a manifest: name such a file itself) and every file must
+    be one; without (protected sets), a directory gives its ``protected`` files and any name
+    goes (the reader refuses one it cannot read as items). Either way a directory's hidden
+    files, and every file under a hidden directory (``.git/``, ``.env``), are not read; a file
+    named on its own is, whatever its name.
     """
     sources: list[Source] = []
-    wanted = _is_corpus if corpus else (lambda _: True)
+    wanted = _in_corpus_dir if corpus else _in_protected_dir
     for target in targets:
         if target == STDIO:
             sources.append(_stdin())
@@ -129,7 +137,9 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
                 p for p in fs.find(path) if wanted(p) and not _hidden(posixpath.relpath(p, path))
             )
             if not found:
-                what = f"corpus file ({', '.join(FORMATS)})" if corpus else "file"
+                kinds = _DIR_CORPUS if corpus else _DIR_PROTECTED
+                what = "corpus" if corpus else "protected"
+                what = f"{what} file ({', '.join(kinds)})"
                 raise CorpusError(target, None, f"no {what} in this directory")
         elif fs.isfile(path):
             sources.append(_source(fs, path, target, posixpath.basename(path), corpus))
@@ -147,8 +157,22 @@ def _hidden(rel: str) -> bool:
     return any(part.startswith(".") for part in rel.split("/"))
 
 
+#: What a directory of inputs gives: its corpus files (a plain .json only when named).
+_DIR_CORPUS = (*FORMATS, *(a for a in INPUT_ALIASES if a != ".json"))
+#: What a directory of protected sets gives: the files read as items (or as one text).
+_DIR_PROTECTED = (*PROTECTED_ENDINGS, "(each also .gz or .zst)", ".parquet")
+
+
 def _is_corpus(path: str) -> bool:
-    return path.lower().endswith(FORMATS)
+    return path.lower().endswith((*FORMATS, *INPUT_ALIASES))
+
+
+def _in_corpus_dir(path: str) -> bool:
+    return path.lower().endswith(_DIR_CORPUS)
+
+
+def _in_protected_dir(path: str) -> bool:
+    return protected_format(path) is not None
 
 
 def _source(fs: Any, path: str, name: str, label: str, corpus: bool) -> Source:
@@ -177,7 +201,7 @@ def check_output(target: str) -> str:
     for an unknown format, a missing local directory, a directory as target or a bad URL."""
     if target == STDIO:
         return ".jsonl"
-    fmt = corpus_format(target)
+    fmt = corpus_format(target, output=True)
     check_target(target)
     return fmt
 

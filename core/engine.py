@@ -19,7 +19,8 @@ engine computes the same signatures, candidates, confirmations and components th
   ``Components`` (incremental; a deletion regroups from recomputed roots), ``groups_of``.
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
-  ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``; modes and reports:
+  ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``;
+  modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
   ``DecontParams``, ``apply_mode``, ``decontaminate_modes``, ``DECONT_KEY``,
   ``ContaminationReport``, ``Thresholds``.
@@ -71,6 +72,7 @@ from neardup.core._protected import (
     ProtectedFormat,
     ProtectedSet,
     parse_protected_set,
+    protected_as_jsonl,
     read_protected_set,
 )
 from neardup.core._records import (
@@ -193,6 +195,7 @@ __all__ = [
     "parquet_schema",
     "parse_protected_set",
     "pool_size",
+    "protected_as_jsonl",
     "raise_worker_error",
     "read_docs",
     "read_protected_set",

@@ -10,6 +10,7 @@ temporary name and renamed when complete.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from array import array
@@ -31,6 +32,7 @@ from neardup.core.engine import (
     STDIO,
     CorpusError,
     Output,
+    ParameterError,
     RawLine,
     Record,
     RecordReader,
@@ -319,6 +321,29 @@ def _write_pass(
         manifest.removed = {**asdict(written["removed"]), "rows": removed.count}
 
 
+def _check_keep_field(
+    values: NDArray[np.float64], options: DedupOptions, manifest: Manifest
+) -> None:
+    """``--keep max:FIELD``: ParameterError when no row has FIELD (the policy would be
+    ``smallest-id`` in disguise); a warning, and ``keep_field_missing`` counted in the manifest,
+    when some rows lack it (they lose to any member that has it)."""
+    field, rows = options.params.keep.field, len(values)
+    missing = int(np.count_nonzero(np.isnan(values)))
+    if not missing:
+        return
+    if missing == rows:
+        raise ParameterError(
+            f"--keep max:{field}: no row of the {rows} read has the field '{field}'; name a "
+            "numeric field the rows have (a dotted path for a nested one, e.g. meta.quality)"
+        )
+    manifest.counts["keep_field_missing"] = missing
+    print(
+        f"neardup dedup: warning: {missing} of {rows} rows have no '{field}' (--keep "
+        f"max:{field}): they survive a cluster only when no member has it",
+        file=sys.stderr,
+    )
+
+
 def run_dedup(options: DedupOptions) -> Manifest:
     """Exact dedup, near dedup and decontamination of ``options.inputs`` into ``options.output``.
 
@@ -339,6 +364,8 @@ def run_dedup(options: DedupOptions) -> Manifest:
     started = time.perf_counter()
     first = _signature_pass(sources, options)
     manifest.seconds["signatures"] = time.perf_counter() - started
+    if first.values is not None:
+        _check_keep_field(first.values, options, manifest)
     started = time.perf_counter()
     decisions: Decisions = decide(
         first.ids, first.digests, first.sigs, options.params, first.lengths, first.values

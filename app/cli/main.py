@@ -87,8 +87,14 @@ MINHASH_DEFAULTS: dict[str, Any] = {
 }  # fmt: skip
 
 _INPUTS_HELP = (
-    "files, directories (their .jsonl, .jsonl.gz, .jsonl.zst and .parquet files), globs, '-' "
-    "(standard input, JSON Lines) or fsspec URLs (s3://, gs://, hf://, ...)"
+    "files, directories (their .jsonl, .jsonl.gz, .jsonl.zst and .parquet files; JSON Lines "
+    "also as .ndjson and .json.gz), globs, '-' (standard input, JSON Lines) or fsspec URLs "
+    "(s3://, gs://, hf://, ...)"
+)
+_PROTECTED_HELP = (
+    "a protected eval set, read as items: .jsonl, .ndjson, .json (an array of objects), .csv "
+    "(a header row if its cells are column names), each also .gz/.zst, .parquet; .txt is one "
+    "item; a dir, glob or URL. Repeat the flag for more: --protected a.jsonl --protected b.csv"
 )
 
 
@@ -117,9 +123,8 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "--output", required=True, help="survivors, format by name; '-': stdout (JSON Lines)"
     )
     dedup.add_argument(
-        "--protected", nargs="*", default=[], metavar="FILE",
-        help="protected eval sets (.jsonl[.gz|.zst], .parquet, plain text; dirs, globs, URLs)",
-    )  # fmt: skip
+        "--protected", action="append", default=[], metavar="FILE", help=_PROTECTED_HELP
+    )
     dedup.add_argument(
         "--removed", metavar="FILE",
         help="write every dropped row there, with why (default: not written)",
@@ -182,14 +187,14 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
     cont.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP)
     cont.add_argument(
-        "--protected", nargs="+", required=True, metavar="FILE",
-        help="protected eval sets (.jsonl[.gz|.zst], .parquet, plain text; dirs, globs, URLs)",
-    )  # fmt: skip
+        "--protected", action="append", required=True, metavar="FILE", help=_PROTECTED_HELP
+    )
     cont.add_argument("--ngram", type=int, default=13, help="n-gram length")
     _cap_flags(cont)
     cont.add_argument(
-        "--sample", nargs="+", default=[], metavar="FILE",
-        help="training-corpus files whose first --sample-size documents --sample-cap counts in",
+        "--sample", action="append", default=[], metavar="FILE",
+        help="a training-corpus file (repeat the flag for more) whose first --sample-size "
+        "documents --sample-cap counts in",
     )  # fmt: skip
     cont.add_argument(
         "--sample-cap", type=float, metavar="SHARE",

@@ -21,7 +21,7 @@ import logging
 import time
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -56,6 +56,7 @@ from neardup.core.engine import (
     apply_mode,
     lsh_probability,
     parse_protected_set,
+    protected_as_jsonl,
     text_digest,
 )
 
@@ -64,6 +65,8 @@ __all__ = ["DecontRequest", "NewDoc", "Registered", "Service"]
 log = logging.getLogger("neardup")
 _T = TypeVar("_T")
 
+#: Documents read from the store at a time while recovering.
+RECOVERY_CHUNK = 50_000
 #: While the disk is full, readiness probes the store for room at most this often.
 PROBE_INTERVAL = 1.0
 #: A replica on a shared store looks for other replicas' changes at least this often.
@@ -193,14 +196,18 @@ class Service:
         return None if self.store_full is None else "disk full"
 
     def _recover(self) -> None:
+        """Rebuild the index and the protected sets from the store, logging its progress."""
         started = time.perf_counter()
         num_perm = self.params.num_perm
         chunks = (
             (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
-            for nums, ids, blob in self.store.iter_signatures(50_000)
+            for nums, ids, blob in self.store.iter_signatures(RECOVERY_CHUNK)
         )
         with self.store.recovering():  # one snapshot, whose log position is then ours
-            self.index.load(self.store.extent(), chunks)
+            extent = self.store.extent()
+            log.info("recovering: reading up to %d documents from the store", extent)
+            every = self.settings.recovery_log_seconds
+            self.index.load(extent, _recovery_progress(chunks, extent, every))
             sets = self.store.protected_sets()
         _release_free_memory()
         for row in sets:
@@ -510,7 +517,9 @@ class Service:
 
     async def put_protected_set(self, name: str, text: str, fmt: ProtectedFormat) -> ProtectedSet:
         """Check the limits (QuotaExceeded), parse off the event loop (CorpusError naming a bad
-        line), store durably, then replace in memory."""
+        line), store durably (a JSON array or CSV as JSON Lines of its items), then replace in
+        memory."""
+        text, fmt = await asyncio.to_thread(protected_as_jsonl, name, text, fmt)
         size = len(text.encode("utf-8"))
         self._check_quota(name, size)
         parsed = await asyncio.to_thread(parse_protected_set, name, text, fmt, self.params.ngram)
@@ -623,3 +632,27 @@ def _hits(texts: Sequence[str], chosen: list[ProtectedSet]) -> list[list[tuple[s
         for found, hits in zip(out, protected.hits_many(texts), strict=True):
             found.extend((protected.name, item, gram) for item, gram in hits)
     return out
+
+
+def _recovery_progress(
+    chunks: Iterator[tuple[list[int], list[str], NDArray[np.uint32]]], extent: int, every: float
+) -> Iterator[tuple[list[int], list[str], NDArray[np.uint32]]]:
+    """``chunks`` as they are, logging the documents read so far (rate, seconds left) at most
+    every ``every`` seconds, and one line when all are read (clustering them comes next)."""
+    started = last = time.monotonic()
+    done = 0
+    for chunk in chunks:
+        yield chunk
+        done += len(chunk[0])
+        now = time.monotonic()
+        if now - last >= every:
+            last = now
+            rate = done / max(now - started, 1e-9)
+            log.info(
+                "recovering: read %d of up to %d documents (%.0f/s, about %.0f s left)",
+                done, extent, rate, max(extent - done, 0) / rate,
+            )  # fmt: skip
+    log.info(
+        "recovering: read %d documents in %.1f s; clustering them",
+        done, time.monotonic() - started,
+    )  # fmt: skip

@@ -2,13 +2,13 @@
 
 ``start_server(tmp, *args)`` runs ``python -m neardup serve --port P --data-dir D *args`` (the
 module path, so its ``__main__`` guard is exercised) from the repository root, with no
-``NEARDUP_*`` variable in its environment, logging to ``tmp/server-P.log``, and waits until
-``/readyz`` answers 200. The server runs in its own session, so its process group holds it and
-its spawn workers and nothing else: ``Server.stop`` sends SIGTERM, waits, then SIGKILLs whatever
-is left in the group (a server that did not stop, workers that outlived it). ``serving`` is the
-same as a context manager that prints the end of the log when its block fails. At exit, the
-groups of servers never stopped (say, one a test killed with SIGKILL, whose workers it
-orphaned) are killed too.
+``NEARDUP_*`` variable in its environment but those it is given (``env``), logging to
+``tmp/server-P.log``, and waits until ``/readyz`` answers 200. The server runs in its own
+session, so its process group holds it and its spawn workers and nothing else: ``Server.stop``
+sends SIGTERM, waits, then SIGKILLs whatever is left in the group (a server that did not stop,
+workers that outlived it). ``serving`` is the same as a context manager that prints the end of
+the log when its block fails. At exit, the groups of servers never stopped (say, one a test
+killed with SIGKILL, whose workers it orphaned) are killed too.
 
 Only 127.0.0.1 is used (``--host`` is the server's default unless ``args`` give another).
 """
@@ -24,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,7 +153,11 @@ def _wait_ready(server: Server, started: float, timeout: float) -> None:
 
 
 def start_server(
-    tmp: Path, *args: str, timeout: float = READY_TIMEOUT, data_dir: Path | None = None
+    tmp: Path,
+    *args: str,
+    timeout: float = READY_TIMEOUT,
+    data_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Server:
     """Start ``python -m neardup serve`` on a free loopback port and wait until it is ready.
 
@@ -163,6 +167,8 @@ def start_server(
         args: more ``serve`` flags (``--workers 2``, ``--api-keys-file F``, ...).
         timeout: seconds to wait for ``/readyz``.
         data_dir: the server's ``--data-dir``.
+        env: ``NEARDUP_*`` settings for the server's environment; with ``NEARDUP_PORT`` the
+            port is that one, and no ``--port`` is passed.
 
     Returns:
         The ready server. On any failure its process group is killed before raising.
@@ -171,11 +177,14 @@ def start_server(
         RuntimeError: the server exited (the end of its log is in the message) or did not get
             ready in time.
     """
-    port = free_port()
+    settings = dict(env or {})
+    port = int(settings.get("NEARDUP_PORT") or free_port())
     tmp.mkdir(parents=True, exist_ok=True)
     log = tmp / f"server-{port}.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
-    cmd = [sys.executable, "-m", "neardup", "serve", "--port", str(port)]
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    environ.update(settings)
+    cmd = [sys.executable, "-m", "neardup", "serve"]
+    cmd += [] if "NEARDUP_PORT" in settings else ["--port", str(port)]
     cmd += ["--data-dir", str(data_dir or tmp / "data"), *args]
     started = time.perf_counter()
     with log.open("wb") as out:
@@ -183,7 +192,7 @@ def start_server(
             cmd,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=env,
+            env=environ,
             cwd=REPO_ROOT,
             start_new_session=True,
         )

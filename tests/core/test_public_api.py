@@ -33,6 +33,7 @@ ENGINE_NAMES = {
     "empty_rows", "estimate", "estimates", "exact_keepers", "fan_out", "groups_of", "id_rank",
     "in_order", "jaccard", "jsonl_items", "lsh_probability", "lsh_threshold",
     "min_label_components", "ngrams", "ordered_map", "parse_protected_set", "pool_size",
+    "protected_as_jsonl",
     "read_docs", "read_protected_set", "shingles", "spawn_pool", "text_digest", "text_digests",
     "words", "write_docs",
     # rows of any schema, storage, survivors (issue 12)

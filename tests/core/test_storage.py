@@ -8,6 +8,7 @@ from neardup.core.engine import (
     RecordReader,
     Schema,
     atomic_output,
+    check_output,
     expand_inputs,
     get_field,
     set_field,
@@ -130,3 +131,23 @@ def test_a_directory_gives_no_hidden_file_nor_anything_under_a_hidden_directory(
         assert found == ["a.jsonl", "sub/d.jsonl"]
     # A hidden file named on its own is read.
     assert [s.label for s in expand_inputs([str(tmp_path / ".b.jsonl")])] == [".b.jsonl"]
+
+
+def test_json_lines_under_dolmas_and_c4s_names_are_inputs_and_never_outputs():
+    fs = fsspec.filesystem("memory")
+    for name in ("a.json.gz", "b.ndjson", "c.ndjson.zst", "d.json", "e.parquet", "f.csv"):
+        fs.pipe(f"/aliases/{name}", b"")
+    try:
+        found = [(s.label, s.fmt) for s in expand_inputs(["memory://aliases"])]
+        # a plain .json beside them may be a manifest: a directory gives it only when named
+        assert found == [("a.json.gz", ".jsonl.gz"), ("b.ndjson", ".jsonl"),
+                         ("c.ndjson.zst", ".jsonl.zst"), ("e.parquet", ".parquet")]  # fmt: skip
+        assert [s.fmt for s in expand_inputs(["memory://aliases/d.json"])] == [".jsonl"]
+        protected = [s.label for s in expand_inputs(["memory://aliases"], corpus=False)]
+        assert protected == ["a.json.gz", "b.ndjson", "c.ndjson.zst", "d.json", "e.parquet",
+                             "f.csv"]  # fmt: skip
+        for name in ("o.json.gz", "o.ndjson", "o.json"):
+            with pytest.raises(CorpusError, match="unknown output format"):
+                check_output(f"memory://aliases/{name}")
+    finally:
+        fs.rm("/aliases", recursive=True)

@@ -73,8 +73,48 @@ def test_bad_uploads_are_rejected_and_store_nothing(srv):
     assert put(srv, "empty", "", "application/jsonl").status_code == 422
     assert put(srv, "bad name!", "text", "text/plain").status_code in (404, 422)
     assert put(srv, "x" * 129, "text", "text/plain").status_code == 422
-    assert put(srv, "wrongtype", "text", "application/json").status_code == 415
+    assert put(srv, "wrongtype", "text", "application/xml").status_code == 415
+    assert put(srv, "notjson", "text", "application/json").status_code == 422
     assert put(srv, "latin1", "caf\xe9".encode("latin-1"), "text/plain").status_code == 400
+
+
+#: 13 words: each question is one protected n-gram, its own.
+QUESTION = "which statement about the river crossing near old mill number {i} is true"
+
+
+def test_a_json_array_and_a_csv_are_their_items_raw_or_multipart(srv):
+    """They were one plain text each: `items: 1`, labels protected, a meaningless report."""
+    array = json.dumps([{"id": f"q{i}", "question": QUESTION.format(i=i)} for i in range(60)])
+    mmlu = "".join(f'"{QUESTION.format(i=i)}",yes,no,maybe,A\n' for i in range(60))  # no header
+    uploads = {
+        "arr": put(srv, "arr", array, "application/json"),
+        "mmlu": put(srv, "mmlu", mmlu, "text/csv"),
+        "arr-file": httpx.put(
+            f"{srv.url}/v1/protected-sets/arr-file", files={"file": ("evals.json", array)}
+        ),
+        "mmlu-file": httpx.put(
+            f"{srv.url}/v1/protected-sets/mmlu-file", files={"file": ("test.csv", mmlu)}
+        ),
+    }
+    for name, response in uploads.items():
+        assert response.status_code == 201, response.text
+        assert response.json() == {"name": name, "items": 60, "ngrams": 60}
+    [result] = check(srv, ["so " + QUESTION.format(i=7)], list(uploads)).json()["results"]
+    assert sorted((h["set"], h["item"]) for h in result["hits"]) == [
+        ("arr", "q7"), ("arr-file", "q7"), ("mmlu", "8"), ("mmlu-file", "8")]  # fmt: skip
+    assert not check(srv, ["q7"], ["arr"]).json()["results"][0]["contaminated"]
+
+
+def test_an_upload_that_cannot_be_read_as_items_is_refused_and_not_stored(srv):
+    sheet = httpx.put(
+        f"{srv.url}/v1/protected-sets/sheet", files={"file": ("evals.xlsx", b"PK\x03\x04")}
+    )
+    assert sheet.status_code == 415
+    assert "cannot read this file as protected items" in sheet.json()["detail"]
+    bad = put(srv, "badarray", '[{"q": "fine"}, 3]', "application/json")
+    assert bad.status_code == 422 and "element 2" in bad.json()["detail"]
+    for name in ("sheet", "badarray"):
+        assert httpx.get(f"{srv.url}/v1/protected-sets/{name}").status_code == 404
 
 
 def test_list_get_delete_never_return_contents(srv):

@@ -1,6 +1,8 @@
 """Starting up: the server listens while it recovers, and one bad protected set does not keep it
 down."""
 
+import os
+import re
 import subprocess
 import sys
 import time
@@ -50,6 +52,55 @@ def test_the_server_listens_and_says_starting_while_it_recovers(tmp_path):
         process.terminate()
         process.wait(timeout=60)
         log.close()
+
+
+def test_recovery_logs_its_progress_and_its_end(tmp_path):
+    """A first start spent 90 s "starting" without a log line. Now a line says what is read,
+    progress lines (documents read, rate, seconds left) follow at most every
+    RECOVERY_LOG_SECONDS (0 here: one a chunk), and one line says when reading is done."""
+    data = tmp_path / "data"
+    n = 120_000  # three chunks of RECOVERY_CHUNK
+    sigs = np.random.default_rng(1).integers(0, 2**31 - 1, (n, PARAMS.num_perm), np.uint32)
+    write_store(data, sigs, [i.to_bytes(32, "big") for i in range(n)], PARAMS.index_params())
+    server = start_server(
+        tmp_path, "--workers", "1", data_dir=data, env={"NEARDUP_RECOVERY_LOG_SECONDS": "0"}
+    )
+    try:
+        lines = [ln for ln in server.log.read_text().splitlines() if "neardup recover" in ln]
+    finally:
+        stop_server(server)
+    progress = [re.search(r"recovering: read (\d+) of up to (\d+) documents \((\d+)/s, "
+                          r"about (\d+) s left\)", ln) for ln in lines]  # fmt: skip
+    assert f"recovering: reading up to {n} documents from the store" in lines[0]
+    assert [(int(m[1]), int(m[2])) for m in progress if m] == [
+        (50_000, n), (100_000, n), (n, n)]  # fmt: skip
+    assert f"recovering: read {n} documents in " in lines[-2]
+    assert f"recovered documents={n} " in lines[-1]
+
+
+def test_serve_takes_its_port_from_neardup_port_and_make_serve_leaves_it(tmp_path):
+    """`make serve` passed --port 8000 (and --host) always, over NEARDUP_PORT."""
+    port = free_port()
+    server = start_server(tmp_path, "--workers", "1", env={"NEARDUP_PORT": str(port)})
+    try:
+        assert server.url.endswith(f":{port}")
+        assert "--port" not in server.process.args
+        assert httpx.get(f"{server.url}/readyz").status_code == 200
+    finally:
+        stop_server(server)
+    env = {k: v for k, v in os.environ.items() if k not in ("HOST", "PORT")}
+
+    def recipe(*args):
+        dry = subprocess.run(
+            ["make", "-n", "-s", "serve", *args], cwd=REPO_ROOT, text=True,
+            env={**env, "NEARDUP_PORT": str(port)}, capture_output=True,
+        )  # fmt: skip
+        assert dry.returncode == 0, dry.stderr
+        [line] = [ln for ln in dry.stdout.splitlines() if "neardup serve" in ln]
+        return line.split("neardup serve", 1)[1].split()
+
+    assert recipe() == []
+    assert recipe("PORT=9000", "HOST=0.0.0.0") == ["--host", "0.0.0.0", "--port", "9000"]
 
 
 def test_one_bad_protected_set_is_left_out_and_the_rest_serve(tmp_path):

@@ -23,7 +23,14 @@ from neardup.app.api.schemas import (
     ProtectedSetOut,
 )
 from neardup.app.service import DecontRequest, Service
-from neardup.core.engine import DecontMode, DecontParams, Doc, ProtectedFormat, Thresholds
+from neardup.core.engine import (
+    CorpusError,
+    DecontMode,
+    DecontParams,
+    Doc,
+    ProtectedFormat,
+    Thresholds,
+)
 
 router = APIRouter(
     prefix="/v1", tags=["protected sets"], route_class=StrictJSONRoute, responses=ERRORS
@@ -31,15 +38,23 @@ router = APIRouter(
 
 SetName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,128}$")]
 _JSONL_TYPES = {"application/x-ndjson", "application/jsonl"}
+#: Raw bodies by content type: how each is read (a multipart file: by its file name).
+_RAW_TYPES = {
+    **{media: ProtectedFormat.JSONL for media in _JSONL_TYPES},
+    "application/json": ProtectedFormat.JSON,
+    "text/csv": ProtectedFormat.CSV,
+    "text/plain": ProtectedFormat.TEXT,
+}
 _FILE_TEXT = {"type": "string", "pattern": r"\S"}
 #: The upload's body in the OpenAPI schema (the handler reads it raw, so FastAPI cannot say).
 _UPLOAD_BODY = {
     "requestBody": {
         "required": True,
-        "description": "the set's file: JSON Lines or plain text, raw or as multipart 'file'",
+        "description": "the set's file, raw or as multipart 'file' (named .jsonl, .ndjson, "
+        ".json, .csv or .txt): JSON Lines, a JSON array of objects, CSV rows (a header row when "
+        "its cells are column names), or one plain text",
         "content": {
-            **{media: {"schema": _FILE_TEXT} for media in sorted(_JSONL_TYPES)},
-            "text/plain": {"schema": _FILE_TEXT},
+            **{media: {"schema": _FILE_TEXT} for media in sorted(_RAW_TYPES)},
             "multipart/form-data": {
                 "schema": {
                     "type": "object",
@@ -55,9 +70,8 @@ _UPLOAD_BODY = {
 async def _upload(request: Request) -> tuple[bytes, ProtectedFormat]:
     """The uploaded file's bytes and its format, from a raw or multipart body."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type in _JSONL_TYPES or content_type == "text/plain":
-        fmt = ProtectedFormat.JSONL if content_type in _JSONL_TYPES else ProtectedFormat.TEXT
-        return await request.body(), fmt
+    if content_type in _RAW_TYPES:
+        return await request.body(), _RAW_TYPES[content_type]
     if content_type == "multipart/form-data":
         form = await request.form()
         upload = form.get("file")
@@ -65,11 +79,17 @@ async def _upload(request: Request) -> tuple[bytes, ProtectedFormat]:
             return upload.encode("utf-8", "surrogatepass"), ProtectedFormat.TEXT
         if not isinstance(upload, UploadFile):
             raise HTTPException(422, "the multipart body needs a file field named 'file'")
-        return await upload.read(), ProtectedFormat.of(upload.filename or "")
+        if not upload.filename:
+            return await upload.read(), ProtectedFormat.TEXT
+        try:
+            fmt = ProtectedFormat.of(upload.filename)
+        except CorpusError as exc:
+            raise HTTPException(415, str(exc)) from None
+        return await upload.read(), fmt
     raise HTTPException(
         415,
-        "send the file as application/x-ndjson, application/jsonl, text/plain, "
-        "or multipart/form-data with a field 'file'",
+        f"send the file as {', '.join(sorted(_RAW_TYPES))}, or multipart/form-data with a "
+        "field 'file'",
     )
 
 

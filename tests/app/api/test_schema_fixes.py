@@ -37,6 +37,7 @@ def test_schema_describes_the_protected_set_upload_body(app):
     body = app.openapi()["paths"]["/v1/protected-sets/{name}"]["put"]["requestBody"]
     assert body["required"] is True
     assert set(body["content"]) == {
-        "application/x-ndjson", "application/jsonl", "text/plain", "multipart/form-data",
+        "application/x-ndjson", "application/jsonl", "application/json", "text/csv",
+        "text/plain", "multipart/form-data",
     }  # fmt: skip
     assert body["content"]["multipart/form-data"]["schema"]["required"] == ["file"]

@@ -29,7 +29,7 @@ def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) ->
     write_docs(tmp_path / "a.jsonl", docs[:30])
     write_docs(tmp_path / "b.jsonl.gz", docs[30:])
     jsonl, plain = write_protected(tmp_path)
-    common = ["a.jsonl", "b.jsonl.gz", "--protected", jsonl, plain, "--quiet"]
+    common = ["a.jsonl", "b.jsonl.gz", "--protected", jsonl, "--protected", plain, "--quiet"]
     local = neardup("dedup", *common, "--output", "local.jsonl", cwd=tmp_path)
     assert local.returncode == 0, local.stderr
     spark = neardup(

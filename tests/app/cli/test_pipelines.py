@@ -228,7 +228,7 @@ def test_parquet_columns_pass_through_with_their_types(tmp_path):
         (["licenses.jsonl", "--output", "o.jsonl", "--protected", "nope.jsonl"], "nope.jsonl"),
         (["nosuch://bucket/x.jsonl", "--output", "o.jsonl"], "unknown URL scheme"),
         (["licenses.jsonl", "--output", "o.jsonl", "--manifest", "nodir/m.json"], "nodir"),
-        (["licenses.jsonl", "--output", "o.txt"], "unknown corpus format"),
+        (["licenses.jsonl", "--output", "o.txt"], "unknown output format"),
         (["-", "--output", "o.jsonl", "--protected", "-"], "standard input ('-') can be read once"),
         (["-", "--output", "-", "--removed", "-"], "cannot both be standard output"),
     ],

@@ -26,6 +26,8 @@ def corpora(draw):
                         unique_by=str))  # fmt: skip
     rows = [{"id": i, "text": t, "q": draw(st.one_of(st.none(), st.integers(0, 3)))}
             for i, t in zip(ids, texts, strict=True)]  # fmt: skip
+    if all(r["q"] is None for r in rows):  # --keep max:q needs a row with q (else exit 2)
+        rows[0]["q"] = 0
     policy = draw(st.sampled_from(["smallest-id", "first", "longest", "max:q"]))
     return rows, policy
 
