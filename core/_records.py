@@ -3,11 +3,13 @@ kept as it is, read lazily from many sources with the bytes read so far for prog
 
 Ids: a string, or an integer taken as its decimal string (``7`` is ``"7"``, ordered as a string:
 ``"10" < "7"``), so every id is a string and orders, repeats and roots the same way everywhere.
-Booleans, floats and empty strings are not ids.
+Booleans, floats and empty strings are not ids, and neither is an id the service could not
+serve back (``id_problem``): one with a control character, or ``.`` or ``..``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, NamedTuple, cast
@@ -17,16 +19,42 @@ from neardup.core._storage import Source
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
+    "ID_PATTERN",
     "RawLine",
     "Record",
     "RecordReader",
     "Schema",
     "get_field",
+    "id_problem",
     "parquet_schema",
     "set_field",
 ]
 
 _PARQUET_BATCH = 8192
+
+#: What an id may hold: anything but control characters (Unicode category Cc: U+0000-U+001F and
+#: U+007F-U+009F), which no log line, URL or terminal shows as they are. The batch engines and
+#: the service use this one rule (the service's OpenAPI schema carries it as its pattern).
+ID_PATTERN = r"^[^\x00-\x1F\x7F-\x9F]+$"
+_ID = re.compile(ID_PATTERN)
+
+
+def id_problem(doc_id: str) -> str | None:
+    """Why ``doc_id`` cannot be an id anywhere in neardup, or None if it can.
+
+    >>> id_problem("deb/libfontenc1") is None
+    True
+    >>> id_problem("a\\nb")
+    'holds a control character (U+000A)'
+    >>> id_problem("..")
+    "is '..', which no URL can carry as a path segment"
+    """
+    if not _ID.match(doc_id):
+        bad = next((c for c in doc_id if not _ID.match(c)), "")
+        return f"holds a control character (U+{ord(bad):04X})" if bad else "is empty"
+    if doc_id in (".", ".."):
+        return f"is {doc_id!r}, which no URL can carry as a path segment"
+    return None
 
 
 def get_field(row: dict[str, Any], name: str) -> Any:
@@ -188,6 +216,9 @@ class RecordReader:
         if schema.id_prefix:
             doc_id = f"{source.label}/{doc_id}"
             row = set_field(row, schema.id_field, doc_id)
+        problem = id_problem(doc_id)
+        if problem is not None:
+            raise CorpusError(source.name, line, f"the id {doc_id!r} {problem}")
         return Record(doc_id, text, row, source.name, line, raw)
 
 

@@ -76,11 +76,13 @@ from neardup.core._protected import (
     read_protected_set,
 )
 from neardup.core._records import (
+    ID_PATTERN,
     RawLine,
     Record,
     RecordReader,
     Schema,
     get_field,
+    id_problem,
     parquet_schema,
     set_field,
 )
@@ -123,6 +125,7 @@ __all__ = [
     "CLUSTER_KEY",
     "DECONT_KEY",
     "FORMATS",
+    "ID_PATTERN",
     "INDEX_KEYS",
     "KEEP_POLICIES",
     "STDIO",
@@ -183,6 +186,7 @@ __all__ = [
     "fan_out",
     "get_field",
     "groups_of",
+    "id_problem",
     "id_rank",
     "in_order",
     "jaccard",

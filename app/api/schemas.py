@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from neardup.core.engine import ID_PATTERN, id_problem
+
 __all__ = [
     "ERRORS",
     "ClusterOut",
@@ -85,10 +87,11 @@ Meta = Annotated[dict[str, Any], AfterValidator(_storable_meta)]
 
 
 def _addressable(value: str) -> str:
-    """Not ``.`` or ``..``: URLs drop those path segments (percent-encoded too, in browsers), so
-    no ``/v1/documents/{id}`` could reach them."""
-    if value in (".", ".."):
-        raise ValueError("'.' and '..' cannot be ids: URLs cannot carry them as a path segment")
+    """An id core allows (``id_problem``: the batch engines' rule too); not ``.`` or ``..``,
+    since URLs drop those path segments (percent-encoded too, in browsers)."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValueError(f"the id {problem}")
     return value
 
 
@@ -99,7 +102,7 @@ DocId = Annotated[
     Field(
         min_length=1,
         max_length=256,
-        pattern=r"^[^\x00-\x1F\x7F-\x9F]+$",
+        pattern=ID_PATTERN,
         examples=["deb/libfontenc1", "py/pip-26.3.dist-info/LICENSE.txt"],
     ),
     AfterValidator(_encodable),

@@ -50,6 +50,8 @@ ENGINE_NAMES = {
     "slab_bounds", "warm_worker",
     # one error for a script whose spawned workers re-ran it (issue 22)
     "UnguardedMainError", "raise_worker_error",
+    # one id rule for the batch engines and the service (issue 23)
+    "ID_PATTERN", "id_problem",
 }  # fmt: skip
 
 

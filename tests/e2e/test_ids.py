@@ -130,8 +130,8 @@ def test_delete_by_any_id_then_404(server, registered):
 @pytest.mark.parametrize(
     ("doc_id", "why"),
     [
-        (".", "cannot be ids"),
-        ("..", "cannot be ids"),
+        (".", "no URL can carry"),
+        ("..", "no URL can carry"),
         ("x" * 257, "at most 256"),
         ("y" * 1000, "at most 256"),
         ("tab\there", "pattern"),

@@ -55,6 +55,10 @@ _UPLOAD_BODY = {
         "its cells are column names), or one plain text",
         "content": {
             **{media: {"schema": _FILE_TEXT} for media in sorted(_RAW_TYPES)},
+            # A raw JSON body is the array itself (JSON Lines go as application/x-ndjson).
+            "application/json": {
+                "schema": {"type": "array", "minItems": 1, "items": {"type": "object"}}
+            },
             "multipart/form-data": {
                 "schema": {
                     "type": "object",

@@ -151,3 +151,22 @@ def test_keep_max_counts_and_warns_about_rows_without_the_field(tmp_path):
     assert result.returncode == 0 and result.stderr == ""
     manifest = json.loads((tmp_path / "o.jsonl.manifest.json").read_text())
     assert "keep_field_missing" not in manifest["counts"]
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "says"),
+    [("a\u0000b", "U+0000"), ("line\nbreak", "U+000A"), ("esc\u001b[31m", "U+001B"),
+     ("c1\u0085", "U+0085"), ("..", "no URL can carry")],
+)  # fmt: skip
+def test_an_id_the_service_would_refuse_is_refused_by_the_batch_run_naming_the_line(
+    tmp_path, doc_id, says
+):
+    """One id rule (core's id_problem) for the batch engines and the service: what dedup writes,
+    push can send."""
+    rows = [{"id": "fine", "text": "a b c d e f"}, {"id": doc_id, "text": "g h i j k l"}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ran = neardup("dedup", "in.jsonl", "--output", "out.jsonl", cwd=tmp_path)
+    assert ran.returncode == 2
+    [line] = ran.stderr.splitlines()
+    assert line.startswith("neardup dedup: error: in.jsonl:2: the id ") and says in line, line
+    assert not (tmp_path / "out.jsonl").exists()
