@@ -43,6 +43,8 @@ ENGINE_NAMES = {
     "apply_mode", "decontaminate_modes", "ContaminationReport", "Thresholds",
     # work-sized slabs for a pool, workers that load the compiled kernels (issue 13)
     "slab_bounds", "warm_worker",
+    # a stream signed here while small, then on a pool (issue 22)
+    "signature_stream",
 }  # fmt: skip
 
 
