@@ -18,7 +18,7 @@ returns the spec's uint64 for a single set.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from itertools import chain
 
@@ -228,7 +228,7 @@ def _small(texts: Sequence[str]) -> bool:
 
 def signature_stream(
     batches: Iterable[list[str]], params: MinhashParams, workers: int = 1, ahead: int = 2
-) -> Iterator[NDArray[np.uint32]]:
+) -> Generator[NDArray[np.uint32], None, None]:
     """The signatures of every batch, in order, for a stream of unknown length.
 
     Computed in this process until the texts read reach ``POOL_AFTER_CHARS`` characters; from
