@@ -34,6 +34,10 @@ COPY neardup ./neardup
 RUN pip install '.[postgres]'
 
 USER neardup
+# Compile the numba kernels once, into the image: as this user (site-packages is root's, so numba
+# caches them in ~/.cache/numba), so that no container compiles them at start. A host whose CPU
+# differs from the builder's compiles its own on first use.
+RUN python -c "from neardup.core.engine import warm_worker; warm_worker()"
 VOLUME ["/data"]
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \

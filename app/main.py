@@ -34,7 +34,13 @@ log = logging.getLogger("neardup")
 
 
 async def _start(app: FastAPI, settings: Settings, store: Store | None) -> None:
-    """Recover the service, then mark the app ready; a failure stops the server."""
+    """Recover the service, then mark the app ready, then wait for the signature workers to
+    warm up; a failure stops the server.
+
+    Ready comes before the workers are warm (~0.5 s after the first use, the kernels' compile
+    on the first): a request meanwhile waits in the pool's queue behind the workers' start, so
+    it is answered as it would be later, only later.
+    """
     try:
         service = await Service.start(settings, store)
     except Exception:
@@ -44,6 +50,11 @@ async def _start(app: FastAPI, settings: Settings, store: Store | None) -> None:
     app.state.service = service
     app.state.ready = True
     log.info("ready documents=%d", len(service.index))
+    try:
+        await service.warm_up()
+    except Exception:
+        log.exception("the signature workers could not start; stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:

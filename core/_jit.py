@@ -124,12 +124,16 @@ def minima(x: Any, per_doc: Any, a: Any, b: Any, out: Any) -> None:
 
 def warm_up() -> None:
     """Compile the kernels for the argument types the signature kernel passes (or read them
-    from numba's cache), on a tiny input."""
+    from numba's cache), on a tiny input: exactly those types, one specialisation a kernel
+    (a read-only ``buf`` and ``b``, as ``core._signatures`` passes them), so that nothing else
+    is compiled on first use, and a process loads no more than it runs."""
     x = np.empty(1, dtype=np.uint64)
     one = np.ones(1, dtype=np.int64)
     shingle_values(np.frombuffer(b"a", dtype=np.uint8), one - 1, one, x)
     out = np.empty((1, 1), dtype=np.uint32)
-    minima(x.astype(np.uint32), one, np.ones(1, np.uint32), np.zeros(1, np.uint64), out)
+    b = np.zeros(1, np.uint64)
+    b.setflags(write=False)  # as ``core._hashing.perm_params`` returns it
+    minima(x.astype(np.uint32), one, np.ones(1, np.uint32), b, out)
     src = np.frombuffer(b"a", dtype=np.uint8)
     table = np.zeros(256, dtype=np.uint32)
     buf = np.empty(2, dtype=np.uint8)

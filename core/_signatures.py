@@ -18,8 +18,9 @@ returns the spec's uint64 for a single set.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,9 +35,11 @@ from neardup.core._tokens import Tokens, Utf8Texts, shingle_spans
 from neardup.core.errors import ParameterError
 
 __all__ = [
+    "POOL_AFTER_CHARS",
     "SLAB_CHARS",
     "SLAB_TEXTS",
     "batch_signatures",
+    "signature_stream",
     "signatures",
     "slab_bounds",
     "warm_worker",
@@ -53,6 +56,12 @@ SLAB_TEXTS = 2048
 #: 0.393 / 0.400 / 0.386 / 0.493 s, (c) 0.252 / 0.250 / 0.250 / 0.288 s. On a pool of two,
 #: slabs of ~500 texts of (a) beat slabs of 2,000 by ~10 % (the last slab's tail is shorter).
 SLAB_CHARS = 1 << 19
+#: Characters of text below which signatures are computed in this process, never on a spawn
+#: pool: starting one (interpreters importing numpy and numba, loading the compiled kernels,
+#: ~0.5 s on a quiet machine, seconds on a busy one) costs more than this much text takes with
+#: the numpy kernel here (~200 ns a character: ~0.4 s), and a small batch never loads numba
+#: (``core._compiled``). Either way the signatures are the same.
+POOL_AFTER_CHARS = 1 << 21
 #: Slabs in flight a worker on a pool: enough that a worker never waits for the next while the
 #: other finishes an older one (results are taken in slab order).
 _AHEAD = 4
@@ -104,7 +113,11 @@ def _slab(
     fast = compiled(len(start) * len(a)) if jit else None
     if fast is not None:
         x = np.empty(len(start), dtype=np.uint64)
-        fast.shingle_values(tokens.buf, start, end, x)
+        # Read-only whichever tokeniser wrote it: one compiled specialisation (``_jit.warm_up``).
+        buf = tokens.buf.view()
+        buf.flags.writeable = False
+        fast.shingle_values(buf, start, end, x)
+        del buf
         del tokens, start, end
         sig = np.empty((len(per_doc), len(a)), dtype=np.uint32)
         fast.minima(x.astype(np.uint32), per_doc, a.astype(np.uint32), b, sig)
@@ -166,7 +179,8 @@ def signatures(
         num_perm: signature length.
         seed: the PCG32 seed of the permutation parameters.
         k: words per shingle.
-        workers: processes for a pool created (and shut down) by this call; 1 computes here.
+        workers: processes for a pool created (and shut down) by this call; 1, or texts of
+            fewer than ``POOL_AFTER_CHARS`` characters in all, compute here.
         pool: an existing pool to reuse (the service keeps one); the slabs are a multiple of
             its size in number.
 
@@ -178,7 +192,7 @@ def signatures(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ParameterError(f"workers must be a whole number >= 1, got {workers!r}")
     texts = list(texts)
-    if pool is None and (workers == 1 or len(texts) < 2):
+    if pool is None and (workers == 1 or len(texts) < 2 or _small(texts)):
         return _kernel(texts, num_perm, seed, k)
     if pool is not None:
         return _on_pool(pool, texts, num_perm, seed, k, pool_size(pool))
@@ -200,3 +214,47 @@ def _on_pool(
     for (lo, hi), (_, sig) in zip(slabs, rows, strict=True):
         out[lo:hi] = sig
     return out
+
+
+def _small(texts: Sequence[str]) -> bool:
+    """Whether ``texts`` hold fewer than ``POOL_AFTER_CHARS`` characters (stops counting there)."""
+    total = 0
+    for text in texts:
+        total += len(text)
+        if total >= POOL_AFTER_CHARS:
+            return False
+    return True
+
+
+def signature_stream(
+    batches: Iterable[list[str]], params: MinhashParams, workers: int = 1, ahead: int = 2
+) -> Generator[NDArray[np.uint32], None, None]:
+    """The signatures of every batch, in order, for a stream of unknown length.
+
+    Computed in this process until the texts read reach ``POOL_AFTER_CHARS`` characters; from
+    the batch that reaches it on, with ``workers > 1``, on a spawn pool of that many warm
+    workers (``warm_worker``) started then, ``ahead`` batches a worker in flight. A small input
+    therefore starts no process and loads no numba. The pool is shut down when the stream ends,
+    fails or is closed (close it: ``contextlib.closing``).
+
+    Raises:
+        WorkerError: a worker process died.
+    """
+    pool: ProcessPoolExecutor | None = None
+    stream = iter(batches)
+    chars = 0
+    try:
+        for batch in stream:
+            chars += sum(map(len, batch))
+            if workers == 1 or chars < POOL_AFTER_CHARS:
+                yield batch_signatures(batch, params)
+                continue
+            pool = spawn_pool(workers, warm=warm_worker)
+            # Sent encoded: one bytes object a batch pickles as a copy.
+            encoded = (Utf8Texts.encode(b) for b in chain([batch], stream))
+            for _, sig in ordered_map(pool, batch_signatures, encoded, params, ahead=ahead):
+                yield sig
+            return
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -6,8 +6,9 @@ engine computes the same signatures, candidates, confirmations and components th
 
 - Parameters: ``MinhashParams`` (validated once), ``INDEX_KEYS``.
 - Signatures: ``batch_signatures`` (one process; the texts as ``str`` or as ``Utf8Texts``,
-  what a pool's task is best sent as), ``slab_bounds`` (a batch cut into slabs of
-  about the same work); ``spawn_pool`` and ``warm_worker`` (a worker ready at full
+  what a pool's task is best sent as), ``signature_stream`` (a stream of batches: here while
+  small, then on a spawn pool), ``slab_bounds`` (a batch cut into slabs of about the same
+  work); ``spawn_pool`` and ``warm_worker`` (a worker ready at full
   speed), ``fan_out``, ``in_order`` and
   ``ordered_map`` (contiguous chunks out, results back in submission order).
 - Banding (one implementation: band digests, then the band's rows compared): ``band_digests``,
@@ -88,7 +89,12 @@ from neardup.core._records import (
 )
 from neardup.core._report import ContaminationReport, Thresholds
 from neardup.core._signature_index import Matches, Placement, SignatureIndex, batch_matches
-from neardup.core._signatures import batch_signatures, slab_bounds, warm_worker
+from neardup.core._signatures import (
+    batch_signatures,
+    signature_stream,
+    slab_bounds,
+    warm_worker,
+)
 from neardup.core._sketch import estimate
 from neardup.core._stages import CLUSTER_KEY
 from neardup.core._storage import (
@@ -206,6 +212,7 @@ __all__ = [
     "sample_capped",
     "set_field",
     "shingles",
+    "signature_stream",
     "slab_bounds",
     "spawn_pool",
     "text_digest",

@@ -15,7 +15,7 @@ import tempfile
 import time
 from array import array
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -38,21 +38,17 @@ from neardup.core.engine import (
     RecordReader,
     RowWriter,
     Source,
-    Utf8Texts,
     atomic_output,
-    batch_signatures,
     check_apart,
     check_output,
     check_target,
     corpus_format,
     expand_inputs,
     get_field,
-    ordered_map,
     parquet_schema,
-    spawn_pool,
+    signature_stream,
     text_digests,
     value_ranks,
-    warm_worker,
 )
 
 __all__ = ["BATCH", "run_dedup"]
@@ -138,27 +134,21 @@ def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
     extra = [params.keep.field] if params.keep.field else []
     reader = RecordReader(sources, options.schema, fields=extra)
     columns = _Columns(options)
-    pool = spawn_pool(params.workers, warm=warm_worker) if params.workers > 1 else None
-    try:
-        # Signatures go to a temporary file as they come and are read back as one matrix: a
-        # list of chunks joined at the end would hold the matrix twice.
-        with tempfile.TemporaryFile(prefix="neardup-signatures-") as sigs:
-            with Progress(
-                "signatures", total=reader.total_bytes, unit="B", quiet=options.quiet
-            ) as progress:
-                rows = (columns.add(batch) for batch in batches(reader, BATCH))
-                # To a pool, sent encoded: one bytes object a batch pickles as a copy.
-                texts: Iterator[list[str] | Utf8Texts] = (
-                    rows if pool is None else (Utf8Texts.encode(batch) for batch in rows)
-                )
-                for _, chunk in ordered_map(pool, batch_signatures, texts, params.minhash):
+    # Signatures go to a temporary file as they come and are read back as one matrix: a list
+    # of chunks joined at the end would hold the matrix twice.
+    with tempfile.TemporaryFile(prefix="neardup-signatures-") as sigs:
+        with Progress(
+            "signatures", total=reader.total_bytes, unit="B", quiet=options.quiet
+        ) as progress:
+            rows = (columns.add(batch) for batch in batches(reader, BATCH))
+            # A spawn pool only once the texts read are worth one (a small run starts none).
+            stream = signature_stream(rows, params.minhash, params.workers)
+            with closing(stream):
+                for chunk in stream:
                     sigs.write(chunk.tobytes())
                     progress.advance_to(reader.bytes_done)
-            sigs.seek(0)
-            matrix = np.fromfile(sigs, dtype=np.uint32).reshape(-1, params.minhash.num_perm)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        sigs.seek(0)
+        matrix = np.fromfile(sigs, dtype=np.uint32).reshape(-1, params.minhash.num_perm)
     digests = (
         np.concatenate(columns.digests) if columns.digests else np.empty((0, 2), dtype=np.uint64)
     )

@@ -313,13 +313,19 @@ def _contamination(args: argparse.Namespace) -> int:
 
 
 def _push_or_query(args: argparse.Namespace) -> int:
+    # The client's errors are caught here, not in ``main``: other commands do not import httpx.
     from neardup.app.cli.remote import Remote, push, query
+    from neardup.app.client import ClientError
 
-    remote = Remote(
-        args.url, args.api_key, args.batch_size, args.retries, getattr(args, "if_new", False)
-    )
     run = push if args.command == "push" else query
-    return run(args.inputs, remote, quiet=args.quiet)
+    try:
+        remote = Remote(
+            args.url, args.api_key, args.batch_size, args.retries, getattr(args, "if_new", False)
+        )
+        return run(args.inputs, remote, quiet=args.quiet)
+    except ClientError as exc:
+        print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 _COMMANDS = {
@@ -348,7 +354,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neardup`` command."""
     from neardup.app.cli.version import neardup_version
-    from neardup.app.client import ClientError
     from neardup.core.engine import NeardupError
 
     parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
@@ -363,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.command_line = ["neardup", *argv]
     try:
         return _COMMANDS[args.command](args)
-    except (NeardupError, ClientError) as exc:
+    except NeardupError as exc:
         print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a file the run could not write (permissions, a full disk, ...)

@@ -53,6 +53,7 @@ from neardup.core.engine import (
     ProtectedSet,
     Protection,
     Thresholds,
+    WorkerError,
     apply_mode,
     lsh_probability,
     parse_protected_set,
@@ -129,10 +130,16 @@ class Service:
         #: The last entry of a shared store's log that the index reflects (None: no log).
         self.log_position: int | None = None
         self._listen = ThreadPoolExecutor(max_workers=1, thread_name_prefix="listen")
+        #: The pool's warm-up, started with the service (``warm_up``).
+        self._warming: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, settings: Settings, store: Store | None = None) -> Service:
         """Open the store (refusing other index parameters), recover the index, start the pool.
+
+        The pool's workers start (spawn, import, load the compiled kernels) while the index is
+        recovered, and are not waited for: a request's chunks queue behind their start
+        (``warm_up`` waits for them).
 
         ``store``: one already open (``neardup serve`` passes the one it checked, so the data
         directory stays locked from the check on); it is closed if starting fails.
@@ -145,17 +152,44 @@ class Service:
             store.close()
             raise
         service = cls(settings, store, pool)
+        service._warming = asyncio.create_task(service._warm())
         try:
             # Recovery is CPU work: off the event loop, so the server answers /readyz meanwhile.
             await asyncio.to_thread(service._recover)
-            await pool.warm_up()
         except BaseException:
+            await service._stop_warming()
             pool.close()
             store.close()
             raise
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._follower = asyncio.create_task(service._follow())
         return service
+
+    async def warm_up(self) -> None:
+        """Wait until every signature worker has started and loaded its kernels (from numba's
+        cache after the first use; compiled on the first), which ``start`` began.
+
+        Raises:
+            WorkerError: a worker died while starting.
+        """
+        if self._warming is not None:
+            await asyncio.shield(self._warming)
+
+    async def _warm(self) -> None:
+        started = time.perf_counter()
+        await self.pool.warm_up()
+        log.info(
+            "workers ready workers=%d compiled=%s seconds=%.3f",
+            self.pool.workers, self.pool.compiled, time.perf_counter() - started,
+        )  # fmt: skip
+
+    async def _stop_warming(self) -> None:
+        """Cancel the warm-up if it still runs; its failure, if any, was the caller's to see."""
+        if self._warming is None:
+            return
+        self._warming.cancel()
+        with suppress(asyncio.CancelledError, WorkerError):
+            await self._warming
 
     async def _io_call(self, fn: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
@@ -228,6 +262,7 @@ class Service:
 
     async def close(self) -> None:
         """Stop the pool and close the store (after in-flight requests finished)."""
+        await self._stop_warming()
         if self._follower is not None:
             self._follower.cancel()
             with suppress(asyncio.CancelledError):

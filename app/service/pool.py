@@ -116,8 +116,9 @@ class SignaturePool:
 
     async def warm_up(self) -> None:
         """Start every worker (spawned interpreters import numpy, load the compiled kernels and
-        build the code-point tables once, here, not on a request), and learn whether they run
-        the compiled kernels."""
+        build the code-point tables once, here, not on a request's time), and learn whether
+        they run the compiled kernels. A batch submitted meanwhile queues behind the workers'
+        start (the service does not wait for this to say ready)."""
         try:
             tasks = [self._pool.submit(warm_worker) for _ in range(self.workers)]
             loaded = await asyncio.gather(*map(asyncio.wrap_future, tasks))

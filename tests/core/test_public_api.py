@@ -52,6 +52,8 @@ ENGINE_NAMES = {
     "UnguardedMainError", "raise_worker_error",
     # one id rule for the batch engines and the service (issue 23)
     "ID_PATTERN", "id_problem",
+    # a stream signed here while small, then on a pool (issue 22)
+    "signature_stream",
 }  # fmt: skip
 
 

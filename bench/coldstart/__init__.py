@@ -1,0 +1,1 @@
+"""Cold starts of the command and the server (``python -m bench.coldstart``)."""
