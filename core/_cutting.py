@@ -11,6 +11,7 @@ of the original it spans. Documents without a match pass unchanged in every mode
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,7 +19,7 @@ from itertools import islice
 from typing import Any
 
 from neardup.core._corpus import Doc
-from neardup.core._matches import Match, Protection
+from neardup.core._matches import MAX_LISTED, Match, Protection, merged_spans
 from neardup.core.errors import ParameterError
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "cut_spans",
     "decontaminate_modes",
     "piece_id",
+    "summary",
 ]
 
 #: The meta key a cut piece or an annotated document says what was found in.
@@ -105,32 +107,57 @@ def piece_id(doc_id: str, k: int) -> str:
     return f"{doc_id}{PIECE_SEPARATOR}{k}"
 
 
-def _found(matches: list[Match], ngram: bool) -> dict[str, Any]:
+def summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, Any]:
+    """What a row's meta says of its matches: ids, counts and offsets into the text, never the
+    n-grams. ``sets`` matched (a handful: they are the configured sets); ``match_count``
+    windows (one per set protecting it); ``item_count`` items, the ``cap`` with most windows
+    listed as ``{"set", "item", "matches"}`` (then by set and id); ``span_count`` spans where
+    overlapping windows merge, the first ``cap`` listed as ``[start, end]``."""
+    per_item: Counter[tuple[str, str]] = Counter()
+    for m in matches:
+        per_item.update((m.set, i) for i in m.items)
+    best = sorted(per_item.items(), key=lambda kv: (-kv[1], kv[0]))
+    spans = merged_spans(matches)
     return {
         "sets": sorted({m.set for m in matches}),
-        "items": sorted({f"{m.set}/{i}" for m in matches for i in m.items}),
-        "matches": [m.as_dict(ngram) for m in matches],
+        "match_count": len(matches),
+        "item_count": len(per_item),
+        "items": [{"set": s, "item": i, "matches": c} for (s, i), c in best[:cap]],
+        "span_count": len(spans),
+        "spans": [list(span) for span in spans[:cap]],
     }
 
 
+def _bordering(
+    piece: tuple[int, int], removed: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The removed spans that end where ``piece`` starts or start where it ends (at most 2)."""
+    return [r for r in removed if r[1] == piece[0] or r[0] == piece[1]]
+
+
 def apply_mode(
-    doc: Doc, matches: list[Match], params: DecontParams, *, ngrams: bool = True
+    doc: Doc, matches: list[Match], params: DecontParams, *, cap: int = MAX_LISTED
 ) -> list[Doc]:
-    """What a document becomes under ``params.mode`` given its matches (none: itself);
-    ``ngrams=False`` leaves the matched n-grams out of meta (null)."""
+    """What a document becomes under ``params.mode`` given its matches (none: itself).
+
+    ``meta["decontamination"]`` (``annotate``, ``cut``) holds ids, counts and offsets only
+    (``summary``, every list at most ``cap`` long): an annotated document of all its matches, a
+    cut piece of its own, the matches in the removed spans bordering it."""
     if not matches:
         return [doc]
     if params.mode is DecontMode.DROP:
         return []
     if params.mode is DecontMode.ANNOTATE:
-        found = {"mode": "annotate", **_found(matches, ngrams)}
+        found = {"mode": "annotate", **summary(matches, cap)}
         return [Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: found})]
     cut = cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params)
     out = []
     for k, (start, end) in enumerate(cut.pieces, start=1):
+        near = _bordering((start, end), cut.removed)
+        own = [m for m in matches if any(lo <= m.start and m.end <= hi for lo, hi in near)]
         meta = {"mode": "cut", "source": doc.id, "piece": k, "pieces": len(cut.pieces),
-                "span": [start, end], "removed": [list(r) for r in cut.removed],
-                **_found(matches, ngrams)}  # fmt: skip
+                "span": [start, end], "removed": [list(r) for r in near],
+                **summary(own, cap)}  # fmt: skip
         out.append(Doc(piece_id(doc.id, k), doc.text[start:end], {**doc.meta, DECONT_KEY: meta}))
     return out
 

@@ -22,7 +22,8 @@ engine computes the same signatures, candidates, confirmations and components th
   ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``; modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
   ``DecontParams``, ``apply_mode``, ``decontaminate_modes``, ``DECONT_KEY``,
-  ``ContaminationReport``, ``Thresholds``.
+  ``ContaminationReport``, ``Thresholds``; the caps of their lists: ``MAX_LISTED``,
+  ``MAX_ITEMS``.
 - Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
   ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RawLine``,
   ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
@@ -63,7 +64,7 @@ from neardup.core._fanout import (
     pool_size,
     spawn_pool,
 )
-from neardup.core._matches import Match, Protection, sample_capped
+from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped
 from neardup.core._ngrams import NgramIndex
 from neardup.core._params import INDEX_KEYS, MinhashParams
 from neardup.core._protected import (
@@ -81,7 +82,7 @@ from neardup.core._records import (
     parquet_schema,
     set_field,
 )
-from neardup.core._report import ContaminationReport, Thresholds
+from neardup.core._report import MAX_ITEMS, ContaminationReport, Thresholds
 from neardup.core._signature_index import Matches, Placement, SignatureIndex, batch_matches
 from neardup.core._signatures import batch_signatures, slab_bounds, warm_worker
 from neardup.core._sketch import estimate
@@ -114,6 +115,8 @@ __all__ = [
     "FORMATS",
     "INDEX_KEYS",
     "KEEP_POLICIES",
+    "MAX_ITEMS",
+    "MAX_LISTED",
     "STDIO",
     "BandBuckets",
     "Components",

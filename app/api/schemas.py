@@ -377,6 +377,11 @@ class ContaminationResponse(BaseModel):
     results: list[ContaminationResult]
 
 
+#: The most ``max_pieces`` a decontamination request may ask for (each piece is a document of
+#: the answer).
+MAX_PIECES = 100
+
+
 class DecontaminationRequest(_Strict):
     """``POST /v1/decontamination``: documents through a decontamination mode, with a report."""
 
@@ -412,7 +417,7 @@ class DecontaminationRequest(_Strict):
     ] = 200
     max_pieces: Annotated[
         int,
-        Field(ge=1, description="cut: more pieces drop the document"),
+        Field(ge=1, le=MAX_PIECES, description="cut: more pieces drop the document"),
         BeforeValidator(_integral),
     ] = 10
     item_cap: Annotated[
@@ -437,7 +442,8 @@ class DecontaminationRequest(_Strict):
 
 
 class DecontaminatedDoc(BaseModel):
-    """A document a mode keeps: as sent, annotated, or a cut piece (``meta.decontamination``)."""
+    """A document a mode keeps: as sent, annotated, or a cut piece (``meta.decontamination``:
+    ids, counts and offsets, every list at most MAX_LISTED long; never protected text)."""
 
     id: str
     text: str
@@ -452,6 +458,7 @@ class DecontaminationResponse(BaseModel):
     documents: list[DecontaminatedDoc]
     dropped: list[str]
     report: dict[str, Any] = Field(
-        description="items are named by id; n-grams (first shared, capped) only for keys with "
-        "the protect scope (or no keys)"
+        description="neardup contamination's report: items are named by id, every list capped "
+        "and counted; n-grams (first shared, capped) only for keys with the protect scope (or "
+        "no keys)"
     )

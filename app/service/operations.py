@@ -595,14 +595,15 @@ class DecontRequest:
 def _decontaminate(
     docs: Sequence[Doc], chosen: list[ProtectedSet], ask: DecontRequest
 ) -> tuple[list[Doc], list[str], dict[str, Any]]:
-    """What ``decontaminate_modes`` makes of ``docs``, the ids it dropped whole, the report."""
+    """What ``decontaminate_modes`` makes of ``docs``, the ids it dropped whole, the report
+    (every list capped and counted; kept documents' meta names no n-gram)."""
     protection = Protection(chosen, item_cap=ask.item_cap)
-    report = ContaminationReport(protection, ask.thresholds, examples=None, top=ask.top)
+    report = ContaminationReport(protection, ask.thresholds, top=ask.top)
     out: list[Doc] = []
     dropped: list[str] = []
     for doc, matches in zip(docs, protection.matches_many([d.text for d in docs]), strict=True):
         report.add(doc, matches)
-        kept = apply_mode(doc, matches, ask.params, ngrams=ask.ngrams)
+        kept = apply_mode(doc, matches, ask.params)
         if not kept:
             dropped.append(doc.id)
         out.extend(kept)

@@ -55,7 +55,16 @@ def test_two_matches_150_characters_apart_make_one_removed_span(shell):
     assert (second.id, second.text) == ("d#2", text[850 + 2 * L :])
     assert len(second.text) == 300
     assert first.meta["src"] == "x" and first.meta["decontamination"]["source"] == "d"
-    assert [m["start"] for m in first.meta["decontamination"]["matches"]] == [500, 650 + L]
+    # The two windows are 150 characters apart: two spans, the piece's own (both pieces border
+    # the one removed span), by offsets and item ids only.
+    cut = first.meta["decontamination"]
+    assert (cut["spans"], cut["span_count"], cut["match_count"]) == (
+        [[500, 500 + L], [650 + L, 650 + 2 * L]],
+        2,
+        2,
+    )
+    assert cut["items"] == [{"set": "evals", "item": "q1", "matches": 2}]
+    assert second.meta["decontamination"]["spans"] == cut["spans"]
     # A 50-character window leaves the 150 - 2*50 = 50 characters between them: too short.
     pieces = run([Doc("d", text)], shell, mode="cut", window=50)
     assert [p.text for p in pieces] == [text[:450], text[700 + 2 * L :]]
@@ -70,10 +79,10 @@ def test_matches_at_the_very_start_and_end(shell):
     assert piece.text == text[L + 200 : L + 400]
     assert run([Doc("d", text)], shell, mode="cut", min_piece=201) == []
     [annotated] = run([Doc("d", text)], shell, mode="annotate")
-    spans = [(m["start"], m["end"]) for m in annotated.meta["decontamination"]["matches"]]
-    assert spans == [(0, L), (len(text) - L, len(text))]
+    found = annotated.meta["decontamination"]
+    assert found["spans"] == [[0, L], [len(text) - L, len(text)]]
     assert annotated.text == text and annotated.id == "d"
-    assert annotated.meta["decontamination"]["items"] == ["evals/q1"]
+    assert found["items"] == [{"set": "evals", "item": "q1", "matches": 2}]
     assert run([Doc("d", text)], shell) == []
 
 
