@@ -17,7 +17,7 @@ from neardup.core._report import ContaminationReport
 N = 3
 VOCAB = ["alpha", "beta", "gamma", "delta", "omega"]
 word = st.sampled_from(VOCAB)
-gap = st.sampled_from([" ", ", ", ". ", " -- ", " ...... "])
+gap = st.sampled_from([" ", ", ", ". ", " -- ", " ...... ", " " + "." * 60 + " "])
 
 
 @st.composite
@@ -81,7 +81,7 @@ def no_protected_text(out: object, matches: list[Match]) -> None:
     st.integers(1, 4),
     st.integers(0, 40),
     st.integers(0, 30),
-    st.integers(1, 4),
+    st.integers(1, 12),
 )
 def test_cut_and_annotate_meta_lists_are_capped_counted_and_name_no_ngram(
     prot, texts, cap, window, min_piece, max_pieces

@@ -70,6 +70,19 @@ def test_two_matches_150_characters_apart_make_one_removed_span(shell):
     assert [p.text for p in pieces] == [text[:450], text[700 + 2 * L :]]
 
 
+def test_a_piece_lists_only_the_matches_of_the_removed_spans_bordering_it(shell):
+    text = M + pad(300) + M + pad(300) + M
+    first, second = run([Doc("d", text)], shell, mode="cut", window=50, min_piece=50)
+    # Removed [0, L+50), [L+250, 2L+350), [2L+550, end): each piece borders two of the three.
+    assert first.meta["decontamination"]["removed"] == [[0, L + 50], [L + 250, 2 * L + 350]]
+    assert first.meta["decontamination"]["spans"] == [[0, L], [L + 300, 2 * L + 300]]
+    assert second.meta["decontamination"]["spans"] == [
+        [L + 300, 2 * L + 300],
+        [2 * L + 600, 3 * L + 600],
+    ]
+    assert [p.meta["decontamination"]["match_count"] for p in (first, second)] == [2, 2]
+
+
 def test_matches_at_the_very_start_and_end(shell):
     text = M + pad(600) + M
     assert len(text) == 600 + 2 * L
