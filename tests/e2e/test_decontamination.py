@@ -70,36 +70,95 @@ def test_cut_agrees_with_neardup_dedup(srv):
 
 
 @pytest.mark.parametrize("cap", [None, 1])
-def test_report_agrees_with_neardup_contamination(srv, cap):
+def test_one_report_for_the_cli_the_manifest_and_the_service(srv, cap):
     _, tmp = srv
-    served = post(srv, mode="annotate", item_cap=cap, top=5).json()
-    assert [d["id"] for d in served["documents"]] == [d["id"] for d in DOCS]
     flags = ["--item-cap", str(cap)] if cap else []
-    result = neardup("contamination", "docs.jsonl", "--protected", "evals.jsonl", "--top", "5",
-                     "--quiet", *flags, cwd=tmp)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    batch = json.loads(result.stdout)
-    report = served["report"]
-    assert report["sets"] == batch["sets"]
-    assert (report["documents"], report["contaminated"]) == (4, batch["contaminated"])
-    served_items = [
-        (i["item"], i["document_ids"], i["coverage"], i["subsets"]) for i in report["items"]
-    ]
-    batch_items = [(i["item"], i["documents"], i["coverage"], i["subsets"]) for i in batch["items"]]
-    assert served_items == batch_items
-    assert batch["contaminated"] == (2 if cap else 3)
+    served = post(srv, mode="annotate", item_cap=cap)
+    assert served.status_code == 200, served.text
+    assert [d["id"] for d in served.json()["documents"]] == [d["id"] for d in DOCS]
+    cli = neardup("contamination", "docs.jsonl", "--protected", "evals.jsonl", "--quiet", *flags,
+                  cwd=tmp)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    out = f"out-{cap}.jsonl"
+    dedup = neardup("dedup", "docs.jsonl", "--protected", "evals.jsonl", "--output", out,
+                    "--keep-duplicates", "--workers", "1", "--quiet", *flags, cwd=tmp)  # fmt: skip
+    assert dedup.returncode == 0, dedup.stderr
+    manifest = json.loads((tmp / f"{out}.manifest.json").read_text())["contamination"]
+    report = json.loads(cli.stdout)
+    # One schema, one set of values (a protect key may see the n-grams, as the CLI's user).
+    assert served.json()["report"] == report == manifest
+    assert (report["documents"], report["contaminated"]) == (4, 2 if cap else 3)
+    # A read key gets the same report with every n-gram null.
+    hidden = post(srv, key="read", mode="annotate", item_cap=cap).json()["report"]
+    for item in report["items"]:
+        item["first_ngram"] = None
+    for s in report["sets"]:
+        s["capped"]["list"] = None
+    assert hidden == report
 
 
 def test_a_read_key_sees_ids_and_offsets_never_protected_text(srv):
-    served = post(srv, key="read", mode="annotate", item_cap=1).json()
-    text = json.dumps(served)
-    assert "shiny red shell" not in text.replace(TWO, "").replace(ELEVEN, "")
-    assert "following question" not in text.replace(BOILER, "")
-    [s] = served["report"]["sets"]
-    assert s["capped"] == {"ngrams": 1, "list": None}
-    matches = served["documents"][0]["meta"]["decontamination"]["matches"]
-    assert [(m["start"], m["ngram"]) for m in matches] == [(500, None), (650 + len(M), None)]
-    assert served["report"]["items"][0]["first_ngram"] is None
+    for mode in ("annotate", "cut"):
+        served = post(srv, key="read", mode=mode, item_cap=1).json()
+        text = json.dumps(served)
+        assert "shiny red shell" not in text.replace(TWO, "").replace(ELEVEN, "")
+        assert "following question" not in text.replace(BOILER, "")
+        [s] = served["report"]["sets"]
+        assert s["capped"] == {"ngrams": 1, "list": None}
+        assert served["report"]["items"][0]["first_ngram"] is None
+    found = post(srv, key="read", mode="annotate").json()["documents"][0]["meta"]
+    assert found["decontamination"]["spans"] == [[500, 500 + L], [650 + L, 650 + 2 * L]]
+
+
+def test_no_key_gets_protected_text_in_the_documents(srv):
+    served = post(srv, key="all", mode="annotate").json()
+    rows = json.dumps([d["meta"] for d in served["documents"]])
+    assert "shiny red shell" not in rows and "following question" not in rows
+
+
+#: Three sets holding one 50-word passage each (different ids), and three documents of 1.3 KB
+#: quoting three 300-character parts of it between fillers: the request that answered 169 KB.
+PASSAGE = " ".join(f"p{i}word" for i in range(150))
+PARTS = [PASSAGE[k * 350 : k * 350 + 300] for k in range(3)]
+
+
+def test_a_cut_answer_of_three_small_documents_stays_small(srv):
+    server, _ = srv
+    headers = {"content-type": "text/plain", **auth("all")}
+    for name in ("big-a", "big-b", "big-c"):
+        put = httpx.put(f"{server.url}/v1/protected-sets/{name}", content=PASSAGE, headers=headers)
+        assert put.status_code == 201, put.text
+    filler = " " + "." * 80 + " "
+    docs = [{"id": f"doc-{k}", "text": filler + filler.join(PARTS) + filler + f"end {k} " * 20}
+            for k in range(3)]  # fmt: skip
+    assert all(1200 <= len(d["text"]) <= 1400 for d in docs)
+    try:
+        response = post(srv, key="read", documents=docs, mode="cut", window=20, min_piece=20,
+                        sets=["big-a", "big-b", "big-c"])  # fmt: skip
+    finally:
+        for name in ("big-a", "big-b", "big-c"):
+            httpx.delete(f"{server.url}/v1/protected-sets/{name}", headers=auth("all"))
+    assert response.status_code == 200, response.text
+    served = response.json()
+    pieces = served["documents"]
+    assert len(pieces) == 3 * 4  # the four fillers' middles, in each document
+    # The bound, from the caps: the pieces' text (at most the input), per piece a meta of at
+    # most MAX_LISTED items and MAX_LISTED spans (about 1 KB), and a report of 3 items.
+    meta = max(len(json.dumps(p["meta"])) for p in pieces)
+    assert meta < 1024
+    assert len(response.content) < sum(len(d["text"]) for d in docs) + len(pieces) * 1024 + 4096
+    assert len(response.content) < 16_384
+    for p in pieces:
+        found = p["meta"]["decontamination"]
+        assert found["match_count"] > 0 and len(found["removed"]) <= 2
+        assert len(found["spans"]) <= 10 and len(found["items"]) <= 10
+    # Counts whole, lists capped: every window of a part is a match in each of the 3 sets.
+    assert served["report"]["contaminated"] == 3 and served["report"]["items_matched"] == 3
+
+
+def test_max_pieces_is_capped(srv):
+    assert post(srv, mode="cut", max_pieces=100).status_code == 200
+    assert post(srv, mode="cut", max_pieces=101).status_code == 422
 
 
 def test_integral_floats_and_the_bounds_are_accepted(srv):
