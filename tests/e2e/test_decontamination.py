@@ -2,6 +2,8 @@
 batch commands on the same inputs; n-grams only for the protect scope; bad input is a 4xx."""
 
 import json
+import re
+from pathlib import Path
 
 import httpx
 import pytest
@@ -154,6 +156,32 @@ def test_a_cut_answer_of_three_small_documents_stays_small(srv):
         assert len(found["spans"]) <= 10 and len(found["items"]) <= 10
     # Counts whole, lists capped: every window of a part is a match in each of the 3 sets.
     assert served["report"]["contaminated"] == 3 and served["report"]["items_matched"] == 3
+
+
+def _names(doc: str, start: str, end: str) -> set[str]:
+    """The quoted field names of docs/api.md between ``start`` and ``end``."""
+    text = doc[doc.index(start) : doc.index(end, doc.index(start))]
+    return set(re.findall(r'"([a-z_ ]+)"', text))
+
+
+def _keys(value: object) -> set[str]:
+    """Every key of every object in ``value``, however deep."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+def test_docs_api_md_names_exactly_the_answers_fields(srv):
+    doc = (Path(__file__).parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    cut = post(srv, mode="cut").json()
+    notes = post(srv, mode="annotate").json()
+    metas = [d["meta"]["decontamination"] for d in cut["documents"] + notes["documents"]
+             if "decontamination" in d["meta"]]  # fmt: skip
+    assert _names(doc, "`meta.decontamination` holds", "`match_count` counts") == _keys(metas)
+    report = _keys(cut["report"]) - set(cut["report"]["sets"][0]["subsets"])
+    assert _names(doc, "`report` is `neardup contamination`", "Every list is") == report
 
 
 def test_max_pieces_is_capped(srv):
