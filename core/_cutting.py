@@ -128,9 +128,7 @@ def summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, Any]:
     }
 
 
-def _bordering(
-    piece: tuple[int, int], removed: Sequence[tuple[int, int]]
-) -> list[tuple[int, int]]:
+def _bordering(piece: tuple[int, int], removed: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """The removed spans that end where ``piece`` starts or start where it ends (at most 2)."""
     return [r for r in removed if r[1] == piece[0] or r[0] == piece[1]]
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.app.cli.test_cli import neardup
-from tests.app.cli.test_decontamination import BOILER, CLEAN, ELEVEN, SHELL, TWO, L, M
+from tests.app.cli.test_decontamination import BOILER, CLEAN, ELEVEN, SHELL, TWO, L
 
 KEYS = {"read": "k-read-0123456789ab", "all": "k-all-cdef01234567"}
 EVALS = [

@@ -166,9 +166,13 @@ def _decontamination_json(
     checked: list[str], out: list[Doc], dropped: list[str], report: dict[str, Any]
 ) -> bytes:
     """The ``/v1/decontamination`` answer, serialised (it grows with the request: off the loop)."""
-    return DecontaminationResponse(
-        checked_sets=checked,
-        documents=[DecontaminatedDoc(id=d.id, text=d.text, meta=d.meta) for d in out],
-        dropped=dropped,
-        report=report,
-    ).model_dump_json().encode("utf-8")
+    return (
+        DecontaminationResponse(
+            checked_sets=checked,
+            documents=[DecontaminatedDoc(id=d.id, text=d.text, meta=d.meta) for d in out],
+            dropped=dropped,
+            report=report,
+        )
+        .model_dump_json()
+        .encode("utf-8")
+    )
