@@ -11,6 +11,7 @@ of the original it spans. Documents without a match pass unchanged in every mode
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -128,9 +129,13 @@ def summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, Any]:
     }
 
 
-def _bordering(piece: tuple[int, int], removed: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The removed spans that end where ``piece`` starts or start where it ends (at most 2)."""
-    return [r for r in removed if r[1] == piece[0] or r[0] == piece[1]]
+def _by_removed(matches: Sequence[Match], removed: Sequence[tuple[int, int]]) -> list[list[Match]]:
+    """The matches inside each removed span (each match is inside exactly one)."""
+    starts = [lo for lo, _ in removed]
+    out: list[list[Match]] = [[] for _ in removed]
+    for m in matches:
+        out[bisect_right(starts, m.start) - 1].append(m)
+    return out
 
 
 def apply_mode(
@@ -149,12 +154,16 @@ def apply_mode(
         found = {"mode": "annotate", **summary(matches, cap)}
         return [Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: found})]
     cut = cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params)
+    inside = _by_removed(matches, cut.removed)
+    ending = {hi: j for j, (_, hi) in enumerate(cut.removed)}
+    starting = {lo: j for j, (lo, _) in enumerate(cut.removed)}
     out = []
     for k, (start, end) in enumerate(cut.pieces, start=1):
-        near = _bordering((start, end), cut.removed)
-        own = [m for m in matches if any(lo <= m.start and m.end <= hi for lo, hi in near)]
+        # Its own matches: those of the removed spans bordering it (one each side, or one).
+        near = [j for j in (ending.get(start), starting.get(end)) if j is not None]
+        own = [m for j in near for m in inside[j]]
         meta = {"mode": "cut", "source": doc.id, "piece": k, "pieces": len(cut.pieces),
-                "span": [start, end], "removed": [list(r) for r in near],
+                "span": [start, end], "removed": [list(cut.removed[j]) for j in near],
                 **summary(own, cap)}  # fmt: skip
         out.append(Doc(piece_id(doc.id, k), doc.text[start:end], {**doc.meta, DECONT_KEY: meta}))
     return out
