@@ -32,8 +32,9 @@ __all__ = [
     "apply_mode",
     "cut_spans",
     "decontaminate_modes",
+    "drop_rule",
+    "match_summary",
     "piece_id",
-    "summary",
 ]
 
 #: The meta key a cut piece or an annotated document says what was found in.
@@ -108,7 +109,7 @@ def piece_id(doc_id: str, k: int) -> str:
     return f"{doc_id}{PIECE_SEPARATOR}{k}"
 
 
-def summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, Any]:
+def match_summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, Any]:
     """What a row's meta says of its matches: ids, counts and offsets into the text, never the
     n-grams. ``sets`` matched (a handful: they are the configured sets); ``match_count``
     windows (one per set protecting it); ``item_count`` items, the ``cap`` with most windows
@@ -138,20 +139,30 @@ def _by_removed(matches: Sequence[Match], removed: Sequence[tuple[int, int]]) ->
     return out
 
 
+def drop_rule(doc: Doc, matches: Sequence[Match], params: DecontParams) -> str | None:
+    """Why ``apply_mode`` drops a document whole: ``"contaminated"`` (``drop``), ``"too many
+    pieces"`` or ``"nothing left"`` (``cut``); None when it keeps something of it."""
+    if not matches or params.mode is DecontMode.ANNOTATE:
+        return None
+    if params.mode is DecontMode.DROP:
+        return "contaminated"
+    return cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params).dropped
+
+
 def apply_mode(
     doc: Doc, matches: list[Match], params: DecontParams, *, cap: int = MAX_LISTED
 ) -> list[Doc]:
     """What a document becomes under ``params.mode`` given its matches (none: itself).
 
     ``meta["decontamination"]`` (``annotate``, ``cut``) holds ids, counts and offsets only
-    (``summary``, every list at most ``cap`` long): an annotated document of all its matches, a
-    cut piece of its own, the matches in the removed spans bordering it."""
+    (``match_summary``, every list at most ``cap`` long): an annotated document's of all its
+    matches, a cut piece's of its own, the matches in the removed spans bordering it."""
     if not matches:
         return [doc]
     if params.mode is DecontMode.DROP:
         return []
     if params.mode is DecontMode.ANNOTATE:
-        found = {"mode": "annotate", **summary(matches, cap)}
+        found = {"mode": "annotate", **match_summary(matches, cap)}
         return [Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: found})]
     cut = cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params)
     inside = _by_removed(matches, cut.removed)
@@ -164,7 +175,7 @@ def apply_mode(
         own = [m for j in near for m in inside[j]]
         meta = {"mode": "cut", "source": doc.id, "piece": k, "pieces": len(cut.pieces),
                 "span": [start, end], "removed": [list(cut.removed[j]) for j in near],
-                **summary(own, cap)}  # fmt: skip
+                **match_summary(own, cap)}  # fmt: skip
         out.append(Doc(piece_id(doc.id, k), doc.text[start:end], {**doc.meta, DECONT_KEY: meta}))
     return out
 

@@ -21,9 +21,9 @@ engine computes the same signatures, candidates, confirmations and components th
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
   ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``; modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
-  ``DecontParams``, ``apply_mode``, ``decontaminate_modes``, ``DECONT_KEY``,
-  ``ContaminationReport``, ``Thresholds``; the caps of their lists: ``MAX_LISTED``,
-  ``MAX_ITEMS``.
+  ``DecontParams``, ``apply_mode``, ``drop_rule``, ``match_summary``, ``decontaminate_modes``,
+  ``DECONT_KEY``, ``ContaminationReport``, ``Thresholds``; the caps of their lists:
+  ``MAX_LISTED``, ``MAX_ITEMS``.
 - Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
   ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RawLine``,
   ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
@@ -53,6 +53,8 @@ from neardup.core._cutting import (
     DecontParams,
     apply_mode,
     decontaminate_modes,
+    drop_rule,
+    match_summary,
 )
 from neardup.core._decont import decontaminate_with
 from neardup.core._digests import exact_keepers, id_rank, text_digest, text_digests
@@ -164,6 +166,7 @@ __all__ = [
     "corpus_format",
     "decontaminate_modes",
     "decontaminate_with",
+    "drop_rule",
     "empty_rows",
     "estimate",
     "estimates",
@@ -179,6 +182,7 @@ __all__ = [
     "jsonl_items",
     "lsh_probability",
     "lsh_threshold",
+    "match_summary",
     "min_label_components",
     "ngrams",
     "ordered_map",

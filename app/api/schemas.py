@@ -27,6 +27,7 @@ __all__ = [
     "DocumentResult",
     "DocumentsRequest",
     "DocumentsResponse",
+    "DroppedDoc",
     "ErrorOut",
     "Hit",
     "Match",
@@ -450,13 +451,23 @@ class DecontaminatedDoc(BaseModel):
     meta: dict[str, Any]
 
 
+class DroppedDoc(BaseModel):
+    """A document dropped whole, and the rule that dropped it."""
+
+    id: str
+    rule: Literal["contaminated", "too many pieces", "nothing left"] = Field(
+        description="`contaminated` (mode drop); cut: `too many pieces` (more than max_pieces), "
+        "`nothing left` (no piece of min_piece characters)"
+    )
+
+
 class DecontaminationResponse(BaseModel):
-    """The documents a mode keeps (cut pieces as ``ID#K``), the ids dropped whole, and the
-    report: per set (totals, subsets, capped n-gram count, top items) and per matched item."""
+    """The documents a mode keeps (cut pieces as ``ID#K``), those dropped whole (and the rule),
+    and the report: per set (totals, subsets, capped n-grams, top items) and per matched item."""
 
     checked_sets: list[str]
     documents: list[DecontaminatedDoc]
-    dropped: list[str]
+    dropped: list[DroppedDoc]
     report: dict[str, Any] = Field(
         description="neardup contamination's report: items are named by id, every list capped "
         "and counted; n-grams (first shared, capped) only for keys with the protect scope (or "

@@ -54,6 +54,7 @@ from neardup.core.engine import (
     Protection,
     Thresholds,
     apply_mode,
+    drop_rule,
     lsh_probability,
     parse_protected_set,
     text_digest,
@@ -557,8 +558,9 @@ class Service:
 
     async def decontamination(
         self, docs: Sequence[Doc], sets: Sequence[str] | None, ask: DecontRequest, caller: str
-    ) -> tuple[list[Doc], list[str], dict[str, Any]]:
-        """``docs`` decontaminated in ``ask.params.mode``, the ids dropped whole, and the report;
+    ) -> tuple[list[Doc], list[dict[str, str]], dict[str, Any]]:
+        """``docs`` decontaminated in ``ask.params.mode``, those dropped whole (``{"id",
+        "rule"}``: ``drop_rule``'s), and the report;
         bounded as ``contamination`` is (texts, memory, the per-caller rate), off the loop."""
         texts = [d.text for d in docs]
         self.limits.check_texts(texts)
@@ -594,18 +596,18 @@ class DecontRequest:
 
 def _decontaminate(
     docs: Sequence[Doc], chosen: list[ProtectedSet], ask: DecontRequest
-) -> tuple[list[Doc], list[str], dict[str, Any]]:
-    """What ``decontaminate_modes`` makes of ``docs``, the ids it dropped whole, the report
+) -> tuple[list[Doc], list[dict[str, str]], dict[str, Any]]:
+    """What ``decontaminate_modes`` makes of ``docs``, those it dropped whole and why, the report
     (every list capped and counted; kept documents' meta names no n-gram)."""
     protection = Protection(chosen, item_cap=ask.item_cap)
     report = ContaminationReport(protection, ask.thresholds, top=ask.top)
     out: list[Doc] = []
-    dropped: list[str] = []
+    dropped: list[dict[str, str]] = []
     for doc, matches in zip(docs, protection.matches_many([d.text for d in docs]), strict=True):
         report.add(doc, matches)
         kept = apply_mode(doc, matches, ask.params)
         if not kept:
-            dropped.append(doc.id)
+            dropped.append({"id": doc.id, "rule": drop_rule(doc, matches, ask.params) or ""})
         out.extend(kept)
     return out, dropped, report.as_dict(ngrams=ask.ngrams)
 

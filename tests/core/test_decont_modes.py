@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.core._cutting import DecontMode, DecontParams, cut_spans, decontaminate_modes
+from neardup.core._cutting import (
+    DecontMode,
+    DecontParams,
+    apply_mode,
+    cut_spans,
+    decontaminate_modes,
+    drop_rule,
+)
 from neardup.core._matches import Protection, sample_capped, word_spans
 from neardup.core._protected import ProtectedFormat, parse_protected_set
 from neardup.core._report import ContaminationReport, Thresholds
@@ -81,6 +88,18 @@ def test_a_piece_lists_only_the_matches_of_the_removed_spans_bordering_it(shell)
         [2 * L + 600, 3 * L + 600],
     ]
     assert [p.meta["decontamination"]["match_count"] for p in (first, second)] == [2, 2]
+
+
+def test_the_rule_that_drops_a_document_whole(shell):
+    eleven = pad(500) + (M + pad(700)) * 9 + M + pad(500)
+    cases = [(eleven, "cut", "too many pieces"), (M, "cut", "nothing left"),
+             (M, "drop", "contaminated"), (M, "annotate", None),
+             (pad(500) + M + pad(500), "cut", None), ("clean text", "drop", None)]  # fmt: skip
+    for text, mode, rule in cases:
+        doc = Doc("d", text)
+        params = DecontParams(mode)
+        assert drop_rule(doc, shell.matches(text), params) == rule
+        assert (apply_mode(doc, shell.matches(text), params) == []) == (rule is not None)
 
 
 def test_matches_at_the_very_start_and_end(shell):

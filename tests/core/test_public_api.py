@@ -42,7 +42,7 @@ ENGINE_NAMES = {
     "DECONT_KEY", "DecontMode", "DecontParams", "Protection", "Match", "sample_capped",
     "apply_mode", "decontaminate_modes", "ContaminationReport", "Thresholds",
     # every list of a report or a row's meta capped and counted (issue 22)
-    "MAX_LISTED", "MAX_ITEMS",
+    "MAX_LISTED", "MAX_ITEMS", "drop_rule", "match_summary",
     # work-sized slabs for a pool, workers that load the compiled kernels (issue 13)
     "slab_bounds", "warm_worker",
 }  # fmt: skip

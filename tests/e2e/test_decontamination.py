@@ -56,7 +56,11 @@ def test_cut_agrees_with_neardup_dedup(srv):
     assert response.status_code == 200, response.text
     served = response.json()
     assert served["checked_sets"] == ["evals.jsonl"]
-    assert served["dropped"] == ["eleven", "quiz"]  # 11 pieces; the quiz is all boilerplate
+    # 11 pieces; the quiz is all boilerplate (its pieces under 200 characters).
+    assert served["dropped"] == [
+        {"id": "eleven", "rule": "too many pieces"},
+        {"id": "quiz", "rule": "nothing left"},
+    ]
     assert [d["id"] for d in served["documents"]] == ["two#1", "two#2", "clean"]
     assert served["documents"][0]["meta"]["decontamination"]["removed"] == [[300, 850 + 2 * L]]
     result = neardup("dedup", "docs.jsonl", "--protected", "evals.jsonl", "--output", "out.jsonl",

@@ -20,6 +20,7 @@ from neardup.app.api.schemas import (
     DecontaminatedDoc,
     DecontaminationRequest,
     DecontaminationResponse,
+    DroppedDoc,
     Hit,
     ProtectedSetOut,
 )
@@ -163,14 +164,14 @@ async def decontamination(
 
 
 def _decontamination_json(
-    checked: list[str], out: list[Doc], dropped: list[str], report: dict[str, Any]
+    checked: list[str], out: list[Doc], dropped: list[dict[str, str]], report: dict[str, Any]
 ) -> bytes:
     """The ``/v1/decontamination`` answer, serialised (it grows with the request: off the loop)."""
     return (
         DecontaminationResponse(
             checked_sets=checked,
             documents=[DecontaminatedDoc(id=d.id, text=d.text, meta=d.meta) for d in out],
-            dropped=dropped,
+            dropped=[DroppedDoc(**d) for d in dropped],
             report=report,
         )
         .model_dump_json()

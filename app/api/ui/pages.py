@@ -261,7 +261,7 @@ async def decontamination(
         page = _page(request, "decontamination.html", result=None, error=str(exc), **form)
         page.status_code = 422
         return page
-    result = {"documents": out, "dropped": dropped, "report": report}
+    result = {"documents": out, "dropped": [d["id"] for d in dropped], "report": report}
     return _page(request, "decontamination.html", result=result, error=None, **form)
 
 

@@ -63,6 +63,13 @@ def test_dedup_cut_writes_pieces_and_removes_an_eleven_piece_row(corpus):
     assert out["two#1"]["meta"]["src"] == "web" and out["two#1"]["meta"]["minhash_cluster"] == "two"
     [removed] = rows(corpus / "removed.jsonl")
     assert removed["id"] == "eleven" and removed["neardup"]["reason"] == "contaminated"
+    why = removed["meta"]["decontamination"]
+    assert (why["mode"], why["dropped"], why["match_count"], len(why["spans"])) == (
+        "cut",
+        "too many pieces",
+        10,
+        10,
+    )
     manifest = json.loads((corpus / "out.jsonl.manifest.json").read_text())
     expected = {"read": 3, "exact_dropped": 0, "near_dropped": 0, "decontaminated": 1,
                 "cut": 1, "pieces": 2, "written": 3}  # fmt: skip
