@@ -45,6 +45,7 @@ from neardup.app.service.pool import SignaturePool
 from neardup.app.service.store import Change, ProtectedSetRow, Store, StoredDoc, open_store
 from neardup.core.engine import (
     ContaminationReport,
+    DecontMode,
     DecontParams,
     Doc,
     DuplicateIdError,
@@ -69,6 +70,9 @@ _T = TypeVar("_T")
 PROBE_INTERVAL = 1.0
 #: A replica on a shared store looks for other replicas' changes at least this often.
 POLL_SECONDS = 0.5
+#: What a kept document (or cut piece) of a decontamination answer may hold besides its text, as
+#: Python objects and as JSON: its ``meta.decontamination``, every list at most MAX_LISTED long.
+DECONT_META_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -563,7 +567,8 @@ class Service:
         "rule"}``: ``drop_rule``'s), and the report;
         bounded as ``contamination`` is (texts, memory, the per-caller rate), off the loop."""
         texts = [d.text for d in docs]
-        self.limits.check_texts(texts)
+        pieces = ask.params.max_pieces if ask.params.mode is DecontMode.CUT else 1
+        self.limits.check_texts(texts, answer_per_text=pieces * DECONT_META_BYTES)
         chosen = self.chosen_sets(sets)
         self.probes.take(caller, len(texts))
         with self.limits.admit():

@@ -188,6 +188,23 @@ def test_docs_api_md_names_exactly_the_answers_fields(srv):
     assert _names(doc, "`report` is `neardup contamination`", "Every list is") == report
 
 
+def test_the_answer_counts_in_the_working_memory_estimate(tmp_path):
+    from tests.e2e.conftest import start_server, stop_server
+
+    server = start_server(tmp_path, "--workers", "1", "--max-batch-memory", str(8 * 2**20))
+    try:
+        docs = [{"id": f"d{i}", "text": f"text number {i} " * 6} for i in range(100)]
+        body = {"documents": docs, "mode": "cut", "min_piece": 0, "window": 0}
+        url = f"{server.url}/v1/decontamination"
+        # 100 texts: about 1.3 MB of work, and 4 KB of answer a piece: 10 pieces fit in 8 MiB,
+        # 100 pieces a document do not, and are refused before any work.
+        assert httpx.post(url, json={**body, "max_pieces": 10}, timeout=60).status_code == 200
+        refused = httpx.post(url, json={**body, "max_pieces": 100}, timeout=60)
+        assert refused.status_code == 413 and "working memory" in refused.json()["detail"]
+    finally:
+        stop_server(server)
+
+
 def test_max_pieces_is_capped(srv):
     assert post(srv, mode="cut", max_pieces=100).status_code == 200
     assert post(srv, mode="cut", max_pieces=101).status_code == 422
