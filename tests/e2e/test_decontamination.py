@@ -7,9 +7,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from neardup.core.engine import ProtectedFormat, Protection, parse_protected_set
 from tests.app.cli.test_cli import neardup
-from tests.app.cli.test_decontamination import BOILER, CLEAN, ELEVEN, SHELL, TWO, L
+from tests.app.cli.test_decontamination import BOILER, CLEAN, ELEVEN, SHELL, TWO, L, M
+from tests.core.test_decont_bounds import check_meta
 
 KEYS = {"read": "k-read-0123456789ab", "all": "k-all-cdef01234567"}
 EVALS = [
@@ -203,6 +207,57 @@ def test_the_answer_counts_in_the_working_memory_estimate(tmp_path):
         assert refused.status_code == 413 and "working memory" in refused.json()["detail"]
     finally:
         stop_server(server)
+
+
+#: Pieces of documents dense with matches: the protected passages, fillers of no word and words.
+PARTS = [M, SHELL, BOILER, f"{BOILER}. {SHELL}", " " + "." * 250 + " ", " plain words here "]
+
+
+@settings(max_examples=20)
+@given(
+    st.lists(st.lists(st.sampled_from(PARTS), max_size=12).map("".join), min_size=1, max_size=14),
+    st.sampled_from(["cut", "annotate"]),
+    st.sampled_from([None, 1]),
+    st.integers(0, 60),
+    st.integers(0, 60),
+)
+def test_every_list_of_an_answer_is_capped_and_counted_in_full(
+    srv, texts, mode, cap, window, min_piece
+):
+    docs = [{"id": f"d{k:02}", "text": t} for k, t in enumerate(texts)]
+    response = post(srv, key="read", documents=docs, mode=mode, item_cap=cap, window=window,
+                    min_piece=min_piece, max_pieces=100)  # fmt: skip
+    assert response.status_code == 200, response.text
+    served = response.json()
+    body = "".join(json.dumps(e) + "\n" for e in EVALS)
+    local = Protection([parse_protected_set("evals.jsonl", body, ProtectedFormat.JSONL)], cap)
+    found = {d["id"]: local.matches(d["text"]) for d in docs}
+    by_id = {d["id"]: d["text"] for d in docs}
+    for kept in served["documents"]:
+        meta = kept["meta"].get("decontamination")
+        source = meta["source"] if meta and mode == "cut" else kept["id"]
+        matches = found[source]
+        if meta is None:
+            assert not matches
+            continue
+        own = matches
+        if mode == "cut":
+            near = meta["removed"]
+            own = [m for m in matches if any(lo <= m.start and m.end <= hi for lo, hi in near)]
+        check_meta(meta, own, len(by_id[source]), 10)
+    report = served["report"]
+    dirty = [d["id"] for d in docs if found[d["id"]]]
+    assert (report["documents"], report["contaminated"]) == (len(docs), len(dirty))
+    assert report["contaminated_ids"] == dirty[:10]
+    for item in report["items"]:
+        holding = [i for i in dirty if any(item["item"] in m.items for m in found[i])]
+        assert item["documents"] == len(holding)
+        assert item["document_ids"] == holding[:10]
+    # A read key: items by id, counts and offsets; no protected n-gram anywhere in the answer
+    # but inside the documents' own text.
+    meta_and_report = json.dumps([[d["meta"] for d in served["documents"]], report])
+    for matches in found.values():
+        assert all(m.ngram not in meta_and_report for m in matches)
 
 
 def test_max_pieces_is_capped(srv):
