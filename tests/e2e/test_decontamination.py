@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neardup.core.engine import ProtectedFormat, Protection, parse_protected_set
@@ -15,6 +15,7 @@ from tests.app.cli.test_cli import neardup
 from tests.app.cli.test_decontamination import BOILER, CLEAN, ELEVEN, SHELL, TWO, L, M
 from tests.core.test_decont_bounds import check_meta
 
+JSONL = ProtectedFormat.JSONL
 KEYS = {"read": "k-read-0123456789ab", "all": "k-all-cdef01234567"}
 EVALS = [
     {"id": "q1", "question": f"{BOILER}. {SHELL}"},
@@ -213,24 +214,43 @@ def test_the_answer_counts_in_the_working_memory_estimate(tmp_path):
 PARTS = [M, SHELL, BOILER, f"{BOILER}. {SHELL}", " " + "." * 250 + " ", " plain words here "]
 
 
-@settings(max_examples=20)
+#: 15 items sharing SHELL: a document quoting it matches more items than a list holds.
+MANY = [{"id": f"m{i}", "text": f"{SHELL} And then variant number {i} of it."} for i in range(15)]
+
+
+@pytest.fixture
+def many(srv):
+    server, _ = srv
+    body = "".join(json.dumps(e) + "\n" for e in MANY)
+    headers = {"content-type": "application/x-ndjson", **auth("all")}
+    url = f"{server.url}/v1/protected-sets/many.jsonl"
+    assert httpx.put(url, content=body, headers=headers).status_code == 201
+    yield
+    assert httpx.delete(url, headers=auth("all")).status_code == 204
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    st.lists(st.lists(st.sampled_from(PARTS), max_size=12).map("".join), min_size=1, max_size=14),
+    st.lists(st.lists(st.sampled_from(PARTS), max_size=30).map("".join), min_size=1, max_size=14),
     st.sampled_from(["cut", "annotate"]),
     st.sampled_from([None, 1]),
     st.integers(0, 60),
     st.integers(0, 60),
 )
 def test_every_list_of_an_answer_is_capped_and_counted_in_full(
-    srv, texts, mode, cap, window, min_piece
+    srv, many, texts, mode, cap, window, min_piece
 ):
     docs = [{"id": f"d{k:02}", "text": t} for k, t in enumerate(texts)]
     response = post(srv, key="read", documents=docs, mode=mode, item_cap=cap, window=window,
-                    min_piece=min_piece, max_pieces=100)  # fmt: skip
+                    min_piece=min_piece, max_pieces=100, sets=["evals.jsonl", "many.jsonl"],
+                    top=3)  # fmt: skip
     assert response.status_code == 200, response.text
     served = response.json()
-    body = "".join(json.dumps(e) + "\n" for e in EVALS)
-    local = Protection([parse_protected_set("evals.jsonl", body, ProtectedFormat.JSONL)], cap)
+    sets = [
+        parse_protected_set(name, "".join(json.dumps(e) + "\n" for e in rows), JSONL)
+        for name, rows in (("evals.jsonl", EVALS), ("many.jsonl", MANY))
+    ]
+    local = Protection(sets, cap)
     found = {d["id"]: local.matches(d["text"]) for d in docs}
     by_id = {d["id"]: d["text"] for d in docs}
     for kept in served["documents"]:
@@ -249,10 +269,18 @@ def test_every_list_of_an_answer_is_capped_and_counted_in_full(
     dirty = [d["id"] for d in docs if found[d["id"]]]
     assert (report["documents"], report["contaminated"]) == (len(docs), len(dirty))
     assert report["contaminated_ids"] == dirty[:10]
+    keys = {(m.set, i) for ms in found.values() for m in ms for i in m.items}
+    assert report["items_matched"] == len(keys) and len(report["items"]) == len(keys)
     for item in report["items"]:
-        holding = [i for i in dirty if any(item["item"] in m.items for m in found[i])]
+        holding = [
+            i for i in dirty if any(m.set == item["set"] and item["item"] in m.items
+                                    for m in found[i])
+        ]  # fmt: skip
         assert item["documents"] == len(holding)
         assert item["document_ids"] == holding[:10]
+    for s in report["sets"]:
+        matched = sum(1 for k in keys if k[0] == s["set"])
+        assert s["items_matched"] == matched and len(s["top_items"]) == min(3, matched)
     # A read key: items by id, counts and offsets; no protected n-gram anywhere in the answer
     # but inside the documents' own text.
     meta_and_report = json.dumps([[d["meta"] for d in served["documents"]], report])
