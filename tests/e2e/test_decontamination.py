@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from neardup.core.engine import ProtectedFormat, Protection, parse_protected_set
@@ -237,6 +237,8 @@ def many(srv):
     st.integers(0, 60),
     st.integers(0, 60),
 )
+# Every list past its cap: 12 documents (ids), 12 spans each, 16 items a span.
+@example([(M + PARTS[4]) * 12] * 12, "annotate", None, 0, 0)
 def test_every_list_of_an_answer_is_capped_and_counted_in_full(
     srv, many, texts, mode, cap, window, min_piece
 ):
