@@ -211,7 +211,7 @@ def test_the_answer_counts_in_the_working_memory_estimate(tmp_path):
 
 
 #: Pieces of documents dense with matches: the protected passages, fillers of no word and words.
-PARTS = [M, SHELL, BOILER, f"{BOILER}. {SHELL}", " " + "." * 250 + " ", " plain words here "]
+CHUNKS = [M, SHELL, BOILER, f"{BOILER}. {SHELL}", " " + "." * 250 + " ", " plain words here "]
 
 
 #: 15 items sharing SHELL: a document quoting it matches more items than a list holds.
@@ -231,14 +231,14 @@ def many(srv):
 
 @settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    st.lists(st.lists(st.sampled_from(PARTS), max_size=30).map("".join), min_size=1, max_size=14),
+    st.lists(st.lists(st.sampled_from(CHUNKS), max_size=30).map("".join), min_size=1, max_size=14),
     st.sampled_from(["cut", "annotate"]),
     st.sampled_from([None, 1]),
     st.integers(0, 60),
     st.integers(0, 60),
 )
 # Every list past its cap: 12 documents (ids), 12 spans each, 16 items a span.
-@example([(M + PARTS[4]) * 12] * 12, "annotate", None, 0, 0)
+@example([(M + CHUNKS[4]) * 12] * 12, "annotate", None, 0, 0)
 def test_every_list_of_an_answer_is_capped_and_counted_in_full(
     srv, many, texts, mode, cap, window, min_piece
 ):
