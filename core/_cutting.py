@@ -11,6 +11,8 @@ of the original it spans. Documents without a match pass unchanged in every mode
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,7 +20,7 @@ from itertools import islice
 from typing import Any
 
 from neardup.core._corpus import Doc
-from neardup.core._matches import Match, Protection
+from neardup.core._matches import MAX_LISTED, Match, Protection, merged_spans
 from neardup.core.errors import ParameterError
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
     "apply_mode",
     "cut_spans",
     "decontaminate_modes",
+    "drop_rule",
+    "match_summary",
     "piece_id",
 ]
 
@@ -105,32 +109,73 @@ def piece_id(doc_id: str, k: int) -> str:
     return f"{doc_id}{PIECE_SEPARATOR}{k}"
 
 
-def _found(matches: list[Match], ngram: bool) -> dict[str, Any]:
+def match_summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, Any]:
+    """What a row's meta says of its matches: ids, counts and offsets into the text, never the
+    n-grams. ``sets`` matched (a handful: they are the configured sets); ``match_count``
+    windows (one per set protecting it); ``item_count`` items, the ``cap`` with most windows
+    listed as ``{"set", "item", "matches"}`` (then by set and id); ``span_count`` spans where
+    overlapping windows merge, the first ``cap`` listed as ``[start, end]``."""
+    per_item: Counter[tuple[str, str]] = Counter()
+    for m in matches:
+        per_item.update((m.set, i) for i in m.items)
+    best = sorted(per_item.items(), key=lambda kv: (-kv[1], kv[0]))
+    spans = merged_spans(matches)
     return {
         "sets": sorted({m.set for m in matches}),
-        "items": sorted({f"{m.set}/{i}" for m in matches for i in m.items}),
-        "matches": [m.as_dict(ngram) for m in matches],
+        "match_count": len(matches),
+        "item_count": len(per_item),
+        "items": [{"set": s, "item": i, "matches": c} for (s, i), c in best[:cap]],
+        "span_count": len(spans),
+        "spans": [list(span) for span in spans[:cap]],
     }
 
 
+def _by_removed(matches: Sequence[Match], removed: Sequence[tuple[int, int]]) -> list[list[Match]]:
+    """The matches inside each removed span (each match is inside exactly one)."""
+    starts = [lo for lo, _ in removed]
+    out: list[list[Match]] = [[] for _ in removed]
+    for m in matches:
+        out[bisect_right(starts, m.start) - 1].append(m)
+    return out
+
+
+def drop_rule(doc: Doc, matches: Sequence[Match], params: DecontParams) -> str | None:
+    """Why ``apply_mode`` drops a document whole: ``"contaminated"`` (``drop``), ``"too many
+    pieces"`` or ``"nothing left"`` (``cut``); None when it keeps something of it."""
+    if not matches or params.mode is DecontMode.ANNOTATE:
+        return None
+    if params.mode is DecontMode.DROP:
+        return "contaminated"
+    return cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params).dropped
+
+
 def apply_mode(
-    doc: Doc, matches: list[Match], params: DecontParams, *, ngrams: bool = True
+    doc: Doc, matches: list[Match], params: DecontParams, *, cap: int = MAX_LISTED
 ) -> list[Doc]:
-    """What a document becomes under ``params.mode`` given its matches (none: itself);
-    ``ngrams=False`` leaves the matched n-grams out of meta (null)."""
+    """What a document becomes under ``params.mode`` given its matches (none: itself).
+
+    ``meta["decontamination"]`` (``annotate``, ``cut``) holds ids, counts and offsets only
+    (``match_summary``, every list at most ``cap`` long): an annotated document's of all its
+    matches, a cut piece's of its own, the matches in the removed spans bordering it."""
     if not matches:
         return [doc]
     if params.mode is DecontMode.DROP:
         return []
     if params.mode is DecontMode.ANNOTATE:
-        found = {"mode": "annotate", **_found(matches, ngrams)}
+        found = {"mode": "annotate", **match_summary(matches, cap)}
         return [Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: found})]
     cut = cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params)
+    inside = _by_removed(matches, cut.removed)
+    ending = {hi: j for j, (_, hi) in enumerate(cut.removed)}
+    starting = {lo: j for j, (lo, _) in enumerate(cut.removed)}
     out = []
     for k, (start, end) in enumerate(cut.pieces, start=1):
+        # Its own matches: those of the removed spans bordering it (one each side, or one).
+        near = [j for j in (ending.get(start), starting.get(end)) if j is not None]
+        own = [m for j in near for m in inside[j]]
         meta = {"mode": "cut", "source": doc.id, "piece": k, "pieces": len(cut.pieces),
-                "span": [start, end], "removed": [list(r) for r in cut.removed],
-                **_found(matches, ngrams)}  # fmt: skip
+                "span": [start, end], "removed": [list(cut.removed[j]) for j in near],
+                **match_summary(own, cap)}  # fmt: skip
         out.append(Doc(piece_id(doc.id, k), doc.text[start:end], {**doc.meta, DECONT_KEY: meta}))
     return out
 

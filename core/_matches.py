@@ -18,7 +18,11 @@ from neardup.core._protected import ProtectedSet
 from neardup.core._text import WORD_RE, ngrams
 from neardup.core.errors import ParameterError
 
-__all__ = ["Match", "Protection", "sample_capped", "word_spans"]
+__all__ = ["MAX_LISTED", "Match", "Protection", "merged_spans", "sample_capped", "word_spans"]
+
+#: Entries a list of a report or of a row's meta holds at most; each such list is counted in full
+#: (``documents`` and ``document_ids``, ``item_count`` and ``items``, ...).
+MAX_LISTED = 10
 
 
 def word_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
@@ -48,11 +52,17 @@ class Match:
     start: int
     end: int
 
-    def as_dict(self, ngram: bool = True) -> dict[str, object]:
-        """JSON-ready; ``ngram=False`` leaves the n-gram out (null)."""
-        gram = self.ngram if ngram else None
-        return {"set": self.set, "items": list(self.items), "ngram": gram,
-                "start": self.start, "end": self.end}  # fmt: skip
+
+def merged_spans(matches: Iterable[Match]) -> list[tuple[int, int]]:
+    """The [start, end) character spans the matches cover, overlapping or touching windows
+    merged (whatever set they are of), in text order."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted({(m.start, m.end) for m in matches}):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 class Protection:

@@ -5,7 +5,15 @@ found in them, and the share of its words those found n-grams cover, bucketed as
 report (Touvron et al. 2023, appendix A.6): ``clean`` below ``clean_below`` coverage, ``not
 clean`` from it, ``not dirty`` below ``dirty_from``, ``dirty`` from it (so every item is in two
 of the four subsets). Capped n-grams (``Protection``) are never found. Items are named by id:
-a report holds no protected text except, when asked, the capped n-grams.
+a report holds no protected text except, when asked, the first shared and the capped n-grams.
+
+A report stays small however large the corpus: every list is capped and counted in full
+(``document_ids`` at most ``examples`` of an item's ``documents``, ``contaminated_ids`` of
+``contaminated``, ``capped.list`` of ``capped.ngrams``, ``items`` at most ``max_items`` of
+``items_matched``, ``top_items`` at most ``top`` of a set's ``items_matched``). The full lists
+are what ``add`` returns, one entry per contaminated document, for a caller to write out.
+One report for every surface: ``neardup contamination``, a dedup run's manifest and
+``POST /v1/decontamination`` all give ``as_dict``.
 """
 
 from __future__ import annotations
@@ -17,14 +25,16 @@ from typing import Any
 import numpy as np
 
 from neardup.core._corpus import Doc
-from neardup.core._matches import Match, Protection
+from neardup.core._matches import MAX_LISTED, Match, Protection
 from neardup.core._protected import ProtectedSet
 from neardup.core.errors import ParameterError
 
-__all__ = ["SUBSETS", "ContaminationReport", "Thresholds"]
+__all__ = ["MAX_ITEMS", "SUBSETS", "ContaminationReport", "Thresholds"]
 
 #: The Llama 2 subsets, in report order.
 SUBSETS = ("clean", "not clean", "not dirty", "dirty")
+#: Matched items a report lists at most (``items_matched`` counts them all).
+MAX_ITEMS = 1000
 
 
 @dataclass(frozen=True)
@@ -53,8 +63,10 @@ class ContaminationReport:
     Args:
         protection: the sets checked and their caps.
         thresholds: the bucket bounds.
-        examples: document ids kept per item (None: all; the counts are always whole).
+        examples: document ids listed per item, contaminated ids and capped n-grams listed
+            (None: all; the counts are always whole).
         top: most-matched items listed per set.
+        max_items: matched items listed (None: all).
     """
 
     def __init__(
@@ -62,10 +74,11 @@ class ContaminationReport:
         protection: Protection,
         thresholds: Thresholds | None = None,
         *,
-        examples: int | None = 10,
+        examples: int | None = MAX_LISTED,
         top: int = 10,
+        max_items: int | None = MAX_ITEMS,
     ) -> None:
-        for name, value in (("examples", examples), ("top", top)):
+        for name, value in (("examples", examples), ("top", top), ("max_items", max_items)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 0):  # fmt: skip
                 raise ParameterError(f"{name} must be a whole number >= 0, got {value!r}")
@@ -73,20 +86,25 @@ class ContaminationReport:
         self.thresholds = thresholds or Thresholds()
         self.examples = examples
         self.top = top
+        self.max_items = max_items
         self.documents = 0
         self.contaminated = 0
+        self.contaminated_ids: list[str] = []
         self.set_documents: Counter[str] = Counter()
         self.item_documents: Counter[tuple[str, str]] = Counter()
         self.item_ids: dict[tuple[str, str], list[str]] = {}
         self.first: dict[tuple[str, str], str] = {}
         self.found: dict[str, set[str]] = {s.name: set() for s in protection.sets}
 
-    def add(self, doc: Doc, matches: list[Match]) -> None:
-        """Count one document and its matches."""
+    def add(self, doc: Doc, matches: list[Match]) -> dict[str, Any] | None:
+        """Count one document and its matches; a contaminated one's entry of the full lists
+        (``{"id", "items": [{"set", "item"}, ...]}``, JSON-ready), None for a clean one."""
         self.documents += 1
         if not matches:
-            return
+            return None
         self.contaminated += 1
+        if self.examples is None or len(self.contaminated_ids) < self.examples:
+            self.contaminated_ids.append(doc.id)
         items: set[tuple[str, str]] = set()
         for m in matches:
             self.found[m.set].add(m.ngram)
@@ -100,6 +118,7 @@ class ContaminationReport:
             ids = self.item_ids.setdefault(key, [])
             if self.examples is None or len(ids) < self.examples:
                 ids.append(doc.id)
+        return {"id": doc.id, "items": [{"set": s, "item": i} for s, i in sorted(items)]}
 
     def items(self, ngrams: bool = True) -> list[dict[str, Any]]:
         """Every item with at least one document, by set, then most documents, then id;
@@ -147,7 +166,7 @@ class ContaminationReport:
 
     def as_dict(self, ngrams: bool = True) -> dict[str, Any]:
         """The report as JSON-ready data; ``ngrams=False`` names no n-gram: capped ones are
-        counted, first shared ones null (the service: they are protected text)."""
+        counted, first shared ones null (the service, but to keys that may see protected text)."""
         items = self.items(ngrams)
         sets = []
         for s in self.protection.sets:
@@ -166,7 +185,7 @@ class ContaminationReport:
                 "documents": self.set_documents[s.name], "items_matched": len(mine),
                 "subsets": counts,
                 "capped": {"ngrams": len(capped),
-                           "list": sorted(capped) if ngrams else None},
+                           "list": sorted(capped)[: self.examples] if ngrams else None},
                 "top_items": [{"item": i["item"], "documents": i["documents"],
                                "coverage": i["coverage"]} for i in mine[: self.top]],
             })  # fmt: skip
@@ -179,6 +198,8 @@ class ContaminationReport:
             },
             "documents": self.documents,
             "contaminated": self.contaminated,
+            "contaminated_ids": list(self.contaminated_ids),
+            "items_matched": len(items),
             "sets": sets,
-            "items": items,
+            "items": items[: self.max_items],
         }

@@ -23,8 +23,9 @@ engine computes the same signatures, candidates, confirmations and components th
   ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``;
   modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
-  ``DecontParams``, ``apply_mode``, ``decontaminate_modes``, ``DECONT_KEY``,
-  ``ContaminationReport``, ``Thresholds``.
+  ``DecontParams``, ``apply_mode``, ``drop_rule``, ``match_summary``, ``decontaminate_modes``,
+  ``DECONT_KEY``, ``ContaminationReport``, ``Thresholds``; the caps of their lists:
+  ``MAX_LISTED``, ``MAX_ITEMS``.
 - Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
   ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RawLine``,
   ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
@@ -54,6 +55,8 @@ from neardup.core._cutting import (
     DecontParams,
     apply_mode,
     decontaminate_modes,
+    drop_rule,
+    match_summary,
 )
 from neardup.core._decont import decontaminate_with
 from neardup.core._digests import exact_keepers, id_rank, text_digest, text_digests
@@ -66,7 +69,7 @@ from neardup.core._fanout import (
     raise_worker_error,
     spawn_pool,
 )
-from neardup.core._matches import Match, Protection, sample_capped
+from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped
 from neardup.core._ngrams import NgramIndex
 from neardup.core._params import INDEX_KEYS, MinhashParams
 from neardup.core._protected import (
@@ -87,7 +90,7 @@ from neardup.core._records import (
     parquet_schema,
     set_field,
 )
-from neardup.core._report import ContaminationReport, Thresholds
+from neardup.core._report import MAX_ITEMS, ContaminationReport, Thresholds
 from neardup.core._signature_index import Matches, Placement, SignatureIndex, batch_matches
 from neardup.core._signatures import (
     batch_signatures,
@@ -134,6 +137,8 @@ __all__ = [
     "ID_PATTERN",
     "INDEX_KEYS",
     "KEEP_POLICIES",
+    "MAX_ITEMS",
+    "MAX_LISTED",
     "STDIO",
     "BandBuckets",
     "Components",
@@ -183,6 +188,7 @@ __all__ = [
     "corpus_format",
     "decontaminate_modes",
     "decontaminate_with",
+    "drop_rule",
     "empty_rows",
     "estimate",
     "estimates",
@@ -199,6 +205,7 @@ __all__ = [
     "jsonl_items",
     "lsh_probability",
     "lsh_threshold",
+    "match_summary",
     "min_label_components",
     "ngrams",
     "ordered_map",

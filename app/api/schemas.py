@@ -29,6 +29,7 @@ __all__ = [
     "DocumentResult",
     "DocumentsRequest",
     "DocumentsResponse",
+    "DroppedDoc",
     "ErrorOut",
     "Hit",
     "Match",
@@ -380,6 +381,11 @@ class ContaminationResponse(BaseModel):
     results: list[ContaminationResult]
 
 
+#: The most ``max_pieces`` a decontamination request may ask for (each piece is a document of
+#: the answer).
+MAX_PIECES = 100
+
+
 class DecontaminationRequest(_Strict):
     """``POST /v1/decontamination``: documents through a decontamination mode, with a report."""
 
@@ -415,7 +421,7 @@ class DecontaminationRequest(_Strict):
     ] = 200
     max_pieces: Annotated[
         int,
-        Field(ge=1, description="cut: more pieces drop the document"),
+        Field(ge=1, le=MAX_PIECES, description="cut: more pieces drop the document"),
         BeforeValidator(_integral),
     ] = 10
     item_cap: Annotated[
@@ -440,21 +446,33 @@ class DecontaminationRequest(_Strict):
 
 
 class DecontaminatedDoc(BaseModel):
-    """A document a mode keeps: as sent, annotated, or a cut piece (``meta.decontamination``)."""
+    """A document a mode keeps: as sent, annotated, or a cut piece (``meta.decontamination``:
+    ids, counts and offsets, every list at most MAX_LISTED long; never protected text)."""
 
     id: str
     text: str
     meta: dict[str, Any]
 
 
+class DroppedDoc(BaseModel):
+    """A document dropped whole, and the rule that dropped it."""
+
+    id: str
+    rule: Literal["contaminated", "too many pieces", "nothing left"] = Field(
+        description="`contaminated` (mode drop); cut: `too many pieces` (more than max_pieces), "
+        "`nothing left` (no piece of min_piece characters)"
+    )
+
+
 class DecontaminationResponse(BaseModel):
-    """The documents a mode keeps (cut pieces as ``ID#K``), the ids dropped whole, and the
-    report: per set (totals, subsets, capped n-gram count, top items) and per matched item."""
+    """The documents a mode keeps (cut pieces as ``ID#K``), those dropped whole (and the rule),
+    and the report: per set (totals, subsets, capped n-grams, top items) and per matched item."""
 
     checked_sets: list[str]
     documents: list[DecontaminatedDoc]
-    dropped: list[str]
+    dropped: list[DroppedDoc]
     report: dict[str, Any] = Field(
-        description="items are named by id; n-grams (first shared, capped) only for keys with "
-        "the protect scope (or no keys)"
+        description="neardup contamination's report: items are named by id, every list capped "
+        "and counted; n-grams (first shared, capped) only for keys with the protect scope (or "
+        "no keys)"
     )

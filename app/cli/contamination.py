@@ -1,15 +1,19 @@
 """``neardup contamination``: which protected eval items a corpus contains, where, and how badly.
 
-The report (``core.engine.ContaminationReport``) lists every item sharing an n-gram with the
-corpus (its documents, the share of its n-grams found, the share of its words covered and its
-Llama 2 subsets) and every set's totals and most-matched items; ``documents`` says per document
-whether it is contaminated. A frequency cap (``item_cap``, or ``sample_share`` of ``sample``)
-ignores boilerplate n-grams, which the report lists.
+The report is ``core.engine.ContaminationReport``'s, the one a dedup run's manifest and
+``POST /v1/decontamination`` give: the items sharing an n-gram with the corpus (their documents,
+the share of their n-grams found, the share of their words covered, their Llama 2 subsets) and
+every set's totals and most-matched items. It stays small: every list is capped and counted in
+full; ``ids_file`` gets the full lists, one JSON line per contaminated document with its items.
+A frequency cap (``item_cap``, or ``sample_share`` of ``sample``) ignores boilerplate n-grams,
+which the report counts and lists.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from itertools import islice
 from typing import Any
 
@@ -21,8 +25,11 @@ from neardup.core.engine import (
     ParameterError,
     Protection,
     RecordReader,
+    RowWriter,
     Schema,
     Thresholds,
+    atomic_output,
+    check_output,
     expand_inputs,
     read_protected_set,
     sample_capped,
@@ -42,6 +49,11 @@ def sample_texts(paths: Sequence[str], schema: Schema, size: int) -> Iterator[st
     return (r.text for r in islice(reader, size))
 
 
+def _local(path: str) -> str:
+    """A local path as an absolute real path (a URL or '-' as given), to compare two names."""
+    return path if path == "-" or "://" in path else os.path.realpath(path)
+
+
 def contamination_report(
     inputs: Sequence[str],
     protected: Sequence[str],
@@ -55,10 +67,22 @@ def contamination_report(
     sample_size: int = 10_000,
     thresholds: Thresholds | None = None,
     top: int = 10,
+    ids_file: str | None = None,
+    output: str = "-",
 ) -> dict[str, Any]:
-    """The report of ``inputs`` against the ``protected`` files (see the module docstring)."""
+    """The report of ``inputs`` against the ``protected`` files (see the module docstring);
+    ``ids_file`` (any corpus format, written atomically) gets every contaminated document's
+    ``{"id", "items": [{"set", "item"}, ...]}``; ``output`` is where the report goes (the ids
+    file may be neither it nor any file read)."""
     if (*inputs, *protected, *sample).count("-") > 1:
         raise ParameterError("standard input ('-') can be read once: name it once")
+    if ids_file == "-":
+        raise ParameterError("--ids-file -: the report is on standard output; name a file")
+    ids_format = None
+    if ids_file is not None:
+        ids_format = check_output(ids_file)
+        if _local(ids_file) in {_local(p) for p in (*inputs, *protected, *sample, output)}:
+            raise ParameterError(f"--ids-file {ids_file}: that file is read or is the report")
     if (sample_share is None) != (not sample):
         raise ParameterError("--sample and --sample-cap go together")
     schema = schema or Schema()
@@ -70,27 +94,22 @@ def contamination_report(
     if sample_share is not None:
         capped = sample_capped(sets, sample_texts(sample, schema, sample_size), sample_share)
     protection = Protection(sets, item_cap=item_cap, capped=capped)
-    report = ContaminationReport(protection, thresholds, examples=None, top=top)
-    documents: dict[str, bool] = {}
+    report = ContaminationReport(protection, thresholds, top=top)
     reader = RecordReader(sources, schema, fields=[])
-    with Progress("contamination", total=reader.total_bytes, unit="B", quiet=quiet) as progress:
+    with ExitStack() as stack:
+        ids: RowWriter | None = None
+        if ids_file is not None and ids_format is not None:
+            handle, _ = stack.enter_context(atomic_output(ids_file))
+            ids = stack.enter_context(RowWriter(handle, ids_format, ids_file))
+        total = reader.total_bytes
+        progress = stack.enter_context(
+            Progress("contamination", total=total, unit="B", quiet=quiet)
+        )
         for batch in batches(reader, BATCH):
             found = protection.matches_many([d.text for d in batch])
             for record, matches in zip(batch, found, strict=True):
-                report.add(Doc(record.id, record.text), matches)
-                documents[record.id] = bool(matches)
+                entry = report.add(Doc(record.id, record.text), matches)
+                if entry is not None and ids is not None:
+                    ids.write(entry)
             progress.advance_to(reader.bytes_done)
-    out = report.as_dict()
-    return {
-        **out,
-        "protected": [{"file": s.name, "items": s.items, "ngrams": s.ngrams} for s in sets],
-        "items": [_item(i) for i in out["items"]],
-        "documents": documents,
-    }
-
-
-def _item(item: dict[str, Any]) -> dict[str, Any]:
-    """A report item as the CLI has always named it: ``file``, and ``documents`` its ids."""
-    rest = {k: v for k, v in item.items() if k not in ("set", "documents", "document_ids")}
-    return {"file": item["set"], "item": item["item"], "documents": item["document_ids"],
-            "document_count": item["documents"], **rest}  # fmt: skip
+    return report.as_dict()

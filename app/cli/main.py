@@ -211,6 +211,11 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     cont.add_argument("--top", type=int, default=10, help="most-matched items listed per set")
     _schema_flags(cont)
     cont.add_argument("--output", default="-", help="the JSON report; '-': stdout")
+    cont.add_argument(
+        "--ids-file", metavar="PATH",
+        help="every contaminated document's id and items, one JSON line each (the report "
+        "lists at most 10 ids a list); default: not written",
+    )  # fmt: skip
     cont.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -304,7 +309,7 @@ def _contamination(args: argparse.Namespace) -> int:
         args.inputs, args.protected, n=args.ngram, schema=schema, quiet=args.quiet,
         item_cap=args.item_cap, sample=args.sample, sample_share=args.sample_cap,
         sample_size=args.sample_size, thresholds=Thresholds(args.clean_below, args.dirty_from),
-        top=args.top,
+        top=args.top, ids_file=args.ids_file, output=args.output,
     )  # fmt: skip
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
     with atomic_output(args.output) as (handle, _):

@@ -12,7 +12,8 @@ the mode of ``--decontamination``: ``drop`` sends a contaminated row to ``--remo
 ``annotate`` keeps it with ``meta.decontamination``; ``cut`` writes its kept pieces in its place
 (id ``ID#K`` in the id field, the piece in the text field, ``meta.decontamination`` saying what
 was cut, the cluster tag of the row they come from) and sends the row to ``--removed`` only when
-it is dropped whole (more than ``--max-pieces`` pieces, or none left). Pieces are not
+it is dropped whole (more than ``--max-pieces`` pieces, or none left: its
+``meta.decontamination`` says which, as ``dropped``). Pieces are not
 deduplicated again: they are parts of a row the near stage already kept.
 """
 
@@ -39,8 +40,10 @@ from neardup.core.engine import (
     Record,
     Schema,
     apply_mode,
+    drop_rule,
     expand_inputs,
     get_field,
+    match_summary,
     read_protected_set,
     set_field,
 )
@@ -151,10 +154,15 @@ class Tagger:
     ) -> Iterator[tuple[dict[str, Any], bool]]:
         """A contaminated row under ``cut`` or ``annotate``."""
         tagged = self._tagged(record, i)
-        docs = apply_mode(Doc(record.id, record.text), matches, self.decont)
+        doc = Doc(record.id, record.text)
+        docs = apply_mode(doc, matches, self.decont)
         if not docs:
             self.counts["decontaminated"] += 1
-            yield _with_reason(record, _contamination(matches)), False
+            # Dropped whole by a rule of cut: says which, with its matches (no protected text).
+            why = {"mode": "cut", "dropped": drop_rule(doc, matches, self.decont),
+                   **match_summary(matches)}  # fmt: skip
+            row = set_field(record.row, f"meta.{DECONT_KEY}", why)
+            yield _with_reason(record, _contamination(matches), row), False
             return
         self.counts["cut" if self.decont.mode is DecontMode.CUT else "annotated"] += 1
         own_id = get_field(record.row, self.schema.id_field)

@@ -36,9 +36,10 @@ class BatchLimits:
         if size > self.settings.max_batch:
             raise TooLarge(f"a batch holds at most {self.settings.max_batch} items, got {size}")
 
-    def check_texts(self, texts: Sequence[str]) -> None:
+    def check_texts(self, texts: Sequence[str], answer_per_text: int = 0) -> None:
         """TooLarge for too many texts, a text over MAX_TEXT_CHARS, or a batch whose estimated
-        working memory is over MAX_BATCH_MEMORY (refused before any work, never an OOM kill)."""
+        working memory is over MAX_BATCH_MEMORY (refused before any work, never an OOM kill);
+        ``answer_per_text``: the bytes an answer may hold per text besides its text (counted)."""
         self.check_batch(len(texts))
         limit = self.settings.max_text_chars
         total = 0
@@ -46,7 +47,8 @@ class BatchLimits:
             if len(text) > limit:
                 raise TooLarge(f"text {i} has {len(text)} characters; the limit is {limit}")
             total += len(text)
-        estimate = _WORK_BYTES_PER_CHAR * total + _WORK_BYTES_PER_TEXT * len(texts)
+        per_text = _WORK_BYTES_PER_TEXT + answer_per_text
+        estimate = _WORK_BYTES_PER_CHAR * total + per_text * len(texts)
         if estimate > self.settings.max_batch_memory:
             raise TooLarge(
                 f"the batch would need about {estimate >> 20} MiB of working memory; the limit "

@@ -45,6 +45,7 @@ from neardup.app.service.pool import SignaturePool
 from neardup.app.service.store import Change, ProtectedSetRow, Store, StoredDoc, open_store
 from neardup.core.engine import (
     ContaminationReport,
+    DecontMode,
     DecontParams,
     Doc,
     DuplicateIdError,
@@ -55,6 +56,7 @@ from neardup.core.engine import (
     Thresholds,
     WorkerError,
     apply_mode,
+    drop_rule,
     lsh_probability,
     parse_protected_set,
     protected_as_jsonl,
@@ -72,6 +74,9 @@ RECOVERY_CHUNK = 50_000
 PROBE_INTERVAL = 1.0
 #: A replica on a shared store looks for other replicas' changes at least this often.
 POLL_SECONDS = 0.5
+#: What a kept document (or cut piece) of a decontamination answer may hold besides its text, as
+#: Python objects and as JSON: its ``meta.decontamination``, every list at most MAX_LISTED long.
+DECONT_META_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -609,11 +614,13 @@ class Service:
 
     async def decontamination(
         self, docs: Sequence[Doc], sets: Sequence[str] | None, ask: DecontRequest, caller: str
-    ) -> tuple[list[Doc], list[str], dict[str, Any]]:
-        """``docs`` decontaminated in ``ask.params.mode``, the ids dropped whole, and the report;
+    ) -> tuple[list[Doc], list[dict[str, str]], dict[str, Any]]:
+        """``docs`` decontaminated in ``ask.params.mode``, those dropped whole (``{"id",
+        "rule"}``: ``drop_rule``'s), and the report;
         bounded as ``contamination`` is (texts, memory, the per-caller rate), off the loop."""
         texts = [d.text for d in docs]
-        self.limits.check_texts(texts)
+        pieces = ask.params.max_pieces if ask.params.mode is DecontMode.CUT else 1
+        self.limits.check_texts(texts, answer_per_text=pieces * DECONT_META_BYTES)
         chosen = self.chosen_sets(sets)
         self.probes.take(caller, len(texts))
         with self.limits.admit():
@@ -646,17 +653,18 @@ class DecontRequest:
 
 def _decontaminate(
     docs: Sequence[Doc], chosen: list[ProtectedSet], ask: DecontRequest
-) -> tuple[list[Doc], list[str], dict[str, Any]]:
-    """What ``decontaminate_modes`` makes of ``docs``, the ids it dropped whole, the report."""
+) -> tuple[list[Doc], list[dict[str, str]], dict[str, Any]]:
+    """What ``decontaminate_modes`` makes of ``docs``, those it dropped whole and why, the report
+    (every list capped and counted; kept documents' meta names no n-gram)."""
     protection = Protection(chosen, item_cap=ask.item_cap)
-    report = ContaminationReport(protection, ask.thresholds, examples=None, top=ask.top)
+    report = ContaminationReport(protection, ask.thresholds, top=ask.top)
     out: list[Doc] = []
-    dropped: list[str] = []
+    dropped: list[dict[str, str]] = []
     for doc, matches in zip(docs, protection.matches_many([d.text for d in docs]), strict=True):
         report.add(doc, matches)
-        kept = apply_mode(doc, matches, ask.params, ngrams=ask.ngrams)
+        kept = apply_mode(doc, matches, ask.params)
         if not kept:
-            dropped.append(doc.id)
+            dropped.append({"id": doc.id, "rule": drop_rule(doc, matches, ask.params) or ""})
         out.extend(kept)
     return out, dropped, report.as_dict(ngrams=ask.ngrams)
 

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.core._cutting import DecontMode, DecontParams, cut_spans, decontaminate_modes
+from neardup.core._cutting import (
+    DecontMode,
+    DecontParams,
+    apply_mode,
+    cut_spans,
+    decontaminate_modes,
+    drop_rule,
+)
 from neardup.core._matches import Protection, sample_capped, word_spans
 from neardup.core._protected import ProtectedFormat, parse_protected_set
 from neardup.core._report import ContaminationReport, Thresholds
@@ -55,10 +62,44 @@ def test_two_matches_150_characters_apart_make_one_removed_span(shell):
     assert (second.id, second.text) == ("d#2", text[850 + 2 * L :])
     assert len(second.text) == 300
     assert first.meta["src"] == "x" and first.meta["decontamination"]["source"] == "d"
-    assert [m["start"] for m in first.meta["decontamination"]["matches"]] == [500, 650 + L]
+    # The two windows are 150 characters apart: two spans, the piece's own (both pieces border
+    # the one removed span), by offsets and item ids only.
+    cut = first.meta["decontamination"]
+    assert (cut["spans"], cut["span_count"], cut["match_count"]) == (
+        [[500, 500 + L], [650 + L, 650 + 2 * L]],
+        2,
+        2,
+    )
+    assert cut["items"] == [{"set": "evals", "item": "q1", "matches": 2}]
+    assert second.meta["decontamination"]["spans"] == cut["spans"]
     # A 50-character window leaves the 150 - 2*50 = 50 characters between them: too short.
     pieces = run([Doc("d", text)], shell, mode="cut", window=50)
     assert [p.text for p in pieces] == [text[:450], text[700 + 2 * L :]]
+
+
+def test_a_piece_lists_only_the_matches_of_the_removed_spans_bordering_it(shell):
+    text = M + pad(300) + M + pad(300) + M
+    first, second = run([Doc("d", text)], shell, mode="cut", window=50, min_piece=50)
+    # Removed [0, L+50), [L+250, 2L+350), [2L+550, end): each piece borders two of the three.
+    assert first.meta["decontamination"]["removed"] == [[0, L + 50], [L + 250, 2 * L + 350]]
+    assert first.meta["decontamination"]["spans"] == [[0, L], [L + 300, 2 * L + 300]]
+    assert second.meta["decontamination"]["spans"] == [
+        [L + 300, 2 * L + 300],
+        [2 * L + 600, 3 * L + 600],
+    ]
+    assert [p.meta["decontamination"]["match_count"] for p in (first, second)] == [2, 2]
+
+
+def test_the_rule_that_drops_a_document_whole(shell):
+    eleven = pad(500) + (M + pad(700)) * 9 + M + pad(500)
+    cases = [(eleven, "cut", "too many pieces"), (M, "cut", "nothing left"),
+             (M, "drop", "contaminated"), (M, "annotate", None),
+             (pad(500) + M + pad(500), "cut", None), ("clean text", "drop", None)]  # fmt: skip
+    for text, mode, rule in cases:
+        doc = Doc("d", text)
+        params = DecontParams(mode)
+        assert drop_rule(doc, shell.matches(text), params) == rule
+        assert (apply_mode(doc, shell.matches(text), params) == []) == (rule is not None)
 
 
 def test_matches_at_the_very_start_and_end(shell):
@@ -70,10 +111,10 @@ def test_matches_at_the_very_start_and_end(shell):
     assert piece.text == text[L + 200 : L + 400]
     assert run([Doc("d", text)], shell, mode="cut", min_piece=201) == []
     [annotated] = run([Doc("d", text)], shell, mode="annotate")
-    spans = [(m["start"], m["end"]) for m in annotated.meta["decontamination"]["matches"]]
-    assert spans == [(0, L), (len(text) - L, len(text))]
+    found = annotated.meta["decontamination"]
+    assert found["spans"] == [[0, L], [len(text) - L, len(text)]]
     assert annotated.text == text and annotated.id == "d"
-    assert annotated.meta["decontamination"]["items"] == ["evals/q1"]
+    assert found["items"] == [{"set": "evals", "item": "q1", "matches": 2}]
     assert run([Doc("d", text)], shell) == []
 
 

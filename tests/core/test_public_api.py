@@ -46,6 +46,8 @@ ENGINE_NAMES = {
     # decontamination modes, the frequency cap, reports (issue 14)
     "DECONT_KEY", "DecontMode", "DecontParams", "Protection", "Match", "sample_capped",
     "apply_mode", "decontaminate_modes", "ContaminationReport", "Thresholds",
+    # every list of a report or a row's meta capped and counted (issue 22)
+    "MAX_LISTED", "MAX_ITEMS", "drop_rule", "match_summary",
     # work-sized slabs for a pool, workers that load the compiled kernels (issue 13)
     "slab_bounds", "warm_worker",
     # one error for a script whose spawned workers re-ran it (issue 22)

@@ -57,6 +57,12 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
             page = client.post(f"{url}/ui/contamination", data={"doc_id": "big"})
             named = {"texts": [protected], "sets": ["evals"] * 5000}
             repeated = client.post(f"{url}/v1/contamination", json=named)
+            # 200 KB of documents quoting the protected passage 5 times each, cut and annotated.
+            docs = [{"id": f"q{i}", "text": f" filler {i} ".join([protected] * 5)}
+                    for i in range(100)]  # fmt: skip
+            decont = {"documents": docs, "window": 0, "min_piece": 0, "max_pieces": 100}
+            cut = client.post(f"{url}/v1/decontamination", json={**decont, "mode": "cut"})
+            notes = client.post(f"{url}/v1/decontamination", json={**decont, "mode": "annotate"})
     finally:
         stop.set()
         probe.join()
@@ -77,3 +83,10 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
     assert repeated.status_code == 200
     [result] = repeated.json()["results"]
     assert result["contaminated"] and [h["set"] for h in result["hits"]] == ["evals"]
+    # Every kept piece or annotated document carries its own capped lists: the answers are
+    # the documents' text and at most about 1 KB of meta each, not every window of every match.
+    sent = sum(len(d["text"]) for d in docs)
+    for answer in (cut, notes):
+        assert answer.status_code == 200, answer.text
+        kept = answer.json()["documents"]
+        assert kept and len(answer.content) < sent + 1024 * len(kept) + 4096

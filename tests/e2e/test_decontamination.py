@@ -6,13 +6,19 @@ import html
 import io
 import json
 import re
+from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
+from neardup.core.engine import ProtectedFormat, Protection, parse_protected_set
 from tests.app.cli.test_cli import neardup
 from tests.app.cli.test_decontamination import BOILER, CLEAN, ELEVEN, SHELL, TWO, L, M
+from tests.core.test_decont_bounds import check_meta
 
+JSONL = ProtectedFormat.JSONL
 KEYS = {"read": "k-read-0123456789ab", "all": "k-all-cdef01234567"}
 EVALS = [
     {"id": "q1", "question": f"{BOILER}. {SHELL}"},
@@ -58,7 +64,11 @@ def test_cut_agrees_with_neardup_dedup(srv):
     assert response.status_code == 200, response.text
     served = response.json()
     assert served["checked_sets"] == ["evals.jsonl"]
-    assert served["dropped"] == ["eleven", "quiz"]  # 11 pieces; the quiz is all boilerplate
+    # 11 pieces; the quiz is all boilerplate (its pieces under 200 characters).
+    assert served["dropped"] == [
+        {"id": "eleven", "rule": "too many pieces"},
+        {"id": "quiz", "rule": "nothing left"},
+    ]
     assert [d["id"] for d in served["documents"]] == ["two#1", "two#2", "clean"]
     assert served["documents"][0]["meta"]["decontamination"]["removed"] == [[300, 850 + 2 * L]]
     result = neardup("dedup", "docs.jsonl", "--protected", "evals.jsonl", "--output", "out.jsonl",
@@ -74,36 +84,218 @@ def test_cut_agrees_with_neardup_dedup(srv):
 
 
 @pytest.mark.parametrize("cap", [None, 1])
-def test_report_agrees_with_neardup_contamination(srv, cap):
+def test_one_report_for_the_cli_the_manifest_and_the_service(srv, cap):
     _, tmp = srv
-    served = post(srv, mode="annotate", item_cap=cap, top=5).json()
-    assert [d["id"] for d in served["documents"]] == [d["id"] for d in DOCS]
     flags = ["--item-cap", str(cap)] if cap else []
-    result = neardup("contamination", "docs.jsonl", "--protected", "evals.jsonl", "--top", "5",
-                     "--quiet", *flags, cwd=tmp)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    batch = json.loads(result.stdout)
-    report = served["report"]
-    assert report["sets"] == batch["sets"]
-    assert (report["documents"], report["contaminated"]) == (4, batch["contaminated"])
-    served_items = [
-        (i["item"], i["document_ids"], i["coverage"], i["subsets"]) for i in report["items"]
-    ]
-    batch_items = [(i["item"], i["documents"], i["coverage"], i["subsets"]) for i in batch["items"]]
-    assert served_items == batch_items
-    assert batch["contaminated"] == (2 if cap else 3)
+    served = post(srv, mode="annotate", item_cap=cap)
+    assert served.status_code == 200, served.text
+    assert [d["id"] for d in served.json()["documents"]] == [d["id"] for d in DOCS]
+    cli = neardup("contamination", "docs.jsonl", "--protected", "evals.jsonl", "--quiet", *flags,
+                  cwd=tmp)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    out = f"out-{cap}.jsonl"
+    dedup = neardup("dedup", "docs.jsonl", "--protected", "evals.jsonl", "--output", out,
+                    "--keep-duplicates", "--workers", "1", "--quiet", *flags, cwd=tmp)  # fmt: skip
+    assert dedup.returncode == 0, dedup.stderr
+    manifest = json.loads((tmp / f"{out}.manifest.json").read_text())["contamination"]
+    report = json.loads(cli.stdout)
+    # One schema, one set of values (a protect key may see the n-grams, as the CLI's user).
+    assert served.json()["report"] == report == manifest
+    assert (report["documents"], report["contaminated"]) == (4, 2 if cap else 3)
+    # A read key gets the same report with every n-gram null.
+    hidden = post(srv, key="read", mode="annotate", item_cap=cap).json()["report"]
+    for item in report["items"]:
+        item["first_ngram"] = None
+    for s in report["sets"]:
+        s["capped"]["list"] = None
+    assert hidden == report
 
 
 def test_a_read_key_sees_ids_and_offsets_never_protected_text(srv):
-    served = post(srv, key="read", mode="annotate", item_cap=1).json()
-    text = json.dumps(served)
-    assert "shiny red shell" not in text.replace(TWO, "").replace(ELEVEN, "")
-    assert "following question" not in text.replace(BOILER, "")
-    [s] = served["report"]["sets"]
-    assert s["capped"] == {"ngrams": 1, "list": None}
-    matches = served["documents"][0]["meta"]["decontamination"]["matches"]
-    assert [(m["start"], m["ngram"]) for m in matches] == [(500, None), (650 + len(M), None)]
-    assert served["report"]["items"][0]["first_ngram"] is None
+    for mode in ("annotate", "cut"):
+        served = post(srv, key="read", mode=mode, item_cap=1).json()
+        text = json.dumps(served)
+        assert "shiny red shell" not in text.replace(TWO, "").replace(ELEVEN, "")
+        assert "following question" not in text.replace(BOILER, "")
+        [s] = served["report"]["sets"]
+        assert s["capped"] == {"ngrams": 1, "list": None}
+        assert served["report"]["items"][0]["first_ngram"] is None
+    found = post(srv, key="read", mode="annotate").json()["documents"][0]["meta"]
+    assert found["decontamination"]["spans"] == [[500, 500 + L], [650 + L, 650 + 2 * L]]
+
+
+def test_no_key_gets_protected_text_in_the_documents(srv):
+    served = post(srv, key="all", mode="annotate").json()
+    rows = json.dumps([d["meta"] for d in served["documents"]])
+    assert "shiny red shell" not in rows and "following question" not in rows
+
+
+#: Three sets holding one 50-word passage each (different ids), and three documents of 1.3 KB
+#: quoting three 300-character parts of it between fillers: the request that answered 169 KB.
+PASSAGE = " ".join(f"p{i}word" for i in range(150))
+PARTS = [PASSAGE[k * 350 : k * 350 + 300] for k in range(3)]
+
+
+def test_a_cut_answer_of_three_small_documents_stays_small(srv):
+    server, _ = srv
+    headers = {"content-type": "text/plain", **auth("all")}
+    for name in ("big-a", "big-b", "big-c"):
+        put = httpx.put(f"{server.url}/v1/protected-sets/{name}", content=PASSAGE, headers=headers)
+        assert put.status_code == 201, put.text
+    filler = " " + "." * 80 + " "
+    docs = [{"id": f"doc-{k}", "text": filler + filler.join(PARTS) + filler + f"end {k} " * 20}
+            for k in range(3)]  # fmt: skip
+    assert all(1200 <= len(d["text"]) <= 1400 for d in docs)
+    try:
+        response = post(srv, key="read", documents=docs, mode="cut", window=20, min_piece=20,
+                        sets=["big-a", "big-b", "big-c"])  # fmt: skip
+    finally:
+        for name in ("big-a", "big-b", "big-c"):
+            httpx.delete(f"{server.url}/v1/protected-sets/{name}", headers=auth("all"))
+    assert response.status_code == 200, response.text
+    served = response.json()
+    pieces = served["documents"]
+    assert len(pieces) == 3 * 4  # the four fillers' middles, in each document
+    # The bound, from the caps: the pieces' text (at most the input), per piece a meta of at
+    # most MAX_LISTED items and MAX_LISTED spans (about 1 KB), and a report of 3 items.
+    meta = max(len(json.dumps(p["meta"])) for p in pieces)
+    assert meta < 1024
+    assert len(response.content) < sum(len(d["text"]) for d in docs) + len(pieces) * 1024 + 4096
+    assert len(response.content) < 16_384
+    for p in pieces:
+        found = p["meta"]["decontamination"]
+        assert found["match_count"] > 0 and len(found["removed"]) <= 2
+        assert len(found["spans"]) <= 10 and len(found["items"]) <= 10
+    # Counts whole, lists capped: every window of a part is a match in each of the 3 sets.
+    assert served["report"]["contaminated"] == 3 and served["report"]["items_matched"] == 3
+
+
+def _names(doc: str, start: str, end: str) -> set[str]:
+    """The quoted field names of docs/api.md between ``start`` and ``end``."""
+    text = doc[doc.index(start) : doc.index(end, doc.index(start))]
+    return set(re.findall(r'"([a-z_ ]+)"', text))
+
+
+def _keys(value: object) -> set[str]:
+    """Every key of every object in ``value``, however deep."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+def test_docs_api_md_names_exactly_the_answers_fields(srv):
+    doc = (Path(__file__).parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    cut = post(srv, mode="cut").json()
+    notes = post(srv, mode="annotate").json()
+    metas = [d["meta"]["decontamination"] for d in cut["documents"] + notes["documents"]
+             if "decontamination" in d["meta"]]  # fmt: skip
+    assert _names(doc, "`meta.decontamination` holds", "`match_count` counts") == _keys(metas)
+    report = _keys(cut["report"]) - set(cut["report"]["sets"][0]["subsets"])
+    assert _names(doc, "`report` is `neardup contamination`", "Every list is") == report
+
+
+def test_the_answer_counts_in_the_working_memory_estimate(tmp_path):
+    from tests.e2e.conftest import start_server, stop_server
+
+    server = start_server(tmp_path, "--workers", "1", "--max-batch-memory", str(8 * 2**20))
+    try:
+        docs = [{"id": f"d{i}", "text": f"text number {i} " * 6} for i in range(100)]
+        body = {"documents": docs, "mode": "cut", "min_piece": 0, "window": 0}
+        url = f"{server.url}/v1/decontamination"
+        # 100 texts: about 1.3 MB of work, and 4 KB of answer a piece: 10 pieces fit in 8 MiB,
+        # 100 pieces a document do not, and are refused before any work.
+        assert httpx.post(url, json={**body, "max_pieces": 10}, timeout=60).status_code == 200
+        refused = httpx.post(url, json={**body, "max_pieces": 100}, timeout=60)
+        assert refused.status_code == 413 and "working memory" in refused.json()["detail"]
+    finally:
+        stop_server(server)
+
+
+#: Pieces of documents dense with matches: the protected passages, fillers of no word and words.
+CHUNKS = [M, SHELL, BOILER, f"{BOILER}. {SHELL}", " " + "." * 250 + " ", " plain words here "]
+
+
+#: 15 items sharing SHELL: a document quoting it matches more items than a list holds.
+MANY = [{"id": f"m{i}", "text": f"{SHELL} And then variant number {i} of it."} for i in range(15)]
+
+
+@pytest.fixture
+def many(srv):
+    server, _ = srv
+    body = "".join(json.dumps(e) + "\n" for e in MANY)
+    headers = {"content-type": "application/x-ndjson", **auth("all")}
+    url = f"{server.url}/v1/protected-sets/many.jsonl"
+    assert httpx.put(url, content=body, headers=headers).status_code == 201
+    yield
+    assert httpx.delete(url, headers=auth("all")).status_code == 204
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.lists(st.sampled_from(CHUNKS), max_size=30).map("".join), min_size=1, max_size=14),
+    st.sampled_from(["cut", "annotate"]),
+    st.sampled_from([None, 1]),
+    st.integers(0, 60),
+    st.integers(0, 60),
+)
+# Every list past its cap: 12 documents (ids), 12 spans each, 16 items a span.
+@example([(M + CHUNKS[4]) * 12] * 12, "annotate", None, 0, 0)
+def test_every_list_of_an_answer_is_capped_and_counted_in_full(
+    srv, many, texts, mode, cap, window, min_piece
+):
+    docs = [{"id": f"d{k:02}", "text": t} for k, t in enumerate(texts)]
+    response = post(srv, key="read", documents=docs, mode=mode, item_cap=cap, window=window,
+                    min_piece=min_piece, max_pieces=100, sets=["evals.jsonl", "many.jsonl"],
+                    top=3)  # fmt: skip
+    assert response.status_code == 200, response.text
+    served = response.json()
+    sets = [
+        parse_protected_set(name, "".join(json.dumps(e) + "\n" for e in rows), JSONL)
+        for name, rows in (("evals.jsonl", EVALS), ("many.jsonl", MANY))
+    ]
+    local = Protection(sets, cap)
+    found = {d["id"]: local.matches(d["text"]) for d in docs}
+    by_id = {d["id"]: d["text"] for d in docs}
+    for kept in served["documents"]:
+        meta = kept["meta"].get("decontamination")
+        source = meta["source"] if meta and mode == "cut" else kept["id"]
+        matches = found[source]
+        if meta is None:
+            assert not matches
+            continue
+        own = matches
+        if mode == "cut":
+            near = meta["removed"]
+            own = [m for m in matches if any(lo <= m.start and m.end <= hi for lo, hi in near)]
+        check_meta(meta, own, len(by_id[source]), 10)
+    report = served["report"]
+    dirty = [d["id"] for d in docs if found[d["id"]]]
+    assert (report["documents"], report["contaminated"]) == (len(docs), len(dirty))
+    assert report["contaminated_ids"] == dirty[:10]
+    keys = {(m.set, i) for ms in found.values() for m in ms for i in m.items}
+    assert report["items_matched"] == len(keys) and len(report["items"]) == len(keys)
+    for item in report["items"]:
+        holding = [
+            i for i in dirty if any(m.set == item["set"] and item["item"] in m.items
+                                    for m in found[i])
+        ]  # fmt: skip
+        assert item["documents"] == len(holding)
+        assert item["document_ids"] == holding[:10]
+    for s in report["sets"]:
+        matched = sum(1 for k in keys if k[0] == s["set"])
+        assert s["items_matched"] == matched and len(s["top_items"]) == min(3, matched)
+    # A read key: items by id, counts and offsets; no protected n-gram anywhere in the answer
+    # but inside the documents' own text.
+    meta_and_report = json.dumps([[d["meta"] for d in served["documents"]], report])
+    for matches in found.values():
+        assert all(m.ngram not in meta_and_report for m in matches)
+
+
+def test_max_pieces_is_capped(srv):
+    assert post(srv, mode="cut", max_pieces=100).status_code == 200
+    assert post(srv, mode="cut", max_pieces=101).status_code == 422
 
 
 def test_integral_floats_and_the_bounds_are_accepted(srv):
@@ -148,7 +340,8 @@ def test_the_ui_page_shows_the_report_by_item_id(srv):
     # The boilerplate capped, the quiz is clean: two is cut in two pieces, eleven dropped.
     assert "2 of 4 document(s) contaminated; 4 kept, 1 dropped" in page.text
     assert "<td>evals.jsonl</td><td>q1</td><td>2</td>" in page.text
-    assert "<td>two#2</td><td>300</td>" in page.text and "Dropped: eleven</p>" in page.text
+    assert "<td>two#2</td><td>300</td>" in page.text
+    assert "Dropped: eleven (too many pieces)</p>" in page.text  # and the rule that dropped it
     # Item ids and counts only: no protected text on the page beyond what was pasted.
     assert "shiny red shell" not in page.text.replace(json.dumps(TWO)[1:-1], "").replace(
         json.dumps(ELEVEN)[1:-1], ""

@@ -4,7 +4,8 @@ mode (drop, cut, annotate) with a per-item and per-set report."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Request, Response
 from starlette.datastructures import UploadFile
@@ -19,6 +20,7 @@ from neardup.app.api.schemas import (
     DecontaminatedDoc,
     DecontaminationRequest,
     DecontaminationResponse,
+    DroppedDoc,
     Hit,
     ProtectedSetOut,
 )
@@ -161,12 +163,16 @@ async def contamination(
     )
 
 
-@router.post("/decontamination", dependencies=[require("read")])
+@router.post(
+    "/decontamination", dependencies=[require("read")], response_model=DecontaminationResponse
+)
 async def decontamination(
     body: DecontaminationRequest, service: ServiceDep, caller: CallerDep
-) -> DecontaminationResponse:
+) -> Response:
     """Documents through a decontamination mode, and the contamination report (items by id;
-    n-grams only to keys with the protect scope). Bounded as ``/v1/contamination`` is."""
+    n-grams only to keys with the protect scope; kept documents' meta names none). Bounded as
+    ``/v1/contamination`` is; every list is capped and counted, and the answer is built and
+    serialised off the event loop."""
     ask = DecontRequest(
         params=DecontParams(DecontMode(body.mode), body.window, body.min_piece, body.max_pieces),
         item_cap=body.item_cap,
@@ -176,9 +182,22 @@ async def decontamination(
     )
     docs = [Doc(d.id, d.text, d.meta) for d in body.documents]
     out, dropped, report = await service.decontamination(docs, body.sets, ask, caller.name)
-    return DecontaminationResponse(
-        checked_sets=[s.name for s in service.chosen_sets(body.sets)],
-        documents=[DecontaminatedDoc(id=d.id, text=d.text, meta=d.meta) for d in out],
-        dropped=dropped,
-        report=report,
+    checked = [s.name for s in service.chosen_sets(body.sets)]
+    answer = await asyncio.to_thread(_decontamination_json, checked, out, dropped, report)
+    return Response(answer, media_type="application/json")
+
+
+def _decontamination_json(
+    checked: list[str], out: list[Doc], dropped: list[dict[str, str]], report: dict[str, Any]
+) -> bytes:
+    """The ``/v1/decontamination`` answer, serialised (it grows with the request: off the loop)."""
+    return (
+        DecontaminationResponse(
+            checked_sets=checked,
+            documents=[DecontaminatedDoc(id=d.id, text=d.text, meta=d.meta) for d in out],
+            dropped=[DroppedDoc(**d) for d in dropped],
+            report=report,
+        )
+        .model_dump_json()
+        .encode("utf-8")
     )

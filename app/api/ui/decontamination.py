@@ -125,8 +125,8 @@ def _request(form: _Form, ngrams: bool) -> DecontRequest:
 
 async def _run(
     request: Request, service: Service, form: _Form
-) -> tuple[list[Doc], list[str], dict[str, Any]] | HTMLResponse:
-    """The documents through the form's mode, the ids dropped and the report (as ``POST
+) -> tuple[list[Doc], list[dict[str, str]], dict[str, Any]] | HTMLResponse:
+    """The documents through the form's mode, those dropped (id and rule) and the report (as ``POST
     /v1/decontamination``); or the page saying what is wrong (422 for the form, the service's
     status for the rest)."""
     caller = ui_caller(request)

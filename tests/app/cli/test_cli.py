@@ -184,8 +184,9 @@ def test_contamination_report(corpus_files):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["contaminated"] == 1
-    assert report["documents"] == {d.id: d.id == "zz-contaminated" for d in docs}
+    assert report["documents"] == len(docs)
+    assert report["contaminated_ids"] == ["zz-contaminated"]
     [item] = report["items"]
-    assert item["documents"] == ["zz-contaminated"]
+    assert (item["documents"], item["document_ids"]) == (1, ["zz-contaminated"])
     assert item["first_ngram"] == "tom found a shiny red shell by the river and carried it home"
     assert item["item"].startswith("math-001")

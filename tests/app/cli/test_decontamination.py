@@ -55,11 +55,21 @@ def test_dedup_cut_writes_pieces_and_removes_an_eleven_piece_row(corpus):
     assert (cut["source"], cut["removed"], cut["items"]) == (
         "two",
         [[300, 850 + 2 * L]],
-        ["evals.jsonl/q1"],
+        [{"set": "evals.jsonl", "item": "q1", "matches": 2}],
     )
+    # The rows hand back no protected text: ids, counts and offsets only.
+    protected = " ".join(words(M))
+    assert protected not in (corpus / "out.jsonl").read_text().lower()
     assert out["two#1"]["meta"]["src"] == "web" and out["two#1"]["meta"]["minhash_cluster"] == "two"
     [removed] = rows(corpus / "removed.jsonl")
     assert removed["id"] == "eleven" and removed["neardup"]["reason"] == "contaminated"
+    why = removed["meta"]["decontamination"]
+    assert (why["mode"], why["dropped"], why["match_count"], len(why["spans"])) == (
+        "cut",
+        "too many pieces",
+        10,
+        10,
+    )
     manifest = json.loads((corpus / "out.jsonl.manifest.json").read_text())
     expected = {"read": 3, "exact_dropped": 0, "near_dropped": 0, "decontaminated": 1,
                 "cut": 1, "pieces": 2, "written": 3}  # fmt: skip
@@ -77,9 +87,10 @@ def test_dedup_annotate_keeps_every_row_with_offsets(corpus):
     out = {r["id"]: r for r in rows(corpus / "out.jsonl")}
     assert sorted(out) == ["clean", "eleven", "two"]
     assert out["two"]["text"] == TWO and "decontamination" not in out["clean"]["meta"]
-    matches = out["two"]["meta"]["decontamination"]["matches"]
-    assert [(m["start"], m["end"]) for m in matches] == [(500, 500 + L), (650 + L, 650 + 2 * L)]
-    assert len(out["eleven"]["meta"]["decontamination"]["matches"]) == 10
+    found = out["two"]["meta"]["decontamination"]
+    assert found["spans"] == [[500, 500 + L], [650 + L, 650 + 2 * L]]
+    eleven = out["eleven"]["meta"]["decontamination"]
+    assert (eleven["match_count"], eleven["span_count"], len(eleven["spans"])) == (10, 10, 10)
 
 
 def test_contamination_report_caps_boilerplate_by_items_and_by_a_sample(corpus):
@@ -96,14 +107,14 @@ def test_contamination_report_caps_boilerplate_by_items_and_by_a_sample(corpus):
                          *flags, cwd=corpus)  # fmt: skip
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
-        assert report["documents"] == {"quiz": False, "two": True}
+        assert (report["documents"], report["contaminated_ids"]) == (2, ["two"])
         [s] = report["sets"]
         assert s["capped"] == {"ngrams": 1, "list": [boiler]}
         # q1 is 13/30 = 43% covered: not clean, not dirty; q2 (only capped n-grams) is clean.
         assert s["subsets"] == {"clean": 1, "not clean": 1, "not dirty": 2, "dirty": 0}
         [q1] = report["items"]
         # q1: 13 + 17 words, 18 windows; the one 13-gram of M found covers 13 of its 30 words.
-        assert (q1["item"], q1["documents"], q1["ngrams"], q1["ngrams_found"]) == (
+        assert (q1["item"], q1["document_ids"], q1["ngrams"], q1["ngrams_found"]) == (
             "q1",
             ["two"],
             18,
@@ -112,7 +123,28 @@ def test_contamination_report_caps_boilerplate_by_items_and_by_a_sample(corpus):
         assert q1["coverage"] == 13 / 30
     plain = json.loads(neardup("contamination", "web.jsonl", "--protected", "evals.jsonl",
                                "--quiet", cwd=corpus).stdout)  # fmt: skip
-    assert plain["documents"] == {"quiz": True, "two": True} and plain["item_cap"] is None
+    assert plain["contaminated_ids"] == ["quiz", "two"] and plain["item_cap"] is None
+
+
+def test_the_report_stays_small_and_the_ids_file_holds_every_id(corpus):
+    write(corpus / "web.jsonl", [
+        {"id": f"doc-{i:05}", "text": f"{i} {M if i % 2 else 'nothing to see here'} {i}."}
+        for i in range(4000)
+    ])  # fmt: skip
+    result = neardup("contamination", "web.jsonl", "--protected", "evals.jsonl", "--ids-file",
+                     "ids.jsonl", "--output", "report.json", "--quiet", cwd=corpus)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = (corpus / "report.json").read_text()
+    report = json.loads(text)
+    dirty = [f"doc-{i:05}" for i in range(1, 4000, 2)]
+    # Counts in full, ids capped: one set, one item, 10 ids a list (3.1 KB whatever the corpus).
+    assert (report["documents"], report["contaminated"]) == (4000, 2000)
+    assert report["contaminated_ids"] == dirty[:10]
+    [item] = report["items"]
+    assert (item["documents"], item["document_ids"]) == (2000, dirty[:10])
+    assert len(text) < 4096
+    lines = rows(corpus / "ids.jsonl")
+    assert lines == [{"id": d, "items": [{"set": "evals.jsonl", "item": "q1"}]} for d in dirty]
 
 
 @pytest.mark.parametrize(
@@ -126,6 +158,10 @@ def test_contamination_report_caps_boilerplate_by_items_and_by_a_sample(corpus):
         ["contamination", "corpus.jsonl", "--protected", "evals.jsonl", "--sample-cap", "0.1"],
         ["contamination", "corpus.jsonl", "--protected", "evals.jsonl", "--item-cap", "0"],
         ["contamination", "corpus.jsonl", "--protected", "evals.jsonl", "--dirty-from", "0.1"],
+        ["contamination", "corpus.jsonl", "--protected", "evals.jsonl", "--ids-file",
+         "corpus.jsonl"],
+        ["contamination", "corpus.jsonl", "--protected", "evals.jsonl", "--ids-file",
+         "ids.jsonl", "--output", "ids.jsonl"],
     ],
 )  # fmt: skip
 def test_bad_decontamination_flags_exit_2_writing_nothing(corpus, args):

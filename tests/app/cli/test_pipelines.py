@@ -252,8 +252,8 @@ def test_compressed_and_parquet_protected_sets(licenses):
                          cwd=licenses, stdin=json.dumps(item) + "\n")  # fmt: skip
         assert result.returncode == 0, result.stderr
         [hit] = json.loads(result.stdout)["items"]
-        named = {k: hit[k] for k in ("file", "item", "documents", "first_ngram")}
-        assert named == {"file": name, "item": "story-3", "documents": ["web/blog-post-17"],
+        named = {k: hit[k] for k in ("set", "item", "document_ids", "first_ngram")}
+        assert named == {"set": name, "item": "story-3", "document_ids": ["web/blog-post-17"],
                          "first_ngram": SHELL_NGRAM}  # fmt: skip
 
 
