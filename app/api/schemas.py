@@ -369,7 +369,8 @@ class ContaminationResult(BaseModel):
         "empty): not a verdict of clean"
     )
     contaminated: bool
-    hits: list[Hit]
+    hit_count: int = Field(description="every protected item sharing an n-gram with the text")
+    hits: list[Hit] = Field(description="the first MAX_MATCHES of them, in set order")
 
 
 class ContaminationResponse(BaseModel):

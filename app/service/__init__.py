@@ -16,13 +16,14 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     TooLarge,
 )
-from neardup.app.service.operations import DecontRequest, NewDoc, Registered, Service
+from neardup.app.service.operations import DecontRequest, Hits, NewDoc, Registered, Service
 
 __all__ = [
     "Conflict",
     "DamagedStore",
     "DataDirLocked",
     "DecontRequest",
+    "Hits",
     "NewDoc",
     "NotFound",
     "OutOfReach",

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -63,7 +63,7 @@ from neardup.core.engine import (
     text_digest,
 )
 
-__all__ = ["DecontRequest", "NewDoc", "Registered", "Service"]
+__all__ = ["DecontRequest", "Hits", "NewDoc", "Registered", "Service"]
 
 log = logging.getLogger("neardup")
 _T = TypeVar("_T")
@@ -628,15 +628,16 @@ class Service:
 
     async def contamination(
         self, texts: Sequence[str], sets: Sequence[str] | None, caller: str = "open"
-    ) -> list[list[tuple[str, str, str]]]:
-        """Per text: (set, item, first shared n-gram) of every protected item it shares with.
+    ) -> list[Hits]:
+        """Per text: how many protected items it shares an n-gram with, and (set, item, first
+        shared n-gram) of the first MAX_MATCHES of them (in set order, then as found).
 
         ``caller`` names who asks, for the per-caller rate (RateLimited past it)."""
         self.limits.check_texts(texts)
         chosen = self.chosen_sets(sets)
         self.probes.take(caller, len(texts))
         with self.limits.admit():
-            return await asyncio.to_thread(_hits, texts, chosen)
+            return await asyncio.to_thread(_hits, texts, chosen, self.settings.max_matches)
 
 
 @dataclass(frozen=True)
@@ -669,12 +670,22 @@ def _decontaminate(
     return out, dropped, report.as_dict(ngrams=ask.ngrams)
 
 
-def _hits(texts: Sequence[str], chosen: list[ProtectedSet]) -> list[list[tuple[str, str, str]]]:
-    out: list[list[tuple[str, str, str]]] = [[] for _ in texts]
+class Hits(NamedTuple):
+    """One text's protected items: all counted, the first ``cap`` listed as (set, item, n-gram)."""
+
+    total: int
+    listed: list[tuple[str, str, str]]
+
+
+def _hits(texts: Sequence[str], chosen: list[ProtectedSet], cap: int) -> list[Hits]:
+    counts = [0] * len(texts)
+    listed: list[list[tuple[str, str, str]]] = [[] for _ in texts]
     for protected in chosen:
-        for found, hits in zip(out, protected.hits_many(texts), strict=True):
-            found.extend((protected.name, item, gram) for item, gram in hits)
-    return out
+        for i, hits in enumerate(protected.hits_many(texts)):
+            counts[i] += len(hits)
+            room = cap - len(listed[i])
+            listed[i].extend((protected.name, item, gram) for item, gram in hits[: max(room, 0)])
+    return [Hits(c, found) for c, found in zip(counts, listed, strict=True)]
 
 
 def _recovery_progress(

@@ -322,7 +322,8 @@ async def contamination_view(
     checked = tuple(s.name for s in chosen)
     if not text.strip():
         return ContaminationView(text, [], [], 0, echo, checked, empty=True)
-    [hits] = await service.contamination([text], sets, caller)
+    [found] = await service.contamination([text], sets, caller)
+    hits = found.listed
     shown = text[:HIGHLIGHT_CHARS]
     if not echo:
         hits = [(s, item, "") for s, item, _ in hits]

@@ -1,6 +1,7 @@
 """No request holds the service hostage: while the heaviest pages and requests run, /healthz
 answers within a second, probed every 0.25 s, and the heavy answers say what they left out."""
 
+import json
 import random
 import threading
 import time
@@ -11,6 +12,7 @@ import pytest
 from tests.e2e.conftest import start_server, stop_server
 
 WORDS = [f"w{i}" for i in range(500)]
+BOILERPLATE = "answer the following question with one letter and nothing else before you think"
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -31,6 +33,13 @@ def heavy(tmp_path_factory):
         protected = " ".join(big.split()[1000:1100])
         put = client.put(f"{server.url}/v1/protected-sets/evals", content=protected,
                          headers={"content-type": "text/plain"})  # fmt: skip
+        assert put.status_code == 201
+        # 2,000 items sharing one 13-word prompt boilerplate, each with a question of its own.
+        items = [{"id": f"q{i}", "text": f"{BOILERPLATE} question {i} " + _text(rng, 20)}
+                 for i in range(2000)]  # fmt: skip
+        body = "".join(json.dumps(item) + "\n" for item in items)
+        put = client.put(f"{server.url}/v1/protected-sets/prompts", content=body,
+                         headers={"content-type": "application/x-ndjson"})  # fmt: skip
         assert put.status_code == 201
     yield server, protected
     stop_server(server)
@@ -57,6 +66,10 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
             page = client.post(f"{url}/ui/contamination", data={"doc_id": "big"})
             named = {"texts": [protected], "sets": ["evals"] * 5000}
             repeated = client.post(f"{url}/v1/contamination", json=named)
+            # 1,000 texts, each sharing the boilerplate with all 2,000 items: 2,000,000 hits,
+            # counted; 100 a text listed (an answer of ~10 MB, not the ~256 MB of every hit).
+            boiler = {"texts": [f"{BOILERPLATE} {i}" for i in range(1000)], "sets": ["prompts"]}
+            crowded = client.post(f"{url}/v1/contamination", json=boiler)
             # 200 KB of documents quoting the protected passage 5 times each, cut and annotated.
             docs = [{"id": f"q{i}", "text": f" filler {i} ".join([protected] * 5)}
                     for i in range(100)]  # fmt: skip
@@ -83,6 +96,11 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
     assert repeated.status_code == 200
     [result] = repeated.json()["results"]
     assert result["contaminated"] and [h["set"] for h in result["hits"]] == ["evals"]
+    assert crowded.status_code == 200, crowded.text
+    results = crowded.json()["results"]
+    assert {r["hit_count"] for r in results} == {2000}
+    assert {len(r["hits"]) for r in results} == {100}  # MAX_MATCHES
+    assert len(crowded.content) < 16_000_000
     # Every kept piece or annotated document carries its own capped lists: the answers are
     # the documents' text and at most about 1 KB of meta each, not every window of every match.
     sent = sum(len(d["text"]) for d in docs)

@@ -42,13 +42,14 @@ def test_upload_jsonl_and_check(srv):
     assert results[0] == {
         "status": "contaminated",
         "contaminated": True,
+        "hit_count": 1,
         "hits": [{
             "set": "evals.v1", "item": "math-001 the quick brown fox jumps over the lazy dog "
             "again and again today",
             "ngram": "tom found a shiny red shell by the river and carried it home",
         }],
     }  # fmt: skip
-    assert results[1] == {"status": "clean", "contaminated": False, "hits": []}
+    assert results[1] == {"status": "clean", "contaminated": False, "hit_count": 0, "hits": []}
     # id-like keys are labels, not protected text
     assert not check(srv, [PROTECTED_ITEMS[1]["id"]]).json()["results"][0]["contaminated"]
 

@@ -135,7 +135,9 @@ def test_contamination_without_protected_sets_says_nothing_was_checked(server):
     assert listed == []
     body = post(server, "/v1/contamination", {"texts": ["any text at all"]}).json()
     assert body["checked_sets"] == []
-    assert body["results"] == [{"status": "unchecked", "contaminated": False, "hits": []}]
+    assert body["results"] == [
+        {"status": "unchecked", "contaminated": False, "hit_count": 0, "hits": []}
+    ]
     put = httpx.put(
         f"{server.url}/v1/protected-sets/evals",
         content=b"the quick brown fox jumps over the lazy dog again and again today\n",

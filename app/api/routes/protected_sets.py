@@ -24,7 +24,7 @@ from neardup.app.api.schemas import (
     Hit,
     ProtectedSetOut,
 )
-from neardup.app.service import DecontRequest, Service
+from neardup.app.service import DecontRequest, Hits, Service
 from neardup.core.engine import (
     CorpusError,
     DecontMode,
@@ -140,26 +140,38 @@ async def delete_set(name: SetName, service: ServiceDep) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/contamination", dependencies=[require("read")])
+@router.post("/contamination", dependencies=[require("read")], response_model=ContaminationResponse)
 async def contamination(
     body: ContaminationRequest, service: ServiceDep, caller: CallerDep
-) -> ContaminationResponse:
-    """For each text, every protected item sharing a word n-gram with it. The shared n-gram is
-    echoed only to keys with the protect scope: it would tell a probing key which word of a
-    protected text comes next."""
+) -> Response:
+    """For each text, the protected items sharing a word n-gram with it: all counted, the first
+    MAX_MATCHES listed. The shared n-gram is echoed only to keys with the protect scope: it
+    would tell a probing key which word of a protected text comes next. The answer is built and
+    serialised off the event loop."""
     found = await service.contamination(body.texts, body.sets, caller.name)
     checked = [s.name for s in service.chosen_sets(body.sets)]
     echo = "protect" in caller.scopes
-    return ContaminationResponse(
-        checked_sets=checked,
-        results=[
-            ContaminationResult(
-                status="contaminated" if hits else "clean" if checked else "unchecked",
-                contaminated=bool(hits),
-                hits=[Hit(set=s, item=i, ngram=g if echo else None) for s, i, g in hits],
-            )
-            for hits in found
-        ],
+    answer = await asyncio.to_thread(_contamination_json, checked, found, echo)
+    return Response(answer, media_type="application/json")
+
+
+def _contamination_json(checked: list[str], found: list[Hits], echo: bool) -> bytes:
+    """The ``/v1/contamination`` answer, serialised (it grows with the request: off the loop)."""
+    return (
+        ContaminationResponse(
+            checked_sets=checked,
+            results=[
+                ContaminationResult(
+                    status="contaminated" if hits.total else "clean" if checked else "unchecked",
+                    contaminated=bool(hits.total),
+                    hit_count=hits.total,
+                    hits=[Hit(set=s, item=i, ngram=g if echo else None) for s, i, g in hits.listed],
+                )
+                for hits in found
+            ],
+        )
+        .model_dump_json()
+        .encode("utf-8")
     )
 
 
