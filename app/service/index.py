@@ -157,16 +157,19 @@ class ServiceIndex:
         cap = self.max_matches if limit is None else min(limit, self.max_matches)
         return [_ranked(found, cap) for found in sources]
 
-    def earlier_matches(self, doc_id: str) -> Found:
-        """The confirmed matches of ``doc_id`` among documents registered before it."""
-        num = self._num_of[doc_id]
-        _, reps, est = self._sigs.matches(self._sigs.signatures([num]), self.threshold)
-        sources = []
-        for rep, e in zip(reps.tolist(), est.tolist(), strict=True):
-            earlier = [self._ids[m] for m in self._sigs.members(rep) if m < num]
-            if earlier:
-                sources.append(_Source(e, len(earlier), earlier[: self.max_matches]))
-        return _ranked(sources, self.max_matches)
+    def earlier_matches(self, doc_ids: Sequence[str]) -> list[Found]:
+        """Per registered document: its confirmed matches among documents registered before it
+        (one banding pass for all of them: a re-sent batch costs what a new one does)."""
+        nums = np.array([self._num_of[i] for i in doc_ids], dtype=np.int64)
+        rows, reps, est = self._sigs.matches(self._sigs.signatures(nums), self.threshold)
+        sources: list[list[_Source]] = [[] for _ in doc_ids]
+        for row, rep, e in zip(rows.tolist(), reps.tolist(), est.tolist(), strict=True):
+            members = np.asarray(self._sigs.members(rep), dtype=np.int64)
+            earlier = members[members < nums[row]]
+            if len(earlier):
+                first = [self._ids[m] for m in earlier[: self.max_matches].tolist()]
+                sources[row].append(_Source(e, len(earlier), first))
+        return [_ranked(found, self.max_matches) for found in sources]
 
     def _class_sources(
         self, rows: NDArray[np.int64], reps: NDArray[np.int64], est: NDArray[np.float64], n: int

@@ -329,10 +329,16 @@ class Service:
             await self._write(self.store.add_documents, rows)
             self.index.apply(plan)
             found = dict(zip(plan.ids, plan.found, strict=True))
+            # Documents re-sent unchanged (a resumed ingest, a retry): their matches among the
+            # documents before them, in one pass off the event loop (the lock keeps writers out).
+            again = [d.id for d in docs if d.id in known]
+            if again:
+                matched = await asyncio.to_thread(self.index.earlier_matches, again)
+                found.update(zip(again, matched, strict=True))
             return [
                 self._duplicate(d, duplicates[d.id])
                 if d.id in duplicates
-                else self._result(d, found.get(d.id))
+                else self._result(d, found[d.id], created=d.id not in known)
                 for d in docs
             ]
 
@@ -346,10 +352,10 @@ class Service:
         text = doc.text if self.settings.store_text else None
         return StoredDoc(num, doc.id, text_digest, sig.astype("<u4").tobytes(), doc.meta, text)
 
-    def _result(self, doc: NewDoc, created: Found | None) -> Registered:
-        """``created``: the matches planned for a new document; None for an unchanged one."""
-        status: Literal["created", "unchanged"] = "unchanged" if created is None else "created"
-        found = self.index.earlier_matches(doc.id) if created is None else created
+    def _result(self, doc: NewDoc, found: Found, *, created: bool) -> Registered:
+        """A registered document: ``created`` now (its planned matches) or unchanged (its
+        matches among the documents before it)."""
+        status: Literal["created", "unchanged"] = "created" if created else "unchanged"
         return Registered(doc.id, self.index.root_of(doc.id), status, found)
 
     async def query(
@@ -410,11 +416,12 @@ class Service:
                     row = self._stored(doc, plan.start, digest, sig)
                     await self._write(self.store.add_documents, [row])
                     self.index.apply(plan)
-                    return self._result(doc, plan.found[0])
+                    return self._result(doc, plan.found[0], created=True)
                 if not meta_given:
                     doc = NewDoc(doc.id, doc.text, stored.meta)
                 if stored.digest == digest and stored.meta == doc.meta:
-                    return self._result(doc, None)
+                    [found] = await asyncio.to_thread(self.index.earlier_matches, [doc.id])
+                    return self._result(doc, found, created=False)
                 row = self._stored(doc, self.index.next_number, digest, sig)
                 removal = await asyncio.to_thread(self.index.plan_removal, doc.id)
                 await self._write(self.store.replace_document, num, row)

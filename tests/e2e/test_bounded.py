@@ -70,6 +70,12 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
             # counted; 100 a text listed (an answer of ~10 MB, not the ~256 MB of every hit).
             boiler = {"texts": [f"{BOILERPLATE} {i}" for i in range(1000)], "sets": ["prompts"]}
             crowded = client.post(f"{url}/v1/contamination", json=boiler)
+            # 2,000 documents, then the same again (a resumed ingest): matched in one pass.
+            rng = random.Random(7)
+            batch = {"documents": [{"id": f"resent-{i}", "text": _text(rng, 50)}
+                                   for i in range(2000)]}  # fmt: skip
+            first = client.post(f"{url}/v1/documents", json=batch)
+            again = client.post(f"{url}/v1/documents", json=batch)
             # 200 KB of documents quoting the protected passage 5 times each, cut and annotated.
             docs = [{"id": f"q{i}", "text": f" filler {i} ".join([protected] * 5)}
                     for i in range(100)]  # fmt: skip
@@ -96,6 +102,9 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
     assert repeated.status_code == 200
     [result] = repeated.json()["results"]
     assert result["contaminated"] and [h["set"] for h in result["hits"]] == ["evals"]
+    assert first.status_code == again.status_code == 200
+    assert {r["status"] for r in first.json()["results"]} == {"created"}
+    assert {r["status"] for r in again.json()["results"]} == {"unchanged"}
     assert crowded.status_code == 200, crowded.text
     results = crowded.json()["results"]
     assert {r["hit_count"] for r in results} == {2000}
