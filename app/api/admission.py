@@ -1,5 +1,5 @@
 """Admission before any body is read: at most MAX_INFLIGHT heavy requests (POST, PUT and PATCH
-under ``/v1``) at once, and at most MAX_BUFFERED_BYTES of request bodies held across all
+under ``/v1`` and the ``/ui`` pages' forms) at once, and at most MAX_BUFFERED_BYTES of request bodies held across all
 requests. Past either, 503 with ``Retry-After`` at once, so overload costs the server almost
 nothing (shedding after reading and parsing cut successful writes tenfold at 128 clients).
 """
@@ -96,7 +96,7 @@ def _heavy(scope: Scope) -> bool:
     return (
         scope["type"] == "http"
         and scope["method"] in _HEAVY_METHODS
-        and str(scope["path"]).startswith("/v1/")
+        and str(scope["path"]).startswith(("/v1/", "/ui/"))
     )
 
 

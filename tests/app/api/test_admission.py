@@ -71,6 +71,9 @@ def test_admission_sheds_past_max_inflight_before_reading_the_body():
         await gate(_scope(path="/v1/protected-sets/x", method="PUT"), late.receive, late.send)
         assert late.status == 503 and late.reads == 0
         assert late.header(b"retry-after") == b"1" and late.header(b"connection") == b"close"
+        form = Client(b"docs=...")  # the /ui pages' forms are admitted the same way
+        await gate(_scope(path="/ui/decontamination"), form.receive, form.send)
+        assert form.status == 503 and form.reads == 0
         reader = Client(b"")  # GETs are never gated
         get = gate(_scope("GET", "/v1/stats"), reader.receive, reader.send)
         get_task = asyncio.create_task(get)
@@ -79,7 +82,7 @@ def test_admission_sheds_past_max_inflight_before_reading_the_body():
         release.set()
         await asyncio.gather(*tasks, get_task)
         assert [c.status for c in held] == [200, 200]
-        assert capacity.stats() == {"admitted": 0, "buffered_bytes": 0, "shed": 1}
+        assert capacity.stats() == {"admitted": 0, "buffered_bytes": 0, "shed": 2}
 
     asyncio.run(run())
 
