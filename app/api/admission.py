@@ -1,7 +1,8 @@
 """Admission before any body is read: at most MAX_INFLIGHT heavy requests (POST, PUT and PATCH
-under ``/v1`` and the ``/ui`` pages' forms) at once, and at most MAX_BUFFERED_BYTES of request bodies held across all
-requests. Past either, 503 with ``Retry-After`` at once, so overload costs the server almost
-nothing (shedding after reading and parsing cut successful writes tenfold at 128 clients).
+under ``/v1``, and the ``/ui`` pages' forms) at once, and at most MAX_BUFFERED_BYTES of request
+bodies held across all requests. Past either, 503 with ``Retry-After`` at once, so overload
+costs the server almost nothing (shedding after reading and parsing cut successful writes
+tenfold at 128 clients).
 """
 
 from __future__ import annotations

@@ -76,6 +76,15 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
                                    for i in range(2000)]}  # fmt: skip
             first = client.post(f"{url}/v1/documents", json=batch)
             again = client.post(f"{url}/v1/documents", json=batch)
+            # A 40 MB pasted form (the first line not JSON): parsed off the loop, then refused.
+            pasted = {"docs": "not json\n" + "a+b%20c " * 5_000_000, "mode": "drop"}
+            form = client.post(f"{url}/ui/decontamination", data=pasted)
+            fields = "&".join(f"f{i}=x" for i in range(1001))  # past MAX_FORM_FIELDS
+            many = client.post(
+                f"{url}/ui/decontamination",
+                content=fields,
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
             # 200 KB of documents quoting the protected passage 5 times each, cut and annotated.
             docs = [{"id": f"q{i}", "text": f" filler {i} ".join([protected] * 5)}
                     for i in range(100)]  # fmt: skip
@@ -102,6 +111,8 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
     assert repeated.status_code == 200
     [result] = repeated.json()["results"]
     assert result["contaminated"] and [h["set"] for h in result["hits"]] == ["evals"]
+    assert form.status_code == 422 and "line 1: not JSON" in form.text
+    assert many.status_code == 400 and "the form cannot be read" in many.text
     assert first.status_code == again.status_code == 200
     assert {r["status"] for r in first.json()["results"]} == {"created"}
     assert {r["status"] for r in again.json()["results"]} == {"unchanged"}

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request, Response
 from fastapi.responses import HTMLResponse
 
+from neardup.app.api.bodies import OffLoopFormRoute
 from neardup.app.api.deps import ServiceDep
 from neardup.app.api.ui.render import (
     Reader,
@@ -24,9 +25,10 @@ from neardup.app.api.ui.render import (
 )
 from neardup.app.service import DecontRequest, Service
 from neardup.app.service.exports import FORMATS, REPORT_COLUMNS, encode, report_records
+from neardup.app.service.lookups import TEXT_CHARS
 from neardup.core.engine import DecontMode, DecontParams, Doc, NeardupError, Thresholds
 
-router = APIRouter(prefix="/ui", include_in_schema=False)
+router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffLoopFormRoute)
 
 _MODES = tuple(m.value for m in DecontMode)
 _CUT = DecontParams()
@@ -58,8 +60,12 @@ def _form(
 
 
 def _context(service: Service, form: _Form) -> dict[str, Any]:
-    return {"sets": sorted(service.protected), "chosen": list(form.sets), "form": form,
-            "modes": _MODES, "formats": list(FORMATS)}  # fmt: skip
+    # The pasted documents are shown back up to TEXT_CHARS (a page echoing 40 MB would take
+    # seconds to render, on the event loop); what was posted is what was checked.
+    shown = replace(form, docs=form.docs[:TEXT_CHARS])
+    return {"sets": sorted(service.protected), "chosen": list(form.sets), "form": shown,
+            "not_shown": len(form.docs) - len(shown.docs), "modes": _MODES,
+            "formats": list(FORMATS)}  # fmt: skip
 
 
 @router.get("/decontamination", response_class=HTMLResponse, dependencies=[Reader])

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, StreamingResponse
 
+from neardup.app.api.bodies import OffLoopFormRoute
 from neardup.app.api.deps import ServiceDep
 from neardup.app.api.ui.render import Reader, download_headers, render_page, service_error
 from neardup.app.service import NotFound
@@ -18,7 +19,7 @@ from neardup.app.service.exports import FORMATS, cluster_export
 from neardup.app.service.lookups import META_CHARS, TEXT_CHARS, document_view, query_view
 from neardup.core.engine import NeardupError
 
-router = APIRouter(prefix="/ui", include_in_schema=False)
+router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffLoopFormRoute)
 
 
 @router.get("/query", response_class=HTMLResponse, dependencies=[Reader])

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from neardup.app.api.bodies import OffLoopFormRoute
 from neardup.app.api.deps import ServiceDep, caller_of
 from neardup.app.api.ui.charts import s_curve, size_histogram
 from neardup.app.api.ui.render import (
@@ -38,7 +39,7 @@ from neardup.app.service.views import (
 )
 from neardup.core.engine import NeardupError
 
-router = APIRouter(prefix="/ui", include_in_schema=False)
+router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffLoopFormRoute)
 STYLE = (Path(__file__).resolve().parent / "static" / "style.css").read_bytes()
 PAGE = 50
 
