@@ -76,3 +76,21 @@ def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -
     )
     assert result.returncode == 2 and "--spark-master needs --engine spark" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    for master, says in (
+        ("bogus://x", "'bogus://x' is not a Spark master URL"),
+        ("local[abc]", "'local[abc]' is not a Spark master URL"),
+        ("spark://127.0.0.1:1", "spark://127.0.0.1:1: cannot reach the Spark master"),
+    ):
+        result = neardup(
+            "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark",
+            "--spark-master", master, cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert result.stderr.count("\n") == 1, result.stderr[-2000:]
+        assert result.stderr.startswith("neardup dedup: error: ") and says in result.stderr
+        assert "Traceback" not in result.stderr and "java." not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
