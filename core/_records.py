@@ -71,6 +71,21 @@ class Schema:
             if not value or any(not part for part in value.split(".")):
                 raise ParameterError(f"{flag} {value!r} is not a field name or dotted path")
 
+    def id_and_text(self, row: dict[str, Any], name: str, line: int | None) -> tuple[str, str]:
+        """The row's id (an integer as its decimal string) and text, before any ``id_prefix``;
+        CorpusError naming ``name`` and ``line`` when either is missing or of the wrong type."""
+        doc_id = get_field(row, self.id_field)
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        elif not isinstance(doc_id, str) or not doc_id:
+            raise CorpusError(
+                name, line, f"'{self.id_field}' must be a non-empty string or an integer"
+            )
+        text = get_field(row, self.text_field)
+        if not isinstance(text, str):
+            raise CorpusError(name, line, f"'{self.text_field}' must be a string")
+        return doc_id, text
+
     def columns(self, names: Sequence[str], *extra: str) -> list[str]:
         """The top-level Parquet columns the id, the text and ``extra`` fields live in."""
         wanted = []
@@ -175,16 +190,7 @@ class RecordReader:
 
     def _record(self, source: Source, line: int, row: dict[str, Any], raw: str | None) -> Record:
         schema = self.schema
-        doc_id = get_field(row, schema.id_field)
-        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
-            doc_id = str(doc_id)
-        elif not isinstance(doc_id, str) or not doc_id:
-            raise CorpusError(
-                source.name, line, f"'{schema.id_field}' must be a non-empty string or an integer"
-            )
-        text = get_field(row, schema.text_field)
-        if not isinstance(text, str):
-            raise CorpusError(source.name, line, f"'{schema.text_field}' must be a string")
+        doc_id, text = schema.id_and_text(row, source.name, line)
         if schema.id_prefix:
             doc_id = f"{source.label}/{doc_id}"
             row = set_field(row, schema.id_field, doc_id)

@@ -2,7 +2,8 @@
 fsspec URLs (``s3://``, ``gs://``, ``hf://``, ``memory://``, ``file://``), as bytes.
 
 Inputs expand in a fixed order (the arguments as given; the files of a directory or a glob
-sorted by path), so a run reads the same documents in the same order every time. Standard input
+sorted by path; in a directory, names starting with ``_`` or ``.`` are skipped, as Hadoop and
+Spark hide them), so a run reads the same documents in the same order every time. Standard input
 is spooled to a temporary file (a batch run reads its inputs twice). Outputs are written under a
 temporary name and renamed over the target only when complete; ``-`` is written to a temporary
 file and copied to standard output at the end: a failed run leaves nothing behind either way.
@@ -121,7 +122,9 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
                 raise CorpusError(target, None, "no file matches this pattern")
         elif fs.isdir(path):
             root, arg_root = path, target
-            found = sorted(p for p in fs.find(path) if wanted(p))
+            found = sorted(
+                p for p in fs.find(path) if wanted(p) and not _hidden(posixpath.relpath(p, path))
+            )
             if not found:
                 what = f"corpus file ({', '.join(FORMATS)})" if corpus else "file"
                 raise CorpusError(target, None, f"no {what} in this directory")
@@ -134,6 +137,13 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
             rel = posixpath.relpath(p, root) if root else p
             sources.append(_source(fs, p, _joined(arg_root, rel), rel, corpus))
     return sources
+
+
+def _hidden(relative: str) -> bool:
+    """Whether a file found in a directory is one Hadoop and Spark hide: a name (of the file or
+    of a folder on the way) starting with ``_`` or ``.`` (``_SUCCESS``, ``.crc`` checksums,
+    ``_temporary/`` of an unfinished job), so a Spark output directory reads as its parts."""
+    return any(part.startswith(("_", ".")) for part in relative.split("/"))
 
 
 def _is_corpus(path: str) -> bool:

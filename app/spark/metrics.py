@@ -1,6 +1,6 @@
 """Shuffle bytes per stage of a run, read from the driver's own status store (through py4j).
 
-Each stage of the run sets a job group named after it; at the end the driver's
+Each stage of the run sets a job group named after the run and the stage; at the end the driver's
 ``AppStatusStore`` (what the web UI and its REST API show) says which Spark stages each group
 ran and how many bytes they wrote to and read from the shuffle. It is read in the driver's JVM,
 not over HTTP: the first request to the UI's REST API starts its web stack (seconds on a busy
@@ -23,19 +23,19 @@ __all__ = ["shuffle_bytes"]
 _DRAIN_MS = 10_000
 
 
-def shuffle_bytes(spark: SparkSession) -> dict[str, dict[str, int]]:
-    """{job group: {"write": bytes, "read": bytes}} over the application's jobs (a job outside
-    any group under ``other``; a stage shared by jobs, a reused shuffle, counted once); {} if
-    this Spark's status store cannot be read."""
+def shuffle_bytes(spark: SparkSession, prefix: str) -> dict[str, dict[str, int]]:
+    """{stage: {"write": bytes, "read": bytes}} over the jobs of the groups named ``prefix +
+    stage`` (a stage shared by jobs, a reused shuffle, counted once); {} if this Spark's status
+    store cannot be read."""
     from py4j.protocol import Py4JError
 
     try:
-        return _from_store(spark)
+        return _from_store(spark, prefix)
     except Py4JError:  # another Spark's internals: no figures rather than a failed run
         return {}
 
 
-def _from_store(spark: SparkSession) -> dict[str, dict[str, int]]:
+def _from_store(spark: SparkSession, prefix: str) -> dict[str, dict[str, int]]:
     sc = spark.sparkContext
     jvm: Any = sc._jvm
     context = sc._jsc.sc()
@@ -55,8 +55,10 @@ def _from_store(spark: SparkSession) -> dict[str, dict[str, int]]:
     seen: set[int] = set()
     for job in sorted(as_java(store.jobsList(None)), key=lambda j: int(j.jobId())):
         group = job.jobGroup()
-        name = str(group.get()) if group.isDefined() else "other"
-        totals = out.setdefault(name, {"write": 0, "read": 0})
+        name = str(group.get()) if group.isDefined() else ""
+        if not name.startswith(prefix):
+            continue
+        totals = out.setdefault(name[len(prefix) :], {"write": 0, "read": 0})
         for stage_id in as_java(job.stageIds()):
             if int(stage_id) in seen:
                 continue

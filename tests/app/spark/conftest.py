@@ -49,16 +49,22 @@ def write_shards(
     return [str(p) for p in paths]
 
 
-def part_lines(output: Path) -> list[str]:
-    """Every line of every part file of a JSON Lines output directory, sorted."""
+def part_lines(output: Path, *, ordered: bool = False) -> list[str]:
+    """Every line of every part file of a JSON Lines output directory (``.jsonl`` or
+    ``.jsonl.gz`` parts), the parts concatenated in name order; sorted unless ``ordered``."""
+    import gzip
+
     lines: list[str] = []
     for part in sorted(output.glob("part-*")):
-        lines.extend(part.read_text(encoding="utf-8").splitlines())
-    return sorted(lines)
+        assert part.name.endswith((".jsonl", ".jsonl.gz")), part.name
+        opened = gzip.open(part, "rt", encoding="utf-8") if part.suffix == ".gz" else None
+        with opened or part.open(encoding="utf-8") as fh:
+            lines.extend(fh.read().splitlines())
+    return lines if ordered else sorted(lines)
 
 
-def local_lines(inputs: Sequence[str], output: Path, **options: Any) -> list[str]:
-    """The local engine's output lines for the same inputs, sorted."""
+def run_local(inputs: Sequence[str], output: Path, **options: Any) -> Path:
+    """The local engine's output file for the same inputs."""
     from neardup.app.cli.dedup import run_dedup
     from neardup.app.cli.options import DedupOptions, DedupParams
 
@@ -74,4 +80,10 @@ def local_lines(inputs: Sequence[str], output: Path, **options: Any) -> list[str
             **options,
         )
     )
-    return sorted(output.read_text(encoding="utf-8").splitlines())
+    return output
+
+
+def local_lines(inputs: Sequence[str], output: Path, **options: Any) -> list[str]:
+    """The local engine's output lines for the same inputs, sorted."""
+    path = run_local(inputs, output, **options)
+    return sorted(path.read_text(encoding="utf-8").splitlines())
