@@ -121,9 +121,7 @@ def _read_json(
             yield out if rows else _without_rows(out)
 
     # Within a file, rows keep their order: a split's rows are one partition's, in order.
-    pos = _position(
-        index, F.col("_metadata.file_block_start"), F.monotonically_increasing_id()
-    )
+    pos = _position(index, F.col("_metadata.file_block_start"), F.monotonically_increasing_id())
     return df.select(
         "value", F.col("_metadata.file_path").alias("file"), pos.alias("pos")
     ).mapInArrow(documents, _DOCUMENTS)

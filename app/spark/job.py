@@ -226,9 +226,7 @@ def _output_lines(
         index = NgramIndex(set(shared.value), n) if shared is not None else None
         for batch in batches:
             reasons = (
-                list(zip(*(batch.column(c).to_pylist() for c in why), strict=True))
-                if why
-                else None
+                list(zip(*(batch.column(c).to_pylist() for c in why), strict=True)) if why else None
             )
             rows = kernels.tagged_rows(
                 batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons
@@ -432,4 +430,3 @@ def run_spark_dedup(
     manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
     manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
     return manifest
-

@@ -42,7 +42,8 @@ def _from_store(spark: SparkSession, prefix: str) -> dict[str, dict[str, int]]:
     context.listenerBus().waitUntilEmpty(_DRAIN_MS)  # the last stages' events, delivered
     store = context.statusStore()
     as_java = jvm.scala.jdk.javaapi.CollectionConverters.asJava
-    no_quantiles = sc._gateway.new_array(jvm.double, 0)
+    gateway: Any = sc._gateway
+    no_quantiles = gateway.new_array(jvm.double, 0)
     stages = as_java(
         store.stageList(jvm.java.util.ArrayList(), False, False, no_quantiles,
                         jvm.java.util.ArrayList())

@@ -57,9 +57,9 @@ def part_lines(output: Path, *, ordered: bool = False) -> list[str]:
     lines: list[str] = []
     for part in sorted(output.glob("part-*")):
         assert part.name.endswith((".jsonl", ".jsonl.gz")), part.name
-        opened = gzip.open(part, "rt", encoding="utf-8") if part.suffix == ".gz" else None
-        with opened or part.open(encoding="utf-8") as fh:
-            lines.extend(fh.read().splitlines())
+        data = part.read_bytes()
+        text = gzip.decompress(data) if part.suffix == ".gz" else data
+        lines.extend(text.decode("utf-8").splitlines())
     return lines if ordered else sorted(lines)
 
 
