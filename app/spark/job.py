@@ -14,13 +14,17 @@ Stages (each materialised once, so its seconds mean something and later stages r
    star of confirmed components per bucket.
 4. ``components``: large-star / small-star over those edges; every class's root is the
    smallest id of its component.
-5. ``write``: the second pass over the inputs: the kept documents tagged with their root
-   (with ``--keep-duplicates`` all of them, a would-be-dropped one with the local engine's
-   ``neardup`` object: its exact keeper, or its root and their estimate, computed over Arrow
-   batches after one join on the root's signature), minus the contaminated ones, written as
-   part files to a hidden sibling directory that is moved to the output when complete.
+5. ``write``: the second pass over the inputs: the kept documents' whole rows tagged with
+   their root (with ``--keep-duplicates`` all of them, a would-be-dropped one with the local
+   engine's ``neardup`` object: its exact keeper, or its root and their estimate, computed
+   over Arrow batches after one join on the root's signature), minus the contaminated ones,
+   sorted into the local engine's order and written as part files (JSON Lines with its
+   encoder; Parquet with the schema its writer infers) to a hidden sibling directory that is
+   moved to the output when complete.
 
-The survivors and tags are exactly the local engine's: the classes are core's identical-row
+Rows are read, checked and parsed by the local reader's code and kept whole (every field),
+so the output is the local engine's output file, row for row. The survivors and tags are
+exactly the local engine's: the classes are core's identical-row
 classes, a bucket is a run of equal band rows, confirmation is core's ``estimates``, and
 components of the same graph have the same smallest-id roots, for any partitioning or order.
 """
