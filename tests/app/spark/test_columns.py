@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup.app.spark.job import SparkParams, run_spark_dedup
+from neardup.core.engine import CorpusError
 from tests.app.spark.conftest import part_lines, run_local
 
 #: A text of 200 distinct words; its near copy differs in the last word (Jaccard ~0.95).
@@ -100,6 +101,23 @@ def test_spark_parquet_output_is_the_local_table(spark: Any, tmp_path: Path) -> 
     assert got.schema.field("views").type == pa.int64()
     assert pa.types.is_struct(got.schema.field("info").type)
     assert pa.types.is_list(got.schema.field("tags").type)
+    # The Spark output directory (_SUCCESS, .crc files) is an input to both engines.
+    again = tmp_path / "again.jsonl"
+    run_spark_dedup(spark, [str(out)], str(again))
+    expected = run_local([str(out)], tmp_path / "again-local.jsonl").read_text(encoding="utf-8")
+    assert part_lines(again, ordered=True) == expected.splitlines()
+    assert len(expected.splitlines()) == got.num_rows
+
+
+def test_rows_no_parquet_schema_fits_are_the_local_error(spark: Any, tmp_path: Path) -> None:
+    rows = [{"id": "a", "text": OTHER, "n": 1}, {"id": "b", "text": THIRD, "n": 2**70}]
+    inputs = _write_inputs(tmp_path / "in", rows)
+    with pytest.raises(CorpusError, match="do not fit one Parquet schema") as local:
+        run_local(inputs, tmp_path / "local.parquet")
+    with pytest.raises(CorpusError, match="do not fit one Parquet schema") as spark_error:
+        run_spark_dedup(spark, inputs, str(tmp_path / "out.parquet"))
+    assert spark_error.value.reason == local.value.reason
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
 
 
 def test_spark_reads_parquet_with_typed_columns_like_local(spark: Any, tmp_path: Path) -> None:
