@@ -282,8 +282,8 @@ def _parquet_schema(ordered: DataFrame, output: str, hint: pa.Schema | None) -> 
     if errors:
         raise CorpusError(output, None, f"rows do not fit one Parquet schema: {errors[0]}")
     found = [pa.ipc.read_schema(pa.py_buffer(r["schema"])) for r in got if r["schema"]]
-    if not found:
-        return hint if hint is not None else pa.schema([("id", pa.string()), ("text", pa.string())])
+    if not found:  # no rows: the local writer's empty file
+        return pa.schema([("id", pa.string()), ("text", pa.string())])
     try:
         return pa.unify_schemas(found, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
