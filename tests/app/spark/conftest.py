@@ -27,6 +27,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")  # keep the 3 partitions: more seams
+        .config("spark.sql.autoBroadcastJoinThreshold", "-1")  # shuffled joins, as at scale
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

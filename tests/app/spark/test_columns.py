@@ -46,16 +46,26 @@ def _rows(parquet_safe: bool) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _write_inputs(folder: Path, rows: list[dict[str, Any]]) -> list[str]:
+#: Rows after the others, ids descending (a shuffle's order, or an id order, is not theirs).
+FILLERS = [
+    {"id": f"f-{i:02d}", "text": " ".join(f"filler{i}w{j}" for j in range(30)),
+     "quality": i / 3, "views": i}
+    for i in reversed(range(16))
+]  # fmt: skip
+
+
+def _write_inputs(folder: Path, rows: list[dict[str, Any]], fillers: bool = True) -> list[str]:
     """Two JSON Lines files, given in reverse name order (input order is the arguments'), one
-    with non-ASCII characters unescaped and a blank line, the other as json.dumps writes."""
+    with non-ASCII characters unescaped and a blank line, the other as json.dumps writes (with
+    ``fillers`` last)."""
     folder.mkdir(parents=True, exist_ok=True)
     first, second = folder / "b.jsonl", folder / "a.jsonl"
     first.write_text(
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows[:3]) + "\n",
         encoding="utf-8",
     )
-    second.write_text("".join(json.dumps(r) + "\n" for r in rows[3:]), encoding="utf-8")
+    rest = rows[3:] + (FILLERS if fillers else [])
+    second.write_text("".join(json.dumps(r) + "\n" for r in rest), encoding="utf-8")
     return [str(first), str(second)]
 
 
@@ -72,13 +82,15 @@ def test_spark_json_lines_keep_every_field_byte_for_byte_in_order(
     got = part_lines(out, ordered=True)
     assert got == expected
     rows = [json.loads(line) for line in got]
+    fillers = [f["id"] for f in FILLERS]
     assert [r["id"] for r in rows] == (
-        ["k-1", "k-0", "k-2", "k-3", "k-4"] if keep else ["k-0", "k-3", "k-4"]
+        ["k-1", "k-0", "k-2", "k-3", "k-4", *fillers] if keep else ["k-0", "k-3", "k-4", *fillers]
     )
     first = rows[0]
     assert first["views"] == (2**70 if keep else 0) and "url" in first and "quality" in first
-    assert list(rows[-1]) == ["id", "quality", "text", "views", "low", "ok", "none", "tags",
-                              "url", "info", "meta"]  # fmt: skip
+    last = rows[-len(fillers) - 1]
+    assert list(last) == ["id", "quality", "text", "views", "low", "ok", "none", "tags", "url",
+                          "info", "meta"]  # fmt: skip
     assert manifest.counts["written"] == len(expected)
     assert set(manifest.shuffle_bytes) == set(manifest.seconds)
     assert all(v["write"] > 0 and v["read"] > 0 for v in manifest.shuffle_bytes.values())
@@ -111,7 +123,7 @@ def test_spark_parquet_output_is_the_local_table(spark: Any, tmp_path: Path) -> 
 
 def test_rows_no_parquet_schema_fits_are_the_local_error(spark: Any, tmp_path: Path) -> None:
     rows = [{"id": "a", "text": OTHER, "n": 1}, {"id": "b", "text": THIRD, "n": 2**70}]
-    inputs = _write_inputs(tmp_path / "in", rows)
+    inputs = _write_inputs(tmp_path / "in", rows, fillers=False)
     with pytest.raises(CorpusError, match="do not fit one Parquet schema") as local:
         run_local(inputs, tmp_path / "local.parquet")
     with pytest.raises(CorpusError, match="do not fit one Parquet schema") as spark_error:
