@@ -57,6 +57,13 @@ def id_problem(doc_id: str) -> str | None:
     return None
 
 
+def check_id(doc_id: str, name: str, line: int | None) -> None:
+    """CorpusError naming the file and line of an id that ``id_problem`` refuses."""
+    problem = id_problem(doc_id)
+    if problem is not None:
+        raise CorpusError(name, line, f"the id {doc_id!r} {problem}")
+
+
 def get_field(row: dict[str, Any], name: str) -> Any:
     """The value at ``name``: a top-level key of that exact name, else a dotted path into nested
     objects (``meta.source``); ``None`` when absent."""
@@ -98,6 +105,23 @@ class Schema:
         for flag, value in (("id_field", self.id_field), ("text_field", self.text_field)):
             if not value or any(not part for part in value.split(".")):
                 raise ParameterError(f"{flag} {value!r} is not a field name or dotted path")
+
+    def id_and_text(self, row: dict[str, Any], name: str, line: int | None) -> tuple[str, str]:
+        """The row's id (an integer as its decimal string) and text, before any ``id_prefix``;
+        CorpusError naming ``name`` and ``line`` when either is missing or of the wrong type."""
+        doc_id = get_field(row, self.id_field)
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        elif not isinstance(doc_id, str) or not doc_id:
+            raise CorpusError(
+                name, line, f"'{self.id_field}' must be a non-empty string or an integer"
+            )
+        text = get_field(row, self.text_field)
+        if not isinstance(text, str):
+            raise CorpusError(name, line, f"'{self.text_field}' must be a string")
+        if not self.id_prefix:  # else the id is checked once prefixed (RecordReader)
+            check_id(doc_id, name, line)
+        return doc_id, text
 
     def columns(self, names: Sequence[str], *extra: str) -> list[str]:
         """The top-level Parquet columns the id, the text and ``extra`` fields live in."""
@@ -203,22 +227,11 @@ class RecordReader:
 
     def _record(self, source: Source, line: int, row: dict[str, Any], raw: str | None) -> Record:
         schema = self.schema
-        doc_id = get_field(row, schema.id_field)
-        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
-            doc_id = str(doc_id)
-        elif not isinstance(doc_id, str) or not doc_id:
-            raise CorpusError(
-                source.name, line, f"'{schema.id_field}' must be a non-empty string or an integer"
-            )
-        text = get_field(row, schema.text_field)
-        if not isinstance(text, str):
-            raise CorpusError(source.name, line, f"'{schema.text_field}' must be a string")
+        doc_id, text = schema.id_and_text(row, source.name, line)
         if schema.id_prefix:
             doc_id = f"{source.label}/{doc_id}"
             row = set_field(row, schema.id_field, doc_id)
-        problem = id_problem(doc_id)
-        if problem is not None:
-            raise CorpusError(source.name, line, f"the id {doc_id!r} {problem}")
+            check_id(doc_id, source.name, line)
         return Record(doc_id, text, row, source.name, line, raw)
 
 

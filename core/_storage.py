@@ -2,7 +2,8 @@
 fsspec URLs (``s3://``, ``gs://``, ``hf://``, ``memory://``, ``file://``), as bytes.
 
 Inputs expand in a fixed order (the arguments as given; the files of a directory or a glob
-sorted by path), so a run reads the same documents in the same order every time. Standard input
+sorted by path; in a directory, names starting with ``_`` or ``.`` are skipped, as Hadoop and
+Spark hide them), so a run reads the same documents in the same order every time. Standard input
 is spooled to a temporary file (a batch run reads its inputs twice). Outputs are written under a
 temporary name and renamed over the target only when complete; ``-`` is written to a temporary
 file and copied to standard output at the end: a failed run leaves nothing behind either way.
@@ -116,8 +117,9 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
     but a plain ``.json``, which may be a manifest: name such a file itself) and every file must
     be one; without (protected sets), a directory gives its ``protected`` files and any name
     goes (the reader refuses one it cannot read as items). Either way a directory's hidden
-    files, and every file under a hidden directory (``.git/``, ``.env``), are not read; a file
-    named on its own is, whatever its name.
+    files (``_hidden``: a name starting with ``.`` or ``_``), and every file under a hidden
+    directory (``.git/``, ``_temporary/``), are not read; a file named on its own is, whatever
+    its name.
     """
     sources: list[Source] = []
     wanted = _in_corpus_dir if corpus else _in_protected_dir
@@ -152,9 +154,12 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
     return sources
 
 
-def _hidden(rel: str) -> bool:
-    """Whether a path relative to a directory is hidden: any part of it starts with a dot."""
-    return any(part.startswith(".") for part in rel.split("/"))
+def _hidden(relative: str) -> bool:
+    """Whether a file found in a directory is hidden, as Hadoop and Spark hide files: a name (of
+    the file or of a folder on the way) starting with ``.`` (``.git/``, ``.env``, ``.crc``
+    checksums) or ``_`` (``_SUCCESS``, ``_temporary/`` of an unfinished job), so a Spark output
+    directory reads as its parts."""
+    return any(part.startswith(("_", ".")) for part in relative.split("/"))
 
 
 #: What a directory of inputs gives: its corpus files (a plain .json only when named).

@@ -10,6 +10,7 @@ batch is a CorpusError that says to write JSON Lines instead.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import suppress
 from types import TracebackType
 from typing import IO, Any
@@ -89,6 +90,32 @@ class RowWriter:
         if self._parquet is not None:
             self._parquet.close()
 
+    @staticmethod
+    def dumps(row: dict[str, Any]) -> str:
+        """The JSON text ``write`` writes for ``row`` on a JSON Lines output (no newline)."""
+        return _ENCODER.encode(row)
+
+    @staticmethod
+    def table(rows: list[dict[str, Any]], hint: Any = None) -> Any:
+        """The Arrow table a first batch of ``rows`` is written as (the columns, their order and
+        types the output gets): what other engines infer a Parquet output's schema with.
+        ArrowInvalid, ArrowTypeError or OverflowError (an integer beyond 64 bits) when the rows
+        fit no Arrow schema."""
+        return _with_types(_table(rows), hint)
+
+    @staticmethod
+    def hint(base: Any, tag: str, extra: Sequence[Any] = ()) -> Any:
+        """The ``hint`` of an output whose rows are the inputs' rows tagged: ``base`` (the inputs'
+        Arrow schema, or None) with the string field ``tag`` added to a struct ``meta``, then
+        the ``extra`` fields."""
+        import pyarrow as pa
+
+        fields = list(base) if base is not None else []
+        for i, f in enumerate(fields):
+            if f.name == "meta" and pa.types.is_struct(f.type) and tag not in f.type.names:
+                fields[i] = pa.field("meta", pa.struct([*f.type, pa.field(tag, pa.string())]))
+        return pa.schema([*fields, *extra])
+
     def _open(self, schema: Any) -> None:
         import pyarrow.parquet as pq
 
@@ -102,7 +129,7 @@ class RowWriter:
             return
         try:
             table = _table(self._rows)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise CorpusError(
                 self.name, None, f"rows do not fit one Parquet schema: {exc}"
             ) from None

@@ -38,6 +38,7 @@ from neardup.core.engine import (
     ProtectedSet,
     Protection,
     Record,
+    RowWriter,
     Schema,
     apply_mode,
     drop_rule,
@@ -64,11 +65,8 @@ def arrow_hint(base: Any, reasons: bool) -> Any:
     text = pa.string()
     reason = pa.struct([("reason", text), ("duplicate_of", text), ("estimate", pa.float64()),
                         ("set", text), ("item", text), ("ngram", text)])  # fmt: skip
-    fields = [f for f in base if f.name != REASON_KEY] if base is not None else []
-    for i, f in enumerate(fields):
-        if f.name == "meta" and pa.types.is_struct(f.type) and CLUSTER_KEY not in f.type.names:
-            fields[i] = pa.field("meta", pa.struct([*f.type, pa.field(CLUSTER_KEY, text)]))
-    return pa.schema([*fields, *([pa.field(REASON_KEY, reason)] if reasons else [])])
+    own = None if base is None else pa.schema([f for f in base if f.name != REASON_KEY])
+    return RowWriter.hint(own, CLUSTER_KEY, [pa.field(REASON_KEY, reason)] if reasons else [])
 
 
 def load_protected(options: DedupOptions, manifest: Manifest) -> list[ProtectedSet]:

@@ -5,18 +5,30 @@ survivors written as a directory of part files, and files on any Hadoop filesyst
 
 Inputs are local paths, directories, globs or Hadoop URIs (``s3a://``, ``hdfs://``, ``gs://``).
 A name ending in ``.parquet`` (a file, a directory of parts, or a glob such as ``*.parquet``) is
-read as Parquet; anything else as JSON Lines (``.jsonl``, ``.jsonl.gz``: Spark's JSON reader
-decompresses by extension). Rows become (id, text, meta, file) with ``meta`` as JSON text.
+read as Parquet; anything else as JSON Lines (``.jsonl``, ``.jsonl.gz``: Spark's text reader
+decompresses by extension). Either way Spark's readers skip the names Hadoop hides (``_*``,
+``.*``: ``_SUCCESS``, ``.crc`` files), so a Spark output directory is an input. Each row is
+checked and parsed by the local reader's own code, and kept whole as JSON text (every field,
+in order), with its place in the local engine's reading order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from neardup.core.engine import CorpusError, DuplicateIdError
+from neardup.app.spark import kernels
+from neardup.core.engine import (
+    CLUSTER_KEY,
+    CorpusError,
+    DuplicateIdError,
+    RowWriter,
+    expand_inputs,
+    parquet_schema,
+)
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
@@ -30,8 +42,6 @@ __all__ = [
 
 #: Output names the Spark engine writes (a directory of part files in that format).
 OUTPUT_FORMATS = (".parquet", ".jsonl", ".jsonl.gz")
-_CORRUPT = "_corrupt_record"
-_JSON_SCHEMA = f"id STRING, text STRING, meta STRING, {_CORRUPT} STRING"
 #: Repeated ids named in the error at most (the rest are counted).
 _SHOWN_IDS = 20
 
@@ -51,11 +61,24 @@ def _is_parquet(path: str) -> bool:
     return path.rstrip("/").lower().endswith(".parquet")
 
 
-def read_corpus(spark: SparkSession, inputs: Sequence[str]) -> DataFrame:
-    """All inputs as one DataFrame (id, text, meta, file, bad): ``bad`` says why a row is not a
-    document (None for a good one). Nothing is read until an action runs."""
+#: The columns ``read_corpus`` gives (``pos`` orders the rows as the local engine reads them).
+_DOCUMENTS = (
+    "id string, text string, bad string, file string, "
+    "pos struct<input: int, file: string, start: bigint, n: bigint>, row string"
+)
+
+
+def read_corpus(
+    spark: SparkSession, inputs: Sequence[str], *, rows: bool = False, reserved: str | None = None
+) -> DataFrame:
+    """All inputs as one DataFrame (id, text, bad, file, pos, row): ``bad`` says why a row is
+    not a document (None for a good one; its id and text are then null), ``pos`` is the row's
+    place in the local engine's reading order (input, file, then line or row), and with
+    ``rows`` ``row`` is the whole row as JSON text (else null). ``reserved`` is a field no row
+    may have. Nothing is read until an action runs."""
     parts = [
-        _read_json(spark, p) if not _is_parquet(p) else _read_parquet(spark, p) for p in inputs
+        (_read_parquet if _is_parquet(p) else _read_json)(spark, p, i, rows, reserved)
+        for i, p in enumerate(inputs)
     ]
     out = parts[0]
     for part in parts[1:]:
@@ -70,53 +93,52 @@ def _missing(spark: SparkSession, path: str, exc: Exception) -> CorpusError:
     return CorpusError(path, None, f"cannot read: {text.splitlines()[0] if text else exc}")
 
 
-def _bad_reason(corrupt: Column | None) -> Column:
-    """Why a row is not a document, as a column (null for a good row)."""
+def _position(index: int, start: Column, n: Column) -> Column:
     from pyspark.sql import functions as F
 
-    reason = F.when(F.lit(False), F.lit(None))
-    if corrupt is not None:
-        reason = F.when(corrupt.isNotNull(), F.lit("not valid JSON, or not a JSON object"))
-    meta = F.col("meta")
-    return (
-        reason.when(
-            F.col("id").isNull() | (F.col("id") == ""), F.lit("'id' must be a non-empty string")
-        )
-        .when(F.col("text").isNull(), F.lit("'text' must be a string"))
-        .when(
-            meta.isNotNull() & ~F.ltrim(meta).startswith("{"),
-            F.lit("'meta' must be an object when present"),
-        )
+    return F.struct(
+        F.lit(index).alias("input"),
+        F.col("_metadata.file_path").alias("file"),
+        start.cast("bigint").alias("start"),
+        n.cast("bigint").alias("n"),
     )
 
 
-def _read_json(spark: SparkSession, path: str) -> DataFrame:
+def _read_json(
+    spark: SparkSession, path: str, index: int, rows: bool, reserved: str | None
+) -> DataFrame:
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
     try:
-        df = (
-            spark.read.schema(_JSON_SCHEMA)
-            .option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", _CORRUPT)
-            .option("allowSingleQuotes", "false")  # JSON, as the local reader takes it
-            .json(path)
-        )
+        df = spark.read.text(path)
     except AnalysisException as exc:
         raise _missing(spark, path, exc) from None
+
+    def documents(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out = kernels.line_documents(batch, reserved)
+            yield out if rows else _without_rows(out)
+
+    # Within a file, rows keep their order: a split's rows are one partition's, in order.
+    pos = _position(index, F.col("_metadata.file_block_start"), F.monotonically_increasing_id())
     return df.select(
-        "id",
-        "text",
-        "meta",
-        F.col("_metadata.file_path").alias("file"),
-        _bad_reason(F.col(_CORRUPT)).alias("bad"),
-    )
+        "value", F.col("_metadata.file_path").alias("file"), pos.alias("pos")
+    ).mapInArrow(documents, _DOCUMENTS)
 
 
-def _read_parquet(spark: SparkSession, path: str) -> DataFrame:
+def _without_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    column = batch.schema.get_field_index("row")
+    return batch.set_column(column, "row", pa.nulls(len(batch), pa.string()))
+
+
+def _read_parquet(
+    spark: SparkSession, path: str, index: int, rows: bool, reserved: str | None
+) -> DataFrame:
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
 
     try:
         df = spark.read.parquet(path)
@@ -124,46 +146,60 @@ def _read_parquet(spark: SparkSession, path: str) -> DataFrame:
         raise _missing(spark, path, exc) from None
     if not {"id", "text"} <= set(df.columns):
         raise CorpusError(path, None, "a Parquet corpus needs the columns 'id' and 'text'")
-    if "meta" not in df.columns:
-        meta = F.lit(None).cast("string")
-    elif isinstance(df.schema["meta"].dataType, StringType):
-        meta = F.col("meta")
-    else:
-        meta = F.to_json(F.col("meta"))
-    typed = df.select(
-        F.col("id").cast("string").alias("id"),
-        F.col("text").cast("string").alias("text"),
-        meta.alias("meta"),
-        F.col("_metadata.file_path").alias("file"),
-    )
-    return typed.withColumn("bad", _bad_reason(None))
+    columns = list(df.columns)
+
+    def documents(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out = kernels.parquet_documents(batch, columns, reserved)
+            yield out if rows else _without_rows(out)
+
+    pos = _position(index, F.lit(0), F.col("_metadata.row_index"))
+    internal = [F.col("_metadata.file_path").alias("file"), pos.alias("pos")]
+    return df.select(*columns, *internal).mapInArrow(documents, _DOCUMENTS)
 
 
-def _line_of(spark: SparkSession, file: str) -> int | None:
+def parquet_hint(spark: SparkSession, inputs: Sequence[str]) -> pa.Schema | None:
+    """The Arrow types a Parquet output casts its columns back to, as the local engine's: the
+    Parquet inputs' columns, unified, ``meta`` with its ``minhash_cluster``; None without
+    Parquet inputs. Each input's schema is its files' (read by the driver, as the local engine
+    reads it) where fsspec reaches them, else as Spark reads it (``s3a://``, ``hdfs://``: a
+    column of nulls only is then an int32 column)."""
+    import pyarrow as pa
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schemas = []
+    for path in inputs:
+        if not _is_parquet(path):
+            continue
+        try:
+            schemas.append(parquet_schema(expand_inputs([path])))
+            continue
+        except (CorpusError, OSError, ImportError, ValueError):
+            pass  # not a filesystem fsspec knows here: Spark's view of the columns
+        try:
+            schemas.append(to_arrow_schema(spark.read.parquet(path).schema))
+        except AnalysisException as exc:
+            raise _missing(spark, path, exc) from None
+    if not schemas:
+        return None
+    try:
+        base = pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        base = schemas[0]
+    hint: pa.Schema = RowWriter.hint(base, CLUSTER_KEY)
+    return hint
+
+
+def _line_of(spark: SparkSession, file: str, reserved: str | None) -> int | None:
     """The first line of a JSON Lines file that is not a document (an error path only)."""
-    from pyspark.sql import functions as F
-
-    lines = spark.read.text(file).rdd.zipWithIndex().map(lambda r: (r[0][0], r[1] + 1))
-    parsed = lines.toDF(["value", "line"]).select(
-        "line",
-        F.from_json(
-            "value",
-            _JSON_SCHEMA,
-            {
-                "mode": "PERMISSIVE",
-                "columnNameOfCorruptRecord": _CORRUPT,
-                "allowSingleQuotes": "false",
-            },
-        ).alias("row"),
-        F.trim("value").alias("trimmed"),
-    )
-    rows = parsed.where(F.col("trimmed") != "").select("line", "row.*")
-    bad = rows.where(_bad_reason(F.col(_CORRUPT)).isNotNull())
-    first = bad.agg(F.min("line")).first()
-    return None if first is None or first[0] is None else int(first[0])
+    lines = spark.read.text(file).rdd.zipWithIndex()
+    bad = lines.filter(lambda r: kernels.line_problem(r[0][0], reserved) is not None)
+    first = bad.map(lambda r: r[1] + 1).take(1)  # zipWithIndex keeps the file's order
+    return int(first[0]) if first else None
 
 
-def check_rows(spark: SparkSession, docs: DataFrame) -> None:
+def check_rows(spark: SparkSession, docs: DataFrame, reserved: str | None = None) -> None:
     """CorpusError naming the file (and line, for JSON Lines) of the first row that is not a
     document; nothing when every row is one."""
     from pyspark.sql import functions as F
@@ -172,7 +208,7 @@ def check_rows(spark: SparkSession, docs: DataFrame) -> None:
     if not bad:
         return
     file, reason = str(bad[0]["file"]), str(bad[0]["bad"])
-    line = None if _is_parquet(file) else _line_of(spark, file)
+    line = None if _is_parquet(file) else _line_of(spark, file, reserved)
     raise CorpusError(_shown(file), line, reason)
 
 
@@ -240,6 +276,18 @@ class HadoopPath:
             stream.write(bytearray(data))
         finally:
             stream.close()
+
+    def rename_parts(self, old: str, new: str) -> None:
+        """Rename this directory's part files (and their checksums) from ``part-*{old}[.*]`` to
+        ``part-*{new}[.*]``."""
+        for status in self._fs.listStatus(self._jpath):
+            source = status.getPath()
+            name = str(source.getName())
+            if name.startswith("part-") and old in name:
+                head, _, tail = name.rpartition(old)
+                target = self._jvm.org.apache.hadoop.fs.Path(self._jpath, head + new + tail)
+                if not self._fs.rename(source, target):
+                    raise CorpusError(self.path, None, f"cannot rename {name}")
 
     def size(self) -> int:
         """Bytes under the path (a directory's files summed)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -15,10 +17,43 @@ from neardup.core.engine import ParameterError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["dedup_on_spark", "spark_session"]
+__all__ = ["check_master", "dedup_on_spark", "spark_session"]
 
 #: spark.sql.shuffle.partitions on a local master (Spark's configuration decides elsewhere).
 _LOCAL_SHUFFLE_PARTITIONS = 8
+#: The master URLs Spark 4 takes (mesos:// is gone): local[N|*][,F], local-cluster[N,C,M],
+#: spark://HOST:PORT[,HOST:PORT...], yarn, k8s://[https://]HOST[:PORT].
+_THREADS = r"(\d+|\*)"
+_MASTER = re.compile(
+    rf"local(\[{_THREADS}(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
+    r"|spark://[^\s,/:]+:\d+(,[^\s,/:]+:\d+)*|k8s://\S+"
+)
+#: Seconds to wait for a standalone master to accept a connection.
+_CONNECT_TIMEOUT = 5.0
+
+
+def check_master(master: str) -> None:
+    """ParameterError, before any JVM starts, for a master URL Spark would not take or a
+    standalone master (``spark://``) that accepts no connection: one line, where Spark itself
+    prints pages of Python and Java traces (or retries for a minute first)."""
+    if not _MASTER.fullmatch(master):
+        raise ParameterError(
+            f"--spark-master {master!r} is not a Spark master URL (local, local[N], local[*], "
+            "spark://HOST:PORT, yarn, k8s://HOST:PORT)"
+        )
+    if not master.startswith("spark://"):
+        return
+    failures = []
+    for address in master[len("spark://") :].split(","):
+        host, port = address.rsplit(":", 1)
+        try:
+            socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT).close()
+            return
+        except OSError as exc:
+            failures.append(f"{address}: {exc.strerror or exc}")
+    raise ParameterError(
+        f"--spark-master {master}: cannot reach the Spark master ({'; '.join(failures)})"
+    )
 
 
 def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
@@ -35,6 +70,8 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
             "pip install -e '.[spark]' in a clone of neardup, "
             f"or pip install 'neardup-{version('neardup')}-py3-none-any.whl[spark]' from its wheel"
         ) from None
+    if master is not None:
+        check_master(master)
     if master is not None and master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("neardup dedup")
@@ -45,7 +82,11 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
         builder = builder.config("spark.sql.shuffle.partitions", str(_LOCAL_SHUFFLE_PARTITIONS))
     if quiet:
         builder = builder.config("spark.ui.showConsoleProgress", "false")
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # Spark's own refusal (a cluster manager's check, no Java...)
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise ParameterError(f"cannot start Spark (--spark-master {master}): {first}") from None
     spark.sparkContext.setLogLevel("ERROR" if quiet else "WARN")
     return spark
 

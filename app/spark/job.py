@@ -14,13 +14,17 @@ Stages (each materialised once, so its seconds mean something and later stages r
    star of confirmed components per bucket.
 4. ``components``: large-star / small-star over those edges; every class's root is the
    smallest id of its component.
-5. ``write``: the second pass over the inputs: the kept documents tagged with their root
-   (with ``--keep-duplicates`` all of them, a would-be-dropped one with the local engine's
-   ``neardup`` object: its exact keeper, or its root and their estimate, computed over Arrow
-   batches after one join on the root's signature), minus the contaminated ones, written as
-   part files to a hidden sibling directory that is moved to the output when complete.
+5. ``write``: the second pass over the inputs: the kept documents' whole rows tagged with
+   their root (with ``--keep-duplicates`` all of them, a would-be-dropped one with the local
+   engine's ``neardup`` object: its exact keeper, or its root and their estimate, computed
+   over Arrow batches after one join on the root's signature), minus the contaminated ones,
+   sorted into the local engine's order and written as part files (JSON Lines with its
+   encoder; Parquet with the schema its writer infers) to a hidden sibling directory that is
+   moved to the output when complete.
 
-The survivors and tags are exactly the local engine's: the classes are core's identical-row
+Rows are read, checked and parsed by the local reader's code and kept whole (every field),
+so the output is the local engine's output file, row for row. The survivors and tags are
+exactly the local engine's: the classes are core's identical-row
 classes, a bucket is a run of equal band rows, confirmation is core's ``estimates``, and
 components of the same graph have the same smallest-id roots, for any partitioning or order.
 """
@@ -40,10 +44,18 @@ from neardup.app.spark.corpus import (
     check_rows,
     check_unique_ids,
     output_format,
+    parquet_hint,
     read_corpus,
 )
 from neardup.app.spark.metrics import shuffle_bytes
-from neardup.core.engine import MinhashParams, NgramIndex, ParameterError, read_protected_set
+from neardup.core.engine import (
+    CorpusError,
+    MinhashParams,
+    NgramIndex,
+    ParameterError,
+    RowWriter,
+    read_protected_set,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -88,20 +100,25 @@ class SparkManifest:
 
 
 class _Clock:
-    """Seconds per stage; each stage's Spark jobs in a job group of its name (for metrics)."""
+    """Seconds per stage; each stage's Spark jobs in a job group named ``RUN:STAGE`` (``RUN``
+    this run's own, so a session's earlier runs do not count in its shuffle bytes)."""
 
     def __init__(self, spark: SparkSession, seconds: dict[str, float], first: str) -> None:
         self.spark = spark
         self.seconds = seconds
+        self.run = f"neardup-{uuid.uuid4().hex[:12]}:"
         self.started = time.perf_counter()
-        spark.sparkContext.setJobGroup(first, f"neardup dedup: {first}")
+        self._group(first)
+
+    def _group(self, stage: str) -> None:
+        self.spark.sparkContext.setJobGroup(self.run + stage, f"neardup dedup: {stage}")
 
     def lap(self, stage: str, following: str | None = None) -> None:
         now = time.perf_counter()
         self.seconds[stage] = round(now - self.started, 3)
         self.started = now
         if following is not None:
-            self.spark.sparkContext.setJobGroup(following, f"neardup dedup: {following}")
+            self._group(following)
 
 
 def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
@@ -189,16 +206,22 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
     )
 
 
-def _decontaminate(
-    spark: SparkSession, kept: DataFrame, protected: Sequence[str], n: int, fmt: str
+#: The ordering column of the output rows and the Spark type of their JSON text.
+_LINES = "pos struct<input: int, file: string, start: bigint, n: bigint>, value string"
+#: Rows per chunk an executor infers a Parquet schema from (the local writer's batch).
+_SCHEMA_ROWS = 8192
+
+
+def _output_lines(
+    spark: SparkSession, kept: DataFrame, protected: Sequence[str], n: int
 ) -> DataFrame:
-    """The kept rows, contaminated ones dropped, as output rows (``value`` for JSON Lines);
-    with ``reason``, ``duplicate_of`` and ``estimate`` columns, each line's ``neardup`` too."""
+    """(pos, value): every kept row that shares no protected n-gram, as the JSON text the local
+    engine writes for it (every input field, ``meta.minhash_cluster``; with ``reason``,
+    ``duplicate_of`` and ``estimate`` columns, a would-be-dropped row's ``neardup`` too)."""
     grams: set[str] = set()
     for path in protected:
         grams.update(read_protected_set(path, n).grams)
     shared = spark.sparkContext.broadcast(sorted(grams)) if grams else None
-    jsonl = fmt != ".parquet"
     why = [c for c in ("reason", "duplicate_of", "estimate") if c in kept.columns]
 
     def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -206,43 +229,110 @@ def _decontaminate(
 
         index = NgramIndex(set(shared.value), n) if shared is not None else None
         for batch in batches:
-            texts = batch.column("text").to_pylist()
-            keep = pa.array(kernels.clean_batch(texts, index))
-            rows = batch.filter(keep)
-            ids, metas, roots = (rows.column(c).to_pylist() for c in ("id", "meta", "root"))
-            kept_texts = [t for t, k in zip(texts, keep.to_pylist(), strict=True) if k]
-            if jsonl:
-                reasons = (
-                    list(zip(*(rows.column(c).to_pylist() for c in why), strict=True))
-                    if why
-                    else None
-                )
-                lines = kernels.json_lines(ids, kept_texts, metas, roots, reasons)
-                yield pa.RecordBatch.from_arrays([pa.array(lines, pa.string())], ["value"])
-            else:
-                tagged = [kernels.dumps_meta(m, r) for m, r in zip(metas, roots, strict=True)]
-                yield pa.RecordBatch.from_arrays(
-                    [rows.column("id"), rows.column("text"), pa.array(tagged, pa.string())],
-                    ["id", "text", "meta"],
-                )
+            reasons = (
+                list(zip(*(batch.column(c).to_pylist() for c in why), strict=True)) if why else None
+            )
+            rows = kernels.tagged_rows(
+                batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons
+            )
+            keep = kernels.clean_batch([kernels.text_of(r) for r in rows], index)
+            lines = [RowWriter.dumps(r) for r, k in zip(rows, keep.tolist(), strict=True) if k]
+            yield pa.RecordBatch.from_arrays(
+                [batch.column("pos").filter(pa.array(keep)), pa.array(lines, pa.string())],
+                ["pos", "value"],
+            )
 
-    schema = "value string" if jsonl else "id string, text string, meta string"
-    return kept.select("id", "text", "meta", "root", *why).mapInArrow(clean, schema)
+    return kept.select("row", "root", "pos", *why).mapInArrow(clean, _LINES)
 
 
-def _write(rows: DataFrame, output: HadoopPath, fmt: str) -> None:
-    """Part files to a hidden sibling directory, moved over ``output`` once complete."""
+def _parquet_schema(ordered: DataFrame, output: str, hint: pa.Schema | None) -> pa.Schema:
+    """The Arrow schema of the output rows, as the local writer infers it (``RowWriter.table``
+    over chunks of rows, cast to the Parquet inputs' types), unified in input order over the
+    executors' chunks; CorpusError when the rows fit no Parquet schema."""
+    import pyarrow as pa
+
+    def schemas(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import json
+
+        import pyarrow as pa
+
+        rows: list[dict[str, Any]] = []
+        found: list[pa.Schema] = []
+        error = None
+        try:
+            for batch in batches:
+                rows.extend(json.loads(v) for v in batch.column("value").to_pylist())
+                while len(rows) >= _SCHEMA_ROWS:
+                    found.append(kernels.row_schema(rows[:_SCHEMA_ROWS], hint))
+                    del rows[:_SCHEMA_ROWS]
+            if rows:
+                found.append(kernels.row_schema(rows, hint))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            error = str(exc)
+        blobs: list[bytes | None] = [f.serialize().to_pybytes() for f in found]
+        errors: list[str | None] = [None] * len(blobs)
+        if error is not None:
+            blobs, errors = [None], [error]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(blobs, pa.binary()), pa.array(errors, pa.string())], ["schema", "error"]
+        )
+
+    got = ordered.select("value").mapInArrow(schemas, "schema binary, error string").collect()
+    errors = [r["error"] for r in got if r["error"] is not None]
+    if errors:
+        raise CorpusError(output, None, f"rows do not fit one Parquet schema: {errors[0]}")
+    found = [pa.ipc.read_schema(pa.py_buffer(r["schema"])) for r in got if r["schema"]]
+    if not found:  # no rows: the local writer's empty file
+        return pa.schema([("id", pa.string()), ("text", pa.string())])
+    try:
+        return pa.unify_schemas(found, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise CorpusError(output, None, f"rows do not fit one Parquet schema: {exc}") from None
+
+
+def _write(
+    spark: SparkSession, lines: DataFrame, output: HadoopPath, fmt: str, hint: pa.Schema | None
+) -> None:
+    """Part files, in the local engine's row order (part names in that order), to a hidden
+    sibling directory moved over ``output`` once complete."""
+    from pyspark import StorageLevel
+
     partial = output.sibling(f".{output.name}.partial-{uuid.uuid4().hex[:12]}")
+    ordered = lines.orderBy("pos")
     try:
         if fmt == ".parquet":
-            rows.write.mode("overwrite").parquet(partial.path)
+            ordered = ordered.persist(StorageLevel.MEMORY_AND_DISK)  # read twice
+            try:
+                schema = _parquet_schema(ordered, output.path, hint)
+                _arrow_rows(ordered, schema).write.mode("overwrite").parquet(partial.path)
+            finally:
+                ordered.unpersist()
         else:
             compression = "gzip" if fmt == ".jsonl.gz" else "none"
-            rows.write.mode("overwrite").option("compression", compression).text(partial.path)
+            writer = ordered.select("value").write.mode("overwrite")
+            writer.option("compression", compression).text(partial.path)
+            partial.rename_parts(".txt", ".jsonl")  # part-*.txt[.gz] -> part-*.jsonl[.gz]
         partial.rename_to(output)
     except BaseException:
         partial.delete()
         raise
+
+
+def _arrow_rows(ordered: DataFrame, schema: pa.Schema) -> DataFrame:
+    """The output rows as columns of ``schema`` (Spark's Parquet writer has no null type: a
+    column null in every row is a string column)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    def arrow(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import json
+
+        import pyarrow as pa
+
+        for batch in batches:
+            rows = [json.loads(v) for v in batch.column("value").to_pylist()]
+            yield from pa.Table.from_pylist(rows, schema=schema).to_batches()
+
+    return ordered.select("value").mapInArrow(arrow, from_arrow_schema(schema))
 
 
 def run_spark_dedup(
@@ -274,15 +364,17 @@ def run_spark_dedup(
     n = params.minhash.ngram
     for path in protected:  # read (and rejected) before any Spark work
         read_protected_set(path, n)
+    reserved = kernels.REASON_KEY if params.keep_duplicates else None
+    hint = parquet_hint(spark, inputs) if fmt == ".parquet" else None
     clock = _Clock(spark, manifest.seconds, "signatures")
-    raw = read_corpus(spark, inputs)
+    raw = read_corpus(spark, inputs, reserved=reserved)
     persisted: list[DataFrame] = []
     try:
         # One pass over the inputs: signatures and digests, kept; every check runs on them.
         signed = _signed(raw, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(signed)
         read = signed.count()
-        check_rows(spark, signed)
+        check_rows(spark, signed, reserved)
         check_unique_ids(signed)
         clock.lap("signatures", "classes")
         classes = _classes(signed).persist(StorageLevel.MEMORY_AND_DISK)
@@ -325,12 +417,14 @@ def run_spark_dedup(
             kept = _with_reasons(tagged, classes, params.minhash)
         else:
             kept = tagged.where(near).select("id", "root")
-        # The second pass over the inputs: texts and meta of the kept documents.
-        docs = kept.join(raw.select("id", "text", "meta"), "id")
-        rows = _decontaminate(spark, docs, protected, n, fmt)
+        # The second pass over the inputs: the kept documents' whole rows.
+        rows = read_corpus(spark, inputs, rows=True).select("id", "row", "pos")
+        lines = _output_lines(spark, kept.join(rows, "id"), protected, n)
+        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)  # sampled, then sorted
+        persisted.append(lines)
+        written = lines.count()
         target = HadoopPath(spark, output)
-        _write(rows, target, fmt)
-        written = _count_written(spark, output, fmt)
+        _write(spark, lines, target, fmt, hint)
         clock.lap("write")
     finally:
         for df in persisted:
@@ -347,11 +441,5 @@ def run_spark_dedup(
         "edges": edge_count,
     }
     manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
-    manifest.shuffle_bytes = shuffle_bytes(spark)
+    manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
     return manifest
-
-
-def _count_written(spark: SparkSession, output: str, fmt: str) -> int:
-    if fmt == ".parquet":
-        return spark.read.parquet(output).count()
-    return spark.read.text(output).count()

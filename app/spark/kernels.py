@@ -11,8 +11,11 @@ document for signatures, band keys, confirmations or n-gram checks.
   bucket's confirmed components: (child cid, smallest cid of its component in the bucket).
 - ``clean_batch``: which texts share no protected n-gram (``NgramIndex``'s exact verdicts).
 - ``estimate_batch``: (id, sig, root_sig) -> (id, estimate), core's ``estimates`` of each pair.
-- ``json_lines`` and ``tagged_meta``: the output rows, spelled as the local engine writes them
-  (with ``--keep-duplicates``, a would-be-dropped row's ``neardup`` object after ``meta``).
+- ``line_documents`` and ``parquet_documents``: input rows -> (id, text, bad, row), checked as
+  the local reader checks them, ``row`` the whole row as JSON text (every field kept).
+- ``tagged_rows``: the output rows, built as the local engine builds them (``meta``'s
+  ``minhash_cluster``; with ``--keep-duplicates``, a would-be-dropped row's ``neardup`` object
+  last), written with ``RowWriter.dumps`` (JSON Lines) or to the schema ``row_schema`` infers.
 """
 
 from __future__ import annotations
@@ -27,11 +30,15 @@ from numpy.typing import NDArray
 
 from neardup.core.engine import (
     CLUSTER_KEY,
+    CorpusError,
     MinhashParams,
     NgramIndex,
+    RowWriter,
+    Schema,
     batch_signatures,
     empty_rows,
     estimates,
+    jsonl_items,
     min_label_components,
 )
 
@@ -44,10 +51,14 @@ __all__ = [
     "bucket_star",
     "clean_batch",
     "estimate_batch",
-    "json_lines",
+    "line_documents",
+    "line_problem",
+    "parquet_documents",
     "reason_object",
+    "row_schema",
     "signature_batch",
-    "tagged_meta",
+    "tagged_rows",
+    "text_of",
 ]
 
 #: The field a would-be-dropped row says why in (``app.cli.tagging.REASON_KEY``).
@@ -240,13 +251,6 @@ def clean_batch(texts: list[str], index: NgramIndex | None) -> NDArray[np.bool_]
     return ~index.contaminated_many(texts)
 
 
-def tagged_meta(meta: str | None, root: str) -> dict[str, Any]:
-    """A row's meta (JSON text, or None for none) with ``minhash_cluster`` set to ``root``, in
-    the key order the local engine writes (``{**meta, CLUSTER_KEY: root}``)."""
-    parsed = json.loads(meta) if meta else {}
-    return {**parsed, CLUSTER_KEY: root}
-
-
 def reason_object(
     reason: str | None, duplicate_of: str | None, estimate: float | None
 ) -> dict[str, Any]:
@@ -256,30 +260,131 @@ def reason_object(
             "set": None, "item": None, "ngram": None}  # fmt: skip
 
 
-def json_lines(
-    ids: list[str],
-    texts: list[str],
-    metas: list[str | None],
+#: Where the Spark engine finds a document's id and text (no --id-field, --text-field or
+#: --id-prefix on Spark).
+_SCHEMA = Schema()
+
+
+def _checked(row: dict[str, Any], reserved: str | None) -> tuple[str, str]:
+    """A row's id and text; CorpusError when it is not a document the output can be written
+    from: no id or text (as the local reader says), a ``meta`` that is not an object (the local
+    engine says so when it writes the row), or a ``reserved`` field (``--keep-duplicates``)."""
+    doc_id, text = _SCHEMA.id_and_text(row, "", None)
+    meta = row.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise CorpusError("", None, f"'meta' must be an object to hold {CLUSTER_KEY}")
+    if reserved is not None and reserved in row:
+        raise CorpusError(
+            "", None, f"the row already has a '{reserved}' field, the one neardup says why a row "
+            "is dropped in",
+        )  # fmt: skip
+    return doc_id, text
+
+
+def line_problem(line: str, reserved: str | None) -> str | None:
+    """Why a JSON Lines line is not a document; None for a document or a blank line."""
+    try:
+        for _, row in jsonl_items([line], ""):
+            _checked(row, reserved)
+    except CorpusError as exc:
+        return exc.reason
+    return None
+
+
+def _documents(
+    batch: pa.RecordBatch, keep: list[int], ids: list[str | None], texts: list[str | None],
+    bad: list[str | None], rows: list[str | None], passed: list[str],
+) -> pa.RecordBatch:  # fmt: skip
+    taken = batch.take(pa.array(keep, pa.int64())) if len(keep) != len(batch) else batch
+    text = pa.string()
+    return pa.RecordBatch.from_arrays(
+        [pa.array(ids, text), pa.array(texts, text), pa.array(bad, text),
+         *(taken.column(name) for name in passed), pa.array(rows, text)],
+        names=["id", "text", "bad", *passed, "row"],
+    )  # fmt: skip
+
+
+def line_documents(batch: pa.RecordBatch, reserved: str | None) -> pa.RecordBatch:
+    """(value, *passed) JSON Lines -> (id, text, bad, *passed, row): every non-blank line's id
+    and text (both null, and ``bad`` saying why, for a line that is not a document) and the
+    line itself as ``row``, parsed by the local reader's parser; blank lines are left out."""
+    passed = [name for name in batch.schema.names if name != "value"]
+    keep: list[int] = []
+    ids: list[str | None] = []
+    texts: list[str | None] = []
+    bad: list[str | None] = []
+    rows: list[str | None] = []
+    for i, line in enumerate(batch.column("value").to_pylist()):
+        try:
+            items = list(jsonl_items([line], ""))
+            if not items:
+                continue  # a blank line, as the local reader skips it
+            doc_id, text = _checked(items[0][1], reserved)
+            why = None
+        except CorpusError as exc:
+            doc_id, text, why = None, None, exc.reason
+        keep.append(i)
+        ids.append(doc_id)
+        texts.append(text)
+        bad.append(why)
+        rows.append(line)
+    return _documents(batch, keep, ids, texts, bad, rows, passed)
+
+
+def parquet_documents(
+    batch: pa.RecordBatch, columns: list[str], reserved: str | None
+) -> pa.RecordBatch:
+    """(*columns, *passed) of a Parquet input -> (id, text, bad, *passed, row): each row's id
+    and text (or why it is not a document) and the row as the JSON text the local engine writes
+    for it (``RowWriter.dumps``: every column, in order; dates, decimals and bytes as its JSON
+    Lines output has them)."""
+    passed = [name for name in batch.schema.names if name not in columns]
+    ids: list[str | None] = []
+    texts: list[str | None] = []
+    bad: list[str | None] = []
+    rows: list[str | None] = []
+    for row in batch.select(columns).to_pylist():
+        try:
+            doc_id, text = _checked(row, reserved)
+            ids.append(doc_id)
+            texts.append(text)
+            bad.append(None)
+            rows.append(RowWriter.dumps(row))
+        except (CorpusError, TypeError, ValueError) as exc:
+            ids.append(None)
+            texts.append(None)
+            bad.append(exc.reason if isinstance(exc, CorpusError) else str(exc))
+            rows.append(None)
+    return _documents(batch, list(range(len(batch))), ids, texts, bad, rows, passed)
+
+
+def tagged_rows(
+    rows: list[str],
     roots: list[str],
     reasons: list[tuple[str | None, str | None, float | None]] | None = None,
-) -> list[str]:
-    """The output lines, byte for byte what the local engine writes for the same documents;
-    ``reasons`` (reason, duplicate_of, estimate, or a null reason for a survivor) add the
-    ``neardup`` object after ``meta``."""
-    if reasons is None:
-        return [
-            json.dumps({"id": i, "text": t, "meta": tagged_meta(m, r)})
-            for i, t, m, r in zip(ids, texts, metas, roots, strict=True)
-        ]
-    lines = []
-    for i, t, m, r, why in zip(ids, texts, metas, roots, reasons, strict=True):
-        row: dict[str, Any] = {"id": i, "text": t, "meta": tagged_meta(m, r)}
-        if why[0] is not None:
-            row[REASON_KEY] = reason_object(*why)
-        lines.append(json.dumps(row))
-    return lines
+) -> list[dict[str, Any]]:
+    """The output rows of the input rows ``rows`` (JSON text), as the local engine builds them:
+    the row with ``meta.minhash_cluster`` set to its root (``meta`` where it was, or last), and
+    with ``reasons`` (reason, duplicate_of, estimate; a null reason for a survivor) the
+    ``neardup`` object last."""
+    out = []
+    for i, (raw, root) in enumerate(zip(rows, roots, strict=True)):
+        row = json.loads(raw)
+        meta = row.get("meta")
+        tagged = {**row, "meta": {**({} if meta is None else meta), CLUSTER_KEY: root}}
+        if reasons is not None and reasons[i][0] is not None:
+            tagged[REASON_KEY] = reason_object(*reasons[i])
+        out.append(tagged)
+    return out
 
 
-def dumps_meta(meta: str | None, root: str) -> str:
-    """``tagged_meta`` as JSON text (the Parquet output's ``meta`` column, as core writes it)."""
-    return json.dumps(tagged_meta(meta, root))
+def text_of(row: dict[str, Any]) -> str:
+    """A checked row's text."""
+    return _SCHEMA.id_and_text(row, "", None)[1]
+
+
+def row_schema(rows: list[dict[str, Any]], hint: pa.Schema | None) -> pa.Schema:
+    """The Arrow schema the local engine writes ``rows`` with to Parquet (``RowWriter.table``);
+    ArrowInvalid, ArrowTypeError or OverflowError when they fit none."""
+    schema: pa.Schema = RowWriter.table(rows, hint).schema
+    return schema

@@ -35,6 +35,20 @@ def test_directories_expand_sorted_to_corpus_files_with_labels(memfs):
         "a/b.jsonl", "notes.txt", "z.jsonl"]  # fmt: skip
 
 
+def test_a_spark_output_directory_reads_as_its_part_files():
+    fs = fsspec.filesystem("memory")
+    for name in ("part-00001-x.jsonl", "part-00000-x.jsonl.gz", "_SUCCESS", "._SUCCESS.crc",
+                 ".part-00000-x.jsonl.gz.crc", "_temporary/0/part-00009-y.jsonl",
+                 ".hidden/part-0.jsonl", "sub/part-2.parquet"):  # fmt: skip
+        fs.pipe(f"/sparkout/{name}", b"")
+    try:
+        sources = expand_inputs(["memory://sparkout"])
+        assert [s.label for s in sources] == [
+            "part-00000-x.jsonl.gz", "part-00001-x.jsonl", "sub/part-2.parquet"]  # fmt: skip
+    finally:
+        fs.rm("/sparkout", recursive=True)
+
+
 def test_integer_ids_are_their_decimal_strings_and_prefixes_rewrite_the_row(memfs):
     reader = RecordReader(expand_inputs(["memory://st/*.jsonl"]), Schema(id_prefix=True))
     [record] = list(reader)

@@ -63,3 +63,23 @@ def test_rows_given_as_json_text_are_written_as_lines_and_counted():
         RowWriter(io.BytesIO(), ".parquet", "o") as p,
     ):
         p.write_json(['{"id": "b"}'])
+
+
+def test_an_integer_beyond_64_bits_is_a_clear_error_not_a_traceback():
+    with pytest.raises(CorpusError, match=r"rows do not fit one Parquet schema.*too large"):
+        parquet([{"id": "a", "n": 1}, {"id": "b", "n": 2**70}])
+
+
+def test_table_dumps_and_hint_are_what_the_writer_writes():
+    rows = [{"id": "a", "meta": {"k": 1}, "n": 1}, {"id": "b", "n": 2.5, "ü": None}]
+    hint = RowWriter.hint(pa.schema([("n", pa.float32()), ("meta", pa.struct([("k", pa.int8())]))]),
+                          "tag")  # fmt: skip
+    assert hint.field("meta").type == pa.struct([("k", pa.int8()), ("tag", pa.string())])
+    rows = [{**r, "meta": {**r.get("meta", {}), "tag": r["id"]}} for r in rows]
+    written = parquet(rows, hint)
+    assert RowWriter.table(rows, hint).schema == written.schema.remove_metadata()
+    out = io.BytesIO()
+    with RowWriter(out, ".jsonl", "o.jsonl") as w:
+        for row in rows:
+            w.write(row)
+    assert out.getvalue().decode().splitlines() == [RowWriter.dumps(r) for r in rows]

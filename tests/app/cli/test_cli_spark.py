@@ -37,11 +37,21 @@ def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) ->
         "--spark-master", "local[1]", cwd=tmp_path,
     )  # fmt: skip
     assert spark.returncode == 0, spark.stderr[-3000:]
+    assert "Exception" not in spark.stderr and "\tat " not in spark.stderr  # no Java trace
+    parts = sorted((tmp_path / "spark.jsonl").glob("part-*"))
+    assert parts and all(p.name.endswith(".jsonl") for p in parts)
     lines = []
-    for part in sorted((tmp_path / "spark.jsonl").glob("part-*")):
+    for part in parts:
         lines.extend(part.read_text(encoding="utf-8").splitlines())
     expected = (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()
-    assert sorted(lines) == sorted(expected)
+    assert lines == expected  # the parts in name order are the local output, in order
+    # The Spark output directory (_SUCCESS, .crc files) is an input to neardup itself.
+    again = neardup("dedup", "spark.jsonl", "--output", "again.jsonl", "--quiet", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines() == expected
+    report = neardup("contamination", "spark.jsonl", "--protected", jsonl, plain, cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["protected"]
     manifest = json.loads((tmp_path / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
     local_manifest = json.loads((tmp_path / "local.jsonl.manifest.json").read_text())
     assert manifest["engine"] == "spark" and manifest["master"] == "local[1]"
@@ -50,6 +60,9 @@ def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) ->
         assert manifest["counts"][key] == local_manifest["counts"][key], key
     assert manifest["clusters"] == local_manifest["clusters"]
     assert manifest["counts"]["decontaminated"] == 1
+    shuffled = manifest["shuffle_bytes"]
+    assert set(shuffled) == set(manifest["seconds"]), shuffled
+    assert all(s["write"] > 0 and s["read"] > 0 for s in shuffled.values()), shuffled
 
 
 def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -> None:
@@ -75,4 +88,22 @@ def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -
         "dedup", "a.jsonl", "--output", "o.jsonl", "--spark-master", "local[1]", cwd=tmp_path
     )
     assert result.returncode == 2 and "--spark-master needs --engine spark" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    for master, says in (
+        ("bogus://x", "'bogus://x' is not a Spark master URL"),
+        ("local[abc]", "'local[abc]' is not a Spark master URL"),
+        ("spark://127.0.0.1:1", "spark://127.0.0.1:1: cannot reach the Spark master"),
+    ):
+        result = neardup(
+            "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark",
+            "--spark-master", master, cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert result.stderr.count("\n") == 1, result.stderr[-2000:]
+        assert result.stderr.startswith("neardup dedup: error: ") and says in result.stderr
+        assert "Traceback" not in result.stderr and "java." not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]

@@ -27,6 +27,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")  # keep the 3 partitions: more seams
+        .config("spark.sql.autoBroadcastJoinThreshold", "-1")  # shuffled joins, as at scale
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -49,16 +50,22 @@ def write_shards(
     return [str(p) for p in paths]
 
 
-def part_lines(output: Path) -> list[str]:
-    """Every line of every part file of a JSON Lines output directory, sorted."""
+def part_lines(output: Path, *, ordered: bool = False) -> list[str]:
+    """Every line of every part file of a JSON Lines output directory (``.jsonl`` or
+    ``.jsonl.gz`` parts), the parts concatenated in name order; sorted unless ``ordered``."""
+    import gzip
+
     lines: list[str] = []
     for part in sorted(output.glob("part-*")):
-        lines.extend(part.read_text(encoding="utf-8").splitlines())
-    return sorted(lines)
+        assert part.name.endswith((".jsonl", ".jsonl.gz")), part.name
+        data = part.read_bytes()
+        text = gzip.decompress(data) if part.suffix == ".gz" else data
+        lines.extend(text.decode("utf-8").splitlines())
+    return lines if ordered else sorted(lines)
 
 
-def local_lines(inputs: Sequence[str], output: Path, **options: Any) -> list[str]:
-    """The local engine's output lines for the same inputs, sorted."""
+def run_local(inputs: Sequence[str], output: Path, **options: Any) -> Path:
+    """The local engine's output file for the same inputs."""
     from neardup.app.cli.dedup import run_dedup
     from neardup.app.cli.options import DedupOptions, DedupParams
 
@@ -74,4 +81,10 @@ def local_lines(inputs: Sequence[str], output: Path, **options: Any) -> list[str
             **options,
         )
     )
-    return sorted(output.read_text(encoding="utf-8").splitlines())
+    return output
+
+
+def local_lines(inputs: Sequence[str], output: Path, **options: Any) -> list[str]:
+    """The local engine's output lines for the same inputs, sorted."""
+    path = run_local(inputs, output, **options)
+    return sorted(path.read_text(encoding="utf-8").splitlines())

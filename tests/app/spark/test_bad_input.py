@@ -80,3 +80,18 @@ def test_spark_output_name_and_protected_file_are_checked_first(spark: Any, tmp_
         run_spark_dedup(spark, [a], str(tmp_path / "out.jsonl"),
                         params=SparkParams(MinhashParams(bands=7)))  # fmt: skip
     _nothing_written(tmp_path)
+
+
+def test_spark_keep_duplicates_refuses_a_row_with_its_own_neardup_field(
+    spark: Any, tmp_path: Path
+) -> None:
+    from neardup.app.spark.job import SparkParams
+
+    lines = [json.dumps(d) for d in GOOD[:2]]
+    lines.insert(1, json.dumps({"id": "n", "text": "t", "neardup": {"reason": "mine"}}))
+    bad = _write(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(CorpusError, match=r"bad\.jsonl:2: the row already has a 'neardup' field"):
+        run_spark_dedup(
+            spark, [bad], str(tmp_path / "out.jsonl"), params=SparkParams(keep_duplicates=True)
+        )
+    _nothing_written(tmp_path)

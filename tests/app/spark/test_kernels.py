@@ -1,9 +1,8 @@
 """The executors' batch functions, without Spark: signatures bit for bit, band rows, bucket stars
-against brute force (huge buckets and buckets split across batches), and the output lines."""
+against brute force (huge buckets and buckets split across batches), and the rows in and out."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +13,12 @@ from hypothesis import strategies as st
 
 from neardup.app.spark import kernels
 from neardup.core.engine import (
-    Doc,
     MinhashParams,
+    RowWriter,
     batch_signatures,
     min_label_components,
-    write_docs,
 )
+from tests.app.spark.conftest import run_local
 
 PARAMS = MinhashParams(num_perm=16, bands=4, threshold=0.5)
 
@@ -139,17 +138,35 @@ def test_bucket_edges_over_any_batching_give_core_components(
     assert all(p < c for c, p in zip(child, parent, strict=True))
 
 
-def test_json_lines_are_the_local_engines_bytes(tmp_path: Path) -> None:
-    metas = ['{"b": [1, 2.5, null], "σ": "ω"}', None, '{"minhash_cluster": "old", "z": 1}']
-    ids, texts, roots = ["x", "y", "z"], ['tëxt \\ "q"', "", "t"], ["x", "a", "b"]
-    lines = kernels.json_lines(ids, texts, metas, roots)
-    docs = [
-        Doc(i, t, kernels.tagged_meta(m, r))
-        for i, t, m, r in zip(ids, texts, metas, roots, strict=True)
-    ]
-    write_docs(tmp_path / "l.jsonl", docs)
-    assert lines == (tmp_path / "l.jsonl").read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[2])["meta"] == {"minhash_cluster": "b", "z": 1}
+LINES = [
+    '{"id": "x", "text": "t\u00ebxt \\\\ \\"q\\"", '
+    '"meta": {"b": [1, 2.5, null], "\u03c3": "\u03c9"}}',
+    '{"meta": null, "text": "", "id": 7, "big": 123456789012345678901234567890}',
+    "   ",
+    '{"id": "z", "text": "t", "meta": {"minhash_cluster": "old", "z": 1.50}, "url": "ü"}',
+    '{"id": "w", "text": "t", "meta": [1]}',
+    '{"id": "", "text": "t"}',
+    "[1, 2]",
+]
+
+
+def test_rows_are_checked_and_written_as_the_local_engine_does(tmp_path: Path) -> None:
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(LINES), pa.array(range(len(LINES)))], ["value", "n"]
+    )
+    docs = kernels.line_documents(batch, None)
+    assert docs.column("n").to_pylist() == [0, 1, 3, 4, 5, 6]  # the blank line left out
+    assert docs.column("id").to_pylist() == ["x", "7", "z", None, None, None]
+    bad = docs.column("bad").to_pylist()
+    assert bad[:3] == [None, None, None]
+    assert "'meta' must be an object" in bad[3] and "'id' must be a non-empty" in bad[4]
+    assert bad[5] == "expected a JSON object, got list"
+    good = tmp_path / "in.jsonl"
+    good.write_text("\n".join(LINES[:4]) + "\n", encoding="utf-8")
+    expected = run_local([str(good)], tmp_path / "out.jsonl").read_text(encoding="utf-8")
+    rows = kernels.tagged_rows(docs.column("row").to_pylist()[:3], ["x", "7", "z"])
+    assert [RowWriter.dumps(r) for r in rows] == expected.splitlines()
+    assert [kernels.text_of(r) for r in rows] == ['t\u00ebxt \\ "q"', "", "t"]
 
 
 @pytest.mark.parametrize("texts", [[], ["a b c"]])

@@ -1,0 +1,38 @@
+"""The master URL checked before any JVM starts: Spark's forms pass, anything else is one
+ParameterError, and a standalone master must accept a connection."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from neardup.app.spark.entry import check_master
+from neardup.core.engine import ParameterError
+
+
+@pytest.mark.parametrize(
+    "master",
+    ["local", "local[2]", "local[*]", "local[4,3]", "local[*,2]", "local-cluster[2,1,1024]",
+     "yarn", "k8s://https://host:6443", "k8s://host:443"],
+)  # fmt: skip
+def test_spark_master_forms_pass(master: str) -> None:
+    check_master(master)
+
+
+@pytest.mark.parametrize(
+    "master", ["bogus://x", "local[abc]", "local[]", "spark://host", "mesos://h:5050", "", "yarn "]
+)
+def test_other_masters_are_one_parameter_error(master: str) -> None:
+    with pytest.raises(ParameterError, match="is not a Spark master URL"):
+        check_master(master)
+
+
+def test_a_standalone_master_must_accept_a_connection() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(1)
+        port = listening.getsockname()[1]
+        check_master(f"spark://127.0.0.1:1,127.0.0.1:{port}")  # one of them answers
+    with pytest.raises(ParameterError, match="cannot reach the Spark master"):
+        check_master(f"spark://127.0.0.1:{port}")  # closed now
