@@ -135,7 +135,7 @@ def warm_up() -> None:
     buf = np.empty(2, dtype=np.uint8)
     state = np.zeros(3, dtype=np.int64)
     edges = np.empty(4, dtype=np.int64)
-    tokenise(src, one, src, -1, src, table, buf, edges, np.empty(2, np.int64), state)
+    tokenise(src, one, src, -1, src, table, 1, buf, edges, np.empty(2, np.int64), state)
     # Word starts and ends are every other edge: strided views.
     shingle_spans(edges[0::2], edges[1::2], one, 5, one - 1, one - 1)
 
@@ -146,6 +146,9 @@ _WORD = np.uint32(1 << 21)
 _SPECIAL = np.uint32(1 << 22)
 _CASED = np.uint32(1 << 23)
 _IGNORABLE = np.uint32(1 << 24)
+_UNSPACED = np.uint32(1 << 25)
+_CONTINUATION = np.uint32(1 << 26)
+_SCRIPT_BITS = _UNSPACED | _CONTINUATION
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3
 _FINAL_SIGMA = np.uint32(0x3C2)
@@ -208,6 +211,27 @@ def _lowered_sigma(data: Any, p: int, start: int, end: int, table: Any) -> Any:
     return (_FINAL_SIGMA if final else _MEDIAL_SIGMA) | _WORD
 
 
+@numba.njit(inline="always")
+def _put(buf: Any, o: int, data: Any, p: int, width: int, cp: Any, low: Any) -> None:
+    """Write the UTF-8 of ``low`` (``cp`` lowered, of the same UTF-8 length ``width``) at
+    ``buf[o]``: the bytes of ``data[p:p + width]`` if it is ``cp`` itself."""
+    if low == cp:
+        for i in range(width):
+            buf[o + i] = data[p + i]
+    elif width == 2:
+        buf[o] = 0xC0 | (low >> np.uint32(6))
+        buf[o + 1] = 0x80 | (low & np.uint32(0x3F))
+    elif width == 3:
+        buf[o] = 0xE0 | (low >> np.uint32(12))
+        buf[o + 1] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
+        buf[o + 2] = 0x80 | (low & np.uint32(0x3F))
+    else:
+        buf[o] = 0xF0 | (low >> np.uint32(18))
+        buf[o + 1] = 0x80 | ((low >> np.uint32(12)) & np.uint32(0x3F))
+        buf[o + 2] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
+        buf[o + 3] = 0x80 | (low & np.uint32(0x3F))
+
+
 @_jit
 def tokenise(
     src: Any,
@@ -216,6 +240,7 @@ def tokenise(
     alt_doc: int,
     ascii: Any,
     table: Any,
+    grow: int,
     buf: Any,
     edges: Any,
     doc_edges: Any,
@@ -231,13 +256,18 @@ def tokenise(
     written lowered (of the same UTF-8 length), any other as one space; a capital sigma
     lowered by its context (``_lowered_sigma``). At any other special character (``str.lower``
     must lower the text) the kernel stops, that document not written; the caller lowers it and
-    passes it back as ``alt``.
+    passes it back as ``alt``. The multilingual tokenizer's table also marks the characters
+    that start a word of their own (``_UNSPACED``) and the continuations (``_CONTINUATION``)
+    that stay in the word of the one before them if that started one (its grapheme cluster);
+    the words tokenizer's marks neither, and then those branches are never taken.
 
     Args:
         src: uint8, the documents' UTF-8 one after another (valid, as ``str.encode`` makes it).
         ends: int64, where each document ends in ``src``.
         alt, alt_doc: uint8 UTF-8 read in place of document ``alt_doc`` (-1: none).
         ascii: uint8[256]; table: uint32, per code point (see above).
+        grow: the most output bytes (and edges) a byte in may make: 1, or 2 for the
+            multilingual table (a word of one byte, then a space).
         buf: uint8: the output; each document's words joined by single spaces, then a space
             (after a word) and a newline.
         edges: int64: the offsets in ``buf`` where words start and end, in turn.
@@ -262,17 +292,25 @@ def tokenise(
             data = src
             p = ends[d - 1] if d > 0 else 0
             end = ends[d]
-        # A byte and an edge out at most for a byte in (lowering keeps the UTF-8 length),
+        # ``grow`` bytes and edges out at most for a byte in (lowering keeps the UTF-8 length),
         # and a newline and a last edge.
-        if o + (end - p) + 1 > buf.shape[0] or e + (end - p) + 2 > edges.shape[0]:
+        if o + grow * (end - p) + 1 > buf.shape[0] or e + grow * (end - p) + 2 > edges.shape[0]:
             stop = ROOM
             break
         doc_edges[d] = e
         first_byte = o
         first_src = p
         prev = 0  # whether the last character was part of a word
+        cluster = 0  # whether that word is a grapheme cluster of an unspaced script
         while p < end:
             c = data[p]
+            if cluster and c < 0x80:  # the cluster ends before any ASCII character
+                buf[o] = _SPACE
+                edges[e] = o
+                e += 1
+                o += 1
+                prev = 0
+                cluster = 0
             while c < 0x80:  # ASCII: no branch on what the byte is
                 b = ascii[c]
                 word = int(b != _SPACE)
@@ -294,26 +332,38 @@ def tokenise(
                     stop = SPECIAL
                     break
                 info = _lowered_sigma(data, p, first_src, end, table)
+            if info & _SCRIPT_BITS:  # only in the multilingual table
+                if cluster and info & _CONTINUATION:
+                    _put(buf, o, data, p, width, cp, info & _CODE_POINT)
+                    o += width
+                    p += width
+                    continue
+                if info & _UNSPACED:
+                    if prev:
+                        buf[o] = _SPACE
+                        edges[e] = o
+                        e += 1
+                        o += 1
+                    edges[e] = o
+                    e += 1
+                    _put(buf, o, data, p, width, cp, info & _CODE_POINT)
+                    o += width
+                    p += width
+                    prev = 1
+                    cluster = 1
+                    continue
+            if cluster:  # what follows a cluster is not in it
+                buf[o] = _SPACE
+                edges[e] = o
+                e += 1
+                o += 1
+                prev = 0
+                cluster = 0
             edges[e] = o
             if info & _WORD:
                 e += 1 - prev
                 prev = 1
-                low = info & _CODE_POINT
-                if low == cp:
-                    for i in range(width):
-                        buf[o + i] = data[p + i]
-                elif width == 2:
-                    buf[o] = 0xC0 | (low >> np.uint32(6))
-                    buf[o + 1] = 0x80 | (low & np.uint32(0x3F))
-                elif width == 3:
-                    buf[o] = 0xE0 | (low >> np.uint32(12))
-                    buf[o + 1] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
-                    buf[o + 2] = 0x80 | (low & np.uint32(0x3F))
-                else:
-                    buf[o] = 0xF0 | (low >> np.uint32(18))
-                    buf[o + 1] = 0x80 | ((low >> np.uint32(12)) & np.uint32(0x3F))
-                    buf[o + 2] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
-                    buf[o + 3] = 0x80 | (low & np.uint32(0x3F))
+                _put(buf, o, data, p, width, cp, info & _CODE_POINT)
                 o += width
             else:
                 buf[o] = _SPACE
