@@ -6,7 +6,7 @@ import ipaddress
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     k: int = 5
     seed: int = 0
     ngram: int = 13
+    #: ``words`` or ``multilingual`` (docs/algorithm.md section 1); a store is locked to it.
+    tokenizer: Literal["words", "multilingual"] = "words"
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     max_batch: int = Field(10_000, ge=1)
     max_body_bytes: int = Field(64 * 2**20, ge=1)
@@ -114,6 +116,7 @@ class Settings(BaseSettings):
             k=self.k,
             seed=self.seed,
             ngram=self.ngram,
+            tokenizer=self.tokenizer,
         )
 
 

@@ -15,6 +15,13 @@ from typing import Any
 
 __all__ = ["MINHASH_DEFAULTS", "build_parser", "main"]
 
+#: ``neardup.core.engine.TOKENIZERS`` (tests hold them equal; core is not imported up front).
+TOKENIZERS = ("words", "multilingual")
+_TOKENIZER_HELP = (
+    "how texts are cut into words: words (\\w+ runs), or multilingual (also a word per "
+    "character, with its marks, in scripts written without spaces: Chinese, Japanese, Thai, ...)"
+)
+
 _DESCRIPTION = "neardup: near-duplicate detection and decontamination for LLM training data"
 
 _Sub = argparse._SubParsersAction  # the type argparse gives add_subparsers()
@@ -27,6 +34,9 @@ def _index_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, help="words per shingle (default 5)")
     parser.add_argument("--seed", type=int, help="hash-parameter seed (default 0)")
     parser.add_argument("--ngram", type=int, help="contamination n-gram length (default 13)")
+    parser.add_argument(
+        "--tokenizer", choices=TOKENIZERS, help=_TOKENIZER_HELP + " (default words)"
+    )
 
 
 def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
@@ -77,6 +87,7 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
 #: Core's defaults, as the batch commands show them (tests hold them to MinhashParams()).
 MINHASH_DEFAULTS: dict[str, Any] = {
     "num_perm": 128, "bands": 16, "threshold": 0.8, "k": 5, "seed": 0, "ngram": 13,
+    "tokenizer": "words",
 }  # fmt: skip
 
 _INPUTS_HELP = (
@@ -139,6 +150,7 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     ):  # fmt: skip
         default = MINHASH_DEFAULTS[name.replace("-", "_")]
         dedup.add_argument(f"--{name}", type=kind, default=default, help=text)
+    dedup.add_argument("--tokenizer", choices=TOKENIZERS, default="words", help=_TOKENIZER_HELP)
     dedup.add_argument(
         "--decontamination", choices=["drop", "cut", "annotate"], default="drop",
         help="a contaminated row: dropped, its matches cut out (GPT-3), or annotated in meta",
@@ -179,6 +191,7 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         help="protected eval sets (.jsonl[.gz|.zst], .parquet, plain text; dirs, globs, URLs)",
     )  # fmt: skip
     cont.add_argument("--ngram", type=int, default=13, help="n-gram length")
+    cont.add_argument("--tokenizer", choices=TOKENIZERS, default="words", help=_TOKENIZER_HELP)
     _cap_flags(cont)
     cont.add_argument(
         "--sample", nargs="+", default=[], metavar="FILE",
@@ -287,7 +300,8 @@ def _contamination(args: argparse.Namespace) -> int:
 
     schema = Schema(args.id_field, args.text_field)
     report = contamination_report(
-        args.inputs, args.protected, n=args.ngram, schema=schema, quiet=args.quiet,
+        args.inputs, args.protected, n=args.ngram, tokenizer=args.tokenizer, schema=schema,
+        quiet=args.quiet,
         item_cap=args.item_cap, sample=args.sample, sample_share=args.sample_cap,
         sample_size=args.sample_size, thresholds=Thresholds(args.clean_below, args.dirty_from),
         top=args.top,

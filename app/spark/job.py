@@ -190,13 +190,18 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
 
 
 def _decontaminate(
-    spark: SparkSession, kept: DataFrame, protected: Sequence[str], n: int, fmt: str
+    spark: SparkSession,
+    kept: DataFrame,
+    protected: Sequence[str],
+    n: int,
+    fmt: str,
+    tokenizer: str = "words",
 ) -> DataFrame:
     """The kept rows, contaminated ones dropped, as output rows (``value`` for JSON Lines);
     with ``reason``, ``duplicate_of`` and ``estimate`` columns, each line's ``neardup`` too."""
     grams: set[str] = set()
     for path in protected:
-        grams.update(read_protected_set(path, n).grams)
+        grams.update(read_protected_set(path, n, tokenizer=tokenizer).grams)
     shared = spark.sparkContext.broadcast(sorted(grams)) if grams else None
     jsonl = fmt != ".parquet"
     why = [c for c in ("reason", "duplicate_of", "estimate") if c in kept.columns]
@@ -204,7 +209,7 @@ def _decontaminate(
     def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        index = NgramIndex(set(shared.value), n) if shared is not None else None
+        index = NgramIndex(set(shared.value), n, tokenizer) if shared is not None else None
         for batch in batches:
             texts = batch.column("text").to_pylist()
             keep = pa.array(kernels.clean_batch(texts, index))
@@ -271,9 +276,9 @@ def run_spark_dedup(
         inputs=list(inputs),
         protected=[{"path": p} for p in protected],
     )
-    n = params.minhash.ngram
+    n, tokenizer = params.minhash.ngram, params.minhash.tokenizer
     for path in protected:  # read (and rejected) before any Spark work
-        read_protected_set(path, n)
+        read_protected_set(path, n, tokenizer=tokenizer)
     clock = _Clock(spark, manifest.seconds, "signatures")
     raw = read_corpus(spark, inputs)
     persisted: list[DataFrame] = []
@@ -318,7 +323,7 @@ def run_spark_dedup(
             kept = tagged.where(near).select("id", "root")
         # The second pass over the inputs: texts and meta of the kept documents.
         docs = kept.join(raw.select("id", "text", "meta"), "id")
-        rows = _decontaminate(spark, docs, protected, n, fmt)
+        rows = _decontaminate(spark, docs, protected, n, fmt, tokenizer)
         target = HadoopPath(spark, output)
         _write(rows, target, fmt)
         written = _count_written(spark, output, fmt)
