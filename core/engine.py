@@ -63,7 +63,7 @@ from neardup.core._fanout import (
     pool_size,
     spawn_pool,
 )
-from neardup.core._matches import Match, Protection, sample_capped
+from neardup.core._matches import Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex
 from neardup.core._params import INDEX_KEYS, MinhashParams
 from neardup.core._protected import (
@@ -96,7 +96,7 @@ from neardup.core._storage import (
     expand_inputs,
 )
 from neardup.core._survivors import KEEP_POLICIES, KeepPolicy, cluster_survivors, exact_survivors
-from neardup.core._text import jaccard, ngrams, shingles, words
+from neardup.core._text import TOKENIZERS, jaccard, ngrams, shingles, words
 from neardup.core._tokens import Utf8Texts
 from neardup.core._writer import RowWriter
 from neardup.core.errors import (
@@ -115,6 +115,7 @@ __all__ = [
     "INDEX_KEYS",
     "KEEP_POLICIES",
     "STDIO",
+    "TOKENIZERS",
     "BandBuckets",
     "Components",
     "ContaminationReport",
@@ -192,6 +193,7 @@ __all__ = [
     "text_digest",
     "text_digests",
     "warm_worker",
+    "word_spans",
     "words",
     "write_docs",
 ]
