@@ -323,4 +323,5 @@ def _highlighted(text: str, chosen: list[ProtectedSet]) -> list[Piece]:
     for protected in chosen:
         shared |= protected.shared(text)
     n = chosen[0].n if chosen else 1
-    return highlight_ngrams(text, shared, n)
+    tokenizer = chosen[0].tokenizer if chosen else "words"
+    return highlight_ngrams(text, shared, n, tokenizer)

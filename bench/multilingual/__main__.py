@@ -9,7 +9,7 @@ the multilingual tokenizer) and exact copies, clustered at the defaults (128 per
 - ``words``: the contract's ``\\w+`` runs (today's only tokenizer);
 - ``multilingual``: ``--tokenizer multilingual``;
 - ``chars``: the alternative, character n-grams over the whole lower-cased text (whitespace
-  collapsed), ``CHAR_N`` characters a shingle, as NeMo Curator shingles (it uses 24).
+  collapsed), ``--char-n`` characters a shingle (5; NeMo Curator shingles this way with 24).
 
 For each: the planted near copies in their original's cluster; and recall and precision of the
 clusters against the pairs with exact Jaccard >= 0.8 on that tokenization's own shingles (recall:
@@ -46,14 +46,13 @@ from neardup.core.minhash import minhash, signatures
 SIZES = {
     "docs": Size("documents per language group (before copies)", 1_500, 300),
     "speed_docs": Size("documents of each generated corpus timed", 8_000, 2_000),
+    "char_n": Size("characters per shingle of the chars alternative", 5, 5),
 }
-#: Characters per shingle of the ``chars`` alternative.
-CHAR_N = 5
 THRESHOLD = 0.8
 TOKENIZATIONS = ("words", "multilingual", "chars")
 
 
-def char_shingles(text: str, n: int = CHAR_N) -> set[str]:
+def char_shingles(text: str, n: int) -> set[str]:
     """Every ``n`` consecutive characters of the lower-cased text, whitespace collapsed (one
     shingle of all of it when shorter)."""
     flat = " ".join(text.lower().split())
@@ -62,16 +61,16 @@ def char_shingles(text: str, n: int = CHAR_N) -> set[str]:
     return {flat[i : i + n] for i in range(len(flat) - n + 1)}
 
 
-def _own_shingles(tokenization: str) -> Callable[[str], set[str]]:
+def _own_shingles(tokenization: str, char_n: int) -> Callable[[str], set[str]]:
     if tokenization == "chars":
-        return char_shingles
+        return lambda text: char_shingles(text, char_n)
     return lambda text: shingles(text, 5, tokenization)
 
 
-def _signatures(texts: list[str], tokenization: str) -> NDArray[np.uint32]:
+def _signatures(texts: list[str], tokenization: str, char_n: int) -> NDArray[np.uint32]:
     if tokenization != "chars":
         return signatures(texts, tokenizer=tokenization)
-    return np.stack([minhash(char_shingles(t)).astype(np.uint32) for t in texts])
+    return np.stack([minhash(char_shingles(t, char_n)).astype(np.uint32) for t in texts])
 
 
 def _true_pairs(sets: list[set[str]]) -> set[tuple[int, int]]:
@@ -96,13 +95,15 @@ def _true_pairs(sets: list[set[str]]) -> set[tuple[int, int]]:
     return out
 
 
-def quality(data: Corpus, tokenization: str) -> dict[str, float]:
-    """Planted copies found, and recall and precision against exact Jaccard, for one group."""
-    sigs = _signatures(data.texts, tokenization)
+def quality(data: Corpus, tokenization: str, char_n: int) -> dict[str, float]:
+    """Planted copies found, recall and precision against exact Jaccard, and shingles per
+    document, for one group."""
+    sigs = _signatures(data.texts, tokenization, char_n)
     roots = cluster_roots(sigs, MinhashParams()).tolist()
     found = sum(roots[a] == roots[b] for a, b in data.near) / max(1, len(data.near))
     exact = sum(roots[a] == roots[b] for a, b in data.exact) / max(1, len(data.exact))
-    truth = _true_pairs([_own_shingles(tokenization)(t) for t in data.texts])
+    sets = [_own_shingles(tokenization, char_n)(t) for t in data.texts]
+    truth = _true_pairs(sets)
     members: dict[int, list[int]] = defaultdict(list)
     for i, r in enumerate(roots):
         members[r].append(i)
@@ -110,7 +111,7 @@ def quality(data: Corpus, tokenization: str) -> dict[str, float]:
     recall = len(truth & clustered) / len(truth) if truth else 1.0
     precision = len(truth & clustered) / len(clustered) if clustered else 1.0
     return {"near": found, "exact": exact, "recall": recall, "precision": precision,
-            "pairs": len(truth)}  # fmt: skip
+            "pairs": len(truth), "shingles": sum(map(len, sets)) / len(sets)}  # fmt: skip
 
 
 def _seconds(texts: list[str], tokenizer: str, repeats: int = 5) -> float:
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{group}: no catalogs installed, left out", file=sys.stderr)
             continue
         for tokenization in TOKENIZATIONS:
-            got = quality(data, tokenization)
+            got = quality(data, tokenization, sizes["char_n"])
             rows.append((group, len(data.texts) - len(data.near) - len(data.exact),
                          data.catalogs, tokenization, got))  # fmt: skip
             print(f"{group:9} {tokenization:12} {got}", file=sys.stderr)
@@ -163,16 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- command: `{command}`")
         for key, value in facts(start).items():
             print(f"- {key}: {value}")
-        print(f"\nChar n-grams: {CHAR_N} characters. Near copies: 1 % of the words replaced.\n")
-        print(
-            "| group | documents | catalogs | tokenization | near copies found | exact copies "
-            "found | pairs J >= 0.8 | recall | precision |"
-        )
-        print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
+        print(f"\nChar n-grams: {sizes['char_n']} characters. Near copies: 1 % of the words "
+              "replaced.\n")  # fmt: skip
+        print("| group | documents | catalogs | tokenization | shingles a document | near copies "
+              "found | exact copies found | pairs J >= 0.8 | recall | precision |")  # fmt: skip
+        print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
         for group, docs, read, tokenization, got in rows:
-            print(f"| {group} | {docs} | {read} | {tokenization} | {got['near']:.3f} | "
-                  f"{got['exact']:.3f} | {got['pairs']} | {got['recall']:.3f} | "
-                  f"{got['precision']:.3f} |")  # fmt: skip
+            print(f"| {group} | {docs} | {read} | {tokenization} | {got['shingles']:.0f} | "
+                  f"{got['near']:.3f} | {got['exact']:.3f} | {got['pairs']} | "
+                  f"{got['recall']:.3f} | {got['precision']:.3f} |")  # fmt: skip
         print("\n| corpus | tokenizer | MB | s per MB |\n|---|---|---:|---:|")
         for key, tokenizer, size, per_mb in timed:
             print(f"| {key} | {tokenizer} | {size:.1f} | {per_mb:.3f} |")
