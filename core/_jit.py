@@ -211,27 +211,6 @@ def _lowered_sigma(data: Any, p: int, start: int, end: int, table: Any) -> Any:
     return (_FINAL_SIGMA if final else _MEDIAL_SIGMA) | _WORD
 
 
-@numba.njit(inline="always")
-def _put(buf: Any, o: int, data: Any, p: int, width: int, cp: Any, low: Any) -> None:
-    """Write the UTF-8 of ``low`` (``cp`` lowered, of the same UTF-8 length ``width``) at
-    ``buf[o]``: the bytes of ``data[p:p + width]`` if it is ``cp`` itself."""
-    if low == cp:
-        for i in range(width):
-            buf[o + i] = data[p + i]
-    elif width == 2:
-        buf[o] = 0xC0 | (low >> np.uint32(6))
-        buf[o + 1] = 0x80 | (low & np.uint32(0x3F))
-    elif width == 3:
-        buf[o] = 0xE0 | (low >> np.uint32(12))
-        buf[o + 1] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
-        buf[o + 2] = 0x80 | (low & np.uint32(0x3F))
-    else:
-        buf[o] = 0xF0 | (low >> np.uint32(18))
-        buf[o + 1] = 0x80 | ((low >> np.uint32(12)) & np.uint32(0x3F))
-        buf[o + 2] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
-        buf[o + 3] = 0x80 | (low & np.uint32(0x3F))
-
-
 @_jit
 def tokenise(
     src: Any,
@@ -332,38 +311,48 @@ def tokenise(
                     stop = SPECIAL
                     break
                 info = _lowered_sigma(data, p, first_src, end, table)
-            if info & _SCRIPT_BITS:  # only in the multilingual table
+            # 1: it continues a grapheme cluster of an unspaced script; 2: it starts one; 0: a
+            # character as the words tokenizer reads it (always, with the words table).
+            kind = 0
+            if info & _SCRIPT_BITS:
                 if cluster and info & _CONTINUATION:
-                    _put(buf, o, data, p, width, cp, info & _CODE_POINT)
-                    o += width
-                    p += width
-                    continue
-                if info & _UNSPACED:
-                    if prev:
-                        buf[o] = _SPACE
-                        edges[e] = o
-                        e += 1
-                        o += 1
-                    edges[e] = o
-                    e += 1
-                    _put(buf, o, data, p, width, cp, info & _CODE_POINT)
-                    o += width
-                    p += width
-                    prev = 1
-                    cluster = 1
-                    continue
-            if cluster:  # what follows a cluster is not in it
+                    kind = 1
+                elif info & _UNSPACED:
+                    kind = 2
+            if cluster and kind != 1:  # what follows a cluster is not in it
                 buf[o] = _SPACE
                 edges[e] = o
                 e += 1
                 o += 1
                 prev = 0
                 cluster = 0
+            elif kind == 2 and prev:  # a cluster starts: the word before it ends
+                buf[o] = _SPACE
+                edges[e] = o
+                e += 1
+                o += 1
+                prev = 0
             edges[e] = o
-            if info & _WORD:
+            if kind or info & _WORD:
                 e += 1 - prev
                 prev = 1
-                _put(buf, o, data, p, width, cp, info & _CODE_POINT)
+                cluster = int(kind != 0)
+                low = info & _CODE_POINT
+                if low == cp:
+                    for i in range(width):
+                        buf[o + i] = data[p + i]
+                elif width == 2:
+                    buf[o] = 0xC0 | (low >> np.uint32(6))
+                    buf[o + 1] = 0x80 | (low & np.uint32(0x3F))
+                elif width == 3:
+                    buf[o] = 0xE0 | (low >> np.uint32(12))
+                    buf[o + 1] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
+                    buf[o + 2] = 0x80 | (low & np.uint32(0x3F))
+                else:
+                    buf[o] = 0xF0 | (low >> np.uint32(18))
+                    buf[o + 1] = 0x80 | ((low >> np.uint32(12)) & np.uint32(0x3F))
+                    buf[o + 2] = 0x80 | ((low >> np.uint32(6)) & np.uint32(0x3F))
+                    buf[o + 3] = 0x80 | (low & np.uint32(0x3F))
                 o += width
             else:
                 buf[o] = _SPACE
