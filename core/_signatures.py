@@ -69,15 +69,16 @@ def batch_signatures(texts: Sequence[str] | Utf8Texts, params: MinhashParams) ->
 _WARM_TEXTS = [f"warm up {i} with café and Москва " * 40 for i in range(64)]
 
 
-def warm_worker() -> bool:
+def warm_worker(tokenizer: str = "words") -> bool:
     """Make this process ready to sign at full speed: load the compiled kernels now (~0.5 s,
     instead of once it has hashed ``core._compiled.LOAD_AFTER`` pairs) and sign a small batch
     holding non-ASCII text, which builds the code-point tables (~0.15 s) and pays the kernel's
     first-call costs. Whether this process runs the compiled kernels (False: numba missing or
-    failing, or ``NEARDUP_JIT=0``). For a long-lived pool: ``spawn_pool(n, warm=warm_worker)``.
+    failing, or ``NEARDUP_JIT=0``). For a long-lived pool: ``spawn_pool(n, warm=warm_worker)``,
+    or ``functools.partial(warm_worker, "multilingual")`` to build that tokenizer's tables too.
     """
     kernels = load()
-    _kernel(_WARM_TEXTS, 128, 0, 5)
+    _kernel(_WARM_TEXTS, 128, 0, 5, tokenizer=tokenizer)
     return kernels is not None
 
 

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,7 +68,9 @@ class SignaturePool:
         self.params = params
         self.restarts = 0
         self.compiled = False
-        self._pool: ProcessPoolExecutor = spawn_pool(workers, warm=warm_worker)
+        self._pool: ProcessPoolExecutor = spawn_pool(
+            workers, warm=partial(warm_worker, params.tokenizer)
+        )
 
     def chunk_chars(self, texts: Sequence[str]) -> int:
         """The most characters in one chunk of ``texts``, by its size and the workers' kernel."""
@@ -110,7 +113,7 @@ class SignaturePool:
 
     def _replace(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = spawn_pool(self.workers, warm=warm_worker)
+        self._pool = spawn_pool(self.workers, warm=partial(warm_worker, self.params.tokenizer))
         self.restarts += 1
 
     async def warm_up(self) -> None:
@@ -118,7 +121,9 @@ class SignaturePool:
         build the code-point tables once, here, not on a request), and learn whether they run
         the compiled kernels."""
         try:
-            tasks = [self._pool.submit(warm_worker) for _ in range(self.workers)]
+            tasks = [
+                self._pool.submit(warm_worker, self.params.tokenizer) for _ in range(self.workers)
+            ]
             loaded = await asyncio.gather(*map(asyncio.wrap_future, tasks))
         except (BrokenProcessPool, RuntimeError) as exc:
             raise WorkerError(f"a signature worker process died: {exc}") from exc
