@@ -283,13 +283,6 @@ def tokenise(
         cluster = 0  # whether that word is a grapheme cluster of an unspaced script
         while p < end:
             c = data[p]
-            if cluster and c < 0x80:  # the cluster ends before any ASCII character
-                buf[o] = _SPACE
-                edges[e] = o
-                e += 1
-                o += 1
-                prev = 0
-                cluster = 0
             while c < 0x80:  # ASCII: no branch on what the byte is
                 b = ascii[c]
                 word = int(b != _SPACE)
@@ -360,6 +353,13 @@ def tokenise(
                 o += prev
                 prev = 0
             p += width
+            if cluster and p < end and data[p] < 0x80:  # no ASCII character is in a cluster
+                buf[o] = _SPACE
+                edges[e] = o
+                e += 1
+                o += 1
+                prev = 0
+                cluster = 0
         if stop == SPECIAL:
             e = doc_edges[d]
             o = first_byte
