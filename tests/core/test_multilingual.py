@@ -2,6 +2,8 @@
 examples, its tables against Unicode's Script and grapheme-cluster properties, equality with
 ``words`` on text of no unspaced script, and both batch tokenisers against the reference."""
 
+import json
+
 import pytest
 import regex
 from hypothesis import given
@@ -10,7 +12,18 @@ from hypothesis import strategies as st
 from neardup.core import _tokens
 from neardup.core._scripts import UNSPACED_SCRIPTS, script_tables
 from neardup.core._text import ngrams, shingles, words
-from neardup.core.engine import MinhashParams, NgramIndex, ParameterError, batch_signatures
+from neardup.core.engine import (
+    DecontParams,
+    Doc,
+    MinhashParams,
+    NgramIndex,
+    ParameterError,
+    ProtectedFormat,
+    Protection,
+    batch_signatures,
+    decontaminate_modes,
+    parse_protected_set,
+)
 from neardup.core.minhash import contaminated, signatures
 from tests.core.test_tokens import doc_shingles, doc_words
 from tests.strategies import tricky_char
@@ -154,3 +167,24 @@ def grams_of(text: str, tokenizer: str = M) -> list[str]:
 def test_an_unknown_tokenizer_is_refused_everywhere(call):
     with pytest.raises(ParameterError, match="tokenizer must be one of words, multilingual"):
         call()
+
+
+@given(st.lists(spaced_text, max_size=6))
+def test_multilingual_signatures_equal_words_ones_on_text_of_no_unspaced_script(jit, batch):
+    batch = [t for t in batch if not any(script_tables()[0][ord(c)] for c in t.lower())]
+    assert (signatures(batch, tokenizer=M) == signatures(batch)).all()
+
+
+def test_matches_and_cut_spans_are_characters_of_the_original_text():
+    item = "在计算机科学中，哈希函数是一种将任意长度的数据映射为固定长度值的函数。"
+    protected = parse_protected_set("evals", json.dumps({"id": "q", "q": item}) + "\n",
+                                    ProtectedFormat.JSONL, 13, M)  # fmt: skip
+    # "İ" lowers to two code points: spans must still be the original's characters.
+    text = "İİ 前言。" * 100 + item + "后记。" * 200
+    [matches] = Protection([protected]).matches_many([text])
+    assert matches and all(m.items == ("q",) for m in matches)
+    start, end = matches[0].start, matches[-1].end
+    assert text[start:end] == item[:-1]  # the last window ends at the last character, not "。"
+    pieces = list(decontaminate_modes([Doc("d", text)], Protection([protected]),
+                                      DecontParams("cut")))  # fmt: skip
+    assert [p.text for p in pieces] == [text[: start - 200], text[end + 200 :]]
