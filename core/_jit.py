@@ -9,7 +9,8 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   the bytes: ASCII through a byte table without a branch on the content, other characters
   decoded and looked up in ``core._tokens.kernel_table`` (capital sigmas lowered by their
   context, ``_lowered_sigma``); it stops at a text ``str.lower`` must lower, and reads the
-  lowered text in its place.
+  lowered text in its place. With the multilingual table, a character of a script written
+  without spaces starts a word of its own and keeps the continuations after it.
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md

@@ -29,6 +29,12 @@ points, and a few characters lower to one of another UTF-8 length (U+212A KELVIN
 the same way (nothing that ``str.lower`` returns is lowered further); the numpy path lowers a
 sigma with ``str.lower`` over the words around it, the compiled one from the table's bits.
 ``core._text`` holds the scalar reference definitions these must agree with.
+
+The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``): the compiled
+kernel reads ``kernel_table("multilingual")``, whose entries also say whether the lowered
+character starts a grapheme cluster of a script written without spaces or continues one
+(``core._scripts``), and writes each cluster as a word of its own; the numpy path of a batch
+that is not all ASCII runs the scalar reference's own ``re`` pattern over each lowered text.
 """
 
 from __future__ import annotations
