@@ -43,6 +43,8 @@ ENGINE_NAMES = {
     "apply_mode", "decontaminate_modes", "ContaminationReport", "Thresholds",
     # work-sized slabs for a pool, workers that load the compiled kernels (issue 13)
     "slab_bounds", "warm_worker",
+    # the tokenizers, and words with their spans in the original text (issue 21)
+    "TOKENIZERS", "word_spans",
 }  # fmt: skip
 
 
