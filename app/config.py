@@ -7,7 +7,7 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote, unquote_plus
 
 from pydantic import Field, field_validator, model_validator
@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     k: int = 5
     seed: int = 0
     ngram: int = 13
+    #: ``words`` or ``multilingual`` (docs/algorithm.md section 1); a store is locked to it.
+    tokenizer: Literal["words", "multilingual"] = "words"
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     max_batch: int = Field(10_000, ge=1)
     max_body_bytes: int = Field(64 * 2**20, ge=1)
@@ -162,6 +164,7 @@ class Settings(BaseSettings):
             k=self.k,
             seed=self.seed,
             ngram=self.ngram,
+            tokenizer=self.tokenizer,
         )
 
 

@@ -29,6 +29,7 @@ MODULES = (
     "bench.batch",
     "bench.decont",
     "bench.coldstart",
+    "bench.multilingual",
     "bench.spark",
 )
 

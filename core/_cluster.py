@@ -100,14 +100,20 @@ def clusters(
     k: int = 5,
     seed: int = 0,
     workers: int = 1,
+    tokenizer: str = "words",
 ) -> list[set[str]]:
     """Every cluster of near duplicates among ``docs`` (id -> text), singletons included.
 
     Independent of input order and worker count; sorted by root, the smallest id of each.
     """
-    params = MinhashParams(num_perm=num_perm, bands=bands, threshold=threshold, k=k, seed=seed)
+    params = MinhashParams(
+        num_perm=num_perm, bands=bands, threshold=threshold, k=k, seed=seed, tokenizer=tokenizer
+    )
     ids = sorted(docs)
-    sigs = signatures([docs[i] for i in ids], num_perm=num_perm, seed=seed, k=k, workers=workers)
+    sigs = signatures(
+        [docs[i] for i in ids], num_perm=num_perm, seed=seed, k=k, workers=workers,
+        tokenizer=tokenizer,
+    )  # fmt: skip
     return groups_of(ids, cluster_roots(sigs, params))
 
 

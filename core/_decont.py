@@ -14,9 +14,13 @@ __all__ = ["decontaminate", "decontaminate_with"]
 
 
 def decontaminate(
-    docs: Iterable[Doc], protected: Sequence[str | PathLike[str]], n: int = 13
+    docs: Iterable[Doc],
+    protected: Sequence[str | PathLike[str]],
+    n: int = 13,
+    tokenizer: str = "words",
 ) -> Iterator[Doc]:
-    """Drop every document sharing a word n-gram with the protected FILES ``protected``.
+    """Drop every document sharing a word n-gram (words by ``tokenizer``) with the protected
+    FILES ``protected``.
 
     The files are read (and every misuse raised) when this is called: a lone path or string, a
     set of n-grams, or a path that is not a readable file is an error, never a silent pass.
@@ -28,12 +32,12 @@ def decontaminate(
         CorpusError: a protected file is missing, unreadable or has a bad JSONL line.
     """
     check_n(n)
-    grams = protected_ngrams(protected_paths(protected), n)
-    return decontaminate_with(docs, NgramIndex(grams, n))
+    grams = protected_ngrams(protected_paths(protected), n, tokenizer)
+    return decontaminate_with(docs, NgramIndex(grams, n, tokenizer))
 
 
 def decontaminate_with(docs: Iterable[Doc], index: NgramIndex) -> Iterator[Doc]:
     """``decontaminate`` against a prepared ``NgramIndex`` (n-grams already in hand); streams."""
     for doc in docs:
-        if not contaminated(doc.text, index.grams, index.n):
+        if not contaminated(doc.text, index.grams, index.n, index.tokenizer):
             yield doc

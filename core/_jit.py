@@ -9,7 +9,8 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   the bytes: ASCII through a byte table without a branch on the content, other characters
   decoded and looked up in ``core._tokens.kernel_table`` (capital sigmas lowered by their
   context, ``_lowered_sigma``); it stops at a text ``str.lower`` must lower, and reads the
-  lowered text in its place.
+  lowered text in its place. With the multilingual table, a character of a script written
+  without spaces starts a word of its own and keeps the continuations after it.
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
@@ -139,7 +140,7 @@ def warm_up() -> None:
     buf = np.empty(2, dtype=np.uint8)
     state = np.zeros(3, dtype=np.int64)
     edges = np.empty(4, dtype=np.int64)
-    tokenise(src, one, src, -1, src, table, buf, edges, np.empty(2, np.int64), state)
+    tokenise(src, one, src, -1, src, table, 1, buf, edges, np.empty(2, np.int64), state)
     # Word starts and ends are every other edge: strided views.
     shingle_spans(edges[0::2], edges[1::2], one, 5, one - 1, one - 1)
 
@@ -150,6 +151,9 @@ _WORD = np.uint32(1 << 21)
 _SPECIAL = np.uint32(1 << 22)
 _CASED = np.uint32(1 << 23)
 _IGNORABLE = np.uint32(1 << 24)
+_UNSPACED = np.uint32(1 << 25)
+_CONTINUATION = np.uint32(1 << 26)
+_SCRIPT_BITS = _UNSPACED | _CONTINUATION
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3
 _FINAL_SIGMA = np.uint32(0x3C2)
@@ -220,6 +224,7 @@ def tokenise(
     alt_doc: int,
     ascii: Any,
     table: Any,
+    grow: int,
     buf: Any,
     edges: Any,
     doc_edges: Any,
@@ -235,13 +240,18 @@ def tokenise(
     written lowered (of the same UTF-8 length), any other as one space; a capital sigma
     lowered by its context (``_lowered_sigma``). At any other special character (``str.lower``
     must lower the text) the kernel stops, that document not written; the caller lowers it and
-    passes it back as ``alt``.
+    passes it back as ``alt``. The multilingual tokenizer's table also marks the characters
+    that start a word of their own (``_UNSPACED``) and the continuations (``_CONTINUATION``)
+    that stay in the word of the one before them if that started one (its grapheme cluster);
+    the words tokenizer's marks neither, and then those branches are never taken.
 
     Args:
         src: uint8, the documents' UTF-8 one after another (valid, as ``str.encode`` makes it).
         ends: int64, where each document ends in ``src``.
         alt, alt_doc: uint8 UTF-8 read in place of document ``alt_doc`` (-1: none).
         ascii: uint8[256]; table: uint32, per code point (see above).
+        grow: the most output bytes (and edges) a byte in may make: 1, or 2 for the
+            multilingual table (a word of one byte, then a space).
         buf: uint8: the output; each document's words joined by single spaces, then a space
             (after a word) and a newline.
         edges: int64: the offsets in ``buf`` where words start and end, in turn.
@@ -266,15 +276,16 @@ def tokenise(
             data = src
             p = ends[d - 1] if d > 0 else 0
             end = ends[d]
-        # A byte and an edge out at most for a byte in (lowering keeps the UTF-8 length),
+        # ``grow`` bytes and edges out at most for a byte in (lowering keeps the UTF-8 length),
         # and a newline and a last edge.
-        if o + (end - p) + 1 > buf.shape[0] or e + (end - p) + 2 > edges.shape[0]:
+        if o + grow * (end - p) + 1 > buf.shape[0] or e + grow * (end - p) + 2 > edges.shape[0]:
             stop = ROOM
             break
         doc_edges[d] = e
         first_byte = o
         first_src = p
         prev = 0  # whether the last character was part of a word
+        cluster = 0  # whether that word is a grapheme cluster of an unspaced script
         while p < end:
             c = data[p]
             while c < 0x80:  # ASCII: no branch on what the byte is
@@ -298,10 +309,32 @@ def tokenise(
                     stop = SPECIAL
                     break
                 info = _lowered_sigma(data, p, first_src, end, table)
+            # 1: it continues a grapheme cluster of an unspaced script; 2: it starts one; 0: a
+            # character as the words tokenizer reads it (always, with the words table).
+            kind = 0
+            if info & _SCRIPT_BITS:
+                if cluster and info & _CONTINUATION:
+                    kind = 1
+                elif info & _UNSPACED:
+                    kind = 2
+            if cluster and kind != 1:  # what follows a cluster is not in it
+                buf[o] = _SPACE
+                edges[e] = o
+                e += 1
+                o += 1
+                prev = 0
+                cluster = 0
+            elif kind == 2 and prev:  # a cluster starts: the word before it ends
+                buf[o] = _SPACE
+                edges[e] = o
+                e += 1
+                o += 1
+                prev = 0
             edges[e] = o
-            if info & _WORD:
+            if kind or info & _WORD:
                 e += 1 - prev
                 prev = 1
+                cluster = int(kind != 0)
                 low = info & _CODE_POINT
                 if low == cp:
                     for i in range(width):
@@ -325,6 +358,13 @@ def tokenise(
                 o += prev
                 prev = 0
             p += width
+            if cluster and p < end and data[p] < 0x80:  # no ASCII character is in a cluster
+                buf[o] = _SPACE
+                edges[e] = o
+                e += 1
+                o += 1
+                prev = 0
+                cluster = 0
         if stop == SPECIAL:
             e = doc_edges[d]
             o = first_byte

@@ -1,7 +1,8 @@
 """Where a text shares word n-grams with protected sets: every matching window with its
 character offsets in the ORIGINAL text, and the frequency cap that ignores boilerplate n-grams.
 
-A word is a match of ``\\w+`` in ``text.lower()`` (``core._text.words``); its span is mapped back
+A word is a match of the tokenizer's pattern (``\\w+``, or the multilingual one) in
+``text.lower()`` (``core._text.words``); its span is mapped back
 to ``text``'s characters (``str.lower`` lengthens a few characters, U+0130 to two code points).
 The span of an n-gram runs from its first word's first character to its last word's last one.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neardup.core._protected import ProtectedSet
-from neardup.core._text import WORD_RE, ngrams
+from neardup.core._text import ngrams, word_re
 from neardup.core.errors import ParameterError
 
 __all__ = ["MAX_LISTED", "Match", "Protection", "merged_spans", "sample_capped", "word_spans"]
@@ -25,10 +26,11 @@ __all__ = ["MAX_LISTED", "Match", "Protection", "merged_spans", "sample_capped",
 MAX_LISTED = 10
 
 
-def word_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
-    """The words of ``text`` (exactly ``words(text)``) and each one's [start, end) in ``text``."""
+def word_spans(text: str, tokenizer: str = "words") -> tuple[list[str], list[tuple[int, int]]]:
+    """The words of ``text`` (exactly ``words(text, tokenizer)``) and each one's [start, end)
+    in ``text``."""
     lowered = text.lower()
-    found = [(m.group(), m.start(), m.end()) for m in WORD_RE.finditer(lowered)]
+    found = [(m.group(), m.start(), m.end()) for m in word_re(tokenizer).finditer(lowered)]
     if len(lowered) == len(text):
         return [w for w, _, _ in found], [(s, e) for _, s, e in found]
     # Some character lowered to several: where each original character starts in ``lowered``.
@@ -87,8 +89,11 @@ class Protection:
             raise ParameterError(f"item cap must be a whole number >= 1, got {item_cap!r}")
         if len({s.n for s in sets}) > 1:
             raise ParameterError("protected sets of different n-gram lengths cannot be combined")
+        if len({s.tokenizer for s in sets}) > 1:
+            raise ParameterError("protected sets of different tokenizers cannot be combined")
         self.sets = list(sets)
         self.n = sets[0].n if sets else 13
+        self.tokenizer = sets[0].tokenizer if sets else "words"
         self.item_cap = item_cap
         extra = set(capped)
         self.capped: dict[str, set[str]] = {}
@@ -100,7 +105,7 @@ class Protection:
 
     def matches(self, text: str) -> list[Match]:
         """Every protected window of ``text``, in text order (one per set protecting it)."""
-        w, spans = word_spans(text)
+        w, spans = word_spans(text, self.tokenizer)
         out: list[Match] = []
         for i, gram in enumerate(ngrams(w, self.n)):
             for s in self.sets:

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core._fnv import fnv1a64_spans
-from neardup.core._text import ngrams, words
+from neardup.core._text import check_tokenizer, ngrams, words
 from neardup.core._tokens import Tokens, shingle_spans
 from neardup.core.errors import ParameterError
 
@@ -22,16 +22,19 @@ def check_n(n: int) -> None:
         raise ParameterError(f"n (words per n-gram) must be a whole number >= 1, got {n!r}")
 
 
-def first_shared_ngram(text: str, grams: Set[str], n: int = 13) -> str | None:
+def first_shared_ngram(
+    text: str, grams: Set[str], n: int = 13, tokenizer: str = "words"
+) -> str | None:
     """The first word n-gram of ``text`` that is in ``grams`` (every window, the last included)."""
-    for gram in ngrams(words(text), n):
+    for gram in ngrams(words(text, tokenizer), n):
         if gram in grams:
             return gram
     return None
 
 
-def contaminated(text: str, grams: Set[str], n: int = 13) -> bool:
-    """Whether any word n-gram of ``text`` is in ``grams``; case and punctuation never matter.
+def contaminated(text: str, grams: Set[str], n: int = 13, tokenizer: str = "words") -> bool:
+    """Whether any word n-gram of ``text`` (its words by ``tokenizer``) is in ``grams``; case
+    and punctuation never matter.
 
     >>> grams = set(ngrams(words("Tom found a shiny red shell by the river and carried it "
     ...                          "home to show his sister."), 13))
@@ -39,7 +42,7 @@ def contaminated(text: str, grams: Set[str], n: int = 13) -> bool:
     ...              "home to show", grams)
     True
     """
-    return first_shared_ngram(text, grams, n) is not None
+    return first_shared_ngram(text, grams, n, tokenizer) is not None
 
 
 def gram_hashes(grams: Sequence[str]) -> NDArray[np.uint64]:
@@ -60,10 +63,12 @@ class NgramIndex:
     exactly ``contaminated``'s, at numpy speed for the clean majority.
     """
 
-    def __init__(self, grams: Set[str], n: int = 13) -> None:
+    def __init__(self, grams: Set[str], n: int = 13, tokenizer: str = "words") -> None:
         check_n(n)
+        check_tokenizer(tokenizer)
         self.grams = grams
         self.n = n
+        self.tokenizer = tokenizer
         self.hashes = np.sort(gram_hashes(list(grams)))
 
     def contains(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_]:
@@ -79,12 +84,12 @@ class NgramIndex:
         out = np.zeros(len(texts), dtype=np.bool_)
         if not texts or not len(self.hashes):
             return out
-        tokens = Tokens(texts)
+        tokens = Tokens(texts, tokenizer=self.tokenizer)
         start, end, per_doc = shingle_spans(tokens, self.n)
         # A text of 1 to n-1 words has one "shingle" of all its words, but no n-gram.
         whole = np.repeat(tokens.doc_words >= self.n, per_doc)
         found = self.contains(fnv1a64_spans(tokens.buf, start, end)) & whole
         doc = np.repeat(np.arange(len(texts)), per_doc)
         for i in np.unique(doc[found]).tolist():
-            out[i] = contaminated(texts[i], self.grams, self.n)
+            out[i] = contaminated(texts[i], self.grams, self.n, self.tokenizer)
         return out

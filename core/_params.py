@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from neardup.core._banding import lsh_reach
+from neardup.core._text import check_tokenizer
 from neardup.core.errors import ParameterError
 
 __all__ = ["INDEX_KEYS", "MinhashParams", "check_signature_params"]
@@ -19,7 +20,8 @@ _SEED_LIMIT = 2**64
 
 #: The parameters a stored index is built with: signatures and buckets depend on them, so a
 #: store refuses to be reopened with other values. (threshold and ngram may change freely.)
-INDEX_KEYS = ("num_perm", "bands", "k", "seed")
+#: The tokenizer is one too: it decides the shingles and the protected n-grams.
+INDEX_KEYS = ("num_perm", "bands", "k", "seed", "tokenizer")
 
 
 def _at_least_one(name: str, value: int, meaning: str) -> None:
@@ -46,6 +48,8 @@ class MinhashParams:
         k: words per shingle.
         seed: the PCG32 seed of the hash parameters, in [0, 2**64).
         ngram: words per contamination n-gram.
+        tokenizer: how a text is cut into words, ``words`` (``\\w+`` runs, the default) or
+            ``multilingual`` (a word per grapheme cluster in scripts written without spaces).
 
     >>> MinhashParams().rows
     8
@@ -61,9 +65,11 @@ class MinhashParams:
     k: int = 5
     seed: int = 0
     ngram: int = 13
+    tokenizer: str = "words"
 
     def __post_init__(self) -> None:
         check_signature_params(self.num_perm, self.seed, self.k)
+        check_tokenizer(self.tokenizer)
         _at_least_one("bands", self.bands, "LSH bands")
         _at_least_one("ngram", self.ngram, "words per contamination n-gram")
         if self.num_perm % self.bands:
@@ -95,7 +101,7 @@ class MinhashParams:
         pair is a candidate with probability 1/2), or the confirmation threshold if lower."""
         return min(lsh_reach(self.bands, self.rows), float(self.threshold))
 
-    def index_params(self) -> dict[str, int]:
+    def index_params(self) -> dict[str, int | str]:
         """The values a stored index is locked to (``INDEX_KEYS``)."""
         return {key: getattr(self, key) for key in INDEX_KEYS}
 

@@ -46,7 +46,7 @@ from neardup.core._formats import (
 )
 from neardup.core._ngrams import NgramIndex, check_n
 from neardup.core._storage import filesystem
-from neardup.core._text import ngrams, words
+from neardup.core._text import check_tokenizer, ngrams, words
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -130,11 +130,13 @@ class ProtectedSet:
     #: ``windows[lo:hi]``. What a report needs for the share of an item's words matches cover.
     layout: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict, repr=False)
     windows: list[str] = field(default_factory=list, repr=False)
+    #: How its texts (and the texts checked against it) are cut into words.
+    tokenizer: str = "words"
     index: NgramIndex = field(init=False, repr=False)
     _caps: dict[int, frozenset[str]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.index = NgramIndex(self.grams.keys(), self.n)
+        self.index = NgramIndex(self.grams.keys(), self.n, self.tokenizer)
 
     def capped_by_items(self, cap: int) -> frozenset[str]:
         """The n-grams in more than ``cap`` items (computed once per cap)."""
@@ -160,20 +162,24 @@ class ProtectedSet:
     def hits(self, text: str) -> list[tuple[str, str]]:
         """(item, first shared n-gram) for every item sharing an n-gram with ``text``."""
         found: dict[str, str] = {}
-        for gram in ngrams(words(text), self.n):
+        for gram in ngrams(words(text, self.tokenizer), self.n):
             for item in self.grams.get(gram, ()):
                 found.setdefault(item, gram)
         return list(found.items())
 
     def shared(self, text: str) -> set[str]:
         """The n-grams of ``text`` that the set protects."""
-        return {g for g in ngrams(words(text), self.n) if g in self.grams}
+        return {g for g in ngrams(words(text, self.tokenizer), self.n) if g in self.grams}
 
 
-def parse_protected_set(name: str, body: str, fmt: ProtectedFormat, n: int = 13) -> ProtectedSet:
-    """Parse a protected file's text; CorpusError (naming ``name`` and the line) for a bad line."""
+def parse_protected_set(
+    name: str, body: str, fmt: ProtectedFormat, n: int = 13, tokenizer: str = "words"
+) -> ProtectedSet:
+    """Parse a protected file's text into the n-grams of its words by ``tokenizer``;
+    CorpusError (naming ``name`` and the line) for a bad line."""
     check_n(n)
-    return _from_items(name, protected_items(name, body, fmt), n)
+    check_tokenizer(tokenizer)
+    return _from_items(name, protected_items(name, body, fmt), n, tokenizer)
 
 
 def protected_items(name: str, body: str, fmt: ProtectedFormat) -> list[tuple[int, dict[str, Any]]]:
@@ -237,20 +243,27 @@ def _csv_items(name: str, body: str) -> list[tuple[int, dict[str, Any]]]:
     return items
 
 
-def _from_items(name: str, items: list[tuple[int, dict[str, Any]]], n: int) -> ProtectedSet:
-    """A ProtectedSet of ``(line, item)`` pairs, each labelled as ``item_label`` says."""
+def _from_items(
+    name: str, items: list[tuple[int, dict[str, Any]]], n: int, tokenizer: str
+) -> ProtectedSet:
+    """A ProtectedSet of ``(line, item)`` pairs, each labelled as ``item_label`` says, its
+    n-grams of words by ``tokenizer``."""
     grams: dict[str, list[str]] = {}
     layout: dict[str, list[tuple[int, int, int]]] = {}
     windows: list[str] = []
     for line, item in items:
         label = item_label(item, line)
         for text in item_strings(item):
-            _add(grams, layout, windows, text, label, n)
-    return ProtectedSet(name, len(items), grams, n, layout, windows)
+            _add(grams, layout, windows, text, label, n, tokenizer)
+    return ProtectedSet(name, len(items), grams, n, layout, windows, tokenizer)
 
 
 def read_protected_set(
-    path: str | PathLike[str], n: int = 13, *, name: str | None = None
+    path: str | PathLike[str],
+    n: int = 13,
+    *,
+    name: str | None = None,
+    tokenizer: str = "words",
 ) -> ProtectedSet:
     """Read and parse one protected file (a local path or an fsspec URL), by its name as the
     module says (``.parquet``: string columns, nested ones included, protected as a JSON line's
@@ -258,6 +271,7 @@ def read_protected_set(
     cannot be read as items, read, or parsed.
     """
     check_n(n)
+    check_tokenizer(tokenizer)
     name = name or str(path)
     fs, where = filesystem(str(path))
     if not fs.isfile(where):
@@ -268,7 +282,7 @@ def read_protected_set(
         raise CorpusError(name, None, _unreadable(compressed=True))
     try:
         with fs.open(where, "rb") as raw:
-            return _parse(raw, fmt, name, n)
+            return _parse(raw, fmt, name, n, tokenizer)
     except UnicodeDecodeError as exc:
         raise CorpusError(name, None, f"not UTF-8 ({exc.reason})") from None
     except (OSError, EOFError) as exc:
@@ -280,14 +294,14 @@ def read_protected_set(
         raise
 
 
-def _parse(raw: Any, fmt: tuple[str, str], name: str, n: int) -> ProtectedSet:
+def _parse(raw: Any, fmt: tuple[str, str], name: str, n: int, tokenizer: str) -> ProtectedSet:
     kind, compression = fmt
     if kind == "parquet":
-        return _from_items(name, list(_parquet_items(raw)), n)
+        return _from_items(name, list(_parquet_items(raw)), n, tokenizer)
     with text_reader(raw, compression or ".txt") as fh:
         if kind == "jsonl":  # streamed, a line at a time
-            return _from_items(name, list(jsonl_items(fh, name)), n)
-        return parse_protected_set(name, fh.read(), ProtectedFormat(kind), n)
+            return _from_items(name, list(jsonl_items(fh, name)), n, tokenizer)
+        return parse_protected_set(name, fh.read(), ProtectedFormat(kind), n, tokenizer)
 
 
 def _parquet_items(raw: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -300,8 +314,11 @@ def _parquet_items(raw: Any) -> Iterator[tuple[int, dict[str, Any]]]:
             yield row, item
 
 
-def protected_ngrams(paths: Iterable[str | PathLike[str]], n: int = 13) -> set[str]:
-    """The word n-grams (words joined by one space) of protected eval or validation files.
+def protected_ngrams(
+    paths: Iterable[str | PathLike[str]], n: int = 13, tokenizer: str = "words"
+) -> set[str]:
+    """The word n-grams (words joined by one space; words by ``tokenizer``) of protected eval
+    or validation files.
 
     Files are read as items as the module says: every string value of every item, nested ones
     included, except under the keys ``case_id``, ``id``, ``tags``, ``scorer_args``; a line that
@@ -312,7 +329,7 @@ def protected_ngrams(paths: Iterable[str | PathLike[str]], n: int = 13) -> set[s
     check_n(n)
     grams: set[str] = set()
     for path in protected_paths(paths):
-        grams.update(read_protected_set(path, n).grams)
+        grams.update(read_protected_set(path, n, tokenizer=tokenizer).grams)
     return grams
 
 
@@ -343,8 +360,9 @@ def _add(
     text: str,
     label: str,
     n: int,
+    tokenizer: str,
 ) -> None:
-    w = words(text)
+    w = words(text, tokenizer)
     lo = len(windows)
     windows.extend(ngrams(w, n))
     for gram in windows[lo:]:

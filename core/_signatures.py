@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from itertools import chain
 
 import numpy as np
@@ -31,6 +32,7 @@ from neardup.core._fnv import fnv1a64_spans
 from neardup.core._hashing import MERSENNE31, perm_params
 from neardup.core._params import MinhashParams, check_signature_params
 from neardup.core._permute import minima
+from neardup.core._text import check_tokenizer
 from neardup.core._tokens import Tokens, Utf8Texts, shingle_spans
 from neardup.core.errors import ParameterError
 
@@ -70,34 +72,40 @@ _AHEAD = 4
 def batch_signatures(texts: Sequence[str] | Utf8Texts, params: MinhashParams) -> NDArray[np.uint32]:
     """The ``[len(texts), num_perm]`` uint32 signatures of a batch, in this process; the texts
     as ``str`` or, what a pool's task is best sent as, ``Utf8Texts``."""
-    return _kernel(texts, params.num_perm, params.seed, params.k)
+    return _kernel(texts, params.num_perm, params.seed, params.k, tokenizer=params.tokenizer)
 
 
 #: What ``warm_worker`` signs: words with a non-ASCII character, some hundreds of them.
 _WARM_TEXTS = [f"warm up {i} with café and Москва " * 40 for i in range(64)]
 
 
-def warm_worker() -> bool:
+def warm_worker(tokenizer: str = "words") -> bool:
     """Make this process ready to sign at full speed: load the compiled kernels now (~0.5 s,
     instead of once it has hashed ``core._compiled.LOAD_AFTER`` pairs) and sign a small batch
     holding non-ASCII text, which builds the code-point tables (~0.15 s) and pays the kernel's
     first-call costs. Whether this process runs the compiled kernels (False: numba missing or
-    failing, or ``NEARDUP_JIT=0``). For a long-lived pool: ``spawn_pool(n, warm=warm_worker)``.
+    failing, or ``NEARDUP_JIT=0``). For a long-lived pool: ``spawn_pool(n, warm=warm_worker)``,
+    or ``functools.partial(warm_worker, "multilingual")`` to build that tokenizer's tables too.
     """
     kernels = load()
-    _kernel(_WARM_TEXTS, 128, 0, 5)
+    _kernel(_WARM_TEXTS, 128, 0, 5, tokenizer=tokenizer)
     return kernels is not None
 
 
 def _kernel(
-    texts: Sequence[str] | Utf8Texts, num_perm: int, seed: int, k: int, jit: bool = True
+    texts: Sequence[str] | Utf8Texts,
+    num_perm: int,
+    seed: int,
+    k: int,
+    jit: bool = True,
+    tokenizer: str = "words",
 ) -> NDArray[np.uint32]:
     """Signatures of ``texts`` slab by slab; ``jit=False`` keeps the numpy reference kernel."""
     a, b = perm_params(num_perm, seed)
     out = np.empty((len(texts), num_perm), dtype=np.uint32)
     for lo, hi in slab_bounds(texts):
         part = texts.part(lo, hi) if isinstance(texts, Utf8Texts) else texts[lo:hi]
-        out[lo:hi] = _slab(part, a, b, k, jit)
+        out[lo:hi] = _slab(part, a, b, k, jit, tokenizer)
     return out
 
 
@@ -107,8 +115,9 @@ def _slab(
     b: NDArray[np.uint64],
     k: int,
     jit: bool,
+    tokenizer: str,
 ) -> NDArray[np.uint32]:
-    tokens = Tokens(texts, jit=None if jit else False)
+    tokens = Tokens(texts, jit=None if jit else False, tokenizer=tokenizer)
     start, end, per_doc = shingle_spans(tokens, k)
     fast = compiled(len(start) * len(a)) if jit else None
     if fast is not None:
@@ -166,6 +175,7 @@ def signatures(
     k: int = 5,
     workers: int = 1,
     pool: ProcessPoolExecutor | None = None,
+    tokenizer: str = "words",
 ) -> NDArray[np.uint32]:
     """MinHash signatures of ``texts``, ``[len(texts), num_perm]``, identical for any ``workers``.
 
@@ -183,25 +193,33 @@ def signatures(
             fewer than ``POOL_AFTER_CHARS`` characters in all, compute here.
         pool: an existing pool to reuse (the service keeps one); the slabs are a multiple of
             its size in number.
+        tokenizer: ``words`` or ``multilingual`` (docs/algorithm.md section 1).
 
     Raises:
         ParameterError: a parameter out of range, or a text that cannot be encoded as UTF-8.
         WorkerError: a worker process died.
     """
     check_signature_params(num_perm, seed, k)
+    check_tokenizer(tokenizer)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ParameterError(f"workers must be a whole number >= 1, got {workers!r}")
     texts = list(texts)
     if pool is None and (workers == 1 or len(texts) < 2 or _small(texts)):
-        return _kernel(texts, num_perm, seed, k)
+        return _kernel(texts, num_perm, seed, k, tokenizer=tokenizer)
     if pool is not None:
-        return _on_pool(pool, texts, num_perm, seed, k, pool_size(pool))
+        return _on_pool(pool, texts, num_perm, seed, k, pool_size(pool), tokenizer)
     with spawn_pool(workers) as own:
-        return _on_pool(own, texts, num_perm, seed, k, workers)
+        return _on_pool(own, texts, num_perm, seed, k, workers, tokenizer)
 
 
 def _on_pool(
-    pool: ProcessPoolExecutor, texts: list[str], num_perm: int, seed: int, k: int, parts: int
+    pool: ProcessPoolExecutor,
+    texts: list[str],
+    num_perm: int,
+    seed: int,
+    k: int,
+    parts: int,
+    tokenizer: str,
 ) -> NDArray[np.uint32]:
     out = np.empty((len(texts), num_perm), dtype=np.uint32)
     # The kernel's own slabs, a multiple of the workers in number: small tasks, so a worker
@@ -210,7 +228,7 @@ def _on_pool(
     # Sent encoded: one bytes object a slab pickles as a copy, and the worker reads it as it
     # is (a list of str would be encoded by pickle, decoded by the worker, encoded again).
     encoded = (Utf8Texts.encode(texts[lo:hi], lo) for lo, hi in slabs)
-    rows = ordered_map(pool, _kernel, encoded, num_perm, seed, k, ahead=_AHEAD)
+    rows = ordered_map(pool, _kernel, encoded, num_perm, seed, k, True, tokenizer, ahead=_AHEAD)
     for (lo, hi), (_, sig) in zip(slabs, rows, strict=True):
         out[lo:hi] = sig
     return out
@@ -249,7 +267,7 @@ def signature_stream(
             if workers == 1 or chars < POOL_AFTER_CHARS:
                 yield batch_signatures(batch, params)
                 continue
-            pool = spawn_pool(workers, warm=warm_worker)
+            pool = spawn_pool(workers, warm=partial(warm_worker, params.tokenizer))
             # Sent encoded: one bytes object a batch pickles as a copy.
             encoded = (Utf8Texts.encode(b) for b in chain([batch], stream))
             for _, sig in ordered_map(pool, batch_signatures, encoded, params, ahead=ahead):

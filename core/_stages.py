@@ -53,6 +53,7 @@ def near_dedup(
     k: int = 5,
     seed: int = 0,
     workers: int = 1,
+    tokenizer: str = "words",
     drop: bool = True,
 ) -> Iterator[Doc]:
     """Tag every document ``meta["minhash_cluster"] = root id``; with ``drop``, keep only roots.
@@ -61,9 +62,14 @@ def near_dedup(
     other meta kept; the input's meta dicts are not modified. Raises DuplicateIdError for a
     repeated id.
     """
-    params = MinhashParams(num_perm=num_perm, bands=bands, threshold=threshold, k=k, seed=seed)
+    params = MinhashParams(
+        num_perm=num_perm, bands=bands, threshold=threshold, k=k, seed=seed, tokenizer=tokenizer
+    )
     batch = _unique_ids(docs)
-    sigs = signatures([d.text for d in batch], num_perm=num_perm, seed=seed, k=k, workers=workers)
+    sigs = signatures(
+        [d.text for d in batch], num_perm=num_perm, seed=seed, k=k, workers=workers,
+        tokenizer=tokenizer,
+    )  # fmt: skip
     roots = cluster_roots(sigs, params, id_rank([d.id for d in batch]))
     return _tagged(batch, [batch[r].id for r in roots.tolist()], drop)
 

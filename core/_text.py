@@ -9,22 +9,56 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Set
 
-__all__ = ["WORD_RE", "jaccard", "ngrams", "shingles", "words"]
+from neardup.core._scripts import multilingual_re
+from neardup.core.errors import ParameterError
+
+__all__ = [
+    "TOKENIZERS",
+    "WORD_RE",
+    "check_tokenizer",
+    "jaccard",
+    "ngrams",
+    "shingles",
+    "word_re",
+    "words",
+]
 
 #: A word is a maximal run of Unicode word characters (``str.isalnum()`` or ``_``).
 WORD_RE = re.compile(r"\w+")
+#: The tokenizers: ``words`` (``\w+`` runs, the default) and ``multilingual`` (the same, but
+#: text in a script written without spaces is one word per grapheme cluster).
+TOKENIZERS = ("words", "multilingual")
 
 
-def words(text: str) -> list[str]:
-    """The lower-cased words of ``text``: ``re.findall(r"\\w+", text.lower())``.
+def check_tokenizer(tokenizer: str) -> None:
+    """ParameterError unless ``tokenizer`` is one of ``TOKENIZERS``."""
+    if tokenizer not in TOKENIZERS:
+        raise ParameterError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
+
+
+def word_re(tokenizer: str = "words") -> re.Pattern[str]:
+    """The pattern whose matches in the lower-cased text are its words under ``tokenizer``."""
+    check_tokenizer(tokenizer)
+    return WORD_RE if tokenizer == "words" else multilingual_re()
+
+
+def words(text: str, tokenizer: str = "words") -> list[str]:
+    """The lower-cased words of ``text``: ``re.findall(r"\\w+", text.lower())``; with
+    ``tokenizer="multilingual"``, every character of a script written without spaces (with the
+    marks that follow it, its grapheme cluster) is a word of its own (docs/algorithm.md
+    section 1).
 
     >>> words("The CAT, sat!")
     ['the', 'cat', 'sat']
+    >>> words("abc中文def สวัสดี", "multilingual")
+    ['abc', '中', '文', 'def', 'ส', 'วั', 'ส', 'ดี']
     """
-    return WORD_RE.findall(text.lower())
+    if tokenizer == "words":
+        return WORD_RE.findall(text.lower())
+    return word_re(tokenizer).findall(text.lower())
 
 
-def shingles(text: str, k: int = 5) -> set[str]:
+def shingles(text: str, k: int = 5, tokenizer: str = "words") -> set[str]:
     """Every run of ``k`` consecutive words, joined by one space.
 
     A text of 1 to k-1 words is ONE shingle (all its words); a wordless text has none.
@@ -34,7 +68,7 @@ def shingles(text: str, k: int = 5) -> set[str]:
     >>> shingles("just two", k=5)
     {'just two'}
     """
-    w = words(text)
+    w = words(text, tokenizer)
     if not w:
         return set()
     if len(w) < k:

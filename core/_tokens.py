@@ -29,6 +29,12 @@ points, and a few characters lower to one of another UTF-8 length (U+212A KELVIN
 the same way (nothing that ``str.lower`` returns is lowered further); the numpy path lowers a
 sigma with ``str.lower`` over the words around it, the compiled one from the table's bits.
 ``core._text`` holds the scalar reference definitions these must agree with.
+
+The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``): the compiled
+kernel reads ``kernel_table("multilingual")``, whose entries also say whether the lowered
+character starts a grapheme cluster of a script written without spaces or continues one
+(``core._scripts``), and writes each cluster as a word of its own; the numpy path of a batch
+that is not all ASCII runs the scalar reference's own ``re`` pattern over each lowered text.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core import _compiled
+from neardup.core._scripts import script_tables
+from neardup.core._text import check_tokenizer, word_re
 from neardup.core.errors import ParameterError
 
 __all__ = [
@@ -120,6 +128,8 @@ _WORD_BIT = np.uint32(1 << 21)
 _SPECIAL_BIT = np.uint32(1 << 22)
 _CASED_BIT = np.uint32(1 << 23)
 _IGNORABLE_BIT = np.uint32(1 << 24)
+_UNSPACED_BIT = np.uint32(1 << 25)
+_CONTINUATION_BIT = np.uint32(1 << 26)
 _CODE_POINT_BITS = np.uint32((1 << 21) - 1)
 
 
@@ -136,14 +146,24 @@ def char_table() -> NDArray[np.uint32]:
 
 
 @cache
-def kernel_table() -> NDArray[np.uint32]:
+def kernel_table(tokenizer: str = "words") -> NDArray[np.uint32]:
     """``char_table`` with what the capital sigma's context makes of each code point
     (``_CASED_BIT``, ``_IGNORABLE_BIT``: see ``sigma_context``), for the compiled kernel, which
-    lowers capital sigmas itself; built once a process, when it first runs."""
-    table = char_table().copy()
-    cased, ignorable = sigma_context()
-    table[cased] |= _CASED_BIT
-    table[ignorable] |= _IGNORABLE_BIT
+    lowers capital sigmas itself; built once a process, when it first runs. For the
+    ``multilingual`` tokenizer, also whether the lowered character starts a word of its own
+    (``_UNSPACED_BIT``) or continues a grapheme cluster (``_CONTINUATION_BIT``), from
+    ``core._scripts.script_tables``."""
+    if tokenizer == "words":
+        table = char_table().copy()
+        cased, ignorable = sigma_context()
+        table[cased] |= _CASED_BIT
+        table[ignorable] |= _IGNORABLE_BIT
+        return table
+    table = kernel_table().copy()
+    unspaced, continuation = script_tables()
+    lowered = table & _CODE_POINT_BITS
+    table[unspaced.take(lowered)] |= _UNSPACED_BIT
+    table[continuation.take(lowered)] |= _CONTINUATION_BIT
     return table
 
 
@@ -274,14 +294,27 @@ class Tokens:
 
     __slots__ = ("buf", "doc_words", "kernels", "word_end", "word_start")
 
-    def __init__(self, texts: Sequence[str] | Utf8Texts, jit: bool | None = None) -> None:
-        """Tokenise ``texts``: with the compiled kernel if ``jit`` is True (loading it), or None
-        and this process has loaded it; else (or where it declines the batch) with numpy."""
+    def __init__(
+        self,
+        texts: Sequence[str] | Utf8Texts,
+        jit: bool | None = None,
+        tokenizer: str = "words",
+    ) -> None:
+        """Tokenise ``texts`` into the words of ``tokenizer``: with the compiled kernel if
+        ``jit`` is True (loading it), or None and this process has loaded it; else (or where it
+        declines the batch) with numpy."""
+        check_tokenizer(tokenizer)
         kernels = _compiled.load() if jit else None if jit is False else _compiled.loaded()
-        arrays = None if kernels is None else _compiled_tokens(texts, kernels.tokenise)
+        arrays = None
+        if kernels is not None:
+            arrays = _compiled_tokens(texts, kernels.tokenise, tokenizer)
         if arrays is None:
             kernels = None
-            arrays = _numpy_tokens(texts.texts() if isinstance(texts, Utf8Texts) else texts)
+            plain = texts.texts() if isinstance(texts, Utf8Texts) else texts
+            if tokenizer == "words" or all(map(str.isascii, plain)):
+                arrays = _numpy_tokens(plain)
+            else:
+                arrays = _pattern_tokens(plain, word_re(tokenizer))
         self.kernels = kernels
         self.buf, self.word_start, self.word_end, self.doc_words = arrays
 
@@ -300,8 +333,20 @@ def _numpy_tokens(texts: Sequence[str]) -> _TokenArrays:
     return _words(codes, len(texts))
 
 
+def _pattern_tokens(texts: Sequence[str], pattern: re.Pattern[str]) -> _TokenArrays:
+    """The words of each lower-cased text by ``pattern`` (the scalar reference's own), joined
+    by spaces, the texts by newlines: the numpy tokeniser of the multilingual tokenizer."""
+    joined = "\n".join(" ".join(pattern.findall(text.lower())) for text in texts)
+    try:
+        encoded = joined.encode("utf-8")
+    except UnicodeEncodeError:
+        _raise_for_surrogates(texts)
+        raise
+    return _words(np.frombuffer(encoded, dtype=np.uint8), len(texts))
+
+
 def _compiled_tokens(
-    texts: Sequence[str] | Utf8Texts, tokenise: Callable[..., int]
+    texts: Sequence[str] | Utf8Texts, tokenise: Callable[..., int], tokenizer: str = "words"
 ) -> _TokenArrays | None:
     """The compiled tokeniser (``core._jit.tokenise``) over the texts' UTF-8, in one pass; a
     text holding a special character is lowered by ``str.lower`` and read in its place. None
@@ -311,21 +356,25 @@ def _compiled_tokens(
     ends = utf8.ends
     n = len(ends)
     src = np.frombuffer(utf8.data, dtype=np.uint8)
-    table = kernel_table()
-    buf = np.empty(len(src) + n, dtype=np.uint8)
+    table = kernel_table(tokenizer)
+    # Bytes (and edges) out a byte in, at most: a word of one byte and a space after it.
+    grow = 1 if tokenizer == "words" else 2
+    buf = np.empty(grow * len(src) + n, dtype=np.uint8)
     # Two edges a word: room for a word every fourth byte at first, more if needed.
     edges = np.empty(len(src) // 2 + 16, dtype=np.int64)
     doc_edges = np.empty(n + 1, dtype=np.int64)
     state = np.zeros(3, dtype=np.int64)
     alt, alt_doc = src, -1
-    while stop := tokenise(src, ends, alt, alt_doc, _ASCII, table, buf, edges, doc_edges, state):
+    while stop := tokenise(
+        src, ends, alt, alt_doc, _ASCII, table, grow, buf, edges, doc_edges, state
+    ):
         d, written, used = state.tolist()
         if stop == _ROOM:
             # Room for this text (the lowered one, if it is read) and all after it: a byte and
             # an edge for a byte, a newline and a last edge each.
             start = int(ends[d - 1]) if d else 0
             here = len(alt) if d == alt_doc else int(ends[d]) - start
-            rest = here + int(ends[-1] - ends[d]) + 2 * (n - d)
+            rest = grow * (here + int(ends[-1] - ends[d])) + 2 * (n - d)
             buf = _grown(buf, written, rest)
             edges = _grown(edges, used, rest)
         elif d == alt_doc:  # lowered, it still holds a special character

@@ -69,7 +69,7 @@ from neardup.core._fanout import (
     raise_worker_error,
     spawn_pool,
 )
-from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped
+from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex
 from neardup.core._params import INDEX_KEYS, MinhashParams
 from neardup.core._protected import (
@@ -117,7 +117,7 @@ from neardup.core._survivors import (
     exact_survivors,
     value_ranks,
 )
-from neardup.core._text import jaccard, ngrams, shingles, words
+from neardup.core._text import TOKENIZERS, jaccard, ngrams, shingles, words
 from neardup.core._tokens import Utf8Texts
 from neardup.core._writer import RowWriter
 from neardup.core.errors import (
@@ -140,6 +140,7 @@ __all__ = [
     "MAX_ITEMS",
     "MAX_LISTED",
     "STDIO",
+    "TOKENIZERS",
     "BandBuckets",
     "Components",
     "ContaminationReport",
@@ -226,6 +227,7 @@ __all__ = [
     "text_digests",
     "value_ranks",
     "warm_worker",
+    "word_spans",
     "words",
     "write_docs",
 ]

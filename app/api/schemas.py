@@ -166,6 +166,10 @@ class ConfigResponse(BaseModel):
     k: int
     seed: int
     ngram: int
+    tokenizer: Literal["words", "multilingual"] = Field(
+        description="how texts are cut into words (shingles and n-grams): `words`, or "
+        "`multilingual` (a word per grapheme cluster in scripts written without spaces)"
+    )
     lsh_threshold: float = Field(description="(1/bands) ** (1/rows): where the S-curve is steepest")
     query_threshold_min: float = Field(
         description="the smallest `threshold` /v1/query takes: the bands' reach, the similarity "

@@ -59,6 +59,7 @@ def contamination_report(
     protected: Sequence[str],
     *,
     n: int = 13,
+    tokenizer: str = "words",
     schema: Schema | None = None,
     quiet: bool = False,
     item_cap: int | None = None,
@@ -88,7 +89,8 @@ def contamination_report(
     schema = schema or Schema()
     sources = expand_inputs(inputs)
     sets = [
-        read_protected_set(s.url(), n, name=s.name) for s in expand_inputs(protected, corpus=False)
+        read_protected_set(s.url(), n, name=s.name, tokenizer=tokenizer)
+        for s in expand_inputs(protected, corpus=False)
     ]
     capped: set[str] = set()
     if sample_share is not None:

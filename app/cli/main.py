@@ -15,6 +15,13 @@ from typing import Any
 
 __all__ = ["MINHASH_DEFAULTS", "build_parser", "main"]
 
+#: ``neardup.core.engine.TOKENIZERS`` (tests hold them equal; core is not imported up front).
+TOKENIZERS = ("words", "multilingual")
+_TOKENIZER_HELP = (
+    "how texts are cut into words: words (\\w+ runs), or multilingual (also a word per "
+    "character, with its marks, in scripts written without spaces: Chinese, Japanese, Thai, ...)"
+)
+
 _DESCRIPTION = "neardup: near-duplicate detection and decontamination for LLM training data"
 
 _Sub = argparse._SubParsersAction  # the type argparse gives add_subparsers()
@@ -27,6 +34,9 @@ def _index_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, help="words per shingle (default 5)")
     parser.add_argument("--seed", type=int, help="hash-parameter seed (default 0)")
     parser.add_argument("--ngram", type=int, help="contamination n-gram length (default 13)")
+    parser.add_argument(
+        "--tokenizer", choices=TOKENIZERS, help=_TOKENIZER_HELP + " (default words)"
+    )
 
 
 def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
@@ -84,6 +94,7 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
 #: Core's defaults, as the batch commands show them (tests hold them to MinhashParams()).
 MINHASH_DEFAULTS: dict[str, Any] = {
     "num_perm": 128, "bands": 16, "threshold": 0.8, "k": 5, "seed": 0, "ngram": 13,
+    "tokenizer": "words",
 }  # fmt: skip
 
 _INPUTS_HELP = (
@@ -151,6 +162,7 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     ):  # fmt: skip
         default = MINHASH_DEFAULTS[name.replace("-", "_")]
         dedup.add_argument(f"--{name}", type=kind, default=default, help=text)
+    dedup.add_argument("--tokenizer", choices=TOKENIZERS, default="words", help=_TOKENIZER_HELP)
     dedup.add_argument(
         "--decontamination", choices=["drop", "cut", "annotate"], default="drop",
         help="a contaminated row: dropped, its matches cut out (GPT-3), or annotated in meta",
@@ -190,6 +202,7 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "--protected", action="append", required=True, metavar="FILE", help=_PROTECTED_HELP
     )
     cont.add_argument("--ngram", type=int, default=13, help="n-gram length")
+    cont.add_argument("--tokenizer", choices=TOKENIZERS, default="words", help=_TOKENIZER_HELP)
     _cap_flags(cont)
     cont.add_argument(
         "--sample", action="append", default=[], metavar="FILE",
@@ -306,7 +319,8 @@ def _contamination(args: argparse.Namespace) -> int:
     check_apart(reads, [("--output", args.output)])
     schema = Schema(args.id_field, args.text_field)
     report = contamination_report(
-        args.inputs, args.protected, n=args.ngram, schema=schema, quiet=args.quiet,
+        args.inputs, args.protected, n=args.ngram, tokenizer=args.tokenizer, schema=schema,
+        quiet=args.quiet,
         item_cap=args.item_cap, sample=args.sample, sample_share=args.sample_cap,
         sample_size=args.sample_size, thresholds=Thresholds(args.clean_below, args.dirty_from),
         top=args.top, ids_file=args.ids_file, output=args.output,

@@ -12,8 +12,8 @@ __all__ = ["SPARK_FLAGS", "dedup_spark"]
 SPARK_FLAGS = frozenset(
     {
         "command", "inputs", "output", "protected", "num_perm", "bands", "threshold", "k",
-        "seed", "ngram", "manifest", "quiet", "engine", "spark_master", "keep_duplicates",
-        "dedup_parser",
+        "seed", "ngram", "tokenizer", "manifest", "quiet", "engine", "spark_master",
+        "keep_duplicates", "dedup_parser",
     }
 )  # fmt: skip
 
@@ -45,7 +45,7 @@ def dedup_spark(args: argparse.Namespace) -> int:
         )
     given = {
         n: getattr(args, n)
-        for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram")
+        for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram", "tokenizer")
         if getattr(args, n) is not None
     }
     output = str(args.output)

@@ -79,7 +79,11 @@ def load_protected(options: DedupOptions, manifest: Manifest) -> list[ProtectedS
     total = sum(s.size for s in sources)
     with Progress("protected", total=total, unit="B", quiet=options.quiet) as progress:
         for source in sources:
-            sets.append(read_protected_set(source.url(), n, name=source.name))
+            sets.append(
+                read_protected_set(
+                    source.url(), n, name=source.name, tokenizer=options.params.minhash.tokenizer
+                )
+            )
             progress.update(source.size)
     manifest.protected = [
         {"path": s.name, "bytes": src.size, "items": s.items, "ngrams": s.ngrams}

@@ -7,6 +7,8 @@ import re
 from collections.abc import Set
 from dataclasses import dataclass
 
+from neardup.core.engine import word_spans
+
 __all__ = ["Piece", "highlight_ngrams", "word_diff", "words_end"]
 
 _WORD = re.compile(r"\w+")
@@ -53,9 +55,11 @@ def word_diff(root: str, member: str) -> list[Piece]:
     return pieces
 
 
-def highlight_ngrams(text: str, grams: Set[str], n: int) -> list[Piece]:
-    """The text with every word inside a shared n-gram marked ``hit``."""
-    spans = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
+def highlight_ngrams(text: str, grams: Set[str], n: int, tokenizer: str = "words") -> list[Piece]:
+    """The text with every word (by ``tokenizer``, as the n-grams were made) inside a shared
+    n-gram marked ``hit``."""
+    found, at = word_spans(text, tokenizer)
+    spans = [(start, end, word) for word, (start, end) in zip(found, at, strict=True)]
     covered = [False] * len(spans)
     for i in range(len(spans) - n + 1):
         if " ".join(w for _, _, w in spans[i : i + n]) in grams:

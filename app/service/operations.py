@@ -253,7 +253,7 @@ class Service:
             self._set_bytes[row.name] = len(row.body.encode("utf-8"))
             try:
                 self.protected[row.name] = parse_protected_set(
-                    row.name, row.body, row.format, self.params.ngram
+                    row.name, row.body, row.format, self.params.ngram, self.params.tokenizer
                 )
             except NeardupError as exc:  # one bad set must not keep the service down
                 self.broken_sets[row.name] = str(exc)
@@ -547,7 +547,12 @@ class Service:
                 row = change.row
                 try:
                     self.protected[row.name] = await asyncio.to_thread(
-                        parse_protected_set, row.name, row.body, row.format, self.params.ngram
+                        parse_protected_set,
+                        row.name,
+                        row.body,
+                        row.format,
+                        self.params.ngram,
+                        self.params.tokenizer,
                     )
                     self.broken_sets.pop(row.name, None)
                 except NeardupError as exc:
@@ -569,7 +574,9 @@ class Service:
         text, fmt = await asyncio.to_thread(protected_as_jsonl, name, text, fmt)
         size = len(text.encode("utf-8"))
         self._check_quota(name, size)
-        parsed = await asyncio.to_thread(parse_protected_set, name, text, fmt, self.params.ngram)
+        parsed = await asyncio.to_thread(
+            parse_protected_set, name, text, fmt, self.params.ngram, self.params.tokenizer
+        )
         async with self._writing():
             self._check_quota(name, size)  # another upload may have landed meanwhile
             row = ProtectedSetRow(name, parsed.items, parsed.ngrams, fmt, text)

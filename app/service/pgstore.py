@@ -378,7 +378,7 @@ class PostgresStore:
 
     # --- parameters, probe --------------------------------------------------------------------
 
-    def ensure_params(self, params: dict[str, int]) -> None:
+    def ensure_params(self, params: dict[str, int | str]) -> None:
         """Record the index parameters on first use; refuse others afterwards, naming them."""
 
         def record(conn: _Conn) -> dict[str, str]:

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,7 +69,9 @@ class SignaturePool:
         self.params = params
         self.restarts = 0
         self.compiled = False
-        self._pool: ProcessPoolExecutor = spawn_pool(workers, warm=warm_worker)
+        self._pool: ProcessPoolExecutor = spawn_pool(
+            workers, warm=partial(warm_worker, params.tokenizer)
+        )
 
     def chunk_chars(self, texts: Sequence[str]) -> int:
         """The most characters in one chunk of ``texts``, by its size and the workers' kernel."""
@@ -111,7 +114,7 @@ class SignaturePool:
 
     def _replace(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = spawn_pool(self.workers, warm=warm_worker)
+        self._pool = spawn_pool(self.workers, warm=partial(warm_worker, self.params.tokenizer))
         self.restarts += 1
 
     async def warm_up(self) -> None:
@@ -120,7 +123,9 @@ class SignaturePool:
         they run the compiled kernels. A batch submitted meanwhile queues behind the workers'
         start (the service does not wait for this to say ready)."""
         try:
-            tasks = [self._pool.submit(warm_worker) for _ in range(self.workers)]
+            tasks = [
+                self._pool.submit(warm_worker, self.params.tokenizer) for _ in range(self.workers)
+            ]
             loaded = await asyncio.gather(*map(asyncio.wrap_future, tasks))
         except (BrokenProcessPool, RuntimeError) as exc:
             raise_worker_error(exc, self._pool)

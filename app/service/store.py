@@ -128,7 +128,7 @@ class Store(Protocol):
     transaction that ``lock_writes`` began.
     """
 
-    def ensure_params(self, params: dict[str, int]) -> None: ...
+    def ensure_params(self, params: dict[str, int | str]) -> None: ...
     def probe(self) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
     def add_documents(self, docs: Sequence[StoredDoc]) -> None: ...
@@ -151,9 +151,18 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def check_params(where: str, what: str, stored: dict[str, str], params: dict[str, int]) -> None:
+#: Index parameters added after stores were first made, and what a store that predates one
+#: was made with (so it reopens unchanged).
+PREDATING = {"tokenizer": "words"}
+
+
+def check_params(
+    where: str, what: str, stored: dict[str, str], params: dict[str, int | str]
+) -> None:
     """Refuse a store whose recorded index parameters lack some of ``params`` (DamagedStore) or
-    differ from them (ParameterMismatch, naming each as ``what`` was created with it)."""
+    differ from them (ParameterMismatch, naming each as ``what`` was created with it); one
+    recorded before a parameter of ``PREDATING`` existed was made with its value there."""
+    stored = {**PREDATING, **stored}
     missing = [k.upper() for k in params if k not in stored]
     if missing:
         raise DamagedStore(f"{where}: its params table lacks {', '.join(missing)}")
@@ -200,7 +209,7 @@ class SQLiteStore:
                 raise StoreFull(f"{self.path}: {exc}; nothing was stored") from exc
             raise
 
-    def ensure_params(self, params: dict[str, int]) -> None:
+    def ensure_params(self, params: dict[str, int | str]) -> None:
         """Record the index parameters on first use; refuse others afterwards, naming them.
 
         A store that holds documents or protected sets but no parameters (or only some of them)

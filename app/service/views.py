@@ -151,7 +151,7 @@ async def _cluster_view(service: Service, root: str, page: int, find: str | None
     sigs = service.index.signatures_of(shown)
     texts = await service.texts(shown)
     params = service.params
-    view = await asyncio.to_thread(_page_view, root, shown, sigs, texts, params.k)
+    view = await asyncio.to_thread(_page_view, root, shown, sigs, texts, params.k, params.tokenizer)
     by_id = {m.id: m for m in view.members}
     members_shown = []
     for k in rows:
@@ -268,17 +268,22 @@ def _chains(
 
 
 def _page_view(
-    root: str, ids: list[str], sigs: NDArray[np.uint32], texts: dict[str, str], k: int
+    root: str,
+    ids: list[str],
+    sigs: NDArray[np.uint32],
+    texts: dict[str, str],
+    k: int,
+    tokenizer: str,
 ) -> ClusterView:
     """Estimates, exact Jaccard and word diffs of ``ids`` (the root first) against the root."""
     root_text = texts.get(root)
-    root_shingles = _shingles(root_text, k)
+    root_shingles = _shingles(root_text, k, tokenizer)
     members = []
     for i, member in enumerate(ids):
         text = texts.get(member)
         view = MemberView(member, estimate(sigs[0], sigs[i]), None, [])
         if root_text is not None and text is not None:
-            member_shingles = _shingles(text, k)
+            member_shingles = _shingles(text, k, tokenizer)
             if root_shingles is not None and member_shingles is not None:
                 view = replace(view, jaccard=jaccard(root_shingles, member_shingles))
             if member != root:
@@ -288,8 +293,8 @@ def _page_view(
     return ClusterView(root, shown, members, ids, None)
 
 
-def _shingles(text: str | None, k: int) -> set[str] | None:
-    return shingles(text, k) if text is not None and len(text) <= JACCARD_CHARS else None
+def _shingles(text: str | None, k: int, tokenizer: str) -> set[str] | None:
+    return shingles(text, k, tokenizer) if text is not None and len(text) <= JACCARD_CHARS else None
 
 
 def _with_diff(view: MemberView, root_text: str, text: str) -> MemberView:
@@ -338,4 +343,5 @@ def _highlighted(text: str, chosen: list[ProtectedSet]) -> list[Piece]:
     for protected in chosen:
         shared |= protected.shared(text)
     n = chosen[0].n if chosen else 1
-    return highlight_ngrams(text, shared, n)
+    tokenizer = chosen[0].tokenizer if chosen else "words"
+    return highlight_ngrams(text, shared, n, tokenizer)

@@ -213,21 +213,25 @@ _SCHEMA_ROWS = 8192
 
 
 def _output_lines(
-    spark: SparkSession, kept: DataFrame, protected: Sequence[str], n: int
+    spark: SparkSession,
+    kept: DataFrame,
+    protected: Sequence[str],
+    n: int,
+    tokenizer: str = "words",
 ) -> DataFrame:
     """(pos, value): every kept row that shares no protected n-gram, as the JSON text the local
     engine writes for it (every input field, ``meta.minhash_cluster``; with ``reason``,
     ``duplicate_of`` and ``estimate`` columns, a would-be-dropped row's ``neardup`` too)."""
     grams: set[str] = set()
     for path in protected:
-        grams.update(read_protected_set(path, n).grams)
+        grams.update(read_protected_set(path, n, tokenizer=tokenizer).grams)
     shared = spark.sparkContext.broadcast(sorted(grams)) if grams else None
     why = [c for c in ("reason", "duplicate_of", "estimate") if c in kept.columns]
 
     def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        index = NgramIndex(set(shared.value), n) if shared is not None else None
+        index = NgramIndex(set(shared.value), n, tokenizer) if shared is not None else None
         for batch in batches:
             reasons = (
                 list(zip(*(batch.column(c).to_pylist() for c in why), strict=True)) if why else None
@@ -361,9 +365,9 @@ def run_spark_dedup(
         inputs=list(inputs),
         protected=[{"path": p} for p in protected],
     )
-    n = params.minhash.ngram
+    n, tokenizer = params.minhash.ngram, params.minhash.tokenizer
     for path in protected:  # read (and rejected) before any Spark work
-        read_protected_set(path, n)
+        read_protected_set(path, n, tokenizer=tokenizer)
     reserved = kernels.REASON_KEY if params.keep_duplicates else None
     hint = parquet_hint(spark, inputs) if fmt == ".parquet" else None
     clock = _Clock(spark, manifest.seconds, "signatures")
@@ -419,7 +423,7 @@ def run_spark_dedup(
             kept = tagged.where(near).select("id", "root")
         # The second pass over the inputs: the kept documents' whole rows.
         rows = read_corpus(spark, inputs, rows=True).select("id", "row", "pos")
-        lines = _output_lines(spark, kept.join(rows, "id"), protected, n)
+        lines = _output_lines(spark, kept.join(rows, "id"), protected, n, tokenizer)
         lines = lines.persist(StorageLevel.MEMORY_AND_DISK)  # sampled, then sorted
         persisted.append(lines)
         written = lines.count()

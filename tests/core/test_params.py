@@ -9,10 +9,13 @@ def test_defaults_are_the_contracts():
     params = MinhashParams()
     assert params.as_dict() == {
         "num_perm": 128, "bands": 16, "threshold": 0.8, "k": 5, "seed": 0, "ngram": 13,
+        "tokenizer": "words",
     }  # fmt: skip
     assert params.rows == 8
     assert round(params.lsh_threshold, 4) == 0.7071
-    assert params.index_params() == {"num_perm": 128, "bands": 16, "k": 5, "seed": 0}
+    assert params.index_params() == {
+        "num_perm": 128, "bands": 16, "k": 5, "seed": 0, "tokenizer": "words",
+    }  # fmt: skip
     assert tuple(params.index_params()) == INDEX_KEYS
 
 
@@ -31,6 +34,8 @@ def test_defaults_are_the_contracts():
         ({"seed": 2**64}, "seed"),
         ({"ngram": 0}, "ngram"),
         ({"num_perm": True}, "num_perm"),
+        ({"tokenizer": "chars"}, "tokenizer must be one of words, multilingual, got 'chars'"),
+        ({"tokenizer": None}, "tokenizer"),
     ],
 )
 def test_invalid_parameters_are_refused_naming_the_value(kwargs, message):

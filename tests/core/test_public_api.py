@@ -56,6 +56,8 @@ ENGINE_NAMES = {
     "ID_PATTERN", "id_problem",
     # a stream signed here while small, then on a pool (issue 22)
     "signature_stream",
+    # the tokenizers, and words with their spans in the original text (issue 21)
+    "TOKENIZERS", "word_spans",
 }  # fmt: skip
 
 

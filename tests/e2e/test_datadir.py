@@ -84,6 +84,10 @@ def test_a_damaged_store_is_refused_in_one_line(tmp_path):
         (("--bands", "32"), "BANDS is 32 but the data directory was created with 16"),
         (("--k", "4"), "K is 4 but the data directory was created with 5"),
         (("--seed", "1"), "SEED is 1 but the data directory was created with 0"),
+        (
+            ("--tokenizer", "multilingual"),
+            "TOKENIZER is multilingual but the data directory was created with words",
+        ),
     ],
 )
 def test_each_changed_index_parameter_refuses_to_start(tmp_path, flags, named):
@@ -91,3 +95,17 @@ def test_each_changed_index_parameter_refuses_to_start(tmp_path, flags, named):
     line = refused(tmp_path / "data", *flags)
     assert line.endswith(named)
     assert ";" not in line  # that parameter alone
+
+
+def test_a_store_from_before_the_tokenizer_was_made_with_words(tmp_path):
+    db = _store_with_a_document(tmp_path / "data")
+    with db:
+        db.execute("DELETE FROM params WHERE key = 'tokenizer'")
+    db.close()
+    line = refused(tmp_path / "data", "--tokenizer", "multilingual")
+    assert line.endswith("TOKENIZER is multilingual but the data directory was created with words")
+    store = SQLiteStore(tmp_path / "data")  # and it opens with words, as it was made
+    try:
+        store.ensure_params(MinhashParams().index_params())
+    finally:
+        store.close()

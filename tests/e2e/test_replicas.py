@@ -153,10 +153,14 @@ def test_a_replica_with_other_parameters_or_no_database_is_refused(tmp_path, pos
     url = postgres.database()
     server = start_server(tmp_path / "first", "--workers", "1", "--store-url", url)
     stop_server(server)
-    other = _serve("--workers", "1", "--store-url", url, "--num-perm", "64", "--seed", "2")
+    other = _serve(
+        "--workers", "1", "--store-url", url, "--num-perm", "64", "--seed", "2",
+        "--tokenizer", "multilingual",
+    )  # fmt: skip
     assert other.returncode == 2
     assert "NUM_PERM is 64 but the store was created with 128" in other.stderr
     assert "SEED is 2 but the store was created with 0" in other.stderr
+    assert "TOKENIZER is multilingual but the store was created with words" in other.stderr
     away = f"postgresql://postgres:hunter2@127.0.0.1:{free_port()}/nowhere"
     missing = _serve("--workers", "1", "--store-url", away)
     assert missing.returncode == 2

@@ -48,3 +48,12 @@ def test_s_curve_of_the_default_configuration():
     assert (16, 8, pytest.approx(0.7071, abs=1e-4)) in [(b, r, t) for b, r, t in curve.choices]
     assert [b for b, _, _ in curve.choices] == [1, 2, 4, 8, 16, 32, 64, 128]
     assert len(curve.points.split()) == 201
+
+
+def test_highlight_marks_the_characters_of_a_multilingual_ngram():
+    grams = {"哈 希 函 数"}
+    text = "在计算机科学中，哈希函数是一种函数。"
+    pieces = highlight_ngrams(text, grams, 4, "multilingual")
+    assert "".join(p.text for p in pieces if p.kind == "hit") == "哈希函数"
+    assert "".join(p.text for p in pieces) == text
+    assert not [p for p in highlight_ngrams(text, grams, 4) if p.kind == "hit"]

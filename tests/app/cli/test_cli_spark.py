@@ -107,3 +107,34 @@ def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(tmp_path: Path) 
         assert result.stderr.startswith("neardup dedup: error: ") and says in result.stderr
         assert "Traceback" not in result.stderr and "java." not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_cli_spark_engine_takes_the_tokenizer(tmp_path: Path) -> None:
+    from tests.app.cli.test_multilingual import LOCALES, one_percent_changed
+    from tests.catalogs import MESSAGES, document
+
+    docs = [Doc(f"{loc}-{p}", document(loc, 12 * p, 12)) for loc in LOCALES for p in range(2)]
+    docs += [Doc(f"{loc}~near", one_percent_changed(document(loc, 0, 12))) for loc in LOCALES]
+    item = MESSAGES["zh_CN"][30]
+    docs.append(Doc("planted", document("zh_CN", 24, 6) + item + document("zh_CN", 30, 6)))
+    write_docs(tmp_path / "a.jsonl", docs)
+    (tmp_path / "evals.jsonl").write_text(
+        json.dumps({"id": "zh1", "question": item}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    common = ["a.jsonl", "--protected", "evals.jsonl", "--tokenizer", "multilingual", "--quiet"]
+    local = neardup("dedup", *common, "--output", "local.jsonl", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    spark = neardup(
+        "dedup", *common, "--output", "spark.jsonl", "--engine", "spark",
+        "--spark-master", "local[1]", cwd=tmp_path,
+    )  # fmt: skip
+    assert spark.returncode == 0, spark.stderr[-3000:]
+    lines = []
+    for part in sorted((tmp_path / "spark.jsonl").glob("part-*")):
+        lines.extend(part.read_text(encoding="utf-8").splitlines())
+    expected = (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(lines) == sorted(expected)
+    kept = {json.loads(line)["id"] for line in lines}
+    assert kept == {f"{loc}-{p}" for loc in LOCALES for p in range(2)}  # copies and planted out
+    manifest = json.loads((tmp_path / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["parameters"]["tokenizer"] == "multilingual"

@@ -16,7 +16,8 @@ import zstandard
 
 from neardup.app.cli import main
 from neardup.app.cli import progress as progress_module
-from neardup.app.cli.main import MINHASH_DEFAULTS, build_parser
+from neardup.app.cli.main import MINHASH_DEFAULTS, TOKENIZERS, build_parser
+from neardup.core.engine import TOKENIZERS as engine_tokenizers
 from neardup.core.engine import MinhashParams
 from tests.app.cli.licenses import EVAL_PASSAGE, license_rows, mit
 
@@ -336,6 +337,7 @@ def test_version_flag():
 
 def test_every_batch_flag_has_help_and_shows_its_default():
     assert MinhashParams().as_dict() == MINHASH_DEFAULTS
+    assert engine_tokenizers == TOKENIZERS
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.choices and "dedup" in a.choices)
     for command in ("dedup", "contamination"):

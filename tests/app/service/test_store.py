@@ -103,10 +103,17 @@ def test_stored_documents_without_parameters_are_refused(tmp_path):
 
 def test_a_new_store_records_its_parameters_and_refuses_each_changed_one(tmp_path):
     params = MinhashParams().index_params()
-    assert set(params) == {"num_perm", "bands", "k", "seed"}
+    assert set(params) == {"num_perm", "bands", "k", "seed", "tokenizer"}
     store = SQLiteStore(tmp_path)
     store.ensure_params(params)
-    for key, value in [("num_perm", 64), ("bands", 32), ("k", 4), ("seed", 1)]:
+    changed = [
+        ("num_perm", 64),
+        ("bands", 32),
+        ("k", 4),
+        ("seed", 1),
+        ("tokenizer", "multilingual"),
+    ]
+    for key, value in changed:
         with pytest.raises(ParameterMismatch, match=rf"^[^;]*{key.upper()} is {value} but"):
             store.ensure_params({**params, key: value})
     store.ensure_params(params)
