@@ -49,9 +49,10 @@ def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) ->
     again = neardup("dedup", "spark.jsonl", "--output", "again.jsonl", "--quiet", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines() == expected
-    report = neardup("contamination", "spark.jsonl", "--protected", jsonl, plain, cwd=tmp_path)
+    read_back = ["spark.jsonl", "--protected", jsonl, "--protected", plain]
+    report = neardup("contamination", *read_back, cwd=tmp_path)
     assert report.returncode == 0, report.stderr
-    assert json.loads(report.stdout)["protected"]
+    assert json.loads(report.stdout)["documents"] == len(expected)  # every part read back
     manifest = json.loads((tmp_path / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
     local_manifest = json.loads((tmp_path / "local.jsonl.manifest.json").read_text())
     assert manifest["engine"] == "spark" and manifest["master"] == "local[1]"

@@ -74,10 +74,11 @@ def test_contamination_reads_a_json_array_and_mmlus_csv_as_60_items(evals, prote
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["protected"] == [{"file": protected, "items": 60, "ngrams": 60}]
+    [read] = report["sets"]
+    assert (read["set"], read["items"], read["ngrams"]) == (protected, 60, 60)
     [item] = report["items"]
     assert item["item"] == ("q7" if protected == "evals.json" else "8")  # MMLU: its row
-    assert item["documents"] == ["leak"]
+    assert item["document_ids"] == ["leak"]
 
 
 def test_dedup_decontaminates_with_a_csv_and_names_its_items_in_the_manifest(evals):
@@ -119,7 +120,7 @@ def test_protected_takes_one_file_and_does_not_swallow_the_inputs_after_it(evals
         "--sample-cap", "0.5", "--quiet", cwd=evals,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert [p["file"] for p in json.loads(result.stdout)["protected"]] == [
+    assert [p["set"] for p in json.loads(result.stdout)["sets"]] == [
         "evals.json", "mmlu_test.csv"]  # fmt: skip
 
 

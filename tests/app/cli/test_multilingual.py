@@ -94,7 +94,7 @@ def test_planted_chinese_and_japanese_items_are_found_only_in_multilingual_mode(
                        cwd=planted)  # fmt: skip
         assert done.returncode == 0, done.stderr
         report = json.loads((planted / f"{tokenizer}.json").read_text("utf-8"))
-        found[tokenizer] = {i["item"]: i["documents"] for i in report["items"]}
+        found[tokenizer] = {i["item"]: i["document_ids"] for i in report["items"]}
     assert found["multilingual"] == {"zh1": ["zh-doc"], "ja1": ["ja-doc"]}
     assert found["words"] == {}  # fewer than 13 "words" each: no n-gram to find
 
@@ -107,12 +107,10 @@ def test_annotated_matches_span_the_planted_characters(planted):
     out = {r["id"]: r for r in rows(planted / "out.jsonl")}
     for doc_id, item in (("zh-doc", ZH_ITEM), ("ja-doc", JA_ITEM)):
         text = out[doc_id]["text"]
-        matches = out[doc_id]["meta"]["decontamination"]["matches"]
-        first, last = matches[0], matches[-1]
-        at = text.index(item)
-        # The first window starts at the item's first word, the last ends at its last word.
-        assert text[first["start"] : last["end"]].strip("。．.、 ") == item.strip("。．.、 ")
-        assert first["start"] == at
+        # The item's windows, merged into one span: from its first word to its last.
+        [(start, end)] = out[doc_id]["meta"]["decontamination"]["spans"]
+        assert text[start:end].strip("。．.、 ") == item.strip("。．.、 ")
+        assert start == text.index(item)
     assert "decontamination" not in out["clean"]["meta"]
 
 
