@@ -36,6 +36,7 @@ from neardup.app.service.errors import (
     NotFound,
     OutOfReach,
     QuotaExceeded,
+    SettingsChanged,
     StoreFull,
     StoreUnavailable,
 )
@@ -129,6 +130,9 @@ class Service:
         #: The last entry of a shared store's log that the index reflects (None: no log).
         self.log_position: int | None = None
         self._listen = ThreadPoolExecutor(max_workers=1, thread_name_prefix="listen")
+        #: Why this replica answers no more: the store's answer settings were changed
+        #: (``neardup store-settings``) since it started with the old ones (None: they hold).
+        self.settings_changed: str | None = None
 
     @classmethod
     async def start(cls, settings: Settings, store: Store | None = None) -> Service:
@@ -140,6 +144,7 @@ class Service:
         store = open_store(settings) if store is None else store
         try:
             store.ensure_params(settings.params.index_params())
+            store.ensure_settings(settings.answer_settings())
             pool = SignaturePool(settings.workers, settings.params)
         except BaseException:
             store.close()
@@ -183,6 +188,8 @@ class Service:
         """Why the service should not take traffic ("store unavailable", "disk full"), or None.
         While the disk is full the store is probed for room (at most every PROBE_INTERVAL,
         never behind a write that holds the lock), so readiness returns with the space."""
+        if self.settings_changed is not None:
+            return "settings changed"
         if not self.store.available():
             return "store unavailable"
         if self.store_full is None:
@@ -460,7 +467,11 @@ class Service:
         """The write lock: this process's, then the store's, with the changes other replicas
         committed before it applied first, so the write sees everything acknowledged before."""
         async with self._lock:
-            changes = await self._io_call(self.store.lock_writes)
+            try:
+                changes = await self._io_call(self.store.lock_writes)
+            except SettingsChanged as exc:
+                self._settings_changed(exc)
+                raise
             try:
                 await self._apply(changes)
                 yield
@@ -476,11 +487,20 @@ class Service:
             try:
                 async with self._lock:
                     await self._apply(await self._io_call(self.store.changes))
+            except SettingsChanged as exc:
+                self._settings_changed(exc)
+                return  # nothing more is applied: the replica must restart with them
             except StoreUnavailable:
                 continue  # the database is away: memory still answers; try again later
             except Exception:
                 log.exception("could not apply the store's changes; trying again")
                 await asyncio.sleep(POLL_SECONDS)
+
+    def _settings_changed(self, exc: SettingsChanged) -> None:
+        """Stop answering (503, not ready) under settings the store no longer holds."""
+        if self.settings_changed is None:
+            log.error("%s", exc)
+        self.settings_changed = str(exc)
 
     async def _apply(self, changes: Sequence[Change]) -> None:
         """Apply logged changes in order (planning off the event loop, applying on it)."""

@@ -43,7 +43,15 @@ from psycopg import sql
 
 from neardup.app.config import redact
 from neardup.app.service.errors import DamagedStore, StoreFull, StoreRefused, StoreUnavailable
-from neardup.app.service.store import PROBE_BYTES, Change, ProtectedSetRow, StoredDoc, check_params
+from neardup.app.service.store import (
+    PROBE_BYTES,
+    Change,
+    ProtectedSetRow,
+    StoredDoc,
+    changed_settings,
+    check_params,
+    check_settings,
+)
 from neardup.core.engine import ProtectedFormat
 
 __all__ = ["SCHEMA_VERSION", "WRITE_LOCK", "PostgresStore"]
@@ -132,6 +140,9 @@ class PostgresStore:
         self._snapshot: _Conn | None = None  # recovery's repeatable-read snapshot
         self._listener: _Conn | None = None
         self._applied = 0
+        #: the answer settings this replica serves with (``ensure_settings``): every read of
+        #: the log checks that the store still holds them (SettingsChanged otherwise)
+        self._answers: dict[str, str] = {}
         self._down_until = 0.0
         self._down_reason = ""
         self._closed = False
@@ -404,6 +415,46 @@ class PostgresStore:
 
         check_params(self.where, "the store", self._run(record), params)
 
+    def ensure_settings(self, settings: dict[str, str]) -> None:
+        """Record the answer settings the store lacks (the first replica's); refuse others
+        (SettingsMismatch); then follow them: once ``set_settings`` changes them, reading the
+        log (a write's, the follower's) raises SettingsChanged."""
+
+        def record(conn: _Conn) -> dict[str, str]:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                rows = conn.execute("SELECT key, value FROM params").fetchall()
+                stored: dict[str, str] = {str(k): str(v) for k, v in rows}
+                missing = [(k, v) for k, v in settings.items() if k not in stored]
+                if missing:
+                    with conn.cursor() as cur:
+                        cur.executemany("INSERT INTO params VALUES (%s, %s)", missing)
+                return stored
+
+        check_settings(self.where, self._run(record), settings)
+        self._answers = dict(settings)
+
+    def set_settings(self, settings: dict[str, str]) -> dict[str, str]:
+        """Replace the recorded answer settings named in ``settings``, under the write lock,
+        and wake every replica (those serving the old values then stop answering); the
+        recorded values before (all of them)."""
+
+        def update(conn: _Conn) -> dict[str, str]:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                rows = conn.execute("SELECT key, value FROM params").fetchall()
+                if settings:
+                    with conn.cursor() as cur:
+                        cur.executemany(
+                            "INSERT INTO params VALUES (%s, %s) "
+                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                            list(settings.items()),
+                        )
+                    conn.execute(f"NOTIFY {self._channel}")
+                return {str(k): str(v) for k, v in rows}
+
+        return self._run(update)
+
     def probe(self) -> None:
         """Write, commit and delete ``PROBE_BYTES``: StoreFull while there is no room."""
 
@@ -544,6 +595,10 @@ class PostgresStore:
         return self._run(self._read_changes)
 
     def _read_changes(self, conn: _Conn) -> list[Change]:
+        if self._answers:  # nothing is applied under settings the store no longer holds
+            keys = list(self._answers)
+            held = conn.execute("SELECT key, value FROM params WHERE key = ANY(%s)", (keys,))
+            changed_settings(self.where, dict(held.fetchall()), self._answers)
         rows = conn.execute(
             "SELECT seq, kind, lo, hi, name FROM changes WHERE seq > %s ORDER BY seq",
             (self._applied,),
