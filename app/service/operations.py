@@ -503,8 +503,22 @@ class Service:
         self.settings_changed = str(exc)
 
     async def _apply(self, changes: Sequence[Change]) -> None:
-        """Apply logged changes in order (planning off the event loop, applying on it)."""
-        for change in changes:
+        """Apply logged changes in order (planning off the event loop, applying on it).
+
+        A replace is logged as a delete and the add of the same id: both are applied in one
+        step, so no reader sees the document missing in between, and ``log_position`` never
+        names the state between them, which no replica acknowledged."""
+        skip = False
+        for change, after in zip(changes, [*changes[1:], None], strict=False):
+            if skip:
+                skip = False
+                self.log_position = change.seq
+                continue
+            if _is_replace(change, after):
+                assert after is not None and after.nums is not None
+                await self._apply_replace(change, after)
+                skip = True
+                continue
             if change.kind == "add" and change.ids:
                 sigs = np.frombuffer(change.sigs, dtype="<u4").astype(np.uint32)
                 sigs = sigs.reshape(len(change.ids), self.params.num_perm)
@@ -532,6 +546,23 @@ class Service:
                 self.broken_sets.pop(change.name, None)
                 self._set_bytes.pop(change.name, None)
             self.log_position = change.seq
+
+    async def _apply_replace(self, delete: Change, add: Change) -> None:
+        """A logged replace (``delete`` of an id, then ``add`` of one document of that id) as
+        one step on the index: the removal planned off the loop, then removal, planning and
+        adding with no await between them (one document's plan is bounded by its
+        candidates, as ``replace`` does on the replica that took it)."""
+        sigs = np.frombuffer(add.sigs, dtype="<u4").astype(np.uint32)
+        sigs = sigs.reshape(1, self.params.num_perm)
+        removal = None
+        if delete.nums is not None and self.index.number(delete.name) == delete.nums[0]:
+            removal = await asyncio.to_thread(self.index.plan_removal, delete.name)
+        if removal is not None:
+            self.index.apply_removal(removal)
+        plan = self.index.plan([delete.name], sigs)
+        if add.nums is None or plan.start != add.nums[0]:
+            raise RuntimeError(f"log entry {add.seq} does not follow the index")
+        self.index.apply(plan)
 
     # --- protected sets -----------------------------------------------------------------------
 
@@ -627,6 +658,19 @@ class DecontRequest:
     thresholds: Thresholds
     top: int
     ngrams: bool
+
+
+def _is_replace(change: Change, after: Change | None) -> bool:
+    """Whether ``change`` deletes an id that ``after``, the next log entry, adds back as one
+    document (a replace: one transaction, logged as a delete then an add)."""
+    return (
+        change.kind == "delete"
+        and after is not None
+        and after.kind == "add"
+        and after.ids == [change.name]
+        and after.nums is not None
+        and len(after.nums) == 1
+    )
 
 
 def _decontaminate(
