@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     store_url: str | None = None
     #: The PostgreSQL schema that holds the shared store's tables (docs/postgres.md).
     store_schema: str = "public"
+    #: Seconds a call to the shared store may take before it is abandoned (503, and not
+    #: ready until a call succeeds); also how stale a follower may be before it is not ready.
+    store_timeout: float = Field(10.0, gt=0)
     # The index parameters: checked together by core's MinhashParams (see ``params``).
     num_perm: int = 128
     bands: int = 16

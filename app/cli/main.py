@@ -48,6 +48,10 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--store-schema", help="the PostgreSQL schema of the shared store (default public)"
     )
+    serve.add_argument(
+        "--store-timeout", type=float,
+        help="seconds a shared-store call may take before 503 and not ready (default 10)",
+    )  # fmt: skip
     serve.add_argument("--workers", type=int, help="signature processes (default: CPUs)")
     _index_flags(serve)
     serve.add_argument("--max-batch", type=int, help="items per request (default 10000)")

@@ -133,6 +133,9 @@ class Service:
         #: Why this replica answers no more: the store's answer settings were changed
         #: (``neardup store-settings``) since it started with the old ones (None: they hold).
         self.settings_changed: str | None = None
+        #: When this replica last read the shared store's log (a write's or the follower's):
+        #: how stale its answers may be (``log_lag``).
+        self._synced = time.monotonic()
 
     @classmethod
     async def start(cls, settings: Settings, store: Store | None = None) -> Service:
@@ -192,6 +195,8 @@ class Service:
             return "settings changed"
         if not self.store.available():
             return "store unavailable"
+        if self.log_lag() > POLL_SECONDS + self.settings.store_timeout:
+            return "behind"
         if self.store_full is None:
             return None
         now = time.monotonic()
@@ -201,6 +206,14 @@ class Service:
                 with suppress(StoreFull):
                     await self._write(self.store.probe)
         return None if self.store_full is None else "disk full"
+
+    def log_lag(self) -> float:
+        """Seconds since this replica last read the shared store's log (0 without one). It is
+        read every POLL_SECONDS, each read within STORE_TIMEOUT: past their sum the replica
+        may be missing other replicas' changes, and is not ready ("behind")."""
+        if self.log_position is None:
+            return 0.0
+        return time.monotonic() - self._synced
 
     def _recover(self) -> None:
         """Rebuild the index and the protected sets from the store, logging its progress."""
@@ -227,6 +240,7 @@ class Service:
                 self.broken_sets[row.name] = str(exc)
                 log.error("protected set %r cannot be parsed, left out: %s", row.name, exc)
         self.log_position = self.store.position()
+        self._synced = time.monotonic()
         self.recovery_seconds = time.perf_counter() - started
         log.info(
             "recovered documents=%d protected_sets=%d seconds=%.3f",
@@ -457,6 +471,7 @@ class Service:
             "inflight": self.limits.inflight,
             "recovery_seconds": round(self.recovery_seconds, 3),
             "log_position": self.log_position,
+            "log_lag_seconds": round(self.log_lag(), 3),
             "store_up": int(self.store.available()),
         }
 
@@ -472,6 +487,7 @@ class Service:
             except SettingsChanged as exc:
                 self._settings_changed(exc)
                 raise
+            self._synced = time.monotonic()
             try:
                 await self._apply(changes)
                 yield
@@ -486,7 +502,9 @@ class Service:
             await loop.run_in_executor(self._listen, self.store.wait_for_changes, POLL_SECONDS)
             try:
                 async with self._lock:
-                    await self._apply(await self._io_call(self.store.changes))
+                    changes = await self._io_call(self.store.changes)
+                    self._synced = time.monotonic()
+                    await self._apply(changes)
             except SettingsChanged as exc:
                 self._settings_changed(exc)
                 return  # nothing more is applied: the replica must restart with them

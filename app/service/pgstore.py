@@ -14,7 +14,9 @@ their position (``changes``). Recovery reads the alive documents' signatures wit
 ``COPY`` in one repeatable-read snapshot whose log head becomes the replica's position.
 
 A database that cannot be reached (refused, shut down, timed out) is StoreUnavailable (503),
-a full disk StoreFull (507). One connection serves the store thread (the service calls the store
+a full disk StoreFull (507). One that stalls (frozen, not refusing) is abandoned after
+STORE_TIMEOUT seconds a call (``_deadline`` shuts its connection down): StoreUnavailable too.
+One connection serves the store thread (the service calls the store
 from one thread, so a pool would add nothing), reconnected on demand: a call that finds it dead
 before doing anything (a read, ``lock_writes``) reconnects and tries once more, so writes work
 again as soon as the database is back.
@@ -31,7 +33,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -66,6 +71,10 @@ CHANNEL = "neardup_changes"
 CONNECT_TIMEOUT = 3.0
 #: After the database failed, calls fail at once for this long instead of waiting again.
 FAIL_FAST = 0.5
+#: Seconds a store call may take by default (STORE_TIMEOUT) before the client abandons it: a
+#: database that is frozen rather than refusing never answers, and statement_timeout, being the
+#: server's, cannot help then.
+CALL_TIMEOUT = 10.0
 #: Any statement (lock waits included) longer than this is cancelled: 503, never a hang.
 STATEMENT_TIMEOUT_MS = 30_000
 #: A write transaction idle this long (its replica planning, or gone) is ended by the server.
@@ -130,8 +139,9 @@ class PostgresStore:
     ``wait_for_changes``, which has its own connection and runs in the follower's thread.
     """
 
-    def __init__(self, url: str, schema: str = "public") -> None:
+    def __init__(self, url: str, schema: str = "public", timeout: float = CALL_TIMEOUT) -> None:
         self._url = url
+        self._timeout = timeout
         self.schema = schema
         self._lock_key = _lock_key(schema)
         self._channel = CHANNEL if schema == "public" else f"{CHANNEL}_{schema}"[:63]
@@ -302,22 +312,61 @@ class PostgresStore:
         self._db = self._connect()
         return self._db
 
+    @contextmanager
+    def _deadline(self, conn: _Conn) -> Iterator[None]:
+        """The block's calls on ``conn`` abandoned after STORE_TIMEOUT seconds: a watchdog
+        shuts the connection's socket down, which ends a call waiting on a frozen server
+        (``_Overdue``, so StoreUnavailable and not ready; the next call reconnects). Not
+        while opening (a migration may take long) or recovering (one long snapshot)."""
+        if not self._opened or conn is self._snapshot:
+            yield
+            return
+        fired = threading.Event()
+
+        def abort() -> None:
+            fired.set()
+            with suppress(OSError, ValueError, psycopg.Error):
+                sock = socket.socket(fileno=os.dup(conn.fileno()))
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                finally:
+                    sock.close()
+
+        timer = threading.Timer(self._timeout, abort)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            if fired.is_set():
+                raise _Overdue(f"no answer within {self._timeout:g} s (STORE_TIMEOUT)") from None
+            raise
+        finally:
+            timer.cancel()
+
     def _run(self, fn: Callable[[_Conn], _T]) -> _T:
         """``fn`` on the connection of the open snapshot or write transaction if any; else on
         the store's connection, once more on a fresh one if that had died meanwhile (``fn``
-        must be safe to repeat: reads, or a transaction it begins itself)."""
+        must be safe to repeat: reads, or a transaction it begins itself); each try within
+        STORE_TIMEOUT (``_deadline``)."""
         with self._guard():
             held = self._snapshot or self._tx
             if held is not None:
-                return fn(held)
+                with self._deadline(held):
+                    return fn(held)
             fresh = self._db is None or self._db.closed or self._db.broken
             conn = self._connection()
             try:
-                return fn(conn)
+                with self._deadline(conn):
+                    return fn(conn)
+            except _Overdue:
+                raise  # it did not answer in time: trying again would wait as long
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if fresh or not conn.broken:
                     raise
-            return fn(self._connection())
+            conn = self._connection()
+            with self._deadline(conn):
+                return fn(conn)
 
     # --- the schema ---------------------------------------------------------------------------
 
@@ -488,7 +537,8 @@ class PostgresStore:
         """End the write transaction if no write committed it (rolled back: nothing stored)."""
         conn, self._tx = self._tx, None
         if conn is not None:
-            _rollback(conn)
+            with suppress(psycopg.Error), self._deadline(conn):
+                _rollback(conn)
 
     @contextmanager
     def _write(self) -> Iterator[_Conn]:
@@ -498,7 +548,7 @@ class PostgresStore:
         if conn is None:
             raise RuntimeError("a store write outside lock_writes()")
         try:
-            with self._guard():
+            with self._guard(), self._deadline(conn):
                 yield conn
                 conn.execute("COMMIT")
         finally:
@@ -755,6 +805,10 @@ class PostgresStore:
                 with suppress(Exception):
                     conn.close()
         self._listener = self._db = None
+
+
+class _Overdue(psycopg.OperationalError):
+    """A store call abandoned after STORE_TIMEOUT seconds (its connection shut down)."""
 
 
 def _mark_deleted(conn: _Conn, num: int) -> str | None:

@@ -422,7 +422,7 @@ def open_store(settings: Settings) -> Store:
                 f"'neardup-{version('neardup')}-py3-none-any.whl[postgres]' "
                 f"from its wheel ({exc})"
             ) from None
-        return PostgresStore(settings.store_url, settings.store_schema)
+        return PostgresStore(settings.store_url, settings.store_schema, settings.store_timeout)
     return SQLiteStore(settings.data_dir)
 
 
