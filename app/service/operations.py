@@ -162,6 +162,7 @@ class Service:
             store.close()
             raise
         if store.position() is not None:  # a shared store: follow the other replicas' changes
+            service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
         return service
 

@@ -142,6 +142,7 @@ class PostgresStore:
     def __init__(self, url: str, schema: str = "public", timeout: float = CALL_TIMEOUT) -> None:
         self._url = url
         self._timeout = timeout
+        self._watchdog = _Watchdog()
         self.schema = schema
         self._lock_key = _lock_key(schema)
         self._channel = CHANNEL if schema == "public" else f"{CHANNEL}_{schema}"[:63]
@@ -321,20 +322,7 @@ class PostgresStore:
         if not self._opened or conn is self._snapshot:
             yield
             return
-        fired = threading.Event()
-
-        def abort() -> None:
-            fired.set()
-            with suppress(OSError, ValueError, psycopg.Error):
-                sock = socket.socket(fileno=os.dup(conn.fileno()))
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                finally:
-                    sock.close()
-
-        timer = threading.Timer(self._timeout, abort)
-        timer.daemon = True
-        timer.start()
+        fired = self._watchdog.arm(conn, self._timeout)
         try:
             yield
         except (psycopg.OperationalError, psycopg.InterfaceError):
@@ -342,7 +330,7 @@ class PostgresStore:
                 raise _Overdue(f"no answer within {self._timeout:g} s (STORE_TIMEOUT)") from None
             raise
         finally:
-            timer.cancel()
+            self._watchdog.disarm()
 
     def _run(self, fn: Callable[[_Conn], _T]) -> _T:
         """``fn`` on the connection of the open snapshot or write transaction if any; else on
@@ -805,6 +793,68 @@ class PostgresStore:
                 with suppress(Exception):
                     conn.close()
         self._listener = self._db = None
+        self._watchdog.close()
+
+
+class _Watchdog:
+    """One thread that shuts a connection down once the call on it is overdue, so the call
+    fails at once (a frozen server never answers). One deadline at a time: the store is
+    called from one thread (arming again replaces the deadline)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: tuple[float, _Conn, threading.Event] | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def arm(self, conn: _Conn, timeout: float) -> threading.Event:
+        """Watch ``conn`` for ``timeout`` seconds; the event is set if it was shut down."""
+        fired = threading.Event()
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name="store-deadline", daemon=True
+                )
+                self._thread.start()
+            self._due = (time.monotonic() + timeout, conn, fired)
+            self._cond.notify()
+        return fired
+
+    def disarm(self) -> None:
+        """The call returned: nothing to watch."""
+        with self._cond:
+            self._due = None
+
+    def close(self) -> None:
+        """Stop the thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._due is None:
+                    self._cond.wait()
+                    continue
+                due, conn, fired = self._due
+                left = due - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                self._due = None
+                fired.set()
+                _shut_down(conn)
+
+
+def _shut_down(conn: _Conn) -> None:
+    """Shut ``conn``'s socket down both ways: a call waiting on it fails at once."""
+    with suppress(OSError, ValueError, psycopg.Error):
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()
 
 
 class _Overdue(psycopg.OperationalError):

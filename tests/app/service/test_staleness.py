@@ -15,15 +15,16 @@ async def _until(check, timeout=30.0):
 
 
 def test_a_follower_that_falls_behind_is_not_ready(tmp_path, pg_url):
-    settings = Settings(data_dir=tmp_path, workers=1, store_url=pg_url, store_timeout=0.5)
+    settings = Settings(data_dir=tmp_path, workers=1, store_url=pg_url, store_timeout=1.0)
 
     async def run():
         service = await Service.start(settings)
         try:
+            await _until(lambda: service.log_lag() < 0.5)
             assert await service.unready_reason() is None
             async with service._lock:  # the follower cannot read the log: it falls behind
-                await _until(lambda: service.log_lag() > 1.0)  # POLL_SECONDS + STORE_TIMEOUT
-                assert service.stats()["log_lag_seconds"] > 1.0
+                await _until(lambda: service.log_lag() > 1.5)  # POLL_SECONDS + STORE_TIMEOUT
+                assert service.stats()["log_lag_seconds"] > 1.5
                 assert await service.unready_reason() == "behind"
             await _until(lambda: service.log_lag() < 0.5)
             assert await service.unready_reason() is None
