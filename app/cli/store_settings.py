@@ -41,15 +41,17 @@ def store_settings(args: argparse.Namespace) -> int:
         before = store.set_settings({})
         if "num_perm" not in before:
             raise ParameterError("the store has never been started: start neardup serve with them")
-        store.set_settings(values)
+        changed = {k: v for k, v in values.items() if before.get(k) != v}
+        if changed:
+            store.set_settings(changed)
     finally:
         store.close()
     now = {k: before.get(k) for k in ANSWER_SETTINGS} | values
-    for key, value in values.items():
-        was = before.get(key)
-        if was != value:
-            print(f"neardup store-settings: {key.upper()} {was} -> {value}", file=sys.stderr)
-    if values:
+    for key, value in changed.items():
+        print(
+            f"neardup store-settings: {key.upper()} {before.get(key)} -> {value}", file=sys.stderr
+        )
+    if changed:
         print(
             "neardup store-settings: restart every replica with these values (replicas still "
             "serving the old ones answer 503 and are not ready)",

@@ -50,6 +50,8 @@ def test_replicas_with_other_answer_settings_are_refused_and_changed_together(tm
         assert shown.stdout == '{"threshold": "0.8", "ngram": "13", "max_matches": "100"}\n'
         bad = _neardup("store-settings", "--store-url", url, "--threshold", "1.5")
         assert bad.returncode == 2 and "neardup store-settings: error:" in bad.stderr
+        same = _neardup("store-settings", "--store-url", url, "--ngram", "13")
+        assert same.returncode == 0 and same.stderr == "", same.stderr  # nothing changed
         changed = _neardup("store-settings", "--store-url", url, "--threshold", "0.6")
         assert changed.returncode == 0, changed.stderr
         assert "THRESHOLD 0.8 -> 0.6" in changed.stderr
