@@ -15,7 +15,13 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from neardup.core.engine import MinhashParams
 
-__all__ = ["Settings", "get_settings", "redact", "url_secrets"]
+__all__ = ["ANSWER_SETTINGS", "Settings", "get_settings", "redact", "url_secrets"]
+
+#: The settings that change what a replica answers, beyond the index parameters (which
+#: ``MinhashParams.index_params`` locks): recorded in the store by the first start and refused
+#: when they differ afterwards, on every replica and every restart; ``neardup store-settings``
+#: changes them for all replicas at once (docs/api.md, "A shared store and replicas").
+ANSWER_SETTINGS = ("threshold", "ngram", "max_matches")
 
 #: The Host header names a loopback server answers to by default (DNS rebinding sends others).
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
@@ -44,6 +50,9 @@ class Settings(BaseSettings):
     store_url: str | None = None
     #: The PostgreSQL schema that holds the shared store's tables (docs/postgres.md).
     store_schema: str = "public"
+    #: Seconds a call to the shared store may take before it is abandoned (503, and not
+    #: ready until a call succeeds); also how stale a follower may be before it is not ready.
+    store_timeout: float = Field(10.0, gt=0)
     # The index parameters: checked together by core's MinhashParams (see ``params``).
     num_perm: int = 128
     bands: int = 16
@@ -153,6 +162,10 @@ class Settings(BaseSettings):
         if self.host not in _WILDCARDS and _bracketed(self.host.lower()) not in names:
             names.append(_bracketed(self.host.lower()))
         return names
+
+    def answer_settings(self) -> dict[str, str]:
+        """The ``ANSWER_SETTINGS`` as the store records them (their values as strings)."""
+        return {name: str(getattr(self, name)) for name in ANSWER_SETTINGS}
 
     @property
     def params(self) -> MinhashParams:

@@ -28,3 +28,8 @@ def pool_workers(pid: int) -> list[int]:
 def resource_trackers(pid: int) -> list[int]:
     """The pids of ``pid``'s multiprocessing resource tracker processes."""
     return _children(pid, b"resource_tracker")
+
+
+def children(pid: int) -> list[int]:
+    """The pids of every child of ``pid``."""
+    return _children(pid, b"")

@@ -9,10 +9,11 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 
 from neardup.app.config import Settings
-from neardup.app.service import Service
+from neardup.app.service import Service, SettingsChanged
 from neardup.app.service.access import SCOPES, Keyring
 
 __all__ = [
+    "AnyServiceDep",
     "Caller",
     "CallerDep",
     "ServiceDep",
@@ -34,11 +35,22 @@ def _service(request: Request) -> Service:
         raise HTTPException(
             503, "starting: the index is being recovered", headers={"Retry-After": "1"}
         )
+    if service.settings_changed is not None:  # its answers would differ from the others'
+        raise SettingsChanged(service.settings_changed)
+    return service
+
+
+def _any_service(request: Request) -> Service:
+    """The service, even one that answers no more (its stats and metrics still tell why)."""
+    service: Service | None = request.app.state.service
+    if service is None:
+        return _service(request)
     return service
 
 
 SettingsDep = Annotated[Settings, Depends(_settings)]
 ServiceDep = Annotated[Service, Depends(_service)]
+AnyServiceDep = Annotated[Service, Depends(_any_service)]
 
 
 def bearer_token(request: Request) -> str | None:

@@ -60,6 +60,7 @@ class Metrics:
                 ("buffered_bytes", "bytes of request bodies held"),
                 ("log_position", "the shared store's log entries applied (0: no shared store)"),
                 ("store_up", "1 while the store answers, 0 while it cannot be reached"),
+                ("log_lag_seconds", "seconds since the shared store's log was last read"),
             ]
         }
         self.shed = Counter(

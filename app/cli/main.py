@@ -58,6 +58,10 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--store-schema", help="the PostgreSQL schema of the shared store (default public)"
     )
+    serve.add_argument(
+        "--store-timeout", type=float,
+        help="seconds a shared-store call may take before 503 and not ready (default 10)",
+    )  # fmt: skip
     serve.add_argument("--workers", type=int, help="signature processes (default: CPUs)")
     _index_flags(serve)
     serve.add_argument("--max-batch", type=int, help="items per request (default 10000)")
@@ -232,6 +236,19 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     cont.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+def _store_settings_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
+    cmd = sub.add_parser(
+        "store-settings",
+        help="show, or change for every replica, the answer settings a store is locked to",
+    )
+    cmd.add_argument("--data-dir", help="the SQLite store's directory (default ./data)")
+    cmd.add_argument("--store-url", help="postgresql://USER@HOST:PORT/DB: the shared store")
+    cmd.add_argument("--store-schema", help="its PostgreSQL schema (default public)")
+    cmd.add_argument("--threshold", type=float, help="confirmation threshold")
+    cmd.add_argument("--ngram", type=int, help="contamination n-gram length")
+    cmd.add_argument("--max-matches", type=int, help="matches listed per result")
+
+
 def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
     commands = [
         ("push", "register a corpus in a running service"),
@@ -261,6 +278,12 @@ def _serve(args: argparse.Namespace) -> int:
     from neardup.app.cli.serve import serve
 
     return serve(args)
+
+
+def _store_settings(args: argparse.Namespace) -> int:
+    from neardup.app.cli.store_settings import store_settings
+
+    return store_settings(args)
 
 
 def _dedup(args: argparse.Namespace) -> int:
@@ -349,6 +372,7 @@ def _push_or_query(args: argparse.Namespace) -> int:
 
 _COMMANDS = {
     "serve": _serve,
+    "store-settings": _store_settings,
     "dedup": _dedup,
     "contamination": _contamination,
     "push": _push_or_query,
@@ -367,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     _dedup_parser(sub)
     _contamination_parser(sub)
     _client_parsers(sub)
+    _store_settings_parser(sub)
     return parser
 
 
@@ -382,6 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _dedup_parser(sub)
     _contamination_parser(sub)
     _client_parsers(sub)
+    _store_settings_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     args.command_line = ["neardup", *argv]

@@ -51,6 +51,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     try:
         store.ensure_params(settings.params.index_params())
+        store.ensure_settings(settings.answer_settings())
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
         )

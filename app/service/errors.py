@@ -12,7 +12,9 @@ codes, in one place.
      +-- StoreFull                    a full (or failing) disk; nothing was stored        -> 507
      +-- StoreUnavailable             the shared database cannot be reached right now     -> 503
      |    +-- StoreRefused            it refuses this role: a privilege, the password, ... -> 503
+     +-- SettingsChanged              the store's answer settings changed under a replica -> 503
      +-- ParameterMismatch            a store made with other index parameters (startup)
+     |    +-- SettingsMismatch        other answer settings (THRESHOLD, NGRAM, ...) (startup)
      +-- DamagedStore                 a store file that is not a usable neardup store (startup)
      +-- DataDirLocked                another process holds the data directory (startup)
 """
@@ -31,6 +33,8 @@ __all__ = [
     "ParameterMismatch",
     "QuotaExceeded",
     "RateLimited",
+    "SettingsChanged",
+    "SettingsMismatch",
     "StoreFull",
     "StoreRefused",
     "StoreUnavailable",
@@ -76,6 +80,16 @@ class RateLimited(NeardupError):
 
 class ParameterMismatch(NeardupError, RuntimeError):
     """The store was created with other index parameters; names them."""
+
+
+class SettingsMismatch(ParameterMismatch):
+    """The store's replicas answer with other settings (``Settings.answer_settings``): names
+    each, both values, and how to change them for every replica (``neardup store-settings``)."""
+
+
+class SettingsChanged(NeardupError):
+    """The settings locked in the shared store were changed (``neardup store-settings``) while
+    this replica runs with the old ones: it answers 503 and is not ready until restarted."""
 
 
 class StoreFull(NeardupError, OSError):

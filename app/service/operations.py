@@ -36,6 +36,7 @@ from neardup.app.service.errors import (
     NotFound,
     OutOfReach,
     QuotaExceeded,
+    SettingsChanged,
     StoreFull,
     StoreUnavailable,
 )
@@ -137,6 +138,12 @@ class Service:
         self._listen = ThreadPoolExecutor(max_workers=1, thread_name_prefix="listen")
         #: The pool's warm-up, started with the service (``warm_up``).
         self._warming: asyncio.Task[None] | None = None
+        #: Why this replica answers no more: the store's answer settings were changed
+        #: (``neardup store-settings``) since it started with the old ones (None: they hold).
+        self.settings_changed: str | None = None
+        #: When this replica last read the shared store's log (a write's or the follower's):
+        #: how stale its answers may be (``log_lag``).
+        self._synced = time.monotonic()
 
     @classmethod
     async def start(cls, settings: Settings, store: Store | None = None) -> Service:
@@ -152,6 +159,7 @@ class Service:
         store = open_store(settings) if store is None else store
         try:
             store.ensure_params(settings.params.index_params())
+            store.ensure_settings(settings.answer_settings())
             pool = SignaturePool(settings.workers, settings.params)
         except BaseException:
             store.close()
@@ -167,6 +175,7 @@ class Service:
             store.close()
             raise
         if store.position() is not None:  # a shared store: follow the other replicas' changes
+            service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
         return service
 
@@ -222,8 +231,12 @@ class Service:
         """Why the service should not take traffic ("store unavailable", "disk full"), or None.
         While the disk is full the store is probed for room (at most every PROBE_INTERVAL,
         never behind a write that holds the lock), so readiness returns with the space."""
+        if self.settings_changed is not None:
+            return "settings changed"
         if not self.store.available():
             return "store unavailable"
+        if self.log_lag() > POLL_SECONDS + self.settings.store_timeout:
+            return "behind"
         if self.store_full is None:
             return None
         now = time.monotonic()
@@ -233,6 +246,14 @@ class Service:
                 with suppress(StoreFull):
                     await self._write(self.store.probe)
         return None if self.store_full is None else "disk full"
+
+    def log_lag(self) -> float:
+        """Seconds since this replica last read the shared store's log (0 without one). It is
+        read every POLL_SECONDS, each read within STORE_TIMEOUT: past their sum the replica
+        may be missing other replicas' changes, and is not ready ("behind")."""
+        if self.log_position is None:
+            return 0.0
+        return time.monotonic() - self._synced
 
     def _recover(self) -> None:
         """Rebuild the index and the protected sets from the store, logging its progress."""
@@ -259,6 +280,7 @@ class Service:
                 self.broken_sets[row.name] = str(exc)
                 log.error("protected set %r cannot be parsed, left out: %s", row.name, exc)
         self.log_position = self.store.position()
+        self._synced = time.monotonic()
         self.recovery_seconds = time.perf_counter() - started
         log.info(
             "recovered documents=%d protected_sets=%d seconds=%.3f",
@@ -497,6 +519,7 @@ class Service:
             "inflight": self.limits.inflight,
             "recovery_seconds": round(self.recovery_seconds, 3),
             "log_position": self.log_position,
+            "log_lag_seconds": round(self.log_lag(), 3),
             "store_up": int(self.store.available()),
         }
 
@@ -507,7 +530,12 @@ class Service:
         """The write lock: this process's, then the store's, with the changes other replicas
         committed before it applied first, so the write sees everything acknowledged before."""
         async with self._lock:
-            changes = await self._io_call(self.store.lock_writes)
+            try:
+                changes = await self._io_call(self.store.lock_writes)
+            except SettingsChanged as exc:
+                self._settings_changed(exc)
+                raise
+            self._synced = time.monotonic()
             try:
                 await self._apply(changes)
                 yield
@@ -522,16 +550,41 @@ class Service:
             await loop.run_in_executor(self._listen, self.store.wait_for_changes, POLL_SECONDS)
             try:
                 async with self._lock:
-                    await self._apply(await self._io_call(self.store.changes))
+                    changes = await self._io_call(self.store.changes)
+                    self._synced = time.monotonic()
+                    await self._apply(changes)
+            except SettingsChanged as exc:
+                self._settings_changed(exc)
+                return  # nothing more is applied: the replica must restart with them
             except StoreUnavailable:
                 continue  # the database is away: memory still answers; try again later
             except Exception:
                 log.exception("could not apply the store's changes; trying again")
                 await asyncio.sleep(POLL_SECONDS)
 
+    def _settings_changed(self, exc: SettingsChanged) -> None:
+        """Stop answering (503, not ready) under settings the store no longer holds."""
+        if self.settings_changed is None:
+            log.error("%s", exc)
+        self.settings_changed = str(exc)
+
     async def _apply(self, changes: Sequence[Change]) -> None:
-        """Apply logged changes in order (planning off the event loop, applying on it)."""
-        for change in changes:
+        """Apply logged changes in order (planning off the event loop, applying on it).
+
+        A replace is logged as a delete and the add of the same id: both are applied in one
+        step, so no reader sees the document missing in between, and ``log_position`` never
+        names the state between them, which no replica acknowledged."""
+        skip = False
+        for change, after in zip(changes, [*changes[1:], None], strict=False):
+            if skip:
+                skip = False
+                self.log_position = change.seq
+                continue
+            if _is_replace(change, after):
+                assert after is not None and after.nums is not None
+                await self._apply_replace(change, after)
+                skip = True
+                continue
             if change.kind == "add" and change.ids:
                 sigs = np.frombuffer(change.sigs, dtype="<u4").astype(np.uint32)
                 sigs = sigs.reshape(len(change.ids), self.params.num_perm)
@@ -564,6 +617,23 @@ class Service:
                 self.broken_sets.pop(change.name, None)
                 self._set_bytes.pop(change.name, None)
             self.log_position = change.seq
+
+    async def _apply_replace(self, delete: Change, add: Change) -> None:
+        """A logged replace (``delete`` of an id, then ``add`` of one document of that id) as
+        one step on the index: the removal planned off the loop, then removal, planning and
+        adding with no await between them (one document's plan is bounded by its
+        candidates, as ``replace`` does on the replica that took it)."""
+        sigs = np.frombuffer(add.sigs, dtype="<u4").astype(np.uint32)
+        sigs = sigs.reshape(1, self.params.num_perm)
+        removal = None
+        if delete.nums is not None and self.index.number(delete.name) == delete.nums[0]:
+            removal = await asyncio.to_thread(self.index.plan_removal, delete.name)
+        if removal is not None:
+            self.index.apply_removal(removal)
+        plan = self.index.plan([delete.name], sigs)
+        if add.nums is None or plan.start != add.nums[0]:
+            raise RuntimeError(f"log entry {add.seq} does not follow the index")
+        self.index.apply(plan)
 
     # --- protected sets -----------------------------------------------------------------------
 
@@ -664,6 +734,19 @@ class DecontRequest:
     thresholds: Thresholds
     top: int
     ngrams: bool
+
+
+def _is_replace(change: Change, after: Change | None) -> bool:
+    """Whether ``change`` deletes an id that ``after``, the next log entry, adds back as one
+    document (a replace: one transaction, logged as a delete then an add)."""
+    return (
+        change.kind == "delete"
+        and after is not None
+        and after.kind == "add"
+        and after.ids == [change.name]
+        and after.nums is not None
+        and len(after.nums) == 1
+    )
 
 
 def _decontaminate(

@@ -14,7 +14,9 @@ their position (``changes``). Recovery reads the alive documents' signatures wit
 ``COPY`` in one repeatable-read snapshot whose log head becomes the replica's position.
 
 A database that cannot be reached (refused, shut down, timed out) is StoreUnavailable (503),
-a full disk StoreFull (507). One connection serves the store thread (the service calls the store
+a full disk StoreFull (507). One that stalls (frozen, not refusing) is abandoned after
+STORE_TIMEOUT seconds a call (``_deadline`` shuts its connection down): StoreUnavailable too.
+One connection serves the store thread (the service calls the store
 from one thread, so a pool would add nothing), reconnected on demand: a call that finds it dead
 before doing anything (a read, ``lock_writes``) reconnects and tries once more, so writes work
 again as soon as the database is back.
@@ -31,7 +33,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -43,7 +48,15 @@ from psycopg import sql
 
 from neardup.app.config import redact
 from neardup.app.service.errors import DamagedStore, StoreFull, StoreRefused, StoreUnavailable
-from neardup.app.service.store import PROBE_BYTES, Change, ProtectedSetRow, StoredDoc, check_params
+from neardup.app.service.store import (
+    PROBE_BYTES,
+    Change,
+    ProtectedSetRow,
+    StoredDoc,
+    changed_settings,
+    check_params,
+    check_settings,
+)
 from neardup.core.engine import ProtectedFormat
 
 __all__ = ["SCHEMA_VERSION", "WRITE_LOCK", "PostgresStore"]
@@ -58,6 +71,10 @@ CHANNEL = "neardup_changes"
 CONNECT_TIMEOUT = 3.0
 #: After the database failed, calls fail at once for this long instead of waiting again.
 FAIL_FAST = 0.5
+#: Seconds a store call may take by default (STORE_TIMEOUT) before the client abandons it: a
+#: database that is frozen rather than refusing never answers, and statement_timeout, being the
+#: server's, cannot help then.
+CALL_TIMEOUT = 10.0
 #: Any statement (lock waits included) longer than this is cancelled: 503, never a hang.
 STATEMENT_TIMEOUT_MS = 30_000
 #: A write transaction idle this long (its replica planning, or gone) is ended by the server.
@@ -122,8 +139,10 @@ class PostgresStore:
     ``wait_for_changes``, which has its own connection and runs in the follower's thread.
     """
 
-    def __init__(self, url: str, schema: str = "public") -> None:
+    def __init__(self, url: str, schema: str = "public", timeout: float = CALL_TIMEOUT) -> None:
         self._url = url
+        self._timeout = timeout
+        self._watchdog = _Watchdog()
         self.schema = schema
         self._lock_key = _lock_key(schema)
         self._channel = CHANNEL if schema == "public" else f"{CHANNEL}_{schema}"[:63]
@@ -132,6 +151,9 @@ class PostgresStore:
         self._snapshot: _Conn | None = None  # recovery's repeatable-read snapshot
         self._listener: _Conn | None = None
         self._applied = 0
+        #: the answer settings this replica serves with (``ensure_settings``): every read of
+        #: the log checks that the store still holds them (SettingsChanged otherwise)
+        self._answers: dict[str, str] = {}
         self._down_until = 0.0
         self._down_reason = ""
         self._closed = False
@@ -291,22 +313,48 @@ class PostgresStore:
         self._db = self._connect()
         return self._db
 
+    @contextmanager
+    def _deadline(self, conn: _Conn) -> Iterator[None]:
+        """The block's calls on ``conn`` abandoned after STORE_TIMEOUT seconds: a watchdog
+        shuts the connection's socket down, which ends a call waiting on a frozen server
+        (``_Overdue``, so StoreUnavailable and not ready; the next call reconnects). Not
+        while opening (a migration may take long) or recovering (one long snapshot)."""
+        if not self._opened or conn is self._snapshot:
+            yield
+            return
+        fired = self._watchdog.arm(conn, self._timeout)
+        try:
+            yield
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            if fired.is_set():
+                raise _Overdue(f"no answer within {self._timeout:g} s (STORE_TIMEOUT)") from None
+            raise
+        finally:
+            self._watchdog.disarm()
+
     def _run(self, fn: Callable[[_Conn], _T]) -> _T:
         """``fn`` on the connection of the open snapshot or write transaction if any; else on
         the store's connection, once more on a fresh one if that had died meanwhile (``fn``
-        must be safe to repeat: reads, or a transaction it begins itself)."""
+        must be safe to repeat: reads, or a transaction it begins itself); each try within
+        STORE_TIMEOUT (``_deadline``)."""
         with self._guard():
             held = self._snapshot or self._tx
             if held is not None:
-                return fn(held)
+                with self._deadline(held):
+                    return fn(held)
             fresh = self._db is None or self._db.closed or self._db.broken
             conn = self._connection()
             try:
-                return fn(conn)
+                with self._deadline(conn):
+                    return fn(conn)
+            except _Overdue:
+                raise  # it did not answer in time: trying again would wait as long
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if fresh or not conn.broken:
                     raise
-            return fn(self._connection())
+            conn = self._connection()
+            with self._deadline(conn):
+                return fn(conn)
 
     # --- the schema ---------------------------------------------------------------------------
 
@@ -404,6 +452,46 @@ class PostgresStore:
 
         check_params(self.where, "the store", self._run(record), params)
 
+    def ensure_settings(self, settings: dict[str, str]) -> None:
+        """Record the answer settings the store lacks (the first replica's); refuse others
+        (SettingsMismatch); then follow them: once ``set_settings`` changes them, reading the
+        log (a write's, the follower's) raises SettingsChanged."""
+
+        def record(conn: _Conn) -> dict[str, str]:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                rows = conn.execute("SELECT key, value FROM params").fetchall()
+                stored: dict[str, str] = {str(k): str(v) for k, v in rows}
+                missing = [(k, v) for k, v in settings.items() if k not in stored]
+                if missing:
+                    with conn.cursor() as cur:
+                        cur.executemany("INSERT INTO params VALUES (%s, %s)", missing)
+                return stored
+
+        check_settings(self.where, self._run(record), settings)
+        self._answers = dict(settings)
+
+    def set_settings(self, settings: dict[str, str]) -> dict[str, str]:
+        """Replace the recorded answer settings named in ``settings``, under the write lock,
+        and wake every replica (those serving the old values then stop answering); the
+        recorded values before (all of them)."""
+
+        def update(conn: _Conn) -> dict[str, str]:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                rows = conn.execute("SELECT key, value FROM params").fetchall()
+                if settings:
+                    with conn.cursor() as cur:
+                        cur.executemany(
+                            "INSERT INTO params VALUES (%s, %s) "
+                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                            list(settings.items()),
+                        )
+                    conn.execute(f"NOTIFY {self._channel}")
+                return {str(k): str(v) for k, v in rows}
+
+        return self._run(update)
+
     def probe(self) -> None:
         """Write, commit and delete ``PROBE_BYTES``: StoreFull while there is no room."""
 
@@ -437,7 +525,8 @@ class PostgresStore:
         """End the write transaction if no write committed it (rolled back: nothing stored)."""
         conn, self._tx = self._tx, None
         if conn is not None:
-            _rollback(conn)
+            with suppress(psycopg.Error), self._deadline(conn):
+                _rollback(conn)
 
     @contextmanager
     def _write(self) -> Iterator[_Conn]:
@@ -447,7 +536,7 @@ class PostgresStore:
         if conn is None:
             raise RuntimeError("a store write outside lock_writes()")
         try:
-            with self._guard():
+            with self._guard(), self._deadline(conn):
                 yield conn
                 conn.execute("COMMIT")
         finally:
@@ -544,6 +633,10 @@ class PostgresStore:
         return self._run(self._read_changes)
 
     def _read_changes(self, conn: _Conn) -> list[Change]:
+        if self._answers:  # nothing is applied under settings the store no longer holds
+            keys = list(self._answers)
+            held = conn.execute("SELECT key, value FROM params WHERE key = ANY(%s)", (keys,))
+            changed_settings(self.where, dict(held.fetchall()), self._answers)
         rows = conn.execute(
             "SELECT seq, kind, lo, hi, name FROM changes WHERE seq > %s ORDER BY seq",
             (self._applied,),
@@ -700,6 +793,72 @@ class PostgresStore:
                 with suppress(Exception):
                     conn.close()
         self._listener = self._db = None
+        self._watchdog.close()
+
+
+class _Watchdog:
+    """One thread that shuts a connection down once the call on it is overdue, so the call
+    fails at once (a frozen server never answers). One deadline at a time: the store is
+    called from one thread (arming again replaces the deadline)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: tuple[float, _Conn, threading.Event] | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def arm(self, conn: _Conn, timeout: float) -> threading.Event:
+        """Watch ``conn`` for ``timeout`` seconds; the event is set if it was shut down."""
+        fired = threading.Event()
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name="store-deadline", daemon=True
+                )
+                self._thread.start()
+            self._due = (time.monotonic() + timeout, conn, fired)
+            self._cond.notify()
+        return fired
+
+    def disarm(self) -> None:
+        """The call returned: nothing to watch."""
+        with self._cond:
+            self._due = None
+
+    def close(self) -> None:
+        """Stop the thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._due is None:
+                    self._cond.wait()
+                    continue
+                due, conn, fired = self._due
+                left = due - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                self._due = None
+                fired.set()
+                _shut_down(conn)
+
+
+def _shut_down(conn: _Conn) -> None:
+    """Shut ``conn``'s socket down both ways: a call waiting on it fails at once."""
+    with suppress(OSError, ValueError, psycopg.Error):
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()
+
+
+class _Overdue(psycopg.OperationalError):
+    """A store call abandoned after STORE_TIMEOUT seconds (its connection shut down)."""
 
 
 def _mark_deleted(conn: _Conn, num: int) -> str | None:

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from neardup.app.service.dirlock import DataDirLock
-from neardup.app.service.errors import DamagedStore, ParameterMismatch, StoreFull, StoreUnavailable
+from neardup.app.service.errors import (
+    DamagedStore,
+    ParameterMismatch,
+    SettingsChanged,
+    SettingsMismatch,
+    StoreFull,
+    StoreUnavailable,
+)
 from neardup.core.engine import ProtectedFormat
 
 if TYPE_CHECKING:
@@ -33,6 +40,7 @@ __all__ = [
     "Store",
     "StoredDoc",
     "check_params",
+    "check_settings",
     "open_store",
 ]
 
@@ -129,6 +137,8 @@ class Store(Protocol):
     """
 
     def ensure_params(self, params: dict[str, int | str]) -> None: ...
+    def ensure_settings(self, settings: dict[str, str]) -> None: ...
+    def set_settings(self, settings: dict[str, str]) -> dict[str, str]: ...
     def probe(self) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
     def add_documents(self, docs: Sequence[StoredDoc]) -> None: ...
@@ -173,6 +183,34 @@ def check_params(
     ]
     if wrong:
         raise ParameterMismatch(f"{where}: " + "; ".join(wrong))
+
+
+def check_settings(where: str, stored: dict[str, str], settings: dict[str, str]) -> None:
+    """SettingsMismatch if ``stored`` records another value for any of ``settings``, naming
+    each, both values, and the two ways out: start with the store's, or change it for every
+    replica with ``neardup store-settings``."""
+    wrong = [(k, v, stored[k]) for k, v in settings.items() if k in stored and stored[k] != v]
+    if wrong:
+        told = "; ".join(
+            f"{k.upper()} is {v} but the store's replicas answer with {was}" for k, v, was in wrong
+        )
+        keep = " ".join(f"NEARDUP_{k.upper()}={was}" for k, _, was in wrong)
+        change = " ".join(f"--{k.replace('_', '-')} {v}" for k, v, _ in wrong)
+        raise SettingsMismatch(
+            f"{where}: {told}: start with {keep}, or change it for every replica with "
+            f"neardup store-settings {change} (then restart them)"
+        )
+
+
+def changed_settings(where: str, stored: dict[str, str], settings: dict[str, str]) -> None:
+    """SettingsChanged if ``stored`` (read while serving) no longer holds ``settings``."""
+    wrong = [(k, v, stored.get(k)) for k, v in settings.items() if stored.get(k) != v]
+    if wrong:
+        told = "; ".join(f"{k.upper()} {v} -> {now}" for k, v, now in wrong)
+        raise SettingsChanged(
+            f"the settings locked in the store at {where} were changed ({told}): this replica "
+            "answers no more until it is restarted with them"
+        )
 
 
 class SQLiteStore:
@@ -228,6 +266,26 @@ class SQLiteStore:
                 )
             return
         check_params(str(self.path), "the data directory", stored, params)
+
+    def ensure_settings(self, settings: dict[str, str]) -> None:
+        """Record the answer settings the store lacks; refuse others (SettingsMismatch)."""
+        stored = dict(self._db.execute("SELECT key, value FROM params").fetchall())
+        missing = [(k, v) for k, v in settings.items() if k not in stored]
+        if missing:
+            with self._transaction():
+                self._db.executemany("INSERT INTO params VALUES (?, ?)", missing)
+        check_settings(str(self.path), stored, settings)
+
+    def set_settings(self, settings: dict[str, str]) -> dict[str, str]:
+        """Replace the recorded answer settings named in ``settings``; the recorded values
+        before (all of them). The data directory's lock keeps a running server out meanwhile."""
+        before = dict(self._db.execute("SELECT key, value FROM params").fetchall())
+        if settings:
+            with self._transaction():
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO params VALUES (?, ?)", list(settings.items())
+                )
+        return before
 
     def _has_data(self) -> bool:
         docs = self._db.execute("SELECT 1 FROM documents LIMIT 1").fetchone()
@@ -373,7 +431,7 @@ def open_store(settings: Settings) -> Store:
                 f"'neardup-{version('neardup')}-py3-none-any.whl[postgres]' "
                 f"from its wheel ({exc})"
             ) from None
-        return PostgresStore(settings.store_url, settings.store_schema)
+        return PostgresStore(settings.store_url, settings.store_schema, settings.store_timeout)
     return SQLiteStore(settings.data_dir)
 
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 
 from neardup.app.api.admission import Capacity
 from neardup.app.api.bodies import StrictJSONRoute
-from neardup.app.api.deps import ServiceDep, require
+from neardup.app.api.deps import AnyServiceDep, require
 from neardup.app.api.schemas import ERRORS
 from neardup.app.service import Service
 
@@ -22,12 +22,12 @@ def _stats(request: Request, service: Service) -> dict[str, Any]:
 
 
 @router.get("/v1/stats", dependencies=[require("read")])
-async def stats(request: Request, service: ServiceDep) -> dict[str, Any]:
+async def stats(request: Request, service: AnyServiceDep) -> dict[str, Any]:
     """Documents, clusters (two or more members), duplicates, protected sets, and more."""
     return _stats(request, service)
 
 
 @router.get("/metrics", include_in_schema=False)
-async def metrics(request: Request, service: ServiceDep) -> Response:
+async def metrics(request: Request, service: AnyServiceDep) -> Response:
     """Prometheus text format."""
     return request.app.state.metrics.render(_stats(request, service))  # type: ignore[no-any-return]
