@@ -91,11 +91,22 @@ def raise_worker_error(exc: BaseException, pool: ProcessPoolExecutor | None = No
     UnguardedMainError, alone (the pool's own error says nothing more), when its workers exited
     because they re-ran an unguarded main script; else WorkerError, caused by ``exc``.
     """
-    processes = getattr(pool, "_processes", None) or {}
-    if any(p.exitcode == UNGUARDED_MAIN_EXIT for p in list(processes.values())):
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    if any(_exit_code(p) == UNGUARDED_MAIN_EXIT for p in processes):
         main = sys.modules.get("__main__")
         raise UnguardedMainError(getattr(main, "__file__", None)) from None
     raise WorkerError(f"a signature worker process died: {exc}") from exc
+
+
+def _exit_code(process: Any, wait: float = 2.0) -> int | None:
+    """A pool worker's exit code, once it has exited (at most ``wait`` seconds): the pool's own
+    thread may be reaping it at this moment, and until it has noted the code, none is seen."""
+    deadline = time.monotonic() + wait
+    process.join(wait)
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    code: int | None = process.exitcode
+    return code
 
 
 def pool_size(pool: ProcessPoolExecutor) -> int:

@@ -191,7 +191,7 @@ class Service:
 
     async def _warm(self) -> None:
         started = time.perf_counter()
-        await self.pool.warm_up()
+        await self.pool.start()
         log.info(
             "workers ready workers=%d compiled=%s seconds=%.3f",
             self.pool.workers, self.pool.compiled, time.perf_counter() - started,

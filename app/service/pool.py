@@ -109,13 +109,28 @@ class SignaturePool:
         except (BrokenProcessPool, RuntimeError) as exc:  # RuntimeError: submit after shutdown
             for future in queued:
                 future.cancel()
-            raise_worker_error(exc, self._pool)
+            raise_worker_error(exc)  # no exit codes to wait for: a server runs no script
         return np.concatenate(chunks, axis=0)
 
     def _replace(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = spawn_pool(self.workers, warm=partial(warm_worker, self.params.tokenizer))
         self.restarts += 1
+
+    async def start(self) -> None:
+        """``warm_up``, and once more on a fresh pool if a worker died meanwhile (killed, or out
+        of memory): a worker lost while starting is replaced as one lost later is.
+
+        Raises:
+            WorkerError: a worker of the fresh pool died too.
+        """
+        failed = self._pool
+        try:
+            await self.warm_up()
+        except WorkerError:
+            if self._pool is failed:  # a batch that saw it first may have replaced it already
+                self._replace()
+            await self.warm_up()
 
     async def warm_up(self) -> None:
         """Start every worker (spawned interpreters import numpy, load the compiled kernels and
@@ -128,7 +143,7 @@ class SignaturePool:
             ]
             loaded = await asyncio.gather(*map(asyncio.wrap_future, tasks))
         except (BrokenProcessPool, RuntimeError) as exc:
-            raise_worker_error(exc, self._pool)
+            raise_worker_error(exc)  # no exit codes to wait for: a server runs no script
         self.compiled = all(loaded)
 
     def close(self) -> None:
