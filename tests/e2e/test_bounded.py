@@ -5,6 +5,7 @@ import json
 import random
 import threading
 import time
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -13,6 +14,7 @@ from tests.e2e.conftest import start_server, stop_server
 
 WORDS = [f"w{i}" for i in range(500)]
 BOILERPLATE = "answer the following question with one letter and nothing else before you think"
+FORM = {"content-type": "application/x-www-form-urlencoded"}
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -41,7 +43,10 @@ def heavy(tmp_path_factory):
         put = client.put(f"{server.url}/v1/protected-sets/prompts", content=body,
                          headers={"content-type": "application/x-ndjson"})  # fmt: skip
         assert put.status_code == 201
-    yield server, protected
+    # 40 MB of a pasted form, encoded before /healthz is probed: encoding it meanwhile would
+    # hold this process's GIL and slow the probe's own thread, not the server.
+    pasted = urlencode({"docs": "not json\n" + "a+b%20c " * 5_000_000, "mode": "drop"}).encode()
+    yield server, protected, pasted
     stop_server(server)
 
 
@@ -55,7 +60,7 @@ def _probe(url: str, stop: threading.Event, worst: list[float]) -> None:
 
 
 def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
-    url, protected = heavy[0].url, heavy[1]
+    url, protected, pasted = heavy[0].url, heavy[1], heavy[2]
     stop, latencies = threading.Event(), []
     probe = threading.Thread(target=_probe, args=(url, stop, latencies))
     probe.start()
@@ -77,14 +82,9 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy):
             first = client.post(f"{url}/v1/documents", json=batch)
             again = client.post(f"{url}/v1/documents", json=batch)
             # A 40 MB pasted form (the first line not JSON): parsed off the loop, then refused.
-            pasted = {"docs": "not json\n" + "a+b%20c " * 5_000_000, "mode": "drop"}
-            form = client.post(f"{url}/ui/decontamination", data=pasted)
+            form = client.post(f"{url}/ui/decontamination", content=pasted, headers=FORM)
             fields = "&".join(f"f{i}=x" for i in range(1001))  # past MAX_FORM_FIELDS
-            many = client.post(
-                f"{url}/ui/decontamination",
-                content=fields,
-                headers={"content-type": "application/x-www-form-urlencoded"},
-            )
+            many = client.post(f"{url}/ui/decontamination", content=fields, headers=FORM)
             # 200 KB of documents quoting the protected passage 5 times each, cut and annotated.
             docs = [{"id": f"q{i}", "text": f" filler {i} ".join([protected] * 5)}
                     for i in range(100)]  # fmt: skip
