@@ -1,10 +1,15 @@
 """Admission and the body limit as ASGI middleware, driven directly (no server)."""
 
 import asyncio
+from unittest.mock import patch
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from neardup.app.api import bodies
 from neardup.app.api.admission import Admission, Capacity
 from neardup.app.api.body_limit import BodyLimit
 from neardup.app.config import Settings
@@ -180,3 +185,12 @@ def test_settings_refuse_a_buffer_smaller_than_one_body():
     with pytest.raises(ValidationError, match="max_buffered_bytes"):
         Settings(max_body_bytes=2**20, max_buffered_bytes=2**19)
     assert Settings().max_buffered_bytes == 512 * 2**20
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.text(), st.text()), max_size=5), st.integers(3, 64))
+def test_a_form_is_read_as_pythons_parser_reads_it_a_slice_at_a_time(fields, slice_bytes):
+    """Unescaped in slices (never splitting a %XX escape nor a UTF-8 character's escapes)."""
+    body = urlencode(fields).encode()
+    with patch.object(bodies, "_SLICE", slice_bytes):
+        assert bodies._form_fields(body) == parse_qsl(body.decode(), keep_blank_values=True)
