@@ -62,7 +62,7 @@ from bench.service.peer import PeerResult, run_peer
 from bench.service.report import SOURCES, markdown, print_text
 from bench.service.results import BaselineResult, Report, ServedResult
 from bench.service.synthetic_index import SynthParams, build_store
-from neardup.core.engine import INDEX_KEYS, MinhashParams
+from neardup.core.engine import MinhashParams
 from neardup.core.minhash import signatures
 
 WORKERS = 2
@@ -70,7 +70,7 @@ WORKERS = 2
 ASCII = "ascii"
 PARAMS = MinhashParams(num_perm=128, bands=16, k=5, seed=0)
 #: What the store records: the index parameters, as the server would.
-INDEX_PARAMS = {key: int(getattr(PARAMS, key)) for key in INDEX_KEYS}
+INDEX_PARAMS = PARAMS.index_params()
 _READY_TIMEOUT = 900.0
 #: The size options: N, M, the signed pool, the timed queries.
 SIZES = {

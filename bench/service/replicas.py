@@ -55,14 +55,14 @@ from bench.common.postgres import PostgresServer
 from bench.common.server import Server, recovered_from_log, serving, unwind_on_sigterm
 from bench.service.client import document_bodies, get_stats, post, query_bodies, time_queries
 from bench.service.synthetic_index import SynthParams, build_store, synthetic_rows
-from neardup.core.engine import INDEX_KEYS, MinhashParams, band_digests
+from neardup.core.engine import MinhashParams, band_digests
 from neardup.core.minhash import signatures
 
 MODULE = "bench.service.replicas"
 BATCH = 200
 CLIENTS = 2
 PARAMS = MinhashParams()
-INDEX_PARAMS = {key: int(getattr(PARAMS, key)) for key in INDEX_KEYS}
+INDEX_PARAMS = PARAMS.index_params()
 SIZES = {
     "docs": Size("documents ingested", 20_000, 2_000),
     "queries": Size("timed single queries", 1_000, 200),
