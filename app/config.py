@@ -75,7 +75,13 @@ class Settings(BaseSettings):
     max_matches: int = Field(100, ge=1)
     # A protected set costs about 35 bytes of memory a byte of its file (n-grams and labels).
     max_protected_sets: int = Field(100, ge=1)
+    #: Texts a key with the protect scope (or anyone, without keys) may check for
+    #: contamination a minute.
     contamination_texts_per_minute: int = Field(10_000, ge=1)
+    #: N-grams (NGRAM words) a key without the protect scope may have scanned for contamination
+    #: a minute: a verdict is about one bit of the protected sets, so this bounds what such a
+    #: key can learn by probing (docs/api.md, "Residual risk").
+    contamination_ngrams_per_minute: int = Field(10_000, ge=1)
     max_protected_bytes: int = Field(128 * 2**20, ge=1)
     max_batch_memory: int = Field(4 * 2**30, ge=1)
     #: While recovering at start, a progress line (documents read, rate, seconds left) at

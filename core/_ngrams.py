@@ -13,13 +13,32 @@ from neardup.core._text import check_tokenizer, ngrams, words
 from neardup.core._tokens import Tokens, shingle_spans
 from neardup.core.errors import ParameterError
 
-__all__ = ["NgramIndex", "check_n", "contaminated", "first_shared_ngram", "gram_hashes"]
+__all__ = [
+    "NgramIndex",
+    "check_n",
+    "contaminated",
+    "first_shared_ngram",
+    "gram_hashes",
+    "ngram_counts",
+]
 
 
 def check_n(n: int) -> None:
     """ParameterError unless ``n`` (words per n-gram) is a whole number >= 1."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ParameterError(f"n (words per n-gram) must be a whole number >= 1, got {n!r}")
+
+
+def ngram_counts(texts: Sequence[str], n: int = 13, tokenizer: str = "words") -> NDArray[np.int64]:
+    """How many word n-grams a check of each text scans: ``len(ngrams(words(text), n))``, and 1
+    for a text of fewer than ``n`` words (it is looked at too). Tokenised as a whole batch, at
+    numpy speed: what a contamination check of the batch is charged."""
+    check_n(n)
+    check_tokenizer(tokenizer)
+    if not len(texts):
+        return np.zeros(0, dtype=np.int64)
+    counts = Tokens(texts, tokenizer=tokenizer).doc_words.astype(np.int64) - (n - 1)
+    return np.maximum(counts, 1)
 
 
 def first_shared_ngram(

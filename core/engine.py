@@ -20,7 +20,8 @@ engine computes the same signatures, candidates, confirmations and components th
   ``Components`` (incremental; a deletion regroups from recomputed roots), ``groups_of``.
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
-  ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``;
+  ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``,
+  ``ngram_counts`` (the n-grams a check of each text scans: what it is charged);
   modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
   ``DecontParams``, ``apply_mode``, ``drop_rule``, ``match_summary``, ``decontaminate_modes``,
@@ -70,7 +71,7 @@ from neardup.core._fanout import (
     spawn_pool,
 )
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
-from neardup.core._ngrams import NgramIndex
+from neardup.core._ngrams import NgramIndex, ngram_counts
 from neardup.core._params import INDEX_KEYS, MinhashParams
 from neardup.core._protected import (
     ProtectedFormat,
@@ -208,6 +209,7 @@ __all__ = [
     "lsh_threshold",
     "match_summary",
     "min_label_components",
+    "ngram_counts",
     "ngrams",
     "ordered_map",
     "parquet_schema",

@@ -78,8 +78,13 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument("--max-matches", type=int, help="matches listed per result (100)")
     serve.add_argument("--max-protected-sets", type=int, help="protected sets at most (100)")
     serve.add_argument(
-        "--contamination-texts-per-minute", type=int, help="per key, for /v1/contamination (10000)"
-    )
+        "--contamination-texts-per-minute", type=int,
+        help="texts a key with protect may check for contamination a minute (10000)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--contamination-ngrams-per-minute", type=int,
+        help="n-grams other keys may have scanned for contamination a minute (10000)",
+    )  # fmt: skip
     serve.add_argument(
         "--max-protected-bytes", type=int, help="total size of the protected sets (128 MiB)"
     )

@@ -8,6 +8,7 @@ codes, in one place.
      +-- Overloaded                   more batches in flight than MAX_INFLIGHT            -> 503
      +-- QuotaExceeded                protected sets over MAX_PROTECTED_SETS or _BYTES    -> 507
      +-- RateLimited                  a caller over its contamination-check rate          -> 429
+     +-- ProtectScopeNeeded           an answer that would show where protected text is   -> 403
      +-- OutOfReach                   a query threshold below the bands' reach            -> 422
      +-- StoreFull                    a full (or failing) disk; nothing was stored        -> 507
      +-- StoreUnavailable             the shared database cannot be reached right now     -> 503
@@ -31,6 +32,7 @@ __all__ = [
     "OutOfReach",
     "Overloaded",
     "ParameterMismatch",
+    "ProtectScopeNeeded",
     "QuotaExceeded",
     "RateLimited",
     "SettingsChanged",
@@ -64,6 +66,11 @@ class Overloaded(NeardupError):
 
 class QuotaExceeded(NeardupError):
     """Storing this would put the protected sets over their count or size limit."""
+
+
+class ProtectScopeNeeded(NeardupError):
+    """An answer that would give offsets into protected matches (a cut mode's pieces) asked by
+    a key without the protect scope."""
 
 
 class RateLimited(NeardupError):

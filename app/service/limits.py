@@ -71,12 +71,13 @@ class BatchLimits:
 
 
 class ProbeLimiter:
-    """Texts a caller may check for contamination per minute: a token bucket per caller.
+    """What a caller may check for contamination per minute: a token bucket per caller.
 
-    A contamination check answers whether a text shares a 13-gram with a protected set, so a
+    A contamination check answers whether a text shares an n-gram with a protected set, so a
     caller can extend a seed of protected text a word at a time by probing; the rate bounds how
-    fast. Callers are named by a digest of their key ("open" without keys); the least recently
-    seen are forgotten past ``callers``.
+    fast. Each check is charged ``unit``s (n-grams scanned for keys without the protect scope,
+    texts for keys with it); the bucket holds a minute's worth. Callers are named by a digest of
+    their key ("open" without keys); the least recently seen are forgotten past ``callers``.
     """
 
     def __init__(
@@ -84,26 +85,39 @@ class ProbeLimiter:
         per_minute: int,
         callers: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        unit: str = "texts",
+        setting: str = "NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE",
     ) -> None:
         self.per_minute = per_minute
+        self.unit = unit
+        self.setting = setting
         self._callers = callers
         self._clock = clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
-    def take(self, caller: str, texts: int) -> None:
-        """Spend ``texts`` tokens of ``caller``; RateLimited (with Retry-After) if short."""
+    def take(self, caller: str, amount: int) -> None:
+        """Spend ``amount`` units of ``caller``'s minute, or spend nothing and raise:
+        RateLimited (with Retry-After: when they will be there) if short, TooLarge if more than
+        a whole minute's (never there: retrying could not help)."""
+        if amount > self.per_minute:
+            raise TooLarge(
+                f"this check is {amount} {self.unit}; a key may check at most {self.per_minute} "
+                f"{self.unit} a minute for contamination ({self.setting}): send fewer or "
+                "shorter texts a request"
+            )
         now = self._clock()
         rate = self.per_minute / 60.0
         tokens, then = self._buckets.pop(caller, (float(self.per_minute), now))
         tokens = min(float(self.per_minute), tokens + (now - then) * rate)
-        if texts > tokens:
+        if amount > tokens:
             self._buckets[caller] = (tokens, now)
-            wait = math.ceil((texts - tokens) / rate) if texts <= self.per_minute else 60
+            wait = max(1, math.ceil((amount - tokens) / rate))
             raise RateLimited(
-                f"this key may check {self.per_minute} texts a minute for contamination; "
-                f"retry in {wait} s (NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE)",
+                f"this key may check {self.per_minute} {self.unit} a minute for contamination "
+                f"and this check is {amount}; retry in {wait} s ({self.setting})",
                 retry_after=wait,
             )
-        self._buckets[caller] = (tokens - texts, now)
+        self._buckets[caller] = (tokens - amount, now)
         while len(self._buckets) > self._callers:
             self._buckets.popitem(last=False)

@@ -35,6 +35,7 @@ from neardup.app.service.errors import (
     Conflict,
     NotFound,
     OutOfReach,
+    ProtectScopeNeeded,
     QuotaExceeded,
     SettingsChanged,
     StoreFull,
@@ -45,6 +46,7 @@ from neardup.app.service.limits import BatchLimits, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
 from neardup.app.service.store import Change, ProtectedSetRow, Store, StoredDoc, open_store
 from neardup.core.engine import (
+    DECONT_KEY,
     ContaminationReport,
     DecontMode,
     DecontParams,
@@ -59,6 +61,7 @@ from neardup.core.engine import (
     apply_mode,
     drop_rule,
     lsh_probability,
+    ngram_counts,
     parse_protected_set,
     protected_as_jsonl,
     text_digest,
@@ -123,7 +126,14 @@ class Service:
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         self.limits = BatchLimits(settings)
+        #: contamination checks per caller: keys with the protect scope by texts, others by
+        #: n-grams scanned (``_charge``)
         self.probes = ProbeLimiter(settings.contamination_texts_per_minute)
+        self.ngram_probes = ProbeLimiter(
+            settings.contamination_ngrams_per_minute,
+            unit="n-grams",
+            setting="NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE",
+        )
         self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
         #: a cluster page's derived rows (app.service.views), keyed by (index version, root):
         #: one cluster at a time, recomputed after any write
@@ -700,40 +710,69 @@ class Service:
         self, docs: Sequence[Doc], sets: Sequence[str] | None, ask: DecontRequest, caller: str
     ) -> tuple[list[Doc], list[dict[str, str]], dict[str, Any]]:
         """``docs`` decontaminated in ``ask.params.mode``, those dropped whole (``{"id",
-        "rule"}``: ``drop_rule``'s), and the report;
-        bounded as ``contamination`` is (texts, memory, the per-caller rate), off the loop."""
+        "rule"}``: ``drop_rule``'s), and the report; bounded and charged as ``contamination``
+        is (texts, memory, the per-caller rate), off the loop.
+
+        Without ``ask.protect`` the answer gives no offset into a protected match (annotated
+        meta's ``spans`` are null) and the cut mode is refused (ProtectScopeNeeded): a cut
+        piece's edges are match edges."""
+        if not ask.protect and ask.params.mode is DecontMode.CUT:
+            raise ProtectScopeNeeded(
+                "the cut mode needs a key with the protect scope: a cut piece's edges are "
+                "where protected text starts and ends; without it use drop or annotate "
+                "(verdicts and counts, no offsets)"
+            )
         texts = [d.text for d in docs]
         pieces = ask.params.max_pieces if ask.params.mode is DecontMode.CUT else 1
         self.limits.check_texts(texts, answer_per_text=pieces * DECONT_META_BYTES)
         chosen = self.chosen_sets(sets)
-        self.probes.take(caller, len(texts))
         with self.limits.admit():
+            await self._charge(caller, texts, chosen, protect=ask.protect)
             return await asyncio.to_thread(_decontaminate, docs, chosen, ask)
 
     async def contamination(
-        self, texts: Sequence[str], sets: Sequence[str] | None, caller: str = "open"
+        self, texts: Sequence[str], sets: Sequence[str] | None, caller: str, *, protect: bool
     ) -> list[Hits]:
         """Per text: how many protected items it shares an n-gram with, and (set, item, first
         shared n-gram) of the first MAX_MATCHES of them (in set order, then as found).
 
-        ``caller`` names who asks, for the per-caller rate (RateLimited past it)."""
+        ``caller`` names who asks, for the per-caller rate (RateLimited past it); ``protect``:
+        whether it has the protect scope (its rate is counted in texts, others' in n-grams)."""
         self.limits.check_texts(texts)
         chosen = self.chosen_sets(sets)
-        self.probes.take(caller, len(texts))
         with self.limits.admit():
+            await self._charge(caller, texts, chosen, protect=protect)
             return await asyncio.to_thread(_hits, texts, chosen, self.settings.max_matches)
+
+    async def _charge(
+        self, caller: str, texts: Sequence[str], chosen: list[ProtectedSet], *, protect: bool
+    ) -> None:
+        """Charge a check to ``caller``'s rate before any of it is done (RateLimited or
+        TooLarge, and nothing charged, if it does not fit): a key with the protect scope by
+        texts, any other by the n-grams scanned (``ngram_counts``: a text shorter than one
+        n-gram costs 1), which bounds what it can learn by probing to about one bit an n-gram.
+        Nothing is charged when no set is checked (nothing is scanned)."""
+        if not chosen:
+            return
+        if protect:
+            self.probes.take(caller, len(texts))
+            return
+        params = self.params
+        counts = await asyncio.to_thread(ngram_counts, texts, params.ngram, params.tokenizer)
+        self.ngram_probes.take(caller, int(counts.sum()))
 
 
 @dataclass(frozen=True)
 class DecontRequest:
     """One ``POST /v1/decontamination``: the mode and its numbers, the cap, the buckets'
-    bounds, how many top items per set, and whether n-grams may be echoed."""
+    bounds, how many top items per set, and whether the caller has the protect scope (then
+    n-grams are echoed, offsets given, the cut mode allowed and its rate counted in texts)."""
 
     params: DecontParams
     item_cap: int | None
     thresholds: Thresholds
     top: int
-    ngrams: bool
+    protect: bool
 
 
 def _is_replace(change: Change, after: Change | None) -> bool:
@@ -761,10 +800,21 @@ def _decontaminate(
     for doc, matches in zip(docs, protection.matches_many([d.text for d in docs]), strict=True):
         report.add(doc, matches)
         kept = apply_mode(doc, matches, ask.params)
+        if not ask.protect:
+            kept = [_without_offsets(d) for d in kept]
         if not kept:
             dropped.append({"id": doc.id, "rule": drop_rule(doc, matches, ask.params) or ""})
         out.extend(kept)
-    return out, dropped, report.as_dict(ngrams=ask.ngrams)
+    return out, dropped, report.as_dict(ngrams=ask.protect)
+
+
+def _without_offsets(doc: Doc) -> Doc:
+    """``doc`` with its ``meta.decontamination`` naming no offset (``spans`` null; the counts
+    stay): what a key without the protect scope is answered."""
+    found = doc.meta.get(DECONT_KEY)
+    if not isinstance(found, dict) or found.get("spans") is None:
+        return doc
+    return Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: {**found, "spans": None}})
 
 
 class Hits(NamedTuple):

@@ -327,7 +327,7 @@ async def contamination_view(
     checked = tuple(s.name for s in chosen)
     if not text.strip():
         return ContaminationView(text, [], [], 0, echo, checked, empty=True)
-    [found] = await service.contamination([text], sets, caller)
+    [found] = await service.contamination([text], sets, caller, protect=echo)
     hits = found.listed
     shown = text[:HIGHLIGHT_CHARS]
     if not echo:

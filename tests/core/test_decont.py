@@ -7,11 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neardup.core._ngrams import NgramIndex, first_shared_ngram
-from neardup.core.engine import decontaminate_with, ngrams, words
+from neardup.core.engine import decontaminate_with, ngram_counts, ngrams, words
 from neardup.core.errors import CorpusError, ParameterError
 from neardup.core.minhash import Doc, contaminated, decontaminate, protected_ngrams
 from tests.fixtures import write_protected
-from tests.strategies import texts
+from tests.strategies import any_text, texts
 
 SHELL = "Tom found a shiny red shell by the river and carried it home to show his sister."
 
@@ -206,3 +206,14 @@ def test_a_protected_line_with_a_lone_surrogate_is_refused_naming_it(tmp_path):
         protected_ngrams([path])
     path.write_text('{"id": "\\ud83d\\ude00", "q": "a paired surrogate is an emoji"}\n', "utf-8")
     assert protected_ngrams([path], n=2)
+
+
+@given(
+    batch=st.lists(st.one_of(texts(max_words=30), any_text), max_size=6),
+    n=st.integers(1, 14),
+    tokenizer=st.sampled_from(["words", "multilingual"]),
+)
+def test_ngram_counts_are_the_ngrams_a_check_scans_and_at_least_one(batch, n, tokenizer):
+    """What a contamination check is charged: the text's n-grams, 1 for a shorter text."""
+    counts = ngram_counts(batch, n, tokenizer)
+    assert counts.tolist() == [max(len(list(ngrams(words(t, tokenizer), n))), 1) for t in batch]

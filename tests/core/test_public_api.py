@@ -58,6 +58,8 @@ ENGINE_NAMES = {
     "signature_stream",
     # the tokenizers, and words with their spans in the original text (issue 21)
     "TOKENIZERS", "word_spans",
+    # what a contamination check scans, to charge it (issue 23)
+    "ngram_counts",
 }  # fmt: skip
 
 

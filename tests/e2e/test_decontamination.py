@@ -35,7 +35,9 @@ def srv(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("decont")
     keys = tmp / "keys.txt"
     keys.write_text(f"{KEYS['read']} read\n{KEYS['all']} read,write,protect\n", encoding="utf-8")
-    server = start_server(tmp, "--workers", "1", "--api-keys-file", str(keys))
+    # The read key's rate is not what this module tests (tests/e2e/test_read_keys.py is).
+    server = start_server(tmp, "--workers", "1", "--api-keys-file", str(keys),
+                          "--contamination-ngrams-per-minute", "100000000")  # fmt: skip
     body = "".join(json.dumps(e) + "\n" for e in EVALS)
     headers = {"content-type": "application/x-ndjson", **auth("all")}
     response = httpx.put(
@@ -111,17 +113,20 @@ def test_one_report_for_the_cli_the_manifest_and_the_service(srv, cap):
     assert hidden == report
 
 
-def test_a_read_key_sees_ids_and_offsets_never_protected_text(srv):
-    for mode in ("annotate", "cut"):
-        served = post(srv, key="read", mode=mode, item_cap=1).json()
-        text = json.dumps(served)
-        assert "shiny red shell" not in text.replace(TWO, "").replace(ELEVEN, "")
-        assert "following question" not in text.replace(BOILER, "")
-        [s] = served["report"]["sets"]
-        assert s["capped"] == {"ngrams": 1, "list": None}
-        assert served["report"]["items"][0]["first_ngram"] is None
+def test_a_read_key_sees_ids_and_counts_never_protected_text_nor_offsets(srv):
+    served = post(srv, key="read", mode="annotate", item_cap=1).json()
+    text = json.dumps(served)
+    assert "shiny red shell" not in text.replace(TWO, "").replace(ELEVEN, "")
+    assert "following question" not in text.replace(BOILER, "")
+    [s] = served["report"]["sets"]
+    assert s["capped"] == {"ngrams": 1, "list": None}
+    assert served["report"]["items"][0]["first_ngram"] is None
     found = post(srv, key="read", mode="annotate").json()["documents"][0]["meta"]
-    assert found["decontamination"]["spans"] == [[500, 500 + L], [650 + L, 650 + 2 * L]]
+    shown = post(srv, key="all", mode="annotate").json()["documents"][0]["meta"]
+    assert shown["decontamination"]["spans"] == [[500, 500 + L], [650 + L, 650 + 2 * L]]
+    assert found["decontamination"] == {**shown["decontamination"], "spans": None}
+    cut = post(srv, key="read", mode="cut")
+    assert cut.status_code == 403 and "protect scope" in cut.json()["detail"]
 
 
 def test_no_key_gets_protected_text_in_the_documents(srv):
@@ -147,7 +152,7 @@ def test_a_cut_answer_of_three_small_documents_stays_small(srv):
             for k in range(3)]  # fmt: skip
     assert all(1200 <= len(d["text"]) <= 1400 for d in docs)
     try:
-        response = post(srv, key="read", documents=docs, mode="cut", window=20, min_piece=20,
+        response = post(srv, key="all", documents=docs, mode="cut", window=20, min_piece=20,
                         sets=["big-a", "big-b", "big-c"])  # fmt: skip
     finally:
         for name in ("big-a", "big-b", "big-c"):
@@ -246,9 +251,10 @@ def test_every_list_of_an_answer_is_capped_and_counted_in_full(
     srv, many, texts, mode, cap, window, min_piece
 ):
     docs = [{"id": f"d{k:02}", "text": t} for k, t in enumerate(texts)]
-    response = post(srv, key="read", documents=docs, mode=mode, item_cap=cap, window=window,
-                    min_piece=min_piece, max_pieces=100, sets=["evals.jsonl", "many.jsonl"],
-                    top=3)  # fmt: skip
+    ask = {"documents": docs, "mode": mode, "item_cap": cap, "window": window,
+           "min_piece": min_piece, "max_pieces": 100, "sets": ["evals.jsonl", "many.jsonl"],
+           "top": 3}  # fmt: skip
+    response = post(srv, key="all", **ask)
     assert response.status_code == 200, response.text
     served = response.json()
     sets = [
@@ -286,9 +292,23 @@ def test_every_list_of_an_answer_is_capped_and_counted_in_full(
     for s in report["sets"]:
         matched = sum(1 for k in keys if k[0] == s["set"])
         assert s["items_matched"] == matched and len(s["top_items"]) == min(3, matched)
-    # A read key: items by id, counts and offsets; no protected n-gram anywhere in the answer
-    # but inside the documents' own text.
-    meta_and_report = json.dumps([[d["meta"] for d in served["documents"]], report])
+    metas = json.dumps([d["meta"] for d in served["documents"]])
+    for matches in found.values():
+        assert all(m.ngram not in metas for m in matches)
+    # A read key: the same answer without offsets (annotate: spans null; cut: refused), and no
+    # protected n-gram anywhere in it but inside the documents' own text.
+    read = post(srv, key="read", **ask)
+    if mode == "cut":
+        assert read.status_code == 403, read.text
+        return
+    hidden = read.json()
+    assert [d["meta"] for d in hidden["documents"]] == [
+        {**d["meta"], "decontamination": {**d["meta"]["decontamination"], "spans": None}}
+        if "decontamination" in d["meta"]
+        else d["meta"]
+        for d in served["documents"]
+    ]
+    meta_and_report = json.dumps([[d["meta"] for d in hidden["documents"]], hidden["report"]])
     for matches in found.values():
         assert all(m.ngram not in meta_and_report for m in matches)
 
@@ -335,7 +355,9 @@ def ui(srv, key="all", **form):
 def test_the_ui_page_shows_the_report_by_item_id(srv):
     server, _ = srv
     assert httpx.get(f"{server.url}/ui/decontamination", headers=auth("read")).status_code == 200
-    page = ui(srv, key="read", mode="cut", item_cap="1")
+    refused = ui(srv, key="read", mode="cut", item_cap="1")
+    assert refused.status_code == 403 and "protect scope" in refused.text
+    page = ui(srv, key="all", mode="cut", item_cap="1")
     assert page.status_code == 200, page.text
     # The boilerplate capped, the quiz is clean: two is cut in two pieces, eleven dropped.
     assert "2 of 4 document(s) contaminated; 4 kept, 1 dropped" in page.text

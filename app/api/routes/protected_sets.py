@@ -148,9 +148,9 @@ async def contamination(
     MAX_MATCHES listed. The shared n-gram is echoed only to keys with the protect scope: it
     would tell a probing key which word of a protected text comes next. The answer is built and
     serialised off the event loop."""
-    found = await service.contamination(body.texts, body.sets, caller.name)
-    checked = [s.name for s in service.chosen_sets(body.sets)]
     echo = "protect" in caller.scopes
+    found = await service.contamination(body.texts, body.sets, caller.name, protect=echo)
+    checked = [s.name for s in service.chosen_sets(body.sets)]
     answer = await asyncio.to_thread(_contamination_json, checked, found, echo)
     return Response(answer, media_type="application/json")
 
@@ -190,7 +190,7 @@ async def decontamination(
         item_cap=body.item_cap,
         thresholds=Thresholds(body.clean_below, body.dirty_from),
         top=body.top,
-        ngrams="protect" in caller.scopes,
+        protect="protect" in caller.scopes,
     )
     docs = [Doc(d.id, d.text, d.meta) for d in body.documents]
     out, dropped, report = await service.decontamination(docs, body.sets, ask, caller.name)

@@ -118,7 +118,7 @@ def _whole(name: str, value: str) -> int:
     return int(value)
 
 
-def _request(form: _Form, ngrams: bool) -> DecontRequest:
+def _request(form: _Form, protect: bool) -> DecontRequest:
     """The form's mode, cut settings and cap; ValueError (or ParameterError) for a bad one."""
     if form.mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {form.mode!r}")
@@ -126,7 +126,7 @@ def _request(form: _Form, ngrams: bool) -> DecontRequest:
     params = DecontParams(DecontMode(form.mode), _whole("the window", form.window),
                           _whole("the min piece", form.min_piece),
                           _whole("max pieces", form.max_pieces))  # fmt: skip
-    return DecontRequest(params, cap, Thresholds(), 10, ngrams)
+    return DecontRequest(params, cap, Thresholds(), 10, protect)
 
 
 async def _run(
