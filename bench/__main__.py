@@ -28,6 +28,7 @@ MODULES = (
     "bench.service.replicas",
     "bench.batch",
     "bench.decont",
+    "bench.probing",
     "bench.coldstart",
     "bench.multilingual",
     "bench.spark",

@@ -208,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(vocab):,} dictionary words ({bits:.0f} bits of choice)")  # fmt: skip
     if args.markdown:
         print(f"### Probing a protected passage with a read key: {head}\n\n`{command}`\n")
+        print(f"The passage: *{' '.join(seed)}* | {' '.join(secret)}\n")
         print(
             f"| attack | words recovered | requests | n-grams charged | run | under the "
             f"default {default:,} n-grams/min | "
@@ -216,17 +217,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print("|---|---:|---:|---:|---:|---:|" + "---:|" * len(BUDGETS))
         for label, run in rows:
-            cells = [_duration(run.minutes_under(b)) for b in BUDGETS]
+            times = [_duration(run.minutes_under(b)) if run.recovered else "-"
+                     for b in (default, *BUDGETS)]  # fmt: skip
             print(
                 f"| {label} | {len(run.recovered)} of {SECRET_WORDS} | {run.requests} | "
-                f"{run.charged:,} | {run.seconds:.1f} s | "
-                f"{_duration(run.minutes_under(default))} | " + " | ".join(cells) + " |"
+                f"{run.charged:,} | {run.seconds:.1f} s | " + " | ".join(times) + " |"
             )
+        per_word = verdicts.charged / SECRET_WORDS
         print(
-            f"\nBits learned per n-gram charged, frequency order: "
-            f"{bits / max(verdicts.charged, 1):.3f}; at most about one a verdict, and a "
-            f"verdict costs at least one n-gram: the default allows a read key at most "
-            f"about {default:,} bits a minute."
+            f"\nA request over B n-grams is refused (413): an attack splits it into requests "
+            f"of at most B, which takes as long. Once a key's first minute is spent, the "
+            f"default lets it learn about {default / per_word:.0f} words a minute of this "
+            f"passage in frequency order ({per_word:.0f} n-grams a word), "
+            f"{default / len(vocab):.0f} trying the whole dictionary. Bits learned per n-gram "
+            f"charged, frequency order: {bits / max(verdicts.charged, 1):.3f}; at most about "
+            f"one a verdict, and a verdict costs at least one n-gram: the default allows a "
+            f"read key at most about {default:,} bits a minute."
         )
     else:
         print(head)
