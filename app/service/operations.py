@@ -734,7 +734,8 @@ class Service:
         self, texts: Sequence[str], sets: Sequence[str] | None, caller: str, *, protect: bool
     ) -> list[Hits]:
         """Per text: how many protected items it shares an n-gram with, and (set, item, first
-        shared n-gram) of the first MAX_MATCHES of them (in set order, then as found).
+        shared n-gram) of the first MAX_MATCHES of them (in set order, then as found in the
+        text; by item without ``protect``: that order would tell where each item matched).
 
         ``caller`` names who asks, for the per-caller rate (RateLimited past it); ``protect``:
         whether it has the protect scope (its rate is counted in texts, others' in n-grams)."""
@@ -742,7 +743,8 @@ class Service:
         chosen = self.chosen_sets(sets)
         with self.limits.admit():
             await self._charge(caller, texts, chosen, protect=protect)
-            return await asyncio.to_thread(_hits, texts, chosen, self.settings.max_matches)
+            cap = self.settings.max_matches
+            return await asyncio.to_thread(_hits, texts, chosen, cap, in_text_order=protect)
 
     async def _charge(
         self, caller: str, texts: Sequence[str], chosen: list[ProtectedSet], *, protect: bool
@@ -824,11 +826,16 @@ class Hits(NamedTuple):
     listed: list[tuple[str, str, str]]
 
 
-def _hits(texts: Sequence[str], chosen: list[ProtectedSet], cap: int) -> list[Hits]:
+def _hits(
+    texts: Sequence[str], chosen: list[ProtectedSet], cap: int, *, in_text_order: bool
+) -> list[Hits]:
+    """Each text's ``Hits``: a set's items as found in the text, or by item (their order then
+    says nothing of where they matched)."""
     counts = [0] * len(texts)
     listed: list[list[tuple[str, str, str]]] = [[] for _ in texts]
     for protected in chosen:
-        for i, hits in enumerate(protected.hits_many(texts)):
+        for i, found in enumerate(protected.hits_many(texts)):
+            hits = found if in_text_order else sorted(found)
             counts[i] += len(hits)
             room = cap - len(listed[i])
             listed[i].extend((protected.name, item, gram) for item, gram in hits[: max(room, 0)])

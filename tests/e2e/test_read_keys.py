@@ -23,6 +23,9 @@ CANDIDATES = ["house", "river", "of", "green", "table", "under", "paper", "simpl
 KEYS = {"protect": "rk-protect-0123456789", "protect2": "rk-protect2-0123456789",
         "offsets": "rk-read-offsets-0123456789", "charged": "rk-read-charged-0123456789",
         "ui": "rk-read-ui-0123456789"}  # fmt: skip
+#: Two items sharing their first 12 words (an eval set's boilerplate).
+BOILER = ["answer", "the", "question", "below", "with", "one", "word", "and", "nothing", "else",
+          "please", "now"]  # fmt: skip
 NGRAMS_PER_MINUTE = 300
 TEXTS_PER_MINUTE = 5
 
@@ -38,6 +41,16 @@ def srv(tmp_path_factory):
                           "--contamination-texts-per-minute", str(TEXTS_PER_MINUTE))  # fmt: skip
     put = httpx.put(f"{server.url}/v1/protected-sets/evals", content=" ".join(SEED + SECRET),
                     headers={"content-type": "text/plain", **auth("protect2")})  # fmt: skip
+    assert put.status_code == 201, put.text
+    pair = "".join(
+        json.dumps({"id": i, "question": " ".join([*BOILER, *rest])}) + "\n"
+        for i, rest in (("a", ["zebra", "crossing"]), ("b", ["yellow", "submarine"]))
+    )
+    put = httpx.put(
+        f"{server.url}/v1/protected-sets/pair",
+        content=pair,
+        headers={"content-type": "application/x-ndjson", **auth("protect2")},
+    )
     assert put.status_code == 201, put.text
     yield server
     stop_server(server)
@@ -163,3 +176,19 @@ def test_ui_pages_of_a_read_session_show_no_offsets(srv):
         checked = browser.post("/ui/contamination", data={"text": text})
         assert checked.status_code == 200 and "Contaminated: 1 protected item" in checked.text
         assert "<mark>" not in checked.text
+
+
+def test_the_order_of_a_read_keys_hits_says_nothing_of_where_they_matched(srv):
+    """Hits are listed as found in the text to a protect key; by item to others (in text order,
+    two items' next words after a shared seed would be told apart by where each matched)."""
+
+    def hits(key: str, first: str, then: str) -> list[str]:
+        text = " ".join([*BOILER, first, "0", *BOILER, then, "0"])
+        answer = httpx.post(f"{srv.url}/v1/contamination", json={"texts": [text], "sets": ["pair"]},
+                            headers=auth(key))  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return [h["item"] for h in answer.json()["results"][0]["hits"]]
+
+    assert hits("protect", "yellow", "zebra") == ["b", "a"]
+    assert hits("protect", "zebra", "yellow") == ["a", "b"]
+    assert hits("offsets", "yellow", "zebra") == hits("offsets", "zebra", "yellow") == ["a", "b"]
