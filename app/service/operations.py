@@ -802,7 +802,7 @@ def _decontaminate(
     for doc, matches in zip(docs, protection.matches_many([d.text for d in docs]), strict=True):
         report.add(doc, matches)
         kept = apply_mode(doc, matches, ask.params)
-        if not ask.protect:
+        if matches and not ask.protect:  # (a clean document is as sent, its meta its own)
             kept = [_without_offsets(d) for d in kept]
         if not kept:
             dropped.append({"id": doc.id, "rule": drop_rule(doc, matches, ask.params) or ""})

@@ -90,14 +90,18 @@ def offsets_in(value: Any) -> list[Any]:
 
 def test_offsets_name_the_next_protected_word_to_a_protect_key_only(srv):
     text, starts = probe()
-    doc = {"documents": [{"id": "probe", "text": text}], "mode": "annotate"}
+    # A clean document's meta is the caller's own, whatever it holds.
+    own = {"id": "own", "text": "a clean text", "meta": {"decontamination": {"spans": [[0, 1]]}}}
+    doc = {"documents": [{"id": "probe", "text": text}, own], "mode": "annotate"}
     shown = httpx.post(f"{srv.url}/v1/decontamination", json=doc, headers=auth("protect"))
     assert shown.status_code == 200, shown.text
     assert named_by_offsets(shown.json(), starts) == SECRET[0]  # the attack, with offsets
     hidden = httpx.post(f"{srv.url}/v1/decontamination", json=doc, headers=auth("offsets"))
     assert hidden.status_code == 200, hidden.text
     answer = hidden.json()
-    assert offsets_in(answer) == [] and named_by_offsets(answer, starts) is None
+    assert offsets_in([answer["documents"][0], answer["report"]]) == []
+    assert named_by_offsets(answer, starts) is None
+    assert answer["documents"][1] == own
     # Verdicts and counts only: one matching window of one item.
     found = answer["documents"][0]["meta"]["decontamination"]
     assert (found["match_count"], found["item_count"], found["span_count"]) == (1, 1, 1)
