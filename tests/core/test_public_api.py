@@ -58,6 +58,10 @@ ENGINE_NAMES = {
     "signature_stream",
     # the tokenizers, and words with their spans in the original text (issue 21)
     "TOKENIZERS", "word_spans",
+    # JSON without NaN/Infinity, one rule for the batch engines and the service (issue 23)
+    "constant_problem", "finite_value", "nan_as_null_note",
+    # a cut piece's id never equals another row's (issue 23)
+    "piece_source", "piece_collision", "collision_message",
 }  # fmt: skip
 
 
