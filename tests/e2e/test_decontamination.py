@@ -451,3 +451,10 @@ def test_a_cut_piece_id_that_equals_another_documents_id_is_a_422_naming_both(sr
     assert post(srv, mode="annotate", documents=docs).status_code == 200
     odd = [*DOCS, {"id": "two#01", "text": "an unrelated document"}]  # no piece has a K of "01"
     assert post(srv, mode="cut", documents=odd).status_code == 200
+
+
+def test_pasted_rows_with_nan_are_refused_naming_line_and_field(srv):
+    page = ui(srv, mode="cut", docs='{"id": "a", "text": "x"}\n{"id": "n", "text": "y", '
+              '"meta": {"s": NaN}}')  # fmt: skip
+    assert page.status_code in (400, 422), page.text
+    assert "line 2: NaN is not JSON (field &#39;meta.s&#39;)" in page.text
