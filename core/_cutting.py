@@ -2,7 +2,9 @@
 matches out (the GPT-3 procedure, Brown et al. 2020, appendix C), or ``annotate`` it.
 
 ``cut``: every matching n-gram is removed with ``window`` characters each side of it (clipped to
-the text); the removed spans, merged where they touch or overlap, split the text into pieces;
+the text), widened to whole words (``cut_bounds``: a cut never splits a word of the tokenizer, so
+a kept piece's words are words of the original and no piece holds a protected n-gram); the
+removed spans, merged where they touch or overlap, split the text into pieces;
 pieces shorter than ``min_piece`` characters are dropped; and when MORE than ``max_pieces``
 pieces remain, the whole document is dropped (as when none remains). Each kept piece is a Doc
 of its own, id ``ID#K`` (K = 1, 2, ... among the kept pieces), its text exactly the characters
@@ -11,7 +13,8 @@ of the original it spans. Documents without a match pass unchanged in every mode
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,7 +23,7 @@ from itertools import islice
 from typing import Any
 
 from neardup.core._corpus import Doc
-from neardup.core._matches import MAX_LISTED, Match, Protection, merged_spans
+from neardup.core._matches import MAX_LISTED, Match, Protection, merged_spans, word_spans
 from neardup.core.errors import ParameterError
 
 __all__ = [
@@ -30,11 +33,15 @@ __all__ = [
     "DecontMode",
     "DecontParams",
     "apply_mode",
+    "collision_message",
+    "cut_bounds",
     "cut_spans",
     "decontaminate_modes",
     "drop_rule",
     "match_summary",
+    "piece_collision",
     "piece_id",
+    "piece_source",
 ]
 
 #: The meta key a cut piece or an annotated document says what was found in.
@@ -84,12 +91,55 @@ class Cut:
     dropped: str | None
 
 
-def cut_spans(length: int, matches: Sequence[tuple[int, int]], params: DecontParams) -> Cut:
+# A whitespace-delimited run of characters holding a capital sigma.
+_SIGMA_RUN = re.compile(r"\S*\u03a3\S*")
+
+
+def cut_bounds(text: str, tokenizer: str = "words") -> list[tuple[int, int]]:
+    """The [start, end) spans of ``text`` no cut may fall inside, in order: its words under
+    ``tokenizer`` and, where a capital sigma is, the run of non-space characters around it (a
+    sigma lowers to a final or a medial one by its neighbours across apostrophes and periods,
+    so a cut there could change a word of the piece; no space is such a neighbour).
+
+    >>> cut_bounds("foobar c2")
+    [(0, 6), (7, 9)]
+    """
+    bounds = word_spans(text, tokenizer)[1]
+    if "\u03a3" not in text:
+        return bounds
+    runs = [(m.start(), m.end()) for m in _SIGMA_RUN.finditer(text)]
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(bounds + runs):
+        if merged and lo < merged[-1][1]:  # overlapping, not touching: "中文" stays two words
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _outside(pos: int, starts: Sequence[int], whole: Sequence[tuple[int, int]], up: bool) -> int:
+    """``pos`` moved to the edge of the span of ``whole`` it falls strictly inside (its end if
+    ``up``, else its start), or ``pos`` itself."""
+    i = bisect_left(starts, pos) - 1  # the last span starting before pos
+    if i >= 0 and whole[i][1] > pos:
+        return whole[i][1] if up else whole[i][0]
+    return pos
+
+
+def cut_spans(
+    length: int,
+    matches: Sequence[tuple[int, int]],
+    params: DecontParams,
+    whole: Sequence[tuple[int, int]] = (),
+) -> Cut:
     """Cut every match [start, end) out of a text of ``length`` characters, with
-    ``params.window`` characters each side; see the module docstring."""
+    ``params.window`` characters each side, each cut moved out of any span of ``whole`` it
+    falls inside (``cut_bounds``: the text's words); see the module docstring."""
+    starts = [lo for lo, _ in whole]
     removed: list[tuple[int, int]] = []
     for start, end in sorted(matches):
         lo, hi = max(0, start - params.window), min(length, end + params.window)
+        lo, hi = _outside(lo, starts, whole, False), _outside(hi, starts, whole, True)
         if removed and lo <= removed[-1][1]:
             removed[-1] = (removed[-1][0], max(removed[-1][1], hi))
         else:
@@ -107,6 +157,41 @@ def cut_spans(length: int, matches: Sequence[tuple[int, int]], params: DecontPar
 def piece_id(doc_id: str, k: int) -> str:
     """The id of a document's ``k``-th kept piece (from 1)."""
     return f"{doc_id}{PIECE_SEPARATOR}{k}"
+
+
+def piece_source(doc_id: str, max_pieces: int) -> tuple[str, int] | None:
+    """``(source id, K)`` when ``doc_id`` is the id cut mode gives the K-th piece (K at most
+    ``max_pieces``) of a document ``source id``, else None. Only one source can give an id:
+    ``K`` is the digits after its last ``#``.
+
+    >>> piece_source("doc-7#2", 10), piece_source("doc-7#02", 10), piece_source("doc-7#11", 10)
+    (('doc-7', 2), None, None)
+    """
+    source, sep, k = doc_id.rpartition(PIECE_SEPARATOR)
+    if not (sep and source and k.isascii() and k.isdigit()) or k.startswith("0"):
+        return None
+    return (source, int(k)) if int(k) <= max_pieces else None
+
+
+def piece_collision(ids: Iterable[str], max_pieces: int) -> tuple[str, str] | None:
+    """``(id, source id)`` of the first of ``ids`` that is the id of a piece cut mode could
+    give another of ``ids`` (two rows of one id in a cut output), or None when none is."""
+    ids = list(ids)
+    known = set(ids)
+    for doc_id in ids:
+        found = piece_source(doc_id, max_pieces)
+        if found is not None and found[0] in known:
+            return doc_id, found[0]
+    return None
+
+
+def collision_message(piece: str, source: str) -> str:
+    """What a run or a request says when the id ``piece`` is a piece id cut mode could give
+    the document ``source``."""
+    return (
+        f"the id {piece!r} is the id cut mode gives a piece of {source!r}: the output would hold "
+        "two rows of one id; rename one of them"
+    )
 
 
 def match_summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, Any]:
@@ -139,24 +224,38 @@ def _by_removed(matches: Sequence[Match], removed: Sequence[tuple[int, int]]) ->
     return out
 
 
-def drop_rule(doc: Doc, matches: Sequence[Match], params: DecontParams) -> str | None:
+def _cut(doc: Doc, matches: Sequence[Match], params: DecontParams, tokenizer: str) -> Cut:
+    bounds = cut_bounds(doc.text, tokenizer)
+    return cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params, bounds)
+
+
+def drop_rule(
+    doc: Doc, matches: Sequence[Match], params: DecontParams, tokenizer: str = "words"
+) -> str | None:
     """Why ``apply_mode`` drops a document whole: ``"contaminated"`` (``drop``), ``"too many
-    pieces"`` or ``"nothing left"`` (``cut``); None when it keeps something of it."""
+    pieces"`` or ``"nothing left"`` (``cut``); None when it keeps something of it.
+    ``tokenizer``: the matches' (``Protection.tokenizer``)."""
     if not matches or params.mode is DecontMode.ANNOTATE:
         return None
     if params.mode is DecontMode.DROP:
         return "contaminated"
-    return cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params).dropped
+    return _cut(doc, matches, params, tokenizer).dropped
 
 
 def apply_mode(
-    doc: Doc, matches: list[Match], params: DecontParams, *, cap: int = MAX_LISTED
+    doc: Doc,
+    matches: list[Match],
+    params: DecontParams,
+    *,
+    cap: int = MAX_LISTED,
+    tokenizer: str = "words",
 ) -> list[Doc]:
     """What a document becomes under ``params.mode`` given its matches (none: itself).
 
     ``meta["decontamination"]`` (``annotate``, ``cut``) holds ids, counts and offsets only
     (``match_summary``, every list at most ``cap`` long): an annotated document's of all its
-    matches, a cut piece's of its own, the matches in the removed spans bordering it."""
+    matches, a cut piece's of its own, the matches in the removed spans bordering it.
+    ``tokenizer`` is the matches' (``Protection.tokenizer``): cuts fall between its words."""
     if not matches:
         return [doc]
     if params.mode is DecontMode.DROP:
@@ -164,7 +263,7 @@ def apply_mode(
     if params.mode is DecontMode.ANNOTATE:
         found = {"mode": "annotate", **match_summary(matches, cap)}
         return [Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: found})]
-    cut = cut_spans(len(doc.text), [(m.start, m.end) for m in matches], params)
+    cut = _cut(doc, matches, params, tokenizer)
     inside = _by_removed(matches, cut.removed)
     ending = {hi: j for j, (_, hi) in enumerate(cut.removed)}
     starting = {lo: j for j, (lo, _) in enumerate(cut.removed)}
@@ -204,4 +303,4 @@ def decontaminate_modes(
         ):
             if observe is not None:
                 observe(doc, matches)
-            yield from apply_mode(doc, matches, params)
+            yield from apply_mode(doc, matches, params, tokenizer=protection.tokenizer)

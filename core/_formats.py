@@ -15,6 +15,7 @@ import decimal
 import gzip
 import io
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -27,7 +28,9 @@ __all__ = [
     "FORMATS",
     "INPUT_ALIASES",
     "PROTECTED_ENDINGS",
+    "constant_problem",
     "corpus_format",
+    "finite_value",
     "json_default",
     "jsonl_items",
     "jsonl_lines",
@@ -105,8 +108,20 @@ def protected_format(path: str | PathLike[str]) -> tuple[str, str] | None:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-# The C scanner json.loads runs (an attribute every JSONDecoder sets on itself).
+class _Constant(ValueError):
+    """A ``NaN``, ``Infinity`` or ``-Infinity`` token: Python's json reads them, JSON has none."""
+
+
+def _refuse_constant(token: str) -> Any:
+    raise _Constant(token)
+
+
+# The C scanner json.loads runs (an attribute every JSONDecoder sets on itself), and the one
+# that refuses NaN/Infinity (it calls back into Python for those tokens only: no cost else).
 _SCAN: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+_STRICT_SCAN: Callable[[str, int], tuple[Any, int]] = vars(
+    json.JSONDecoder(parse_constant=_refuse_constant)
+)["scan_once"]
 _SPACE = re.compile(r"[ \t\n\r]*")  # json.decoder.WHITESPACE: what JSON calls space
 
 
@@ -115,13 +130,14 @@ def _past_space(text: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str, *, strict: bool = False) -> Any:
     """``json.loads(text)`` for a str, without its per-call Python layers: the same scanner,
-    the same value and the same errors."""
+    the same value and the same errors; with ``strict``, ``_Constant`` at a NaN/Infinity."""
     if text.startswith("\ufeff"):
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    scan = _STRICT_SCAN if strict else _SCAN
     try:
-        value, end = _SCAN(text, _past_space(text, 0))
+        value, end = scan(text, _past_space(text, 0))
     except StopIteration as err:
         raise json.JSONDecodeError("Expecting value", text, err.value) from None
     end = _past_space(text, end)
@@ -130,10 +146,77 @@ def _loads(text: str) -> Any:
     return value
 
 
-def parse_jsonl_line(line: str, path: str, number: int) -> dict[str, Any]:
-    """The JSON object on one line; CorpusError naming the line if it is not one."""
+def _path_of(value: Any, hit: Callable[[Any], bool], where: str) -> str | None:
+    """The field path of the first part of ``value`` (depth first, in order) that ``hit``."""
+    if hit(value):
+        return where
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _path_of(item, hit, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _path_of(item, hit, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def finite_value(value: Any) -> str | None:
+    """Where the first NaN or infinite float of a parsed JSON value is, as a field path
+    (``meta.scores[2]``, ``""`` for the value itself), or None if it holds none.
+
+    >>> finite_value({"id": "a", "meta": {"scores": [0.5, float("nan")]}})
+    'meta.scores[1]'
+    """
     try:
-        item = _loads(line)
+        return _path_of(value, _non_finite, "")
+    except RecursionError:
+        return "(nested too deeply to say)"
+
+
+_MARK = object()
+
+
+def constant_problem(text: str) -> str | None:
+    """Why the JSON text ``text`` is refused for a NaN, Infinity or -Infinity (tokens Python's
+    json reads and JSON does not have), naming the field; None if it holds none.
+
+    >>> constant_problem('{"id": "a", "meta": {"score": NaN}}')
+    "NaN is not JSON (field 'meta.score'): write null, a number or a string instead"
+    """
+    tokens: list[str] = []
+
+    def mark(token: str) -> object:
+        tokens.append(token)
+        return _MARK
+
+    try:
+        value = json.loads(text, parse_constant=mark)
+        field = _path_of(value, lambda v: v is _MARK, "")
+    except (ValueError, RecursionError):
+        return None
+    if not tokens:
+        return None
+    return (
+        f"{tokens[0]} is not JSON (field {field or '(top level)'!r}): write null, a number or a "
+        "string instead"
+    )
+
+
+def parse_jsonl_line(line: str, path: str, number: int) -> dict[str, Any]:
+    """The JSON object on one line; CorpusError naming the line if it is not one (NaN and
+    Infinity, which JSON does not have, included: ``constant_problem``)."""
+    try:
+        item = _loads(line, strict=True)
+    except _Constant as exc:
+        why = constant_problem(line) or f"{exc} is not JSON"
+        raise CorpusError(path, number, why) from None
     except json.JSONDecodeError as exc:
         raise CorpusError(path, number, f"not valid JSON ({exc.msg}){_array_hint(line)}") from None
     except RecursionError:
@@ -163,7 +246,10 @@ def parse_json_array(text: str, path: str) -> list[tuple[int, dict[str, Any]]]:
     """``(position from 1, object)`` of every element of a JSON array of objects; CorpusError
     naming the line of a syntax error, or the element that is not an object."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except _Constant as exc:
+        why = constant_problem(text) or f"{exc} is not JSON"
+        raise CorpusError(path, None, why) from None
     except json.JSONDecodeError as exc:
         raise CorpusError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
     if not isinstance(value, list):

@@ -1,15 +1,20 @@
 """Rows (dicts) out as JSON Lines (plain, gzip, zstd) or Parquet, a batch at a time.
 
 JSON Lines keeps every value as JSON has it (dates and bytes from Parquet as ISO 8601 and
-base64). Parquet writes objects as structs (never JSON text); a column's type is inferred from
-the first batch of rows, cast back to the input's Arrow type where one is given and fits, and
-every later batch is cast to that schema: a column first seen, or changing type, after the first
+base64), but for the floats JSON has no number for: a NaN or infinite float (a Parquet input's,
+or a JSON number beyond the float range such as ``1e999``) is written ``null`` and counted
+(``nan_as_null``), so every line is JSON any strict parser reads.
+
+Parquet writes objects as structs (never JSON text); a column's type is inferred from the first
+batch of rows, cast back to the input's Arrow type where one is given and fits, and every later
+batch is cast to that schema: a column first seen, or changing type, after the first
 batch is a CorpusError that says to write JSON Lines instead.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from contextlib import suppress
 from types import TracebackType
@@ -18,17 +23,30 @@ from typing import IO, Any
 from neardup.core._formats import json_default, text_writer
 from neardup.core.errors import CorpusError
 
-__all__ = ["PARQUET_BATCH", "RowWriter"]
+__all__ = ["PARQUET_BATCH", "RowWriter", "nan_as_null_note"]
 
 #: Rows per Parquet row group written.
 PARQUET_BATCH = 8192
 
-# What ``json.dumps(row, default=json_default)`` builds on every call, built once.
+# What ``json.dumps(row, default=json_default)`` builds on every call, built once; and the one
+# that refuses NaN and infinities (ValueError) rather than write them as JSON does not have them.
 _ENCODER = json.JSONEncoder(default=json_default)
+_STRICT = json.JSONEncoder(default=json_default, allow_nan=False)
+
+
+def nan_as_null_note(nulls: int) -> str:
+    """What a run says (one warning line) when a JSON Lines output wrote ``nulls`` NaN or
+    infinite floats as null."""
+    return (
+        f"{nulls} NaN or infinite values written as null (JSON has no number for them; a "
+        "Parquet output keeps them)"
+    )
 
 
 class RowWriter:
     """``with RowWriter(handle, fmt, name) as w: w.write(row)``; ``w.count`` rows written.
+
+    ``w.nan_as_null`` counts the NaN and infinite floats a JSON Lines output wrote as null.
 
     Args:
         handle: a binary file, left open.
@@ -42,6 +60,7 @@ class RowWriter:
         self.fmt = fmt
         self.name = name
         self.count = 0
+        self.nan_as_null = 0
         self._handle = handle
         self._hint = hint
         self._rows: list[dict[str, Any]] = []
@@ -59,7 +78,9 @@ class RowWriter:
     def write(self, row: dict[str, Any]) -> None:
         """Write one row."""
         if self._text is not None:
-            self._text.write(_ENCODER.encode(row))
+            text, nulls = self.finite_dumps(row)
+            self.nan_as_null += nulls
+            self._text.write(text)
             self._text.write("\n")
         else:
             self._rows.append(row)
@@ -92,8 +113,20 @@ class RowWriter:
 
     @staticmethod
     def dumps(row: dict[str, Any]) -> str:
-        """The JSON text ``write`` writes for ``row`` on a JSON Lines output (no newline)."""
+        """The JSON text of ``row`` as Python's json writes it, NaN and infinities as the tokens
+        it reads them back from (a text for another engine to carry a row in, not an output
+        line: that is ``finite_dumps``)."""
         return _ENCODER.encode(row)
+
+    @staticmethod
+    def finite_dumps(row: dict[str, Any]) -> tuple[str, int]:
+        """The JSON text ``write`` writes for ``row`` on a JSON Lines output (no newline), and
+        how many NaN or infinite floats it wrote as null."""
+        try:
+            return _STRICT.encode(row), 0
+        except ValueError:  # a float JSON has no number for (the common case costs nothing)
+            nulls = [0]
+            return _STRICT.encode(_finite(row, nulls)), nulls[0]
 
     @staticmethod
     def table(rows: list[dict[str, Any]], hint: Any = None) -> Any:
@@ -167,6 +200,18 @@ class RowWriter:
                     ) from None  # fmt: skip
             columns.append(column)
         return pa.Table.from_arrays(columns, schema=self._schema)
+
+
+def _finite(value: Any, nulls: list[int]) -> Any:
+    """``value`` with every NaN or infinite float replaced by None, counted in ``nulls[0]``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        nulls[0] += 1
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item, nulls) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item, nulls) for item in value]
+    return value
 
 
 def _table(rows: list[dict[str, Any]]) -> Any:

@@ -25,11 +25,15 @@ engine computes the same signatures, candidates, confirmations and components th
   modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
   ``DecontParams``, ``apply_mode``, ``drop_rule``, ``match_summary``, ``decontaminate_modes``,
+  cut pieces' ids that could equal another document's (``piece_source``, ``piece_collision``,
+  ``collision_message``),
   ``DECONT_KEY``, ``ContaminationReport``, ``Thresholds``; the caps of their lists:
   ``MAX_LISTED``, ``MAX_ITEMS``.
 - Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
   ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RawLine``,
-  ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
+  ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``; JSON
+  without NaN or Infinity (one rule for the batch engines and the service):
+  ``constant_problem``, ``finite_value``, ``nan_as_null_note``.
 - Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
   ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
@@ -55,9 +59,12 @@ from neardup.core._cutting import (
     DecontMode,
     DecontParams,
     apply_mode,
+    collision_message,
     decontaminate_modes,
     drop_rule,
     match_summary,
+    piece_collision,
+    piece_source,
 )
 from neardup.core._decont import decontaminate_with
 from neardup.core._digests import exact_keepers, id_rank, text_digest, text_digests
@@ -70,6 +77,7 @@ from neardup.core._fanout import (
     raise_worker_error,
     spawn_pool,
 )
+from neardup.core._formats import constant_problem, finite_value
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex, ngram_counts
 from neardup.core._params import INDEX_KEYS, MinhashParams
@@ -120,7 +128,7 @@ from neardup.core._survivors import (
 )
 from neardup.core._text import TOKENIZERS, jaccard, ngrams, shingles, words
 from neardup.core._tokens import Utf8Texts
-from neardup.core._writer import RowWriter
+from neardup.core._writer import RowWriter, nan_as_null_note
 from neardup.core.errors import (
     CorpusError,
     DuplicateIdError,
@@ -186,7 +194,9 @@ __all__ = [
     "chunk_bounds",
     "cluster_roots",
     "cluster_survivors",
+    "collision_message",
     "confirm",
+    "constant_problem",
     "corpus_format",
     "decontaminate_modes",
     "decontaminate_with",
@@ -198,6 +208,7 @@ __all__ = [
     "exact_survivors",
     "expand_inputs",
     "fan_out",
+    "finite_value",
     "get_field",
     "groups_of",
     "id_problem",
@@ -209,11 +220,14 @@ __all__ = [
     "lsh_threshold",
     "match_summary",
     "min_label_components",
+    "nan_as_null_note",
     "ngram_counts",
     "ngrams",
     "ordered_map",
     "parquet_schema",
     "parse_protected_set",
+    "piece_collision",
+    "piece_source",
     "pool_size",
     "protected_as_jsonl",
     "raise_worker_error",

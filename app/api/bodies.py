@@ -1,4 +1,5 @@
-"""Strict JSON request bodies: UTF-8 only, no NaN/Infinity, no duplicate keys, bounded depth.
+"""Strict JSON request bodies: UTF-8 only, no NaN/Infinity (nor 1e999), no duplicate keys,
+bounded depth.
 
 FastAPI's default parsing accepts ``NaN``, silently keeps the last of duplicate keys and turns
 some malformed bodies into 500s; ``StrictJSONRoute`` parses every JSON body itself first and
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -19,7 +21,16 @@ from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from starlette.datastructures import FormData, UploadFile
 
-__all__ = ["BATCH_FIELDS", "MAX_FORM_FIELDS", "THREAD_BYTES", "OffLoopFormRoute", "StrictJSONRoute"]
+from neardup.core.engine import constant_problem, finite_value
+
+__all__ = [
+    "BATCH_FIELDS",
+    "MAX_FORM_FIELDS",
+    "THREAD_BYTES",
+    "OffLoopFormRoute",
+    "StrictJSONRoute",
+    "strict_json",
+]
 
 #: The top-level lists that are batches: at most MAX_BATCH items.
 BATCH_FIELDS = ("documents", "texts")
@@ -27,8 +38,51 @@ BATCH_FIELDS = ("documents", "texts")
 THREAD_BYTES = 256 * 1024
 
 
+class _NotJSONNumber(ValueError):
+    """NaN, Infinity or -Infinity (tokens JSON does not have), or a number beyond a float's
+    range (``1e999``, which Python reads as infinity)."""
+
+
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise _NotJSONNumber(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJSONNumber(text)
+    return value
+
+
+def _number_problem(text: str, token: str) -> str:
+    """What a body with ``token`` (a NaN/Infinity or an overflowing number) is told, naming the
+    field (core's rule: ``constant_problem``, ``finite_value``)."""
+    found = constant_problem(text)
+    if found is not None:
+        return found
+    try:
+        field = finite_value(json.loads(text))
+    except (ValueError, RecursionError):
+        field = None
+    return (
+        f"{token} is beyond a float's range (field {field or '(top level)'!r}): write a "
+        "smaller number, null or a string instead"
+    )
+
+
+def strict_json(text: str) -> Any:
+    """The JSON value of ``text``, strictly: JSONDecodeError or RecursionError as
+    ``json.loads`` raises them, ValueError naming the field of a NaN, an Infinity or a number
+    beyond a float's range (core's rule for batch inputs too), or a duplicate key."""
+    try:
+        return json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
+    except _NotJSONNumber as exc:
+        raise ValueError(_number_problem(text, str(exc))) from None
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -49,13 +103,13 @@ def _parse(body: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise HTTPException(400, f"the body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        return strict_json(text)
     except json.JSONDecodeError as exc:
         msg = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         raise HTTPException(400, msg) from None
     except RecursionError:
         raise HTTPException(400, "the JSON is nested too deeply") from None
-    except ValueError as exc:  # NaN/Infinity, duplicate keys, over-long integers
+    except ValueError as exc:  # NaN/Infinity, 1e999, duplicate keys, over-long integers
         raise HTTPException(400, f"invalid JSON: {exc}") from None
 
 

@@ -31,6 +31,7 @@ from neardup.app.cli.tagging import REASON_KEY, Tagger, arrow_hint, load_protect
 from neardup.core.engine import (
     STDIO,
     CorpusError,
+    DecontMode,
     Output,
     ParameterError,
     RawLine,
@@ -42,10 +43,13 @@ from neardup.core.engine import (
     check_apart,
     check_output,
     check_target,
+    collision_message,
     corpus_format,
     expand_inputs,
     get_field,
+    nan_as_null_note,
     parquet_schema,
+    piece_source,
     signature_stream,
     text_digests,
     value_ranks,
@@ -98,6 +102,10 @@ class _Columns:
         self.lengths: list[int] = []
         self.values: list[int | float | None] = []
         self.lines = _Lines(array("q"), bytearray()) if _splicing(options) else None
+        decont = options.params.decont
+        # Cut mode names a row's pieces ID#1, ID#2, ...: no input id may be one of them.
+        self.max_pieces = decont.max_pieces if decont.mode is DecontMode.CUT else 0
+        self.piece_like: dict[str, str] = {}  # source id -> an input id naming one of its pieces
 
     def add(self, batch: list[Record]) -> list[str]:
         if self.lines is not None:
@@ -109,6 +117,8 @@ class _Columns:
                     r.name, r.line, f"id {r.id!r} appears again: ids must be unique across all "
                     "inputs (--id-prefix file prefixes each id with its file's name)",
                 )  # fmt: skip
+            if self.max_pieces:
+                self._check_piece_id(r)
             self.seen.add(r.id)
         self.ids.extend(r.id for r in batch)
         texts = [r.text for r in batch]
@@ -118,6 +128,18 @@ class _Columns:
         elif self.keep.kind == "max":
             self.values.extend(self._value(r) for r in batch)
         return texts
+
+    def _check_piece_id(self, r: Record) -> None:
+        """CorpusError naming both ids when ``r``'s id is a piece id of a row read before, or a
+        row read before has a piece id of ``r``'s (pass 1 stops there, before any writing)."""
+        found = piece_source(r.id, self.max_pieces)
+        if found is not None:
+            if found[0] in self.seen:
+                raise CorpusError(r.name, r.line, collision_message(r.id, found[0]))
+            self.piece_like.setdefault(found[0], r.id)
+        piece = self.piece_like.get(r.id)
+        if piece is not None:
+            raise CorpusError(r.name, r.line, collision_message(piece, r.id))
 
     def _value(self, record: Record) -> int | float | None:
         field = self.keep.field or ""
@@ -161,6 +183,7 @@ class _Discard:
     """A writer for ``--dry-run`` (and no ``--removed``): counts rows, writes nothing."""
 
     count = 0
+    nan_as_null = 0
 
     def write(self, row: object) -> None:
         self.count += 1
@@ -303,12 +326,22 @@ def _write_pass(
                 for row, kept in tagger.rows(batch):
                     (out if kept else removed).write(row)
     manifest.counts.update(tagger.counts, written=out.count)
+    _count_nulls(out.nan_as_null + removed.nan_as_null, manifest)
     if tagger.report is not None:
         manifest.contamination = tagger.report.as_dict()
     if "output" in written:
         manifest.output = asdict(written["output"])
     if "removed" in written:
         manifest.removed = {**asdict(written["removed"]), "rows": removed.count}
+
+
+def _count_nulls(nulls: int, manifest: Manifest) -> None:
+    """NaN and infinite floats (Parquet's; JSON numbers past the float range) written to JSON
+    Lines as null: counted in the manifest (``nan_as_null``), with one warning."""
+    if not nulls:
+        return
+    manifest.counts["nan_as_null"] = nulls
+    print(f"neardup dedup: warning: {nan_as_null_note(nulls)}", file=sys.stderr)
 
 
 def _check_keep_field(

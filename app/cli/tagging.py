@@ -157,11 +157,12 @@ class Tagger:
         """A contaminated row under ``cut`` or ``annotate``."""
         tagged = self._tagged(record, i)
         doc = Doc(record.id, record.text)
-        docs = apply_mode(doc, matches, self.decont)
+        tokenizer = self.protection.tokenizer if self.protection is not None else "words"
+        docs = apply_mode(doc, matches, self.decont, tokenizer=tokenizer)
         if not docs:
             self.counts["decontaminated"] += 1
             # Dropped whole by a rule of cut: says which, with its matches (no protected text).
-            why = {"mode": "cut", "dropped": drop_rule(doc, matches, self.decont),
+            why = {"mode": "cut", "dropped": drop_rule(doc, matches, self.decont, tokenizer),
                    **match_summary(matches)}  # fmt: skip
             row = set_field(record.row, f"meta.{DECONT_KEY}", why)
             yield _with_reason(record, _contamination(matches), row), False

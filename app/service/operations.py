@@ -53,16 +53,19 @@ from neardup.core.engine import (
     Doc,
     DuplicateIdError,
     NeardupError,
+    ParameterError,
     ProtectedFormat,
     ProtectedSet,
     Protection,
     Thresholds,
     WorkerError,
     apply_mode,
+    collision_message,
     drop_rule,
     lsh_probability,
     ngram_counts,
     parse_protected_set,
+    piece_collision,
     protected_as_jsonl,
     text_digest,
 )
@@ -795,17 +798,22 @@ def _decontaminate(
 ) -> tuple[list[Doc], list[dict[str, str]], dict[str, Any]]:
     """What ``decontaminate_modes`` makes of ``docs``, those it dropped whole and why, the report
     (every list capped and counted; kept documents' meta names no n-gram)."""
+    if ask.params.mode is DecontMode.CUT:
+        collision = piece_collision((d.id for d in docs), ask.params.max_pieces)
+        if collision is not None:
+            raise ParameterError(collision_message(*collision))
     protection = Protection(chosen, item_cap=ask.item_cap)
     report = ContaminationReport(protection, ask.thresholds, top=ask.top)
     out: list[Doc] = []
     dropped: list[dict[str, str]] = []
     for doc, matches in zip(docs, protection.matches_many([d.text for d in docs]), strict=True):
         report.add(doc, matches)
-        kept = apply_mode(doc, matches, ask.params)
+        kept = apply_mode(doc, matches, ask.params, tokenizer=protection.tokenizer)
         if matches and not ask.protect:  # (a clean document is as sent, its meta its own)
             kept = [_without_offsets(d) for d in kept]
         if not kept:
-            dropped.append({"id": doc.id, "rule": drop_rule(doc, matches, ask.params) or ""})
+            rule = drop_rule(doc, matches, ask.params, protection.tokenizer)
+            dropped.append({"id": doc.id, "rule": rule or ""})
         out.extend(kept)
     return out, dropped, report.as_dict(ngrams=ask.protect)
 

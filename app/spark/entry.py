@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from neardup.app.spark.corpus import HadoopPath
 from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
-from neardup.core.engine import ParameterError
+from neardup.core.engine import ParameterError, nan_as_null_note
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -112,6 +112,9 @@ def dedup_on_spark(
         HadoopPath(spark, path).write_bytes(body.encode("utf-8"))
     finally:
         spark.stop()
+    nulls = manifest.counts.get("nan_as_null", 0)
+    if nulls:
+        print(f"neardup dedup: warning: {nan_as_null_note(nulls)}", file=sys.stderr)
     if not quiet:
         c = manifest.counts
         print(

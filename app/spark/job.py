@@ -206,8 +206,9 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
     )
 
 
-#: The ordering column of the output rows and the Spark type of their JSON text.
-_LINES = "pos struct<input: int, file: string, start: bigint, n: bigint>, value string"
+#: The ordering column of the output rows, the Spark type of their JSON text, and how many NaN
+#: or infinite floats the text has as null (JSON Lines outputs).
+_LINES = "pos struct<input: int, file: string, start: bigint, n: bigint>, value string, nulls int"
 #: Rows per chunk an executor infers a Parquet schema from (the local writer's batch).
 _SCHEMA_ROWS = 8192
 
@@ -218,10 +219,14 @@ def _output_lines(
     protected: Sequence[str],
     n: int,
     tokenizer: str = "words",
+    *,
+    finite: bool = True,
 ) -> DataFrame:
-    """(pos, value): every kept row that shares no protected n-gram, as the JSON text the local
-    engine writes for it (every input field, ``meta.minhash_cluster``; with ``reason``,
-    ``duplicate_of`` and ``estimate`` columns, a would-be-dropped row's ``neardup`` too)."""
+    """(pos, value, nulls): every kept row that shares no protected n-gram, as the JSON text the
+    local engine writes for it (every input field, ``meta.minhash_cluster``; with ``reason``,
+    ``duplicate_of`` and ``estimate`` columns, a would-be-dropped row's ``neardup`` too). With
+    ``finite`` (a JSON Lines output) NaN and infinities are null, ``nulls`` of them a row;
+    otherwise (Parquet) they are kept, as Python's json writes them."""
     grams: set[str] = set()
     for path in protected:
         grams.update(read_protected_set(path, n, tokenizer=tokenizer).grams)
@@ -240,11 +245,18 @@ def _output_lines(
                 batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons
             )
             keep = kernels.clean_batch([kernels.text_of(r) for r in rows], index)
-            lines = [RowWriter.dumps(r) for r, k in zip(rows, keep.tolist(), strict=True) if k]
-            yield pa.RecordBatch.from_arrays(
-                [batch.column("pos").filter(pa.array(keep)), pa.array(lines, pa.string())],
-                ["pos", "value"],
+            kept = [r for r, k in zip(rows, keep.tolist(), strict=True) if k]
+            dumped = (
+                [RowWriter.finite_dumps(r) for r in kept]
+                if finite
+                else [(RowWriter.dumps(r), 0) for r in kept]
             )
+            yield pa.RecordBatch.from_arrays(
+                [batch.column("pos").filter(pa.array(keep)),
+                 pa.array([text for text, _ in dumped], pa.string()),
+                 pa.array([nulls for _, nulls in dumped], pa.int32())],
+                ["pos", "value", "nulls"],
+            )  # fmt: skip
 
     return kept.select("row", "root", "pos", *why).mapInArrow(clean, _LINES)
 
@@ -423,10 +435,14 @@ def run_spark_dedup(
             kept = tagged.where(near).select("id", "root")
         # The second pass over the inputs: the kept documents' whole rows.
         rows = read_corpus(spark, inputs, rows=True).select("id", "row", "pos")
-        lines = _output_lines(spark, kept.join(rows, "id"), protected, n, tokenizer)
+        lines = _output_lines(
+            spark, kept.join(rows, "id"), protected, n, tokenizer, finite=fmt != ".parquet"
+        )
         lines = lines.persist(StorageLevel.MEMORY_AND_DISK)  # sampled, then sorted
         persisted.append(lines)
-        written = lines.count()
+        totals = lines.agg(F.count("*"), F.sum("nulls")).first()
+        written = 0 if totals is None else int(totals[0])
+        nulls = 0 if totals is None or totals[1] is None else int(totals[1])
         target = HadoopPath(spark, output)
         _write(spark, lines, target, fmt, hint)
         clock.lap("write")
@@ -444,6 +460,8 @@ def run_spark_dedup(
         "written": written,
         "edges": edge_count,
     }
+    if nulls:  # as the local engine counts them
+        manifest.counts["nan_as_null"] = nulls
     manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
     manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
     return manifest

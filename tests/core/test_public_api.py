@@ -60,6 +60,10 @@ ENGINE_NAMES = {
     "TOKENIZERS", "word_spans",
     # what a contamination check scans, to charge it (issue 23)
     "ngram_counts",
+    # JSON without NaN/Infinity, one rule for the batch engines and the service (issue 23)
+    "constant_problem", "finite_value", "nan_as_null_note",
+    # a cut piece's id never equals another row's (issue 23)
+    "piece_source", "piece_collision", "collision_message",
 }  # fmt: skip
 
 

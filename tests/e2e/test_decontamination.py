@@ -72,7 +72,7 @@ def test_cut_agrees_with_neardup_dedup(srv):
         {"id": "quiz", "rule": "nothing left"},
     ]
     assert [d["id"] for d in served["documents"]] == ["two#1", "two#2", "clean"]
-    assert served["documents"][0]["meta"]["decontamination"]["removed"] == [[300, 850 + 2 * L]]
+    assert served["documents"][0]["meta"]["decontamination"]["removed"] == [[299, 852 + 2 * L]]
     result = neardup("dedup", "docs.jsonl", "--protected", "evals.jsonl", "--output", "out.jsonl",
                      "--decontamination", "cut", "--workers", "1", "--quiet", cwd=tmp)  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -362,7 +362,7 @@ def test_the_ui_page_shows_the_report_by_item_id(srv):
     # The boilerplate capped, the quiz is clean: two is cut in two pieces, eleven dropped.
     assert "2 of 4 document(s) contaminated; 4 kept, 1 dropped" in page.text
     assert "<td>evals.jsonl</td><td>q1</td><td>2</td>" in page.text
-    assert "<td>two#2</td><td>300</td>" in page.text
+    assert "<td>two#2</td><td>298</td>" in page.text  # 300 less "c5" (the cut ends inside c52)
     assert "Dropped: eleven (too many pieces)</p>" in page.text  # and the rule that dropped it
     # Item ids and counts only: no protected text on the page beyond what was pasted.
     assert "shiny red shell" not in page.text.replace(json.dumps(TWO)[1:-1], "").replace(
@@ -457,3 +457,26 @@ def test_a_report_download_of_a_bad_form_is_the_page_saying_so(srv):
     unknown = report_download(srv, "read", "csv", sets="nope")
     assert unknown.status_code == 404 and "no protected set" in html.unescape(unknown.text)
     assert report_download(srv, "read", "xml").status_code == 422
+
+
+def test_a_cut_piece_id_that_equals_another_documents_id_is_a_422_naming_both(srv):
+    """two#1 would be both a piece of "two" and the document sent as "two#1": refused before any
+    work (drop and annotate make no piece ids, so they take the same documents)."""
+    docs = [*DOCS, {"id": "two#1", "text": "an unrelated document"}]
+    response = post(srv, mode="cut", documents=docs)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"] == (
+        "the id 'two#1' is the id cut mode gives a piece of 'two': the output would hold two "
+        "rows of one id; rename one of them"
+    )
+    assert post(srv, mode="cut", documents=docs, max_pieces=1).status_code == 422
+    assert post(srv, mode="annotate", documents=docs).status_code == 200
+    odd = [*DOCS, {"id": "two#01", "text": "an unrelated document"}]  # no piece has a K of "01"
+    assert post(srv, mode="cut", documents=odd).status_code == 200
+
+
+def test_pasted_rows_with_nan_are_refused_naming_line_and_field(srv):
+    page = ui(srv, mode="cut", docs='{"id": "a", "text": "x"}\n{"id": "n", "text": "y", '
+              '"meta": {"s": NaN}}')  # fmt: skip
+    assert page.status_code in (400, 422), page.text
+    assert "line 2: NaN is not JSON (field &#39;meta.s&#39;)" in page.text

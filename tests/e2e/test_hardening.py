@@ -219,3 +219,39 @@ def test_overload_is_a_quick_503_with_retry_after(tmp_path):
         assert httpx.post(f"{server.url}/v1/signatures", json={"texts": ["a b"]}).status_code == 200
     finally:
         stop_server(server)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "token", "field"),
+    [
+        ("/v1/documents", b'{"documents": [{"id": "n", "text": "x", "meta": {"s": NaN}}]}',
+         "NaN", "documents[0].meta.s"),
+        ("/v1/documents",
+         b'{"documents": [{"id": "n", "text": "x", "meta": {"a": [1, -Infinity]}}]}',
+         "-Infinity", "documents[0].meta.a[1]"),
+        ("/v1/documents", b'{"documents": [{"id": "n", "text": "x", "meta": {"big": 1e999}}]}',
+         "1e999", "documents[0].meta.big"),
+        ("/v1/decontamination",
+         b'{"documents": [{"id": "n", "text": "x", "meta": {"q": Infinity}}], "mode": "cut"}',
+         "Infinity", "documents[0].meta.q"),
+        ("/v1/query", b'{"texts": ["a"], "threshold": NaN}', "NaN", "threshold"),
+    ],
+)  # fmt: skip
+def test_nan_and_infinity_are_a_400_naming_the_field(srv, path, body, token, field):
+    """Python's json reads NaN, Infinity and 1e999 (as infinity); JSON has no such number, and
+    a stored meta holding one would be written out as invalid JSON: refused, saying where."""
+    before = snapshot(srv)
+    response = httpx.post(f"{srv.url}{path}", content=body,
+                          headers={"content-type": "application/json"})  # fmt: skip
+    assert response.status_code == 400, response.text
+    detail = response.json()["detail"]
+    assert detail.startswith(f"invalid JSON: {token} ") and f"(field '{field}')" in detail
+    assert snapshot(srv) == before
+
+
+def test_a_protected_set_with_nan_is_refused_naming_line_and_field(srv):
+    body = b'{"id": "q1", "q": "one two three"}\n{"id": "q2", "q": "four", "w": NaN}\n'
+    response = httpx.put(f"{srv.url}/v1/protected-sets/nan", content=body,
+                         headers={"content-type": "application/x-ndjson"})  # fmt: skip
+    assert response.status_code == 422
+    assert ":2: NaN is not JSON (field 'w')" in response.json()["detail"]

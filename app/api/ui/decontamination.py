@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Request, Response
 from fastapi.responses import HTMLResponse
 
-from neardup.app.api.bodies import OffLoopFormRoute
+from neardup.app.api.bodies import OffLoopFormRoute, strict_json
 from neardup.app.api.deps import ServiceDep
 from neardup.app.api.ui.render import (
     Reader,
@@ -156,11 +156,13 @@ def _pasted_docs(body: str) -> list[Doc]:
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw)
+            row = strict_json(raw)
         except json.JSONDecodeError as exc:
             raise ValueError(f"line {line}: not JSON ({exc.msg})") from None
         except RecursionError:
             raise ValueError(f"line {line}: the JSON is nested too deeply") from None
+        except ValueError as exc:  # NaN/Infinity, a duplicate key: what /v1 refuses
+            raise ValueError(f"line {line}: {exc}") from None
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
             raise ValueError(f'line {line}: give an object with a "text" string')
         meta = row.get("meta") or {}

@@ -50,11 +50,13 @@ def test_dedup_cut_writes_pieces_and_removes_an_eleven_piece_row(corpus):
     assert result.returncode == 0, result.stderr
     out = {r["id"]: r for r in rows(corpus / "out.jsonl")}
     assert sorted(out) == ["clean", "two#1", "two#2"]
-    assert out["two#1"]["text"] == TWO[:300] and out["two#2"]["text"] == TWO[850 + 2 * L :]
+    # The window [300, 850 + 2L) starts inside "a77" and ends inside "c52": widened to both.
+    assert TWO[299:303] == "a77 " and TWO[849 + 2 * L : 853 + 2 * L] == "c52 "
+    assert out["two#1"]["text"] == TWO[:299] and out["two#2"]["text"] == TWO[852 + 2 * L :]
     cut = out["two#1"]["meta"]["decontamination"]
     assert (cut["source"], cut["removed"], cut["items"]) == (
         "two",
-        [[300, 850 + 2 * L]],
+        [[299, 852 + 2 * L]],
         [{"set": "evals.jsonl", "item": "q1", "matches": 2}],
     )
     # The rows hand back no protected text: ids, counts and offsets only.

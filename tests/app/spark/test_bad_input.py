@@ -95,3 +95,39 @@ def test_spark_keep_duplicates_refuses_a_row_with_its_own_neardup_field(
             spark, [bad], str(tmp_path / "out.jsonl"), params=SparkParams(keep_duplicates=True)
         )
     _nothing_written(tmp_path)
+
+
+def test_spark_nan_is_bad_json_lines_input_and_null_from_parquet(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The local engine's rule (issue 23): a JSON Lines NaN/Infinity token is a bad row naming
+    file:line and the field; a Parquet input's NaN or infinity is null in a JSON Lines output,
+    counted as ``nan_as_null``, and every line parses strictly."""
+    import math
+
+    from tests.app.spark.conftest import part_lines
+
+    row = {"id": "n", "text": "a b c", "meta": {"w": float("nan")}}
+    bad = _write(tmp_path / "bad.jsonl", [json.dumps(d) for d in GOOD[:2]] + [json.dumps(row)])
+    with pytest.raises(CorpusError) as info:
+        run_spark_dedup(spark, [bad], str(tmp_path / "out.jsonl"))
+    assert "bad.jsonl:3: NaN is not JSON (field 'meta.w')" in str(info.value)
+    _nothing_written(tmp_path)
+    scores = [float("nan"), 1.0, math.inf, -math.inf, 2.0, 3.0]
+    pq.write_table(pa.table({"id": [d["id"] for d in GOOD], "text": [d["text"] for d in GOOD],
+                             "score": scores}), tmp_path / "in.parquet")  # fmt: skip
+    manifest = run_spark_dedup(spark, [str(tmp_path / "in.parquet")], str(tmp_path / "o.jsonl"))
+    assert manifest.counts["nan_as_null"] == 3
+
+    def refuse(token: str) -> Any:
+        raise ValueError(token)
+
+    rows = [json.loads(line, parse_constant=refuse) for line in part_lines(tmp_path / "o.jsonl")]
+    assert sorted((r["id"], r["score"]) for r in rows) == [
+        ("d0", None),
+        ("d1", 1.0),
+        ("d2", None),
+        ("d3", None),
+        ("d4", 2.0),
+        ("d5", 3.0),
+    ]
