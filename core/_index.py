@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from neardup.core._index_parts import COLUMNS, ROW_GROUP, part_table
+from neardup.core._index_parts import COLUMNS, PARQUET_OPTIONS, ROW_GROUP, part_table
 from neardup.core._params import MinhashParams
 from neardup.core._storage import _is_local, filesystem
 from neardup.core.errors import (
@@ -228,13 +228,15 @@ class DocIndex:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        path = self.path(f.path)
         try:
-            handle = self.fs.open(self.path(f.path), "rb")
+            # A local file is read by Arrow itself (twice as fast as through a Python file).
+            handle = open(path, "rb") if _is_local(self.fs) else self.fs.open(path, "rb")  # noqa: SIM115
         except (OSError, FileNotFoundError):
             raise IndexDamagedError(self.url, f.path, "is missing") from None
         with handle:
             try:
-                parquet = pq.ParquetFile(handle)
+                parquet = pq.ParquetFile(handle.name if _is_local(self.fs) else handle)
             except (OSError, ValueError, pa.ArrowException) as exc:
                 raise IndexDamagedError(
                     self.url, f.path, f"is not readable Parquet ({exc})"
@@ -333,7 +335,7 @@ def write_part(
     path = index.path(relative)
     index.fs.makedirs(posixpath.dirname(path), exist_ok=True)
     with index.fs.open(path, "wb") as handle:
-        pq.write_table(table, handle, row_group_size=ROW_GROUP, compression="zstd")
+        pq.write_table(table, handle, row_group_size=ROW_GROUP, **PARQUET_OPTIONS)
     size = int(index.fs.size(path))
     return IndexPart(name, len(ids), (IndexFile(relative, len(ids), size),), run)
 

@@ -23,6 +23,7 @@ from neardup.core._banding import band_digests
 __all__ = [
     "COLUMNS",
     "PARAMS_KEY",
+    "PARQUET_OPTIONS",
     "ROW_GROUP",
     "binary_matrix",
     "part_table",
@@ -34,6 +35,14 @@ COLUMNS = ("id", "digest", "bands", "signature")
 PARAMS_KEY = "neardup.params"
 #: Rows per Parquet row group: what one step of a lookup reads and decodes.
 ROW_GROUP = 1 << 16
+#: How a part file is written: digests and signatures are random bits that no codec shrinks,
+#: so only ids are compressed, and no column is dictionary-encoded (every value is distinct);
+#: decoding is then a copy (a lookup reads the digest columns of the whole index).
+PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": {"id": "zstd", "digest": "none", "bands": "none", "signature": "none"},
+    "use_dictionary": False,
+    "write_statistics": ["id"],
+}
 
 
 def _binary(matrix: NDArray[Any]) -> Any:
@@ -106,7 +115,9 @@ def binary_matrix(column: Any, width: int, dtype: str) -> NDArray[Any] | None:
             lo, hi = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
         if n:
             raw = np.frombuffer(buffers[2], dtype=np.uint8)[lo:hi]
-            parts.append(raw.view(dtype).reshape(n, width // np.dtype(dtype).itemsize))
+            values = raw.view(dtype).reshape(n, width // np.dtype(dtype).itemsize)
+            # Arrow's buffers need not be aligned for ``dtype``: numpy is slow on unaligned data.
+            parts.append(values if values.flags.aligned else values.copy())
     if not parts:
         return np.empty((0, width // np.dtype(dtype).itemsize), dtype=dtype)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
