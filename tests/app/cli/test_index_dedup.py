@@ -305,3 +305,44 @@ def test_index_cli_subprocess_dump_after_dump(tmp_path):
     assert three.returncode == 0, three.stderr
     assert _read(tmp_path / "o3.jsonl") == []  # both rows are in the index now
     assert DocIndex.open(str(tmp_path / "idx")).version == 2
+
+
+def test_index_dry_run_adds_nothing(tmp_path, capsys):
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    capsys.readouterr()
+    assert _run(tmp_path, "b", [New("n1", "all new words"), New("n2", LONG)], "--dry-run") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["exact_dropped"] == 1 and report["counts"]["written"] == 1
+    assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json"]
+    assert len(os.listdir(tmp_path / "idx/parts")) == 1
+
+
+def test_index_lost_commit_race_is_exit_3_and_adds_nothing(tmp_path, capsys, monkeypatch):
+    """Another run commits the version this run meant to: exit 3, saying so; the index holds
+    the winner's part only; this run's outputs are written (valid against what it read)."""
+    import neardup.app.cli.dedup as dedup
+    from neardup.core.engine import run_info, write_part
+
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    real = dedup.commit_index
+    winner = []
+
+    def racing(index, params, add=(), drop=()):
+        texts = ["the other run's text"]
+        part = write_part(index, params, ["w1"], text_digests(texts),
+                          batch_signatures(texts, params), run_info("local", "t", []))  # fmt: skip
+        winner.append(part.name)
+        real(index, params, [part])
+        return real(index, params, add, drop)
+
+    monkeypatch.setattr(dedup, "commit_index", racing)
+    capsys.readouterr()
+    assert _run(tmp_path, "b", [New("n1", "fresh words here")]) == 3
+    err = capsys.readouterr().err
+    assert f"another run added version 2 (part {winner[0]}) while this run ran" in err
+    assert "nothing was added to the index" in err and "rerun" in err
+    index = DocIndex.open(str(tmp_path / "idx"))
+    assert index.version == 2 and [p.name for p in index.parts][1:] == winner
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["n1"]
+    manifest = json.loads((tmp_path / "b.out.jsonl.manifest.json").read_text())["index"]
+    assert manifest["version_written"] is None and "another run" in manifest["conflict"]
