@@ -192,7 +192,7 @@ def lookup_index(
     pair_at: list[NDArray[np.int64]] = []
     pair_est: list[NDArray[np.float64]] = []
     base = 0
-    for part, file, parquet, group, table in index.row_groups(["digest", "bands"]):
+    for part, file, parquet, groups, table in index.row_group_batches(["digest", "bands"]):
         digest = _column(index, file, table, "digest", 16, "<u8")
         bands = _column(index, file, table, "bands", 8 * params.bands, "<u8")
         e_at, e_new = side.exact(digest)
@@ -200,7 +200,7 @@ def lookup_index(
         if len(e_at) == 0 and len(l_at) == 0:
             continue
         wanted = np.unique(np.concatenate((e_at, l_at)))
-        cand_ids, cand_sigs = _read_rows(index, file, parquet, group, wanted, params.num_perm)
+        cand_ids, cand_sigs = _read_rows(index, file, parquet, groups, wanted, params.num_perm)
         local = np.searchsorted(wanted, l_at)
         c_at, c_new, c_est = _confirmed(
             sigs, cand_sigs, local, l_new, l_band, params.rows, params.threshold
@@ -252,18 +252,29 @@ def _read_rows(
     index: DocIndex,
     file: IndexFile,
     parquet: Any,
-    group: int,
+    groups: list[int],
     rows: NDArray[np.int64],
     num_perm: int,
 ) -> tuple[list[str], NDArray[np.uint32]]:
-    """The ids and signatures of ``rows`` of one row group."""
+    """The ids and signatures of ``rows`` (sorted, numbered from the first of ``groups``),
+    reading only the row groups that hold one."""
     import pyarrow as pa
 
-    try:
-        table = parquet.read_row_group(group, columns=["id", "signature"]).take(pa.array(rows))
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise IndexDamagedError(index.url, file.path, f"cannot be read ({exc})") from None
-    if table.column("id").null_count:
-        raise IndexDamagedError(index.url, file.path, "has a null id")
-    sigs = _column(index, file, table, "signature", 4 * num_perm, "<u4")
-    return table.column("id").to_pylist(), np.ascontiguousarray(sigs, dtype=np.uint32)
+    sizes = [parquet.metadata.row_group(g).num_rows for g in groups]
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    group_of = np.searchsorted(starts, rows, side="right") - 1
+    ids: list[str] = []
+    sigs: list[NDArray[np.uint32]] = []
+    for k in np.unique(group_of).tolist():
+        local = rows[group_of == k] - starts[k]
+        try:
+            table = parquet.read_row_group(
+                groups[k], columns=["id", "signature"], use_threads=False
+            ).take(pa.array(local))
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise IndexDamagedError(index.url, file.path, f"cannot be read ({exc})") from None
+        if table.column("id").null_count:
+            raise IndexDamagedError(index.url, file.path, "has a null id")
+        ids.extend(table.column("id").to_pylist())
+        sigs.append(_column(index, file, table, "signature", 4 * num_perm, "<u4"))
+    return ids, np.ascontiguousarray(np.concatenate(sigs), dtype=np.uint32)

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from neardup.core._banding import band_digests
 
 __all__ = [
+    "BATCH_ROWS",
     "COLUMNS",
     "PARAMS_KEY",
     "PARQUET_OPTIONS",
@@ -33,8 +34,12 @@ __all__ = [
 COLUMNS = ("id", "digest", "bands", "signature")
 #: The Parquet key-value metadata key holding the index parameters (JSON).
 PARAMS_KEY = "neardup.params"
-#: Rows per Parquet row group: what one step of a lookup reads and decodes.
-ROW_GROUP = 1 << 16
+#: Rows per Parquet row group (4.3 MB of signatures at 128 permutations): a lookup reads the
+#: signatures of a row group holding a lead, so small groups keep that read (and the memory
+#: Arrow's allocator keeps after it) small.
+ROW_GROUP = 1 << 13
+#: Rows of digests and band digests a lookup (or an id check) compares at a time (many groups).
+BATCH_ROWS = 1 << 16
 #: How a part file is written: digests and signatures are random bits that no codec shrinks,
 #: so only ids are compressed, and no column is dictionary-encoded (every value is distinct);
 #: decoding is then a copy (a lookup reads the digest columns of the whole index).

@@ -2,7 +2,9 @@
 
 import json
 import os
+from contextlib import ExitStack
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -10,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from neardup.core import _index
 from neardup.core._banding import band_digest
 from neardup.core.engine import (
     INDEX_PARAMS_KEY,
@@ -226,6 +229,16 @@ def _edits(draw, old: list[str]) -> list[str]:
 @given(data=st.data(), old=_texts)
 def test_index_lookup_equals_brute_force(tmp_path_factory, data, old: list[str]) -> None:
     new = data.draw(_edits(old))
+    # Tiny row groups and batches sometimes: a lookup then spans many of each.
+    group, batch = data.draw(st.sampled_from([(None, None), (2, 3), (3, 7), (1, 1)]))
+    with ExitStack() as stack:
+        if group is not None:
+            stack.enter_context(mock.patch.object(_index, "ROW_GROUP", group))
+            stack.enter_context(mock.patch.object(_index, "BATCH_ROWS", batch))
+        _check_lookup(tmp_path_factory, old, new)
+
+
+def _check_lookup(tmp_path_factory, old: list[str], new: list[str]) -> None:
     url = str(tmp_path_factory.mktemp("idx") / "idx")
     half = len(old) // 2
     ids = [f"i{j:03d}" for j in range(len(old))]
