@@ -289,19 +289,36 @@ class DocIndex:
                         yield part, f, parquet, groups, table
 
     def id_parts(self, ids: Sequence[str]) -> dict[str, str]:
-        """The ids of ``ids`` already in the index, each with the name of its part."""
+        """The ids of ``ids`` already in the index, each with the name of its part.
+
+        A row group whose id range (its Parquet min/max statistics) holds none of ``ids`` is
+        not read: dumps named apart (``cc-2024-10/...``, ``--id-prefix file``) read no id.
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
         if not ids or not self.parts:
             return {}
-        wanted = pa.array(list(ids), type=pa.string())
+        ordered = sorted(ids)
+        wanted = pa.array(ordered, type=pa.string())
         found: dict[str, str] = {}
-        for part, _, _, _, table in self.row_group_batches(["id"]):
-            column = table.column("id")
-            hits = pc.filter(column, pc.is_in(column, value_set=wanted))
-            for doc_id in hits.to_pylist():
-                found[doc_id] = part.name
+        for part in self.parts:
+            for f in part.files:
+                with self.parquet(f) as parquet:
+                    groups = _groups_in_range(parquet.metadata, ordered)
+                    for span in _spans([1] * len(groups), BATCH_ROWS // ROW_GROUP or 1):
+                        chosen = [groups[i] for i in span]
+                        try:
+                            column = parquet.read_row_groups(
+                                chosen, columns=["id"], use_threads=False
+                            ).column("id")
+                        except (OSError, ValueError, pa.ArrowException) as exc:
+                            raise IndexDamagedError(
+                                self.url, f.path, f"cannot be read ({exc})"
+                            ) from None
+                        hits = pc.filter(column, pc.is_in(column, value_set=wanted))
+                        for doc_id in hits.to_pylist():
+                            found[doc_id] = part.name
         return found
 
     def lookup(self, sigs: NDArray[np.uint32], digests: NDArray[np.uint64]) -> IndexLookup:
@@ -316,6 +333,27 @@ class DocIndex:
         found = self.id_parts(ids)
         if found:
             raise IndexIdError(self.url, found)
+
+
+def _groups_in_range(meta: Any, ordered: Sequence[str]) -> list[int]:
+    """The row groups of a file whose ``id`` statistics may hold one of ``ordered`` (sorted);
+    every group without statistics."""
+    import bisect
+
+    column = meta.schema.names.index("id")
+    out = []
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            out.append(group)
+            continue
+        low, high = stats.min, stats.max
+        if isinstance(low, bytes) or isinstance(high, bytes):
+            out.append(group)  # statistics not as strings: read the group
+            continue
+        if bisect.bisect_left(ordered, low) < bisect.bisect_right(ordered, high):
+            out.append(group)
+    return out
 
 
 def _spans(sizes: Sequence[int], rows: int) -> Iterator[list[int]]:

@@ -277,3 +277,16 @@ def test_index_lookup_confirms_an_estimate_equal_to_the_threshold(tmp_path: Path
     index = _add(str(tmp_path / "idx"), ["old"], [texts[b]])
     hit = index.lookup(sigs[a : a + 1], text_digests([texts[a]]))
     assert hit.ids == ["old"] and hit.estimate.tolist() == [PARAMS.threshold]
+
+
+@given(
+    indexed=st.sets(st.from_regex(r"[a-c]{1,3}", fullmatch=True), min_size=1, max_size=20),
+    asked=st.sets(st.from_regex(r"[a-c]{1,3}", fullmatch=True), max_size=20),
+)
+def test_index_id_parts_equal_the_intersection(tmp_path_factory, indexed, asked) -> None:
+    """Row groups of 2 ids, skipped by their id range when it holds no asked id."""
+    url = str(tmp_path_factory.mktemp("idx") / "idx")
+    ids = sorted(indexed)
+    with mock.patch.object(_index, "ROW_GROUP", 2):
+        index = _add(url, ids, [f"text {i}" for i in ids])
+    assert index.id_parts(sorted(asked)) == {i: index.parts[0].name for i in indexed & asked}
