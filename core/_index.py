@@ -295,7 +295,6 @@ class DocIndex:
         not read: dumps named apart (``cc-2024-10/...``, ``--id-prefix file``) read no id.
         """
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         if not ids or not self.parts:
             return {}
@@ -316,6 +315,9 @@ class DocIndex:
                             raise IndexDamagedError(
                                 self.url, f.path, f"cannot be read ({exc})"
                             ) from None
+                        # Imported only here: pyarrow.compute takes ~0.5 s to import.
+                        import pyarrow.compute as pc
+
                         hits = pc.filter(column, pc.is_in(column, value_set=wanted))
                         for doc_id in hits.to_pylist():
                             found[doc_id] = part.name
