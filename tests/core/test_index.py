@@ -290,3 +290,18 @@ def test_index_id_parts_equal_the_intersection(tmp_path_factory, indexed, asked)
     with mock.patch.object(_index, "ROW_GROUP", 2):
         index = _add(url, ids, [f"text {i}" for i in ids])
     assert index.id_parts(sorted(asked)) == {i: index.parts[0].name for i in indexed & asked}
+
+
+def test_index_on_an_fsspec_url() -> None:
+    """memory:// (no os.link there): the same commits, reads and the lost race."""
+    url = "memory://neardup-test-index"
+    index = _add(url, ["a", "b"], ["one two three", "four five six"])
+    index.verify()
+    assert index.file_urls()[0].startswith("memory://")
+    assert index.id_parts(["a", "z"]) == {"a": index.parts[0].name}
+    found = index.lookup(batch_signatures(["one two three"], PARAMS), text_digests(["one two"]))
+    assert found.ids == ["a"] and found.exact.tolist() == [-1]
+    stale = DocIndex(url, index.fs, index.root, 0, {})
+    with pytest.raises(IndexConflictError, match="version 1"):
+        commit_index(stale, PARAMS, [])
+    index.fs.rm(index.root, recursive=True)
