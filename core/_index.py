@@ -34,6 +34,7 @@ from neardup.core._index_parts import BATCH_ROWS, COLUMNS, PARQUET_OPTIONS, ROW_
 from neardup.core._params import MinhashParams
 from neardup.core._storage import _is_local, filesystem
 from neardup.core.errors import (
+    IndexChangedError,
     IndexConflictError,
     IndexDamagedError,
     IndexIdError,
@@ -215,11 +216,21 @@ class DocIndex:
                 try:
                     size = int(self.fs.size(self.path(f.path)))
                 except (OSError, FileNotFoundError):
-                    raise IndexDamagedError(self.url, f.path, "is missing") from None
+                    raise self._missing(f) from None
                 if size != f.bytes:
                     raise IndexDamagedError(
                         self.url, f.path, f"has {size} bytes, the index lists {f.bytes}"
                     )
+
+    def _missing(self, f: IndexFile) -> Exception:
+        """The error for a listed file that is gone: IndexChangedError when a newer version no
+        longer lists it (compacted away while this run read the index), else damage."""
+        with suppress(Exception):
+            latest = DocIndex.open(self.url)
+            listed = {g.path for p in latest.parts for g in p.files}
+            if latest.version > self.version and f.path not in listed:
+                return IndexChangedError(self.url, self.version, latest.version, f.path)
+        return IndexDamagedError(self.url, f.path, "is missing")
 
     @contextmanager
     def parquet(self, f: IndexFile) -> Iterator[Any]:
@@ -233,7 +244,7 @@ class DocIndex:
             # A local file is read by Arrow itself (twice as fast as through a Python file).
             handle = open(path, "rb") if _is_local(self.fs) else self.fs.open(path, "rb")  # noqa: SIM115
         except (OSError, FileNotFoundError):
-            raise IndexDamagedError(self.url, f.path, "is missing") from None
+            raise self._missing(f) from None
         with handle:
             try:
                 parquet = pq.ParquetFile(handle.name if _is_local(self.fs) else handle)
@@ -407,6 +418,9 @@ def write_part(
     index.fs.makedirs(posixpath.dirname(path), exist_ok=True)
     with index.fs.open(path, "wb") as handle:
         pq.write_table(table, handle, row_group_size=ROW_GROUP, **PARQUET_OPTIONS)
+    if _is_local(index.fs):  # on disk before a version lists it (the version is fsynced too)
+        with open(index.fs._strip_protocol(path), "rb+") as written:
+            os.fsync(written.fileno())
     size = int(index.fs.size(path))
     return IndexPart(name, len(ids), (IndexFile(relative, len(ids), size),), run)
 

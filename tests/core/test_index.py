@@ -17,6 +17,7 @@ from neardup.core._banding import band_digest
 from neardup.core.engine import (
     INDEX_PARAMS_KEY,
     DocIndex,
+    IndexChangedError,
     IndexConflictError,
     IndexDamagedError,
     IndexIdError,
@@ -305,3 +306,20 @@ def test_index_on_an_fsspec_url() -> None:
     with pytest.raises(IndexConflictError, match="version 1"):
         commit_index(stale, PARAMS, [])
     index.fs.rm(index.root, recursive=True)
+
+
+def test_index_files_removed_by_a_newer_version_are_a_change_not_damage(tmp_path: Path) -> None:
+    """A compaction committed (and its old files removed) while a run read the version before:
+    IndexChangedError (an IndexConflictError: rerun), not IndexDamagedError."""
+    url = str(tmp_path / "idx")
+    reader = _add(url, ["a"], ["one two"])
+    texts = ["one two"]
+    merged = write_part(reader, PARAMS, ["a"], text_digests(texts),
+                        batch_signatures(texts, PARAMS), run_info("local", "t", []))  # fmt: skip
+    commit_index(reader, PARAMS, [merged], drop=[reader.parts[0].name])
+    (tmp_path / "idx" / reader.parts[0].files[0].path).unlink()
+    with pytest.raises(IndexChangedError, match="removed by version 2") as caught:
+        reader.id_parts(["a"])
+    assert isinstance(caught.value, IndexConflictError)
+    with pytest.raises(IndexChangedError):
+        reader.verify()
