@@ -413,11 +413,23 @@ def write_part(
 
     name = f"p{index.version + 1:08d}-{uuid.uuid4().hex[:12]}"
     relative = f"{_PARTS}/{name}/data-00000.parquet"
-    table = part_table(ids, digests, sigs, params.bands, index_params(params))
     path = index.path(relative)
     index.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+    # Sorted once, then written a slice at a time: the Arrow copy of a part is never whole.
+    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     with index.fs.open(path, "wb") as handle:
-        pq.write_table(table, handle, row_group_size=ROW_GROUP, **PARQUET_OPTIONS)
+        writer = None
+        for lo in range(0, max(len(order), 1), BATCH_ROWS):
+            rows = order[lo : lo + BATCH_ROWS]
+            table = part_table(
+                [ids[i] for i in rows.tolist()], digests[rows], sigs[rows], params.bands,
+                index_params(params),
+            )  # fmt: skip
+            if writer is None:
+                writer = pq.ParquetWriter(handle, table.schema, **PARQUET_OPTIONS)
+            writer.write_table(table, row_group_size=ROW_GROUP)
+        if writer is not None:
+            writer.close()
     if _is_local(index.fs):  # on disk before a version lists it (the version is fsynced too)
         with open(index.fs._strip_protocol(path), "rb+") as written:
             os.fsync(written.fileno())

@@ -285,11 +285,18 @@ def test_index_lookup_confirms_an_estimate_equal_to_the_threshold(tmp_path: Path
     asked=st.sets(st.from_regex(r"[a-c]{1,3}", fullmatch=True), max_size=20),
 )
 def test_index_id_parts_equal_the_intersection(tmp_path_factory, indexed, asked) -> None:
-    """Row groups of 2 ids, skipped by their id range when it holds no asked id."""
+    """Row groups of 2 ids (a part written 3 rows at a time), skipped by their id range when it
+    holds no asked id."""
     url = str(tmp_path_factory.mktemp("idx") / "idx")
     ids = sorted(indexed)
-    with mock.patch.object(_index, "ROW_GROUP", 2):
-        index = _add(url, ids, [f"text {i}" for i in ids])
+    shuffled = ids[1::2] + ids[::2]
+    with mock.patch.object(_index, "ROW_GROUP", 2), mock.patch.object(_index, "BATCH_ROWS", 3):
+        index = _add(url, shuffled, [f"text {i}" for i in shuffled])  # written 3 rows at a time
+    table = pq.read_table(index.file_urls())
+    assert table.column("id").to_pylist() == ids  # sorted across the slices
+    meta = pq.ParquetFile(index.file_urls()[0]).metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    assert sum(sizes) == len(ids) and max(sizes) <= 2
     assert index.id_parts(sorted(asked)) == {i: index.parts[0].name for i in indexed & asked}
 
 
