@@ -36,6 +36,12 @@ engine computes the same signatures, candidates, confirmations and components th
   ``constant_problem``, ``finite_value``, ``nan_as_null_note``.
 - Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
   ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``.
+- A persistent index of kept documents (Parquet parts and a manifest log): ``DocIndex``
+  (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``lookup``, ``verify``,
+  ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
+  ``lookup_index``, ``write_part``, ``commit_index``, ``index_params``, ``run_info``,
+  ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
+  ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -78,6 +84,21 @@ from neardup.core._fanout import (
     spawn_pool,
 )
 from neardup.core._formats import constant_problem, finite_value
+from neardup.core._index import FORMAT as INDEX_FORMAT
+from neardup.core._index import FORMAT_VERSION as INDEX_FORMAT_VERSION
+from neardup.core._index import (
+    DocIndex,
+    IndexFile,
+    IndexPart,
+    commit_index,
+    index_params,
+    run_info,
+    write_part,
+)
+from neardup.core._index_lookup import IndexLookup, lookup_index
+from neardup.core._index_parts import COLUMNS as INDEX_COLUMNS
+from neardup.core._index_parts import PARAMS_KEY as INDEX_PARAMS_KEY
+from neardup.core._index_parts import binary_matrix, part_table
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex, ngram_counts
 from neardup.core._params import INDEX_KEYS, MinhashParams
@@ -132,6 +153,12 @@ from neardup.core._writer import RowWriter, nan_as_null_note
 from neardup.core.errors import (
     CorpusError,
     DuplicateIdError,
+    IndexChangedError,
+    IndexConflictError,
+    IndexDamagedError,
+    IndexIdError,
+    IndexMissingError,
+    IndexParameterError,
     NeardupError,
     ParameterError,
     SignatureError,
@@ -144,7 +171,11 @@ __all__ = [
     "DECONT_KEY",
     "FORMATS",
     "ID_PATTERN",
+    "INDEX_COLUMNS",
+    "INDEX_FORMAT",
+    "INDEX_FORMAT_VERSION",
     "INDEX_KEYS",
+    "INDEX_PARAMS_KEY",
     "KEEP_POLICIES",
     "MAX_ITEMS",
     "MAX_LISTED",
@@ -157,7 +188,17 @@ __all__ = [
     "DecontMode",
     "DecontParams",
     "Doc",
+    "DocIndex",
     "DuplicateIdError",
+    "IndexChangedError",
+    "IndexConflictError",
+    "IndexDamagedError",
+    "IndexFile",
+    "IndexIdError",
+    "IndexLookup",
+    "IndexMissingError",
+    "IndexParameterError",
+    "IndexPart",
     "KeepPolicy",
     "Match",
     "Matches",
@@ -187,6 +228,7 @@ __all__ = [
     "band_digests",
     "batch_matches",
     "batch_signatures",
+    "binary_matrix",
     "candidate_pairs",
     "check_apart",
     "check_output",
@@ -195,6 +237,7 @@ __all__ = [
     "cluster_roots",
     "cluster_survivors",
     "collision_message",
+    "commit_index",
     "confirm",
     "constant_problem",
     "corpus_format",
@@ -214,8 +257,10 @@ __all__ = [
     "id_problem",
     "id_rank",
     "in_order",
+    "index_params",
     "jaccard",
     "jsonl_items",
+    "lookup_index",
     "lsh_probability",
     "lsh_threshold",
     "match_summary",
@@ -226,6 +271,7 @@ __all__ = [
     "ordered_map",
     "parquet_schema",
     "parse_protected_set",
+    "part_table",
     "piece_collision",
     "piece_source",
     "pool_size",
@@ -233,6 +279,7 @@ __all__ = [
     "raise_worker_error",
     "read_docs",
     "read_protected_set",
+    "run_info",
     "sample_capped",
     "set_field",
     "shingles",
@@ -246,4 +293,5 @@ __all__ = [
     "word_spans",
     "words",
     "write_docs",
+    "write_part",
 ]

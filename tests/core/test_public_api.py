@@ -64,6 +64,12 @@ ENGINE_NAMES = {
     "constant_problem", "finite_value", "nan_as_null_note",
     # a cut piece's id never equals another row's (issue 23)
     "piece_source", "piece_collision", "collision_message",
+    # the persistent index of kept documents (issue 20)
+    "INDEX_FORMAT", "INDEX_FORMAT_VERSION", "INDEX_COLUMNS", "INDEX_PARAMS_KEY", "DocIndex",
+    "IndexFile", "IndexPart", "IndexLookup", "lookup_index", "write_part", "commit_index",
+    "index_params", "run_info", "part_table", "binary_matrix", "IndexConflictError",
+    "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
+    "IndexParameterError",
 }  # fmt: skip
 
 
