@@ -144,6 +144,10 @@ class Service:
         #: When this replica last read the shared store's log (a write's or the follower's):
         #: how stale its answers may be (``log_lag``).
         self._synced = time.monotonic()
+        #: The index's compaction, running in the background (``_compact_soon``).
+        self._compacting: asyncio.Task[None] | None = None
+        #: How many times the index was compacted since the start.
+        self.compactions = 0
 
     @classmethod
     async def start(cls, settings: Settings, store: Store | None = None) -> Service:
@@ -264,10 +268,10 @@ class Service:
             for nums, ids, blob in self.store.iter_signatures(RECOVERY_CHUNK)
         )
         with self.store.recovering():  # one snapshot, whose log position is then ours
-            extent = self.store.extent()
-            log.info("recovering: reading up to %d documents from the store", extent)
+            extent, count = self.store.extent(), self.store.document_count()
+            log.info("recovering: reading up to %d documents from the store", count)
             every = self.settings.recovery_log_seconds
-            self.index.load(extent, _recovery_progress(chunks, extent, every))
+            self.index.load(count, extent, _recovery_progress(chunks, count, every))
             sets = self.store.protected_sets()
         _release_free_memory()
         for row in sets:
@@ -290,6 +294,9 @@ class Service:
     async def close(self) -> None:
         """Stop the pool and close the store (after in-flight requests finished)."""
         await self._stop_warming()
+        if self._compacting is not None:
+            with suppress(Exception):
+                await self._compacting
         if self._follower is not None:
             self._follower.cancel()
             with suppress(asyncio.CancelledError):
@@ -542,6 +549,33 @@ class Service:
             finally:
                 await self._io_call(self.store.unlock_writes)
                 self.log_position = self.store.position()  # this write's entry, if it made one
+                self._compact_soon()
+
+    def _compact_soon(self) -> None:
+        """Compact the index in the background once its removed documents' slots are as many
+        as the live documents (``ServiceIndex.wants_compaction``)."""
+        running = self._compacting is not None and not self._compacting.done()
+        if not running and self.index.wants_compaction():
+            self._compacting = asyncio.create_task(self._compact())
+
+    async def _compact(self) -> None:
+        """Swap in the index of the live documents alone, built off the event loop while
+        writers wait for the lock (readers keep reading the index being replaced, which
+        answers the same); amortised, as each follows as many removals as it copies."""
+        async with self._lock:
+            if not self.index.wants_compaction():
+                return
+            started, before = time.perf_counter(), self.index.nbytes()
+            try:
+                self.index = await asyncio.to_thread(self.index.compacted)
+            except Exception:  # the index in use is intact: log, and try after the next write
+                log.exception("could not compact the index; it keeps its removed slots")
+                return
+            self.compactions += 1
+            log.info(
+                "index compacted documents=%d index_bytes=%d->%d seconds=%.3f",
+                len(self.index), before, self.index.nbytes(), time.perf_counter() - started,
+            )  # fmt: skip
 
     async def _follow(self) -> None:
         """Apply other replicas' changes as they are notified (or every POLL_SECONDS)."""
@@ -553,6 +587,7 @@ class Service:
                     changes = await self._io_call(self.store.changes)
                     self._synced = time.monotonic()
                     await self._apply(changes)
+                self._compact_soon()
             except SettingsChanged as exc:
                 self._settings_changed(exc)
                 return  # nothing more is applied: the replica must restart with them

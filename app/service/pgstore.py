@@ -743,6 +743,13 @@ class PostgresStore:
         )
         return int(row[0]) if row is not None else 0
 
+    def document_count(self) -> int:
+        """How many documents are registered (deleted ones not counted)."""
+        row = self._run(
+            lambda c: c.execute("SELECT count(*) FROM documents WHERE NOT deleted").fetchone()
+        )
+        return int(row[0]) if row is not None else 0
+
     def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]:
         """Every registered document's (nums, ids, concatenated signature bytes), ``batch``
         rows at a time, read with a binary COPY."""
