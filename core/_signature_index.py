@@ -210,7 +210,9 @@ class SignatureIndex:
         self.buckets.add(sigs[new], alive[new], merge=False)
         self.buckets.merge()
 
-    def compacted(self, nums: NDArray[np.int64], keys: Sequence[Any] | None = None) -> SignatureIndex:
+    def compacted(
+        self, nums: NDArray[np.int64], keys: Sequence[Any] | None = None
+    ) -> SignatureIndex:
         """A new index of only documents ``nums`` (alive, increasing), renumbered ``0, 1, ...``
         in that order: what a bulk load of their signatures builds, so that its memory follows
         the documents kept, not every number ever given out (the removed ones' rows, classes

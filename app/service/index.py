@@ -348,7 +348,7 @@ class ServiceIndex:
             self._id_chars += sum(map(len, ids))
             slot += len(nums)
         if slot != count or (slot and self._numbers[-1] >= next_number):
-            raise RuntimeError(f"the store's {count} documents below {next_number} were not all read")
+            raise RuntimeError(f"not all of the store's {count} documents below {next_number} read")
         self._next = next_number
         self._sigs.finish_load()
         self._clusters.assign(self._cluster_all())

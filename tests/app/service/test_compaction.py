@@ -94,7 +94,7 @@ def _replaced(updates: int, live: int = 100) -> ServiceIndex:
     ids = [f"doc-{i:03d}" for i in range(live)]
     texts = [f"document {i} about topic {i % 7} and nothing else {i * 31}" for i in range(live)]
     index.apply(index.plan(ids, signatures(texts)))
-    new = signatures([f"version {u} of a text numbered {u * 17} for {u % 5}" for u in range(updates)])
+    new = signatures([f"version {u} of a text {u * 17} for {u % 5}" for u in range(updates)])
     for u in range(updates):
         doc_id = ids[u % live]
         index.apply_removal(index.plan_removal(doc_id))
