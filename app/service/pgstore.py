@@ -147,6 +147,18 @@ CREATE INDEX IF NOT EXISTS documents_deleted ON documents (num) WHERE deleted;
 """,
 }
 
+#: Whether a pruning step would remove anything (read without the write lock, so that replicas
+#: with nothing to prune never make writers wait).
+_PRUNE_DUE = """
+SELECT EXISTS (
+    SELECT 1 FROM changes WHERE at < clock_timestamp() - make_interval(secs => %s)
+    AND seq < (SELECT max(seq) FROM changes)
+) OR EXISTS (
+    SELECT 1 FROM documents WHERE deleted AND num < least(
+        (SELECT min(lo) FROM changes WHERE kind = 'add'), (SELECT max(num) FROM documents))
+)
+"""
+
 _Conn = psycopg.Connection[tuple[Any, ...]]
 _T = TypeVar("_T")
 
@@ -555,6 +567,9 @@ class PostgresStore:
         ``batch`` or more. Interrupted (or killed) it leaves the step undone, never half."""
 
         def step(conn: _Conn) -> int:
+            due = conn.execute(_PRUNE_DUE, (retention,)).fetchone()
+            if due is None or not due[0]:  # nothing to prune: the write lock is not taken
+                return 0
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                 entries = conn.execute(
