@@ -4,6 +4,7 @@ clusters, members, document numbers), in any history of registrations, removals 
 replaces; a service under many replaces keeps ``index_bytes`` and the SQLite store bounded."""
 
 import asyncio
+import threading
 
 import numpy as np
 import pytest
@@ -152,13 +153,23 @@ def test_a_service_under_many_replaces_stays_bounded_on_sqlite(tmp_path, monkeyp
     """400 PUTs of 100 live documents: index_bytes within 10 % of 20 PUTs' (without compaction
     25 % more: the bands' fixed buffers dominate so small an index), the SQLite file's rows the
     live documents and its size as small (SQLite deletes rows and reuses their pages); the
-    index was compacted in the background, and a restart recovers the same clusters."""
+    index was compacted in the background, off the event loop, and a restart recovers the same
+    clusters."""
     monkeypatch.setattr(index_module, "COMPACT_AFTER", 64)
+    threads: list[str] = []
+    compacted = ServiceIndex.compacted
+
+    def recorded(self):
+        threads.append(threading.current_thread().name)
+        return compacted(self)
+
+    monkeypatch.setattr(ServiceIndex, "compacted", recorded)
     few = asyncio.run(_updates(tmp_path / "few", 20))
     many = asyncio.run(_updates(tmp_path / "many", 400))
     assert few["rows"] == many["rows"] == 100
     assert many["stats"]["documents"] == 100
     assert many["compactions"] >= 1
+    assert threads and threading.main_thread().name not in threads  # the loop's thread
     assert many["stats"]["index_bytes"] <= 1.1 * few["stats"]["index_bytes"]
     assert many["size"] <= 1.5 * few["size"]
     assert many["same"] and many["restarted"]["documents"] == 100
