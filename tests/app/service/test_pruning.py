@@ -89,11 +89,11 @@ async def _replaces(tmp_path, url, updates: int) -> dict:
 def test_many_replaces_leave_rows_and_index_bounded_by_the_live_documents(
     tmp_path, postgres, monkeypatch
 ):
-    """600 replaces of 60 documents leave as many rows (documents and log) as 6 replaces do,
+    """300 replaces of 60 documents leave as many rows (documents and log) as 6 replaces do,
     and index_bytes within 10 % on both replicas; the pruning replica follows throughout."""
     monkeypatch.setattr(index_module, "COMPACT_AFTER", 32)
     few = asyncio.run(_replaces(tmp_path / "few", postgres.database(), 6))
-    many = asyncio.run(_replaces(tmp_path / "many", postgres.database(), 600))
+    many = asyncio.run(_replaces(tmp_path / "many", postgres.database(), 300))
     assert many["rows"] == few["rows"] == (len(LIVE), 0, 1)
     for replica in ("writer", "pruner"):
         assert many[replica]["documents"] == len(LIVE)
