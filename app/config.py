@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     #: Seconds a call to the shared store may take before it is abandoned (503, and not
     #: ready until a call succeeds); also how stale a follower may be before it is not ready.
     store_timeout: float = Field(10.0, gt=0)
+    #: Seconds the shared store keeps its log of changes (and the deleted documents' rows the
+    #: log names): older history is pruned, and a replica further behind than this reloads
+    #: its whole state from the live documents instead of replaying the log.
+    log_retention_seconds: float = Field(3600.0, gt=0)
     # The index parameters: checked together by core's MinhashParams (see ``params``).
     num_perm: int = 128
     bands: int = 16

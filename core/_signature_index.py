@@ -7,7 +7,8 @@ A class is named by its representative, the number of its first document; its me
 in key (id) order. Empty (all-P) signatures never form classes and are never candidates.
 
 Adding is planned (``place``: pure) and applied (``add``), so a caller can plan off its event
-loop and apply atomically.
+loop and apply atomically. A removed document keeps its number's row until its owner swaps in
+``compacted``, the index of the documents left, renumbered from 0.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ __all__ = ["Matches", "Placement", "SignatureIndex", "batch_matches"]
 #: ``(row, number, estimate)`` arrays: row of the query (or the later batch row), the matched
 #: class representative (or the earlier batch row), and the estimate.
 Matches = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]
+#: Signature rows copied at a time by ``compacted`` (no second copy of the whole matrix).
+_COMPACT_SLAB = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,26 @@ class SignatureIndex:
         new = np.flatnonzero(reps == alive)
         self.buckets.add(sigs[new], alive[new], merge=False)
         self.buckets.merge()
+
+    def compacted(
+        self, nums: NDArray[np.int64], keys: Sequence[Any] | None = None
+    ) -> SignatureIndex:
+        """A new index of only documents ``nums`` (alive, increasing), renumbered ``0, 1, ...``
+        in that order: what a bulk load of their signatures builds, so that its memory follows
+        the documents kept, not every number ever given out (the removed ones' rows, classes
+        and bucket entries are left behind). Reads this index only.
+
+        Args:
+            nums: the documents to keep, increasing (their order is kept).
+            keys: the key of every new number, as ``SignatureIndex`` takes them.
+        """
+        fresh = SignatureIndex(self.num_perm, self.bands, keys)
+        fresh.start_load(len(nums))
+        for lo in range(0, len(nums), _COMPACT_SLAB):
+            part = np.asarray(nums[lo : lo + _COMPACT_SLAB], dtype=np.int64)
+            fresh.load(np.arange(lo, lo + len(part), dtype=np.int64), self._sigs[part])
+        fresh.finish_load()
+        return fresh
 
     def _reserve(self, count: int) -> None:
         if count <= len(self._sigs):

@@ -61,6 +61,8 @@ class Metrics:
                 ("log_position", "the shared store's log entries applied (0: no shared store)"),
                 ("store_up", "1 while the store answers, 0 while it cannot be reached"),
                 ("log_lag_seconds", "seconds since the shared store's log was last read"),
+                ("index_compactions", "times the index dropped removed documents' slots"),
+                ("log_reloads", "reloads from the live documents after the log was pruned"),
             ]
         }
         self.shed = Counter(

@@ -63,6 +63,10 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "--store-timeout", type=float,
         help="seconds a shared-store call may take before 503 and not ready (default 10)",
     )  # fmt: skip
+    serve.add_argument(
+        "--log-retention-seconds", type=float,
+        help="seconds the shared store keeps its log; a replica further behind reloads (3600)",
+    )  # fmt: skip
     serve.add_argument("--workers", type=int, help="signature processes (default: CPUs)")
     _index_flags(serve)
     serve.add_argument("--max-batch", type=int, help="items per request (default 10000)")

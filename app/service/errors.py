@@ -28,6 +28,7 @@ __all__ = [
     "Conflict",
     "DamagedStore",
     "DataDirLocked",
+    "LogPruned",
     "NotFound",
     "OutOfReach",
     "Overloaded",
@@ -107,6 +108,12 @@ class StoreFull(NeardupError, OSError):
 class StoreUnavailable(NeardupError, ConnectionError):
     """The shared store (PostgreSQL) cannot be reached or did not answer in time; nothing was
     stored. Answered 503 with Retry-After; writes work again once the database is back."""
+
+
+class LogPruned(StoreUnavailable):
+    """This replica's position in the shared store's log is older than the oldest entry kept
+    (entries past LOG_RETENTION_SECONDS are pruned): it cannot catch up entry by entry and
+    reloads its whole state from the live documents (503 if it escapes a request)."""
 
 
 class StoreRefused(StoreUnavailable):

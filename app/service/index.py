@@ -12,10 +12,19 @@ Mutation is planned first (``plan``, ``plan_removal``: pure computation on the c
 safe to run off the event loop) and applied after the store has made the change durable
 (``apply``, ``apply_removal``: synchronous and cheap), so a reader never sees half a change and
 a failed write leaves the index untouched.
+
+Memory follows the live documents, not every document ever registered: core's structures are
+sized by their own positions (slots), and each slot records the store's number of its document
+(which keeps growing: numbers are never reused). A removed document's slot stays until
+``compacted`` (pure, off the event loop) builds the index of the live documents alone in
+fresh slots, which its owner swaps in; ``wants_compaction`` says when the removed slots are
+as many as the live ones (amortised: each compaction follows at least as many removals as it
+copies documents).
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,7 +42,11 @@ from neardup.core.engine import (
     id_rank,
 )
 
-__all__ = ["Found", "Plan", "Removal", "ServiceIndex"]
+__all__ = ["COMPACT_AFTER", "Found", "Plan", "Removal", "ServiceIndex"]
+
+#: Removed slots are compacted away once they are as many as the live documents and at least
+#: this many (a small index is not rebuilt for every few removals).
+COMPACT_AFTER = 4096
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,10 @@ class Plan:
 
     ids: list[str]
     sigs: NDArray[np.uint32]
+    #: the store's number of the first document (the others follow it)
     start: int
+    #: the index slot of the first document
+    slot: int
     placement: Placement
     found: list[Found]
     #: per new document: one document number of every class it matched (what it joins)
@@ -62,6 +78,7 @@ class Removal:
     """A document's removal, planned: its cluster's other members and their new roots."""
 
     doc_id: str
+    #: the document's slot in the index
     num: int
     #: the index's version when planned; applying after any other change is refused
     version: int
@@ -90,9 +107,11 @@ class ServiceIndex:
         self.params = params
         self.threshold = params.threshold
         self.max_matches = max_matches
-        self._ids: list[str] = []  # the id of every document number ("" for never-loaded gaps)
-        self._num_of: dict[str, int] = {}
-        self._id_chars = 0  # total length of the ids, for nbytes()
+        self._ids: list[str] = []  # the id of every slot (removed documents' included)
+        self._num_of: dict[str, int] = {}  # the slot of every live document
+        self._numbers = array("q")  # the store's number of every slot's document
+        self._next = 0  # the store's number of the next new document
+        self._id_chars = 0  # total length of the slots' ids, for nbytes()
         self.version = 0  # bumped by every change, for caches of derived views
         self._sigs = SignatureIndex(params.num_perm, params.bands, self._ids)
         self._clusters = Components(self._ids)
@@ -107,12 +126,23 @@ class ServiceIndex:
 
     @property
     def next_number(self) -> int:
-        """The document number the next new document gets."""
-        return int(self._sigs.count)
+        """The document number the next new document gets (the store's numbering)."""
+        return self._next
 
     def number(self, doc_id: str) -> int | None:
         """The document number of ``doc_id`` (what the store keys rows by), or None."""
-        return self._num_of.get(doc_id)
+        slot = self._num_of.get(doc_id)
+        return None if slot is None else self._numbers[slot]
+
+    @property
+    def removed(self) -> int:
+        """Slots still held by removed documents (until ``compacted``)."""
+        return int(self._sigs.count) - len(self._num_of)
+
+    def wants_compaction(self) -> bool:
+        """Whether removed slots are as many as the live documents, and at least
+        ``COMPACT_AFTER``: time to swap in ``compacted()``."""
+        return self.removed >= max(len(self._num_of), COMPACT_AFTER)
 
     def root_of(self, doc_id: str) -> str:
         """The id of the root of ``doc_id``'s cluster (KeyError if unknown)."""
@@ -202,7 +232,7 @@ class ServiceIndex:
             earlier, nums = batch.before(j, d, self.max_matches)
             found.append(_ranked(registered[d] + earlier, self.max_matches))
             links.append(np.concatenate((targets[d], nums)))
-        return Plan(ids, sigs, start, where, found, links)
+        return Plan(ids, sigs, self._next, start, where, found, links)
 
     def plan_if_new(
         self, ids: list[str], sigs: NDArray[np.uint32]
@@ -245,10 +275,12 @@ class ServiceIndex:
         Raises:
             RuntimeError: the index changed since the plan was made.
         """
-        if plan.start != self._sigs.count:
+        if plan.slot != self._sigs.count or plan.start != self._next:
             raise RuntimeError("the index changed between planning and applying a batch")
         self.version += 1
         self._ids.extend(plan.ids)
+        self._numbers.extend(range(plan.start, plan.start + len(plan.ids)))
+        self._next = plan.start + len(plan.ids)
         nums = self._sigs.add(plan.sigs, plan.placement)
         self._num_of.update(zip(plan.ids, nums.tolist(), strict=True))
         self._id_chars += sum(map(len, plan.ids))
@@ -293,36 +325,69 @@ class ServiceIndex:
     # --- recovery -----------------------------------------------------------------------------
 
     def load(
-        self, count: int, chunks: Iterable[tuple[list[int], list[str], NDArray[np.uint32]]]
+        self,
+        count: int,
+        next_number: int,
+        chunks: Iterable[tuple[list[int], list[str], NDArray[np.uint32]]],
     ) -> None:
-        """Rebuild from the store: documents numbered below ``count`` (with gaps, after
-        deletions), a chunk at a time; then classes and clusters from the signatures."""
-        self._ids.extend([""] * count)
+        """Rebuild an empty index from the store: its ``count`` documents, a chunk at a time in
+        increasing number order (each number below ``next_number``, the store's next), into
+        slots 0 to ``count - 1``; then classes and clusters from the signatures."""
+        if self._sigs.count:
+            raise RuntimeError("load() rebuilds an empty index only")
         self._sigs.start_load(count)
+        slot = 0
         for nums, ids, sigs in chunks:
-            self._sigs.load(np.array(nums, dtype=np.int64), sigs)
-            for num, doc_id in zip(nums, ids, strict=True):
-                self._ids[num] = doc_id
-                self._num_of[doc_id] = num
+            if slot + len(nums) > count:
+                raise RuntimeError(f"the store holds more than the {count} documents it counted")
+            slots = np.arange(slot, slot + len(nums), dtype=np.int64)
+            self._sigs.load(slots, sigs)
+            self._ids.extend(ids)
+            self._numbers.extend(nums)
+            self._num_of.update(zip(ids, slots.tolist(), strict=True))
             self._id_chars += sum(map(len, ids))
+            slot += len(nums)
+        if slot != count or (slot and self._numbers[-1] >= next_number):
+            raise RuntimeError(f"not all of the store's {count} documents below {next_number} read")
+        self._next = next_number
         self._sigs.finish_load()
-        self._clusters.assign(self._cluster_all(count))
+        self._clusters.assign(self._cluster_all())
 
-    def _cluster_all(self, count: int) -> NDArray[np.int64]:
-        """Every number's root: the batch clustering of the alive documents."""
-        roots = np.arange(count, dtype=np.int64)
-        alive = np.array(sorted(self._num_of.values()), dtype=np.int64)
-        if len(alive) == 0:
-            return roots
-        sigs = self._sigs.stored() if len(alive) == count else self._sigs.signatures(alive)
-        rank = id_rank([self._ids[n] for n in alive.tolist()])
-        roots[alive] = alive[cluster_roots(sigs, self.params, rank)]
-        return roots
+    def _cluster_all(self) -> NDArray[np.int64]:
+        """Every slot's root: the batch clustering of the (all live) loaded documents."""
+        if self._sigs.count == 0:
+            return np.zeros(0, dtype=np.int64)
+        found = cluster_roots(self._sigs.stored(), self.params, id_rank(self._ids))
+        return np.asarray(found, dtype=np.int64)
+
+    def compacted(self) -> ServiceIndex:
+        """This index without its removed documents' slots: the live documents in fresh slots
+        (in the same order), their classes and buckets rebuilt by core's bulk load, their
+        clusters carried over as they are. Reads this index only (run it off the event loop,
+        with writers kept out); the owner swaps it in. Its version is one more than this one's.
+        """
+        fresh = ServiceIndex(self.params, self.max_matches)
+        slots = np.array(sorted(self._num_of.values()), dtype=np.int64)
+        ids = [self._ids[s] for s in slots.tolist()]
+        fresh._ids.extend(ids)
+        fresh._num_of = dict(zip(ids, range(len(ids)), strict=True))
+        fresh._numbers = array("q", np.asarray(self._numbers, dtype=np.int64)[slots].tobytes())
+        fresh._next = self._next
+        fresh._id_chars = sum(map(len, ids))
+        fresh._sigs = self._sigs.compacted(slots, fresh._ids)
+        roots = self._clusters.roots(slots)
+        moved = np.searchsorted(slots, roots)
+        if len(slots) and not np.array_equal(slots[np.minimum(moved, len(slots) - 1)], roots):
+            raise RuntimeError("a live document's cluster root is a removed document")
+        fresh._clusters.assign(moved.astype(np.int64))
+        fresh.version = self.version + 1
+        return fresh
 
     def nbytes(self) -> int:
         """Approximate memory of the index: arrays exactly, the id map by CPython's sizes."""
-        # A str of n ASCII chars is 49 + n bytes; a list slot 8; a dict entry about 100.
-        id_bytes = self._id_chars + 157 * len(self._ids)
+        # Per slot: its id, a str of n ASCII chars (49 + n bytes), the list's pointer (8) and the
+        # store's number (8); per live document a dict entry (about 100).
+        id_bytes = self._id_chars + 65 * len(self._ids) + 100 * len(self._num_of)
         return int(self._sigs.nbytes() + self._clusters.nbytes() + id_bytes)
 
 

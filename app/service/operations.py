@@ -10,7 +10,11 @@ event loop.
 
 On a shared store (PostgreSQL, several replicas) every write also holds the store's write lock,
 under which the changes other replicas logged are applied first (``_writing``); a follower task
-applies them between writes too (``_follow``), woken by the store or after POLL_SECONDS.
+applies them between writes too (``_follow``), woken by the store or after POLL_SECONDS. Another
+task prunes the store's history past LOG_RETENTION_SECONDS (``_prune``); a replica whose
+position is older than what is kept reloads its whole state from the live documents
+(``_reload``), not ready meanwhile. The index is compacted in the background once removed
+documents hold as many slots as live ones (``_compact``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from numpy.typing import NDArray
 from neardup.app.config import Settings
 from neardup.app.service.errors import (
     Conflict,
+    LogPruned,
     NotFound,
     OutOfReach,
     ProtectScopeNeeded,
@@ -44,7 +49,14 @@ from neardup.app.service.errors import (
 from neardup.app.service.index import Found, ServiceIndex
 from neardup.app.service.limits import BatchLimits, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
-from neardup.app.service.store import Change, ProtectedSetRow, Store, StoredDoc, open_store
+from neardup.app.service.store import (
+    PRUNE_BATCH,
+    Change,
+    ProtectedSetRow,
+    Store,
+    StoredDoc,
+    open_store,
+)
 from neardup.core.engine import (
     DECONT_KEY,
     ContaminationReport,
@@ -81,6 +93,9 @@ RECOVERY_CHUNK = 50_000
 PROBE_INTERVAL = 1.0
 #: A replica on a shared store looks for other replicas' changes at least this often.
 POLL_SECONDS = 0.5
+#: A replica prunes the shared store's history at least this often (more often for a retention
+#: window under four times this).
+PRUNE_SECONDS = 60.0
 #: What a kept document (or cut piece) of a decontamination answer may hold besides its text, as
 #: Python objects and as JSON: its ``meta.decontamination``, every list at most MAX_LISTED long.
 DECONT_META_BYTES = 4096
@@ -104,6 +119,17 @@ class Registered:
     cluster: str
     status: Literal["created", "unchanged", "duplicate", "replaced"]
     matches: Found
+
+
+@dataclass
+class _State:
+    """What a replica holds in memory, as read from the store (``Service._read_state``)."""
+
+    index: ServiceIndex
+    protected: dict[str, ProtectedSet]
+    set_bytes: dict[str, int]
+    broken_sets: dict[str, str]
+    position: int | None
 
 
 def _release_free_memory() -> None:
@@ -157,6 +183,17 @@ class Service:
         #: When this replica last read the shared store's log (a write's or the follower's):
         #: how stale its answers may be (``log_lag``).
         self._synced = time.monotonic()
+        #: The index's compaction, running in the background (``_compact_soon``).
+        self._compacting: asyncio.Task[None] | None = None
+        #: How many times the index was compacted since the start.
+        self.compactions = 0
+        #: The history pruning task (a shared store's), and the rows it removed so far.
+        self._pruner: asyncio.Task[None] | None = None
+        self.pruned = 0
+        #: Why this replica is reloading its state from the live documents (its position in
+        #: the log is older than the entries kept), and how many times it did.
+        self.reloading: str | None = None
+        self.reloads = 0
 
     @classmethod
     async def start(cls, settings: Settings, store: Store | None = None) -> Service:
@@ -190,6 +227,7 @@ class Service:
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
+            service._pruner = asyncio.create_task(service._prune())
         return service
 
     async def warm_up(self) -> None:
@@ -246,6 +284,8 @@ class Service:
         never behind a write that holds the lock), so readiness returns with the space."""
         if self.settings_changed is not None:
             return "settings changed"
+        if self.reloading is not None:
+            return "reloading"
         if not self.store.available():
             return "store unavailable"
         if self.log_lag() > POLL_SECONDS + self.settings.store_timeout:
@@ -271,38 +311,100 @@ class Service:
     def _recover(self) -> None:
         """Rebuild the index and the protected sets from the store, logging its progress."""
         started = time.perf_counter()
-        num_perm = self.params.num_perm
-        chunks = (
-            (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
-            for nums, ids, blob in self.store.iter_signatures(RECOVERY_CHUNK)
-        )
-        with self.store.recovering():  # one snapshot, whose log position is then ours
-            extent = self.store.extent()
-            log.info("recovering: reading up to %d documents from the store", extent)
-            every = self.settings.recovery_log_seconds
-            self.index.load(extent, _recovery_progress(chunks, extent, every))
-            sets = self.store.protected_sets()
-        _release_free_memory()
-        for row in sets:
-            self._set_bytes[row.name] = len(row.body.encode("utf-8"))
-            try:
-                self.protected[row.name] = parse_protected_set(
-                    row.name, row.body, row.format, self.params.ngram, self.params.tokenizer
-                )
-            except NeardupError as exc:  # one bad set must not keep the service down
-                self.broken_sets[row.name] = str(exc)
-                log.error("protected set %r cannot be parsed, left out: %s", row.name, exc)
-        self.log_position = self.store.position()
-        self._synced = time.monotonic()
+        self._install(self._read_state())
         self.recovery_seconds = time.perf_counter() - started
         log.info(
             "recovered documents=%d protected_sets=%d seconds=%.3f",
             len(self.index), len(self.protected), self.recovery_seconds,
         )  # fmt: skip
 
+    def _read_state(self) -> _State:
+        """The index and the protected sets as the store holds them (its live documents), and
+        the log position they reflect: one snapshot, read in the calling thread."""
+        num_perm = self.params.num_perm
+        chunks = (
+            (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
+            for nums, ids, blob in self.store.iter_signatures(RECOVERY_CHUNK)
+        )
+        index = ServiceIndex(self.params, self.settings.max_matches)
+        with self.store.recovering():  # one snapshot, whose log position is then ours
+            extent, count = self.store.extent(), self.store.document_count()
+            log.info("recovering: reading up to %d documents from the store", count)
+            every = self.settings.recovery_log_seconds
+            index.load(count, extent, _recovery_progress(chunks, count, every))
+            sets = self.store.protected_sets()
+        _release_free_memory()
+        state = _State(index, {}, {}, {}, None)
+        for row in sets:
+            state.set_bytes[row.name] = len(row.body.encode("utf-8"))
+            try:
+                state.protected[row.name] = parse_protected_set(
+                    row.name, row.body, row.format, self.params.ngram, self.params.tokenizer
+                )
+            except NeardupError as exc:  # one bad set must not keep the service down
+                state.broken_sets[row.name] = str(exc)
+                log.error("protected set %r cannot be parsed, left out: %s", row.name, exc)
+        state.position = self.store.position()
+        return state
+
+    def _install(self, state: _State) -> None:
+        """Serve from ``state`` from now on (one synchronous step: no reader sees half)."""
+        if state.index.version <= self.index.version:  # caches keyed by version: invalidated
+            state.index.version = self.index.version + 1
+        self.index = state.index
+        self.protected, self._set_bytes = state.protected, state.set_bytes
+        self.broken_sets = state.broken_sets
+        self.log_position = state.position
+        self._synced = time.monotonic()
+
+    async def _reload(self, why: LogPruned) -> None:
+        """Reload the whole state from the store's live documents, as a restart would (the
+        caller holds the write lock): this replica's position is older than the log entries
+        the store keeps. Not ready ("reloading") until done; it answers from its old state
+        meanwhile."""
+        if self.reloading is None:
+            log.warning("%s: reloading every document from the store; not ready meanwhile", why)
+        self.reloading = str(why)
+        started = time.perf_counter()
+        state = await self._io_call(self._read_state)  # the store's thread: no other call meanwhile
+        self._install(state)
+        self.reloading = None
+        self.reloads += 1
+        log.info(
+            "reloaded documents=%d log_position=%s seconds=%.3f",
+            len(self.index), self.log_position, time.perf_counter() - started,
+        )  # fmt: skip
+
+    async def _prune(self) -> None:
+        """Prune the shared store's history past LOG_RETENTION_SECONDS, a bounded step
+        (PRUNE_BATCH rows) at a time under the write lock, every PRUNE_SECONDS (or a quarter of
+        the window)."""
+        retention = self.settings.log_retention_seconds
+        every = min(PRUNE_SECONDS, retention / 4)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                while True:
+                    async with self._lock:
+                        removed = await self._io_call(self.store.prune, retention, PRUNE_BATCH)
+                    self.pruned += removed
+                    if removed < PRUNE_BATCH:
+                        break
+            except StoreUnavailable:
+                continue  # the database is away: prune when it is back
+            except Exception:
+                log.exception("could not prune the store's history; trying again later")
+
     async def close(self) -> None:
         """Stop the pool and close the store (after in-flight requests finished)."""
         await self._stop_warming()
+        if self._pruner is not None:
+            self._pruner.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._pruner
+        if self._compacting is not None:
+            with suppress(Exception):
+                await self._compacting
         if self._follower is not None:
             self._follower.cancel()
             with suppress(asyncio.CancelledError):
@@ -534,6 +636,8 @@ class Service:
             "log_position": self.log_position,
             "log_lag_seconds": round(self.log_lag(), 3),
             "store_up": int(self.store.available()),
+            "index_compactions": self.compactions,
+            "log_reloads": self.reloads,
         }
 
     # --- replicas: following a shared store's log of changes -----------------------------------
@@ -544,7 +648,11 @@ class Service:
         committed before it applied first, so the write sees everything acknowledged before."""
         async with self._lock:
             try:
-                changes = await self._io_call(self.store.lock_writes)
+                try:
+                    changes = await self._io_call(self.store.lock_writes)
+                except LogPruned as exc:
+                    await self._reload(exc)
+                    changes = await self._io_call(self.store.lock_writes)
             except SettingsChanged as exc:
                 self._settings_changed(exc)
                 raise
@@ -555,6 +663,33 @@ class Service:
             finally:
                 await self._io_call(self.store.unlock_writes)
                 self.log_position = self.store.position()  # this write's entry, if it made one
+                self._compact_soon()
+
+    def _compact_soon(self) -> None:
+        """Compact the index in the background once its removed documents' slots are as many
+        as the live documents (``ServiceIndex.wants_compaction``)."""
+        running = self._compacting is not None and not self._compacting.done()
+        if not running and self.index.wants_compaction():
+            self._compacting = asyncio.create_task(self._compact())
+
+    async def _compact(self) -> None:
+        """Swap in the index of the live documents alone, built off the event loop while
+        writers wait for the lock (readers keep reading the index being replaced, which
+        answers the same); amortised, as each follows as many removals as it copies."""
+        async with self._lock:
+            if not self.index.wants_compaction():
+                return
+            started, before = time.perf_counter(), self.index.nbytes()
+            try:
+                self.index = await asyncio.to_thread(self.index.compacted)
+            except Exception:  # the index in use is intact: log, and try after the next write
+                log.exception("could not compact the index; it keeps its removed slots")
+                return
+            self.compactions += 1
+            log.info(
+                "index compacted documents=%d index_bytes=%d->%d seconds=%.3f",
+                len(self.index), before, self.index.nbytes(), time.perf_counter() - started,
+            )  # fmt: skip
 
     async def _follow(self) -> None:
         """Apply other replicas' changes as they are notified (or every POLL_SECONDS)."""
@@ -563,9 +698,14 @@ class Service:
             await loop.run_in_executor(self._listen, self.store.wait_for_changes, POLL_SECONDS)
             try:
                 async with self._lock:
-                    changes = await self._io_call(self.store.changes)
+                    try:
+                        changes = await self._io_call(self.store.changes)
+                    except LogPruned as exc:  # too far behind to replay: reload instead
+                        await self._reload(exc)
+                        changes = []
                     self._synced = time.monotonic()
                     await self._apply(changes)
+                self._compact_soon()
             except SettingsChanged as exc:
                 self._settings_changed(exc)
                 return  # nothing more is applied: the replica must restart with them

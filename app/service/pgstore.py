@@ -10,8 +10,15 @@ largest ever stored, because deleted documents stay as rows (``deleted``, text a
 so a lagging replica can still replay the batch that added them before the deletion.
 
 Followers wake on ``NOTIFY`` (``wait_for_changes``) or after a timeout, and read the log past
-their position (``changes``). Recovery reads the alive documents' signatures with a binary
-``COPY`` in one repeatable-read snapshot whose log head becomes the replica's position.
+their position (``changes``, in one repeatable-read snapshot). Recovery reads the alive
+documents' signatures with a binary ``COPY`` in one repeatable-read snapshot whose log head
+becomes the replica's position.
+
+History is pruned (``prune``, a bounded step at a time under the write lock): log entries older
+than the retention window (LOG_RETENTION_SECONDS; the newest entry always stays, it numbers the
+next), then deleted rows that no kept ``add`` entry names (the row of the largest number always
+stays, it numbers the next document). A replica whose position is older than the oldest kept
+entry gets LogPruned from ``changes`` or ``lock_writes`` and reloads from the live documents.
 
 A database that cannot be reached (refused, shut down, timed out) is StoreUnavailable (503),
 a full disk StoreFull (507). One that stalls (frozen, not refusing) is abandoned after
@@ -47,9 +54,16 @@ import psycopg.errors
 from psycopg import sql
 
 from neardup.app.config import redact
-from neardup.app.service.errors import DamagedStore, StoreFull, StoreRefused, StoreUnavailable
+from neardup.app.service.errors import (
+    DamagedStore,
+    LogPruned,
+    StoreFull,
+    StoreRefused,
+    StoreUnavailable,
+)
 from neardup.app.service.store import (
     PROBE_BYTES,
+    PRUNE_BATCH,
     Change,
     ProtectedSetRow,
     StoredDoc,
@@ -81,7 +95,7 @@ STATEMENT_TIMEOUT_MS = 30_000
 IDLE_IN_WRITE_MS = 60_000
 
 #: The version of the store's layout this neardup writes (``schema_versions``).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: The tables the store reads and writes (the role needs SELECT, INSERT, UPDATE, DELETE).
 TABLES = ("params", "documents", "protected_sets", "changes", "probe", "schema_versions")
 
@@ -122,8 +136,28 @@ CREATE TABLE IF NOT EXISTS schema_versions (
 );
 """
 #: How a store of version ``v - 1`` becomes version ``v``: run in order at start, each in the
-#: schema's transaction under the write lock, and recorded in ``schema_versions``.
-MIGRATIONS: dict[int, str] = {}
+#: schema's transaction under the write lock, and recorded in ``schema_versions``; a new store
+#: is made as version 1 and brought up the same way.
+MIGRATIONS: dict[int, str] = {
+    # 2: when each log entry was written (clock time under the write lock, so increasing with
+    # ``seq``), for the retention window; deleted rows found without a scan, for pruning them.
+    2: """
+ALTER TABLE changes ADD COLUMN IF NOT EXISTS at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp();
+CREATE INDEX IF NOT EXISTS documents_deleted ON documents (num) WHERE deleted;
+""",
+}
+
+#: Whether a pruning step would remove anything (read without the write lock, so that replicas
+#: with nothing to prune never make writers wait).
+_PRUNE_DUE = """
+SELECT EXISTS (
+    SELECT 1 FROM changes WHERE at < clock_timestamp() - make_interval(secs => %s)
+    AND seq < (SELECT max(seq) FROM changes)
+) OR EXISTS (
+    SELECT 1 FROM documents WHERE deleted AND num < least(
+        (SELECT min(lo) FROM changes WHERE kind = 'add'), (SELECT max(num) FROM documents))
+)
+"""
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 _T = TypeVar("_T")
@@ -382,11 +416,12 @@ class PostgresStore:
                         f"AUTHORIZATION {role}; (or GRANT CREATE ON DATABASE {db} TO {role})"
                     ) from None
             version = _stored_version(conn)
-            if version is None:  # a new store: this version's layout
+            if version is None:  # a new store: version 1's layout, migrated below
                 conn.execute(_SCHEMA)
                 conn.execute(_VERSIONS)
-                conn.execute("INSERT INTO schema_versions (version) VALUES (%s)", (SCHEMA_VERSION,))
-            elif version > SCHEMA_VERSION:
+                conn.execute("INSERT INTO schema_versions (version) VALUES (1)")
+                version = 1
+            if version > SCHEMA_VERSION:
                 raise StoreRefused(
                     f"the store at {self.where} (schema {self.schema}) has layout version "
                     f"{version}, newer than this neardup's ({SCHEMA_VERSION}): run the neardup "
@@ -519,7 +554,43 @@ class PostgresStore:
             self._tx = conn
             return found
 
-        return self._run(begin)
+        found = self._run(begin)
+        if found:
+            self._applied = found[-1].seq
+        return found
+
+    def prune(self, retention: float, batch: int = PRUNE_BATCH) -> int:
+        """One bounded step of pruning, in one transaction under the write lock: at most
+        ``batch`` log entries older than ``retention`` seconds (never the newest), then at most
+        ``batch`` deleted documents' rows that no kept ``add`` entry names (never the row of
+        the largest number). Returns how many rows went; call again while it returns
+        ``batch`` or more. Interrupted (or killed) it leaves the step undone, never half."""
+
+        def step(conn: _Conn) -> int:
+            due = conn.execute(_PRUNE_DUE, (retention,)).fetchone()
+            if due is None or not due[0]:  # nothing to prune: the write lock is not taken
+                return 0
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                entries = conn.execute(
+                    "WITH kept AS (SELECT coalesce(min(seq), 0) AS seq FROM changes "
+                    "  WHERE at >= clock_timestamp() - make_interval(secs => %s) "
+                    "  OR seq = (SELECT max(seq) FROM changes)) "
+                    "DELETE FROM changes WHERE seq IN (SELECT seq FROM changes "
+                    "  WHERE seq < (SELECT seq FROM kept) ORDER BY seq LIMIT %s)",
+                    (retention, batch),
+                ).rowcount
+                rows = conn.execute(
+                    "WITH floor AS (SELECT least("
+                    "  (SELECT min(lo) FROM changes WHERE kind = 'add'),"
+                    "  (SELECT max(num) FROM documents)) AS num) "
+                    "DELETE FROM documents WHERE num IN (SELECT num FROM documents "
+                    "  WHERE deleted AND num < (SELECT num FROM floor) ORDER BY num LIMIT %s)",
+                    (batch,),
+                ).rowcount
+            return max(entries, 0) + max(rows, 0)
+
+        return self._run(step)
 
     def unlock_writes(self) -> None:
         """End the write transaction if no write committed it (rolled back: nothing stored)."""
@@ -629,10 +700,33 @@ class PostgresStore:
         return self._applied
 
     def changes(self) -> list[Change]:
-        """The log entries past this replica's position, oldest first (now taken as applied)."""
-        return self._run(self._read_changes)
+        """The log entries past this replica's position, oldest first (now taken as applied),
+        read in one repeatable-read snapshot (pruning never takes rows from under it).
+
+        Raises:
+            LogPruned: entries past this replica's position were pruned.
+        """
+
+        def read(conn: _Conn) -> list[Change]:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                found = self._read_changes(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+            return found
+
+        found = self._run(read) if self._snapshot is None and self._tx is None else None
+        if found is None:
+            found = self._run(self._read_changes)
+        if found:
+            self._applied = found[-1].seq
+        return found
 
     def _read_changes(self, conn: _Conn) -> list[Change]:
+        """The entries past this replica's position (LogPruned if some of them were pruned);
+        the caller takes them as applied."""
         if self._answers:  # nothing is applied under settings the store no longer holds
             keys = list(self._answers)
             held = conn.execute("SELECT key, value FROM params WHERE key = ANY(%s)", (keys,))
@@ -641,6 +735,12 @@ class PostgresStore:
             "SELECT seq, kind, lo, hi, name FROM changes WHERE seq > %s ORDER BY seq",
             (self._applied,),
         ).fetchall()
+        if rows and int(rows[0][0]) != self._applied + 1:
+            oldest = int(rows[0][0])
+            raise LogPruned(
+                f"this replica's position {self._applied} in the store's log is older than its "
+                f"oldest entry kept, {oldest} (entries past LOG_RETENTION_SECONDS are pruned)"
+            )
         found = []
         for seq, kind, lo, hi, name in rows:
             if kind == "add":
@@ -656,8 +756,6 @@ class PostgresStore:
                 found.append(Change(seq, "put_set", name=name, row=self._set(conn, name)))
             else:
                 found.append(Change(seq, "delete_set", name=name))
-        if rows:
-            self._applied = int(rows[-1][0])
         return found
 
     def wait_for_changes(self, timeout: float) -> None:
@@ -740,6 +838,13 @@ class PostgresStore:
         """One more than the largest document number ever stored (0 when empty)."""
         row = self._run(
             lambda c: c.execute("SELECT coalesce(max(num) + 1, 0) FROM documents").fetchone()
+        )
+        return int(row[0]) if row is not None else 0
+
+    def document_count(self) -> int:
+        """How many documents are registered (deleted ones not counted)."""
+        row = self._run(
+            lambda c: c.execute("SELECT count(*) FROM documents WHERE NOT deleted").fetchone()
         )
         return int(row[0]) if row is not None else 0
 

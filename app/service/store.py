@@ -4,9 +4,11 @@ Everything the in-memory index holds can be rebuilt from here (signatures are st
 recomputed). ``Store`` is the small interface the service needs; ``SQLiteStore`` is the embedded
 default and ``open_store`` picks the shared PostgreSQL store (``app.service.pgstore``) when
 STORE_URL is set. A shared store also keeps a log of changes (``Change``) that every replica
-follows; the embedded store has no other writer, so its log is always empty. ``SQLiteStore``
-holds the data directory's lock while open, refuses a damaged database (DamagedStore) and
-reports a write that failed for a full or failing disk as StoreFull, rolled back whole.
+follows (pruned past a retention window, with the deleted documents' rows it names); the
+embedded store has no other writer, so its log is always empty, and a deletion deletes the
+row. ``SQLiteStore`` holds the data directory's lock while open, refuses a damaged database
+(DamagedStore) and reports a write that failed for a full or failing disk as StoreFull, rolled
+back whole.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
 
 #: What a room probe writes: a write of this size must fit before /readyz says ready again.
 PROBE_BYTES = 64 << 10
+#: Rows (log entries, then deleted documents' rows) one step of ``Store.prune`` removes at most.
+PRUNE_BATCH = 5_000
 
 # SQLite's primary result codes for a full disk and a failing one (ENOSPC can surface as an
 # I/O error while the WAL grows), and for a file that is not, or no longer, a database.
@@ -147,6 +151,7 @@ class Store(Protocol):
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
+    def document_count(self) -> int: ...
     def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]: ...
     def put_protected_set(self, row: ProtectedSetRow) -> None: ...
     def delete_protected_set(self, name: str) -> bool: ...
@@ -157,6 +162,7 @@ class Store(Protocol):
     def wait_for_changes(self, timeout: float) -> None: ...
     def recovering(self) -> AbstractContextManager[None]: ...
     def position(self) -> int | None: ...
+    def prune(self, retention: float, batch: int) -> int: ...
     def available(self) -> bool: ...
     def close(self) -> None: ...
 
@@ -352,6 +358,11 @@ class SQLiteStore:
         row = self._db.execute("SELECT MAX(num) FROM documents").fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
+    def document_count(self) -> int:
+        """How many documents are registered."""
+        row = self._db.execute("SELECT COUNT(*) FROM documents").fetchone()
+        return int(row[0])
+
     def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]:
         """Every document's (nums, ids, concatenated signature bytes), ``batch`` rows at a time."""
         cursor = self._db.execute("SELECT num, id, sig FROM documents ORDER BY num")
@@ -403,6 +414,10 @@ class SQLiteStore:
     def position(self) -> int | None:
         """None: the embedded store has no log."""
         return None
+
+    def prune(self, retention: float, batch: int) -> int:
+        """Nothing to prune: no log, and a deleted document's row is deleted with it."""
+        return 0
 
     def available(self) -> bool:
         """Always: the embedded store is a file of this process (a full disk is StoreFull)."""

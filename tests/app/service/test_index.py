@@ -88,7 +88,7 @@ def test_loading_from_stored_rows_rebuilds_the_same_clusters():
         (nums[:half], list(IDS[:half]), plan.sigs[:half]),
         (nums[half:], list(IDS[half:]), plan.sigs[half:]),
     ]
-    rebuilt.load(len(IDS), chunks)
+    rebuilt.load(len(IDS), len(IDS), chunks)
     assert _clusters(rebuilt) == _clusters(live) == core_clusters(CORPUS.docs)
     probe = plan.sigs[:5]
     assert rebuilt.matches(probe) == live.matches(probe)

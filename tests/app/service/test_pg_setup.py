@@ -124,7 +124,7 @@ def test_the_layout_version_is_recorded_and_a_newer_one_refused(postgres):
     url = postgres.database()
     PostgresStore(url).close()
     with psycopg.connect(url, autocommit=True) as c:
-        assert c.execute("SELECT max(version) FROM schema_versions").fetchone() == (1,)
+        assert c.execute("SELECT max(version) FROM schema_versions").fetchone() == (SCHEMA_VERSION,)
         c.execute("INSERT INTO schema_versions (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
     with pytest.raises(StoreRefused) as refused:
         PostgresStore(url)
@@ -139,15 +139,20 @@ def test_a_store_made_before_versions_is_version_1_and_keeps_its_documents(postg
     with psycopg.connect(url, autocommit=True) as c:
         c.execute(pgstore._SCHEMA)  # the layout as neardup made it before recording versions
         c.execute("INSERT INTO params VALUES ('num_perm', '128')")
+        c.execute("INSERT INTO changes (seq, kind, name) VALUES (1, 'put_set', 'evals')")
     store = PostgresStore(url)
     store.close()
     with psycopg.connect(url) as c:
-        assert c.execute("SELECT version FROM schema_versions").fetchall() == [(1,)]
+        versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
+        assert versions == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
         assert c.execute("SELECT value FROM params").fetchall() == [("128",)]
+        # version 2: a log entry written before it is dated by the migration (kept a window)
+        assert c.execute("SELECT seq, at IS NOT NULL FROM changes").fetchall() == [(1, True)]
 
 
 def test_an_upgrade_migrates_an_older_layout_once_in_order(postgres, monkeypatch):
     url = postgres.database()
+    monkeypatch.setattr(pgstore, "SCHEMA_VERSION", 1)
     PostgresStore(url).close()  # version 1
     monkeypatch.setattr(pgstore, "SCHEMA_VERSION", 3)
     monkeypatch.setattr(
