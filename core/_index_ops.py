@@ -146,7 +146,11 @@ def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
         "leftovers_total": len(found),
         "leftovers_bytes": sum(x.bytes for x in found),
         "leftovers": [
-            {"path": x.path, "bytes": x.bytes, "age_seconds": None if x.age is None else round(x.age)}
+            {
+                "path": x.path,
+                "bytes": x.bytes,
+                "age_seconds": None if x.age is None else round(x.age),
+            }
             for x in found[:limit]
         ],
     }

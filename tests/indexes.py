@@ -38,7 +38,9 @@ def env(**extra: str) -> dict[str, str]:
     return {**base, "PYTHONPATH": str(ROOT), **extra}
 
 
-def neardup(*args: object, cwd: Path, timeout: float = 300, **extra: str) -> subprocess.CompletedProcess[str]:
+def neardup(
+    *args: object, cwd: Path, timeout: float = 300, **extra: str
+) -> subprocess.CompletedProcess[str]:
     """``python -m neardup ARGS`` to its end."""
     return subprocess.run(
         [sys.executable, "-m", "neardup", *map(str, args)], cwd=cwd, env=env(**extra),

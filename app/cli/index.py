@@ -138,7 +138,9 @@ def _compact(args: argparse.Namespace) -> int:
             )
         else:
             what = f"nothing to compact (version {done.version}, {done.parts_before} parts)"
-        removed = f"; removed {len(done.removed)} leftovers over an hour old" if done.removed else ""
+        removed = (
+            f"; removed {len(done.removed)} leftovers over an hour old" if done.removed else ""
+        )
         print(f"neardup index compact: {what}{removed}", file=sys.stderr)
     return 0
 
@@ -148,7 +150,7 @@ def _matches(found: IndexLookup, rows: int) -> list[list[tuple[float, str, str, 
     out: list[list[tuple[float, str, str, bool]]] = [[] for _ in range(rows)]
     exact = found.exact
     for (row, at), est in zip(found.pairs.tolist(), found.estimate.tolist(), strict=True):
-        out[row].append((est, found.ids[at], found.parts[at], at == exact[row]))
+        out[row].append((est, found.ids[at], found.parts[at], at == int(exact[row])))
     for row in np.flatnonzero(exact >= 0).tolist():
         at = int(exact[row])
         if not any(m[3] for m in out[row]):  # an empty text has no bands: only its digest
@@ -204,7 +206,7 @@ def _query(args: argparse.Namespace) -> int:
         hits = int(np.count_nonzero(hit))
         print(
             f"neardup index query: {len(ids):,} texts against {index.rows:,} indexed documents "
-            f"(version {index.version}): {hits:,} near-duplicate one",
+            f"(version {index.version}): {hits:,} near-duplicate indexed documents",
             file=sys.stderr,
         )
     return 0

@@ -186,7 +186,9 @@ def _kept(out: Path) -> tuple[dict[str, int], set[str]]:
     return {k: kinds[k] for k in ("index-exact", "index-near")}, batch
 
 
-def _dedup(cfg: Config, name: str, inputs: Sequence[Path], docs: int, tmp: Path, *flags: str) -> Measured:
+def _dedup(
+    cfg: Config, name: str, inputs: Sequence[Path], docs: int, tmp: Path, *flags: str
+) -> Measured:
     """``neardup dedup INPUTS FLAGS``, measured; its manifest and survivors read back."""
     out = tmp / f"{name}.out.jsonl"
     argv = _python("neardup", "dedup", *map(str, inputs), "--output", str(out), *flags)

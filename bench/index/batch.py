@@ -120,7 +120,9 @@ def write_batch(
     planted: list[str] = []
     for k, row in enumerate(sources):
         kind = "index-exact" if k < exact else "index-near"
-        text = row["text"] if k < exact else near_copy(row["text"], rng, NEAR_WORDS_PER_CHANGE, vocab)
+        text = (
+            row["text"] if k < exact else near_copy(row["text"], rng, NEAR_WORDS_PER_CHANGE, vocab)
+        )
         meta = {"kind": kind, "src": row["id"]}
         planted.append(json.dumps({"id": f"nx{k:08d}", "text": text, "meta": meta}))
     counts.index_exact, counts.index_near = exact, near

@@ -63,6 +63,7 @@ ENGINE_NAMES = {
     "IndexFile", "IndexPart", "IndexLookup", "lookup_index", "write_part", "commit_index",
     "index_params", "run_info", "part_table", "binary_matrix", "IndexConflictError",
     "IndexDamagedError", "IndexIdError", "IndexMissingError", "IndexParameterError",
+    "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
 }  # fmt: skip
 
 

@@ -46,7 +46,9 @@ def uninterrupted(built: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     return (tmp / "out.jsonl").read_bytes(), index_table(tmp / "idx")
 
 
-def _append(built: Path, idx: Path, out: Path, batch: str = "a.jsonl") -> subprocess.CompletedProcess[str]:
+def _append(
+    built: Path, idx: Path, out: Path, batch: str = "a.jsonl"
+) -> subprocess.CompletedProcess[str]:
     return neardup("dedup", built / batch, "--output", out, "--index", idx, "--workers", "1",
                    "--quiet", cwd=out.parent)  # fmt: skip
 
@@ -71,7 +73,9 @@ def _copy(built: Path, tmp: Path) -> Path:
 
 
 @pytest.mark.parametrize("stage", ["read", "signatures", "write", "commit"])
-def test_kill_9_leaves_the_index_as_it_was_and_the_next_run_works(built, uninterrupted, tmp_path, stage):
+def test_kill_9_leaves_the_index_as_it_was_and_the_next_run_works(
+    built, uninterrupted, tmp_path, stage
+):
     idx = _copy(built, tmp_path)
     before = snapshot(idx)
     proc = spawn("dedup", built / "a.jsonl", "--output", tmp_path / "out.jsonl", "--index", idx,
@@ -96,7 +100,9 @@ def test_kill_9_leaves_the_index_as_it_was_and_the_next_run_works(built, uninter
     assert latest_manifest(idx)[0] == before["version"] + 1
 
 
-def test_two_appends_stopped_before_their_commits_one_wins_the_other_fails_with_exit_3(built, tmp_path):
+def test_two_appends_stopped_before_their_commits_one_wins_the_other_fails_with_exit_3(
+    built, tmp_path
+):
     idx = _copy(built, tmp_path)
     version = snapshot(idx)["version"]
     runs = {}
@@ -203,7 +209,9 @@ def _truncate(path: Path) -> None:
 
 
 def _garbage(path: Path) -> None:
-    path.write_bytes(bytes(range(256)) * (path.stat().st_size // 256) + b"x" * (path.stat().st_size % 256))
+    path.write_bytes(
+        bytes(range(256)) * (path.stat().st_size // 256) + b"x" * (path.stat().st_size % 256)
+    )
 
 
 def _footer(path: Path) -> None:
@@ -234,7 +242,9 @@ def test_a_damaged_or_missing_part_file_is_an_error_naming_it(built, tmp_path, d
     done = neardup(*args, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
-    assert line.startswith(f"neardup {' '.join(command[:2]) if command[0] == 'index' else 'dedup'}: error: ")
+    assert line.startswith(
+        f"neardup {' '.join(command[:2]) if command[0] == 'index' else 'dedup'}: error: "
+    )
     assert str(target.relative_to(idx)) in line and "damaged" in line
     assert not (tmp_path / "out.jsonl").exists()
     assert {p: p.read_bytes() for p in idx.rglob("*") if p.is_file()} == before
@@ -245,7 +255,9 @@ def test_a_damaged_or_missing_part_file_is_an_error_naming_it(built, tmp_path, d
     [(["--threshold", "0.7"], "threshold"), (["--num-perm", "64", "--bands", "8"], "bands"),
      (["--tokenizer", "multilingual"], "tokenizer"), (["--seed", "3"], "seed"), (["--k", "4"], "k")],
 )  # fmt: skip
-def test_parameters_differing_from_the_index_are_exit_2_naming_the_parameter(built, tmp_path, flags, name):
+def test_parameters_differing_from_the_index_are_exit_2_naming_the_parameter(
+    built, tmp_path, flags, name
+):
     idx = _copy(built, tmp_path)
     before = snapshot(idx)
     done = neardup("dedup", built / "a.jsonl", "--output", "out.jsonl", "--index", idx, *flags,
