@@ -2,8 +2,7 @@
 
 ``index_info`` describes the latest committed version (parameters, parts with their rows, bytes
 and runs, totals) and the leftovers of killed runs: files under ``parts/`` that the latest
-version does not list, and temporary files in ``_index/``. It checks every listed file's size
-(``DocIndex.verify``): a damaged index is an error naming the file, never a smaller one.
+version does not list, and temporary files in ``_index/``.
 
 ``compact_index`` rewrites runs of small parts as parts of about ``part_rows`` rows, atomically:
 it writes the new parts' files, then commits the next version (the old parts dropped, the new
@@ -11,6 +10,9 @@ ones added) with the same exclusive create as an append, and only then removes t
 files. A run that committed in between makes the commit fail (``IndexConflictError``): the new
 files are removed and the index is as the other run left it. Leftovers older than
 ``LEFTOVER_AGE`` seconds are removed (a younger one may be a running writer's).
+
+Both first check every listed file (``check_files``: its size, then its Parquet footer, its
+columns and rows), so a damaged index is an error naming the file, never a smaller index.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "PART_ROWS",
     "CompactResult",
     "Leftover",
+    "check_files",
     "compact_index",
     "index_info",
     "leftovers",
@@ -116,16 +119,26 @@ def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
     return out
 
 
+def check_files(index: DocIndex) -> None:
+    """IndexDamagedError naming the first listed file that is missing, of another size, not
+    Parquet (its footer is read), without the columns, or of other rows than listed."""
+    index.verify()
+    for part in index.parts:
+        for f in part.files:
+            with index.parquet(f):
+                pass
+
+
 def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
     """What ``neardup index info`` prints: the latest version, its parameters and parts (the
     first ``limit``, all counted), totals, and the leftovers (the first ``limit``, counted).
 
     Raises:
         IndexMissingError: nothing committed at ``url``.
-        IndexDamagedError: a listed file is missing or of another size.
+        IndexDamagedError: a listed file is missing or damaged (``check_files``).
     """
     index = DocIndex.open(url)
-    index.verify()
+    check_files(index)
     found = leftovers(index)
     parts = [
         {"name": p.name, "rows": p.rows, "bytes": sum(f.bytes for f in p.files),
@@ -250,7 +263,7 @@ def compact_index(
         IndexConflictError: another run committed first (the new files are removed).
     """
     index = DocIndex.open(url)
-    index.verify()
+    check_files(index)
     params = index.minhash_params()
     stale = [x for x in leftovers(index) if x.age is not None and x.age >= leftover_age]
     groups = _groups(index.parts, part_rows)

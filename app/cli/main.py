@@ -496,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except IndexConflictError as exc:  # exit 3: "retry", apart from 2, "bad input"
-        print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
+        print(f"neardup {name}: error: {exc}", file=sys.stderr)
         return 3
     except NeardupError as exc:
         print(f"neardup {name}: error: {exc}", file=sys.stderr)

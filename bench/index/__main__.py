@@ -330,9 +330,10 @@ def detail_rows(report: Report) -> list[tuple[str, str]]:
         ("new dump", f"{b['docs']:,} documents, {_mib(b['bytes'])} MiB: {b['index_exact']:,} "
          f"exact and {b['index_near']:,} near copies of indexed originals, {b['fresh']:,} fresh "
          f"({b['fresh_exact']:,} exact and {b['fresh_near']:,} near copies among them)"),
-        ("index after the build", f"{before['rows']:,} documents, {len(before['parts'])} part(s), "
-         f"{before['bytes']:,} bytes ({before['bytes'] / max(before['rows'], 1):.0f} B a document)"),
-        ("index after the append", f"{after['rows']:,} documents, {len(after['parts'])} parts, "
+        ("index after the build", f"{before['rows']:,} documents, {before['parts_total']} "
+         f"part(s), {before['bytes']:,} bytes ({before['bytes'] / max(before['rows'], 1):.0f} B "
+         "a document)"),
+        ("index after the append", f"{after['rows']:,} documents, {after['parts_total']} parts, "
          f"version {after['version']}"),
         ("batch survivors, append vs full rerun", f"both {len(append & full):,}, append only "
          f"{len(append - full):,}, full rerun only {len(full - append):,}"),
