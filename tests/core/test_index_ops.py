@@ -4,6 +4,7 @@ compaction that keeps every row, commits atomically and loses no race."""
 import json
 import os
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -82,7 +83,7 @@ def test_compaction_keeps_every_row_and_merges_runs_of_small_parts(
             assert ids == sorted(ids)
     # consecutive parts that fit in part_rows together are merged
     merged_sizes = [p.rows for p in after.parts]
-    assert all(a + b > part_rows for a, b in zip(merged_sizes, merged_sizes[1:], strict=False))
+    assert all(a + b > part_rows for a, b in pairwise(merged_sizes))
     # the old parts' directories are gone, nothing is left over
     assert sorted(os.listdir(Path(url) / "parts")) == sorted(p.name for p in after.parts)
     assert index_leftovers(after) == []
