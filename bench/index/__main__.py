@@ -24,10 +24,12 @@ rebuilding the index from every earlier signature. Nothing of theirs is run here
 
 Run from the repository root::
 
-    python -m bench.index [--docs N] [--batch M] [--quick] [--markdown]
+    python -m bench.index [--docs N] [--batch M] [--repeat R] [--quick] [--markdown]
 
-Defaults (N = 1,000,000, M = 100,000) take about 10 minutes on 2 cores (plus writing the corpus
-once, if ``bench.batch`` has not); ``--quick`` (N = 20,000, M = 2,000) under a minute.
+The three steps over the new dump run R times, interleaved, and the run of median wall time is
+reported. Defaults (N = 1,000,000, M = 100,000, R = 3) take about 15 minutes on 2 idle cores
+(plus writing the corpus once, if ``bench.batch`` has not); ``--quick`` (N = 20,000, M = 2,000,
+R = 1) about a minute.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ __all__ = ["Config", "Report", "main", "markdown", "run"]
 SIZES = {
     "docs": Size("indexed corpus documents (N)", 1_000_000, 20_000),
     "batch": Size("documents of the new dump (M)", 100_000, 2_000),
+    "repeat": Size("runs of each step over the new dump (R; the median is reported)", 3, 1),
 }
 #: The sources measured, digested at the start.
 SOURCES = {"core/": ["core"], "app/cli/": ["app/cli"]}
@@ -80,6 +83,8 @@ class Config:
     Attributes:
         docs: documents of the indexed corpus (N).
         batch: documents of the new dump (M).
+        repeat: runs of each step over the new dump (no index, read, append), interleaved; the
+            run of median wall time is reported (the machine may be shared).
         seed: the corpora's seed.
         workers: ``neardup dedup --workers``.
         timeout: seconds before any one subprocess is killed.
@@ -88,6 +93,7 @@ class Config:
 
     docs: int = SIZES["docs"].full
     batch: int = SIZES["batch"].full
+    repeat: int = SIZES["repeat"].full
     seed: int = 0
     workers: int = 2
     timeout: float = 3600.0
@@ -106,6 +112,7 @@ class Measured:
         stages: its manifest's seconds per stage (dedup runs).
         planted_kept: planted copies of indexed documents it kept, by kind.
         batch_kept: the ids of the new dump it kept.
+        walls: the wall times of every repetition of the step (this run's among them).
     """
 
     name: str
@@ -115,6 +122,15 @@ class Measured:
     stages: dict[str, float] = field(default_factory=dict)
     planted_kept: dict[str, int] = field(default_factory=dict)
     batch_kept: set[str] = field(default_factory=set)
+    walls: list[float] = field(default_factory=list)
+
+
+def _median_run(runs: Sequence[Measured]) -> Measured:
+    """The run of median wall time (the lower middle of an even number), all walls in it."""
+    ordered = sorted(runs, key=lambda m: m.tree.wall)
+    chosen = ordered[(len(ordered) - 1) // 2]
+    chosen.walls = [m.tree.wall for m in runs]
+    return chosen
 
 
 @dataclass
@@ -140,7 +156,7 @@ class Report:
     index_after: dict[str, Any]
 
     def ratio(self, a: str, b: str) -> float:
-        """Wall time of run ``a`` over run ``b``."""
+        """Wall time of run ``a`` over run ``b`` (the median runs of repeated steps)."""
         return self.runs[a].tree.wall / self.runs[b].tree.wall
 
     @property
@@ -249,13 +265,21 @@ def run(cfg: Config, command: str) -> Report:
         argv += ["--out", str(batch), "--docs", str(cfg.batch), "--seed", str(cfg.seed)]
         made = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "b"), "b")
         counts: dict[str, Any] = json.loads(made.stdout.splitlines()[-1])
+        built = tmp / "built"
+        runs = {"build": _dedup(cfg, "build", [corpus], cfg.docs, tmp, "--index", str(built))}
+        before = _info(built)
         idx = tmp / "index"
-        runs = {"build": _dedup(cfg, "build", [corpus], cfg.docs, tmp, "--index", str(idx))}
-        before = _info(idx)
-        runs["no_index"] = _dedup(cfg, "no_index", [batch], cfg.batch, tmp)
         flags = ("--index", str(idx))
-        runs["read"] = _dedup(cfg, "read", [batch], cfg.batch, tmp, *flags, "--index-mode", "read")
-        runs["append"] = _dedup(cfg, "append", [batch], cfg.batch, tmp, *flags)
+        repeats: dict[str, list[Measured]] = {"no_index": [], "read": [], "append": []}
+        for k in range(cfg.repeat):  # interleaved: a burst of load on the machine hits all three
+            _say(f"steps over the new dump, round {k + 1} of {cfg.repeat}")
+            shutil.rmtree(idx, ignore_errors=True)
+            shutil.copytree(built, idx)  # every append adds to the index the build made
+            repeats["no_index"].append(_dedup(cfg, "no_index", [batch], cfg.batch, tmp))
+            read = _dedup(cfg, "read", [batch], cfg.batch, tmp, *flags, "--index-mode", "read")
+            repeats["read"].append(read)
+            repeats["append"].append(_dedup(cfg, "append", [batch], cfg.batch, tmp, *flags))
+        runs.update((key, _median_run(measured)) for key, measured in repeats.items())
         after = _info(idx)
         total = cfg.docs + cfg.batch
         runs["full"] = _dedup(cfg, "full", [corpus, batch], total, tmp)
@@ -341,6 +365,8 @@ def detail_rows(report: Report) -> list[tuple[str, str]]:
     for key, m in report.runs.items():
         stages = ", ".join(f"{k} {v:.1f}" for k, v in m.stages.items())
         rows.append((f"{key}: stage seconds", stages))
+        if len(m.walls) > 1:
+            rows.append((f"{key}: wall s of every round", ", ".join(f"{w:.1f}" for w in m.walls)))
     return rows
 
 
@@ -360,7 +386,9 @@ def markdown(report: Report) -> str:
         "the outputs and the new part). Peak RSS tree: the largest sum of VmRSS over the process "
         "and its spawn workers, polled every 50 ms (`bench.batch.proctree`); the extra memory "
         "per indexed document is (peak of the run - peak of the no-index run) / documents in "
-        "the index.",
+        "the index. The steps over the new dump run R times, interleaved (no index, read, append; "
+        "each append on a fresh copy of the built index); each row is the run of median wall "
+        "time.",
         "- The peers keep no index between runs: datasketch's MinHashLSH and rensa's live in "
         "the memory of one process (datasketch can put its buckets in a Redis or Cassandra "
         "server), so their incremental run is a rerun over everything (the `full rerun` row).",
@@ -393,11 +421,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the report (text, or markdown with ``--markdown``)."""
     given, command = options.command_line("bench.index", argv)
     args = _parser().parse_args(given)
-    docs, batch = options.sizes(args, SIZES).values()
-    if docs < 1 or batch < 1:
-        raise SystemExit("--docs and --batch must be positive")
+    docs, batch, repeat = options.sizes(args, SIZES).values()
+    if docs < 1 or batch < 1 or repeat < 1:
+        raise SystemExit("--docs, --batch and --repeat must be positive")
     cache = None if args.no_cache else (args.cache_dir or default_cache_dir())
-    report = run(Config(docs, batch, args.seed, args.workers, args.timeout, cache), command)
+    cfg = Config(docs, batch, repeat, args.seed, args.workers, args.timeout, cache)
+    report = run(cfg, command)
     print(markdown(report) if args.markdown else text(report))
     return 0
 

@@ -36,7 +36,7 @@ def test_a_tiny_run_measures_every_step_and_the_incremental_run_drops_the_plante
     tmp_path,
 ):
     done = subprocess.run(
-        [sys.executable, "-m", "bench.index", "--docs", "1500", "--batch", "300", "--workers",
+        [sys.executable, "-m", "bench.index", "--docs", "1500", "--batch", "300", "--repeat", "2", "--workers",
          "1", "--cache-dir", str(tmp_path), "--markdown"],
         cwd=ROOT, env=env(), capture_output=True, text=True, timeout=900,
     )  # fmt: skip
@@ -56,3 +56,4 @@ def test_a_tiny_run_measures_every_step_and_the_incremental_run_drops_the_plante
     assert "| extra peak RSS per indexed document |" in text
     assert "no persistent index" in text
     assert "| batch survivors, append vs full rerun | both " in text
+    assert text.count(" wall s of every round | ") == 3  # no index, read and append, twice
