@@ -36,8 +36,8 @@ def test_a_tiny_run_measures_every_step_and_the_incremental_run_drops_the_plante
     tmp_path,
 ):
     done = subprocess.run(
-        [sys.executable, "-m", "bench.index", "--docs", "1500", "--batch", "300", "--repeat", "2", "--workers",
-         "1", "--cache-dir", str(tmp_path), "--markdown"],
+        [sys.executable, "-m", "bench.index", "--docs", "1500", "--batch", "300", "--repeat",
+         "2", "--workers", "1", "--cache-dir", str(tmp_path), "--markdown"],
         cwd=ROOT, env=env(), capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
