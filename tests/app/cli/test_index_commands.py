@@ -166,3 +166,21 @@ def test_the_pyarrow_snippet_of_the_docs_reads_an_index_built_by_dedup(idx):
     assert scope["table"].num_rows == 6
     assert sorted(scope["table"]["id"].to_pylist()) == ["b0", "b1", "b2", "b3", "c0", "d0"]
     assert scope["sigs"].shape == (6, 128)
+
+
+def test_every_index_flag_has_help_and_shows_its_default():
+    from neardup.app.cli.main import build_parser
+
+    def choices(parser, name):
+        return next(a for a in parser._actions if a.choices and name in a.choices).choices
+
+    index = choices(build_parser(), "index")["index"]
+    for command, sub in choices(index, "info").items():
+        formatter = sub.formatter_class(command)
+        for action in sub._actions:
+            if action.dest == "help":
+                continue
+            text = formatter._get_help_string(action) or ""
+            assert action.help, f"index {command} {action.option_strings} has no help"
+            if action.option_strings and action.default not in (None, False):
+                assert "default" in text, f"index {command} {action.option_strings}: {text}"
