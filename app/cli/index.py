@@ -167,8 +167,8 @@ def _query(args: argparse.Namespace) -> int:
     if workers < 1:
         raise ParameterError(f"--workers {workers}: give at least 1")
     check_output(args.output)
-    reads = [("INPUT", t) for t in args.inputs] + [("IDX", args.index)]
-    check_apart(reads, [("--output", args.output)])
+    reads = [("INPUT", t) for t in args.inputs]
+    check_apart(reads, [("--output", args.output)], index=("IDX", args.index))
     index = DocIndex.open(args.index)
     index.verify()
     params = index.minhash_params()

@@ -141,6 +141,8 @@ def test_compact_merges_the_parts_and_keeps_every_row(idx, tmp_path):
         (["compact", "idx", "--part-rows", "0"], "--part-rows 0: give at least 1"),
         (["query", "idx", "missing.jsonl"], "missing.jsonl"),
         (["query", "idx", "q.jsonl", "--output", "q.jsonl"], "q.jsonl"),
+        (["query", "idx", "q.jsonl", "--output", "idx/q.jsonl"], "idx"),
+        (["query", "idx", "idx/_index/00000003.json"], "idx"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(idx, tmp_path, args, message):
