@@ -28,6 +28,7 @@ from typing import Any
 from neardup.core._index import (
     DocIndex,
     IndexPart,
+    _versions,
     commit_index,
     run_info,
     write_part,
@@ -130,8 +131,9 @@ def check_files(index: DocIndex) -> None:
 
 
 def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
-    """What ``neardup index info`` prints: the latest version, its parameters and parts (the
-    first ``limit``, all counted), totals, and the leftovers (the first ``limit``, counted).
+    """What ``neardup index info`` prints: the latest version (and the committed versions, the
+    last ``limit``, all counted), its parameters and parts (the first ``limit``, all counted),
+    totals, and the leftovers (the first ``limit``, counted).
 
     Raises:
         IndexMissingError: nothing committed at ``url``.
@@ -140,6 +142,7 @@ def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
     index = DocIndex.open(url)
     check_files(index)
     found = leftovers(index)
+    versions = _versions(index.fs, index.root)
     parts = [
         {"name": p.name, "rows": p.rows, "bytes": sum(f.bytes for f in p.files),
          "files": len(p.files), "run": p.run}
@@ -150,6 +153,8 @@ def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
         "format": index.manifest.get("format"),
         "format_version": index.manifest.get("format_version"),
         "version": index.version,
+        "versions_total": len(versions),
+        "versions": versions[-limit:] if limit else [],
         "params": index.params,
         "rows": index.rows,
         "bytes": sum(p["bytes"] for p in parts),

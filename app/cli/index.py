@@ -83,8 +83,9 @@ def info_text(info: dict[str, Any]) -> str:
     """``neardup index info`` for people."""
     params = " ".join(f"{k}={v}" for k, v in sorted((info["params"] or {}).items()))
     lines = [
-        f"index {info['index']}: version {info['version']}, {info['rows']:,} documents in "
-        f"{info['parts_total']:,} parts ({info['files']:,} files, {_size(info['bytes'])})",
+        f"index {info['index']}: version {info['version']} ({info['versions_total']:,} "
+        f"committed), {info['rows']:,} documents in {info['parts_total']:,} parts "
+        f"({info['files']:,} files, {_size(info['bytes'])})",
         f"parameters: {params}",
         "parts:",
     ]

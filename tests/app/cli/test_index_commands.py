@@ -55,7 +55,9 @@ def test_info_prints_the_version_parameters_parts_and_leftovers(idx, tmp_path):
     assert done.returncode == 0, done.stderr
     _, manifest = latest_manifest(idx)
     lines = done.stdout.splitlines()
-    assert lines[0].startswith(f"index {idx}: version 3, 6 documents in 3 parts (3 files, ")
+    assert lines[0].startswith(
+        f"index {idx}: version 3 (3 committed), 6 documents in 3 parts (3 files, "
+    )
     assert lines[1] == "parameters: bands=16 k=5 num_perm=128 seed=0 threshold=0.8 tokenizer=words"
     for part, line in zip(manifest["parts"], lines[3:6], strict=True):
         assert line.split()[:3] == [part["name"], str(part["rows"]), "rows"]
@@ -69,6 +71,7 @@ def test_info_json_is_the_manifest_summed_and_lists_are_capped(idx, tmp_path):
     info = json.loads(done.stdout)
     version, manifest = latest_manifest(idx)
     assert (info["version"], info["rows"], info["parts_total"]) == (version, 6, 3)
+    assert (info["versions_total"], info["versions"]) == (3, [2, 3])
     assert [p["name"] for p in info["parts"]] == [p["name"] for p in manifest["parts"][:2]]
     assert info["bytes"] == sum(f["bytes"] for p in manifest["parts"] for f in p["files"])
     assert info["params"] == manifest["params"]
