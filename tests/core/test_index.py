@@ -2,14 +2,17 @@
 
 import json
 import os
+from contextlib import ExitStack
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from neardup.core import _index
 from neardup.core._banding import band_digest
 from neardup.core.engine import (
     INDEX_PARAMS_KEY,
@@ -205,9 +208,37 @@ _texts = st.lists(
 )  # fmt: skip
 
 
-@settings(max_examples=40, deadline=None)
-@given(old=_texts, new=_texts)
-def test_index_lookup_equals_brute_force(tmp_path_factory, old: list[str], new: list[str]) -> None:
+@st.composite
+def _edits(draw, old: list[str]) -> list[str]:
+    """New texts: fresh ones, copies of ``old`` and copies with a word replaced and one added
+    (estimates spread around the threshold)."""
+    out = []
+    for _ in range(draw(st.integers(1, 25))):
+        how = draw(st.sampled_from(["fresh", "copy", "edit", "edit"]))
+        if how == "fresh":
+            out.append(" ".join(draw(st.lists(st.sampled_from(WORDS), max_size=6))))
+            continue
+        words = draw(st.sampled_from(old)).split()
+        if how == "edit":
+            words.append(draw(st.sampled_from(WORDS)))
+            words[draw(st.integers(0, len(words) - 1))] = draw(st.sampled_from(WORDS))
+        out.append(" ".join(words))
+    return out
+
+
+@given(data=st.data(), old=_texts)
+def test_index_lookup_equals_brute_force(tmp_path_factory, data, old: list[str]) -> None:
+    new = data.draw(_edits(old))
+    # Tiny row groups and batches sometimes: a lookup then spans many of each.
+    group, batch = data.draw(st.sampled_from([(None, None), (2, 3), (3, 7), (1, 1)]))
+    with ExitStack() as stack:
+        if group is not None:
+            stack.enter_context(mock.patch.object(_index, "ROW_GROUP", group))
+            stack.enter_context(mock.patch.object(_index, "BATCH_ROWS", batch))
+        _check_lookup(tmp_path_factory, old, new)
+
+
+def _check_lookup(tmp_path_factory, old: list[str], new: list[str]) -> None:
     url = str(tmp_path_factory.mktemp("idx") / "idx")
     half = len(old) // 2
     ids = [f"i{j:03d}" for j in range(len(old))]
@@ -227,3 +258,22 @@ def test_index_lookup_equals_brute_force(tmp_path_factory, old: list[str], new: 
         k = ids.index(doc_id)
         assert found.sigs[j].tolist() == batch_signatures([old[k]], PARAMS)[0].tolist()
         assert found.parts[j] == index.parts[0 if k < half else len(index.parts) - 1].name
+
+
+def test_index_lookup_confirms_an_estimate_equal_to_the_threshold(tmp_path: Path) -> None:
+    """``estimate >= threshold``, as among new rows: a pair exactly at the threshold counts."""
+    texts = [" ".join(WORDS[i : i + 4 + j]) for i in range(6) for j in range(4)]
+    sigs = batch_signatures(texts, PARAMS)
+    found = None
+    for a in range(len(texts)):
+        for b in range(len(texts)):
+            shared = any(
+                (sigs[a, r * 4 : r * 4 + 4] == sigs[b, r * 4 : r * 4 + 4]).all() for r in range(8)
+            )
+            if a != b and shared and (sigs[a] == sigs[b]).mean() == PARAMS.threshold:
+                found = (a, b)
+    assert found is not None, "the texts hold a pair at the threshold"
+    a, b = found
+    index = _add(str(tmp_path / "idx"), ["old"], [texts[b]])
+    hit = index.lookup(sigs[a : a + 1], text_digests([texts[a]]))
+    assert hit.ids == ["old"] and hit.estimate.tolist() == [PARAMS.threshold]
