@@ -75,10 +75,11 @@ def part_table(
 ) -> Any:
     """The pyarrow Table of a part: the rows sorted by id, with ``PARAMS_KEY`` metadata."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     id_array = pa.array(list(ids), type=pa.string())
-    order = pc.sort_indices(id_array).to_numpy()  # UTF-8 byte order: Python's str order
+    # Python's str order (code points: UTF-8 byte order, as Spark and DuckDB sort strings);
+    # not pyarrow.compute, whose import alone takes ~0.5 s.
+    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     sigs = np.ascontiguousarray(sigs[order], dtype="<u4")
     columns = [
         pa.chunked_array([id_array.take(pa.array(order))]),

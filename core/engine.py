@@ -148,6 +148,7 @@ from neardup.core._writer import RowWriter
 from neardup.core.errors import (
     CorpusError,
     DuplicateIdError,
+    IndexChangedError,
     IndexConflictError,
     IndexDamagedError,
     IndexIdError,
@@ -185,6 +186,7 @@ __all__ = [
     "Doc",
     "DocIndex",
     "DuplicateIdError",
+    "IndexChangedError",
     "IndexConflictError",
     "IndexDamagedError",
     "IndexFile",

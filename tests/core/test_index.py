@@ -17,6 +17,7 @@ from neardup.core._banding import band_digest
 from neardup.core.engine import (
     INDEX_PARAMS_KEY,
     DocIndex,
+    IndexChangedError,
     IndexConflictError,
     IndexDamagedError,
     IndexIdError,
@@ -277,3 +278,55 @@ def test_index_lookup_confirms_an_estimate_equal_to_the_threshold(tmp_path: Path
     index = _add(str(tmp_path / "idx"), ["old"], [texts[b]])
     hit = index.lookup(sigs[a : a + 1], text_digests([texts[a]]))
     assert hit.ids == ["old"] and hit.estimate.tolist() == [PARAMS.threshold]
+
+
+@given(
+    indexed=st.sets(st.from_regex(r"[a-c]{1,3}", fullmatch=True), min_size=1, max_size=20),
+    asked=st.sets(st.from_regex(r"[a-c]{1,3}", fullmatch=True), max_size=20),
+)
+def test_index_id_parts_equal_the_intersection(tmp_path_factory, indexed, asked) -> None:
+    """Row groups of 2 ids (a part written 3 rows at a time), skipped by their id range when it
+    holds no asked id."""
+    url = str(tmp_path_factory.mktemp("idx") / "idx")
+    ids = sorted(indexed)
+    shuffled = ids[1::2] + ids[::2]
+    with mock.patch.object(_index, "ROW_GROUP", 2), mock.patch.object(_index, "BATCH_ROWS", 3):
+        index = _add(url, shuffled, [f"text {i}" for i in shuffled])  # written 3 rows at a time
+    table = pq.read_table(index.file_urls())
+    assert table.column("id").to_pylist() == ids  # sorted across the slices
+    meta = pq.ParquetFile(index.file_urls()[0]).metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    assert sum(sizes) == len(ids) and max(sizes) <= 2
+    assert index.id_parts(sorted(asked)) == {i: index.parts[0].name for i in indexed & asked}
+
+
+def test_index_on_an_fsspec_url() -> None:
+    """memory:// (no os.link there): the same commits, reads and the lost race."""
+    url = "memory://neardup-test-index"
+    index = _add(url, ["a", "b"], ["one two three", "four five six"])
+    index.verify()
+    assert index.file_urls()[0].startswith("memory://")
+    assert index.id_parts(["a", "z"]) == {"a": index.parts[0].name}
+    found = index.lookup(batch_signatures(["one two three"], PARAMS), text_digests(["one two"]))
+    assert found.ids == ["a"] and found.exact.tolist() == [-1]
+    stale = DocIndex(url, index.fs, index.root, 0, {})
+    with pytest.raises(IndexConflictError, match="version 1"):
+        commit_index(stale, PARAMS, [])
+    index.fs.rm(index.root, recursive=True)
+
+
+def test_index_files_removed_by_a_newer_version_are_a_change_not_damage(tmp_path: Path) -> None:
+    """A compaction committed (and its old files removed) while a run read the version before:
+    IndexChangedError (an IndexConflictError: rerun), not IndexDamagedError."""
+    url = str(tmp_path / "idx")
+    reader = _add(url, ["a"], ["one two"])
+    texts = ["one two"]
+    merged = write_part(reader, PARAMS, ["a"], text_digests(texts),
+                        batch_signatures(texts, PARAMS), run_info("local", "t", []))  # fmt: skip
+    commit_index(reader, PARAMS, [merged], drop=[reader.parts[0].name])
+    (tmp_path / "idx" / reader.parts[0].files[0].path).unlink()
+    with pytest.raises(IndexChangedError, match="removed by version 2") as caught:
+        reader.id_parts(["a"])
+    assert isinstance(caught.value, IndexConflictError)
+    with pytest.raises(IndexChangedError):
+        reader.verify()

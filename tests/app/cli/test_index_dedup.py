@@ -346,3 +346,20 @@ def test_index_lost_commit_race_is_exit_3_and_adds_nothing(tmp_path, capsys, mon
     assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["n1"]
     manifest = json.loads((tmp_path / "b.out.jsonl.manifest.json").read_text())["index"]
     assert manifest["version_written"] is None and "another run" in manifest["conflict"]
+
+
+def test_index_with_other_id_and_text_fields(tmp_path):
+    """--id-field/--text-field: the index holds the ids as written, the texts' digests."""
+    rows = [{"doc": {"key": "k1"}, "body": LONG}, {"doc": {"key": "k2"}, "body": "other words"}]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "b.jsonl").write_text(json.dumps({"doc": {"key": "k3"}, "body": LONG}) + "\n")
+    flags = ["--id-field", "doc.key", "--text-field", "body", "--index", str(tmp_path / "idx")]
+    for name in ("a", "b"):
+        assert main(["dedup", str(tmp_path / f"{name}.jsonl"), "--output",
+                     str(tmp_path / f"{name}.out.jsonl"), "--removed",
+                     str(tmp_path / f"{name}.removed.jsonl"), *flags, *FLAGS]) == 0  # fmt: skip
+    (row,) = _read(tmp_path / "b.removed.jsonl")
+    assert row["doc"] == {"key": "k3"} and row["neardup"]["reason"] == "exact"
+    assert row["neardup"]["duplicate_of"] == "k1"
+    table = pq.read_table(DocIndex.open(str(tmp_path / "idx")).file_urls())
+    assert table.column("id").to_pylist() == ["k1", "k2"]
