@@ -268,17 +268,21 @@ def run(cfg: Config, command: str) -> Report:
         built = tmp / "built"
         runs = {"build": _dedup(cfg, "build", [corpus], cfg.docs, tmp, "--index", str(built))}
         before = _info(built)
-        idx = tmp / "index"
-        flags = ("--index", str(idx))
+        idx = tmp / "index"  # each append adds to a fresh copy of the built index
         repeats: dict[str, list[Measured]] = {"no_index": [], "read": [], "append": []}
-        for k in range(cfg.repeat):  # interleaved: a burst of load on the machine hits all three
-            _say(f"steps over the new dump, round {k + 1} of {cfg.repeat}")
-            shutil.rmtree(idx, ignore_errors=True)
-            shutil.copytree(built, idx)  # every append adds to the index the build made
-            repeats["no_index"].append(_dedup(cfg, "no_index", [batch], cfg.batch, tmp))
-            read = _dedup(cfg, "read", [batch], cfg.batch, tmp, *flags, "--index-mode", "read")
-            repeats["read"].append(read)
-            repeats["append"].append(_dedup(cfg, "append", [batch], cfg.batch, tmp, *flags))
+        steps = {
+            "no_index": (),
+            "read": ("--index", str(built), "--index-mode", "read"),  # adds nothing
+            "append": ("--index", str(idx)),
+        }
+        order = list(steps)
+        for k in range(cfg.repeat):  # interleaved, in a rotating order: load that drifts while
+            _say(f"steps over the new dump, round {k + 1} of {cfg.repeat}")  # they run hits all
+            for key in order[k % 3 :] + order[: k % 3]:
+                if key == "append":
+                    shutil.rmtree(idx, ignore_errors=True)
+                    shutil.copytree(built, idx)
+                repeats[key].append(_dedup(cfg, key, [batch], cfg.batch, tmp, *steps[key]))
         runs.update((key, _median_run(measured)) for key, measured in repeats.items())
         after = _info(idx)
         total = cfg.docs + cfg.batch
@@ -386,9 +390,9 @@ def markdown(report: Report) -> str:
         "the outputs and the new part). Peak RSS tree: the largest sum of VmRSS over the process "
         "and its spawn workers, polled every 50 ms (`bench.batch.proctree`); the extra memory "
         "per indexed document is (peak of the run - peak of the no-index run) / documents in "
-        "the index. The steps over the new dump run R times, interleaved (no index, read, append; "
-        "each append on a fresh copy of the built index); each row is the run of median wall "
-        "time.",
+        "the index. The steps over the new dump run R times, interleaved in a rotating order "
+        "(no index, read, append; then read, append, no index; ...; every round on a fresh copy "
+        "of the built index); each row is the run of median wall time.",
         "- The peers keep no index between runs: datasketch's MinHashLSH and rensa's live in "
         "the memory of one process (datasketch can put its buckets in a Redis or Cassandra "
         "server), so their incremental run is a rerun over everything (the `full rerun` row).",
