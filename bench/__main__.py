@@ -27,6 +27,7 @@ MODULES = (
     "bench.service.copies",
     "bench.service.replicas",
     "bench.batch",
+    "bench.index",
     "bench.decont",
     "bench.probing",
     "bench.coldstart",

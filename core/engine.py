@@ -41,7 +41,8 @@ engine computes the same signatures, candidates, confirmations and components th
   ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
   ``lookup_index``, ``write_part``, ``commit_index``, ``index_params``, ``run_info``,
   ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
-  ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``.
+  ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``; what ``neardup index`` does to one: ``index_info``,
+  ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -96,6 +97,9 @@ from neardup.core._index import (
     write_part,
 )
 from neardup.core._index_lookup import IndexLookup, lookup_index
+from neardup.core._index_ops import CompactResult, compact_index, index_info
+from neardup.core._index_ops import Leftover as IndexLeftover
+from neardup.core._index_ops import leftovers as index_leftovers
 from neardup.core._index_parts import COLUMNS as INDEX_COLUMNS
 from neardup.core._index_parts import PARAMS_KEY as INDEX_PARAMS_KEY
 from neardup.core._index_parts import binary_matrix, part_table
@@ -182,6 +186,7 @@ __all__ = [
     "STDIO",
     "TOKENIZERS",
     "BandBuckets",
+    "CompactResult",
     "Components",
     "ContaminationReport",
     "CorpusError",
@@ -195,6 +200,7 @@ __all__ = [
     "IndexDamagedError",
     "IndexFile",
     "IndexIdError",
+    "IndexLeftover",
     "IndexLookup",
     "IndexMissingError",
     "IndexParameterError",
@@ -238,6 +244,7 @@ __all__ = [
     "cluster_survivors",
     "collision_message",
     "commit_index",
+    "compact_index",
     "confirm",
     "constant_problem",
     "corpus_format",
@@ -257,6 +264,8 @@ __all__ = [
     "id_problem",
     "id_rank",
     "in_order",
+    "index_info",
+    "index_leftovers",
     "index_params",
     "jaccard",
     "jsonl_items",

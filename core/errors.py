@@ -150,6 +150,7 @@ class IndexDamagedError(NeardupError, ValueError):
     holds other rows than listed: never read as a smaller index."""
 
     def __init__(self, url: str, path: str, problem: str) -> None:
+        problem = " ".join(problem.split())  # one line: Arrow's own messages end in a newline
         super().__init__(f"{url}: the index is damaged: {path} {problem}")
         self.url = url
         self.path = path

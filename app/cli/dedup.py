@@ -31,6 +31,7 @@ from neardup.app.cli.decisions import KEPT, Decisions, decide
 from neardup.app.cli.inputs import batches
 from neardup.app.cli.manifest import Manifest, write_manifest
 from neardup.app.cli.options import DedupOptions
+from neardup.app.cli.pause import pause_point
 from neardup.app.cli.progress import Progress
 from neardup.app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
 from neardup.app.cli.tagging import REASON_KEY, Tagger, arrow_hint, load_protected
@@ -182,6 +183,7 @@ def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
                 for chunk in stream:
                     sigs.write(chunk.tobytes())
                     progress.advance_to(reader.bytes_done)
+                    pause_point("read")
         sigs.seek(0)
         matrix = np.fromfile(sigs, dtype=np.uint32).reshape(-1, params.minhash.num_perm)
     digests = (
@@ -224,6 +226,7 @@ def _rows(
                 raise _changed(sources)
             yield numbered
             progress.advance_to(reader.bytes_done)
+            pause_point("write")
     if row != len(ids):
         raise _changed(sources)
 
@@ -305,6 +308,7 @@ def _spliced_pass(
                 pending.append((record, i))
             flush()
             progress.advance_to(reader.bytes_done)
+            pause_point("write")
     if n != len(ids):
         raise _changed(sources)
 
@@ -431,6 +435,7 @@ def _append(
         run,
     )  # fmt: skip
     record.update(part=part.name)
+    pause_point("commit")
     try:
         record["version_written"] = commit_index(index, params, [part])
     except IndexConflictError as exc:
@@ -507,6 +512,7 @@ def run_dedup(options: DedupOptions) -> Manifest:
         decont=params.decont, item_cap=params.item_cap, schema=options.schema,
         indexed=index is not None,
     )  # fmt: skip
+    pause_point("signatures")
     _write_pass(sources, options, first, tagger, manifest)
     manifest.seconds["write"] = time.perf_counter() - started
     try:

@@ -1,4 +1,5 @@
-"""The ``neardup`` command's flags and dispatch (serve, dedup, contamination, push, query).
+"""The ``neardup`` command's flags and dispatch (serve, dedup, contamination, push, query,
+index).
 
 Heavy imports happen inside the commands. Exit codes: 0 done, 2 bad input or usage (a message
 naming the file and line), 3 another run committed to the same ``--index`` first (rerun),
@@ -255,6 +256,50 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     cont.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+_IDX_HELP = "the index: a directory or an fsspec URL, as `neardup dedup --index` takes it"
+
+
+def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
+    index = sub.add_parser(
+        "index", help="look at, compact or query a persistent index (`neardup dedup --index`)"
+    )
+    cmds = index.add_subparsers(dest="index_command", required=True, metavar="COMMAND")
+    info = cmds.add_parser(
+        "info", formatter_class=_Formatter,
+        help="the parameters, parts (rows, bytes, the run that made each), totals and leftovers",
+    )  # fmt: skip
+    info.add_argument("index", metavar="IDX", help=_IDX_HELP)
+    info.add_argument("--json", action="store_true", help="one JSON object, for machines")
+    info.add_argument(
+        "--limit", type=int, default=100, help="parts and leftovers listed at most (all counted)"
+    )
+    compact = cmds.add_parser(
+        "compact", formatter_class=_Formatter,
+        help="rewrite many small parts as few, atomically; remove leftovers over an hour old",
+    )  # fmt: skip
+    compact.add_argument("index", metavar="IDX", help=_IDX_HELP)
+    compact.add_argument(
+        "--part-rows", type=int, metavar="N",
+        help="documents gathered into one part at most (default 1000000)",
+    )  # fmt: skip
+    compact.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    query = cmds.add_parser(
+        "query", formatter_class=_Formatter,
+        help="for each text of FILE..., the indexed documents it near-duplicates (JSON Lines)",
+    )  # fmt: skip
+    query.add_argument("index", metavar="IDX", help=_IDX_HELP)
+    query.add_argument("inputs", nargs="+", metavar="FILE", help=_INPUTS_HELP)
+    _schema_flags(query)
+    query.add_argument(
+        "--limit", type=int, default=100, help="matches listed per text at most (all counted)"
+    )
+    query.add_argument("--output", default="-", help="the JSON Lines answer; '-': stdout")
+    query.add_argument(
+        "--workers", type=int, help="signature processes (default: the CPUs, as dedup)"
+    )
+    query.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
 def _store_settings_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     cmd = sub.add_parser(
         "store-settings",
@@ -390,6 +435,12 @@ def _contamination(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index(args: argparse.Namespace) -> int:
+    from neardup.app.cli.index import index_command
+
+    return index_command(args)
+
+
 def _push_or_query(args: argparse.Namespace) -> int:
     # The client's errors are caught here, not in ``main``: other commands do not import httpx.
     from neardup.app.cli.remote import Remote, push, query
@@ -413,6 +464,7 @@ _COMMANDS = {
     "contamination": _contamination,
     "push": _push_or_query,
     "query": _push_or_query,
+    "index": _index,
 }
 
 
@@ -428,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     _contamination_parser(sub)
     _client_parsers(sub)
     _store_settings_parser(sub)
+    _index_parser(sub)
     return parser
 
 
@@ -444,20 +497,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     _contamination_parser(sub)
     _client_parsers(sub)
     _store_settings_parser(sub)
+    _index_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     args.command_line = ["neardup", *argv]
+    name = " ".join([args.command, *([args.index_command] if args.command == "index" else [])])
     try:
         return _COMMANDS[args.command](args)
     except IndexConflictError as exc:  # exit 3: "retry", apart from 2, "bad input"
-        print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
+        print(f"neardup {name}: error: {exc}", file=sys.stderr)
         return 3
     except NeardupError as exc:
-        print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
+        print(f"neardup {name}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a file the run could not write (permissions, a full disk, ...)
-        print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
+        print(f"neardup {name}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"neardup {args.command}: interrupted; no partial output left", file=sys.stderr)
+        print(f"neardup {name}: interrupted; no partial output left", file=sys.stderr)
         return 130

@@ -70,6 +70,7 @@ ENGINE_NAMES = {
     "index_params", "run_info", "part_table", "binary_matrix", "IndexConflictError",
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
     "IndexParameterError",
+    "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
 }  # fmt: skip
 
 

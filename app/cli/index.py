@@ -1,0 +1,221 @@
+"""``neardup index info|compact|query``: look at, tidy and search a persistent index
+(docs/index.md) without a server.
+
+- ``info``: the latest version, its parameters, parts (rows, bytes, the run that made each),
+  totals and the leftovers of killed runs; ``--json`` for machines.
+- ``compact``: runs of small parts rewritten as few, committed as the next version; the old
+  parts' files and leftovers older than an hour removed after the commit.
+- ``query``: for every row of the inputs (read as ``dedup`` reads them), the indexed documents it
+  near-duplicates under the index's own parameters, with estimates and parts, exact copies
+  flagged; one JSON line per row, the best ``--limit`` matches listed and all counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import closing
+from typing import Any
+
+import numpy as np
+
+from neardup.app.cli.inputs import batches
+from neardup.app.cli.options import default_workers
+from neardup.app.cli.pause import pause_point
+from neardup.app.cli.progress import Progress
+from neardup.app.cli.version import neardup_version
+from neardup.core.engine import (
+    DocIndex,
+    IndexLookup,
+    ParameterError,
+    RecordReader,
+    Schema,
+    atomic_output,
+    check_apart,
+    check_output,
+    compact_index,
+    expand_inputs,
+    index_info,
+    lookup_index,
+    signature_stream,
+    text_digests,
+)
+
+__all__ = ["index_command"]
+
+#: Rows per signature batch of ``query``.
+BATCH = 4096
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "age unknown"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min old"
+    return f"{seconds / 3600:.1f} h old"
+
+
+def _run(run: dict[str, Any]) -> str:
+    """A part's run in one line: when, how, from what."""
+    what = [str(run.get(k, "?")) for k in ("created", "engine", "mode")]
+    what.append(f"neardup {run.get('neardup', '?')}")
+    if run.get("from_parts"):
+        sources = [str(p) for p in run["from_parts"]]
+    else:
+        sources = [str(i) for i in run.get("inputs", [])]
+    total = int(run.get("inputs_total", len(sources)) or len(sources))
+    shown = ", ".join(sources[:3])
+    if total > 3:
+        shown += f" (+{total - 3} more)"
+    return " ".join(what) + (f": {shown}" if shown else "")
+
+
+def info_text(info: dict[str, Any]) -> str:
+    """``neardup index info`` for people."""
+    params = " ".join(f"{k}={v}" for k, v in sorted((info["params"] or {}).items()))
+    lines = [
+        f"index {info['index']}: version {info['version']} ({info['versions_total']:,} "
+        f"committed), {info['rows']:,} documents in {info['parts_total']:,} parts "
+        f"({info['files']:,} files, {_size(info['bytes'])})",
+        f"parameters: {params}",
+        "parts:",
+    ]
+    for p in info["parts"]:
+        lines.append(
+            f"  {p['name']}  {p['rows']:,} rows  {_size(p['bytes'])}  {p['files']} file(s)  "
+            f"{_run(p['run'])}"
+        )
+    if info["parts_total"] > len(info["parts"]):
+        lines.append(f"  ... and {info['parts_total'] - len(info['parts']):,} more (--limit)")
+    count = info["leftovers_total"]
+    if not count:
+        lines.append("leftovers of killed runs: none")
+        return "\n".join(lines)
+    lines.append(
+        f"leftovers of killed runs (no version lists them; `neardup index compact` removes those "
+        f"over an hour old): {count:,}, {_size(info['leftovers_bytes'])}"
+    )
+    for x in info["leftovers"]:
+        lines.append(f"  {x['path']}  {_size(x['bytes'])}  {_age(x['age_seconds'])}")
+    if count > len(info["leftovers"]):
+        lines.append(f"  ... and {count - len(info['leftovers']):,} more (--limit)")
+    return "\n".join(lines)
+
+
+def _info(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise ParameterError(f"--limit {args.limit}: give 0 or more")
+    info = index_info(args.index, limit=args.limit)
+    if args.json:
+        sys.stdout.write(json.dumps(info, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(info_text(info) + "\n")
+    return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    sizes = {} if args.part_rows is None else {"part_rows": args.part_rows}
+    if args.part_rows is not None and args.part_rows < 1:
+        raise ParameterError(f"--part-rows {args.part_rows}: give at least 1")
+    done = compact_index(
+        args.index, neardup=neardup_version(), before_commit=lambda: pause_point("commit"),
+        **sizes,
+    )  # fmt: skip
+    if not args.quiet:
+        if done.merged:
+            what = (
+                f"version {done.version}: {len(done.merged)} parts rewritten as "
+                f"{len(done.added)} ({done.parts_before} parts before, {done.parts_after} after; "
+                f"{done.rows:,} documents)"
+            )
+        else:
+            what = f"nothing to compact (version {done.version}, {done.parts_before} parts)"
+        removed = (
+            f"; removed {len(done.removed)} leftovers over an hour old" if done.removed else ""
+        )
+        print(f"neardup index compact: {what}{removed}", file=sys.stderr)
+    return 0
+
+
+def _matches(found: IndexLookup, rows: int) -> list[list[tuple[float, str, str, bool]]]:
+    """Per new row: (estimate, indexed id, part, exact) of every match, best first."""
+    out: list[list[tuple[float, str, str, bool]]] = [[] for _ in range(rows)]
+    exact = found.exact
+    for (row, at), est in zip(found.pairs.tolist(), found.estimate.tolist(), strict=True):
+        out[row].append((est, found.ids[at], found.parts[at], at == int(exact[row])))
+    for row in np.flatnonzero(exact >= 0).tolist():
+        at = int(exact[row])
+        if not any(m[3] for m in out[row]):  # an empty text has no bands: only its digest
+            out[row].append((1.0, found.ids[at], found.parts[at], True))
+    for matches in out:
+        matches.sort(key=lambda m: (-m[0], not m[3], m[1]))
+    return out
+
+
+def _query(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise ParameterError(f"--limit {args.limit}: give 0 or more")
+    workers = default_workers() if args.workers is None else args.workers
+    if workers < 1:
+        raise ParameterError(f"--workers {workers}: give at least 1")
+    check_output(args.output)
+    reads = [("INPUT", t) for t in args.inputs]
+    check_apart(reads, [("--output", args.output)], index=("IDX", args.index))
+    index = DocIndex.open(args.index)
+    index.verify()
+    params = index.minhash_params()
+    sources = expand_inputs(args.inputs)
+    reader = RecordReader(sources, Schema(args.id_field, args.text_field))
+    ids: list[str] = []
+    digests, sigs = [], []
+    with Progress("signatures", total=reader.total_bytes, unit="B", quiet=args.quiet) as progress:
+
+        def texts() -> Any:
+            for batch in batches(reader, BATCH):
+                ids.extend(r.id for r in batch)
+                texts = [r.text for r in batch]
+                digests.append(text_digests(texts))
+                yield texts
+
+        with closing(signature_stream(texts(), params, workers)) as stream:
+            for chunk in stream:
+                sigs.append(chunk)
+                progress.advance_to(reader.bytes_done)
+    matrix = np.concatenate(sigs) if sigs else np.empty((0, params.num_perm), dtype=np.uint32)
+    digest = np.concatenate(digests) if digests else np.empty((0, 2), dtype=np.uint64)
+    found = lookup_index(index, matrix, digest)
+    with atomic_output(args.output) as (handle, _):
+        for doc_id, matches in zip(ids, _matches(found, len(ids)), strict=True):
+            listed = [
+                {"id": i, "estimate": round(e, 6), "part": p, "exact": x}
+                for e, i, p, x in matches[: args.limit]
+            ]
+            line = {"id": doc_id, "match_count": len(matches), "matches": listed}
+            handle.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
+    if not args.quiet:
+        hit = found.exact >= 0
+        hit[found.pairs[:, 0]] = True
+        hits = int(np.count_nonzero(hit))
+        print(
+            f"neardup index query: {len(ids):,} texts against {index.rows:,} indexed documents "
+            f"(version {index.version}): {hits:,} near-duplicate indexed documents",
+            file=sys.stderr,
+        )
+    return 0
+
+
+_SUBCOMMANDS = {"info": _info, "compact": _compact, "query": _query}
+
+
+def index_command(args: argparse.Namespace) -> int:
+    """Run ``neardup index SUBCOMMAND``."""
+    return _SUBCOMMANDS[args.index_command](args)

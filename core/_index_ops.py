@@ -1,0 +1,309 @@
+"""What ``neardup index info`` and ``neardup index compact`` do to an index (docs/index.md).
+
+``index_info`` describes the latest committed version (parameters, parts with their rows, bytes
+and runs, totals) and the leftovers of killed runs: files under ``parts/`` that the latest
+version does not list, and temporary files in ``_index/``.
+
+``compact_index`` rewrites runs of small parts as parts of about ``part_rows`` rows, atomically:
+it writes the new parts' files, then commits the next version (the old parts dropped, the new
+ones added) with the same exclusive create as an append, and only then removes the old parts'
+files. A run that committed in between makes the commit fail (``IndexConflictError``): the new
+files are removed and the index is as the other run left it. Leftovers older than
+``LEFTOVER_AGE`` seconds are removed (a younger one may be a running writer's).
+
+Both first check every listed file (``check_files``: its size, then its Parquet footer, its
+columns and rows), so a damaged index is an error naming the file, never a smaller index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+import time
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from neardup.core._index import (
+    DocIndex,
+    IndexPart,
+    _versions,
+    commit_index,
+    run_info,
+    write_part,
+)
+from neardup.core._index_parts import COLUMNS, binary_matrix
+from neardup.core.errors import IndexDamagedError
+
+__all__ = [
+    "LEFTOVER_AGE",
+    "PART_ROWS",
+    "CompactResult",
+    "Leftover",
+    "check_files",
+    "compact_index",
+    "index_info",
+    "leftovers",
+]
+
+#: Seconds a leftover must have been left alone before ``compact_index`` removes it.
+LEFTOVER_AGE = 3600.0
+#: Rows ``compact_index`` gathers into one part by default.
+PART_ROWS = 1_000_000
+_PARTS = "parts"
+_LOG = "_index"
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A path under an index that its latest version does not list.
+
+    Attributes:
+        path: relative to the index (a part directory, a file, or a temporary version file).
+        bytes: the bytes of the files under it.
+        age: seconds since its newest file was modified (None where the filesystem does not say).
+    """
+
+    path: str
+    bytes: int
+    age: float | None
+
+
+def _mtime(info: dict[str, Any]) -> float | None:
+    """A file's modification time (Unix seconds) from ``fs.info``/``fs.find(detail=True)``."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, dt.datetime):
+            return value.timestamp()
+        if isinstance(value, str):
+            with suppress(ValueError):
+                return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return None
+
+
+def _files(fs: Any, directory: str) -> dict[str, dict[str, Any]]:
+    """Every file below ``directory`` (absolute path on ``fs`` -> its info); none if missing."""
+    try:
+        found = fs.find(directory, detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    return {str(path): info for path, info in found.items() if info.get("type") != "directory"}
+
+
+def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
+    """The leftovers under ``index``: part directories (or stray files) under ``parts/`` that its
+    version does not list, and temporary files in ``_index/``, sorted by path."""
+    now = time.time() if now is None else now
+    listed = {f.path for p in index.parts for f in p.files}
+    root = index.root.rstrip("/") + "/"
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for path, info in _files(index.fs, index.path(_PARTS)).items():
+        relative = path[len(root) :] if path.startswith(root) else path
+        if relative in listed:
+            continue
+        pieces = relative.split("/")
+        key = "/".join(pieces[:2]) if len(pieces) > 2 else relative  # parts/<part>
+        groups.setdefault(key, []).append(info)
+    for path, info in _files(index.fs, index.path(_LOG)).items():
+        name = posixpath.basename(path)
+        if name.startswith("."):
+            groups.setdefault(f"{_LOG}/{name}", []).append(info)
+    out = []
+    for key, infos in sorted(groups.items()):
+        times = [_mtime(i) for i in infos]
+        known = [t for t in times if t is not None]
+        age = now - max(known) if known and len(known) == len(times) else None
+        out.append(Leftover(key, sum(int(i.get("size") or 0) for i in infos), age))
+    return out
+
+
+def check_files(index: DocIndex) -> None:
+    """IndexDamagedError naming the first listed file that is missing, of another size, not
+    Parquet (its footer is read), without the columns, or of other rows than listed."""
+    index.verify()
+    for part in index.parts:
+        for f in part.files:
+            with index.parquet(f):
+                pass
+
+
+def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
+    """What ``neardup index info`` prints: the latest version (and the committed versions, the
+    last ``limit``, all counted), its parameters and parts (the first ``limit``, all counted),
+    totals, and the leftovers (the first ``limit``, counted).
+
+    Raises:
+        IndexMissingError: nothing committed at ``url``.
+        IndexDamagedError: a listed file is missing or damaged (``check_files``).
+    """
+    index = DocIndex.open(url)
+    check_files(index)
+    found = leftovers(index)
+    versions = _versions(index.fs, index.root)
+    parts = [
+        {"name": p.name, "rows": p.rows, "bytes": sum(f.bytes for f in p.files),
+         "files": len(p.files), "run": p.run}
+        for p in index.parts
+    ]  # fmt: skip
+    return {
+        "index": url,
+        "format": index.manifest.get("format"),
+        "format_version": index.manifest.get("format_version"),
+        "version": index.version,
+        "versions_total": len(versions),
+        "versions": versions[-limit:] if limit else [],
+        "params": index.params,
+        "rows": index.rows,
+        "bytes": sum(p["bytes"] for p in parts),
+        "files": sum(p["files"] for p in parts),
+        "parts_total": len(parts),
+        "parts": parts[:limit],
+        "leftovers_total": len(found),
+        "leftovers_bytes": sum(x.bytes for x in found),
+        "leftovers": [
+            {
+                "path": x.path,
+                "bytes": x.bytes,
+                "age_seconds": None if x.age is None else round(x.age),
+            }
+            for x in found[:limit]
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What ``compact_index`` did.
+
+    Attributes:
+        version: the version committed (the one read when nothing was merged).
+        merged: the parts rewritten (names), in listing order.
+        added: the new parts (names).
+        parts_before: parts of the version read.
+        parts_after: parts of the version left.
+        rows: documents in the index (unchanged by compaction).
+        removed: leftovers removed (relative paths), the old parts' directories not included.
+    """
+
+    version: int
+    merged: tuple[str, ...]
+    added: tuple[str, ...]
+    parts_before: int
+    parts_after: int
+    rows: int
+    removed: tuple[str, ...]
+
+
+def _groups(parts: Sequence[IndexPart], part_rows: int) -> list[list[IndexPart]]:
+    """Runs of consecutive parts to rewrite as one: each holds at most ``part_rows`` rows (a part
+    as large alone stays as it is) and more than one file (a single one-file part is left)."""
+    groups: list[list[IndexPart]] = []
+    current: list[IndexPart] = []
+
+    def close() -> None:
+        if sum(len(p.files) for p in current) > 1:
+            groups.append(list(current))
+        current.clear()
+
+    for part in parts:
+        if current and sum(p.rows for p in current) + part.rows > part_rows:
+            close()
+        current.append(part)
+    close()
+    return groups
+
+
+def _read_rows(index: DocIndex, parts: Sequence[IndexPart]) -> tuple[list[str], Any, Any]:
+    """The ids, digests and signatures of every row of ``parts`` (each file checked)."""
+    import numpy as np
+
+    params = index.minhash_params()
+    ids: list[str] = []
+    digests, sigs = [], []
+    for part in parts:
+        for f in part.files:
+            with index.parquet(f) as parquet:
+                table = parquet.read(columns=list(COLUMNS))
+            digest = binary_matrix(table.column("digest"), 16, "<u8")
+            sig = binary_matrix(table.column("signature"), 4 * params.num_perm, "<u4")
+            if digest is None or sig is None:
+                raise IndexDamagedError(index.url, f.path, "holds values of the wrong width")
+            ids.extend(table.column("id").to_pylist())
+            digests.append(digest)
+            sigs.append(sig)
+    return ids, np.concatenate(digests), np.concatenate(sigs)
+
+
+def _remove_tree(index: DocIndex, relative: str) -> None:
+    with suppress(FileNotFoundError):
+        index.fs.rm(index.path(relative), recursive=True)
+
+
+def compact_index(
+    url: str,
+    *,
+    neardup: str,
+    part_rows: int = PART_ROWS,
+    leftover_age: float = LEFTOVER_AGE,
+    before_commit: Callable[[], None] | None = None,
+) -> CompactResult:
+    """Rewrite runs of small parts of the index at ``url`` as parts of at most ``part_rows``
+    rows, commit that as the next version, then remove the old parts' files and the leftovers
+    older than ``leftover_age`` seconds.
+
+    Args:
+        url: the index.
+        neardup: the version of neardup, for the new parts' ``run``.
+        part_rows: the most rows gathered into one part.
+        leftover_age: the age from which a leftover is removed.
+        before_commit: called once the new files are written, just before the commit (a test
+            hook).
+
+    Raises:
+        IndexMissingError: nothing committed at ``url``.
+        IndexDamagedError: a listed file is missing or wrong (nothing is changed).
+        IndexConflictError: another run committed first (the new files are removed).
+    """
+    index = DocIndex.open(url)
+    check_files(index)
+    params = index.minhash_params()
+    stale = [x for x in leftovers(index) if x.age is not None and x.age >= leftover_age]
+    groups = _groups(index.parts, part_rows)
+    added: list[IndexPart] = []
+    version = index.version
+    try:
+        for group in groups:
+            ids, digests, sigs = _read_rows(index, group)
+            names = [p.name for p in group]
+            run = {**run_info("local", neardup, [], mode="compact"), "from_parts": names}
+            added.append(write_part(index, params, ids, digests, sigs, run))
+            del ids, digests, sigs
+        if added:
+            if before_commit is not None:
+                before_commit()
+            merged = [p.name for g in groups for p in g]
+            version = commit_index(index, params, add=added, drop=merged)
+    except BaseException:
+        for part in added:  # never committed: nobody lists them
+            _remove_tree(index, f"{_PARTS}/{part.name}")
+        raise
+    merged_parts = [p for g in groups for p in g]
+    for part in merged_parts:  # committed away: no version read from now on lists them
+        for f in part.files:
+            with suppress(FileNotFoundError):
+                index.fs.rm(index.path(f.path))
+        _remove_tree(index, f"{_PARTS}/{part.name}")
+    for x in stale:
+        _remove_tree(index, x.path)
+    return CompactResult(
+        version=version,
+        merged=tuple(p.name for p in merged_parts),
+        added=tuple(p.name for p in added),
+        parts_before=len(index.parts),
+        parts_after=len(index.parts) - len(merged_parts) + len(added),
+        rows=index.rows,
+        removed=tuple(x.path for x in stale),
+    )

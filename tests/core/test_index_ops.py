@@ -1,0 +1,179 @@
+"""``index_info`` and ``compact_index`` (core/_index_ops.py): what an index holds, and
+compaction that keeps every row, commits atomically and loses no race."""
+
+import json
+import os
+import time
+from itertools import pairwise
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neardup.core.engine import (
+    DocIndex,
+    IndexConflictError,
+    IndexDamagedError,
+    IndexMissingError,
+    MinhashParams,
+    batch_signatures,
+    commit_index,
+    compact_index,
+    index_info,
+    index_leftovers,
+    run_info,
+    text_digests,
+    write_part,
+)
+
+PARAMS = MinhashParams(num_perm=32, bands=8, threshold=0.5, k=2)
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+
+
+def _texts(n: int, salt: int) -> list[str]:
+    return [
+        " ".join(WORDS[(i * 7 + j + salt) % len(WORDS)] for j in range(3 + i % 5)) for i in range(n)
+    ]
+
+
+def _add(url: str, ids: list[str], texts: list[str] | None = None) -> DocIndex:
+    index = DocIndex.open(url, missing_ok=True)
+    texts = texts if texts is not None else _texts(len(ids), len(index.parts))
+    sigs = batch_signatures(texts, PARAMS)
+    part = write_part(index, PARAMS, ids, text_digests(texts), sigs, run_info("local", "t", ["in"]))
+    commit_index(index, PARAMS, [part])
+    return DocIndex.open(url)
+
+
+def _rows(url: str) -> list[tuple]:
+    """Every row of the latest version, read with pyarrow from the listed files, by id."""
+    table = pq.read_table(DocIndex.open(url).file_urls())
+    return sorted(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
+
+
+def _build(url: str, sizes: list[int]) -> None:
+    n = 0
+    for size in sizes:
+        _add(url, [f"doc{n + i:04d}" for i in range(size)][::-1])
+        n += size
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=6), part_rows=st.integers(1, 40))
+def test_compaction_keeps_every_row_and_merges_runs_of_small_parts(
+    tmp_path_factory, sizes, part_rows
+):
+    url = str(tmp_path_factory.mktemp("idx") / "idx")
+    _build(url, sizes)
+    before, version = _rows(url), DocIndex.open(url).version
+    done = compact_index(url, neardup="t", part_rows=part_rows)
+    after = DocIndex.open(url)
+    assert _rows(url) == before
+    assert after.rows == sum(sizes) == done.rows
+    assert after.version == (version + 1 if done.merged else version)
+    assert len(after.parts) == done.parts_after
+    for part in after.parts:  # every part is one file of at most part_rows, or was left alone
+        assert part.rows <= part_rows or part.name not in done.added
+        for f in part.files:
+            ids = pq.read_table(after.path(f.path), columns=["id"]).column("id").to_pylist()
+            assert ids == sorted(ids)
+    # consecutive parts that fit in part_rows together are merged
+    merged_sizes = [p.rows for p in after.parts]
+    assert all(a + b > part_rows for a, b in pairwise(merged_sizes))
+    # the old parts' directories are gone, nothing is left over
+    assert sorted(os.listdir(Path(url) / "parts")) == sorted(p.name for p in after.parts)
+    assert index_leftovers(after) == []
+    for name in done.added:
+        run = next(p.run for p in after.parts if p.name == name)
+        assert run["mode"] == "compact" and run["from_parts"]
+
+
+def test_compacting_a_compacted_index_changes_nothing(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [3, 4, 5])
+    first = compact_index(url, neardup="t")
+    assert first.merged and first.parts_after == 1
+    again = compact_index(url, neardup="t")
+    assert (again.merged, again.added, again.version) == ((), (), first.version)
+    assert sorted(p.name for p in (Path(url) / "_index").iterdir()) == [
+        f"{v:08d}.json" for v in range(1, 5)
+    ]
+
+
+def test_a_run_committing_during_compaction_makes_it_fail_and_nothing_is_lost(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [3, 4])
+
+    def append() -> None:  # another run commits while compaction is about to
+        _add(url, ["zz1", "zz2"])
+
+    with pytest.raises(IndexConflictError, match="another run added version 3"):
+        compact_index(url, neardup="t", before_commit=append)
+    index = DocIndex.open(url)
+    assert index.version == 3 and [p.rows for p in index.parts] == [3, 4, 2]
+    assert index.rows == 9 and len(_rows(url)) == 9
+    assert index_leftovers(index) == []  # the compaction's own files were removed
+
+
+def test_leftovers_are_listed_and_only_old_ones_removed(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [2, 2])
+    old = Path(url) / "parts" / "p00000003-0123456789ab"
+    old.mkdir()
+    (old / "data-00000.parquet").write_bytes(b"x" * 10)
+    young = Path(url) / "parts" / "p00000003-ba9876543210"
+    young.mkdir()
+    (young / "data-00000.parquet").write_bytes(b"y" * 7)
+    temp = Path(url) / "_index" / ".tmp-1-abc"
+    temp.write_bytes(b"{}")
+    hours_ago = time.time() - 7200
+    for path in (old / "data-00000.parquet", temp):
+        os.utime(path, (hours_ago, hours_ago))
+    found = {x.path: x for x in index_leftovers(DocIndex.open(url))}
+    assert set(found) == {"_index/.tmp-1-abc", f"parts/{old.name}", f"parts/{young.name}"}
+    assert found[f"parts/{old.name}"].bytes == 10 and found[f"parts/{old.name}"].age > 7000
+    assert found[f"parts/{young.name}"].age < 600
+    info = index_info(url, limit=1)
+    assert info["leftovers_total"] == 3 and len(info["leftovers"]) == 1
+    assert info["leftovers_bytes"] == 19
+    done = compact_index(url, neardup="t")
+    assert sorted(done.removed) == ["_index/.tmp-1-abc", f"parts/{old.name}"]
+    assert [x.path for x in index_leftovers(DocIndex.open(url))] == [f"parts/{young.name}"]
+
+
+def test_info_describes_the_latest_version_capped_and_counted(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [2, 3, 4])
+    info = index_info(url, limit=2)
+    assert (info["version"], info["rows"], info["parts_total"], info["files"]) == (3, 9, 3, 3)
+    assert [p["rows"] for p in info["parts"]] == [2, 3]
+    manifest = json.loads((Path(url) / "_index" / "00000003.json").read_text())
+    assert info["bytes"] == sum(f["bytes"] for p in manifest["parts"] for f in p["files"])
+    assert info["params"] == manifest["params"]
+    assert info["parts"][0]["run"]["inputs"] == ["in"]
+    json.dumps(info)  # all of it is JSON
+
+
+def test_a_damaged_file_stops_info_and_compaction_before_anything_changes(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [3, 3])
+    target = Path(url) / DocIndex.open(url).parts[1].files[0].path
+    target.write_bytes(b"\0" * target.stat().st_size)  # same size, not Parquet
+    listing = sorted(str(p) for p in Path(url).rglob("*"))
+    with pytest.raises(IndexDamagedError, match=str(target.relative_to(url))):
+        compact_index(url, neardup="t")
+    assert sorted(str(p) for p in Path(url).rglob("*")) == listing
+    target.unlink()
+    for call in (lambda: index_info(url), lambda: compact_index(url, neardup="t")):
+        with pytest.raises(IndexDamagedError, match="is missing"):
+            call()
+
+
+def test_info_and_compaction_of_no_index_are_index_missing(tmp_path):
+    for call in (index_info, lambda u: compact_index(u, neardup="t")):
+        with pytest.raises(IndexMissingError):
+            call(str(tmp_path / "none"))

@@ -1,0 +1,102 @@
+"""Persistent indexes in tests: corpora with copies of indexed documents, the ``neardup``
+command as a subprocess, and what an index holds, read without neardup (its manifest and
+pyarrow), to compare an index before and after."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.batch.corpus import write_corpus
+from bench.index.batch import write_batch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+__all__ = [
+    "ROOT",
+    "env",
+    "index_table",
+    "latest_manifest",
+    "neardup",
+    "snapshot",
+    "spawn",
+    "write_corpora",
+]
+
+
+def env(**extra: str) -> dict[str, str]:
+    """The environment of a ``neardup`` subprocess running this checkout's code."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    return {**base, "PYTHONPATH": str(ROOT), **extra}
+
+
+def neardup(
+    *args: object, cwd: Path, timeout: float = 300, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m neardup ARGS`` to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "neardup", *map(str, args)], cwd=cwd, env=env(**extra),
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def spawn(*args: object, cwd: Path, **extra: str) -> subprocess.Popen[str]:
+    """``python -m neardup ARGS`` started in a session of its own (its stderr piped)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "neardup", *map(str, args)], cwd=cwd, env=env(**extra),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def write_corpora(tmp: Path, base_docs: int, batches: dict[str, int]) -> None:
+    """``tmp/base.jsonl`` (``base_docs`` documents with planted copies) and, per name of
+    ``batches``, ``tmp/NAME.jsonl``: that many new documents with copies of base originals."""
+    base = tmp / "base.jsonl"
+    write_corpus(base, base_docs, seed=1, corpus="c")
+    for seed, (name, docs) in enumerate(sorted(batches.items()), start=2):
+        write_batch(base, tmp / f"{name}.jsonl", docs, base_docs=base_docs, seed=seed, corpus="c")
+        text = (tmp / f"{name}.jsonl").read_text(encoding="utf-8")
+        # distinct ids per batch (the batch writer's ids do not depend on its seed)
+        (tmp / f"{name}.jsonl").write_text(text.replace('"id": "n', f'"id": "{name}-n'))
+
+
+def latest_manifest(idx: Path) -> tuple[int, dict[str, Any]]:
+    """The latest committed version of ``idx`` and its JSON, read as docs/index.md says."""
+    versions = sorted(int(p.stem) for p in (idx / "_index").glob("*.json"))
+    latest = versions[-1]
+    return latest, json.loads((idx / "_index" / f"{latest:08d}.json").read_text())
+
+
+def snapshot(idx: Path) -> dict[str, Any]:
+    """What a reader of ``idx`` sees: the latest version, its file's bytes, and the SHA-256 of
+    every file it lists (leftovers no version lists are left out: readers never see them)."""
+    version, manifest = latest_manifest(idx)
+    files = {
+        f["path"]: hashlib.sha256((idx / f["path"]).read_bytes()).hexdigest()
+        for part in manifest["parts"]
+        for f in part["files"]
+    }
+    return {
+        "version": version,
+        "manifest": (idx / "_index" / f"{version:08d}.json").read_bytes(),
+        "files": files,
+    }
+
+
+def index_table(idx: Path) -> pa.Table:
+    """Every row of ``idx``'s latest version, read with pyarrow from the files its manifest
+    lists (docs/index.md), sorted by id, without the file-level metadata."""
+    _, manifest = latest_manifest(idx)
+    paths = [str(idx / f["path"]) for part in manifest["parts"] for f in part["files"]]
+    if not paths:
+        return pa.table({})
+    table = pq.read_table(paths).replace_schema_metadata(None)
+    return table.sort_by("id")
