@@ -289,6 +289,18 @@ class HadoopPath:
                 if not self._fs.rename(source, target):
                     raise CorpusError(self.path, None, f"cannot rename {name}")
 
+    def tidy_parts(self, ending: str) -> list[str]:
+        """Remove what Spark writes beside a directory's part files (``_SUCCESS``, ``.crc``
+        checksums) and return the part files' names ending in ``ending``, sorted."""
+        names = []
+        for status in self._fs.listStatus(self._jpath):
+            name = str(status.getPath().getName())
+            if name.startswith("part-") and name.endswith(ending):
+                names.append(name)
+            elif name == "_SUCCESS" or name.endswith(".crc"):
+                self._fs.delete(status.getPath(), False)
+        return sorted(names)
+
     def size(self) -> int:
         """Bytes under the path (a directory's files summed)."""
         return int(self._fs.getContentSummary(self._jpath).getLength())

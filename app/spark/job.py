@@ -47,6 +47,15 @@ from neardup.app.spark.corpus import (
     parquet_hint,
     read_corpus,
 )
+from neardup.app.spark.index import (
+    IndexProbe,
+    commit_part,
+    index_decisions,
+    index_summary,
+    open_index,
+    probe_index,
+    write_index_part,
+)
 from neardup.app.spark.metrics import shuffle_bytes
 from neardup.core.engine import (
     CorpusError,
@@ -70,10 +79,17 @@ class SparkParams:
 
     minhash: MinhashParams = field(default_factory=MinhashParams)
     keep_duplicates: bool = False
+    #: ``--index``: the persistent index the run reads (and with ``index_mode`` ``append``
+    #: extends); None: no index.
+    index: str | None = None
+    index_mode: str = "append"
 
     def as_dict(self) -> dict[str, Any]:
         """Flat, as the flags are spelled (for the manifest)."""
-        return {**self.minhash.as_dict(), "keep_duplicates": self.keep_duplicates}
+        flat = {**self.minhash.as_dict(), "keep_duplicates": self.keep_duplicates}
+        if self.index is not None:
+            flat.update(index=self.index, index_mode=self.index_mode)
+        return flat
 
 
 @dataclass
@@ -93,10 +109,15 @@ class SparkManifest:
     shuffle_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
+    #: With ``--index``: the version read, what the probe did and the part added (if any).
+    index: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The manifest as a JSON-ready dict."""
-        return asdict(self)
+        """The manifest as a JSON-ready dict (``index`` only with ``--index``)."""
+        body = asdict(self)
+        if self.index is None:
+            del body["index"]
+        return body
 
 
 class _Clock:
@@ -138,10 +159,11 @@ def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
     )
 
 
-def _classes(signed: DataFrame) -> DataFrame:
+def _classes(signed: DataFrame, digest: bool = False) -> DataFrame:
     """(id, sig, live, cid, exact, keeper): each document's class (the smallest id among
     documents of its identical live signature), its text's exact keeper (the smallest id of its
-    SHA-256) and whether it is that keeper."""
+    SHA-256) and whether it is that keeper; with ``digest`` also the text's 16-byte digest (the
+    first half of its SHA-256, as the index stores it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -151,8 +173,9 @@ def _classes(signed: DataFrame) -> DataFrame:
         "live", F.when(F.col("live"), F.col("sig")).otherwise(F.encode("id", "UTF-8"))
     )
     keeper = F.min("id").over(Window.partitionBy("sha"))
+    extra = [F.unhex(F.substring("sha", 1, 32)).alias("digest")] if digest else []
     return signed.select(
-        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper")
+        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper"), *extra
     ).withColumn("exact", F.col("id") == F.col("keeper"))
 
 
@@ -172,6 +195,20 @@ def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
     members = shared.join(classes, "cid")
     runs = members.repartition("band", "key").sortWithinPartitions("band", "key", "cid")
     return runs.mapInArrow(kernels.BucketEdges(params), "child string, parent string")
+
+
+def _tagged(classes: DataFrame, roots: DataFrame) -> DataFrame:
+    """(id, exact, keeper, root): each document's exact keeper and its cluster's root."""
+    from pyspark.sql import functions as F
+
+    # A wordless text's cluster is its identical texts, named by their smallest id (its exact
+    # keeper), as the local engine names it.
+    root = F.when(F.col("live"), F.coalesce("root", "cid")).otherwise(F.col("keeper"))
+    return (
+        classes.select("id", "cid", "live", "exact", "keeper")
+        .join(roots, F.col("cid") == F.col("node"), "left")
+        .select("id", "exact", "keeper", root.alias("root"))
+    )
 
 
 def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) -> DataFrame:
@@ -208,6 +245,8 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
 
 #: The ordering column of the output rows and the Spark type of their JSON text.
 _LINES = "pos struct<input: int, file: string, start: bigint, n: bigint>, value string"
+#: ... and with ``--index`` each written row's id and whether it is a survivor (the index's part).
+_SURVIVORS = ", id string, survivor boolean"
 #: Rows per chunk an executor infers a Parquet schema from (the local writer's batch).
 _SCHEMA_ROWS = 8192
 
@@ -218,15 +257,18 @@ def _output_lines(
     protected: Sequence[str],
     n: int,
     tokenizer: str = "words",
+    survivors: bool = False,
 ) -> DataFrame:
     """(pos, value): every kept row that shares no protected n-gram, as the JSON text the local
     engine writes for it (every input field, ``meta.minhash_cluster``; with ``reason``,
-    ``duplicate_of`` and ``estimate`` columns, a would-be-dropped row's ``neardup`` too)."""
+    ``duplicate_of`` and ``estimate`` columns, a would-be-dropped row's ``neardup`` too); with
+    ``survivors`` also (id, survivor): the row's id, and whether it is kept (no reason)."""
     grams: set[str] = set()
     for path in protected:
         grams.update(read_protected_set(path, n, tokenizer=tokenizer).grams)
     shared = spark.sparkContext.broadcast(sorted(grams)) if grams else None
     why = [c for c in ("reason", "duplicate_of", "estimate") if c in kept.columns]
+    index_part = "index_part" in kept.columns
 
     def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -236,17 +278,25 @@ def _output_lines(
             reasons = (
                 list(zip(*(batch.column(c).to_pylist() for c in why), strict=True)) if why else None
             )
+            parts = batch.column("index_part").to_pylist() if index_part else None
             rows = kernels.tagged_rows(
-                batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons
+                batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons, parts
             )
             keep = kernels.clean_batch([kernels.text_of(r) for r in rows], index)
             lines = [RowWriter.dumps(r) for r, k in zip(rows, keep.tolist(), strict=True) if k]
+            taken = pa.array(keep)
+            columns = [batch.column("pos").filter(taken), pa.array(lines, pa.string())]
+            if survivors:
+                kept_rows = batch.column("reason").is_null() if why else pa.array([True] * len(batch))
+                columns += [batch.column("id").filter(taken), kept_rows.filter(taken)]
             yield pa.RecordBatch.from_arrays(
-                [batch.column("pos").filter(pa.array(keep)), pa.array(lines, pa.string())],
-                ["pos", "value"],
+                columns, ["pos", "value", *(["id", "survivor"] if survivors else [])]
             )
 
-    return kept.select("row", "root", "pos", *why).mapInArrow(clean, _LINES)
+    extra = ["id"] if survivors else []
+    extra += ["index_part"] if index_part else []
+    schema = _LINES + (_SURVIVORS if survivors else "")
+    return kept.select("row", "root", "pos", *why, *extra).mapInArrow(clean, schema)
 
 
 def _parquet_schema(ordered: DataFrame, output: str, hint: pa.Schema | None) -> pa.Schema:
@@ -368,6 +418,10 @@ def run_spark_dedup(
     n, tokenizer = params.minhash.ngram, params.minhash.tokenizer
     for path in protected:  # read (and rejected) before any Spark work
         read_protected_set(path, n, tokenizer=tokenizer)
+    index = None
+    if params.index is not None:  # its parameters and files checked before any Spark work
+        index = open_index(params.index, params.index_mode, params.minhash)
+    probe: IndexProbe | None = None
     reserved = kernels.REASON_KEY if params.keep_duplicates else None
     hint = parquet_hint(spark, inputs) if fmt == ".parquet" else None
     clock = _Clock(spark, manifest.seconds, "signatures")
@@ -381,56 +435,91 @@ def run_spark_dedup(
         check_rows(spark, signed, reserved)
         check_unique_ids(signed)
         clock.lap("signatures", "classes")
-        classes = _classes(signed).persist(StorageLevel.MEMORY_AND_DISK)
+        classes = _classes(signed, digest=index is not None)
+        classes = classes.persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(classes)
         classes.count()
         signed.unpersist()
-        clock.lap("classes", "candidates")
+        if index is not None and index.parts:
+            clock.lap("classes", "index")
+            probe = probe_index(spark, index, classes, params.minhash)
+            clock.lap("index", "candidates")
+        else:
+            clock.lap("classes", "candidates")
         edges = _edges(classes, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(edges)
         edge_count = edges.count()
         clock.lap("candidates", "components")
         reliable = spark.sparkContext.getCheckpointDir() is not None
-        roots, manifest.component_rounds = star_roots(edges, reliable)
-        tagged = (
-            classes.select("id", "cid", "live", "exact", "keeper")
-            .join(roots, F.col("cid") == F.col("node"), "left")
-            # A wordless text's cluster is its identical texts, named by their smallest id (its
-            # exact keeper), as the local engine names it.
-            .select(
-                "id",
-                "exact",
-                "keeper",
-                F.when(F.col("live"), F.coalesce("root", "cid"))
-                .otherwise(F.col("keeper"))
-                .alias("root"),
-            )
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
+        graph = edges
+        if probe is not None:
+            graph = edges.unionByName(probe.edges.select("child", "parent"))
+        roots, manifest.component_rounds = star_roots(graph, reliable)
+        if probe is not None:
+            decided = index_decisions(
+                classes, roots, probe, params.minhash.num_perm, params.keep_duplicates
+            ).persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(decided)
+            tagged = decided.select("id", "root", "reason")
+        else:
+            decided = None
+            tagged = _tagged(classes, roots)
+        tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(tagged)
-        row = tagged.agg(
-            F.count(F.when(~F.col("exact"), 1)).alias("exact_dropped"),
-            F.count(F.when(F.col("exact") & (F.col("root") != F.col("id")), 1)).alias("near"),
-        ).first()
+        if decided is not None:
+            row = tagged.agg(
+                F.count(F.when(F.col("reason") == "exact", 1)).alias("exact_dropped"),
+                F.count(F.when(F.col("reason") == "near", 1)).alias("near"),
+            ).first()
+        else:
+            row = tagged.agg(
+                F.count(F.when(~F.col("exact"), 1)).alias("exact_dropped"),
+                F.count(F.when(F.col("exact") & (F.col("root") != F.col("id")), 1)).alias("near"),
+            ).first()
         stats = None if row is None else (int(row[0]), int(row[1]))
         sizes = tagged.groupBy("root").count()
         manifest.clusters = sizes.where(F.col("count") >= 2).count()
         clock.lap("components", "write")
         near = F.col("exact") & (F.col("root") == F.col("id"))
-        if params.keep_duplicates:
+        if decided is not None:
+            kept = decided if params.keep_duplicates else decided.where(F.col("reason").isNull())
+            kept = kept.select(
+                "id", "root", *(["reason", "duplicate_of", "estimate"] if params.keep_duplicates else []),
+                "index_part",
+            )
+        elif params.keep_duplicates:
             kept = _with_reasons(tagged, classes, params.minhash)
         else:
             kept = tagged.where(near).select("id", "root")
         # The second pass over the inputs: the kept documents' whole rows.
         rows = read_corpus(spark, inputs, rows=True).select("id", "row", "pos")
-        lines = _output_lines(spark, kept.join(rows, "id"), protected, n, tokenizer)
+        appending = index is not None and params.index_mode == "append"
+        lines = _output_lines(
+            spark, kept.join(rows, "id"), protected, n, tokenizer, survivors=appending
+        )
         lines = lines.persist(StorageLevel.MEMORY_AND_DISK)  # sampled, then sorted
         persisted.append(lines)
         written = lines.count()
         target = HadoopPath(spark, output)
         _write(spark, lines, target, fmt, hint)
         clock.lap("write")
+        if index is not None:
+            manifest.index = index_summary(index, probe)
+        if appending and index is not None:
+            clock.lap("write", "index_part")
+            survivors = (
+                lines.where(F.col("survivor"))
+                .select("id")
+                .join(classes.select("id", "digest", "sig"), "id")
+            )
+            part = write_index_part(spark, index, survivors, params.minhash, list(inputs))
+            if part is not None:
+                manifest.index["version_committed"] = commit_part(index, params.minhash, part)
+                manifest.index["part"] = {"name": part.name, "rows": part.rows, "files": len(part.files)}
+            clock.lap("index_part")
     finally:
+        if probe is not None:
+            probe.release()
         for df in persisted:
             df.unpersist()
     exact_dropped, near_dropped = (0, 0) if stats is None else (stats[0], stats[1])
