@@ -31,6 +31,12 @@ engine computes the same signatures, candidates, confirmations and components th
   ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``.
 - Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
   ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``.
+- A persistent index of kept documents (Parquet parts and a manifest log): ``DocIndex``
+  (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``lookup``, ``verify``,
+  ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
+  ``lookup_index``, ``write_part``, ``commit_index``, ``index_params``, ``run_info``,
+  ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
+  ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -69,6 +75,21 @@ from neardup.core._fanout import (
     raise_worker_error,
     spawn_pool,
 )
+from neardup.core._index import FORMAT as INDEX_FORMAT
+from neardup.core._index import FORMAT_VERSION as INDEX_FORMAT_VERSION
+from neardup.core._index import (
+    DocIndex,
+    IndexFile,
+    IndexPart,
+    commit_index,
+    index_params,
+    run_info,
+    write_part,
+)
+from neardup.core._index_lookup import IndexLookup, lookup_index
+from neardup.core._index_parts import COLUMNS as INDEX_COLUMNS
+from neardup.core._index_parts import PARAMS_KEY as INDEX_PARAMS_KEY
+from neardup.core._index_parts import binary_matrix, part_table
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex
 from neardup.core._params import INDEX_KEYS, MinhashParams
@@ -123,6 +144,11 @@ from neardup.core._writer import RowWriter
 from neardup.core.errors import (
     CorpusError,
     DuplicateIdError,
+    IndexConflictError,
+    IndexDamagedError,
+    IndexIdError,
+    IndexMissingError,
+    IndexParameterError,
     NeardupError,
     ParameterError,
     SignatureError,
@@ -135,7 +161,11 @@ __all__ = [
     "DECONT_KEY",
     "FORMATS",
     "ID_PATTERN",
+    "INDEX_COLUMNS",
+    "INDEX_FORMAT",
+    "INDEX_FORMAT_VERSION",
     "INDEX_KEYS",
+    "INDEX_PARAMS_KEY",
     "KEEP_POLICIES",
     "MAX_ITEMS",
     "MAX_LISTED",
@@ -148,7 +178,16 @@ __all__ = [
     "DecontMode",
     "DecontParams",
     "Doc",
+    "DocIndex",
     "DuplicateIdError",
+    "IndexConflictError",
+    "IndexDamagedError",
+    "IndexFile",
+    "IndexIdError",
+    "IndexLookup",
+    "IndexMissingError",
+    "IndexParameterError",
+    "IndexPart",
     "KeepPolicy",
     "Match",
     "Matches",
@@ -178,6 +217,7 @@ __all__ = [
     "band_digests",
     "batch_matches",
     "batch_signatures",
+    "binary_matrix",
     "candidate_pairs",
     "check_apart",
     "check_output",
@@ -185,6 +225,7 @@ __all__ = [
     "chunk_bounds",
     "cluster_roots",
     "cluster_survivors",
+    "commit_index",
     "confirm",
     "corpus_format",
     "decontaminate_modes",
@@ -202,8 +243,10 @@ __all__ = [
     "id_problem",
     "id_rank",
     "in_order",
+    "index_params",
     "jaccard",
     "jsonl_items",
+    "lookup_index",
     "lsh_probability",
     "lsh_threshold",
     "match_summary",
@@ -212,11 +255,13 @@ __all__ = [
     "ordered_map",
     "parquet_schema",
     "parse_protected_set",
+    "part_table",
     "pool_size",
     "protected_as_jsonl",
     "raise_worker_error",
     "read_docs",
     "read_protected_set",
+    "run_info",
     "sample_capped",
     "set_field",
     "shingles",
@@ -230,4 +275,5 @@ __all__ = [
     "word_spans",
     "words",
     "write_docs",
+    "write_part",
 ]

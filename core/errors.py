@@ -4,10 +4,15 @@ Every error is a subclass of a builtin, so callers that only know Python's tree 
 
     NeardupError
      +-- ParameterError (ValueError)      a parameter out of range or inconsistent
+     |    +-- IndexParameterError           ... differing from the one its index is locked to
      +-- SignatureError (ValueError)      a signature of the wrong shape, or inserted twice
      +-- DuplicateIdError (ValueError)    the same document id twice in one input
      +-- CorpusError (ValueError)         a corpus or protected file that cannot be parsed;
      |                                    names the file and line
+     +-- IndexIdError (ValueError)        input ids already in the index (names id and part)
+     +-- IndexDamagedError (ValueError)   a file the index lists is missing or wrong (names it)
+     +-- IndexMissingError (FileNotFoundError)  no committed index at the location
+     +-- IndexConflictError (RuntimeError)      another run committed the same version first
      +-- WorkerError (RuntimeError)       a signature worker process died
           +-- UnguardedMainError            ... because it re-ran a script with no
                                             ``if __name__ == "__main__":`` guard
@@ -18,6 +23,11 @@ from __future__ import annotations
 __all__ = [
     "CorpusError",
     "DuplicateIdError",
+    "IndexConflictError",
+    "IndexDamagedError",
+    "IndexIdError",
+    "IndexMissingError",
+    "IndexParameterError",
     "NeardupError",
     "ParameterError",
     "SignatureError",
@@ -86,3 +96,74 @@ class UnguardedMainError(WorkerError):
             "them from running it)"
         )
         self.script = script
+
+
+class IndexMissingError(NeardupError, FileNotFoundError):
+    """No committed version at an index's location (``--index-mode read`` on a new path)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(f"{url}: no index here (no committed version under {url}/_index/)")
+        self.url = url
+
+
+class IndexParameterError(ParameterError):
+    """A run's parameter differs from the one its index was built with (or one side lacks it).
+
+    Attributes:
+        name: the parameter (``threshold``, ``tokenizer``, ...).
+        indexed: the index's value (None when the index has no such parameter).
+        given: the run's value (None when the run has no such parameter).
+    """
+
+    def __init__(self, url: str, name: str, indexed: object, given: object) -> None:
+        def shown(v: object) -> str:
+            return "no value" if v is None else repr(v)
+
+        super().__init__(
+            f"{url}: parameter {name} is locked to the index: the index has {shown(indexed)}, "
+            f"this run {shown(given)} (run with the index's value, or use another index)"
+        )
+        self.url = url
+        self.name = name
+        self.indexed = indexed
+        self.given = given
+
+
+class IndexIdError(NeardupError, ValueError):
+    """Ids of a run's input are already in its index. ``found`` maps each id to its part."""
+
+    def __init__(self, url: str, found: dict[str, str]) -> None:
+        shown = ", ".join(f"{i!r} (part {p})" for i, p in sorted(found.items())[:20])
+        more = f" and {len(found) - 20} more" if len(found) > 20 else ""
+        super().__init__(
+            f"{url}: id {shown}{more} already in the index: ids must be unique across the index "
+            "and the new inputs (--id-prefix file prefixes each id with its file's name)"
+        )
+        self.url = url
+        self.found = found
+
+
+class IndexDamagedError(NeardupError, ValueError):
+    """A file an index's committed version lists is missing, of another size, unreadable, or
+    holds other rows than listed: never read as a smaller index."""
+
+    def __init__(self, url: str, path: str, problem: str) -> None:
+        super().__init__(f"{url}: the index is damaged: {path} {problem}")
+        self.url = url
+        self.path = path
+        self.problem = problem
+
+
+class IndexConflictError(NeardupError, RuntimeError):
+    """Another run committed the version this run meant to commit: nothing was added."""
+
+    def __init__(self, url: str, version: int, parts: list[str]) -> None:
+        names = ", ".join(parts) or "none"
+        super().__init__(
+            f"{url}: another run added version {version} (part {names}) while this run ran; "
+            "nothing was added to the index; this run's outputs are written and valid against "
+            f"version {version - 1}; rerun to dedup against it"
+        )
+        self.url = url
+        self.version = version
+        self.parts = parts

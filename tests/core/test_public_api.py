@@ -58,6 +58,11 @@ ENGINE_NAMES = {
     "signature_stream",
     # the tokenizers, and words with their spans in the original text (issue 21)
     "TOKENIZERS", "word_spans",
+    # the persistent index of kept documents (issue 20)
+    "INDEX_FORMAT", "INDEX_FORMAT_VERSION", "INDEX_COLUMNS", "INDEX_PARAMS_KEY", "DocIndex",
+    "IndexFile", "IndexPart", "IndexLookup", "lookup_index", "write_part", "commit_index",
+    "index_params", "run_info", "part_table", "binary_matrix", "IndexConflictError",
+    "IndexDamagedError", "IndexIdError", "IndexMissingError", "IndexParameterError",
 }  # fmt: skip
 
 

@@ -1,0 +1,400 @@
+"""A persistent index of kept documents (issue 20): Parquet parts plus a manifest log.
+
+Layout of an index at ``URL`` (a directory or an fsspec URL; docs/index.md)::
+
+    URL/_index/00000001.json      committed versions; the highest number is the index
+    URL/parts/<part>/data-00000.parquet
+
+A version lists its parameters (``index_params``: every ``MinhashParams`` field but ``ngram``,
+which only decontamination reads) and its parts, each with its files' paths, rows and bytes.
+A commit writes the part's files first, then creates the next version's file exclusively (a
+link from a temporary name locally, which fails when the name exists; ``xb`` elsewhere): of two
+runs committing the same version one wins and the other gets ``IndexConflictError``, and no
+reader ever sees a part that is not complete. Files under ``parts/`` that no version lists are
+leftovers of killed runs, invisible to readers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import posixpath
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.core._index_parts import COLUMNS, ROW_GROUP, part_table
+from neardup.core._params import MinhashParams
+from neardup.core._storage import _is_local, filesystem
+from neardup.core.errors import (
+    IndexConflictError,
+    IndexDamagedError,
+    IndexIdError,
+    IndexMissingError,
+    IndexParameterError,
+)
+
+if TYPE_CHECKING:
+    from neardup.core._index_lookup import IndexLookup
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MAX_RUN_INPUTS",
+    "DocIndex",
+    "IndexFile",
+    "IndexPart",
+    "commit_index",
+    "index_params",
+    "run_info",
+    "write_part",
+]
+
+FORMAT = "neardup-index"
+FORMAT_VERSION = 1
+#: The input names a part's ``run`` lists at most (then ``inputs_total`` counts them all).
+MAX_RUN_INPUTS = 100
+_VERSION_FILE = re.compile(r"^(\d{8})\.json$")
+_LOG = "_index"
+_PARTS = "parts"
+
+
+def index_params(params: MinhashParams) -> dict[str, Any]:
+    """The parameters an index is locked to: every ``MinhashParams`` field but ``ngram``."""
+    return {f.name: getattr(params, f.name) for f in fields(params) if f.name != "ngram"}
+
+
+def run_info(
+    engine: str, version: str, inputs: Sequence[str], mode: str = "append"
+) -> dict[str, Any]:
+    """A part's ``run``: when, which engine and neardup version, from which inputs (capped)."""
+    return {
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "engine": engine,
+        "neardup": version,
+        "inputs": list(inputs[:MAX_RUN_INPUTS]),
+        "inputs_total": len(inputs),
+        "mode": mode,
+    }
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    """One Parquet file of a part: ``path`` relative to the index, its rows and bytes."""
+
+    path: str
+    rows: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class IndexPart:
+    """One part: its name, rows, files and the run that made it (``run_info``)."""
+
+    name: str
+    rows: int
+    files: tuple[IndexFile, ...]
+    run: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The part as a version file lists it."""
+        files = [{"path": f.path, "rows": f.rows, "bytes": f.bytes} for f in self.files]
+        return {"name": self.name, "rows": self.rows, "files": files, "run": self.run}
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> IndexPart:
+        """The part of a version file's entry (KeyError/TypeError on a malformed one)."""
+        files = tuple(
+            IndexFile(str(f["path"]), int(f["rows"]), int(f["bytes"])) for f in item["files"]
+        )
+        return cls(str(item["name"]), int(item["rows"]), files, dict(item.get("run") or {}))
+
+
+def _version_name(version: int) -> str:
+    return f"{_LOG}/{version:08d}.json"
+
+
+class DocIndex:
+    """One committed version of an index (or the empty index at a new location: version 0).
+
+    Attributes:
+        url: the index's location, as given.
+        version: the version read (0: nothing committed yet).
+        manifest: that version's JSON object (empty at version 0).
+        parts: its parts, in the order they were added.
+    """
+
+    def __init__(
+        self, url: str, fs: Any, root: str, version: int, manifest: dict[str, Any]
+    ) -> None:
+        self.url = url
+        self.fs = fs
+        self.root = root.rstrip("/") or root
+        self.version = version
+        self.manifest = manifest
+        try:
+            self.parts = [IndexPart.from_json(p) for p in manifest.get("parts", [])]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexDamagedError(url, _version_name(version), f"is malformed ({exc})") from None
+
+    @classmethod
+    def open(cls, url: str, *, missing_ok: bool = False) -> DocIndex:
+        """The latest committed version at ``url``; IndexMissingError when there is none (with
+        ``missing_ok``, the empty index of version 0 instead)."""
+        fs, root = filesystem(url)
+        versions = _versions(fs, root)
+        if not versions:
+            if missing_ok:
+                return cls(url, fs, root, 0, {})
+            raise IndexMissingError(url)
+        version = versions[-1]
+        name = _version_name(version)
+        try:
+            with fs.open(posixpath.join(root, name), "rb") as handle:
+                manifest = json.loads(handle.read().decode("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexDamagedError(url, name, f"cannot be read ({exc})") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise IndexDamagedError(url, name, f"is not a {FORMAT} version file")
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise IndexDamagedError(
+                url, name, f"has format_version {manifest.get('format_version')!r}; this neardup "
+                f"reads {FORMAT_VERSION}"
+            )  # fmt: skip
+        return cls(url, fs, root, version, manifest)
+
+    @property
+    def rows(self) -> int:
+        """Documents in the index."""
+        return sum(p.rows for p in self.parts)
+
+    @property
+    def params(self) -> dict[str, Any] | None:
+        """The locked parameters (None before the first commit)."""
+        params = self.manifest.get("params")
+        return dict(params) if isinstance(params, dict) else None
+
+    def minhash_params(self) -> MinhashParams:
+        """The index's parameters as ``MinhashParams`` (``ngram`` at its default)."""
+        return MinhashParams(**(self.params or {}))
+
+    def check_params(self, params: MinhashParams) -> None:
+        """IndexParameterError naming the first parameter (sorted) that differs from the
+        index's, or that one side lacks; nothing to check before the first commit."""
+        locked = self.params
+        if locked is None:
+            return
+        given = index_params(params)
+        for name in sorted(set(locked) | set(given)):
+            if name not in locked or name not in given or locked[name] != given[name]:
+                raise IndexParameterError(self.url, name, locked.get(name), given.get(name))
+
+    def path(self, relative: str) -> str:
+        """A path inside the index on ``fs``."""
+        return posixpath.join(self.root, relative)
+
+    def file_urls(self) -> list[str]:
+        """Every data file of this version, as other tools open them (pyarrow, DuckDB, Spark):
+        local paths, or URLs of other filesystems."""
+        paths = [self.path(f.path) for p in self.parts for f in p.files]
+        if _is_local(self.fs):
+            return paths
+        return [str(self.fs.unstrip_protocol(p)) for p in paths]
+
+    def verify(self) -> None:
+        """IndexDamagedError naming the first listed file that is missing or of another size."""
+        for part in self.parts:
+            for f in part.files:
+                try:
+                    size = int(self.fs.size(self.path(f.path)))
+                except (OSError, FileNotFoundError):
+                    raise IndexDamagedError(self.url, f.path, "is missing") from None
+                if size != f.bytes:
+                    raise IndexDamagedError(
+                        self.url, f.path, f"has {size} bytes, the index lists {f.bytes}"
+                    )
+
+    @contextmanager
+    def parquet(self, f: IndexFile) -> Iterator[Any]:
+        """A ``pyarrow.parquet.ParquetFile`` of a listed file, checked against the listing:
+        IndexDamagedError if it is missing, unreadable, lacks a column or holds other rows."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            handle = self.fs.open(self.path(f.path), "rb")
+        except (OSError, FileNotFoundError):
+            raise IndexDamagedError(self.url, f.path, "is missing") from None
+        with handle:
+            try:
+                parquet = pq.ParquetFile(handle)
+            except (OSError, ValueError, pa.ArrowException) as exc:
+                raise IndexDamagedError(
+                    self.url, f.path, f"is not readable Parquet ({exc})"
+                ) from None
+            missing = [c for c in COLUMNS if c not in parquet.schema_arrow.names]
+            if missing:
+                raise IndexDamagedError(self.url, f.path, f"has no column {missing[0]!r}")
+            if parquet.metadata.num_rows != f.rows:
+                raise IndexDamagedError(
+                    self.url,
+                    f.path,
+                    f"holds {parquet.metadata.num_rows} rows, the index lists {f.rows}",
+                )
+            yield parquet
+
+    def row_groups(
+        self, columns: Sequence[str]
+    ) -> Iterator[tuple[IndexPart, IndexFile, Any, int, Any]]:
+        """``(part, file, parquet file, row group number, table of columns)`` of every row
+        group, in listing order; a file that breaks while read is IndexDamagedError naming it."""
+        import pyarrow as pa
+
+        for part in self.parts:
+            for f in part.files:
+                with self.parquet(f) as parquet:
+                    for group in range(parquet.num_row_groups):
+                        try:
+                            table = parquet.read_row_group(group, columns=list(columns))
+                        except (OSError, ValueError, pa.ArrowException) as exc:
+                            raise IndexDamagedError(
+                                self.url, f.path, f"cannot be read ({exc})"
+                            ) from None
+                        yield part, f, parquet, group, table
+
+    def id_parts(self, ids: Sequence[str]) -> dict[str, str]:
+        """The ids of ``ids`` already in the index, each with the name of its part."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not ids or not self.parts:
+            return {}
+        wanted = pa.array(list(ids), type=pa.string())
+        found: dict[str, str] = {}
+        for part, _, _, _, table in self.row_groups(["id"]):
+            column = table.column("id")
+            hits = pc.filter(column, pc.is_in(column, value_set=wanted))
+            for doc_id in hits.to_pylist():
+                found[doc_id] = part.name
+        return found
+
+    def lookup(self, sigs: NDArray[np.uint32], digests: NDArray[np.uint64]) -> IndexLookup:
+        """Every exact copy and confirmed near pair of new rows in the index
+        (``lookup_index``)."""
+        from neardup.core._index_lookup import lookup_index
+
+        return lookup_index(self, sigs, digests)
+
+    def check_ids(self, ids: Sequence[str]) -> None:
+        """IndexIdError naming every id of ``ids`` already in the index and its part."""
+        found = self.id_parts(ids)
+        if found:
+            raise IndexIdError(self.url, found)
+
+
+def _versions(fs: Any, root: str) -> list[int]:
+    """The committed version numbers at ``root``, ascending."""
+    log = posixpath.join(root, _LOG)
+    try:
+        names = fs.ls(log, detail=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        match = _VERSION_FILE.match(posixpath.basename(str(name).rstrip("/")))
+        if match:
+            found.append(int(match.group(1)))
+    return sorted(found)
+
+
+def write_part(
+    index: DocIndex,
+    params: MinhashParams,
+    ids: Sequence[str],
+    digests: NDArray[np.uint64],
+    sigs: NDArray[np.uint32],
+    run: dict[str, Any],
+) -> IndexPart:
+    """Write a new part of ``ids`` (with their text digests and signatures) under ``index``'s
+    ``parts/``, named for the version after ``index.version``; listed by no version until
+    ``commit_index`` commits it."""
+    import pyarrow.parquet as pq
+
+    name = f"p{index.version + 1:08d}-{uuid.uuid4().hex[:12]}"
+    relative = f"{_PARTS}/{name}/data-00000.parquet"
+    table = part_table(ids, digests, sigs, params.bands, index_params(params))
+    path = index.path(relative)
+    index.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+    with index.fs.open(path, "wb") as handle:
+        pq.write_table(table, handle, row_group_size=ROW_GROUP, compression="zstd")
+    size = int(index.fs.size(path))
+    return IndexPart(name, len(ids), (IndexFile(relative, len(ids), size),), run)
+
+
+def commit_index(
+    index: DocIndex,
+    params: MinhashParams,
+    add: Sequence[IndexPart] = (),
+    drop: Sequence[str] = (),
+) -> int:
+    """Commit version ``index.version + 1``: ``index``'s parts less ``drop`` (names), plus
+    ``add``. Returns the version; IndexConflictError if another run committed it first."""
+    kept = [p for p in index.parts if p.name not in set(drop)]
+    parts = [*kept, *add]
+    version = index.version + 1
+    body = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "version": version,
+        "params": index.params or index_params(params),
+        "parts": [p.as_json() for p in parts],
+        "rows": sum(p.rows for p in parts),
+    }
+    data = (json.dumps(body, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    index.fs.makedirs(index.path(_LOG), exist_ok=True)
+    if not _create_exclusive(index.fs, index.path(_version_name(version)), data):
+        winner = DocIndex.open(index.url)
+        known = {p.name for p in index.parts}
+        raise IndexConflictError(
+            index.url, version, [p.name for p in winner.parts if p.name not in known]
+        )
+    return version
+
+
+def _create_exclusive(fs: Any, path: str, data: bytes) -> bool:
+    """Create ``path`` holding ``data`` unless it exists (then False), all or nothing."""
+    if _is_local(fs):
+        local = fs._strip_protocol(path)
+        temp = posixpath.join(posixpath.dirname(local), f".tmp-{os.getpid()}-{uuid.uuid4().hex}")
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temp, local)
+        except FileExistsError:
+            return False
+        finally:
+            with suppress(OSError):
+                os.unlink(temp)
+        return True
+    try:
+        with fs.open(path, "xb") as handle:
+            handle.write(data)
+        return True
+    except FileExistsError:
+        return False
+    except (ValueError, NotImplementedError, TypeError):
+        pass  # no exclusive create on this filesystem: one writer at a time (docs/index.md)
+    if fs.exists(path):
+        return False
+    with fs.open(path, "wb") as handle:
+        handle.write(data)
+    return True

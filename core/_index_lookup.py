@@ -1,0 +1,230 @@
+"""New documents against an index: exact copies and confirmed near pairs, streamed.
+
+The index is read a row group at a time: its ``digest`` and ``bands`` columns are compared with
+the new rows' (sorted per band; ``searchsorted`` over whole columns), nothing of them is kept,
+and only a row group with a lead has its ``signature`` (and ``id``) column read, of which only
+the lead rows are kept. A lead is a band digest match; it is a candidate once the band's rows
+are compared equal (a digest collision never counts), and confirmed when the estimate of the
+two signatures is at least the threshold: the same rule as among new rows (``cluster_roots``).
+Resident memory is the new rows' digests plus the matched rows, none per indexed document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.core._banding import band_digests, empty_rows
+from neardup.core._index import DocIndex, IndexFile
+from neardup.core._index_parts import binary_matrix
+from neardup.core.errors import IndexDamagedError, SignatureError
+
+__all__ = ["IndexLookup", "lookup_index"]
+
+
+@dataclass(frozen=True)
+class IndexLookup:
+    """What the new rows match in an index.
+
+    Attributes:
+        ids: the matched indexed documents (an exact copy or a confirmed pair), sorted by id.
+        parts: the part of each.
+        sigs: the signature of each, ``[len(ids), num_perm]``.
+        exact: per new row, the position in ``ids`` of the smallest indexed id with the same
+            text, or -1.
+        pairs: ``[p, 2]`` confirmed (new row, position in ``ids``) pairs, sorted.
+        estimate: the estimate of each pair.
+    """
+
+    ids: list[str]
+    parts: list[str]
+    sigs: NDArray[np.uint32]
+    exact: NDArray[np.int64]
+    pairs: NDArray[np.int64]
+    estimate: NDArray[np.float64]
+
+    @classmethod
+    def empty(cls, rows: int, num_perm: int) -> IndexLookup:
+        """No match for any of ``rows`` new rows."""
+        return cls(
+            [], [], np.empty((0, num_perm), dtype=np.uint32), np.full(rows, -1, dtype=np.int64),
+            np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.float64),
+        )  # fmt: skip
+
+
+def _equal_key_pairs(
+    keys: NDArray[np.uint64], sorted_keys: NDArray[np.uint64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``(i, pos)`` of every ``keys[i] == sorted_keys[pos]``."""
+    lo = np.searchsorted(sorted_keys, keys, side="left")
+    hi = np.searchsorted(sorted_keys, keys, side="right")
+    count = hi - lo
+    hit = np.flatnonzero(count)
+    if len(hit) == 0:
+        none = np.empty(0, dtype=np.int64)
+        return none, none
+    span = count[hit]
+    i = np.repeat(hit, span)
+    pos = np.repeat(lo[hit], span) + np.arange(len(i)) - np.repeat(np.cumsum(span) - span, span)
+    return i.astype(np.int64), pos.astype(np.int64)
+
+
+class _NewSide:
+    """The new rows, sorted once: text digests, and per band the band digests of live rows."""
+
+    def __init__(self, sigs: NDArray[np.uint32], digests: NDArray[np.uint64], bands: int) -> None:
+        self.sigs = sigs
+        self.digests = digests
+        self.digest_order = np.argsort(digests[:, 0], kind="stable")
+        self.digest_keys = digests[self.digest_order, 0]
+        live = np.flatnonzero(~empty_rows(sigs))
+        bd = band_digests(sigs[live], bands)
+        self.band_rows: list[NDArray[np.int64]] = []
+        self.band_keys: list[NDArray[np.uint64]] = []
+        for band in range(bands):
+            order = np.argsort(bd[:, band], kind="stable")
+            self.band_rows.append(live[order])
+            self.band_keys.append(np.ascontiguousarray(bd[order, band]))
+
+    def exact(self, digest: NDArray[np.uint64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(indexed row, new row) of equal text digests (all 128 bits)."""
+        at, pos = _equal_key_pairs(digest[:, 0], self.digest_keys)
+        new = self.digest_order[pos]
+        same = self.digests[new, 1] == digest[at, 1]
+        return at[same], new[same]
+
+    def leads(
+        self, bands: NDArray[np.uint64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """(indexed row, new row, band) of every band digest match."""
+        at, new, band_of = [], [], []
+        for band, keys in enumerate(self.band_keys):
+            i, pos = _equal_key_pairs(np.ascontiguousarray(bands[:, band]), keys)
+            at.append(i)
+            new.append(self.band_rows[band][pos])
+            band_of.append(np.full(len(i), band, dtype=np.int64))
+        return np.concatenate(at), np.concatenate(new), np.concatenate(band_of)
+
+
+def _confirmed(
+    new_sigs: NDArray[np.uint32],
+    cand: NDArray[np.uint32],
+    at: NDArray[np.int64],
+    new: NDArray[np.int64],
+    band: NDArray[np.int64],
+    rows: int,
+    threshold: float,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """The leads whose band rows are equal and whose estimate reaches ``threshold``, once per
+    (indexed row, new row): ``(at, new, estimate)``; ``cand[at]`` is the indexed signature."""
+    cols = band[:, None] * rows + np.arange(rows)[None, :]
+    equal = (new_sigs[new[:, None], cols] == cand[at[:, None], cols]).all(axis=1)
+    at, new = at[equal], new[equal]
+    key = np.unique(at * np.int64(len(new_sigs)) + new)
+    at, new = key // len(new_sigs), key % len(new_sigs)
+    est = np.count_nonzero(new_sigs[new] == cand[at], axis=1) / new_sigs.shape[1]
+    ok = est >= threshold
+    return at[ok], new[ok], est[ok].astype(np.float64)
+
+
+def lookup_index(
+    index: DocIndex, sigs: NDArray[np.uint32], digests: NDArray[np.uint64]
+) -> IndexLookup:
+    """Every exact copy and confirmed near pair of the new rows (``sigs``, ``digests``) in
+    ``index``, under the index's parameters."""
+    params = index.minhash_params()
+    n = len(sigs)
+    if sigs.ndim != 2 or sigs.shape[1] != params.num_perm:
+        raise SignatureError(
+            f"signatures have shape {sigs.shape}, the index takes {params.num_perm} entries"
+        )
+    if not index.parts or n == 0:
+        return IndexLookup.empty(n, params.num_perm)
+    side = _NewSide(sigs, digests, params.bands)
+    found_ids: list[str] = []
+    found_parts: list[str] = []
+    found_sigs: list[NDArray[np.uint32]] = []
+    exact_new: list[NDArray[np.int64]] = []
+    exact_at: list[NDArray[np.int64]] = []
+    pair_new: list[NDArray[np.int64]] = []
+    pair_at: list[NDArray[np.int64]] = []
+    pair_est: list[NDArray[np.float64]] = []
+    base = 0
+    for part, file, parquet, group, table in index.row_groups(["digest", "bands"]):
+        digest = _column(index, file, table, "digest", 16, "<u8")
+        bands = _column(index, file, table, "bands", 8 * params.bands, "<u8")
+        e_at, e_new = side.exact(digest)
+        l_at, l_new, l_band = side.leads(bands)
+        if len(e_at) == 0 and len(l_at) == 0:
+            continue
+        wanted = np.unique(np.concatenate((e_at, l_at)))
+        cand_ids, cand_sigs = _read_rows(index, file, parquet, group, wanted, params.num_perm)
+        local = np.searchsorted(wanted, l_at)
+        c_at, c_new, c_est = _confirmed(
+            sigs, cand_sigs, local, l_new, l_band, params.rows, params.threshold
+        )
+        e_local = np.searchsorted(wanted, e_at)
+        used = np.unique(np.concatenate((e_local, c_at)))
+        remap = np.full(len(wanted), -1, dtype=np.int64)
+        remap[used] = base + np.arange(len(used))
+        base += len(used)
+        found_ids.extend(cand_ids[u] for u in used.tolist())
+        found_parts.extend([part.name] * len(used))
+        found_sigs.append(cand_sigs[used])
+        exact_new.append(e_new)
+        exact_at.append(remap[e_local])
+        pair_new.append(c_new)
+        pair_at.append(remap[c_at])
+        pair_est.append(c_est)
+    if not found_ids:
+        return IndexLookup.empty(n, params.num_perm)
+    # Renumber the matched documents in id order.
+    order = sorted(range(len(found_ids)), key=found_ids.__getitem__)
+    renumber = np.empty(len(order), dtype=np.int64)
+    renumber[np.array(order, dtype=np.int64)] = np.arange(len(order))
+    exact = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(exact, np.concatenate(exact_new), renumber[np.concatenate(exact_at)])
+    exact[exact == np.iinfo(np.int64).max] = -1
+    pairs = np.stack((np.concatenate(pair_new), renumber[np.concatenate(pair_at)]), axis=1)
+    est = np.concatenate(pair_est)
+    by = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    return IndexLookup(
+        [found_ids[i] for i in order], [found_parts[i] for i in order],
+        np.concatenate(found_sigs)[np.array(order, dtype=np.int64)], exact,
+        pairs[by], est[by],
+    )  # fmt: skip
+
+
+def _column(
+    index: DocIndex, file: IndexFile, table: Any, name: str, width: int, dtype: str
+) -> NDArray[Any]:
+    values = binary_matrix(table.column(name), width, dtype)
+    if values is None:
+        raise IndexDamagedError(
+            index.url, file.path, f"has {name} values that are not {width} bytes"
+        )
+    return values
+
+
+def _read_rows(
+    index: DocIndex,
+    file: IndexFile,
+    parquet: Any,
+    group: int,
+    rows: NDArray[np.int64],
+    num_perm: int,
+) -> tuple[list[str], NDArray[np.uint32]]:
+    """The ids and signatures of ``rows`` of one row group."""
+    import pyarrow as pa
+
+    try:
+        table = parquet.read_row_group(group, columns=["id", "signature"]).take(pa.array(rows))
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise IndexDamagedError(index.url, file.path, f"cannot be read ({exc})") from None
+    if table.column("id").null_count:
+        raise IndexDamagedError(index.url, file.path, "has a null id")
+    sigs = _column(index, file, table, "signature", 4 * num_perm, "<u4")
+    return table.column("id").to_pylist(), np.ascontiguousarray(sigs, dtype=np.uint32)

@@ -1,0 +1,112 @@
+"""An index part's Parquet files: one row per indexed document, sorted by id.
+
+Columns (docs/index.md): ``id`` (string), ``digest`` (the text's 16-byte digest), ``bands``
+(``band_digests`` as little-endian uint64, 8 bytes per band) and ``signature`` (little-endian
+uint32, 4 bytes per entry), the last three as plain ``binary`` of one width, which pyarrow,
+DuckDB and Spark all read (Spark writes ``binary`` for its BinaryType; a fixed-size column
+would read differently on each engine). The key-value metadata ``neardup.params`` holds the
+index parameters as JSON. Columns come back as numpy arrays straight from Arrow's buffers: no
+Python object per row but the ids of the rows asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.core._banding import band_digests
+
+__all__ = [
+    "COLUMNS",
+    "PARAMS_KEY",
+    "ROW_GROUP",
+    "binary_matrix",
+    "part_table",
+]
+
+#: The columns of a part file, in order.
+COLUMNS = ("id", "digest", "bands", "signature")
+#: The Parquet key-value metadata key holding the index parameters (JSON).
+PARAMS_KEY = "neardup.params"
+#: Rows per Parquet row group: what one step of a lookup reads and decodes.
+ROW_GROUP = 1 << 16
+
+
+def _binary(matrix: NDArray[Any]) -> Any:
+    """Arrow ``binary`` values, one per row of a matrix (a chunk per ``ROW_GROUP`` rows, so the
+    32-bit offsets never overflow), without a Python object per row."""
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(matrix)
+    width = data.itemsize * (data.shape[1] if data.ndim > 1 else 1)
+    chunks = []
+    for lo in range(0, max(len(data), 1), ROW_GROUP):
+        block = data[lo : lo + ROW_GROUP]
+        offsets = np.arange(len(block) + 1, dtype=np.int32) * np.int32(width)
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(block.tobytes())]
+        chunks.append(pa.Array.from_buffers(pa.binary(), len(block), buffers))
+    return pa.chunked_array(chunks, type=pa.binary())
+
+
+def part_table(
+    ids: Sequence[str],
+    digests: NDArray[np.uint64],
+    sigs: NDArray[np.uint32],
+    bands: int,
+    params: dict[str, Any],
+) -> Any:
+    """The pyarrow Table of a part: the rows sorted by id, with ``PARAMS_KEY`` metadata."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    id_array = pa.array(list(ids), type=pa.string())
+    order = pc.sort_indices(id_array).to_numpy()  # UTF-8 byte order: Python's str order
+    sigs = np.ascontiguousarray(sigs[order], dtype="<u4")
+    columns = [
+        pa.chunked_array([id_array.take(pa.array(order))]),
+        _binary(np.ascontiguousarray(digests[order], dtype="<u8")),
+        _binary(np.ascontiguousarray(band_digests(sigs, bands), dtype="<u8")),
+        _binary(sigs),
+    ]
+    meta = {PARAMS_KEY: json.dumps(params, sort_keys=True)}
+    schema = pa.schema(
+        [(name, c.type) for name, c in zip(COLUMNS, columns, strict=True)], metadata=meta
+    )
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def binary_matrix(column: Any, width: int, dtype: str) -> NDArray[Any] | None:
+    """A ``binary`` (or ``fixed_size_binary``/``large_binary``) column of values all ``width``
+    bytes wide as an ``(n, width // itemsize)`` array of ``dtype``; None if a value is null or
+    of another width (the caller says which file is damaged)."""
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts: list[NDArray[Any]] = []
+    for chunk in chunks:
+        n = len(chunk)
+        if chunk.null_count:
+            return None
+        buffers = chunk.buffers()
+        if pa.types.is_fixed_size_binary(chunk.type):
+            if chunk.type.byte_width != width:
+                return None
+            lo, hi = chunk.offset * width, (chunk.offset + n) * width
+        else:
+            kind = np.int64 if pa.types.is_large_binary(chunk.type) else np.int32
+            if not (pa.types.is_binary(chunk.type) or pa.types.is_large_binary(chunk.type)):
+                return None
+            offsets = np.frombuffer(buffers[1], dtype=kind)[chunk.offset : chunk.offset + n + 1]
+            if n and not bool((np.diff(offsets) == width).all()):
+                return None
+            lo, hi = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
+        if n:
+            raw = np.frombuffer(buffers[2], dtype=np.uint8)[lo:hi]
+            parts.append(raw.view(dtype).reshape(n, width // np.dtype(dtype).itemsize))
+    if not parts:
+        return np.empty((0, width // np.dtype(dtype).itemsize), dtype=dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)

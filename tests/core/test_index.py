@@ -1,0 +1,229 @@
+"""The persistent index (core/_index*.py): format, commits, the parameter lock, damage, lookup."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.core._banding import band_digest
+from neardup.core.engine import (
+    INDEX_PARAMS_KEY,
+    DocIndex,
+    IndexConflictError,
+    IndexDamagedError,
+    IndexIdError,
+    IndexMissingError,
+    IndexParameterError,
+    MinhashParams,
+    batch_signatures,
+    commit_index,
+    index_params,
+    run_info,
+    text_digests,
+    write_part,
+)
+
+PARAMS = MinhashParams(num_perm=32, bands=8, threshold=0.5, k=2)
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+
+
+def _add(url: str, ids: list[str], texts: list[str], params: MinhashParams = PARAMS) -> DocIndex:
+    """Commit one part of ``ids``/``texts`` to the index at ``url``; the index after it."""
+    index = DocIndex.open(url, missing_ok=True)
+    sigs = batch_signatures(texts, params)
+    part = write_part(index, params, ids, text_digests(texts), sigs, run_info("local", "t", ["in"]))
+    commit_index(index, params, [part])
+    return DocIndex.open(url)
+
+
+def test_index_commit_writes_a_version_readable_without_neardup(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    _add(url, ["b", "a", "c"], ["one two three", "four five six", ""])
+    index = _add(url, ["d"], ["seven eight nine"])
+    assert index.version == 2
+    assert index.rows == 4 and len(index.parts) == 2
+    body = json.loads((tmp_path / "idx/_index/00000002.json").read_text())
+    assert body["format"] == "neardup-index" and body["format_version"] == 1
+    assert body["params"] == index_params(PARAMS) and "ngram" not in body["params"]
+    assert body["parts"][0]["name"].startswith("p00000001-")
+    assert body["parts"][1]["run"]["inputs"] == ["in"]
+    table = pq.read_table(index.file_urls())
+    assert table.column("id").to_pylist() == ["a", "b", "c", "d"]  # each part sorted by id
+    assert table.schema.names == ["id", "digest", "bands", "signature"]
+    sig = np.frombuffer(table.column("signature")[0].as_py(), dtype="<u4")
+    assert sig.tolist() == batch_signatures(["four five six"], PARAMS)[0].tolist()
+    meta = pq.ParquetFile(index.file_urls()[0]).schema_arrow.metadata
+    assert json.loads(meta[INDEX_PARAMS_KEY.encode()]) == index_params(PARAMS)
+
+
+def test_index_missing_is_an_error_unless_allowed(tmp_path: Path) -> None:
+    with pytest.raises(IndexMissingError, match="no index here"):
+        DocIndex.open(str(tmp_path / "nothing"))
+    empty = DocIndex.open(str(tmp_path / "nothing"), missing_ok=True)
+    assert empty.version == 0 and empty.rows == 0 and empty.params is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("num_perm", 64), ("bands", 4), ("threshold", 0.6), ("k", 3), ("seed", 1),
+     ("tokenizer", "multilingual")],
+)  # fmt: skip
+def test_index_params_are_locked(tmp_path: Path, name: str, value: object) -> None:
+    index = _add(str(tmp_path / "idx"), ["a"], ["one two"])
+    index.check_params(PARAMS)
+    other = MinhashParams(**{**PARAMS.as_dict(), name: value})
+    with pytest.raises(IndexParameterError, match=f"parameter {name} is locked") as caught:
+        index.check_params(other)
+    assert caught.value.name == name and caught.value.given == value
+
+
+def test_index_params_a_key_missing_on_one_side_is_a_mismatch(tmp_path: Path) -> None:
+    index = _add(str(tmp_path / "idx"), ["a"], ["one two"])
+    del index.manifest["params"]["tokenizer"]
+    with pytest.raises(IndexParameterError, match=r"tokenizer.*no value"):
+        index.check_params(PARAMS)
+    index.manifest["params"]["tokenizer"] = "words"
+    index.manifest["params"]["future_knob"] = 3
+    with pytest.raises(IndexParameterError, match="future_knob"):
+        index.check_params(PARAMS)
+
+
+def test_index_ids_name_their_part(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    first = _add(url, ["a", "b"], ["one two", "three four"])
+    index = _add(url, ["c"], ["five six"])
+    assert index.id_parts(["x", "b", "c"]) == {"b": first.parts[0].name, "c": index.parts[1].name}
+    with pytest.raises(IndexIdError, match=f"'c' \\(part {index.parts[1].name}\\)"):
+        index.check_ids(["c", "z"])
+    index.check_ids(["z"])
+
+
+def test_index_commit_race_loses_cleanly(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    base = _add(url, ["a"], ["one two"])
+    texts = ["three four"]
+    sigs, digests = batch_signatures(texts, PARAMS), text_digests(texts)
+    mine = write_part(base, PARAMS, ["m"], digests, sigs, run_info("local", "t", []))
+    theirs = write_part(base, PARAMS, ["t"], digests, sigs, run_info("local", "t", []))
+    assert commit_index(base, PARAMS, [theirs]) == 2
+    with pytest.raises(IndexConflictError, match=f"version 2 \\(part {theirs.name}\\)"):
+        commit_index(base, PARAMS, [mine])
+    after = DocIndex.open(url)
+    assert [p.name for p in after.parts] == [base.parts[0].name, theirs.name]
+    assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json", "00000002.json"]
+    # The loser's files stay as a leftover no version lists: invisible to readers.
+    assert after.id_parts(["m"]) == {}
+
+
+def test_index_compaction_commit_replaces_parts(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    _add(url, ["a"], ["one two"])
+    index = _add(url, ["b"], ["three four"])
+    texts = ["one two", "three four"]
+    merged = write_part(
+        index, PARAMS, ["a", "b"], text_digests(texts), batch_signatures(texts, PARAMS),
+        run_info("local", "t", [], mode="compact"),
+    )  # fmt: skip
+    commit_index(index, PARAMS, [merged], drop=[p.name for p in index.parts])
+    after = DocIndex.open(url)
+    assert [p.name for p in after.parts] == [merged.name] and after.rows == 2
+
+
+def _damage(tmp_path: Path, how: str) -> DocIndex:
+    index = _add(str(tmp_path / "idx"), ["a", "b"], ["one two", "three four"])
+    path = tmp_path / "idx" / index.parts[0].files[0].path
+    if how == "missing":
+        path.unlink()
+    elif how == "truncated":
+        path.write_bytes(path.read_bytes()[:-10])
+    elif how == "garbage":
+        path.write_bytes(b"x" * path.stat().st_size)
+    elif how == "rows":
+        version = tmp_path / "idx/_index/00000001.json"
+        body = json.loads(version.read_text())
+        body["parts"][0]["files"][0]["rows"] = 3
+        version.write_text(json.dumps(body))
+    return DocIndex.open(str(tmp_path / "idx"))
+
+
+@pytest.mark.parametrize("how", ["missing", "truncated", "garbage", "rows"])
+def test_index_damage_is_an_error_naming_the_file(tmp_path: Path, how: str) -> None:
+    index = _damage(tmp_path, how)
+    name = index.parts[0].files[0].path
+    sigs = batch_signatures(["one two"], PARAMS)
+    for read in (
+        lambda: index.id_parts(["a"]),
+        lambda: index.lookup(sigs, text_digests(["one two"])),
+    ):
+        with pytest.raises(IndexDamagedError, match=name):
+            read()
+    if how in ("missing", "truncated"):  # verify() checks names and sizes only
+        with pytest.raises(IndexDamagedError, match=name):
+            index.verify()
+
+
+def test_band_digest_is_frozen() -> None:
+    """The on-disk ``bands`` column: these values may never change (docs/index.md)."""
+    block = np.array([[0, 1, 2, 3], [2147483647, 5, 7, 11]], dtype=np.uint32)
+    assert band_digest(block).tolist() == [2005267190420150794, 9264561801355011679]
+
+
+def _brute_lookup(
+    new: list[str], old: list[str], params: MinhashParams
+) -> tuple[dict[int, str], set[tuple[int, str, float]]]:
+    """Every (new row, indexed id) by definition: a band's rows equal and estimate >= threshold;
+    the smallest indexed id of equal text."""
+    ns, os_ = batch_signatures(new, params), batch_signatures(old, params)
+    rows = params.rows
+    exact: dict[int, str] = {}
+    pairs = set()
+    for i, text in enumerate(new):
+        for j, other in enumerate(old):
+            doc_id = f"i{j:03d}"
+            if text == other and (i not in exact or doc_id < exact[i]):
+                exact[i] = doc_id
+            if (ns[i] == 2**31 - 1).all():
+                continue
+            shared = any(
+                (ns[i, b * rows : (b + 1) * rows] == os_[j, b * rows : (b + 1) * rows]).all()
+                for b in range(params.bands)
+            )
+            est = float(np.count_nonzero(ns[i] == os_[j]) / params.num_perm)
+            if shared and est >= params.threshold:
+                pairs.add((i, doc_id, est))
+    return exact, pairs
+
+
+_texts = st.lists(
+    st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join), min_size=1,
+    max_size=25,
+)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(old=_texts, new=_texts)
+def test_index_lookup_equals_brute_force(tmp_path_factory, old: list[str], new: list[str]) -> None:
+    url = str(tmp_path_factory.mktemp("idx") / "idx")
+    half = len(old) // 2
+    ids = [f"i{j:03d}" for j in range(len(old))]
+    _add(url, ids[:half], old[:half]) if half else None
+    index = _add(url, ids[half:], old[half:])
+    found = index.lookup(batch_signatures(new, PARAMS), text_digests(new))
+    exact, pairs = _brute_lookup(new, old, PARAMS)
+    got_exact = {i: found.ids[j] for i, j in enumerate(found.exact.tolist()) if j >= 0}
+    assert got_exact == exact
+    got = {
+        (i, found.ids[j], e)
+        for (i, j), e in zip(found.pairs.tolist(), found.estimate.tolist(), strict=True)
+    }
+    assert got == pairs
+    assert found.ids == sorted(found.ids)
+    for j, doc_id in enumerate(found.ids):
+        k = ids.index(doc_id)
+        assert found.sigs[j].tolist() == batch_signatures([old[k]], PARAMS)[0].tolist()
+        assert found.parts[j] == index.parts[0 if k < half else len(index.parts) - 1].name
