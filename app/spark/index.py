@@ -226,9 +226,7 @@ def _check_ids(index: DocIndex, taken: DataFrame) -> None:
     shown = taken.orderBy("iid").limit(_SHOWN_IDS).collect()
     if not shown:
         return
-    found = {str(r["iid"]): str(r["part"]) for r in shown}
-    total = taken.count() if len(found) == _SHOWN_IDS else len(found)
-    raise IndexIdError(index.url, found, total=total)
+    raise IndexIdError(index.url, {str(r["iid"]): str(r["part"]) for r in shown})
 
 
 def _confirmed(
@@ -245,9 +243,7 @@ def _confirmed(
     confirmed = joined.select("cid", "sig", "iid", "isig").mapInArrow(
         confirm, "cid string, iid string, estimate double"
     )
-    return confirmed.select(
-        F.col("cid").alias("child"), F.col("iid").alias("parent"), "estimate"
-    )
+    return confirmed.select(F.col("cid").alias("child"), F.col("iid").alias("parent"), "estimate")
 
 
 def write_index_part(
@@ -401,9 +397,7 @@ def index_decisions(
 
     targets = classes.select(F.col("id").alias("duplicate_of"), F.col("sig").alias("root_sig"))
     targets = targets.unionByName(
-        probe.signatures.select(
-            F.col("iid").alias("duplicate_of"), F.col("isig").alias("root_sig")
-        )
+        probe.signatures.select(F.col("iid").alias("duplicate_of"), F.col("isig").alias("root_sig"))
     )
     pairs = (
         decided.where(F.col("reason") == "near")
@@ -418,8 +412,8 @@ def index_decisions(
         "root",
         "reason",
         "duplicate_of",
-        F.when(F.col("reason") == "exact", F.lit(1.0)).otherwise(F.col("estimate")).alias(
-            "estimate"
-        ),
+        F.when(F.col("reason") == "exact", F.lit(1.0))
+        .otherwise(F.col("estimate"))
+        .alias("estimate"),
         "index_part",
     )

@@ -287,7 +287,9 @@ def _output_lines(
             taken = pa.array(keep)
             columns = [batch.column("pos").filter(taken), pa.array(lines, pa.string())]
             if survivors:
-                kept_rows = batch.column("reason").is_null() if why else pa.array([True] * len(batch))
+                kept_rows = (
+                    batch.column("reason").is_null() if why else pa.array([True] * len(batch))
+                )
                 columns += [batch.column("id").filter(taken), kept_rows.filter(taken)]
             yield pa.RecordBatch.from_arrays(
                 columns, ["pos", "value", *(["id", "survivor"] if survivors else [])]
@@ -484,7 +486,9 @@ def run_spark_dedup(
         if decided is not None:
             kept = decided if params.keep_duplicates else decided.where(F.col("reason").isNull())
             kept = kept.select(
-                "id", "root", *(["reason", "duplicate_of", "estimate"] if params.keep_duplicates else []),
+                "id",
+                "root",
+                *(["reason", "duplicate_of", "estimate"] if params.keep_duplicates else []),
                 "index_part",
             )
         elif params.keep_duplicates:
@@ -502,10 +506,8 @@ def run_spark_dedup(
         written = lines.count()
         target = HadoopPath(spark, output)
         _write(spark, lines, target, fmt, hint)
-        clock.lap("write")
-        if index is not None:
-            manifest.index = index_summary(index, probe)
-        if appending and index is not None:
+        summary = None if index is None else index_summary(index, probe)
+        if appending and index is not None and summary is not None:
             clock.lap("write", "index_part")
             survivors = (
                 lines.where(F.col("survivor"))
@@ -514,9 +516,12 @@ def run_spark_dedup(
             )
             part = write_index_part(spark, index, survivors, params.minhash, list(inputs))
             if part is not None:
-                manifest.index["version_committed"] = commit_part(index, params.minhash, part)
-                manifest.index["part"] = {"name": part.name, "rows": part.rows, "files": len(part.files)}
+                summary["committed"] = commit_part(index, params.minhash, part)
+                summary["part"] = {"name": part.name, "rows": part.rows, "files": len(part.files)}
             clock.lap("index_part")
+        else:
+            clock.lap("write")
+        manifest.index = summary
     finally:
         if probe is not None:
             probe.release()

@@ -453,9 +453,7 @@ class ProbeFilter:
         return np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.bool_)
 
 
-def probe_batch(
-    batch: pa.RecordBatch, probe: ProbeFilter | None, bands: int
-) -> pa.RecordBatch:
+def probe_batch(batch: pa.RecordBatch, probe: ProbeFilter | None, bands: int) -> pa.RecordBatch:
     """(id, digest, bands, part) of indexed rows -> (band, key, iid, part): a row per id of the
     new batch found (band ``PROBE_ID``), per text digest found (``PROBE_DIGEST``, key the
     digest) and per band key found (the band, key its digest); with no ``probe``, every row's
@@ -481,7 +479,9 @@ def probe_batch(
             band_rows.append(np.flatnonzero(keys[at] == matrix[:, b]))
     rows = [np.flatnonzero(take_ids), np.flatnonzero(take_digests), *band_rows]
     codes = [PROBE_ID, PROBE_DIGEST, *range(bands)]
-    band = np.concatenate([np.full(len(r), c, dtype=np.int32) for r, c in zip(rows, codes, strict=True)])
+    band = np.concatenate(
+        [np.full(len(r), c, dtype=np.int32) for r, c in zip(rows, codes, strict=True)]
+    )
     at = pa.array(np.concatenate(rows))
     band_keys = [
         binary_rows(np.ascontiguousarray(matrix[r, b : b + 1]).astype("<u8"))
