@@ -225,16 +225,21 @@ def check_target(target: str) -> None:
             raise CorpusError(target, None, "is a directory; give a file name")
 
 
-def check_apart(reads: Sequence[tuple[str, str]], writes: Sequence[tuple[str, str | None]]) -> None:
+def check_apart(
+    reads: Sequence[tuple[str, str]],
+    writes: Sequence[tuple[str, str | None]],
+    index: tuple[str, str] | None = None,
+) -> None:
     """ParameterError, before any work, when a run would write over what it reads or write two
-    outputs to one file.
+    outputs to one file, or mix its index (``index``: ``(flag, target)``) with its files.
 
     ``reads`` and ``writes`` are ``(flag, target)`` pairs (``("INPUT", "data/")``,
     ``("--removed", "x.jsonl")``; a None target is not written). Inputs are expanded the way
     they are read (a directory to every file below it, a glob to its matches), and local files
     compare by what they are (links, ``..`` and hard links resolved). An output may not be an
     input file, nor a directory holding one (an engine that writes a directory of parts would
-    replace it), nor another output.
+    replace it), nor another output. No output may lie inside the index, and no input may be
+    the index, lie inside it or hold it.
     """
     named = [(flag, t, _identity(t)) for flag, t in writes if t is not None and t != STDIO]
     for (flag_a, a, key_a), (flag_b, b, key_b) in itertools.combinations(named, 2):
@@ -254,6 +259,36 @@ def check_apart(reads: Sequence[tuple[str, str]], writes: Sequence[tuple[str, st
                         f"{flag} {out} {what} {read_flag} {path}: neardup never writes over "
                         "its inputs; give the output another name"
                     )
+    if index is not None:
+        _check_index_apart(reads, named, index)
+
+
+def _check_index_apart(
+    reads: Sequence[tuple[str, str]],
+    named: Sequence[tuple[str, str, tuple[object, str]]],
+    index: tuple[str, str],
+) -> None:
+    """ParameterError for an output inside the index, or an input that is, holds or lies in it."""
+    index_flag, target = index
+    key = _identity(target)
+    root = key[1].rstrip("/")
+
+    def related(other: tuple[object, str]) -> bool:
+        path = other[1].rstrip("/")
+        return _same(key, other) or path.startswith(root + "/") or root.startswith(path + "/")
+
+    for flag, out, out_key in named:
+        if _same(key, out_key) or out_key[1].startswith(root + "/"):
+            raise ParameterError(
+                f"{flag} {out} is inside {index_flag} {target}: the index holds only its own "
+                "files; write the output elsewhere"
+            )
+    for read_flag, read in reads:
+        if read != STDIO and related(_identity(read)):
+            raise ParameterError(
+                f"{read_flag} {read} and {index_flag} {target} overlap: the index is not an "
+                "input (its documents are deduped against, never read as new ones)"
+            )
 
 
 def _same(a: tuple[object, str], b: tuple[object, str]) -> bool:

@@ -6,6 +6,12 @@ in submission order), and what ``--keep`` compares. Deciding then needs only tho
 (``app.cli.decisions``). Pass 2 streams the inputs again and writes the survivors, in input
 order, and with ``--removed`` every dropped row with why; every file is written under a
 temporary name and renamed when complete.
+
+With ``--index IDX`` (docs/algorithm.md, incremental runs): before any signature the index is
+opened and its parameters checked; after pass 1 the new ids are checked against it (a collision
+stops the run before anything is written) and the rows are looked up in it; the decisions take
+the indexed documents in; after pass 2 (outputs committed), in append mode, the survivors become
+one new part and the next version is committed (none when there is no survivor).
 """
 
 from __future__ import annotations
@@ -28,9 +34,13 @@ from neardup.app.cli.options import DedupOptions
 from neardup.app.cli.progress import Progress
 from neardup.app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
 from neardup.app.cli.tagging import REASON_KEY, Tagger, arrow_hint, load_protected
+from neardup.app.cli.version import neardup_version
 from neardup.core.engine import (
     STDIO,
     CorpusError,
+    DocIndex,
+    IndexConflictError,
+    IndexLookup,
     Output,
     ParameterError,
     RawLine,
@@ -42,13 +52,16 @@ from neardup.core.engine import (
     check_apart,
     check_output,
     check_target,
+    commit_index,
     corpus_format,
     expand_inputs,
     get_field,
     parquet_schema,
+    run_info,
     signature_stream,
     text_digests,
     value_ranks,
+    write_part,
 )
 
 __all__ = ["BATCH", "run_dedup"]
@@ -274,12 +287,12 @@ def _spliced_pass(
 
 
 def _writer(
-    stack: ExitStack, target: str, sources: list[Source], reasons: bool
+    stack: ExitStack, target: str, sources: list[Source], reasons: bool, indexed: bool
 ) -> tuple[RowWriter, Output]:
     """A RowWriter onto ``target``, committed when ``stack`` closes cleanly; a Parquet target
     gets the inputs' Arrow types (read only then: JSON Lines never imports pyarrow)."""
     fmt = check_output(target)
-    hint = arrow_hint(parquet_schema(sources), reasons) if fmt == ".parquet" else None
+    hint = arrow_hint(parquet_schema(sources), reasons, indexed) if fmt == ".parquet" else None
     handle, done = stack.enter_context(atomic_output(target))
     return stack.enter_context(RowWriter(handle, fmt, target, hint)), done
 
@@ -293,9 +306,12 @@ def _write_pass(
         removed: RowWriter | _Discard = _Discard()
         if not options.dry_run:
             keep_all = options.params.keep_duplicates
-            out, written["output"] = _writer(stack, options.output, sources, keep_all)
+            indexed = options.index is not None
+            out, written["output"] = _writer(stack, options.output, sources, keep_all, indexed)
             if options.removed is not None:
-                removed, written["removed"] = _writer(stack, options.removed, sources, True)
+                removed, written["removed"] = _writer(
+                    stack, options.removed, sources, True, indexed
+                )
         if first.lines is not None:
             _spliced_pass(sources, options, first, first.lines, tagger, out, removed)
         else:
@@ -334,18 +350,96 @@ def _check_keep_field(
     )
 
 
-def run_dedup(options: DedupOptions) -> Manifest:
-    """Exact dedup, near dedup and decontamination of ``options.inputs`` into ``options.output``.
+def _open_index(options: DedupOptions) -> DocIndex | None:
+    """The index of ``--index``, checked against the run's parameters (None without one)."""
+    if options.index is None:
+        return None
+    index = DocIndex.open(options.index, missing_ok=options.index_mode == "append")
+    index.check_params(options.params.minhash)
+    index.verify()
+    return index
 
-    Every named file is checked (inputs exist, output directories exist, protected sets parse)
-    before the first signature.
+
+@dataclass
+class _Survivors:
+    """What pass 2 may add to the index: the kept rows' numbers, digests and signatures."""
+
+    rows: NDArray[np.int64]
+    digests: NDArray[np.uint64]
+    sigs: NDArray[np.uint32]
+
+
+def _survivors(options: DedupOptions, first: _Pass1, decisions: Decisions) -> _Survivors | None:
+    """The rows an append run adds (kept; contaminated ones are taken out after pass 2)."""
+    if options.index is None or options.index_mode != "append" or options.dry_run:
+        return None
+    rows = np.flatnonzero(decisions.outcome == KEPT)
+    return _Survivors(rows, first.digests[rows], first.sigs[rows])
+
+
+def _append(
+    index: DocIndex,
+    options: DedupOptions,
+    ids: list[str],
+    kept: _Survivors,
+    tagger: Tagger,
+    sources: list[Source],
+    record: dict[str, object],
+) -> None:
+    """Add the survivors that passed the protected-set check to the index as one new part."""
+    clean = np.array([r not in tagger.contaminated for r in kept.rows.tolist()], dtype=np.bool_)
+    rows = kept.rows[clean]
+    if len(rows) == 0:
+        return
+    params = options.params.minhash
+    run = run_info("local", neardup_version(), [s.name for s in sources])
+    part = write_part(
+        index, params, [ids[i] for i in rows.tolist()], kept.digests[clean], kept.sigs[clean],
+        run,
+    )  # fmt: skip
+    record.update(part=part.name)
+    try:
+        record["version_written"] = commit_index(index, params, [part])
+    except IndexConflictError as exc:
+        record.update(part=None, conflict=str(exc))
+        raise
+    record["rows_added"] = len(rows)
+
+
+def _index_record(options: DedupOptions, index: DocIndex, lookup: IndexLookup) -> dict[str, object]:
+    """The manifest's ``index`` object, before the part is added."""
+    return {
+        "url": options.index,
+        "mode": options.index_mode,
+        "version_read": index.version,
+        "version_written": None,
+        "part": None,
+        "rows_added": 0,
+        "indexed_rows": index.rows,
+        "indexed_rows_matched": len(lookup.ids),
+        "rows_matching_index": int(
+            np.count_nonzero(
+                (lookup.exact >= 0) | np.isin(np.arange(len(lookup.exact)), lookup.pairs[:, 0])
+            )
+        ),
+    }
+
+
+def run_dedup(options: DedupOptions) -> Manifest:
+    """Exact dedup, near dedup and decontamination of ``options.inputs`` into ``options.output``
+    (against ``options.index`` when given).
+
+    Every named file is checked (inputs exist, output directories exist, protected sets parse,
+    the index's parameters) before the first signature.
     """
     for target in (options.output, options.removed):
         if target is not None:
             check_output(target)
     if options.manifest_target is not None:
         check_target(options.manifest_target)
-    check_apart(*options.reads_and_writes())
+    index_flag = None if options.index is None else ("--index", options.index)
+    check_apart(*options.reads_and_writes(), index=index_flag)
+    index = _open_index(options)
     sources = expand_inputs(options.inputs)
     manifest = Manifest.start(options, sources)
     started = time.perf_counter()
@@ -356,10 +450,19 @@ def run_dedup(options: DedupOptions) -> Manifest:
     manifest.seconds["signatures"] = time.perf_counter() - started
     if first.values is not None:
         _check_keep_field(first.values, options, manifest)
+    lookup = None
+    if index is not None:
+        started = time.perf_counter()
+        index.check_ids(first.ids)
+        lookup = index.lookup(first.sigs, first.digests)
+        manifest.index = _index_record(options, index, lookup)
+        manifest.seconds["index_lookup"] = time.perf_counter() - started
     started = time.perf_counter()
     decisions: Decisions = decide(
-        first.ids, first.digests, first.sigs, options.params, first.lengths, first.values
-    )
+        first.ids, first.digests, first.sigs, options.params, first.lengths, first.values,
+        lookup,
+    )  # fmt: skip
+    kept = _survivors(options, first, decisions)
     del first.sigs  # pass 2 needs ids and decisions only
     manifest.clusters = decisions.clusters
     manifest.cluster_sizes = decisions.cluster_sizes()
@@ -369,9 +472,16 @@ def run_dedup(options: DedupOptions) -> Manifest:
     tagger = Tagger(
         first.ids, decisions, sets, params.keep_duplicates,
         decont=params.decont, item_cap=params.item_cap, schema=options.schema,
+        indexed=index is not None,
     )  # fmt: skip
     _write_pass(sources, options, first, tagger, manifest)
     manifest.seconds["write"] = time.perf_counter() - started
-    if not options.dry_run and (target := options.manifest_target) is not None:
-        write_manifest(target, manifest)
+    try:
+        if index is not None and kept is not None and manifest.index is not None:
+            started = time.perf_counter()
+            _append(index, options, first.ids, kept, tagger, sources, manifest.index)
+            manifest.seconds["index_append"] = time.perf_counter() - started
+    finally:
+        if not options.dry_run and (target := options.manifest_target) is not None:
+            write_manifest(target, manifest)
     return manifest

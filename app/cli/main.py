@@ -1,7 +1,8 @@
 """The ``neardup`` command's flags and dispatch (serve, dedup, contamination, push, query).
 
 Heavy imports happen inside the commands. Exit codes: 0 done, 2 bad input or usage (a message
-naming the file and line), 130 interrupted.
+naming the file and line), 3 another run committed to the same ``--index`` first (rerun),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -179,6 +180,15 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "--max-pieces", type=int, default=10, help="cut: a row split into more is dropped"
     )
     _cap_flags(dedup)
+    dedup.add_argument(
+        "--index", metavar="IDX",
+        help="a persistent index (directory or URL): dedup against every document in it; in "
+        "append mode add this run's survivors to it (created by the first run)",
+    )  # fmt: skip
+    dedup.add_argument(
+        "--index-mode", choices=("append", "read"), default="append",
+        help="append: add the survivors to --index as a new part; read: only dedup against it",
+    )  # fmt: skip
     dedup.add_argument("--manifest", help="default: OUTPUT.manifest.json (none when OUTPUT is '-')")
     dedup.add_argument("--dry-run", action="store_true", help="report the counts, write nothing")
     dedup.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -297,6 +307,8 @@ def _dedup(args: argparse.Namespace) -> int:
 
     if args.spark_master is not None:
         raise ParameterError("--spark-master needs --engine spark")
+    if args.index is None and args.index_mode != "append":
+        raise ParameterError("--index-mode needs --index")
 
     workers = default_workers() if args.workers is None else args.workers
     if workers < 1:
@@ -314,6 +326,7 @@ def _dedup(args: argparse.Namespace) -> int:
         removed=args.removed, manifest=args.manifest,
         schema=Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file"),
         params=params, dry_run=args.dry_run, quiet=args.quiet, command=tuple(args.command_line),
+        index=args.index, index_mode=args.index_mode,
     )  # fmt: skip
     manifest = run_dedup(options)
     counts = manifest.counts
@@ -331,6 +344,20 @@ def _dedup(args: argparse.Namespace) -> int:
             + f"wrote {counts['written']} to {args.output}{where}",
             file=sys.stderr,
         )
+        if manifest.index is not None:
+            added = manifest.index
+            what = (
+                f"added {added['rows_added']} rows as version {added['version_written']} "
+                f"(part {added['part']})"
+                if added["version_written"] is not None
+                else "added nothing"
+            )
+            print(
+                f"neardup dedup: index {args.index}: read version {added['version_read']} "
+                f"({added['indexed_rows']} documents, {added['indexed_rows_matched']} matched), "
+                + what,
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -398,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neardup`` command."""
     from neardup.app.cli.version import neardup_version
-    from neardup.core.engine import NeardupError
+    from neardup.core.engine import IndexConflictError, NeardupError
 
     parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"neardup {neardup_version()}")
@@ -413,6 +440,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.command_line = ["neardup", *argv]
     try:
         return _COMMANDS[args.command](args)
+    except IndexConflictError as exc:  # exit 3: "retry", apart from 2, "bad input"
+        print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
+        return 3
     except NeardupError as exc:
         print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -32,6 +32,9 @@ class Manifest:
     removed: dict[str, Any] | None = None
     #: The contamination report of the rows the decontamination stage checked (with sets).
     contamination: dict[str, Any] | None = None
+    #: With ``--index``: its url and mode, the version read and written, the part added, its
+    #: rows, the indexed documents and how many the rows matched.
+    index: dict[str, Any] | None = None
 
     @classmethod
     def start(cls, options: DedupOptions, sources: list[Source]) -> Manifest:

@@ -12,7 +12,10 @@ from typing import Any
 
 from neardup.core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
 
-__all__ = ["DedupOptions", "DedupParams", "default_workers"]
+__all__ = ["INDEX_MODES", "DedupOptions", "DedupParams", "default_workers"]
+
+#: What a run does with its ``--index``: add its survivors to it, or only read it.
+INDEX_MODES = ("append", "read")
 
 
 def default_workers() -> int:
@@ -57,6 +60,8 @@ class DedupOptions:
         dry_run: count, write nothing.
         quiet: no progress or summary on stderr.
         command: the command line, for the manifest.
+        index: the persistent index to dedup against (``--index``), or None.
+        index_mode: ``append`` (add the survivors to the index as a new part) or ``read``.
     """
 
     inputs: tuple[str, ...]
@@ -69,8 +74,14 @@ class DedupOptions:
     dry_run: bool = False
     quiet: bool = False
     command: tuple[str, ...] = ()
+    index: str | None = None
+    index_mode: str = "append"
 
     def __post_init__(self) -> None:
+        if self.index_mode not in INDEX_MODES:
+            raise ParameterError(
+                f"--index-mode {self.index_mode!r}: use one of {', '.join(INDEX_MODES)}"
+            )
         if self.removed is not None and self.removed == self.output == "-":
             raise ParameterError("--output and --removed cannot both be standard output ('-')")
         if (*self.inputs, *self.protected).count("-") > 1:
@@ -107,7 +118,7 @@ class DedupOptions:
         """The options set away from their defaults (``schema.id_field``, ``params.keep``, ...):
         what an engine must support to run these options."""
         out = {"inputs", "output"}
-        for name in ("protected", "removed", "manifest", "dry_run"):
+        for name in ("protected", "removed", "manifest", "dry_run", "index"):
             if getattr(self, name):
                 out.add(name)
         for part, default in (("schema", Schema()), ("params", DedupParams())):

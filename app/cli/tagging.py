@@ -4,8 +4,9 @@ A kept row gets ``meta.minhash_cluster`` (its cluster's smallest id). A dropped 
 ``--removed``), or with ``--keep-duplicates`` a row that would be dropped, gets a ``neardup``
 object: ``reason`` (``exact``, ``near`` or ``contaminated``), ``duplicate_of`` (the kept row it
 duplicates) and ``estimate`` (to it), or for ``contaminated`` the protected ``set``, ``item`` and
-first shared ``ngram``. Every key is always there (null when it does not apply), so Parquet
-outputs have one schema. Nothing else of the input row changes.
+first shared ``ngram``. With ``--index``, ``index_part`` too: the part holding
+``duplicate_of`` when it is an indexed document. Every key is always there (null when it does
+not apply), so Parquet outputs have one schema. Nothing else of the input row changes.
 
 Decontamination checks the rows the near stage keeps (all rows with ``--keep-duplicates``), in
 the mode of ``--decontamination``: ``drop`` sends a contaminated row to ``--removed``;
@@ -54,17 +55,19 @@ __all__ = ["REASON_KEY", "Tagger", "arrow_hint", "load_protected"]
 #: The field a dropped (or, with --keep-duplicates, would-be-dropped) row says why in.
 REASON_KEY = "neardup"
 _REASONS = {EXACT: "exact", NEAR: "near"}
+_REASON_KEYS = ("duplicate_of", "estimate", "set", "item", "ngram")
 
 
-def arrow_hint(base: Any, reasons: bool) -> Any:
+def arrow_hint(base: Any, reasons: bool, indexed: bool = False) -> Any:
     """The Arrow columns a Parquet output writes: the inputs' (``base``, or None), ``meta`` with
     its ``minhash_cluster`` string, and with ``reasons`` the ``neardup`` object (typed even when
-    a first batch of rows holds no contaminated one, or no dropped one)."""
+    a first batch of rows holds no contaminated one, or no dropped one; ``index_part`` in it
+    for a run with an index)."""
     import pyarrow as pa
 
     text = pa.string()
-    reason = pa.struct([("reason", text), ("duplicate_of", text), ("estimate", pa.float64()),
-                        ("set", text), ("item", text), ("ngram", text)])  # fmt: skip
+    keys = [*_REASON_KEYS, *(("index_part",) if indexed else ())]
+    reason = pa.struct([(k, pa.float64() if k == "estimate" else text) for k in ("reason", *keys)])
     own = None if base is None else pa.schema([f for f in base if f.name != REASON_KEY])
     return RowWriter.hint(own, CLUSTER_KEY, [pa.field(REASON_KEY, reason)] if reasons else [])
 
@@ -105,8 +108,13 @@ class Tagger:
         decont: DecontParams | None = None,
         item_cap: int | None = None,
         schema: Schema | None = None,
+        indexed: bool = False,
     ) -> None:
         self.ids = ids
+        #: every reason says ``index_part`` (a run with an index)
+        self.indexed = indexed
+        #: rows the protected-set check found contaminated (never added to an index)
+        self.contaminated: set[int] = set()
         self.decisions = decisions
         self.sets = sets
         self.keep_all = keep_all
@@ -136,13 +144,14 @@ class Tagger:
                 self.report.add(Doc(record.id, record.text), hits)
                 if hits:
                     dirty[i] = hits
+                    self.contaminated.add(i)
         for record, i in batch:
             matches = dirty.get(i)
             if matches is not None and self.decont.mode is not DecontMode.DROP:
                 yield from self._decontaminated(record, i, outcome[i - lo], matches)
             elif matches is not None:
                 self.counts["decontaminated"] += 1
-                yield _with_reason(record, _contamination(matches)), False
+                yield _with_reason(record, self._contamination(matches)), False
             elif outcome[i - lo] == KEPT:
                 yield self._tagged(record, i), True
             elif self.keep_all:
@@ -164,7 +173,7 @@ class Tagger:
             why = {"mode": "cut", "dropped": drop_rule(doc, matches, self.decont),
                    **match_summary(matches)}  # fmt: skip
             row = set_field(record.row, f"meta.{DECONT_KEY}", why)
-            yield _with_reason(record, _contamination(matches), row), False
+            yield _with_reason(record, self._contamination(matches), row), False
             return
         self.counts["cut" if self.decont.mode is DecontMode.CUT else "annotated"] += 1
         own_id = get_field(record.row, self.schema.id_field)
@@ -184,7 +193,7 @@ class Tagger:
 
     def root_id(self, i: int) -> str:
         """The id of row ``i``'s cluster (what ``minhash_cluster`` says)."""
-        return self.ids[int(self.decisions.root[i])]
+        return self.decisions.name(self.ids, int(self.decisions.root[i]))
 
     def reason(self, i: int) -> dict[str, Any]:
         """Why row ``i`` is (or, with ``--keep-duplicates``, would be) dropped by dedup."""
@@ -202,11 +211,21 @@ class Tagger:
 
     def _duplicate(self, i: int) -> dict[str, Any]:
         decisions = self.decisions
-        return _reason(
+        node = int(decisions.duplicate_of[i])
+        reason = _reason(
             _REASONS[int(decisions.outcome[i])],
-            duplicate_of=self.ids[int(decisions.duplicate_of[i])],
+            duplicate_of=decisions.name(self.ids, node),
             estimate=float(decisions.estimate[i]),
         )
+        if self.indexed:
+            reason["index_part"] = decisions.part(self.ids, node)
+        return reason
+
+    def _contamination(self, matches: list[Match]) -> dict[str, Any]:
+        reason = _contamination(matches)
+        if self.indexed:
+            reason["index_part"] = None
+        return reason
 
 
 def _contamination(matches: list[Match]) -> dict[str, Any]:
@@ -216,8 +235,7 @@ def _contamination(matches: list[Match]) -> dict[str, Any]:
 
 
 def _reason(reason: str, **fields: Any) -> dict[str, Any]:
-    keys = ("duplicate_of", "estimate", "set", "item", "ngram")
-    return {"reason": reason, **{k: fields.get(k) for k in keys}}
+    return {"reason": reason, **{k: fields.get(k) for k in _REASON_KEYS}}
 
 
 def _with_reason(
