@@ -120,4 +120,18 @@ def dedup_on_spark(
             f"{c['decontaminated']}, wrote {c['written']} to {output} (manifest {path})",
             file=sys.stderr,
         )
+        if manifest.index is not None:
+            added = manifest.index
+            what = (
+                f"added {added['rows_added']} rows as version {added['version_written']} "
+                f"(part {added['part']})"
+                if added["version_written"] is not None
+                else "added nothing"
+            )
+            print(
+                f"neardup dedup: index {added['url']}: read version {added['version_read']} "
+                f"({added['indexed_rows']} documents, {added['indexed_rows_matched']} matched), "
+                + what,
+                file=sys.stderr,
+            )
     return manifest

@@ -317,13 +317,34 @@ def commit_part(index: DocIndex, params: MinhashParams, part: IndexPart) -> int:
     return commit_index(index, params, add=[part])
 
 
-def index_summary(index: DocIndex, probe: IndexProbe | None) -> dict[str, Any]:
-    """What the run's manifest says of the index it read."""
+def index_summary(
+    index: DocIndex, mode: str, probe: IndexProbe | None, classes: DataFrame
+) -> dict[str, Any]:
+    """The manifest's ``index`` object (the local engine's keys), before a part is added; and
+    what the probe did (``broadcast``: the new batch's keys were broadcast, else joined;
+    ``candidates``: the (new class, indexed row) pairs a band key matched)."""
+    from pyspark.sql import functions as F
+
+    matched = matching = 0
+    if probe is not None:
+        hit = probe.exact.select(F.col("ix").alias("iid")).unionByName(
+            probe.edges.select(F.col("parent").alias("iid"))
+        )
+        matched = hit.distinct().count()
+        by_text = classes.join(probe.exact.select("digest"), "digest", "left_semi").select("id")
+        linked = probe.edges.select(F.col("child").alias("cid")).distinct()
+        by_pair = classes.join(linked, "cid", "left_semi").select("id")
+        matching = by_text.unionByName(by_pair).distinct().count()
     return {
         "url": index.url,
-        "version": index.version,
-        "rows": index.rows,
-        "parts": len(index.parts),
+        "mode": mode,
+        "version_read": index.version,
+        "version_written": None,
+        "part": None,
+        "rows_added": 0,
+        "indexed_rows": index.rows,
+        "indexed_rows_matched": matched,
+        "rows_matching_index": matching,
         "broadcast": None if probe is None else probe.broadcast,
         "candidates": 0 if probe is None else probe.candidates,
     }

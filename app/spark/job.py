@@ -495,6 +495,8 @@ def run_spark_dedup(
             kept = _with_reasons(tagged, classes, params.minhash)
         else:
             kept = tagged.where(near).select("id", "root")
+        if index is not None and probe is None:  # nothing indexed yet: no reason names a part
+            kept = kept.withColumn("index_part", F.lit(None).cast("string"))
         # The second pass over the inputs: the kept documents' whole rows.
         rows = read_corpus(spark, inputs, rows=True).select("id", "row", "pos")
         appending = index is not None and params.index_mode == "append"
@@ -506,7 +508,7 @@ def run_spark_dedup(
         written = lines.count()
         target = HadoopPath(spark, output)
         _write(spark, lines, target, fmt, hint)
-        summary = None if index is None else index_summary(index, probe)
+        summary = None if index is None else index_summary(index, params.index_mode, probe, classes)
         if appending and index is not None and summary is not None:
             clock.lap("write", "index_part")
             survivors = (
@@ -516,8 +518,9 @@ def run_spark_dedup(
             )
             part = write_index_part(spark, index, survivors, params.minhash, list(inputs))
             if part is not None:
-                summary["committed"] = commit_part(index, params.minhash, part)
-                summary["part"] = {"name": part.name, "rows": part.rows, "files": len(part.files)}
+                summary["part"] = part.name
+                summary["version_written"] = commit_part(index, params.minhash, part)
+                summary["rows_added"] = part.rows
             clock.lap("index_part")
         else:
             clock.lap("write")

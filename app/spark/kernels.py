@@ -264,13 +264,14 @@ def reason_object(
     duplicate_of: str | None,
     estimate: float | None,
     index_part: str | None = None,
+    indexed: bool = False,
 ) -> dict[str, Any]:
     """The ``neardup`` object of a would-be-dropped row (``--keep-duplicates``), keys in the
-    local engine's order, the contamination ones null; ``index_part`` when ``duplicate_of`` is
-    an indexed document (``--index``)."""
+    local engine's order, the contamination ones null; in a run with an index (``indexed``)
+    ``index_part`` last: the part holding ``duplicate_of`` when it is indexed, else null."""
     out = {"reason": reason, "duplicate_of": duplicate_of, "estimate": estimate,
            "set": None, "item": None, "ngram": None}  # fmt: skip
-    if index_part is not None:
+    if indexed:
         out["index_part"] = index_part
     return out
 
@@ -390,7 +391,7 @@ def tagged_rows(
         tagged = {**row, "meta": {**({} if meta is None else meta), CLUSTER_KEY: root}}
         if reasons is not None and reasons[i][0] is not None:
             part = None if parts is None else parts[i]
-            tagged[REASON_KEY] = reason_object(*reasons[i], part)
+            tagged[REASON_KEY] = reason_object(*reasons[i], part, parts is not None)
         out.append(tagged)
     return out
 
