@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from neardup.app.spark.corpus import HadoopPath
+from neardup.app.spark.index import open_index
 from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
 from neardup.core.engine import ParameterError
 
@@ -101,12 +102,14 @@ def dedup_on_spark(
     manifest_path: str | None = None,
     quiet: bool = False,
 ) -> SparkManifest:
-    """Run on Spark and write the manifest (default ``OUTPUT.manifest.json``, any Hadoop path)."""
+    """Run on Spark and write the manifest (default ``OUTPUT.manifest.json``, any Hadoop path).
+    An ``--index`` is opened and checked (parameters, files) before any JVM starts."""
+    params = params or SparkParams()
+    if params.index is not None:
+        open_index(params.index, params.index_mode, params.minhash)
     spark = spark_session(master, quiet)
     try:
-        manifest = run_spark_dedup(
-            spark, inputs, output, protected=protected, params=params or SparkParams()
-        )
+        manifest = run_spark_dedup(spark, inputs, output, protected=protected, params=params)
         path = manifest_path or output.rstrip("/") + ".manifest.json"
         body = json.dumps(manifest.as_json(), indent=2) + "\n"
         HadoopPath(spark, path).write_bytes(body.encode("utf-8"))
