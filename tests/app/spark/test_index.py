@@ -116,9 +116,11 @@ def test_spark_rounds_equal_local_rounds(
     bridge = rows["r2-bridge"]["neardup"]
     assert bridge["reason"] == "near" and bridge["duplicate_of"] == "chain-1"
     assert bridge["index_part"].startswith("p00000001-")
-    assert rows["r2-exact-0"]["neardup"]["reason"] == "exact"
-    assert rows["r2-empty"]["neardup"]["index_part"].startswith("p00000001-")
-    assert sum(r["neardup"]["index_part"] is not None for r in rows.values() if r.get("neardup"))
+    why = [r["neardup"] for r in rows.values() if r.get("neardup")]
+    copies = [w for w in why if w["reason"] == "exact" and w["index_part"] is not None]
+    assert {w["duplicate_of"] for w in copies} >= {"empty-0", "dots-2"}  # wordless, indexed
+    assert len(copies) >= 5 and rows["r2-empty"]["neardup"]["duplicate_of"] == "empty-0"
+    assert sum(w["reason"] == "near" and w["index_part"] is not None for w in why) >= 4
     assert [p.run["engine"] for p in DocIndex.open(str(index)).parts] == ["spark"] * 3
 
 
