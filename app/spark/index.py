@@ -83,13 +83,16 @@ def open_index(url: str, mode: str, params: MinhashParams) -> DocIndex:
     return index
 
 
-def _index_rows(spark: SparkSession, index: DocIndex) -> DataFrame:
-    """The index's listed files as one DataFrame (id, digest, bands, signature, part)."""
+def _index_rows(spark: SparkSession, files: Sequence[str]) -> DataFrame:
+    """Index files as one DataFrame (id, digest, bands, signature, part, file)."""
     from pyspark.sql import functions as F
 
-    part = F.regexp_extract(F.col("_metadata.file_path"), r"/parts/([^/]+)/[^/]+$", 1)
-    frame = spark.read.parquet(*index.file_urls())
-    return frame.select("id", "digest", "bands", "signature", part.alias("part"))
+    file = F.col("_metadata.file_path")
+    part = F.regexp_extract(file, r"/parts/([^/]+)/[^/]+$", 1)
+    frame = spark.read.parquet(*files)
+    return frame.select(
+        "id", "digest", "bands", "signature", part.alias("part"), file.alias("file")
+    )
 
 
 @dataclass
@@ -102,6 +105,7 @@ class IndexProbe:
         signatures: (iid, isig, part): the matched indexed rows' signatures.
         broadcast: whether the probe broadcast the new batch (else it joined).
         candidates: (new class, indexed row) pairs a band key matched.
+        files: the index files, and those the signatures were read from (holding candidates).
     """
 
     exact: DataFrame
@@ -109,6 +113,7 @@ class IndexProbe:
     signatures: DataFrame
     broadcast: bool
     candidates: int
+    files: tuple[int, int]
     persisted: list[DataFrame]
 
     def release(self) -> None:
@@ -149,7 +154,8 @@ def probe_index(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    rows = _index_rows(spark, index)
+    urls = index.file_urls()
+    rows = _index_rows(spark, urls)
     live = classes.where(F.col("live") & (F.col("id") == F.col("cid"))).select("cid", "sig")
     limit = int(spark.conf.get(BROADCAST_KEYS_CONF, str(BROADCAST_KEYS)) or BROADCAST_KEYS)
     broadcast = live.count() * params.bands <= limit
@@ -161,8 +167,8 @@ def probe_index(
         for batch in batches:
             yield kernels.probe_batch(batch, found, bands)
 
-    hits = rows.select("id", "digest", "bands", "part").mapInArrow(
-        probe, "band int, key binary, iid string, part string"
+    hits = rows.select("id", "digest", "bands", "part", "file").mapInArrow(
+        probe, "band int, key binary, iid string, part string, file string"
     )
     hits = hits.persist(StorageLevel.MEMORY_AND_DISK)
     persisted = [hits]
@@ -192,7 +198,7 @@ def probe_index(
         pairs = (
             hits.where(F.col("band") >= 0)
             .join(_band_keys(live, params), ["band", "key"])
-            .select("cid", "iid")
+            .select("cid", "iid", "file")
             .distinct()
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
@@ -201,8 +207,12 @@ def probe_index(
         wanted = pairs.select("iid").distinct()
         if candidates * bands <= limit:
             wanted = F.broadcast(wanted)
+        # Only the files holding a candidate are read again (for their signatures).
+        files = sorted(str(r["file"]) for r in pairs.select("file").distinct().collect())
         signatures = (
-            rows.select(F.col("id").alias("iid"), F.col("signature").alias("isig"), "part")
+            _index_rows(spark, files if files else urls[:1])
+            .where(F.lit(bool(files)))
+            .select(F.col("id").alias("iid"), F.col("signature").alias("isig"), "part")
             .join(wanted, "iid")
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
@@ -218,7 +228,8 @@ def probe_index(
         raise
     hits.unpersist()
     persisted.remove(hits)
-    return IndexProbe(exact, edges, signatures, broadcast, candidates, persisted)
+    spread = (len(urls), len(files))
+    return IndexProbe(exact, edges, signatures, broadcast, candidates, spread, persisted)
 
 
 def _check_ids(index: DocIndex, taken: DataFrame) -> None:
@@ -347,6 +358,8 @@ def index_summary(
         "rows_matching_index": matching,
         "broadcast": None if probe is None else probe.broadcast,
         "candidates": 0 if probe is None else probe.candidates,
+        "files": None if probe is None else probe.files[0],
+        "files_read_for_signatures": None if probe is None else probe.files[1],
     }
 
 

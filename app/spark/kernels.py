@@ -455,12 +455,12 @@ class ProbeFilter:
 
 
 def probe_batch(batch: pa.RecordBatch, probe: ProbeFilter | None, bands: int) -> pa.RecordBatch:
-    """(id, digest, bands, part) of indexed rows -> (band, key, iid, part): a row per id of the
-    new batch found (band ``PROBE_ID``), per text digest found (``PROBE_DIGEST``, key the
-    digest) and per band key found (the band, key its digest); with no ``probe``, every row's
-    digest and band keys (the join fallback), never its id."""
+    """(id, digest, bands, part, file) of indexed rows -> (band, key, iid, part, file): a row
+    per id of the new batch found (band ``PROBE_ID``), per text digest found (``PROBE_DIGEST``,
+    key the digest) and per band key found (the band, key its digest); with no ``probe``, every
+    row's digest and band keys (the join fallback), never its id."""
     n = len(batch)
-    iid, part = batch.column("id"), batch.column("part")
+    iid, part, file = batch.column("id"), batch.column("part"), batch.column("file")
     digest = batch.column("digest").cast(pa.binary())
     matrix = _matrix(batch.column("bands").cast(pa.binary()), bands, np.uint64)
     if probe is None:
@@ -492,8 +492,8 @@ def probe_batch(batch: pa.RecordBatch, probe: ProbeFilter | None, bands: int) ->
         [pa.nulls(len(rows[0]), pa.binary()), digest.take(pa.array(rows[1])), *band_keys]
     )
     return pa.RecordBatch.from_arrays(
-        [pa.array(band, pa.int32()), key, iid.take(at), part.take(at)],
-        names=["band", "key", "iid", "part"],
+        [pa.array(band, pa.int32()), key, iid.take(at), part.take(at), file.take(at)],
+        names=["band", "key", "iid", "part", "file"],
     )
 
 

@@ -111,6 +111,8 @@ def test_spark_rounds_equal_local_rounds(
             k: local[k] for k in _COMPARED + _MATCHED
         }
         assert record["broadcast"] is (None if r == 0 else r == 1)
+        if r:  # only the files holding a candidate are read for signatures
+            assert 1 <= record["files_read_for_signatures"] <= record["files"]
     # The shapes are there: the bridge, the copies of indexed texts, an indexed empty text.
     rows = {json.loads(line)["id"]: json.loads(line) for line in part_lines(tmp_path / "o1.jsonl")}
     bridge = rows["r2-bridge"]["neardup"]
