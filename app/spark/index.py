@@ -207,8 +207,13 @@ def probe_index(
         wanted = pairs.select("iid").distinct()
         if candidates * bands <= limit:
             wanted = F.broadcast(wanted)
-        # Only the files holding a candidate are read again (for their signatures).
-        files = sorted(str(r["file"]) for r in pairs.select("file").distinct().collect())
+        # Only the files holding a candidate are read again (for their signatures); after a
+        # join (which does not carry the files), all of them.
+        files = (
+            sorted(str(r["file"]) for r in pairs.select("file").distinct().collect())
+            if broadcast
+            else (urls if candidates else [])
+        )
         signatures = (
             _index_rows(spark, files if files else urls[:1])
             .where(F.lit(bool(files)))

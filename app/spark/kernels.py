@@ -458,7 +458,8 @@ def probe_batch(batch: pa.RecordBatch, probe: ProbeFilter | None, bands: int) ->
     """(id, digest, bands, part, file) of indexed rows -> (band, key, iid, part, file): a row
     per id of the new batch found (band ``PROBE_ID``), per text digest found (``PROBE_DIGEST``,
     key the digest) and per band key found (the band, key its digest); with no ``probe``, every
-    row's digest and band keys (the join fallback), never its id."""
+    row's digest and band keys (the join fallback; its band rows without part and file, which
+    would be most of what it shuffles), never its id."""
     n = len(batch)
     iid, part, file = batch.column("id"), batch.column("part"), batch.column("file")
     digest = batch.column("digest").cast(pa.binary())
@@ -491,8 +492,17 @@ def probe_batch(batch: pa.RecordBatch, probe: ProbeFilter | None, bands: int) ->
     key = pa.concat_arrays(
         [pa.nulls(len(rows[0]), pa.binary()), digest.take(pa.array(rows[1])), *band_keys]
     )
+    named = len(at) if probe is not None else len(rows[0]) + len(rows[1])
+    where = at.slice(0, named)
+    gone = len(at) - named
     return pa.RecordBatch.from_arrays(
-        [pa.array(band, pa.int32()), key, iid.take(at), part.take(at), file.take(at)],
+        [
+            pa.array(band, pa.int32()),
+            key,
+            iid.take(at),
+            pa.concat_arrays([part.take(where), pa.nulls(gone, pa.string())]),
+            pa.concat_arrays([file.take(where), pa.nulls(gone, pa.string())]),
+        ],
         names=["band", "key", "iid", "part", "file"],
     )
 
