@@ -55,10 +55,43 @@ class IndexLookup:
         )  # fmt: skip
 
 
+# Bits of a band's membership filter per new row (rounded up to a power of two, within the
+# bounds): 64 bits a row keep the share of indexed keys passing by chance near 1.5%.
+_FILTER_BITS_PER_ROW = 64
+_FILTER_MIN_BITS, _FILTER_MAX_BITS = 1 << 16, 1 << 25
+
+
+class _KeyFilter:
+    """A one-hash Bloom filter of 64-bit keys (their top bits): most indexed keys are not among
+    the new rows', and one gather into a few MB says so before any binary search."""
+
+    def __init__(self, keys: NDArray[np.uint64]) -> None:
+        want = max(_FILTER_MIN_BITS, min(_FILTER_MAX_BITS, len(keys) * _FILTER_BITS_PER_ROW))
+        self.shift = np.uint64(64 - max(int(want - 1).bit_length(), 1))
+        slots = np.zeros(1 << (64 - int(self.shift)), dtype=np.bool_)
+        slots[(keys >> self.shift).astype(np.int64)] = True
+        self.bits = np.packbits(slots, bitorder="little")
+
+    def passing(self, keys: NDArray[np.uint64]) -> NDArray[np.int64]:
+        """The positions of ``keys`` that may be members."""
+        slot = (keys >> self.shift).astype(np.int64)
+        hit = (self.bits[slot >> 3] >> (slot & 7).astype(np.uint8)) & np.uint8(1)
+        return np.flatnonzero(hit)
+
+
 def _equal_key_pairs(
+    keys: NDArray[np.uint64], sorted_keys: NDArray[np.uint64], sieve: _KeyFilter
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``(i, pos)`` of every ``keys[i] == sorted_keys[pos]`` (``sieve`` holds ``sorted_keys``)."""
+    passing = sieve.passing(keys)
+    i, pos = _searched_pairs(keys[passing], sorted_keys)
+    return passing[i], pos
+
+
+def _searched_pairs(
     keys: NDArray[np.uint64], sorted_keys: NDArray[np.uint64]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """``(i, pos)`` of every ``keys[i] == sorted_keys[pos]``."""
+    """``(i, pos)`` of every ``keys[i] == sorted_keys[pos]``, by binary search."""
     lo = np.searchsorted(sorted_keys, keys, side="left")
     hi = np.searchsorted(sorted_keys, keys, side="right")
     count = hi - lo
@@ -79,19 +112,24 @@ class _NewSide:
         self.sigs = sigs
         self.digests = digests
         self.digest_order = np.argsort(digests[:, 0], kind="stable")
-        self.digest_keys = digests[self.digest_order, 0]
+        self.digest_keys = np.ascontiguousarray(digests[self.digest_order, 0])
+        self.digest_sieve = _KeyFilter(self.digest_keys)
         live = np.flatnonzero(~empty_rows(sigs))
         bd = band_digests(sigs[live], bands)
         self.band_rows: list[NDArray[np.int64]] = []
         self.band_keys: list[NDArray[np.uint64]] = []
+        self.band_sieves: list[_KeyFilter] = []
         for band in range(bands):
             order = np.argsort(bd[:, band], kind="stable")
             self.band_rows.append(live[order])
             self.band_keys.append(np.ascontiguousarray(bd[order, band]))
+            self.band_sieves.append(_KeyFilter(self.band_keys[-1]))
 
     def exact(self, digest: NDArray[np.uint64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(indexed row, new row) of equal text digests (all 128 bits)."""
-        at, pos = _equal_key_pairs(digest[:, 0], self.digest_keys)
+        at, pos = _equal_key_pairs(
+            np.ascontiguousarray(digest[:, 0]), self.digest_keys, self.digest_sieve
+        )
         new = self.digest_order[pos]
         same = self.digests[new, 1] == digest[at, 1]
         return at[same], new[same]
@@ -102,7 +140,8 @@ class _NewSide:
         """(indexed row, new row, band) of every band digest match."""
         at, new, band_of = [], [], []
         for band, keys in enumerate(self.band_keys):
-            i, pos = _equal_key_pairs(np.ascontiguousarray(bands[:, band]), keys)
+            column = np.ascontiguousarray(bands[:, band])
+            i, pos = _equal_key_pairs(column, keys, self.band_sieves[band])
             at.append(i)
             new.append(self.band_rows[band][pos])
             band_of.append(np.full(len(i), band, dtype=np.int64))
@@ -135,14 +174,14 @@ def lookup_index(
 ) -> IndexLookup:
     """Every exact copy and confirmed near pair of the new rows (``sigs``, ``digests``) in
     ``index``, under the index's parameters."""
-    params = index.minhash_params()
     n = len(sigs)
+    if not index.parts or n == 0:  # nothing to match (a new index has no parameters yet)
+        return IndexLookup.empty(n, sigs.shape[1] if sigs.ndim == 2 else 0)
+    params = index.minhash_params()
     if sigs.ndim != 2 or sigs.shape[1] != params.num_perm:
         raise SignatureError(
             f"signatures have shape {sigs.shape}, the index takes {params.num_perm} entries"
         )
-    if not index.parts or n == 0:
-        return IndexLookup.empty(n, params.num_perm)
     side = _NewSide(sigs, digests, params.bands)
     found_ids: list[str] = []
     found_parts: list[str] = []
@@ -153,7 +192,7 @@ def lookup_index(
     pair_at: list[NDArray[np.int64]] = []
     pair_est: list[NDArray[np.float64]] = []
     base = 0
-    for part, file, parquet, group, table in index.row_groups(["digest", "bands"]):
+    for part, file, parquet, groups, table in index.row_group_batches(["digest", "bands"]):
         digest = _column(index, file, table, "digest", 16, "<u8")
         bands = _column(index, file, table, "bands", 8 * params.bands, "<u8")
         e_at, e_new = side.exact(digest)
@@ -161,7 +200,7 @@ def lookup_index(
         if len(e_at) == 0 and len(l_at) == 0:
             continue
         wanted = np.unique(np.concatenate((e_at, l_at)))
-        cand_ids, cand_sigs = _read_rows(index, file, parquet, group, wanted, params.num_perm)
+        cand_ids, cand_sigs = _read_rows(index, file, parquet, groups, wanted, params.num_perm)
         local = np.searchsorted(wanted, l_at)
         c_at, c_new, c_est = _confirmed(
             sigs, cand_sigs, local, l_new, l_band, params.rows, params.threshold
@@ -213,18 +252,29 @@ def _read_rows(
     index: DocIndex,
     file: IndexFile,
     parquet: Any,
-    group: int,
+    groups: list[int],
     rows: NDArray[np.int64],
     num_perm: int,
 ) -> tuple[list[str], NDArray[np.uint32]]:
-    """The ids and signatures of ``rows`` of one row group."""
+    """The ids and signatures of ``rows`` (sorted, numbered from the first of ``groups``),
+    reading only the row groups that hold one."""
     import pyarrow as pa
 
-    try:
-        table = parquet.read_row_group(group, columns=["id", "signature"]).take(pa.array(rows))
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise IndexDamagedError(index.url, file.path, f"cannot be read ({exc})") from None
-    if table.column("id").null_count:
-        raise IndexDamagedError(index.url, file.path, "has a null id")
-    sigs = _column(index, file, table, "signature", 4 * num_perm, "<u4")
-    return table.column("id").to_pylist(), np.ascontiguousarray(sigs, dtype=np.uint32)
+    sizes = [parquet.metadata.row_group(g).num_rows for g in groups]
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    group_of = np.searchsorted(starts, rows, side="right") - 1
+    ids: list[str] = []
+    sigs: list[NDArray[np.uint32]] = []
+    for k in np.unique(group_of).tolist():
+        local = rows[group_of == k] - starts[k]
+        try:
+            table = parquet.read_row_group(
+                groups[k], columns=["id", "signature"], use_threads=False
+            ).take(pa.array(local))
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise IndexDamagedError(index.url, file.path, f"cannot be read ({exc})") from None
+        if table.column("id").null_count:
+            raise IndexDamagedError(index.url, file.path, "has a null id")
+        ids.extend(table.column("id").to_pylist())
+        sigs.append(_column(index, file, table, "signature", 4 * num_perm, "<u4"))
+    return ids, np.ascontiguousarray(np.concatenate(sigs), dtype=np.uint32)

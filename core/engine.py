@@ -144,6 +144,7 @@ from neardup.core._writer import RowWriter
 from neardup.core.errors import (
     CorpusError,
     DuplicateIdError,
+    IndexChangedError,
     IndexConflictError,
     IndexDamagedError,
     IndexIdError,
@@ -180,6 +181,7 @@ __all__ = [
     "Doc",
     "DocIndex",
     "DuplicateIdError",
+    "IndexChangedError",
     "IndexConflictError",
     "IndexDamagedError",
     "IndexFile",

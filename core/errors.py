@@ -13,6 +13,7 @@ Every error is a subclass of a builtin, so callers that only know Python's tree 
      +-- IndexDamagedError (ValueError)   a file the index lists is missing or wrong (names it)
      +-- IndexMissingError (FileNotFoundError)  no committed index at the location
      +-- IndexConflictError (RuntimeError)      another run committed the same version first
+     |    +-- IndexChangedError               ... or removed files of the version being read
      +-- WorkerError (RuntimeError)       a signature worker process died
           +-- UnguardedMainError            ... because it re-ran a script with no
                                             ``if __name__ == "__main__":`` guard
@@ -23,6 +24,7 @@ from __future__ import annotations
 __all__ = [
     "CorpusError",
     "DuplicateIdError",
+    "IndexChangedError",
     "IndexConflictError",
     "IndexDamagedError",
     "IndexIdError",
@@ -167,3 +169,19 @@ class IndexConflictError(NeardupError, RuntimeError):
         self.url = url
         self.version = version
         self.parts = parts
+
+
+class IndexChangedError(IndexConflictError):
+    """A file of the version a run reads was removed by a later version (a compaction while the
+    run read the index): nothing is damaged; rerun against the new version."""
+
+    def __init__(self, url: str, version: int, newer: int, path: str) -> None:
+        RuntimeError.__init__(
+            self,
+            f"{url}: {path} of version {version}, which this run reads, was removed by version "
+            f"{newer} (compacted while this run ran); nothing was added to the index; rerun",
+        )
+        self.url = url
+        self.version = newer
+        self.parts = []
+        self.path = path

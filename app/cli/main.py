@@ -183,7 +183,7 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     dedup.add_argument(
         "--index", metavar="IDX",
         help="a persistent index (directory or URL): dedup against every document in it; in "
-        "append mode add this run's survivors to it (created by the first run)",
+        "append mode add this run's survivors to it (created by the first run; default: none)",
     )  # fmt: skip
     dedup.add_argument(
         "--index-mode", choices=("append", "read"), default="append",

@@ -2,18 +2,22 @@
 
 import json
 import os
+from contextlib import ExitStack
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from neardup.core import _index
 from neardup.core._banding import band_digest
 from neardup.core.engine import (
     INDEX_PARAMS_KEY,
     DocIndex,
+    IndexChangedError,
     IndexConflictError,
     IndexDamagedError,
     IndexIdError,
@@ -205,9 +209,37 @@ _texts = st.lists(
 )  # fmt: skip
 
 
-@settings(max_examples=40, deadline=None)
-@given(old=_texts, new=_texts)
-def test_index_lookup_equals_brute_force(tmp_path_factory, old: list[str], new: list[str]) -> None:
+@st.composite
+def _edits(draw, old: list[str]) -> list[str]:
+    """New texts: fresh ones, copies of ``old`` and copies with a word replaced and one added
+    (estimates spread around the threshold)."""
+    out = []
+    for _ in range(draw(st.integers(1, 25))):
+        how = draw(st.sampled_from(["fresh", "copy", "edit", "edit"]))
+        if how == "fresh":
+            out.append(" ".join(draw(st.lists(st.sampled_from(WORDS), max_size=6))))
+            continue
+        words = draw(st.sampled_from(old)).split()
+        if how == "edit":
+            words.append(draw(st.sampled_from(WORDS)))
+            words[draw(st.integers(0, len(words) - 1))] = draw(st.sampled_from(WORDS))
+        out.append(" ".join(words))
+    return out
+
+
+@given(data=st.data(), old=_texts)
+def test_index_lookup_equals_brute_force(tmp_path_factory, data, old: list[str]) -> None:
+    new = data.draw(_edits(old))
+    # Tiny row groups and batches sometimes: a lookup then spans many of each.
+    group, batch = data.draw(st.sampled_from([(None, None), (2, 3), (3, 7), (1, 1)]))
+    with ExitStack() as stack:
+        if group is not None:
+            stack.enter_context(mock.patch.object(_index, "ROW_GROUP", group))
+            stack.enter_context(mock.patch.object(_index, "BATCH_ROWS", batch))
+        _check_lookup(tmp_path_factory, old, new)
+
+
+def _check_lookup(tmp_path_factory, old: list[str], new: list[str]) -> None:
     url = str(tmp_path_factory.mktemp("idx") / "idx")
     half = len(old) // 2
     ids = [f"i{j:03d}" for j in range(len(old))]
@@ -227,3 +259,74 @@ def test_index_lookup_equals_brute_force(tmp_path_factory, old: list[str], new: 
         k = ids.index(doc_id)
         assert found.sigs[j].tolist() == batch_signatures([old[k]], PARAMS)[0].tolist()
         assert found.parts[j] == index.parts[0 if k < half else len(index.parts) - 1].name
+
+
+def test_index_lookup_confirms_an_estimate_equal_to_the_threshold(tmp_path: Path) -> None:
+    """``estimate >= threshold``, as among new rows: a pair exactly at the threshold counts."""
+    texts = [" ".join(WORDS[i : i + 4 + j]) for i in range(6) for j in range(4)]
+    sigs = batch_signatures(texts, PARAMS)
+    found = None
+    for a in range(len(texts)):
+        for b in range(len(texts)):
+            shared = any(
+                (sigs[a, r * 4 : r * 4 + 4] == sigs[b, r * 4 : r * 4 + 4]).all() for r in range(8)
+            )
+            if a != b and shared and (sigs[a] == sigs[b]).mean() == PARAMS.threshold:
+                found = (a, b)
+    assert found is not None, "the texts hold a pair at the threshold"
+    a, b = found
+    index = _add(str(tmp_path / "idx"), ["old"], [texts[b]])
+    hit = index.lookup(sigs[a : a + 1], text_digests([texts[a]]))
+    assert hit.ids == ["old"] and hit.estimate.tolist() == [PARAMS.threshold]
+
+
+@given(
+    indexed=st.sets(st.from_regex(r"[a-c]{1,3}", fullmatch=True), min_size=1, max_size=20),
+    asked=st.sets(st.from_regex(r"[a-c]{1,3}", fullmatch=True), max_size=20),
+)
+def test_index_id_parts_equal_the_intersection(tmp_path_factory, indexed, asked) -> None:
+    """Row groups of 2 ids (a part written 3 rows at a time), skipped by their id range when it
+    holds no asked id."""
+    url = str(tmp_path_factory.mktemp("idx") / "idx")
+    ids = sorted(indexed)
+    shuffled = ids[1::2] + ids[::2]
+    with mock.patch.object(_index, "ROW_GROUP", 2), mock.patch.object(_index, "BATCH_ROWS", 3):
+        index = _add(url, shuffled, [f"text {i}" for i in shuffled])  # written 3 rows at a time
+    table = pq.read_table(index.file_urls())
+    assert table.column("id").to_pylist() == ids  # sorted across the slices
+    meta = pq.ParquetFile(index.file_urls()[0]).metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    assert sum(sizes) == len(ids) and max(sizes) <= 2
+    assert index.id_parts(sorted(asked)) == {i: index.parts[0].name for i in indexed & asked}
+
+
+def test_index_on_an_fsspec_url() -> None:
+    """memory:// (no os.link there): the same commits, reads and the lost race."""
+    url = "memory://neardup-test-index"
+    index = _add(url, ["a", "b"], ["one two three", "four five six"])
+    index.verify()
+    assert index.file_urls()[0].startswith("memory://")
+    assert index.id_parts(["a", "z"]) == {"a": index.parts[0].name}
+    found = index.lookup(batch_signatures(["one two three"], PARAMS), text_digests(["one two"]))
+    assert found.ids == ["a"] and found.exact.tolist() == [-1]
+    stale = DocIndex(url, index.fs, index.root, 0, {})
+    with pytest.raises(IndexConflictError, match="version 1"):
+        commit_index(stale, PARAMS, [])
+    index.fs.rm(index.root, recursive=True)
+
+
+def test_index_files_removed_by_a_newer_version_are_a_change_not_damage(tmp_path: Path) -> None:
+    """A compaction committed (and its old files removed) while a run read the version before:
+    IndexChangedError (an IndexConflictError: rerun), not IndexDamagedError."""
+    url = str(tmp_path / "idx")
+    reader = _add(url, ["a"], ["one two"])
+    texts = ["one two"]
+    merged = write_part(reader, PARAMS, ["a"], text_digests(texts),
+                        batch_signatures(texts, PARAMS), run_info("local", "t", []))  # fmt: skip
+    commit_index(reader, PARAMS, [merged], drop=[reader.parts[0].name])
+    (tmp_path / "idx" / reader.parts[0].files[0].path).unlink()
+    with pytest.raises(IndexChangedError, match="removed by version 2") as caught:
+        reader.id_parts(["a"])
+    assert isinstance(caught.value, IndexConflictError)
+    with pytest.raises(IndexChangedError):
+        reader.verify()

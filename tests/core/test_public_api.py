@@ -62,7 +62,8 @@ ENGINE_NAMES = {
     "INDEX_FORMAT", "INDEX_FORMAT_VERSION", "INDEX_COLUMNS", "INDEX_PARAMS_KEY", "DocIndex",
     "IndexFile", "IndexPart", "IndexLookup", "lookup_index", "write_part", "commit_index",
     "index_params", "run_info", "part_table", "binary_matrix", "IndexConflictError",
-    "IndexDamagedError", "IndexIdError", "IndexMissingError", "IndexParameterError",
+    "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
+    "IndexParameterError",
 }  # fmt: skip
 
 

@@ -1,0 +1,365 @@
+"""``neardup dedup --index``: dump after dump against a persistent index, held to the oracle
+(tests/index_oracle.py) round after round, and the checks that stop a run before it writes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neardup.app.cli import main
+from neardup.core.engine import DocIndex, MinhashParams, batch_signatures, text_digests
+from tests.index_oracle import New, Outcome, oracle
+
+ROOT = Path(__file__).resolve().parents[3]
+PARAMS = MinhashParams(num_perm=32, bands=8, threshold=0.5, k=2)
+FLAGS = ["--num-perm", "32", "--bands", "8", "--threshold", "0.5", "--k", "2", "--workers", "1",
+         "--quiet"]  # fmt: skip
+WORDS = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen", "ibis"]
+POLICIES = ["smallest-id", "first", "longest", "max:q"]
+
+
+def _write_rows(path: Path, rows: list[New]) -> None:
+    path.write_text(
+        "".join(json.dumps({"id": r.id, "text": r.text, "q": r.q}) + "\n" for r in rows)
+    )
+
+
+def _read(path: Path) -> list[dict]:
+    if path.suffix == ".parquet":
+        return pq.read_table(path).to_pylist()
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _run(tmp: Path, name: str, rows: list[New], *extra: str, fmt: str = "jsonl") -> int:
+    _write_rows(tmp / f"{name}.jsonl", rows)
+    args = ["dedup", str(tmp / f"{name}.jsonl"), "--output", str(tmp / f"{name}.out.{fmt}"),
+            "--removed", str(tmp / f"{name}.removed.{fmt}"), "--index", str(tmp / "idx"),
+            *FLAGS, *extra]  # fmt: skip
+    return main(args)
+
+
+@st.composite
+def dumps(draw):
+    """1 to 5 rounds of rows whose texts copy, edit and extend each other across rounds."""
+    rounds = draw(st.integers(1, 5))
+    sizes = [draw(st.integers(0, 7)) for _ in range(rounds)]
+    ids = draw(
+        st.lists(st.from_regex(r"[a-e]{1,3}", fullmatch=True), min_size=sum(sizes),
+                 max_size=sum(sizes), unique=True)
+    )  # fmt: skip
+    texts: list[str] = []
+    out = []
+    for size in sizes:
+        rows = []
+        for _ in range(size):
+            kinds = ["fresh", "copy", "edit", "edit", "edit", "empty"] if texts else ["fresh"]
+            how = draw(st.sampled_from(kinds))
+            if how == "fresh":
+                text = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=7)))
+            elif how == "empty":
+                text = draw(st.sampled_from(["", "!!", " "]))
+            else:
+                text = draw(st.sampled_from(texts))
+                if how == "edit":
+                    words = [*text.split(), draw(st.sampled_from(WORDS))]
+                    words[draw(st.integers(0, len(words) - 1))] = draw(st.sampled_from(WORDS))
+                    text = " ".join(words)
+            texts.append(text)
+            q = draw(st.one_of(st.none(), st.integers(0, 3)))
+            rows.append(New(ids.pop(), text, q))
+        if rows and all(r.q is None for r in rows):
+            rows[0] = New(rows[0].id, rows[0].text, 0)  # --keep max:q needs one row with q
+        mode = draw(st.sampled_from(["append", "append", "read"]))
+        out.append((rows, mode, draw(st.sampled_from(POLICIES)), draw(st.booleans()),
+                    draw(st.sampled_from(["jsonl", "parquet"]))))  # fmt: skip
+    return out
+
+
+def _check_round(tmp: Path, name: str, rows, outcome: dict[str, Outcome], parts, keep_all, fmt):
+    """Output and --removed of one round against the oracle's outcomes."""
+    written = _read(tmp / f"{name}.out.{fmt}")
+    removed = _read(tmp / f"{name}.removed.{fmt}")
+    kept = [r.id for r in rows if outcome[r.id].reason == "kept"]
+    if keep_all:
+        assert [w["id"] for w in written] == [r.id for r in rows]
+        assert removed == []
+        tagged = [w for w in written if w.get("neardup") is not None]
+    else:
+        assert [w["id"] for w in written] == kept  # input order
+        tagged = removed
+        assert sorted(w["id"] for w in removed) == sorted(set(outcome) - set(kept))
+    for w in written:
+        assert w["meta"]["minhash_cluster"] == outcome[w["id"]].cluster
+    assert sorted(w["id"] for w in tagged) == sorted(set(outcome) - set(kept))
+    for w in tagged:
+        want = outcome[w["id"]]
+        why = w["neardup"]
+        assert (why["reason"], why["duplicate_of"]) == (want.reason, want.duplicate_of)
+        assert why["estimate"] == pytest.approx(want.estimate, abs=1e-12)
+        assert why["index_part"] == (parts[want.duplicate_of] if want.indexed else None)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds=dumps())
+def test_index_rounds_equal_the_oracle(tmp_path_factory, rounds):
+    tmp = tmp_path_factory.mktemp("rounds")
+    indexed: dict[str, str] = {}  # the oracle's index: id -> text
+    parts: dict[str, str] = {}  # indexed id -> its part's name
+    for k, (rows, mode, keep, keep_all, fmt) in enumerate(rounds):
+        name = f"r{k}"
+        extra = ["--index-mode", mode, "--keep", keep, *(["--keep-duplicates"] * keep_all)]
+        code = _run(tmp, name, rows, *extra, fmt=fmt)
+        if mode == "read" and not indexed:
+            assert code == 2 and not (tmp / f"{name}.out.{fmt}").exists()  # no index yet
+            continue
+        assert code == 0
+        outcome = oracle(rows, indexed, PARAMS, keep)
+        before = set(parts)
+        _check_round(tmp, name, rows, outcome, parts, keep_all, fmt)
+        manifest = json.loads((tmp / f"{name}.out.{fmt}.manifest.json").read_text())["index"]
+        survivors = [r for r in rows if outcome[r.id].reason == "kept"]
+        if mode == "append" and survivors:
+            assert manifest["rows_added"] == len(survivors)
+            for r in survivors:
+                indexed[r.id] = r.text
+                parts[r.id] = manifest["part"]
+        else:
+            assert manifest["version_written"] is None and manifest["part"] is None
+        assert set(parts) - before == {r.id for r in survivors} if mode == "append" else True
+    if not indexed:
+        assert not (tmp / "idx/_index").exists() or not os.listdir(tmp / "idx/_index")
+        return
+    index = DocIndex.open(str(tmp / "idx"))
+    table = pq.read_table(index.file_urls())
+    got = table.column("id").to_pylist()
+    assert sorted(got) == sorted(indexed)  # the index is the union of the survivors
+    sigs = batch_signatures([indexed[i] for i in got], PARAMS)
+    assert [bytes(s) for s in table.column("signature").to_pylist()] == [
+        s.astype("<u4").tobytes() for s in sigs
+    ]
+    digests = text_digests([indexed[i] for i in got])
+    assert [bytes(d) for d in table.column("digest").to_pylist()] == [
+        d.astype("<u8").tobytes() for d in digests
+    ]
+    assert {p.name: p.rows for p in index.parts} == {
+        p: list(parts.values()).count(p) for p in set(parts.values())
+    }
+
+
+# --- worked cases: what each semantic rule means on real texts ------------------------------
+
+LONG = "one two three four five six seven eight nine ten eleven twelve"
+
+
+def _edges(a: str, b: str) -> bool:
+    """Whether the oracle links two texts (the precondition of a worked case)."""
+    return oracle([New("x", a)], {"y": b}, PARAMS)["x"].reason != "kept"
+
+
+def test_index_bridge_between_two_indexed_documents_is_dropped_and_both_stay(tmp_path):
+    words = [f"w{i}" for i in range(15)]
+    left, right, bridge = " ".join(words[:10]), " ".join(words[6:]), " ".join(words)
+    assert not _edges(left, right) and _edges(bridge, left) and _edges(bridge, right)
+    assert _run(tmp_path, "a", [New("i1", left)]) == 0
+    assert _run(tmp_path, "b", [New("i2", right)]) == 0  # not near i1: both indexed
+    assert _run(tmp_path, "c", [New("n1", bridge)]) == 0
+    (row,) = _read(tmp_path / "c.removed.jsonl")
+    assert row["neardup"]["reason"] == "near" and row["neardup"]["duplicate_of"] == "i1"
+    assert sorted(DocIndex.open(str(tmp_path / "idx")).id_parts(["i1", "i2", "n1"])) == [
+        "i1", "i2",
+    ]  # fmt: skip
+
+
+def test_index_chain_across_the_boundary_drops_the_far_end(tmp_path):
+    """n2 is not near the indexed i1, only near n1 which is: n2 goes too, naming i1."""
+    a = LONG
+    b = LONG + " x1 x2"
+    c = LONG + " x1 x2 x3 x4 x5 x6"
+    assert _edges(b, a) and _edges(c, b) and not _edges(c, a)
+    assert _run(tmp_path, "a", [New("i1", a)]) == 0
+    assert _run(tmp_path, "b", [New("n1", b), New("n2", c)]) == 0
+    removed = {r["id"]: r["neardup"] for r in _read(tmp_path / "b.removed.jsonl")}
+    assert {k: (v["reason"], v["duplicate_of"]) for k, v in removed.items()} == {
+        "n1": ("near", "i1"), "n2": ("near", "i1"),
+    }  # fmt: skip
+    # The estimate to i1 itself (a pair that is no candidate: no band in common).
+    sig_a, sig_c = batch_signatures([a, c], PARAMS)
+    assert removed["n2"]["estimate"] == float((sig_a == sig_c).mean())
+    assert _read(tmp_path / "b.out.jsonl") == []
+
+
+def test_index_exact_copies_and_wordless_texts(tmp_path):
+    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", ""), New("i3", "!!")]) == 0
+    rows = [New("n1", LONG), New("n2", ""), New("n3", "!!"), New("n4", " "), New("n5", " ")]
+    assert _run(tmp_path, "b", rows, "--keep", "first") == 0
+    removed = {r["id"]: r["neardup"] for r in _read(tmp_path / "b.removed.jsonl")}
+    assert {k: (v["reason"], v["duplicate_of"], v["index_part"] is not None)
+            for k, v in removed.items()} == {
+        "n1": ("exact", "i1", True), "n2": ("exact", "i2", True), "n3": ("exact", "i3", True),
+        "n5": ("exact", "n4", False),
+    }  # fmt: skip
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["n4"]
+
+
+def test_index_read_mode_adds_nothing(tmp_path):
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    before = sorted(os.listdir(tmp_path / "idx/_index")), sorted(os.listdir(tmp_path / "idx/parts"))
+    assert _run(tmp_path, "b", [New("n1", "something else"), New("n2", LONG)], "--index-mode",
+                "read") == 0  # fmt: skip
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["n1"]
+    after = sorted(os.listdir(tmp_path / "idx/_index")), sorted(os.listdir(tmp_path / "idx/parts"))
+    assert after == before
+
+
+def test_index_contaminated_survivors_are_not_added(tmp_path):
+    (tmp_path / "bench.txt").write_text(LONG + "\n")
+    rows = [New("n1", "prefix " + LONG), New("n2", "nothing to see here at all")]
+    assert _run(tmp_path, "a", rows, "--protected", str(tmp_path / "bench.txt"), "--ngram",
+                "5") == 0  # fmt: skip
+    assert DocIndex.open(str(tmp_path / "idx")).id_parts(["n1", "n2"]) == {
+        "n2": DocIndex.open(str(tmp_path / "idx")).parts[0].name
+    }
+
+
+def _nothing_written(tmp: Path, name: str, versions: list[str]) -> None:
+    assert not (tmp / f"{name}.out.jsonl").exists()
+    assert not (tmp / f"{name}.removed.jsonl").exists()
+    assert not (tmp / f"{name}.out.jsonl.manifest.json").exists()
+    assert sorted(os.listdir(tmp / "idx/_index")) == versions
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "name"),
+    [("--num-perm", "64", "num_perm"), ("--bands", "4", "bands"), ("--threshold", "0.6",
+     "threshold"), ("--k", "3", "k"), ("--seed", "7", "seed"),
+     ("--tokenizer", "multilingual", "tokenizer")],
+)  # fmt: skip
+def test_index_parameter_mismatch_is_exit_2_naming_it(tmp_path, capsys, flag, value, name):
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    capsys.readouterr()
+    for mode in ("append", "read"):
+        assert _run(tmp_path, "b", [New("n1", LONG)], flag, value, "--index-mode", mode) == 2
+        err = capsys.readouterr().err
+        assert f"parameter {name} is locked to the index" in err
+        _nothing_written(tmp_path, "b", ["00000001.json"])
+
+
+def test_index_id_collision_is_exit_2_naming_id_and_part(tmp_path, capsys):
+    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", "other words here")]) == 0
+    part = DocIndex.open(str(tmp_path / "idx")).parts[0].name
+    capsys.readouterr()
+    assert _run(tmp_path, "b", [New("n1", "fresh"), New("i2", "new text")]) == 2
+    assert f"'i2' (part {part}) already in the index" in capsys.readouterr().err
+    _nothing_written(tmp_path, "b", ["00000001.json"])
+    # --id-prefix file: the same rows go in under other ids.
+    assert _run(tmp_path, "b", [New("n1", "fresh"), New("i2", "new text")], "--id-prefix",
+                "file") == 0  # fmt: skip
+
+
+def test_index_outputs_apart_from_the_index(tmp_path, capsys):
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    (tmp_path / "b.jsonl").write_text(json.dumps({"id": "n", "text": "x"}) + "\n")
+    for args in (
+        ["--output", str(tmp_path / "idx/out.jsonl")],
+        ["--output", str(tmp_path / "o.jsonl"), "--removed", str(tmp_path / "idx/parts/r.jsonl")],
+        ["--output", str(tmp_path / "o.jsonl"), "--manifest", str(tmp_path / "idx/m.json")],
+    ):
+        assert main(["dedup", str(tmp_path / "b.jsonl"), *args, "--index", str(tmp_path / "idx"),
+                     *FLAGS]) == 2  # fmt: skip
+        assert "is inside --index" in capsys.readouterr().err
+    assert main(["dedup", str(tmp_path / "idx"), "--output", str(tmp_path / "o.jsonl"), "--index",
+                 str(tmp_path / "idx"), *FLAGS]) == 2  # fmt: skip
+    assert "overlap" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json"]
+
+
+def test_index_cli_subprocess_dump_after_dump(tmp_path):
+    """A real process: two dumps, the second deduped against the first, then a read-only run."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def neardup(*args):
+        return subprocess.run([sys.executable, "-m", "neardup", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+
+    _write_rows(tmp_path / "d1.jsonl", [New("a", LONG), New("b", "cats and dogs and more cats")])
+    _write_rows(tmp_path / "d2.jsonl", [New("c", LONG + " extra"), New("d", "brand new text")])
+    one = neardup("dedup", "d1.jsonl", "--output", "o1.jsonl", "--index", "idx", *FLAGS)
+    assert one.returncode == 0, one.stderr
+    two = neardup("dedup", "d2.jsonl", "--output", "o2.parquet", "--removed", "r2.jsonl",
+                  "--index", "idx", *FLAGS[:-1])  # fmt: skip
+    assert two.returncode == 0, two.stderr
+    assert "index idx: read version 1 (2 documents, 1 matched), added 1 rows as version 2" in (
+        two.stderr
+    )
+    assert [r["id"] for r in _read(tmp_path / "o2.parquet")] == ["d"]
+    (removed,) = _read(tmp_path / "r2.jsonl")
+    assert removed["neardup"]["duplicate_of"] == "a"
+    three = neardup("dedup", "d2.jsonl", "--output", "o3.jsonl", "--index", "idx",
+                    "--index-mode", "read", "--id-prefix", "file", *FLAGS)  # fmt: skip
+    assert three.returncode == 0, three.stderr
+    assert _read(tmp_path / "o3.jsonl") == []  # both rows are in the index now
+    assert DocIndex.open(str(tmp_path / "idx")).version == 2
+
+
+def test_index_dry_run_adds_nothing(tmp_path, capsys):
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    capsys.readouterr()
+    assert _run(tmp_path, "b", [New("n1", "all new words"), New("n2", LONG)], "--dry-run") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["exact_dropped"] == 1 and report["counts"]["written"] == 1
+    assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json"]
+    assert len(os.listdir(tmp_path / "idx/parts")) == 1
+
+
+def test_index_lost_commit_race_is_exit_3_and_adds_nothing(tmp_path, capsys, monkeypatch):
+    """Another run commits the version this run meant to: exit 3, saying so; the index holds
+    the winner's part only; this run's outputs are written (valid against what it read)."""
+    import neardup.app.cli.dedup as dedup
+    from neardup.core.engine import run_info, write_part
+
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    real = dedup.commit_index
+    winner = []
+
+    def racing(index, params, add=(), drop=()):
+        texts = ["the other run's text"]
+        part = write_part(index, params, ["w1"], text_digests(texts),
+                          batch_signatures(texts, params), run_info("local", "t", []))  # fmt: skip
+        winner.append(part.name)
+        real(index, params, [part])
+        return real(index, params, add, drop)
+
+    monkeypatch.setattr(dedup, "commit_index", racing)
+    capsys.readouterr()
+    assert _run(tmp_path, "b", [New("n1", "fresh words here")]) == 3
+    err = capsys.readouterr().err
+    assert f"another run added version 2 (part {winner[0]}) while this run ran" in err
+    assert "nothing was added to the index" in err and "rerun" in err
+    index = DocIndex.open(str(tmp_path / "idx"))
+    assert index.version == 2 and [p.name for p in index.parts][1:] == winner
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["n1"]
+    manifest = json.loads((tmp_path / "b.out.jsonl.manifest.json").read_text())["index"]
+    assert manifest["version_written"] is None and "another run" in manifest["conflict"]
+
+
+def test_index_with_other_id_and_text_fields(tmp_path):
+    """--id-field/--text-field: the index holds the ids as written, the texts' digests."""
+    rows = [{"doc": {"key": "k1"}, "body": LONG}, {"doc": {"key": "k2"}, "body": "other words"}]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "b.jsonl").write_text(json.dumps({"doc": {"key": "k3"}, "body": LONG}) + "\n")
+    flags = ["--id-field", "doc.key", "--text-field", "body", "--index", str(tmp_path / "idx")]
+    for name in ("a", "b"):
+        assert main(["dedup", str(tmp_path / f"{name}.jsonl"), "--output",
+                     str(tmp_path / f"{name}.out.jsonl"), "--removed",
+                     str(tmp_path / f"{name}.removed.jsonl"), *flags, *FLAGS]) == 0  # fmt: skip
+    (row,) = _read(tmp_path / "b.removed.jsonl")
+    assert row["doc"] == {"key": "k3"} and row["neardup"]["reason"] == "exact"
+    assert row["neardup"]["duplicate_of"] == "k1"
+    table = pq.read_table(DocIndex.open(str(tmp_path / "idx")).file_urls())
+    assert table.column("id").to_pylist() == ["k1", "k2"]
