@@ -43,6 +43,7 @@ from neardup.core.engine import (
     IndexIdError,
     IndexPart,
     MinhashParams,
+    NeardupError,
     commit_index,
     run_info,
 )
@@ -227,9 +228,13 @@ def probe_index(
         edges = _confirmed(pairs, live, signatures, params).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(edges)
         edges.count()
-    except BaseException:
+    except BaseException as exc:
         for frame in persisted:
             frame.unpersist()
+        if isinstance(exc, Exception) and not isinstance(exc, NeardupError):
+            # Spark's own error for a listed file gone or broken (a compaction while this run
+            # read the index, or damage): core's error naming the file instead.
+            index.verify()
         raise
     hits.unpersist()
     persisted.remove(hits)

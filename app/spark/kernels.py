@@ -411,7 +411,7 @@ def row_schema(rows: list[dict[str, Any]], hint: pa.Schema | None) -> pa.Schema:
 # --- The persistent index (``--index``): probes of indexed rows, confirmations, part rows ---
 
 #: Rows per Parquet row group of an index part (core writes the same; docs/index.md).
-INDEX_ROW_GROUP = 1 << 16
+INDEX_ROW_GROUP = 1 << 13
 #: ``probe_batch``'s ``band`` of an id of the new batch found in the index, and of a text digest
 #: found there (band hits have the band's number, 0 or more).
 PROBE_ID, PROBE_DIGEST = -1, -2
