@@ -16,7 +16,7 @@ import pytest
 
 from neardup.app.spark.index import BROADCAST_KEYS_CONF
 from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
-from neardup.core.engine import DocIndex, IndexIdError, NeardupError
+from neardup.core.engine import DocIndex, IndexDamagedError, IndexIdError, NeardupError
 from tests.app.cli.test_cli_spark import neardup
 from tests.app.spark.conftest import part_lines, write_shards
 from tests.app.spark.corpus import index_rounds
@@ -44,7 +44,7 @@ def _local(inputs: list[str], out: Path, index: Path, r: int, mode: str = "appen
 
 
 def _spark(
-    spark: Any, inputs: list[str], out: Path, index: Path, r: int, mode: str = "append"
+    spark: Any, inputs: list[str], out: Path, index: Path | str, r: int, mode: str = "append"
 ) -> SparkManifest:
     params = SparkParams(keep_duplicates=KEEP[r], index=str(index), index_mode=mode)
     return run_spark_dedup(spark, inputs, str(out), params=params)
@@ -132,14 +132,15 @@ def test_engines_take_turns_on_one_index(
     index = tmp_path / "idx"
     shutil.copytree(local_rounds["after_first"], index)  # made by the local engine
     inputs = local_rounds["inputs"]
-    _spark(spark, inputs[1], tmp_path / "o1.jsonl", index, 1)
+    url = index.as_uri()  # file:///...: the Spark runs take the index as a Hadoop URL
+    _spark(spark, inputs[1], tmp_path / "o1.jsonl", url, 1)
     assert _unnamed(part_lines(tmp_path / "o1.jsonl", ordered=True)) == _unnamed(
         local_rounds["lines"][1]
     )
     assert _index_table(index).equals(local_rounds["tables"][1])
     # Read mode: the same output as appending would write, and the index as it was.
     before = sorted(p.name for p in (index / "_index").iterdir())
-    read = _spark(spark, inputs[2], tmp_path / "read.jsonl", index, 2, mode="read")
+    read = _spark(spark, inputs[2], tmp_path / "read.jsonl", url, 2, mode="read")
     assert _unnamed(part_lines(tmp_path / "read.jsonl", ordered=True)) == _unnamed(
         local_rounds["lines"][2]
     )
@@ -185,4 +186,21 @@ def test_cli_spark_index_parameter_mismatch_is_exit_2_before_spark(
     assert run.returncode == 2, run.stderr
     assert "parameter threshold is locked to the index" in run.stderr
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_spark_damaged_index_file_is_named_before_spark_starts(
+    local_rounds: dict[str, Any], tmp_path: Path
+) -> None:
+    from neardup.app.spark.entry import dedup_on_spark
+
+    index = tmp_path / "idx"
+    shutil.copytree(local_rounds["after_first"], index)
+    listed = DocIndex.open(str(index)).parts[0].files[0].path
+    data = (index / listed).read_bytes()
+    (index / listed).write_bytes(data[: len(data) // 2])
+    params = SparkParams(index=str(index))
+    with pytest.raises(IndexDamagedError, match=re.escape(listed)):
+        dedup_on_spark(local_rounds["inputs"][1], str(tmp_path / "out.jsonl"), params=params,
+                       master="local[1]")  # fmt: skip
     assert not (tmp_path / "out.jsonl").exists()
