@@ -31,6 +31,7 @@ MODULES = (
     "bench.coldstart",
     "bench.multilingual",
     "bench.spark",
+    "bench.spark.incremental",
 )
 
 

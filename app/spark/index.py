@@ -295,8 +295,11 @@ def write_index_part(
     part = survivors.select("id", "digest", "sig").mapInArrow(
         rows, "id string, digest binary, bands binary, signature binary"
     )
+    # As core writes parts: row groups of INDEX_ROW_GROUP rows (Spark sizes them in bytes), no
+    # dictionaries (digests and signatures are random bits); zstd (a no-op on those bits).
     row_bytes = 64 + 16 + 8 * params.bands + 4 * params.num_perm
     writer = part.orderBy(F.col("id")).write.mode("errorifexists").option("compression", "zstd")
+    writer = writer.option("parquet.enable.dictionary", "false")
     writer.option("parquet.block.size", str(kernels.INDEX_ROW_GROUP * row_bytes)).parquet(
         target.path
     )
