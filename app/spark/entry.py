@@ -108,11 +108,17 @@ def dedup_on_spark(
     if params.index is not None:
         open_index(params.index, params.index_mode, params.minhash)
     spark = spark_session(master, quiet)
-    try:
-        manifest = run_spark_dedup(spark, inputs, output, protected=protected, params=params)
-        path = manifest_path or output.rstrip("/") + ".manifest.json"
+    path = manifest_path or output.rstrip("/") + ".manifest.json"
+
+    def write(manifest: SparkManifest) -> None:
         body = json.dumps(manifest.as_json(), indent=2) + "\n"
         HadoopPath(spark, path).write_bytes(body.encode("utf-8"))
+
+    try:
+        manifest = run_spark_dedup(
+            spark, inputs, output, protected=protected, params=params, on_conflict=write
+        )
+        write(manifest)
     finally:
         spark.stop()
     if not quiet:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,7 @@ from neardup.app.spark.index import (
 from neardup.app.spark.metrics import shuffle_bytes
 from neardup.core.engine import (
     CorpusError,
+    IndexConflictError,
     MinhashParams,
     NgramIndex,
     ParameterError,
@@ -398,8 +399,13 @@ def run_spark_dedup(
     *,
     protected: Sequence[str] = (),
     params: SparkParams = SparkParams(),
+    on_conflict: Callable[[SparkManifest], None] | None = None,
 ) -> SparkManifest:
-    """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``."""
+    """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``.
+
+    With ``--index`` in append mode, a commit lost to another run (IndexConflictError, raised)
+    first hands the manifest, saying so, to ``on_conflict`` (the output is written and valid).
+    """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -508,6 +514,8 @@ def run_spark_dedup(
         written = lines.count()
         target = HadoopPath(spark, output)
         _write(spark, lines, target, fmt, hint)
+        _counts(manifest, stats, read, written, edge_count, params.keep_duplicates)
+        manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
         summary = None if index is None else index_summary(index, params.index_mode, probe, classes)
         if appending and index is not None and summary is not None:
             clock.lap("write", "index_part")
@@ -519,7 +527,14 @@ def run_spark_dedup(
             part = write_index_part(spark, index, survivors, params.minhash, list(inputs))
             if part is not None:
                 summary["part"] = part.name
-                summary["version_written"] = commit_part(index, params.minhash, part)
+                try:
+                    summary["version_written"] = commit_part(index, params.minhash, part)
+                except IndexConflictError as exc:
+                    summary.update(part=None, conflict=str(exc))
+                    manifest.index = summary
+                    if on_conflict is not None:
+                        on_conflict(manifest)
+                    raise
                 summary["rows_added"] = part.rows
             clock.lap("index_part")
         else:
@@ -530,8 +545,20 @@ def run_spark_dedup(
             probe.release()
         for df in persisted:
             df.unpersist()
+    manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
+    return manifest
+
+
+def _counts(
+    manifest: SparkManifest,
+    stats: tuple[int, int] | None,
+    read: int,
+    written: int,
+    edges: int,
+    keep_all: bool,
+) -> None:
+    """The manifest's counts per stage."""
     exact_dropped, near_dropped = (0, 0) if stats is None else (stats[0], stats[1])
-    keep_all = params.keep_duplicates
     kept_count = read if keep_all else read - exact_dropped - near_dropped
     manifest.counts = {
         "read": read,
@@ -539,8 +566,5 @@ def run_spark_dedup(
         "near_dropped": 0 if keep_all else near_dropped,
         "decontaminated": kept_count - written,
         "written": written,
-        "edges": edge_count,
+        "edges": edges,
     }
-    manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
-    manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
-    return manifest

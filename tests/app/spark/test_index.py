@@ -16,7 +16,13 @@ import pytest
 
 from neardup.app.spark.index import BROADCAST_KEYS_CONF
 from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
-from neardup.core.engine import DocIndex, IndexDamagedError, IndexIdError, NeardupError
+from neardup.core.engine import (
+    DocIndex,
+    IndexConflictError,
+    IndexDamagedError,
+    IndexIdError,
+    NeardupError,
+)
 from tests.app.cli.test_cli_spark import neardup
 from tests.app.spark.conftest import part_lines, write_shards
 from tests.app.spark.corpus import index_rounds
@@ -205,3 +211,31 @@ def test_spark_damaged_index_file_is_named_before_spark_starts(
         dedup_on_spark(local_rounds["inputs"][1], str(tmp_path / "out.jsonl"), params=params,
                        master="bogus://x")  # fmt: skip
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_spark_commit_lost_to_another_run_adds_nothing_and_says_so(
+    spark: Any, local_rounds: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neardup.app.spark.job as job
+
+    index = tmp_path / "idx"
+    shutil.copytree(local_rounds["after_first"], index)
+    inputs = local_rounds["inputs"]
+    real = job.write_index_part
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        part = real(*args, **kwargs)
+        _local(inputs[2], tmp_path / "winner.jsonl", index, 2)  # commits version 2 first
+        return part
+
+    monkeypatch.setattr(job, "write_index_part", racing)
+    told: list[SparkManifest] = []
+    params = SparkParams(index=str(index))
+    with pytest.raises(IndexConflictError, match="another run added version 2"):
+        run_spark_dedup(spark, inputs[1], str(tmp_path / "o.jsonl"), params=params,
+                        on_conflict=told.append)  # fmt: skip
+    assert part_lines(tmp_path / "o.jsonl")  # the output is written (and valid)
+    (record,) = [m.index for m in told]
+    assert record is not None and record["part"] is None and "version 2" in record["conflict"]
+    opened = DocIndex.open(str(index))
+    assert opened.version == 2 and [p.run["engine"] for p in opened.parts] == ["local", "local"]
