@@ -33,6 +33,7 @@ MODULES = (
     "bench.coldstart",
     "bench.multilingual",
     "bench.spark",
+    "bench.spark.incremental",
 )
 
 

@@ -13,7 +13,7 @@ SPARK_FLAGS = frozenset(
     {
         "command", "inputs", "output", "protected", "num_perm", "bands", "threshold", "k",
         "seed", "ngram", "tokenizer", "manifest", "quiet", "engine", "spark_master",
-        "keep_duplicates", "dedup_parser",
+        "keep_duplicates", "dedup_parser", "index", "index_mode",
     }
 )  # fmt: skip
 
@@ -43,6 +43,8 @@ def dedup_spark(args: argparse.Namespace) -> int:
             "--engine spark writes --keep-duplicates' neardup tags to JSON Lines only, not "
             "Parquet (see docs/spark.md)"
         )
+    if args.index is None and args.index_mode != "append":
+        raise ParameterError("--index-mode needs --index")
     given = {
         n: getattr(args, n)
         for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram", "tokenizer")
@@ -52,11 +54,17 @@ def dedup_spark(args: argparse.Namespace) -> int:
     manifest = output.rstrip("/") + ".manifest.json" if args.manifest is None else args.manifest
     reads = [("INPUT", str(t)) for t in args.inputs]
     reads += [("--protected", str(t)) for t in args.protected]
-    check_apart(reads, [("--output", output), ("--manifest", str(manifest))])
+    index = None if args.index is None else ("--index", str(args.index))
+    check_apart(reads, [("--output", output), ("--manifest", str(manifest))], index=index)
     from neardup.app.spark.entry import dedup_on_spark
     from neardup.app.spark.job import SparkParams
 
-    params = SparkParams(MinhashParams(**given), keep_duplicates=args.keep_duplicates)
+    params = SparkParams(
+        MinhashParams(**given),
+        keep_duplicates=args.keep_duplicates,
+        index=None if args.index is None else str(args.index),
+        index_mode=args.index_mode,
+    )
     dedup_on_spark(
         [str(p) for p in args.inputs],
         str(args.output),

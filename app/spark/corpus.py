@@ -289,6 +289,24 @@ class HadoopPath:
                 if not self._fs.rename(source, target):
                     raise CorpusError(self.path, None, f"cannot rename {name}")
 
+    def tidy_parts(self, ending: str) -> list[str]:
+        """Remove what Spark writes beside a directory's part files (``_SUCCESS``, ``.crc``
+        checksums) and return the part files' names ending in ``ending``, sorted."""
+        from py4j.protocol import Py4JError
+
+        try:  # a checksummed filesystem (file:) lists its .crc files only through the raw one
+            raw = self._fs.getRawFileSystem()
+        except Py4JError:
+            raw = self._fs
+        names = []
+        for status in raw.listStatus(self._jpath):
+            name = str(status.getPath().getName())
+            if name.startswith("part-") and name.endswith(ending):
+                names.append(name)
+            elif name == "_SUCCESS" or name.endswith(".crc"):
+                raw.delete(status.getPath(), False)
+        return sorted(names)
+
     def size(self) -> int:
         """Bytes under the path (a directory's files summed)."""
         return int(self._fs.getContentSummary(self._jpath).getLength())

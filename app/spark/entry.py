@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from neardup.app.spark.corpus import HadoopPath
+from neardup.app.spark.index import open_index
 from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
 from neardup.core.engine import ParameterError, nan_as_null_note
 
@@ -101,15 +102,23 @@ def dedup_on_spark(
     manifest_path: str | None = None,
     quiet: bool = False,
 ) -> SparkManifest:
-    """Run on Spark and write the manifest (default ``OUTPUT.manifest.json``, any Hadoop path)."""
+    """Run on Spark and write the manifest (default ``OUTPUT.manifest.json``, any Hadoop path).
+    An ``--index`` is opened and checked (parameters, files) before any JVM starts."""
+    params = params or SparkParams()
+    if params.index is not None:
+        open_index(params.index, params.index_mode, params.minhash)
     spark = spark_session(master, quiet)
-    try:
-        manifest = run_spark_dedup(
-            spark, inputs, output, protected=protected, params=params or SparkParams()
-        )
-        path = manifest_path or output.rstrip("/") + ".manifest.json"
+    path = manifest_path or output.rstrip("/") + ".manifest.json"
+
+    def write(manifest: SparkManifest) -> None:
         body = json.dumps(manifest.as_json(), indent=2) + "\n"
         HadoopPath(spark, path).write_bytes(body.encode("utf-8"))
+
+    try:
+        manifest = run_spark_dedup(
+            spark, inputs, output, protected=protected, params=params, on_conflict=write
+        )
+        write(manifest)
     finally:
         spark.stop()
     nulls = manifest.counts.get("nan_as_null", 0)
@@ -123,4 +132,18 @@ def dedup_on_spark(
             f"{c['decontaminated']}, wrote {c['written']} to {output} (manifest {path})",
             file=sys.stderr,
         )
+        if manifest.index is not None:
+            added = manifest.index
+            what = (
+                f"added {added['rows_added']} rows as version {added['version_written']} "
+                f"(part {added['part']})"
+                if added["version_written"] is not None
+                else "added nothing"
+            )
+            print(
+                f"neardup dedup: index {added['url']}: read version {added['version_read']} "
+                f"({added['indexed_rows']} documents, {added['indexed_rows_matched']} matched), "
+                + what,
+                file=sys.stderr,
+            )
     return manifest

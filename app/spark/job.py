@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,9 +47,19 @@ from neardup.app.spark.corpus import (
     parquet_hint,
     read_corpus,
 )
+from neardup.app.spark.index import (
+    IndexProbe,
+    commit_part,
+    index_decisions,
+    index_summary,
+    open_index,
+    probe_index,
+    write_index_part,
+)
 from neardup.app.spark.metrics import shuffle_bytes
 from neardup.core.engine import (
     CorpusError,
+    IndexConflictError,
     MinhashParams,
     NgramIndex,
     ParameterError,
@@ -70,10 +80,17 @@ class SparkParams:
 
     minhash: MinhashParams = field(default_factory=MinhashParams)
     keep_duplicates: bool = False
+    #: ``--index``: the persistent index the run reads (and with ``index_mode`` ``append``
+    #: extends); None: no index.
+    index: str | None = None
+    index_mode: str = "append"
 
     def as_dict(self) -> dict[str, Any]:
         """Flat, as the flags are spelled (for the manifest)."""
-        return {**self.minhash.as_dict(), "keep_duplicates": self.keep_duplicates}
+        flat = {**self.minhash.as_dict(), "keep_duplicates": self.keep_duplicates}
+        if self.index is not None:
+            flat.update(index=self.index, index_mode=self.index_mode)
+        return flat
 
 
 @dataclass
@@ -93,10 +110,15 @@ class SparkManifest:
     shuffle_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
+    #: With ``--index``: the version read, what the probe did and the part added (if any).
+    index: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The manifest as a JSON-ready dict."""
-        return asdict(self)
+        """The manifest as a JSON-ready dict (``index`` only with ``--index``)."""
+        body = asdict(self)
+        if self.index is None:
+            del body["index"]
+        return body
 
 
 class _Clock:
@@ -138,10 +160,11 @@ def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
     )
 
 
-def _classes(signed: DataFrame) -> DataFrame:
+def _classes(signed: DataFrame, digest: bool = False) -> DataFrame:
     """(id, sig, live, cid, exact, keeper): each document's class (the smallest id among
     documents of its identical live signature), its text's exact keeper (the smallest id of its
-    SHA-256) and whether it is that keeper."""
+    SHA-256) and whether it is that keeper; with ``digest`` also the text's 16-byte digest (the
+    first half of its SHA-256, as the index stores it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -151,8 +174,9 @@ def _classes(signed: DataFrame) -> DataFrame:
         "live", F.when(F.col("live"), F.col("sig")).otherwise(F.encode("id", "UTF-8"))
     )
     keeper = F.min("id").over(Window.partitionBy("sha"))
+    extra = [F.unhex(F.substring("sha", 1, 32)).alias("digest")] if digest else []
     return signed.select(
-        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper")
+        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper"), *extra
     ).withColumn("exact", F.col("id") == F.col("keeper"))
 
 
@@ -172,6 +196,20 @@ def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
     members = shared.join(classes, "cid")
     runs = members.repartition("band", "key").sortWithinPartitions("band", "key", "cid")
     return runs.mapInArrow(kernels.BucketEdges(params), "child string, parent string")
+
+
+def _tagged(classes: DataFrame, roots: DataFrame) -> DataFrame:
+    """(id, exact, keeper, root): each document's exact keeper and its cluster's root."""
+    from pyspark.sql import functions as F
+
+    # A wordless text's cluster is its identical texts, named by their smallest id (its exact
+    # keeper), as the local engine names it.
+    root = F.when(F.col("live"), F.coalesce("root", "cid")).otherwise(F.col("keeper"))
+    return (
+        classes.select("id", "cid", "live", "exact", "keeper")
+        .join(roots, F.col("cid") == F.col("node"), "left")
+        .select("id", "exact", "keeper", root.alias("root"))
+    )
 
 
 def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) -> DataFrame:
@@ -209,6 +247,8 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
 #: The ordering column of the output rows, the Spark type of their JSON text, and how many NaN
 #: or infinite floats the text has as null (JSON Lines outputs).
 _LINES = "pos struct<input: int, file: string, start: bigint, n: bigint>, value string, nulls int"
+#: ... and with ``--index`` each written row's id and whether it is a survivor (the index's part).
+_SURVIVORS = ", id string, survivor boolean"
 #: Rows per chunk an executor infers a Parquet schema from (the local writer's batch).
 _SCHEMA_ROWS = 8192
 
@@ -221,17 +261,20 @@ def _output_lines(
     tokenizer: str = "words",
     *,
     finite: bool = True,
+    survivors: bool = False,
 ) -> DataFrame:
     """(pos, value, nulls): every kept row that shares no protected n-gram, as the JSON text the
     local engine writes for it (every input field, ``meta.minhash_cluster``; with ``reason``,
     ``duplicate_of`` and ``estimate`` columns, a would-be-dropped row's ``neardup`` too). With
     ``finite`` (a JSON Lines output) NaN and infinities are null, ``nulls`` of them a row;
-    otherwise (Parquet) they are kept, as Python's json writes them."""
+    otherwise (Parquet) they are kept, as Python's json writes them. With ``survivors`` also
+    (id, survivor): the row's id, and whether it is kept (no reason)."""
     grams: set[str] = set()
     for path in protected:
         grams.update(read_protected_set(path, n, tokenizer=tokenizer).grams)
     shared = spark.sparkContext.broadcast(sorted(grams)) if grams else None
     why = [c for c in ("reason", "duplicate_of", "estimate") if c in kept.columns]
+    index_part = "index_part" in kept.columns
 
     def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -241,8 +284,9 @@ def _output_lines(
             reasons = (
                 list(zip(*(batch.column(c).to_pylist() for c in why), strict=True)) if why else None
             )
+            parts = batch.column("index_part").to_pylist() if index_part else None
             rows = kernels.tagged_rows(
-                batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons
+                batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons, parts
             )
             keep = kernels.clean_batch([kernels.text_of(r) for r in rows], index)
             kept = [r for r, k in zip(rows, keep.tolist(), strict=True) if k]
@@ -251,14 +295,25 @@ def _output_lines(
                 if finite
                 else [(RowWriter.dumps(r), 0) for r in kept]
             )
+            taken = pa.array(keep)
+            columns = [
+                batch.column("pos").filter(taken),
+                pa.array([text for text, _ in dumped], pa.string()),
+                pa.array([nulls for _, nulls in dumped], pa.int32()),
+            ]
+            if survivors:
+                kept_rows = (
+                    batch.column("reason").is_null() if why else pa.array([True] * len(batch))
+                )
+                columns += [batch.column("id").filter(taken), kept_rows.filter(taken)]
             yield pa.RecordBatch.from_arrays(
-                [batch.column("pos").filter(pa.array(keep)),
-                 pa.array([text for text, _ in dumped], pa.string()),
-                 pa.array([nulls for _, nulls in dumped], pa.int32())],
-                ["pos", "value", "nulls"],
-            )  # fmt: skip
+                columns, ["pos", "value", "nulls", *(["id", "survivor"] if survivors else [])]
+            )
 
-    return kept.select("row", "root", "pos", *why).mapInArrow(clean, _LINES)
+    extra = ["id"] if survivors else []
+    extra += ["index_part"] if index_part else []
+    schema = _LINES + (_SURVIVORS if survivors else "")
+    return kept.select("row", "root", "pos", *why, *extra).mapInArrow(clean, schema)
 
 
 def _parquet_schema(ordered: DataFrame, output: str, hint: pa.Schema | None) -> pa.Schema:
@@ -358,8 +413,13 @@ def run_spark_dedup(
     *,
     protected: Sequence[str] = (),
     params: SparkParams = SparkParams(),
+    on_conflict: Callable[[SparkManifest], None] | None = None,
 ) -> SparkManifest:
-    """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``."""
+    """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``.
+
+    With ``--index`` in append mode, a commit lost to another run (IndexConflictError, raised)
+    first hands the manifest, saying so, to ``on_conflict`` (the output is written and valid).
+    """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -380,6 +440,10 @@ def run_spark_dedup(
     n, tokenizer = params.minhash.ngram, params.minhash.tokenizer
     for path in protected:  # read (and rejected) before any Spark work
         read_protected_set(path, n, tokenizer=tokenizer)
+    index = None
+    if params.index is not None:  # its parameters and files checked before any Spark work
+        index = open_index(params.index, params.index_mode, params.minhash)
+    probe: IndexProbe | None = None
     reserved = kernels.REASON_KEY if params.keep_duplicates else None
     hint = parquet_hint(spark, inputs) if fmt == ".parquet" else None
     clock = _Clock(spark, manifest.seconds, "signatures")
@@ -393,50 +457,77 @@ def run_spark_dedup(
         check_rows(spark, signed, reserved)
         check_unique_ids(signed)
         clock.lap("signatures", "classes")
-        classes = _classes(signed).persist(StorageLevel.MEMORY_AND_DISK)
+        classes = _classes(signed, digest=index is not None)
+        classes = classes.persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(classes)
         classes.count()
         signed.unpersist()
-        clock.lap("classes", "candidates")
+        if index is not None and index.parts:
+            clock.lap("classes", "index")
+            probe = probe_index(spark, index, classes, params.minhash)
+            clock.lap("index", "candidates")
+        else:
+            clock.lap("classes", "candidates")
         edges = _edges(classes, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(edges)
         edge_count = edges.count()
         clock.lap("candidates", "components")
         reliable = spark.sparkContext.getCheckpointDir() is not None
-        roots, manifest.component_rounds = star_roots(edges, reliable)
-        tagged = (
-            classes.select("id", "cid", "live", "exact", "keeper")
-            .join(roots, F.col("cid") == F.col("node"), "left")
-            # A wordless text's cluster is its identical texts, named by their smallest id (its
-            # exact keeper), as the local engine names it.
-            .select(
-                "id",
-                "exact",
-                "keeper",
-                F.when(F.col("live"), F.coalesce("root", "cid"))
-                .otherwise(F.col("keeper"))
-                .alias("root"),
-            )
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
+        graph = edges
+        if probe is not None:
+            graph = edges.unionByName(probe.edges.select("child", "parent"))
+        roots, manifest.component_rounds = star_roots(graph, reliable)
+        if probe is not None:
+            decided = index_decisions(
+                classes, roots, probe, params.minhash.num_perm, params.keep_duplicates
+            ).persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(decided)
+            tagged = decided.select("id", "root", "reason")
+        else:
+            decided = None
+            tagged = _tagged(classes, roots)
+        tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(tagged)
-        row = tagged.agg(
-            F.count(F.when(~F.col("exact"), 1)).alias("exact_dropped"),
-            F.count(F.when(F.col("exact") & (F.col("root") != F.col("id")), 1)).alias("near"),
-        ).first()
+        if decided is not None:
+            row = tagged.agg(
+                F.count(F.when(F.col("reason") == "exact", 1)).alias("exact_dropped"),
+                F.count(F.when(F.col("reason") == "near", 1)).alias("near"),
+            ).first()
+        else:
+            row = tagged.agg(
+                F.count(F.when(~F.col("exact"), 1)).alias("exact_dropped"),
+                F.count(F.when(F.col("exact") & (F.col("root") != F.col("id")), 1)).alias("near"),
+            ).first()
         stats = None if row is None else (int(row[0]), int(row[1]))
         sizes = tagged.groupBy("root").count()
         manifest.clusters = sizes.where(F.col("count") >= 2).count()
         clock.lap("components", "write")
         near = F.col("exact") & (F.col("root") == F.col("id"))
-        if params.keep_duplicates:
+        if decided is not None:
+            kept = decided if params.keep_duplicates else decided.where(F.col("reason").isNull())
+            kept = kept.select(
+                "id",
+                "root",
+                *(["reason", "duplicate_of", "estimate"] if params.keep_duplicates else []),
+                "index_part",
+            )
+        elif params.keep_duplicates:
             kept = _with_reasons(tagged, classes, params.minhash)
         else:
             kept = tagged.where(near).select("id", "root")
+        if index is not None and probe is None:  # nothing indexed yet: no reason names a part
+            kept = kept.withColumn("index_part", F.lit(None).cast("string"))
         # The second pass over the inputs: the kept documents' whole rows.
         rows = read_corpus(spark, inputs, rows=True).select("id", "row", "pos")
+        appending = index is not None and params.index_mode == "append"
         lines = _output_lines(
-            spark, kept.join(rows, "id"), protected, n, tokenizer, finite=fmt != ".parquet"
+            spark,
+            kept.join(rows, "id"),
+            protected,
+            n,
+            tokenizer,
+            finite=fmt != ".parquet",
+            survivors=appending,
         )
         lines = lines.persist(StorageLevel.MEMORY_AND_DISK)  # sampled, then sorted
         persisted.append(lines)
@@ -445,12 +536,53 @@ def run_spark_dedup(
         nulls = 0 if totals is None or totals[1] is None else int(totals[1])
         target = HadoopPath(spark, output)
         _write(spark, lines, target, fmt, hint)
-        clock.lap("write")
+        _counts(manifest, stats, read, written, edge_count, params.keep_duplicates)
+        if nulls:  # as the local engine counts them
+            manifest.counts["nan_as_null"] = nulls
+        manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
+        summary = None if index is None else index_summary(index, params.index_mode, probe, classes)
+        if appending and index is not None and summary is not None:
+            clock.lap("write", "index_part")
+            survivors = (
+                lines.where(F.col("survivor"))
+                .select("id")
+                .join(classes.select("id", "digest", "sig"), "id")
+            )
+            part = write_index_part(spark, index, survivors, params.minhash, list(inputs))
+            if part is not None:
+                summary["part"] = part.name
+                try:
+                    summary["version_written"] = commit_part(index, params.minhash, part)
+                except IndexConflictError as exc:
+                    summary.update(part=None, conflict=str(exc))
+                    manifest.index = summary
+                    if on_conflict is not None:
+                        on_conflict(manifest)
+                    raise
+                summary["rows_added"] = part.rows
+            clock.lap("index_part")
+        else:
+            clock.lap("write")
+        manifest.index = summary
     finally:
+        if probe is not None:
+            probe.release()
         for df in persisted:
             df.unpersist()
+    manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
+    return manifest
+
+
+def _counts(
+    manifest: SparkManifest,
+    stats: tuple[int, int] | None,
+    read: int,
+    written: int,
+    edges: int,
+    keep_all: bool,
+) -> None:
+    """The manifest's counts per stage."""
     exact_dropped, near_dropped = (0, 0) if stats is None else (stats[0], stats[1])
-    keep_all = params.keep_duplicates
     kept_count = read if keep_all else read - exact_dropped - near_dropped
     manifest.counts = {
         "read": read,
@@ -458,10 +590,5 @@ def run_spark_dedup(
         "near_dropped": 0 if keep_all else near_dropped,
         "decontaminated": kept_count - written,
         "written": written,
-        "edges": edge_count,
+        "edges": edges,
     }
-    if nulls:  # as the local engine counts them
-        manifest.counts["nan_as_null"] = nulls
-    manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
-    manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
-    return manifest

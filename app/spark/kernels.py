@@ -35,6 +35,7 @@ from neardup.core.engine import (
     NgramIndex,
     RowWriter,
     Schema,
+    band_digests,
     batch_signatures,
     empty_rows,
     estimates,
@@ -44,16 +45,23 @@ from neardup.core.engine import (
 
 __all__ = [
     "BIG_BUCKET",
+    "PROBE_DIGEST",
+    "PROBE_ID",
     "REASON_KEY",
     "BucketEdges",
+    "ProbeFilter",
     "band_batch",
+    "band_key_batch",
     "binary_rows",
     "bucket_star",
     "clean_batch",
+    "confirm_batch",
     "estimate_batch",
     "line_documents",
     "line_problem",
     "parquet_documents",
+    "part_batch",
+    "probe_batch",
     "reason_object",
     "row_schema",
     "signature_batch",
@@ -252,12 +260,20 @@ def clean_batch(texts: list[str], index: NgramIndex | None) -> NDArray[np.bool_]
 
 
 def reason_object(
-    reason: str | None, duplicate_of: str | None, estimate: float | None
+    reason: str | None,
+    duplicate_of: str | None,
+    estimate: float | None,
+    index_part: str | None = None,
+    indexed: bool = False,
 ) -> dict[str, Any]:
     """The ``neardup`` object of a would-be-dropped row (``--keep-duplicates``), keys in the
-    local engine's order, the contamination ones null."""
-    return {"reason": reason, "duplicate_of": duplicate_of, "estimate": estimate,
-            "set": None, "item": None, "ngram": None}  # fmt: skip
+    local engine's order, the contamination ones null; in a run with an index (``indexed``)
+    ``index_part`` last: the part holding ``duplicate_of`` when it is indexed, else null."""
+    out = {"reason": reason, "duplicate_of": duplicate_of, "estimate": estimate,
+           "set": None, "item": None, "ngram": None}  # fmt: skip
+    if indexed:
+        out["index_part"] = index_part
+    return out
 
 
 #: Where the Spark engine finds a document's id and text (no --id-field, --text-field or
@@ -362,18 +378,20 @@ def tagged_rows(
     rows: list[str],
     roots: list[str],
     reasons: list[tuple[str | None, str | None, float | None]] | None = None,
+    parts: list[str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The output rows of the input rows ``rows`` (JSON text), as the local engine builds them:
     the row with ``meta.minhash_cluster`` set to its root (``meta`` where it was, or last), and
     with ``reasons`` (reason, duplicate_of, estimate; a null reason for a survivor) the
-    ``neardup`` object last."""
+    ``neardup`` object last (with ``parts``, the index part of an indexed ``duplicate_of``)."""
     out = []
     for i, (raw, root) in enumerate(zip(rows, roots, strict=True)):
         row = json.loads(raw)
         meta = row.get("meta")
         tagged = {**row, "meta": {**({} if meta is None else meta), CLUSTER_KEY: root}}
         if reasons is not None and reasons[i][0] is not None:
-            tagged[REASON_KEY] = reason_object(*reasons[i])
+            part = None if parts is None else parts[i]
+            tagged[REASON_KEY] = reason_object(*reasons[i], part, parts is not None)
         out.append(tagged)
     return out
 
@@ -388,3 +406,139 @@ def row_schema(rows: list[dict[str, Any]], hint: pa.Schema | None) -> pa.Schema:
     ArrowInvalid, ArrowTypeError or OverflowError when they fit none."""
     schema: pa.Schema = RowWriter.table(rows, hint).schema
     return schema
+
+
+# --- The persistent index (``--index``): probes of indexed rows, confirmations, part rows ---
+
+#: Rows per Parquet row group of an index part (core writes the same; docs/index.md).
+INDEX_ROW_GROUP = 1 << 13
+#: ``probe_batch``'s ``band`` of an id of the new batch found in the index, and of a text digest
+#: found there (band hits have the band's number, 0 or more).
+PROBE_ID, PROBE_DIGEST = -1, -2
+
+
+def band_key_batch(batch: pa.RecordBatch, params: MinhashParams) -> pa.RecordBatch:
+    """(cid, sig) -> (band, key, cid): one row per band of every class, ``key`` the band's
+    digest as the index stores it (``band_digests``, 8 bytes little-endian)."""
+    sigs = _matrix(batch.column("sig"), params.num_perm, np.uint32)
+    digests = band_digests(sigs, params.bands).astype("<u8")
+    n = len(sigs)
+    keys = np.ascontiguousarray(digests.T).reshape(n * params.bands, 1)
+    band = np.repeat(np.arange(params.bands, dtype=np.int32), n)
+    cid = pa.concat_arrays([batch.column("cid")] * params.bands) if n else batch.column("cid")
+    return pa.RecordBatch.from_arrays(
+        [pa.array(band, type=pa.int32()), binary_rows(keys), cid], names=["band", "key", "cid"]
+    )
+
+
+class ProbeFilter:
+    """What a probe of the index looks for: the new batch's ids, text digests and band keys
+    (sorted per band). Broadcast to the executors; ``None`` in a probe means "emit every
+    indexed row's keys" (the join fallback for a big new batch)."""
+
+    def __init__(
+        self, ids: list[str], digests: list[bytes], keys: NDArray[np.uint64], bands: int
+    ) -> None:
+        self.ids = ids
+        self.digests = digests
+        #: ``[bands]`` sorted arrays of the band digests the new batch has in each band.
+        self.keys = [np.unique(keys[:, b]) for b in range(bands)] if len(keys) else []
+
+    def hits(self, column: pa.Array, values: list[Any]) -> NDArray[np.bool_]:
+        """Which entries of ``column`` are among ``values``."""
+        import pyarrow.compute as pc
+
+        if not values:
+            return np.zeros(len(column), dtype=np.bool_)
+        found = pc.is_in(column, value_set=pa.array(values, column.type))
+        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def probe_batch(batch: pa.RecordBatch, probe: ProbeFilter | None, bands: int) -> pa.RecordBatch:
+    """(id, digest, bands, part, file) of indexed rows -> (band, key, iid, part, file): a row
+    per id of the new batch found (band ``PROBE_ID``), per text digest found (``PROBE_DIGEST``,
+    key the digest) and per band key found (the band, key its digest); with no ``probe``, every
+    row's digest and band keys (the join fallback; its band rows without part and file, which
+    would be most of what it shuffles), never its id."""
+    n = len(batch)
+    iid, part, file = batch.column("id"), batch.column("part"), batch.column("file")
+    digest = batch.column("digest").cast(pa.binary())
+    matrix = _matrix(batch.column("bands").cast(pa.binary()), bands, np.uint64)
+    if probe is None:
+        take_ids = np.zeros(n, dtype=np.bool_)
+        take_digests = np.ones(n, dtype=np.bool_)
+        band_rows = [np.arange(n, dtype=np.int64)] * bands
+    else:
+        take_ids = probe.hits(iid, probe.ids)
+        take_digests = probe.hits(digest, probe.digests)
+        band_rows = []
+        for b in range(bands):
+            keys = probe.keys[b] if probe.keys else np.empty(0, dtype=np.uint64)
+            if not len(keys):
+                band_rows.append(np.empty(0, dtype=np.int64))
+                continue
+            at = np.minimum(np.searchsorted(keys, matrix[:, b]), len(keys) - 1)
+            band_rows.append(np.flatnonzero(keys[at] == matrix[:, b]))
+    rows = [np.flatnonzero(take_ids), np.flatnonzero(take_digests), *band_rows]
+    codes = [PROBE_ID, PROBE_DIGEST, *range(bands)]
+    band = np.concatenate(
+        [np.full(len(r), c, dtype=np.int32) for r, c in zip(rows, codes, strict=True)]
+    )
+    at = pa.array(np.concatenate(rows))
+    band_keys = [
+        binary_rows(np.ascontiguousarray(matrix[r, b : b + 1]).astype("<u8"))
+        for b, r in enumerate(band_rows)
+    ]
+    key = pa.concat_arrays(
+        [pa.nulls(len(rows[0]), pa.binary()), digest.take(pa.array(rows[1])), *band_keys]
+    )
+    named = len(at) if probe is not None else len(rows[0]) + len(rows[1])
+    where = at.slice(0, named)
+    gone = len(at) - named
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(band, pa.int32()),
+            key,
+            iid.take(at),
+            pa.concat_arrays([part.take(where), pa.nulls(gone, pa.string())]),
+            pa.concat_arrays([file.take(where), pa.nulls(gone, pa.string())]),
+        ],
+        names=["band", "key", "iid", "part", "file"],
+    )
+
+
+def confirm_batch(batch: pa.RecordBatch, params: MinhashParams) -> pa.RecordBatch:
+    """(cid, sig, iid, isig) candidate (new class, indexed row) pairs -> (cid, iid, estimate)
+    of the confirmed ones: the two signatures share one band exactly (a band digest match may
+    be a collision) and their estimate is at least the threshold."""
+    sigs = _matrix(batch.column("sig"), params.num_perm, np.uint32)
+    isigs = _matrix(batch.column("isig"), params.num_perm, np.uint32)
+    n = len(sigs)
+    rows = np.arange(n, dtype=np.int64)
+    values = estimates(sigs, np.stack((rows, rows), axis=1), isigs)
+    same = (sigs == isigs).reshape(n, params.bands, params.rows).all(axis=2).any(axis=1)
+    keep = pa.array(same & (values >= params.threshold))
+    return pa.RecordBatch.from_arrays(
+        [
+            batch.column("cid").filter(keep),
+            batch.column("iid").filter(keep),
+            pa.array(values, pa.float64()).filter(keep),
+        ],
+        names=["cid", "iid", "estimate"],
+    )
+
+
+def part_batch(batch: pa.RecordBatch, params: MinhashParams) -> pa.RecordBatch:
+    """(id, digest, sig) of survivors -> (id, digest, bands, signature): an index part's rows
+    (``band_digests`` as little-endian uint64, the signature as little-endian uint32)."""
+    sigs = _matrix(batch.column("sig"), params.num_perm, np.uint32)
+    bands = band_digests(sigs, params.bands).astype("<u8")
+    return pa.RecordBatch.from_arrays(
+        [
+            batch.column("id"),
+            batch.column("digest"),
+            binary_rows(bands),
+            binary_rows(sigs.astype("<u4")),
+        ],
+        names=["id", "digest", "bands", "signature"],
+    )

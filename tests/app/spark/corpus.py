@@ -67,3 +67,42 @@ def adversarial_docs(params: MinhashParams | None = None) -> list[dict[str, Any]
     ]
     rng.shuffle(docs)
     return docs
+
+
+def _near_copy(rng: random.Random, text: str, share: float = 0.04) -> str:
+    """``text`` with about ``share`` of its words replaced (a near copy, above 0.8 usually)."""
+    words = text.split()
+    for _ in range(max(1, int(len(words) * share))):
+        words[rng.randrange(len(words))] = f"w{rng.randrange(10**6)}"
+    return " ".join(words)
+
+
+def index_rounds(params: MinhashParams | None = None) -> list[list[dict[str, Any]]]:
+    """Three dumps for incremental runs: the adversarial corpus split over the first two, then
+    rounds holding near and exact copies of earlier rounds' documents (kept ones and dropped
+    ones), a bridge between two documents the first round keeps (the middle of ``chain``),
+    copies of indexed empty and wordless texts, and fresh documents."""
+    params = params or MinhashParams()
+    rng = random.Random(23)
+    docs = [d for d in adversarial_docs(params) if not str(d["id"]).startswith("chain-")]
+    a, b, c = chain(params)
+    first = [*docs[::2], {"id": "chain-1", "text": a}, {"id": "chain-2", "text": c}]
+    second = [*docs[1::2], {"id": "r2-bridge", "text": b}]
+    fresh = planted_corpus(5, n_clusters=3, n_singletons=6, words_per_doc=90)
+    extra = [{"id": f"r3-{i}", "text": t} for i, t in fresh.docs.items()]
+    texts = [d for d in first if len(str(d["text"]).split()) > 20]
+    second += [{"id": f"r2-exact-{n}", "text": d["text"]} for n, d in enumerate(texts[:3])]
+    second += [
+        {"id": f"r2-near-{n}", "text": _near_copy(rng, d["text"])} for n, d in enumerate(texts[3:7])
+    ]
+    second += [{"id": "r2-empty", "text": ""}, {"id": "0-dots", "text": "... !!! ???"}]
+    later = [d for d in second if len(str(d["text"]).split()) > 20]
+    third = extra + [{"id": f"r3-exact-{n}", "text": d["text"]} for n, d in enumerate(later[:3])]
+    third += [
+        {"id": f"r3-near-{n}", "text": _near_copy(rng, d["text"])} for n, d in enumerate(later[3:6])
+    ]
+    third += [
+        {"id": f"r3-old-{n}", "text": _near_copy(rng, d["text"])} for n, d in enumerate(texts[7:9])
+    ]
+    third += [{"id": "a-first", "text": _near_copy(rng, texts[9]["text"])}]  # an id before all
+    return [first, second, third]

@@ -1,0 +1,241 @@
+"""``--index`` on Spark against the local engine: three incremental rounds on each engine give
+byte-identical outputs and equal index parts; the engines take turns on one index; read mode
+adds nothing; a colliding id and a locked parameter stop the run before anything is written."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup.app.spark.index import BROADCAST_KEYS_CONF
+from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
+from neardup.core.engine import (
+    DocIndex,
+    IndexConflictError,
+    IndexDamagedError,
+    IndexIdError,
+    NeardupError,
+)
+from tests.app.cli.test_cli_spark import neardup
+from tests.app.spark.conftest import part_lines, write_shards
+from tests.app.spark.corpus import index_rounds
+
+ROUNDS = index_rounds()
+#: The rounds' options: the second keeps duplicates (every reason, with its index part).
+KEEP = (False, True, False)
+#: The index columns the two engines must write alike.
+INDEX_INDEPENDENT = re.compile(r'"(p\d{8})-[0-9a-f]{12}"')
+
+
+def _inputs(root: Path, r: int) -> list[str]:
+    return write_shards(root / f"round{r}", ROUNDS[r], 2)
+
+
+def _local(inputs: list[str], out: Path, index: Path, r: int, mode: str = "append") -> Any:
+    from neardup.app.cli.dedup import run_dedup
+    from neardup.app.cli.options import DedupOptions, DedupParams
+
+    options = DedupOptions(
+        inputs=tuple(inputs), output=str(out), params=DedupParams(keep_duplicates=KEEP[r]),
+        quiet=True, index=str(index), index_mode=mode,
+    )  # fmt: skip
+    return run_dedup(options)
+
+
+def _spark(
+    spark: Any, inputs: list[str], out: Path, index: Path | str, r: int, mode: str = "append"
+) -> SparkManifest:
+    params = SparkParams(keep_duplicates=KEEP[r], index=str(index), index_mode=mode)
+    return run_spark_dedup(spark, inputs, str(out), params=params)
+
+
+def _unnamed(lines: list[str]) -> list[str]:
+    """Lines with each part name's random half cut (the version half stays)."""
+    return [INDEX_INDEPENDENT.sub(r'"\1"', line) for line in lines]
+
+
+def _index_table(index: Path) -> pa.Table:
+    """Every indexed row, sorted by id; each part's files, in listed order, sorted already."""
+    opened = DocIndex.open(str(index))
+    tables = []
+    for part in opened.parts:
+        table = pa.concat_tables([pq.read_table(index / f.path) for f in part.files])
+        ids = table.column("id").to_pylist()
+        assert ids == sorted(ids), part.name
+        tables.append(table.replace_schema_metadata(None))
+    return pa.concat_tables(tables).sort_by("id")
+
+
+_COMPARED = ("version_read", "version_written", "rows_added", "indexed_rows")
+_MATCHED = ("indexed_rows_matched", "rows_matching_index")
+
+
+@pytest.fixture(scope="module")
+def local_rounds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The local engine's three rounds on one index: inputs, output lines, index tables,
+    manifests' index records, and a copy of the index after the first round."""
+    root = tmp_path_factory.mktemp("local")
+    index = root / "idx"
+    got: dict[str, Any] = {"inputs": [], "lines": [], "tables": [], "records": []}
+    for r in range(3):
+        inputs = _inputs(root, r)
+        manifest = _local(inputs, root / f"out{r}.jsonl", index, r)
+        got["inputs"].append(inputs)
+        got["lines"].append((root / f"out{r}.jsonl").read_text(encoding="utf-8").splitlines())
+        got["tables"].append(_index_table(index))
+        got["records"].append(manifest.index)
+        if r == 0:
+            shutil.copytree(index, root / "after-first")
+    got["after_first"] = root / "after-first"
+    return got
+
+
+def test_spark_rounds_equal_local_rounds(
+    spark: Any, local_rounds: dict[str, Any], tmp_path: Path
+) -> None:
+    index = tmp_path / "idx"
+    for r in range(3):
+        if r == 2:  # the join fallback: no key of the new batch broadcast
+            spark.conf.set(BROADCAST_KEYS_CONF, "0")
+        try:
+            manifest = _spark(spark, local_rounds["inputs"][r], tmp_path / f"o{r}.jsonl", index, r)
+        finally:
+            spark.conf.unset(BROADCAST_KEYS_CONF)
+        lines = part_lines(tmp_path / f"o{r}.jsonl", ordered=True)
+        assert _unnamed(lines) == _unnamed(local_rounds["lines"][r]), r
+        assert _index_table(index).equals(local_rounds["tables"][r]), r
+        record, local = manifest.index, local_rounds["records"][r]
+        assert record is not None and local is not None
+        assert {k: record[k] for k in _COMPARED + _MATCHED} == {
+            k: local[k] for k in _COMPARED + _MATCHED
+        }
+        assert record["broadcast"] is (None if r == 0 else r == 1)
+        if r:  # only the files holding a candidate are read for signatures
+            assert 1 <= record["files_read_for_signatures"] <= record["files"]
+    # The shapes are there: the bridge, the copies of indexed texts, an indexed empty text.
+    rows = {json.loads(line)["id"]: json.loads(line) for line in part_lines(tmp_path / "o1.jsonl")}
+    bridge = rows["r2-bridge"]["neardup"]
+    assert bridge["reason"] == "near" and bridge["duplicate_of"] == "chain-1"
+    assert bridge["index_part"].startswith("p00000001-")
+    why = [r["neardup"] for r in rows.values() if r.get("neardup")]
+    copies = [w for w in why if w["reason"] == "exact" and w["index_part"] is not None]
+    assert {w["duplicate_of"] for w in copies} >= {"empty-0", "dots-2"}  # wordless, indexed
+    assert len(copies) >= 5 and rows["r2-empty"]["neardup"]["duplicate_of"] == "empty-0"
+    assert sum(w["reason"] == "near" and w["index_part"] is not None for w in why) >= 4
+    assert [p.run["engine"] for p in DocIndex.open(str(index)).parts] == ["spark"] * 3
+
+
+def test_engines_take_turns_on_one_index(
+    spark: Any, local_rounds: dict[str, Any], tmp_path: Path
+) -> None:
+    index = tmp_path / "idx"
+    shutil.copytree(local_rounds["after_first"], index)  # made by the local engine
+    inputs = local_rounds["inputs"]
+    url = index.as_uri()  # file:///...: the Spark runs take the index as a Hadoop URL
+    _spark(spark, inputs[1], tmp_path / "o1.jsonl", url, 1)
+    assert _unnamed(part_lines(tmp_path / "o1.jsonl", ordered=True)) == _unnamed(
+        local_rounds["lines"][1]
+    )
+    assert _index_table(index).equals(local_rounds["tables"][1])
+    # Read mode: the same output as appending would write, and the index as it was.
+    before = sorted(p.name for p in (index / "_index").iterdir())
+    read = _spark(spark, inputs[2], tmp_path / "read.jsonl", url, 2, mode="read")
+    assert _unnamed(part_lines(tmp_path / "read.jsonl", ordered=True)) == _unnamed(
+        local_rounds["lines"][2]
+    )
+    assert sorted(p.name for p in (index / "_index").iterdir()) == before
+    assert read.index is not None and read.index["version_written"] is None
+    # The local engine appends to the part the Spark engine added.
+    _local(inputs[2], tmp_path / "o2.jsonl", index, 2)
+    lines = (tmp_path / "o2.jsonl").read_text(encoding="utf-8").splitlines()
+    assert _unnamed(lines) == _unnamed(local_rounds["lines"][2])
+    assert _index_table(index).equals(local_rounds["tables"][2])
+    engines = [p.run["engine"] for p in DocIndex.open(str(index)).parts]
+    assert engines == ["local", "spark", "local"]
+
+
+def test_spark_id_in_the_index_stops_the_run_before_anything_is_written(
+    spark: Any, local_rounds: dict[str, Any], tmp_path: Path
+) -> None:
+    index = tmp_path / "idx"
+    shutil.copytree(local_rounds["after_first"], index)
+    part = DocIndex.open(str(index)).parts[0].name
+    again = [{"id": "zz-new", "text": "a new text of its own"}, dict(ROUNDS[0][-1])]
+    inputs = write_shards(tmp_path / "in", again, 1)
+    with pytest.raises(IndexIdError) as caught:
+        _spark(spark, inputs, tmp_path / "out.jsonl", index, 0)
+    assert isinstance(caught.value, NeardupError)  # exit 2
+    assert f"'chain-2' (part {part})" in str(caught.value)
+    assert not (tmp_path / "out.jsonl").exists()
+    assert [p.name for p in (index / "_index").iterdir() if p.suffix == ".json"] == [
+        "00000001.json"
+    ]
+
+
+def test_cli_spark_index_parameter_mismatch_is_exit_2_before_spark(
+    local_rounds: dict[str, Any], tmp_path: Path
+) -> None:
+    index = tmp_path / "idx"
+    shutil.copytree(local_rounds["after_first"], index)
+    inputs = local_rounds["inputs"][1]
+    run = neardup(
+        "dedup", *inputs, "--output", "out.jsonl", "--engine", "spark", "--spark-master",
+        "local[1]", "--index", index, "--threshold", "0.7", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert "parameter threshold is locked to the index" in run.stderr
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_spark_damaged_index_file_is_named_before_spark_starts(
+    local_rounds: dict[str, Any], tmp_path: Path
+) -> None:
+    from neardup.app.spark.entry import dedup_on_spark
+
+    index = tmp_path / "idx"
+    shutil.copytree(local_rounds["after_first"], index)
+    listed = DocIndex.open(str(index)).parts[0].files[0].path
+    data = (index / listed).read_bytes()
+    (index / listed).write_bytes(data[: len(data) // 2])
+    params = SparkParams(index=str(index))
+    # A master Spark refuses (ParameterError) were the index not checked first, before any JVM.
+    with pytest.raises(IndexDamagedError, match=re.escape(listed)):
+        dedup_on_spark(local_rounds["inputs"][1], str(tmp_path / "out.jsonl"), params=params,
+                       master="bogus://x")  # fmt: skip
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_spark_commit_lost_to_another_run_adds_nothing_and_says_so(
+    spark: Any, local_rounds: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neardup.app.spark.job as job
+
+    index = tmp_path / "idx"
+    shutil.copytree(local_rounds["after_first"], index)
+    inputs = local_rounds["inputs"]
+    real = job.write_index_part
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        part = real(*args, **kwargs)
+        _local(inputs[2], tmp_path / "winner.jsonl", index, 2)  # commits version 2 first
+        return part
+
+    monkeypatch.setattr(job, "write_index_part", racing)
+    told: list[SparkManifest] = []
+    params = SparkParams(index=str(index))
+    with pytest.raises(IndexConflictError, match="another run added version 2"):
+        run_spark_dedup(spark, inputs[1], str(tmp_path / "o.jsonl"), params=params,
+                        on_conflict=told.append)  # fmt: skip
+    assert part_lines(tmp_path / "o.jsonl")  # the output is written (and valid)
+    (record,) = [m.index for m in told]
+    assert record is not None and record["part"] is None and "version 2" in record["conflict"]
+    opened = DocIndex.open(str(index))
+    assert opened.version == 2 and [p.run["engine"] for p in opened.parts] == ["local", "local"]
