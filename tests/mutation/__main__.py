@@ -45,6 +45,8 @@ class Package:
 
     mutate: list[str]
     tests: list[str]
+    #: where ``--tests`` names this package's tests
+    tests_root: str
     skip: list[str] = field(default_factory=list)
     # "fork" (mutmut's default) forks each mutant from the process that ran the traced tests;
     # the Spark tests need "forkserver": a JVM gateway must not be shared by forked children.
@@ -53,9 +55,10 @@ class Package:
 
 # The fast tests that cover each package (docs in TRIAGE.md say why these).
 PACKAGES: dict[str, Package] = {
-    "core": Package(mutate=["neardup/core/*"], tests=["tests/core"]),
+    "core": Package(mutate=["neardup/core/*"], tests=["tests/core"], tests_root="tests/core"),
     "service": Package(
         mutate=["neardup/app/service/*"],
+        tests_root="tests/app/service",
         # In process, no PostgreSQL: pgstore.py is measured only with the PostgreSQL tests
         # (``--package service --with-postgres``), each of which starts a server.
         tests=[
@@ -71,6 +74,7 @@ PACKAGES: dict[str, Package] = {
     ),
     "spark": Package(
         mutate=["neardup/app/spark/*"],
+        tests_root="tests/app/spark",
         tests=[
             "tests/app/spark/test_kernels.py",
             "tests/app/spark/test_components.py",
@@ -107,11 +111,13 @@ def equivalent_mutants() -> set[str]:
     return names
 
 
-def settings(name: str, package: Package, modules: list[str], with_postgres: bool) -> str:
+def settings(
+    name: str, package: Package, modules: list[str], tests: list[str], with_postgres: bool
+) -> str:
     """The ``[tool.mutmut]`` table of one package's run."""
     files = [f"neardup/{m.replace('.', '/')}.py" for m in modules]
     mutate = [f for f in files if any(fnmatch(f, p) for p in package.mutate)] or package.mutate
-    tests = list(package.tests)
+    tests = [t for t in tests if t.startswith(package.tests_root)] or list(package.tests)
     skip = list(package.skip)
     if name == "service" and with_postgres:
         tests += ["tests/app/service/test_stores.py", "tests/app/service/test_replicas.py"]
@@ -174,7 +180,7 @@ def summary(name: str, statuses: dict[str, str], seconds: float, equivalent: set
 def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
     package = PACKAGES[name]
-    table = settings(name, package, args.modules, args.with_postgres)
+    table = settings(name, package, args.modules, args.tests, args.with_postgres)
     work = prepare(name, table, fresh=not args.keep)
     env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
@@ -205,6 +211,10 @@ def main() -> int:
     parser.add_argument(
         "--modules", nargs="+", default=[],
         help="mutate only these modules of their packages (e.g. core._text app.service.pool)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tests", nargs="+", default=[],
+        help="run only these of the package's tests (e.g. tests/app/spark/test_kernels.py)",
     )  # fmt: skip
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--keep", action="store_true", help="reuse .mutation/ (mutmut's cache)")

@@ -38,3 +38,35 @@ def test_probe_limiter_forgets_the_least_recently_seen_callers():
     limiter.take("b", 1)
     limiter.take("c", 1)  # "a" is forgotten: a full bucket again
     limiter.take("a", 10)
+
+
+def test_probe_limiter_refills_at_its_rate_and_says_when_to_retry():
+    clock = Clock()
+    limiter = ProbeLimiter(120, clock=clock)  # two texts a second
+    limiter.take("a", 120)
+    clock.now = 1.5
+    limiter.take("a", 3)  # refilled 3
+    with pytest.raises(RateLimited) as empty:
+        limiter.take("a", 5)
+    assert empty.value.retry_after == 3  # 5 texts at 2 a second
+    assert str(empty.value) == (
+        "this key may check 120 texts a minute for contamination; retry in 3 s "
+        "(NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE)"
+    )
+    clock.now = 2.0
+    with pytest.raises(RateLimited) as short:
+        limiter.take("a", 5)  # 1 token back: 4 to wait for
+    assert short.value.retry_after == 2
+    clock.now = 12.0  # 21 tokens: a whole minute's worth still waits for the 99 missing
+    with pytest.raises(RateLimited) as whole:
+        limiter.take("a", 120)
+    assert whole.value.retry_after == 50
+
+
+def test_probe_limiter_keeps_as_many_callers_as_it_may():
+    clock = Clock()
+    limiter = ProbeLimiter(10, callers=2, clock=clock)
+    limiter.take("a", 10)
+    limiter.take("b", 1)
+    with pytest.raises(RateLimited):
+        limiter.take("a", 1)  # both remembered: "a" is still empty
