@@ -206,3 +206,18 @@ def test_a_protected_line_with_a_lone_surrogate_is_refused_naming_it(tmp_path):
         protected_ngrams([path])
     path.write_text('{"id": "\\ud83d\\ude00", "q": "a paired surrogate is an emoji"}\n', "utf-8")
     assert protected_ngrams([path], n=2)
+
+
+def test_decontaminate_uses_13_grams_and_the_tokenizer_it_is_given(story, tmp_path):
+    thirteen = "tom found a shiny red shell by the river and carried it home"
+    docs = [Doc("13", f"so {thirteen} fast"), Doc("12", " ".join(thirteen.split()[:12]))]
+    assert [d.id for d in decontaminate(docs, [story])] == ["12"]
+    # Thai is written without spaces: 13 graphemes are 13 words only to the multilingual tokenizer.
+    thai = "กขคงจฉชซฌญฎฏฐ"
+    path = tmp_path / "thai.txt"
+    path.write_text(thai, encoding="utf-8")
+    docs = [Doc("t", f"x {thai} y")]
+    assert [d.id for d in decontaminate(docs, [path])] == ["t"]
+    assert [d.id for d in decontaminate(docs, [path], tokenizer="multilingual")] == []
+    index = NgramIndex(protected_ngrams([path], tokenizer="multilingual"), tokenizer="multilingual")
+    assert [d.id for d in decontaminate_with(docs, index)] == []

@@ -22,8 +22,11 @@ def test_estimate_compares_positions_not_sets():
 
 
 def test_estimate_rejects_mismatched_signatures():
-    with pytest.raises(SignatureError):
+    with pytest.raises(SignatureError) as caught:
         estimate([1, 2, 3], [1, 2])
+    assert str(caught.value) == (
+        "signatures must be non-empty vectors of one length, got (3,) and (2,)"
+    )
     with pytest.raises(SignatureError):
         estimate([], [])
 

@@ -34,6 +34,7 @@ def test_union_find_chain_is_one_group():
     uf.union("z", "y")
     uf.union("y", "x")
     assert uf.groups() == {"x": {"x", "y", "z"}}
+    assert "unseen" not in uf and "y" in uf
     assert uf.find("unseen") == "unseen"
 
 
