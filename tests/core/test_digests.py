@@ -6,10 +6,11 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.core.engine import exact_keepers, text_digest, text_digests
+from neardup.core.engine import DuplicateIdError, exact_keepers, id_rank, text_digest, text_digests
 
 
 @given(st.lists(st.text(max_size=30), max_size=8))
@@ -31,3 +32,12 @@ def test_exact_keepers_keep_the_smallest_rank_of_each_group_of_equal_rows():
     keep = exact_keepers(digests, rank)
     assert keep.dtype == np.bool_
     assert keep.tolist() == [False, True, True, True]
+
+
+def test_id_rank_is_each_rows_place_in_id_order_and_refuses_repeated_ids():
+    assert id_rank(["b", "c", "a"]).tolist() == [1, 2, 0]
+    empty = id_rank([])
+    assert empty.dtype == np.int64 and empty.shape == (0,)
+    with pytest.raises(DuplicateIdError) as caught:
+        id_rank(["x", "a", "b", "a", "x"])
+    assert caught.value.doc_ids == ("a", "x")

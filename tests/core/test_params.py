@@ -47,3 +47,18 @@ def test_params_are_frozen():
     params = MinhashParams()
     with pytest.raises(AttributeError):
         params.num_perm = 64  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "field, meaning",
+    [
+        ("num_perm", "the signature length"),
+        ("bands", "LSH bands"),
+        ("k", "words per shingle"),
+        ("ngram", "words per contamination n-gram"),
+    ],
+)
+def test_a_count_below_one_is_refused_naming_it_and_what_it_counts(field, meaning):
+    with pytest.raises(ParameterError) as caught:
+        MinhashParams(**{field: 0})
+    assert str(caught.value) == f"{field} ({meaning}) must be a whole number >= 1, got 0"
