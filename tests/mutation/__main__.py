@@ -181,9 +181,11 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
     package = PACKAGES[name]
     table = settings(name, package, args.modules, args.tests, args.with_postgres)
-    work = prepare(name, table, fresh=not args.keep)
+    work = prepare(name, table, fresh=not (args.keep or args.survivors))
     env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
+    if args.survivors:  # mutmut copies tests/ again and traces the new tests only
+        command += sorted(m for m, s in results(work).items() if s in ("survived", "no tests"))
     log = work / "mutmut.log"
     print(f"{name}: mutmut in {work.relative_to(ROOT)} (log: {log.relative_to(ROOT)})", flush=True)
     start = time.monotonic()
@@ -218,6 +220,10 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--keep", action="store_true", help="reuse .mutation/ (mutmut's cache)")
+    parser.add_argument(
+        "--survivors", action="store_true",
+        help="reuse .mutation/ and run again only the mutants that survived or had no test",
+    )  # fmt: skip
     parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
     args = parser.parse_args()
     equivalent = equivalent_mutants()
