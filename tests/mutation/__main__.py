@@ -63,6 +63,7 @@ PACKAGES: dict[str, Package] = {
         # (``--package service --with-postgres``), each of which starts a server.
         tests=[
             "tests/app/service/test_access.py",
+            "tests/app/service/test_dirlock.py",
             "tests/app/service/test_exports.py",
             "tests/app/service/test_index.py",
             "tests/app/service/test_limits.py",
@@ -185,7 +186,9 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
     if args.survivors:  # mutmut copies tests/ again and traces the new tests only
-        command += sorted(m for m, s in results(work).items() if s in ("survived", "no tests"))
+        modules = tuple(f"neardup.{m}." for m in args.modules) or ("neardup.",)
+        command += sorted(m for m, s in results(work).items()
+                          if s in ("survived", "no tests") and m.startswith(modules))  # fmt: skip
     log = work / "mutmut.log"
     print(f"{name}: mutmut in {work.relative_to(ROOT)} (log: {log.relative_to(ROOT)})", flush=True)
     start = time.monotonic()
