@@ -15,8 +15,8 @@ pool, the CLI, Spark's Python workers) import the mutated copy too, with the mut
 (``MUTANT_UNDER_TEST`` is inherited).
 
 Not measured (mutmut leaves them alone): decorated functions other than ``@staticmethod`` and
-``@classmethod`` (so the numba kernels of core/_jit.py, ``@property`` and ``@dataclass``-free
-methods with other decorators), default argument values and annotations.
+``@classmethod`` (so the numba kernels of core/_jit.py, ``@property`` and ``@cache`` functions),
+annotations, and default values that are not plain constants.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
 
 def main() -> int:
     """Run the packages asked for (all three by default) and print one line each."""
-    parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=main.__doc__)
     parser.add_argument("--package", nargs="+", choices=list(PACKAGES), default=list(PACKAGES))
     parser.add_argument(
         "--modules", nargs="+", default=[],

@@ -12,8 +12,7 @@ import stat
 
 import pytest
 
-from neardup.app.service import DataDirLocked
-from neardup.app.service import dirlock
+from neardup.app.service import DataDirLocked, dirlock
 from neardup.app.service.dirlock import LOCK_NAME, DataDirLock
 
 
