@@ -32,6 +32,7 @@ def test_defaults_are_the_contracts():
         ({"k": 2.5}, "k"),
         ({"seed": -1}, "seed"),
         ({"seed": 2**64}, "seed"),
+        ({"seed": True}, r"seed must be a whole number in \[0, 2\*\*64\), got True"),
         ({"ngram": 0}, "ngram"),
         ({"num_perm": True}, "num_perm"),
         ({"tokenizer": "chars"}, "tokenizer must be one of words, multilingual, got 'chars'"),
