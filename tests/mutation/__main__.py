@@ -227,11 +227,17 @@ def main() -> int:
         "--survivors", action="store_true",
         help="reuse .mutation/ and run again only the mutants that survived or had no test",
     )  # fmt: skip
+    parser.add_argument(
+        "--report", action="store_true", help="print the last run's figures; run nothing"
+    )
     parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
     args = parser.parse_args()
     equivalent = equivalent_mutants()
     start = time.monotonic()
-    lines = [run(name, args, equivalent) for name in args.package]
+    if args.report:
+        lines = [summary(name, results(WORK / name), 0.0, equivalent) for name in args.package]
+    else:
+        lines = [run(name, args, equivalent) for name in args.package]
     print("\nmutation testing, kill rate per package (TRIAGE.md: the survivors)")
     for line in lines:
         print("  " + line)

@@ -2,8 +2,9 @@
 
 import pytest
 
-from neardup.app.service import RateLimited
-from neardup.app.service.limits import ProbeLimiter
+from neardup.app.config import Settings
+from neardup.app.service import Overloaded, RateLimited, TooLarge
+from neardup.app.service.limits import BatchLimits, ProbeLimiter
 
 
 class Clock:
@@ -70,3 +71,29 @@ def test_probe_limiter_keeps_as_many_callers_as_it_may():
     limiter.take("b", 1)
     with pytest.raises(RateLimited):
         limiter.take("a", 1)  # both remembered: "a" is still empty
+
+
+def test_batch_limits_refuse_a_batch_a_text_or_a_working_memory_over_the_settings(tmp_path):
+    settings = Settings(
+        data_dir=tmp_path, max_batch=3, max_text_chars=10, max_batch_memory=2**20, max_inflight=1
+    )
+    limits = BatchLimits(settings)
+    limits.check_texts(["a" * 10] * 3)
+    refusals = {
+        "a batch holds at most 3 items, got 4": lambda: limits.check_texts(["a"] * 4),
+        "text 1 has 11 characters; the limit is 10": lambda: limits.check_texts(["a", "b" * 11]),
+        # 2 texts of 10 characters: 48 * 20 + 2 * (8 KiB + answer) bytes is 1 MiB + 2
+        "the batch would need about 1 MiB of working memory; the limit is 1 MiB: send smaller "
+        "batches": lambda: limits.check_texts(["a" * 10] * 2, answer_per_text=515_617),
+    }
+    for message, call in refusals.items():
+        with pytest.raises(TooLarge) as refused:
+            call()
+        assert str(refused.value) == message
+    limits.check_texts(["a" * 10] * 2, answer_per_text=515_616)  # exactly 1 MiB
+    limits.check_batch(3)
+    with limits.admit():
+        assert limits.inflight == 1
+        with pytest.raises(Overloaded, match="1 batches are in flight"), limits.admit():
+            pass
+    assert limits.inflight == 0
