@@ -34,8 +34,13 @@ def test_union_find_chain_is_one_group():
     uf.union("z", "y")
     uf.union("y", "x")
     assert uf.groups() == {"x": {"x", "y", "z"}}
-    assert "unseen" not in uf and "y" in uf
     assert uf.find("unseen") == "unseen"
+
+
+def test_union_find_holds_the_items_it_was_given_or_joined():
+    uf = UnionFind(["a"])
+    uf.union("b", "c")
+    assert [x in uf for x in ("a", "b", "c", "d")] == [True, True, True, False]
 
 
 def test_union_returns_the_smaller_root_not_the_first_argument():
