@@ -97,3 +97,11 @@ def test_batch_limits_refuse_a_batch_a_text_or_a_working_memory_over_the_setting
         with pytest.raises(Overloaded, match="1 batches are in flight"), limits.admit():
             pass
     assert limits.inflight == 0
+
+
+def test_batch_limits_count_no_answer_bytes_unless_told(tmp_path):
+    # 2 texts of 10 characters: 48 * 20 + 2 * 8 KiB bytes, the limit exactly
+    limits = BatchLimits(Settings(data_dir=tmp_path, max_batch_memory=48 * 20 + 2 * 8192))
+    limits.check_texts(["a" * 10] * 2)
+    with pytest.raises(TooLarge):
+        limits.check_texts(["a" * 10] * 2, answer_per_text=1)
