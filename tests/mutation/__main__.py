@@ -164,7 +164,9 @@ def results(work: Path) -> dict[str, str]:
     return statuses
 
 
-def summary(name: str, statuses: dict[str, str], seconds: float, equivalent: set[str]) -> str:
+def summary(
+    name: str, statuses: dict[str, str], seconds: float | None, equivalent: set[str]
+) -> str:
     """One line: killed/total less the equivalent ones, and what the rest were."""
     counts = Counter(statuses.values())
     equal = sum(1 for m, s in statuses.items() if m in equivalent and s != "killed")
@@ -172,9 +174,10 @@ def summary(name: str, statuses: dict[str, str], seconds: float, equivalent: set
     scored = len(statuses) - equal
     rate = 100.0 * killed / scored if scored else 0.0
     rest = ", ".join(f"{counts[s]} {s}" for s in sorted(counts) if s not in ("killed",))
+    took = "" if seconds is None else f" in {seconds / 60:.1f} min"
     return (
         f"{name}: {rate:.1f}% killed ({killed}/{scored}; {len(statuses)} mutants, "
-        f"{equal} equivalent; {rest or 'no other'}) in {seconds / 60:.1f} min"
+        f"{equal} equivalent; {rest or 'no other'}){took}"
     )
 
 
@@ -235,7 +238,7 @@ def main() -> int:
     equivalent = equivalent_mutants()
     start = time.monotonic()
     if args.report:
-        lines = [summary(name, results(WORK / name), 0.0, equivalent) for name in args.package]
+        lines = [summary(name, results(WORK / name), None, equivalent) for name in args.package]
     else:
         lines = [run(name, args, equivalent) for name in args.package]
     print("\nmutation testing, kill rate per package (TRIAGE.md: the survivors)")
