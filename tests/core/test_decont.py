@@ -217,3 +217,18 @@ def test_ngram_counts_are_the_ngrams_a_check_scans_and_at_least_one(batch, n, to
     """What a contamination check is charged: the text's n-grams, 1 for a shorter text."""
     counts = ngram_counts(batch, n, tokenizer)
     assert counts.tolist() == [max(len(list(ngrams(words(t, tokenizer), n))), 1) for t in batch]
+
+
+def test_decontaminate_uses_13_grams_and_the_tokenizer_it_is_given(story, tmp_path):
+    thirteen = "tom found a shiny red shell by the river and carried it home"
+    docs = [Doc("13", f"so {thirteen} fast"), Doc("12", " ".join(thirteen.split()[:12]))]
+    assert [d.id for d in decontaminate(docs, [story])] == ["12"]
+    # Thai is written without spaces: 13 graphemes are 13 words only to the multilingual tokenizer.
+    thai = "กขคงจฉชซฌญฎฏฐ"
+    path = tmp_path / "thai.txt"
+    path.write_text(thai, encoding="utf-8")
+    docs = [Doc("t", f"x {thai} y")]
+    assert [d.id for d in decontaminate(docs, [path])] == ["t"]
+    assert [d.id for d in decontaminate(docs, [path], tokenizer="multilingual")] == []
+    index = NgramIndex(protected_ngrams([path], tokenizer="multilingual"), tokenizer="multilingual")
+    assert [d.id for d in decontaminate_with(docs, index)] == []

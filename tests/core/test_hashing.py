@@ -55,3 +55,29 @@ def test_perm_params_rejects_bad_values():
         perm_params(0, 0)
     with pytest.raises(ParameterError, match="seed"):
         perm_params(4, -1)
+
+
+def _draws(seed: int, n: int) -> list[int]:
+    rng = PCG32(seed)
+    return [rng.next() for _ in range(n)]
+
+
+def test_below_accepts_draws_from_2_to_the_32_mod_bound_up_and_takes_every_bound_it_documents():
+    bound = 3 * 2**30  # 2**32 mod bound = 2**30: a quarter of the draws is rejected
+    seed = next(s for s in range(1000) if sum(r < 2**30 for r in _draws(s, 20)) >= 3)
+    rng, raw = PCG32(seed), PCG32(seed)
+    expected = []
+    while len(expected) < 20:
+        r = raw.next()
+        if r >= 2**30:
+            expected.append(r % bound)
+    assert [rng.below(bound) for _ in range(20)] == expected
+    # A first draw equal to the threshold is accepted.
+    seed = next(s for s in range(100) if PCG32(s).next() < 2**31)
+    first = PCG32(seed).next()
+    assert PCG32(seed).below(2**32 - first) == first
+    assert PCG32(1).below(1) == 0
+    assert 0 <= PCG32(1).below(2**32 - 1) < 2**32 - 1
+    with pytest.raises(ParameterError) as caught:
+        PCG32(1).below(0)
+    assert str(caught.value) == "bound must be in [1, 2**32 - 1], got 0"

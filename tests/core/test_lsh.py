@@ -24,6 +24,19 @@ def test_lsh_rejects_bad_bands():
         LSH(bands=0, rows=8)
 
 
+def test_lsh_defaults_to_16_bands_of_8_rows_and_takes_one_band_or_one_row():
+    lsh = LSH()
+    assert (lsh.bands, lsh.rows, lsh.num_perm) == (16, 8, 128)
+    assert LSH(bands=1, rows=4).num_perm == 4
+    assert LSH(bands=4, rows=1).num_perm == 4
+    with pytest.raises(ParameterError) as caught:
+        LSH(bands=4, rows=0)
+    assert str(caught.value) == (
+        "bands and rows must both be at least 1, got bands=4, rows=0; "
+        "their product is the signature length (num_perm)"
+    )
+
+
 def _sig(values):
     return np.array(values, dtype=np.uint32)
 

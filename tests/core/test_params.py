@@ -23,7 +23,7 @@ def test_defaults_are_the_contracts():
     "kwargs, message",
     [
         ({"num_perm": 0}, "num_perm"),
-        ({"num_perm": 100}, r"multiple of bands \(16\).*pick bands from 1, 2, 4, 5, 10"),
+        ({"num_perm": 100}, r"bands \(16\).*pick bands from 1, 2, 4, 5, 10, 20, 25, 50, 100$"),
         ({"bands": 0}, "bands"),
         ({"threshold": 0.0}, "threshold"),
         ({"threshold": 1.5}, "threshold"),
@@ -32,6 +32,7 @@ def test_defaults_are_the_contracts():
         ({"k": 2.5}, "k"),
         ({"seed": -1}, "seed"),
         ({"seed": 2**64}, "seed"),
+        ({"seed": True}, r"seed must be a whole number in \[0, 2\*\*64\), got True"),
         ({"ngram": 0}, "ngram"),
         ({"num_perm": True}, "num_perm"),
         ({"tokenizer": "chars"}, "tokenizer must be one of words, multilingual, got 'chars'"),
@@ -47,3 +48,18 @@ def test_params_are_frozen():
     params = MinhashParams()
     with pytest.raises(AttributeError):
         params.num_perm = 64  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "field, meaning",
+    [
+        ("num_perm", "the signature length"),
+        ("bands", "LSH bands"),
+        ("k", "words per shingle"),
+        ("ngram", "words per contamination n-gram"),
+    ],
+)
+def test_a_count_below_one_is_refused_naming_it_and_what_it_counts(field, meaning):
+    with pytest.raises(ParameterError) as caught:
+        MinhashParams(**{field: 0})
+    assert str(caught.value) == f"{field} ({meaning}) must be a whole number >= 1, got 0"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from neardup.core.errors import SignatureError
-from neardup.core.minhash import estimate, minhash
+from neardup.core.minhash import MERSENNE31, estimate, minhash
 
 
 def test_estimate_worked_toy():
@@ -22,8 +22,11 @@ def test_estimate_compares_positions_not_sets():
 
 
 def test_estimate_rejects_mismatched_signatures():
-    with pytest.raises(SignatureError):
+    with pytest.raises(SignatureError) as caught:
         estimate([1, 2, 3], [1, 2])
+    assert str(caught.value) == (
+        "signatures must be non-empty vectors of one length, got (3,) and (2,)"
+    )
     with pytest.raises(SignatureError):
         estimate([], [])
 
@@ -42,3 +45,9 @@ def test_estimate_is_unbiased_at_one_third():
     sd_mean = math.sqrt(j * (1 - j) / n) / math.sqrt(pairs)
     z = (float(np.mean(values)) - j) / sd_mean
     assert abs(z) < 3.29, (np.mean(values), z)
+
+
+def test_a_signature_is_uint64_with_or_without_shingles():
+    empty = minhash([], num_perm=4)
+    assert empty.dtype == np.uint64 and empty.tolist() == [MERSENNE31] * 4
+    assert minhash(["the cat sat on the"], num_perm=4).dtype == np.uint64

@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 
+from neardup.core._text import WORD_RE, word_re
 from neardup.core._tokens import lower_table, word_table
 from neardup.core.minhash import jaccard, shingles, words
 
@@ -60,3 +61,11 @@ def test_lower_table_is_pythons_str_lower_char_by_char():
             assert low == chr(lowered[cp]) and len(low.encode()) == len(char.encode())
         # What str.lower returns is lowered no further, and never needs str.lower again.
         assert all(c.lower() == c and not special[ord(c)] for c in low)
+
+
+def test_the_default_tokenizer_is_words():
+    """Called without a tokenizer, every reference function tokenises as ``words`` does."""
+    text = "Größe 中文 abc_def ok"
+    assert words(text) == words(text, "words") == ["größe", "中文", "abc_def", "ok"]
+    assert word_re() is word_re("words") is WORD_RE
+    assert shingles(text, k=2) == shingles(text, k=2, tokenizer="words")

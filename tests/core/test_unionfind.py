@@ -37,6 +37,12 @@ def test_union_find_chain_is_one_group():
     assert uf.find("unseen") == "unseen"
 
 
+def test_union_find_holds_the_items_it_was_given_or_joined():
+    uf = UnionFind(["a"])
+    uf.union("b", "c")
+    assert [x in uf for x in ("a", "b", "c", "d")] == [True, True, True, False]
+
+
 def test_union_returns_the_smaller_root_not_the_first_argument():
     uf = UnionFind()
     assert uf.union("m", "a") == "a"

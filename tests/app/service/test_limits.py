@@ -2,8 +2,9 @@
 
 import pytest
 
-from neardup.app.service import RateLimited, TooLarge
-from neardup.app.service.limits import ProbeLimiter
+from neardup.app.config import Settings
+from neardup.app.service import Overloaded, RateLimited, TooLarge
+from neardup.app.service.limits import BatchLimits, ProbeLimiter
 
 
 class Clock:
@@ -51,3 +52,69 @@ def test_probe_limiter_forgets_the_least_recently_seen_callers():
     limiter.take("b", 1)
     limiter.take("c", 1)  # "a" is forgotten: a full bucket again
     limiter.take("a", 10)
+
+
+def test_probe_limiter_refills_at_its_rate_and_says_when_to_retry():
+    clock = Clock()
+    limiter = ProbeLimiter(120, clock=clock)  # two texts a second
+    limiter.take("a", 120)
+    clock.now = 1.5
+    limiter.take("a", 3)  # refilled 3
+    with pytest.raises(RateLimited) as empty:
+        limiter.take("a", 5)
+    assert empty.value.retry_after == 3  # 5 texts at 2 a second
+    assert str(empty.value) == (
+        "this key may check 120 texts a minute for contamination and this check is 5; retry in 3 s "
+        "(NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE)"
+    )
+    clock.now = 2.0
+    with pytest.raises(RateLimited) as short:
+        limiter.take("a", 5)  # 1 token back: 4 to wait for
+    assert short.value.retry_after == 2
+    clock.now = 12.0  # 21 tokens: a whole minute's worth still waits for the 99 missing
+    with pytest.raises(RateLimited) as whole:
+        limiter.take("a", 120)
+    assert whole.value.retry_after == 50
+
+
+def test_probe_limiter_keeps_as_many_callers_as_it_may():
+    clock = Clock()
+    limiter = ProbeLimiter(10, callers=2, clock=clock)
+    limiter.take("a", 10)
+    limiter.take("b", 1)
+    with pytest.raises(RateLimited):
+        limiter.take("a", 1)  # both remembered: "a" is still empty
+
+
+def test_batch_limits_refuse_a_batch_a_text_or_a_working_memory_over_the_settings(tmp_path):
+    settings = Settings(
+        data_dir=tmp_path, max_batch=3, max_text_chars=10, max_batch_memory=2**20, max_inflight=1
+    )
+    limits = BatchLimits(settings)
+    limits.check_texts(["a" * 10] * 3)
+    refusals = {
+        "a batch holds at most 3 items, got 4": lambda: limits.check_texts(["a"] * 4),
+        "text 1 has 11 characters; the limit is 10": lambda: limits.check_texts(["a", "b" * 11]),
+        # 2 texts of 10 characters: 48 * 20 + 2 * (8 KiB + answer) bytes is 1 MiB + 2
+        "the batch would need about 1 MiB of working memory; the limit is 1 MiB: send smaller "
+        "batches": lambda: limits.check_texts(["a" * 10] * 2, answer_per_text=515_617),
+    }
+    for message, call in refusals.items():
+        with pytest.raises(TooLarge) as refused:
+            call()
+        assert str(refused.value) == message
+    limits.check_texts(["a" * 10] * 2, answer_per_text=515_616)  # exactly 1 MiB
+    limits.check_batch(3)
+    with limits.admit():
+        assert limits.inflight == 1
+        with pytest.raises(Overloaded, match="1 batches are in flight"), limits.admit():
+            pass
+    assert limits.inflight == 0
+
+
+def test_batch_limits_count_no_answer_bytes_unless_told(tmp_path):
+    # 2 texts of 10 characters: 48 * 20 + 2 * 8 KiB bytes, the limit exactly
+    limits = BatchLimits(Settings(data_dir=tmp_path, max_batch_memory=48 * 20 + 2 * 8192))
+    limits.check_texts(["a" * 10] * 2)
+    with pytest.raises(TooLarge):
+        limits.check_texts(["a" * 10] * 2, answer_per_text=1)

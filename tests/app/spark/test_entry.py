@@ -36,3 +36,24 @@ def test_a_standalone_master_must_accept_a_connection() -> None:
         check_master(f"spark://127.0.0.1:1,127.0.0.1:{port}")  # one of them answers
     with pytest.raises(ParameterError, match="cannot reach the Spark master"):
         check_master(f"spark://127.0.0.1:{port}")  # closed now
+
+
+def test_the_errors_name_the_forms_and_every_address_tried() -> None:
+    with pytest.raises(ParameterError) as bad:
+        check_master("bogus://x")
+    assert str(bad.value) == (
+        "--spark-master 'bogus://x' is not a Spark master URL (local, local[N], local[*], "
+        "spark://HOST:PORT, yarn, k8s://HOST:PORT)"
+    )
+    ports = []
+    for _ in range(2):
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            ports.append(closed.getsockname()[1])
+    a, b = (f"127.0.0.1:{port}" for port in ports)
+    with pytest.raises(ParameterError) as unreachable:
+        check_master(f"spark://{a},{b}")
+    assert str(unreachable.value) == (
+        f"--spark-master spark://{a},{b}: cannot reach the Spark master "
+        f"({a}: Connection refused; {b}: Connection refused)"
+    )

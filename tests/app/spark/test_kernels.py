@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from neardup.app.spark import kernels
 from neardup.core.engine import (
     MinhashParams,
+    NgramIndex,
     RowWriter,
     batch_signatures,
     min_label_components,
@@ -172,3 +173,36 @@ def test_rows_are_checked_and_written_as_the_local_engine_does(tmp_path: Path) -
 @pytest.mark.parametrize("texts", [[], ["a b c"]])
 def test_clean_batch_without_index_keeps_everything(texts: list[str]) -> None:
     assert kernels.clean_batch(texts, None).tolist() == [True] * len(texts)
+
+
+def test_estimate_batch_is_each_rows_share_of_positions_equal_to_its_roots():
+    sigs = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], dtype=np.uint32)
+    roots = np.array([[1, 2, 0, 0], [5, 6, 7, 8]], dtype=np.uint32)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(["a", "b"]), kernels.binary_rows(sigs), kernels.binary_rows(roots)],
+        names=["id", "sig", "root_sig"],
+    )
+    out = kernels.estimate_batch(batch, 4)
+    assert out.schema == pa.schema([("id", pa.string()), ("estimate", pa.float64())])
+    assert out.column("id").to_pylist() == ["a", "b"]
+    assert out.column("estimate").to_pylist() == [0.5, 1.0]
+
+
+def test_clean_batch_is_true_for_the_texts_sharing_no_protected_ngram():
+    texts = ["x a b c y", "a b d c"]
+    everything = kernels.clean_batch(texts, None)
+    assert everything.dtype == np.bool_ and everything.tolist() == [True, True]
+    assert kernels.clean_batch(texts, NgramIndex({"a b c"}, n=3)).tolist() == [False, True]
+
+
+def test_line_problem_says_why_a_line_is_not_a_document():
+    doc = '{"id": "a", "text": "t", "neardup": {}}'
+    assert kernels.line_problem("", None) is None
+    assert kernels.line_problem(doc, None) is None
+    assert kernels.line_problem('{"id": "a", "text": "t"}', "neardup") is None
+    assert kernels.line_problem(doc, "neardup") == (
+        "the row already has a 'neardup' field, the one neardup says why a row is dropped in"
+    )
+    assert kernels.line_problem('{"id": "a", "text": "t", "meta": [1]}', None) == (
+        f"'meta' must be an object to hold {kernels.CLUSTER_KEY}"
+    )

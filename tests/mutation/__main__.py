@@ -1,0 +1,252 @@
+"""``make mutation``: mutmut on each package, one working directory each, kill rates printed.
+
+Why mutmut and this layout: mutmut 3 copies the sources into ``mutants/``, puts every mutant of a
+function behind a trampoline and, per mutant, forks and runs only the tests that called that
+function (recorded in one traced run), so a run costs far less than the suite times the
+mutants. It names a mutant after the file's path, and the trampoline compares that name with the
+function's ``__module__`` at run time: the sources must therefore be walked as
+``neardup/core``/``neardup/app`` (the links in neardup/, which mutmut reads through to the real
+core/ and app/ files), never as ``core``/``app``, or no mutant would ever be switched on. Each
+package gets a directory ``.mutation/PACKAGE/`` with links to neardup/, tests/ and bench/ and a
+pyproject.toml of its own (the repository's plus a ``[tool.mutmut]`` table: mutmut reads its
+settings from the working directory), so each package runs only the fast tests that cover it.
+``PYTHONPATH`` names that ``mutants/`` folder, so processes a test starts (the core's worker
+pool, the CLI, Spark's Python workers) import the mutated copy too, with the mutant switched on
+(``MUTANT_UNDER_TEST`` is inherited).
+
+Not measured (mutmut leaves them alone): decorated functions other than ``@staticmethod`` and
+``@classmethod`` (so the numba kernels of core/_jit.py, ``@property`` and ``@cache`` functions),
+annotations, and default values that are not plain constants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = ROOT / ".mutation"
+TRIAGE = Path(__file__).with_name("TRIAGE.md")
+
+
+@dataclass(frozen=True)
+class Package:
+    """What one package's run mutates and which tests it runs."""
+
+    mutate: list[str]
+    tests: list[str]
+    #: where ``--tests`` names this package's tests
+    tests_root: str
+    skip: list[str] = field(default_factory=list)
+    # "fork" (mutmut's default) forks each mutant from the process that ran the traced tests;
+    # the Spark tests need "forkserver": a JVM gateway must not be shared by forked children.
+    isolation: str = "fork"
+
+
+# The fast tests that cover each package (docs in TRIAGE.md say why these).
+PACKAGES: dict[str, Package] = {
+    "core": Package(mutate=["neardup/core/*"], tests=["tests/core"], tests_root="tests/core"),
+    "service": Package(
+        mutate=["neardup/app/service/*"],
+        tests_root="tests/app/service",
+        # In process, no PostgreSQL: pgstore.py is measured only with the PostgreSQL tests
+        # (``--package service --with-postgres``), each of which starts a server.
+        tests=[
+            "tests/app/service/test_access.py",
+            "tests/app/service/test_dirlock.py",
+            "tests/app/service/test_exports.py",
+            "tests/app/service/test_index.py",
+            "tests/app/service/test_limits.py",
+            "tests/app/service/test_pool.py",
+            "tests/app/service/test_store.py",
+            "tests/app/service/test_views.py",
+        ],
+        skip=["neardup/app/service/pgstore.py"],
+    ),
+    "spark": Package(
+        mutate=["neardup/app/spark/*"],
+        tests_root="tests/app/spark",
+        tests=[
+            "tests/app/spark/test_kernels.py",
+            "tests/app/spark/test_components.py",
+            "tests/app/spark/test_entry.py",
+        ],
+        isolation="forkserver",
+    ),
+}
+
+# Imported at start-up by every Python process of a run (PYTHONPATH names mutants/): a process
+# that a test starts while mutmut traces which tests call what ("stats") would look for mutmut's
+# settings in its own working directory and fail; only the test process's calls count there.
+SITECUSTOMIZE = """import os
+
+if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    os.environ["MUTANT_UNDER_TEST"] = ""
+"""
+
+MUTANT = re.compile(r"`(neardup\.[\w.ǁ]+__mutmut_\d+)`")
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+          36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
+          37: "killed", None: "not checked"}  # fmt: skip
+
+
+def equivalent_mutants() -> set[str]:
+    """The mutant names TRIAGE.md lists under its "Equivalent" headings."""
+    names: set[str] = set()
+    heading = ""
+    for line in TRIAGE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            heading = line.lower()
+        elif "equivalent" in heading:
+            names.update(MUTANT.findall(line))
+    return names
+
+
+def settings(
+    name: str, package: Package, modules: list[str], tests: list[str], with_postgres: bool
+) -> str:
+    """The ``[tool.mutmut]`` table of one package's run."""
+    files = [f"neardup/{m.replace('.', '/')}.py" for m in modules]
+    mutate = [f for f in files if any(fnmatch(f, p) for p in package.mutate)] or package.mutate
+    tests = [t for t in tests if t.startswith(package.tests_root)] or list(package.tests)
+    skip = list(package.skip)
+    if name == "service" and with_postgres:
+        tests += ["tests/app/service/test_stores.py", "tests/app/service/test_replicas.py"]
+        skip = []
+    table = {
+        "source_paths": ["neardup/core", "neardup/app"],
+        "only_mutate": mutate,
+        "do_not_mutate": skip,
+        "also_copy": ["neardup/__init__.py", "neardup/__main__.py", "neardup/py.typed", "bench"],
+        "pytest_add_cli_args_test_selection": tests,
+        "pytest_add_cli_args": ["-p", "no:cacheprovider"],
+        "process_isolation": package.isolation,
+        "use_git_change_detection": False,
+    }
+    lines = ["", "[tool.mutmut]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def prepare(name: str, table: str, fresh: bool) -> Path:
+    """``.mutation/NAME``: links to the sources, tests and bench, and a pyproject.toml."""
+    work = WORK / name
+    if fresh and work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    for link in ("neardup", "tests", "bench"):
+        if not (work / link).is_symlink():
+            (work / link).symlink_to(os.path.relpath(ROOT / link, work))
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8") + table
+    (work / "pyproject.toml").write_text(text, encoding="utf-8")
+    (work / "mutants").mkdir(exist_ok=True)
+    (work / "mutants" / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    return work
+
+
+def results(work: Path) -> dict[str, str]:
+    """Every mutant's status, from mutmut's ``.meta`` files."""
+    statuses: dict[str, str] = {}
+    for meta in sorted((work / "mutants").rglob("*.py.meta")):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        for mutant, code in data["exit_code_by_key"].items():
+            statuses[mutant] = STATUS.get(code, "suspicious")
+    return statuses
+
+
+def summary(
+    name: str, statuses: dict[str, str], seconds: float | None, equivalent: set[str]
+) -> str:
+    """One line: killed/total less the equivalent ones, and what the rest were."""
+    counts = Counter(statuses.values())
+    equal = sum(1 for m, s in statuses.items() if m in equivalent and s != "killed")
+    killed = counts["killed"] + counts["timeout"]
+    scored = len(statuses) - equal
+    rate = 100.0 * killed / scored if scored else 0.0
+    rest = ", ".join(f"{counts[s]} {s}" for s in sorted(counts) if s not in ("killed",))
+    took = "" if seconds is None else f" in {seconds / 60:.1f} min"
+    return (
+        f"{name}: {rate:.1f}% killed ({killed}/{scored}; {len(statuses)} mutants, "
+        f"{equal} equivalent; {rest or 'no other'}){took}"
+    )
+
+
+def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
+    """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
+    package = PACKAGES[name]
+    table = settings(name, package, args.modules, args.tests, args.with_postgres)
+    work = prepare(name, table, fresh=not (args.keep or args.survivors))
+    env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
+    if args.survivors:  # mutmut copies tests/ again and traces the new tests only
+        modules = tuple(f"neardup.{m}." for m in args.modules) or ("neardup.",)
+        command += sorted(m for m, s in results(work).items()
+                          if s in ("survived", "no tests") and m.startswith(modules))  # fmt: skip
+    log = work / "mutmut.log"
+    print(f"{name}: mutmut in {work.relative_to(ROOT)} (log: {log.relative_to(ROOT)})", flush=True)
+    start = time.monotonic()
+    with log.open("w", encoding="utf-8") as out:
+        done = subprocess.run(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    seconds = time.monotonic() - start
+    statuses = results(work)
+    survivors = sorted(m for m, s in statuses.items() if s != "killed" and s != "timeout")
+    (work / "survivors.txt").write_text(
+        "".join(f"{statuses[m]}\t{m}{'  (equivalent)' if m in equivalent else ''}\n"
+                for m in survivors),
+        encoding="utf-8",
+    )  # fmt: skip
+    line = summary(name, statuses, seconds, equivalent)
+    if done.returncode != 0:
+        line += f" [mutmut exited {done.returncode}: see the log]"
+    print(line, flush=True)
+    return line
+
+
+def main() -> int:
+    """Run the packages asked for (all three by default) and print one line each."""
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=main.__doc__)
+    parser.add_argument("--package", nargs="+", choices=list(PACKAGES), default=list(PACKAGES))
+    parser.add_argument(
+        "--modules", nargs="+", default=[],
+        help="mutate only these modules of their packages (e.g. core._text app.service.pool)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tests", nargs="+", default=[],
+        help="run only these of the package's tests (e.g. tests/app/spark/test_kernels.py)",
+    )  # fmt: skip
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--keep", action="store_true", help="reuse .mutation/ (mutmut's cache)")
+    parser.add_argument(
+        "--survivors", action="store_true",
+        help="reuse .mutation/ and run again only the mutants that survived or had no test",
+    )  # fmt: skip
+    parser.add_argument(
+        "--report", action="store_true", help="print the last run's figures; run nothing"
+    )
+    parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
+    args = parser.parse_args()
+    equivalent = equivalent_mutants()
+    start = time.monotonic()
+    if args.report:
+        lines = [summary(name, results(WORK / name), None, equivalent) for name in args.package]
+    else:
+        lines = [run(name, args, equivalent) for name in args.package]
+    print("\nmutation testing, kill rate per package (TRIAGE.md: the survivors)")
+    for line in lines:
+        print("  " + line)
+    print(f"  total: {(time.monotonic() - start) / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
