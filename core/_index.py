@@ -22,7 +22,7 @@ import os
 import posixpath
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,8 @@ __all__ = [
     "IndexPart",
     "commit_index",
     "index_params",
+    "index_record",
+    "index_record_line",
     "run_info",
     "write_part",
 ]
@@ -84,6 +86,39 @@ def run_info(
         "inputs_total": len(inputs),
         "mode": mode,
     }
+
+
+def index_record(
+    url: str, mode: str, version: int, rows: int, matched: int, matching: int
+) -> dict[str, Any]:
+    """A run's manifest ``index`` object before its part is added (both engines write it):
+    the version read and its documents, the indexed documents the run's rows match
+    (``matched``) and the rows matching one (``matching``)."""
+    return {
+        "url": url,
+        "mode": mode,
+        "version_read": version,
+        "version_written": None,
+        "part": None,
+        "rows_added": 0,
+        "indexed_rows": rows,
+        "indexed_rows_matched": matched,
+        "rows_matching_index": matching,
+    }
+
+
+def index_record_line(record: Mapping[str, Any]) -> str:
+    """An ``index_record`` in one line, as ``neardup dedup`` reports it on either engine."""
+    added = (
+        f"added {record['rows_added']} rows as version {record['version_written']} "
+        f"(part {record['part']})"
+        if record["version_written"] is not None
+        else "added nothing"
+    )
+    return (
+        f"neardup dedup: index {record['url']}: read version {record['version_read']} "
+        f"({record['indexed_rows']} documents, {record['indexed_rows_matched']} matched), " + added
+    )
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ engine computes the same signatures, candidates, confirmations and components th
   (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``lookup``, ``verify``,
   ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
   ``lookup_index``, ``write_part``, ``commit_index``, ``index_params``, ``run_info``,
+  ``index_record`` and ``index_record_line`` (a run's manifest record, and its line),
   ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
   ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``; what ``neardup index`` does to one: ``index_info``,
   ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``.
@@ -93,6 +94,8 @@ from neardup.core._index import (
     IndexPart,
     commit_index,
     index_params,
+    index_record,
+    index_record_line,
     run_info,
     write_part,
 )
@@ -267,6 +270,8 @@ __all__ = [
     "index_info",
     "index_leftovers",
     "index_params",
+    "index_record",
+    "index_record_line",
     "jaccard",
     "jsonl_items",
     "lookup_index",

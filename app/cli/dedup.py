@@ -59,6 +59,7 @@ from neardup.core.engine import (
     corpus_format,
     expand_inputs,
     get_field,
+    index_record,
     nan_as_null_note,
     parquet_schema,
     piece_source,
@@ -446,21 +447,11 @@ def _append(
 
 def _index_record(options: DedupOptions, index: DocIndex, lookup: IndexLookup) -> dict[str, object]:
     """The manifest's ``index`` object, before the part is added."""
-    return {
-        "url": options.index,
-        "mode": options.index_mode,
-        "version_read": index.version,
-        "version_written": None,
-        "part": None,
-        "rows_added": 0,
-        "indexed_rows": index.rows,
-        "indexed_rows_matched": len(lookup.ids),
-        "rows_matching_index": int(
-            np.count_nonzero(
-                (lookup.exact >= 0) | np.isin(np.arange(len(lookup.exact)), lookup.pairs[:, 0])
-            )
-        ),
-    }
+    matching = (lookup.exact >= 0) | np.isin(np.arange(len(lookup.exact)), lookup.pairs[:, 0])
+    return index_record(
+        options.index or "", options.index_mode, index.version, index.rows, len(lookup.ids),
+        int(np.count_nonzero(matching)),
+    )  # fmt: skip
 
 
 def run_dedup(options: DedupOptions) -> Manifest:

@@ -357,7 +357,14 @@ def _dedup(args: argparse.Namespace) -> int:
         return dedup_spark(args)
     from neardup.app.cli.dedup import run_dedup
     from neardup.app.cli.options import DedupOptions, DedupParams, default_workers
-    from neardup.core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
+    from neardup.core.engine import (
+        DecontParams,
+        KeepPolicy,
+        MinhashParams,
+        ParameterError,
+        Schema,
+        index_record_line,
+    )
 
     if args.spark_master is not None:
         raise ParameterError("--spark-master needs --engine spark")
@@ -399,19 +406,7 @@ def _dedup(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         if manifest.index is not None:
-            added = manifest.index
-            what = (
-                f"added {added['rows_added']} rows as version {added['version_written']} "
-                f"(part {added['part']})"
-                if added["version_written"] is not None
-                else "added nothing"
-            )
-            print(
-                f"neardup dedup: index {args.index}: read version {added['version_read']} "
-                f"({added['indexed_rows']} documents, {added['indexed_rows_matched']} matched), "
-                + what,
-                file=sys.stderr,
-            )
+            print(index_record_line(manifest.index), file=sys.stderr)
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from neardup.app.spark.corpus import HadoopPath
 from neardup.app.spark.index import open_index
 from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
-from neardup.core.engine import ParameterError, nan_as_null_note
+from neardup.core.engine import ParameterError, index_record_line, nan_as_null_note
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -133,17 +133,5 @@ def dedup_on_spark(
             file=sys.stderr,
         )
         if manifest.index is not None:
-            added = manifest.index
-            what = (
-                f"added {added['rows_added']} rows as version {added['version_written']} "
-                f"(part {added['part']})"
-                if added["version_written"] is not None
-                else "added nothing"
-            )
-            print(
-                f"neardup dedup: index {added['url']}: read version {added['version_read']} "
-                f"({added['indexed_rows']} documents, {added['indexed_rows_matched']} matched), "
-                + what,
-                file=sys.stderr,
-            )
+            print(index_record_line(manifest.index), file=sys.stderr)
     return manifest

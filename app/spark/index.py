@@ -45,6 +45,7 @@ from neardup.core.engine import (
     MinhashParams,
     NeardupError,
     commit_index,
+    index_record,
     run_info,
 )
 
@@ -360,15 +361,7 @@ def index_summary(
         by_pair = classes.join(linked, "cid", "left_semi").select("id")
         matching = by_text.unionByName(by_pair).distinct().count()
     return {
-        "url": index.url,
-        "mode": mode,
-        "version_read": index.version,
-        "version_written": None,
-        "part": None,
-        "rows_added": 0,
-        "indexed_rows": index.rows,
-        "indexed_rows_matched": matched,
-        "rows_matching_index": matching,
+        **index_record(index.url, mode, index.version, index.rows, matched, matching),
         "broadcast": None if probe is None else probe.broadcast,
         "candidates": 0 if probe is None else probe.candidates,
         "files": None if probe is None else probe.files[0],
