@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import re
 from functools import lru_cache
@@ -16,6 +17,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from neardup.core.engine import MinhashParams
 
 __all__ = ["ANSWER_SETTINGS", "Settings", "get_settings", "redact", "url_secrets"]
+
+log = logging.getLogger("neardup")
 
 #: The settings that change what a replica answers, beyond the index parameters (which
 #: ``MinhashParams.index_params`` locks): recorded in the store by the first start and refused
@@ -82,10 +85,14 @@ class Settings(BaseSettings):
     #: Texts a key with the protect scope (or anyone, without keys) may check for
     #: contamination a minute.
     contamination_texts_per_minute: int = Field(10_000, ge=1)
-    #: N-grams (NGRAM words) a key without the protect scope may have scanned for contamination
-    #: a minute: a verdict is about one bit of the protected sets, so this bounds what such a
-    #: key can learn by probing (docs/api.md, "Residual risk").
-    contamination_ngrams_per_minute: int = Field(10_000, ge=1)
+    #: Words a key without the protect scope may have checked for contamination a minute, each
+    #: text costing its words and at least NGRAM (one whole window): a verdict, about one bit of
+    #: the protected sets, costs at least NGRAM words, so such a key learns at most about this
+    #: / NGRAM bits a minute by probing (docs/api.md, "Residual risk").
+    contamination_words_per_minute: int = Field(10_000, ge=1)
+    #: The deprecated name of CONTAMINATION_WORDS_PER_MINUTE (checks were charged by n-grams
+    #: before): its value is taken as words, with a warning; refused together with the new name.
+    contamination_ngrams_per_minute: int | None = Field(None, ge=1)
     max_protected_bytes: int = Field(128 * 2**20, ge=1)
     max_batch_memory: int = Field(4 * 2**30, ge=1)
     #: While recovering at start, a progress line (documents read, rate, seconds left) at
@@ -154,6 +161,8 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _valid_params(self) -> Settings:
         self.params  # noqa: B018 - MinhashParams raises ParameterError (a ValueError) if invalid
+        if self.contamination_ngrams_per_minute is not None:
+            self._renamed_rate(self.contamination_ngrams_per_minute)
         if self.max_buffered_bytes < self.max_body_bytes:
             raise ValueError(
                 f"max_buffered_bytes ({self.max_buffered_bytes}) is below max_body_bytes "
@@ -161,6 +170,23 @@ class Settings(BaseSettings):
                 "raise NEARDUP_MAX_BUFFERED_BYTES"
             )
         return self
+
+    def _renamed_rate(self, value: int) -> None:
+        """CONTAMINATION_NGRAMS_PER_MINUTE, the deprecated name: its value as the words a
+        minute (charging words is never looser than charging n-grams was), with a warning; a
+        ValueError when the new name is set too."""
+        if "contamination_words_per_minute" in self.model_fields_set:
+            raise ValueError(
+                "set only NEARDUP_CONTAMINATION_WORDS_PER_MINUTE (--contamination-words-per-"
+                "minute): NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE is its deprecated name"
+            )
+        log.warning(
+            "NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE (--contamination-ngrams-per-minute) is "
+            "deprecated: checks are charged by words now; its value %d is taken as "
+            "NEARDUP_CONTAMINATION_WORDS_PER_MINUTE, set that instead",
+            value,
+        )
+        self.contamination_words_per_minute = value
 
     @property
     def host_names(self) -> list[str]:

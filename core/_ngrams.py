@@ -18,8 +18,8 @@ __all__ = [
     "check_n",
     "contaminated",
     "first_shared_ngram",
+    "charged_words",
     "gram_hashes",
-    "ngram_counts",
 ]
 
 
@@ -29,16 +29,22 @@ def check_n(n: int) -> None:
         raise ParameterError(f"n (words per n-gram) must be a whole number >= 1, got {n!r}")
 
 
-def ngram_counts(texts: Sequence[str], n: int = 13, tokenizer: str = "words") -> NDArray[np.int64]:
-    """How many word n-grams a check of each text scans: ``len(ngrams(words(text), n))``, and 1
-    for a text of fewer than ``n`` words (it is looked at too). Tokenised as a whole batch, at
-    numpy speed: what a contamination check of the batch is charged."""
+def charged_words(
+    texts: Sequence[str], n: int = 13, tokenizer: str = "words"
+) -> NDArray[np.int64]:
+    """What a contamination check of each text is charged: its words by ``tokenizer``, and at
+    least ``n`` (one whole n-gram window), so that a verdict, which a text of ``n`` words
+    already gets, never costs less than ``n`` words. Tokenised as a whole batch, at numpy
+    speed.
+
+    >>> charged_words(["one two three", " ".join(["w"] * 20)], n=13).tolist()
+    [13, 20]
+    """
     check_n(n)
     check_tokenizer(tokenizer)
     if not len(texts):
         return np.zeros(0, dtype=np.int64)
-    counts = Tokens(texts, tokenizer=tokenizer).doc_words.astype(np.int64) - (n - 1)
-    return np.maximum(counts, 1)
+    return np.maximum(Tokens(texts, tokenizer=tokenizer).doc_words.astype(np.int64), n)
 
 
 def first_shared_ngram(

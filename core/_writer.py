@@ -23,7 +23,7 @@ from typing import IO, Any
 from neardup.core._formats import json_default, text_writer
 from neardup.core.errors import CorpusError
 
-__all__ = ["PARQUET_BATCH", "RowWriter", "nan_as_null_note"]
+__all__ = ["PARQUET_BATCH", "RowWriter", "nan_as_null", "nan_as_null_note"]
 
 #: Rows per Parquet row group written.
 PARQUET_BATCH = 8192
@@ -34,13 +34,27 @@ _ENCODER = json.JSONEncoder(default=json_default)
 _STRICT = json.JSONEncoder(default=json_default, allow_nan=False)
 
 
-def nan_as_null_note(nulls: int) -> str:
+def nan_as_null_note(nulls: int, *, sent: bool = False) -> str:
     """What a run says (one warning line) when a JSON Lines output wrote ``nulls`` NaN or
-    infinite floats as null."""
+    infinite floats as null; ``sent``: when ``neardup push`` sent them so to a service."""
+    if sent:
+        return f"{nulls} NaN or infinite values sent as null (JSON has no number for them)"
     return (
         f"{nulls} NaN or infinite values written as null (JSON has no number for them; a "
         "Parquet output keeps them)"
     )
+
+
+def nan_as_null(value: Any) -> tuple[Any, int]:
+    """``value`` (a row, or any part of one) as a JSON Lines output writes it: every NaN or
+    infinite float replaced by None; and how many were (``value`` itself when none).
+
+    >>> nan_as_null({"id": "a", "meta": {"s": [0.5, float("nan")]}})
+    ({'id': 'a', 'meta': {'s': [0.5, None]}}, 1)
+    """
+    nulls = [0]
+    found = _finite(value, nulls)
+    return (found, nulls[0]) if nulls[0] else (value, 0)
 
 
 class RowWriter:
@@ -125,8 +139,8 @@ class RowWriter:
         try:
             return _STRICT.encode(row), 0
         except ValueError:  # a float JSON has no number for (the common case costs nothing)
-            nulls = [0]
-            return _STRICT.encode(_finite(row, nulls)), nulls[0]
+            finite, nulls = nan_as_null(row)
+            return _STRICT.encode(finite), nulls
 
     @staticmethod
     def table(rows: list[dict[str, Any]], hint: Any = None) -> Any:

@@ -21,7 +21,7 @@ engine computes the same signatures, candidates, confirmations and components th
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
   ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``,
-  ``ngram_counts`` (the n-grams a check of each text scans: what it is charged);
+  ``charged_words`` (what a check of each text is charged: its words, at least one n-gram's);
   modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
   ``DecontParams``, ``apply_mode``, ``drop_rule``, ``match_summary``, ``decontaminate_modes``,
@@ -33,7 +33,7 @@ engine computes the same signatures, candidates, confirmations and components th
   ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RawLine``,
   ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``; JSON
   without NaN or Infinity (one rule for the batch engines and the service):
-  ``constant_problem``, ``finite_value``, ``nan_as_null_note``.
+  ``constant_problem``, ``finite_value``, ``nan_as_null``, ``nan_as_null_note``.
 - Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
   ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``.
 - A persistent index of kept documents (Parquet parts and a manifest log): ``DocIndex``
@@ -107,7 +107,7 @@ from neardup.core._index_parts import COLUMNS as INDEX_COLUMNS
 from neardup.core._index_parts import PARAMS_KEY as INDEX_PARAMS_KEY
 from neardup.core._index_parts import binary_matrix, part_table
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
-from neardup.core._ngrams import NgramIndex, ngram_counts
+from neardup.core._ngrams import NgramIndex, charged_words
 from neardup.core._params import INDEX_KEYS, MinhashParams
 from neardup.core._protected import (
     ProtectedFormat,
@@ -156,7 +156,7 @@ from neardup.core._survivors import (
 )
 from neardup.core._text import TOKENIZERS, jaccard, ngrams, shingles, words
 from neardup.core._tokens import Utf8Texts
-from neardup.core._writer import RowWriter, nan_as_null_note
+from neardup.core._writer import RowWriter, nan_as_null, nan_as_null_note
 from neardup.core.errors import (
     CorpusError,
     DuplicateIdError,
@@ -239,6 +239,7 @@ __all__ = [
     "batch_signatures",
     "binary_matrix",
     "candidate_pairs",
+    "charged_words",
     "check_apart",
     "check_output",
     "check_target",
@@ -279,8 +280,8 @@ __all__ = [
     "lsh_threshold",
     "match_summary",
     "min_label_components",
+    "nan_as_null",
     "nan_as_null_note",
-    "ngram_counts",
     "ngrams",
     "ordered_map",
     "parquet_schema",

@@ -88,8 +88,13 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         help="texts a key with protect may check for contamination a minute (10000)",
     )  # fmt: skip
     serve.add_argument(
-        "--contamination-ngrams-per-minute", type=int,
-        help="n-grams other keys may have scanned for contamination a minute (10000)",
+        "--contamination-words-per-minute", type=int,
+        help="words other keys may check for contamination a minute, a text at least NGRAM "
+        "(10000)",
+    )  # fmt: skip
+    # The deprecated name of --contamination-words-per-minute (taken as words, with a warning).
+    serve.add_argument(
+        "--contamination-ngrams-per-minute", type=int, help=argparse.SUPPRESS
     )  # fmt: skip
     serve.add_argument(
         "--max-protected-bytes", type=int, help="total size of the protected sets (128 MiB)"

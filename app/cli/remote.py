@@ -12,7 +12,7 @@ from pathlib import Path
 from neardup.app.cli.inputs import batches, read_corpus
 from neardup.app.cli.progress import Progress
 from neardup.app.client import Client
-from neardup.core.engine import Doc
+from neardup.core.engine import Doc, nan_as_null, nan_as_null_note
 
 __all__ = ["Remote", "push", "query"]
 
@@ -43,11 +43,20 @@ def _remote_batches(
 
 
 def push(inputs: Sequence[Path], remote: Remote, *, quiet: bool = False) -> int:
-    """Register every document of the inputs in a running service."""
+    """Register every document of the inputs in a running service. A NaN or infinite float
+    of a meta (a Parquet input's; JSON has no number for it) is sent as null, as ``dedup``
+    writes it to JSON Lines: counted, with one warning at the end."""
     counts = Counter[str]()
+    nulls = 0
     for client, batch in _remote_batches(inputs, remote, "push", quiet):
-        docs = [{"id": d.id, "text": d.text, "meta": d.meta} for d in batch]
+        docs = []
+        for d in batch:
+            meta, found = nan_as_null(d.meta)
+            nulls += found
+            docs.append({"id": d.id, "text": d.text, "meta": meta})
         counts.update(r["status"] for r in client.register(docs, if_new=remote.if_new))
+    if nulls:
+        print(f"neardup push: warning: {nan_as_null_note(nulls, sent=True)}", file=sys.stderr)
     if not quiet:
         line = f"neardup push: created {counts['created']}, unchanged {counts['unchanged']}"
         if remote.if_new:

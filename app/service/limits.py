@@ -75,9 +75,10 @@ class ProbeLimiter:
 
     A contamination check answers whether a text shares an n-gram with a protected set, so a
     caller can extend a seed of protected text a word at a time by probing; the rate bounds how
-    fast. Each check is charged ``unit``s (n-grams scanned for keys without the protect scope,
-    texts for keys with it); the bucket holds a minute's worth. Callers are named by a digest of
-    their key ("open" without keys); the least recently seen are forgotten past ``callers``.
+    fast. Each check is charged ``unit``s (words, at least NGRAM a text, for keys without the
+    protect scope; texts for keys with it); the bucket holds a minute's worth. Callers are named
+    by a digest of their key ("open" without keys); the least recently seen are forgotten past
+    ``callers``.
     """
 
     def __init__(

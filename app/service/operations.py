@@ -25,7 +25,7 @@ import logging
 import time
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -72,10 +72,10 @@ from neardup.core.engine import (
     Thresholds,
     WorkerError,
     apply_mode,
+    charged_words,
     collision_message,
     drop_rule,
     lsh_probability,
-    ngram_counts,
     parse_protected_set,
     piece_collision,
     protected_as_jsonl,
@@ -156,12 +156,12 @@ class Service:
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
         self.limits = BatchLimits(settings)
         #: contamination checks per caller: keys with the protect scope by texts, others by
-        #: n-grams scanned (``_charge``)
+        #: words checked (``_charge``)
         self.probes = ProbeLimiter(settings.contamination_texts_per_minute)
-        self.ngram_probes = ProbeLimiter(
-            settings.contamination_ngrams_per_minute,
-            unit="n-grams",
-            setting="NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE",
+        self.word_probes = ProbeLimiter(
+            settings.contamination_words_per_minute,
+            unit="words",
+            setting="NEARDUP_CONTAMINATION_WORDS_PER_MINUTE",
         )
         self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
         #: a cluster page's derived rows (app.service.views), keyed by (index version, root):
@@ -434,9 +434,7 @@ class Service:
             return await self._register(docs, if_new)
 
     async def _register(self, docs: Sequence[NewDoc], if_new: bool = False) -> list[Registered]:
-        repeated = sorted(i for i, n in Counter(d.id for d in docs).items() if n > 1)
-        if repeated:
-            raise DuplicateIdError(*repeated)
+        _refuse_repeated(d.id for d in docs)
         sigs = await self.pool.signatures([d.text for d in docs])
         digests = await asyncio.to_thread(lambda: [text_digest(d.text) for d in docs])
         async with self._writing():
@@ -854,7 +852,8 @@ class Service:
     ) -> tuple[list[Doc], list[dict[str, str]], dict[str, Any]]:
         """``docs`` decontaminated in ``ask.params.mode``, those dropped whole (``{"id",
         "rule"}``: ``drop_rule``'s), and the report; bounded and charged as ``contamination``
-        is (texts, memory, the per-caller rate), off the loop.
+        is (texts, memory, the per-caller rate), off the loop. A repeated id is refused
+        (DuplicateIdError), as in a registration, before anything is charged.
 
         Without ``ask.protect`` the answer gives no offset into a protected match (annotated
         meta's ``spans`` are null) and the cut mode is refused (ProtectScopeNeeded): a cut
@@ -865,6 +864,7 @@ class Service:
                 "where protected text starts and ends; without it use drop or annotate "
                 "(verdicts and counts, no offsets)"
             )
+        _refuse_repeated(d.id for d in docs)
         texts = [d.text for d in docs]
         pieces = ask.params.max_pieces if ask.params.mode is DecontMode.CUT else 1
         self.limits.check_texts(texts, answer_per_text=pieces * DECONT_META_BYTES)
@@ -881,7 +881,7 @@ class Service:
         text; by item without ``protect``: that order would tell where each item matched).
 
         ``caller`` names who asks, for the per-caller rate (RateLimited past it); ``protect``:
-        whether it has the protect scope (its rate is counted in texts, others' in n-grams)."""
+        whether it has the protect scope (its rate is counted in texts, others' in words)."""
         self.limits.check_texts(texts)
         chosen = self.chosen_sets(sets)
         with self.limits.admit():
@@ -894,17 +894,17 @@ class Service:
     ) -> None:
         """Charge a check to ``caller``'s rate before any of it is done (RateLimited or
         TooLarge, and nothing charged, if it does not fit): a key with the protect scope by
-        texts, any other by the n-grams scanned (``ngram_counts``: a text shorter than one
-        n-gram costs 1), which bounds what it can learn by probing to about one bit an n-gram.
-        Nothing is charged when no set is checked (nothing is scanned)."""
+        texts, any other by words (``charged_words``: a text's words, at least NGRAM), so a
+        verdict, about one bit, costs at least NGRAM words. Nothing is charged when no set is
+        checked (nothing is scanned)."""
         if not chosen:
             return
         if protect:
             self.probes.take(caller, len(texts))
             return
         params = self.params
-        counts = await asyncio.to_thread(ngram_counts, texts, params.ngram, params.tokenizer)
-        self.ngram_probes.take(caller, int(counts.sum()))
+        charged = await asyncio.to_thread(charged_words, texts, params.ngram, params.tokenizer)
+        self.word_probes.take(caller, int(charged.sum()))
 
 
 @dataclass(frozen=True)
@@ -918,6 +918,14 @@ class DecontRequest:
     thresholds: Thresholds
     top: int
     protect: bool
+
+
+def _refuse_repeated(ids: Iterable[str]) -> None:
+    """DuplicateIdError (422) naming every id that appears more than once in one batch (of a
+    registration or a decontamination: an answer's documents are named by their ids)."""
+    repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
+    if repeated:
+        raise DuplicateIdError(*repeated)
 
 
 def _is_replace(change: Change, after: Change | None) -> bool:

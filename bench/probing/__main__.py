@@ -18,15 +18,15 @@ Two attacks, against one ``neardup serve`` with a read key and a protect key:
   names the candidate. Run with both keys: a read key gets ``spans: null`` (and 403 for the
   cut mode) and learns nothing; the protect key shows what the attack was.
 - **verdicts** (what a read key can still do): one 13-word text a candidate (one n-gram, the
-  cheapest verdict there is), in frequency order, in requests of 64, 128, 256, ... texts through
+  cheapest verdict there is: 13 words charged), in frequency order, in requests of 64, 128, 256, ... texts through
   ``POST /v1/contamination``, stopping at the first contaminated text; and the same with the
   whole dictionary in one request a word (no order assumed).
 
-The server runs with rates high enough never to refuse, so nothing waits: the n-grams each
-attack is charged are computed with ``neardup.core.engine.ngram_counts`` (what the server
-charges, tests/e2e/test_read_keys.py), and the time it would take under a budget of B n-grams a
-minute is its run time plus ``max(0, charged - B) / B`` minutes (the bucket starts full, holding
-one minute's worth).
+The server runs with rates high enough never to refuse, so nothing waits: the words each
+attack is charged are computed with ``neardup.core.engine.charged_words`` (what the server
+charges: a text's words, at least NGRAM; tests/e2e/test_read_keys.py), and the time it would
+take under a budget of B words a minute is its run time plus ``max(0, charged - B) / B``
+minutes (the bucket starts full, holding one minute's worth).
 
 Run from the repository root::
 
@@ -54,13 +54,13 @@ from bench.common import options
 from bench.common.options import Size
 from bench.common.server import Server, serving
 from neardup.app.config import Settings
-from neardup.core.engine import ngram_counts, words
+from neardup.core.engine import charged_words, words
 
 SIZES = {"words": Size("dictionary words (N)", 5_000, 1_000)}
 SEED_WORDS = 12
 SECRET_WORDS = 28
 KEYS = {"read": "bench-read-0123456789", "protect": "bench-protect-0123456789"}
-#: Budgets (n-grams a minute) the time is given for, besides the default.
+#: Budgets (words a minute) the time is given for, besides the default.
 BUDGETS = (1_000, 10_000, 100_000, 1_000_000)
 _WORD = re.compile(r"[a-z]+")
 
@@ -95,7 +95,7 @@ def passage(texts: list[tuple[str, list[str]]], known: set[str]) -> tuple[str, l
 
 @dataclass
 class Run:
-    """One attack's outcome: the words it recovered, its requests, n-grams charged, seconds."""
+    """One attack's outcome: the words it recovered, its requests, words charged, seconds."""
 
     recovered: list[str]
     requests: int = 0
@@ -103,7 +103,7 @@ class Run:
     seconds: float = 0.0
 
     def minutes_under(self, budget: int) -> float:
-        """Minutes it takes under ``budget`` n-grams a minute (a bucket starting full)."""
+        """Minutes it takes under ``budget`` words a minute (a bucket starting full)."""
         return self.seconds / 60 + max(0, self.charged - budget) / budget
 
 
@@ -129,7 +129,7 @@ def by_offsets(client: httpx.Client, key: str, seed: list[str], vocab: list[str]
         answer = _post(client, "/v1/decontamination", key, {"documents": [doc], "mode": "annotate"})
         answer.raise_for_status()
         run.requests += 1
-        run.charged += int(ngram_counts([text]).sum())
+        run.charged += int(charged_words([text]).sum())
         spans = answer.json()["documents"][0]["meta"].get("decontamination", {}).get("spans")
         if not spans:
             break
@@ -142,7 +142,8 @@ def by_offsets(client: httpx.Client, key: str, seed: list[str], vocab: list[str]
 
 
 def by_verdicts(client: httpx.Client, seed: list[str], vocab: list[str], first: int) -> Run:
-    """The verdicts attack with the read key: one 13-word text a candidate, ``first`` texts in
+    """The verdicts attack with the read key: one 13-word text a candidate (13 words charged,
+    the least a verdict costs), ``first`` texts in
     the first request of a word, twice as many in each next one, until one is contaminated."""
     run = Run([])
     started = time.perf_counter()
@@ -155,7 +156,7 @@ def by_verdicts(client: httpx.Client, seed: list[str], vocab: list[str], first: 
             answer = _post(client, "/v1/contamination", "read", {"texts": texts})
             answer.raise_for_status()
             run.requests += 1
-            run.charged += int(ngram_counts(texts).sum())
+            run.charged += int(charged_words(texts).sum())
             verdicts = [r["contaminated"] for r in answer.json()["results"]]
             if any(verdicts):
                 found = chunk[verdicts.index(True)]
@@ -186,13 +187,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     vocab = dictionary(texts, size["words"])
     source, window = passage(texts, set(vocab))
     seed, secret = window[:SEED_WORDS], window[SEED_WORDS:]
-    default = Settings.model_fields["contamination_ngrams_per_minute"].default
+    default = Settings.model_fields["contamination_words_per_minute"].default
+    ngram = Settings.model_fields["ngram"].default
     with tempfile.TemporaryDirectory() as tmp:
         keys = Path(tmp) / "keys.txt"
         keys.write_text(f"{KEYS['read']} read\n{KEYS['protect']} read,protect\n")
         keys.chmod(0o600)
         flags = ("--workers", "1", "--api-keys-file", str(keys),
-                 "--contamination-ngrams-per-minute", str(10**12),
+                 "--contamination-words-per-minute", str(10**12),
                  "--contamination-texts-per-minute", str(10**12))  # fmt: skip
         with serving(Path(tmp), *flags) as server:
             runs = _attack(server, seed, secret, vocab)
@@ -210,8 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"### Probing a protected passage with a read key: {head}\n\n`{command}`\n")
         print(f"The passage: *{' '.join(seed)}* | {' '.join(secret)}\n")
         print(
-            f"| attack | words recovered | requests | n-grams charged | run | under the "
-            f"default {default:,} n-grams/min | "
+            f"| attack | words recovered | requests | words charged | run | under the "
+            f"default {default:,} words/min | "
             + " | ".join(f"at {b:,}/min" for b in BUDGETS)
             + " |"
         )
@@ -223,23 +225,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {label} | {len(run.recovered)} of {SECRET_WORDS} | {run.requests} | "
                 f"{run.charged:,} | {run.seconds:.1f} s | " + " | ".join(times) + " |"
             )
-        per_word = verdicts.charged / SECRET_WORDS
+        per_word, per_whole = verdicts.charged / SECRET_WORDS, whole.charged / SECRET_WORDS
         print(
-            f"\nA request over B n-grams is refused (413): an attack splits it into requests "
+            f"\nA request over B words is refused (413): an attack splits it into requests "
             f"of at most B, which takes as long. Once a key's first minute is spent, the "
-            f"default lets it learn about {default / per_word:.0f} words a minute of this "
-            f"passage in frequency order ({per_word:.0f} n-grams a word), "
-            f"{default / len(vocab):.0f} trying the whole dictionary. Bits learned per n-gram "
-            f"charged, frequency order: {bits / max(verdicts.charged, 1):.3f}; at most about "
-            f"one a verdict, and a verdict costs at least one n-gram: the default allows a "
-            f"read key at most about {default:,} bits a minute."
+            f"default lets it learn about {default / per_word:.1f} words a minute of this "
+            f"passage in frequency order ({per_word:,.0f} words charged a word), "
+            f"{default / per_whole:.2f} trying the whole dictionary. Bits of choice per word "
+            f"charged, frequency order: {bits / max(verdicts.charged, 1):.4f}; a verdict is "
+            f"about one bit and costs at least NGRAM = {ngram} words: the default allows a read "
+            f"key at most about {default // ngram:,} verdicts a minute."
         )
     else:
         print(head)
         for label, run in rows:
             print(
                 f"{label}: {len(run.recovered)}/{SECRET_WORDS} words, {run.requests} "
-                f"requests, {run.charged:,} n-grams, {run.seconds:.1f} s run, "
+                f"requests, {run.charged:,} words, {run.seconds:.1f} s run, "
                 f"{_duration(run.minutes_under(default))} under {default:,}/min"
             )
     return 0

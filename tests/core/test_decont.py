@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neardup.core._ngrams import NgramIndex, first_shared_ngram
-from neardup.core.engine import decontaminate_with, ngram_counts, ngrams, words
+from neardup.core.engine import charged_words, decontaminate_with, ngrams, words
 from neardup.core.errors import CorpusError, ParameterError
 from neardup.core.minhash import Doc, contaminated, decontaminate, protected_ngrams
 from tests.fixtures import write_protected
@@ -213,10 +213,19 @@ def test_a_protected_line_with_a_lone_surrogate_is_refused_naming_it(tmp_path):
     n=st.integers(1, 14),
     tokenizer=st.sampled_from(["words", "multilingual"]),
 )
-def test_ngram_counts_are_the_ngrams_a_check_scans_and_at_least_one(batch, n, tokenizer):
-    """What a contamination check is charged: the text's n-grams, 1 for a shorter text."""
-    counts = ngram_counts(batch, n, tokenizer)
-    assert counts.tolist() == [max(len(list(ngrams(words(t, tokenizer), n))), 1) for t in batch]
+def test_charged_words_are_a_texts_words_and_at_least_one_ngram(batch, n, tokenizer):
+    """What a contamination check is charged: the text's words, ``n`` for a shorter text (a
+    verdict costs at least one whole window); never less than the n-grams it scans."""
+    charged = charged_words(batch, n, tokenizer)
+    assert charged.tolist() == [max(len(words(t, tokenizer)), n) for t in batch]
+    scanned = [len(list(ngrams(words(t, tokenizer), n))) for t in batch]
+    assert all(c >= s + n - 1 >= n for c, s in zip(charged.tolist(), scanned, strict=True) if s)
+
+
+def test_charged_words_of_a_13_word_probe_are_13():
+    probe = "the committee agreed that every new member should receive a printed copy of"
+    assert charged_words([probe, "one", ""], 13).tolist() == [13, 13, 13]
+    assert charged_words([probe + " the annual report"], 13).tolist() == [16]
 
 
 def test_decontaminate_uses_13_grams_and_the_tokenizer_it_is_given(story, tmp_path):

@@ -58,10 +58,10 @@ ENGINE_NAMES = {
     "signature_stream",
     # the tokenizers, and words with their spans in the original text (issue 21)
     "TOKENIZERS", "word_spans",
-    # what a contamination check scans, to charge it (issue 23)
-    "ngram_counts",
+    # what a contamination check is charged: its words, at least one n-gram's (issue 23)
+    "charged_words",
     # JSON without NaN/Infinity, one rule for the batch engines and the service (issue 23)
-    "constant_problem", "finite_value", "nan_as_null_note",
+    "constant_problem", "finite_value", "nan_as_null", "nan_as_null_note",
     # a cut piece's id never equals another row's (issue 23)
     "piece_source", "piece_collision", "collision_message",
     # the persistent index of kept documents (issue 20)

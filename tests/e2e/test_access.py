@@ -121,7 +121,7 @@ def test_insecure_allows_it(tmp_path):
 
 
 def test_contamination_probing_is_rate_limited_and_ngrams_echo_only_to_protect(tmp_path):
-    """A read key learns which of its texts are contaminated, at a bounded rate (n-grams a
+    """A read key learns which of its texts are contaminated, at a bounded rate (words a
     minute), but not the shared n-gram (which would name the next protected word of a probed
     seed); a protect key is counted in texts."""
     reader, protector = "probe-read-0123456789", "probe-protect-0123456789"
@@ -129,7 +129,7 @@ def test_contamination_probing_is_rate_limited_and_ngrams_echo_only_to_protect(t
     keys.write_text(f"{reader} read\n{protector} read,protect\n", encoding="utf-8")
     server = start_server(tmp_path, "--workers", "1", "--api-keys-file", str(keys),
                           "--contamination-texts-per-minute", "5",
-                          "--contamination-ngrams-per-minute", "10")  # fmt: skip
+                          "--contamination-words-per-minute", "70")  # fmt: skip
     secret = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
     try:
         put = httpx.put(f"{server.url}/v1/protected-sets/evals", content=secret,
@@ -147,13 +147,13 @@ def test_contamination_probing_is_rate_limited_and_ngrams_echo_only_to_protect(t
         assert hit == {"set": "evals", "item": "1", "ngram": None}
         shown = check(protector, [probe]).json()["results"][0]["hits"][0]["ngram"]
         assert shown == " ".join(secret.split()[:13])
-        # A probe of 14 words is 2 n-grams: the reader has 8 of its 10 left; the protector is
+        # A probe of 14 words costs 14: the reader has 56 of its 70 left; the protector is
         # counted in texts (5 a minute), in its own bucket.
         assert check(reader, [probe] * 4).status_code == 200
         limited = check(reader, [probe])
         assert limited.status_code == 429, limited.text
         assert int(limited.headers["retry-after"]) >= 1
-        assert "10 n-grams a minute" in limited.json()["detail"]
+        assert "70 words a minute" in limited.json()["detail"]
         assert check(protector, [probe] * 3).status_code == 200
         assert "5 texts a minute" in check(protector, [probe] * 2).json()["detail"]
     finally:

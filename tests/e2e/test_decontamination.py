@@ -37,7 +37,7 @@ def srv(tmp_path_factory):
     keys.write_text(f"{KEYS['read']} read\n{KEYS['all']} read,write,protect\n", encoding="utf-8")
     # The read key's rate is not what this module tests (tests/e2e/test_read_keys.py is).
     server = start_server(tmp, "--workers", "1", "--api-keys-file", str(keys),
-                          "--contamination-ngrams-per-minute", "100000000")  # fmt: skip
+                          "--contamination-words-per-minute", "100000000")  # fmt: skip
     body = "".join(json.dumps(e) + "\n" for e in EVALS)
     headers = {"content-type": "application/x-ndjson", **auth("all")}
     response = httpx.put(
@@ -473,6 +473,20 @@ def test_a_cut_piece_id_that_equals_another_documents_id_is_a_422_naming_both(sr
     assert post(srv, mode="annotate", documents=docs).status_code == 200
     odd = [*DOCS, {"id": "two#01", "text": "an unrelated document"}]  # no piece has a K of "01"
     assert post(srv, mode="cut", documents=odd).status_code == 200
+
+
+def test_a_repeated_id_is_a_422_naming_it_as_a_registration_is(srv):
+    """Two documents of one id in a request would be two answered documents of one id: refused
+    as /v1/documents refuses them (and nothing registered there), before any work."""
+    docs = [*DOCS, {"id": "clean", "text": "another text of the same id"}]
+    for mode in ("drop", "cut", "annotate"):
+        response = post(srv, mode=mode, documents=docs)
+        assert response.status_code == 422, response.text
+        assert response.json() == {"detail": "document id 'clean' appear(s) more than once"}
+    server, _ = srv
+    registered = httpx.post(f"{server.url}/v1/documents", json={"documents": docs},
+                            headers=auth("all"))  # fmt: skip
+    assert registered.status_code == 422 and registered.json() == response.json()
 
 
 def test_pasted_rows_with_nan_are_refused_naming_line_and_field(srv):

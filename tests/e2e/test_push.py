@@ -2,6 +2,8 @@
 
 import json
 
+import httpx
+
 from neardup.core.engine import write_docs
 from neardup.core.minhash import Doc, words
 from neardup.core.minhash import clusters as core_clusters
@@ -37,6 +39,24 @@ def test_push_then_query(server, tmp_path):
         assert {"id": line["id"], "estimate": 1.0} in [
             {"id": m["id"], "estimate": m["estimate"]} for m in line["matches"]
         ]
+
+
+def test_push_of_a_parquet_meta_with_nan_sends_null_counted_with_one_warning(server, tmp_path):
+    """Parquet keeps NaN and infinities, JSON has no number for them: the service refused the
+    whole batch (400). push sends them as null, as dedup writes them to JSON Lines."""
+    docs = [Doc("nan-0", "first text", {"score": float("nan"), "ok": 1.5}),
+            Doc("nan-1", "second text", {"score": float("inf"), "ok": float("-inf")}),
+            Doc("nan-2", "third text", {"score": 2.0, "ok": 0.5})]  # fmt: skip
+    write_docs(tmp_path / "scores.parquet", docs)
+    result = neardup("push", "scores.parquet", "--url", server.url, "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "neardup push: warning: 3 NaN or infinite values sent as null (JSON has no number for "
+        "them)\n"
+    )
+    metas = [httpx.get(f"{server.url}/v1/documents/{d.id}").json()["meta"] for d in docs]
+    assert metas == [{"score": None, "ok": 1.5}, {"score": None, "ok": None},
+                     {"score": 2.0, "ok": 0.5}]  # fmt: skip
 
 
 def test_push_to_nowhere_is_a_clear_error(tmp_path):

@@ -1,6 +1,7 @@
 """What a key without the protect scope can learn of the protected sets, through a real server:
 per-document verdicts and counts, never an offset into a protected match (the API's JSON, the
-/ui pages, the report download), and its checks charged by the n-grams scanned (issue 23).
+/ui pages, the report download), and its checks charged by the words checked, at least one
+whole n-gram a text (issue 23).
 
 The attack this guards against: knowing a protected item's first 12 words, one text holding the
 seed followed by each candidate next word names the protected candidate by the offset of its
@@ -26,7 +27,7 @@ KEYS = {"protect": "rk-protect-0123456789", "protect2": "rk-protect2-0123456789"
 #: Two items sharing their first 12 words (an eval set's boilerplate).
 BOILER = ["answer", "the", "question", "below", "with", "one", "word", "and", "nothing", "else",
           "please", "now"]  # fmt: skip
-NGRAMS_PER_MINUTE = 300
+WORDS_PER_MINUTE = 400
 TEXTS_PER_MINUTE = 5
 
 
@@ -37,7 +38,7 @@ def srv(tmp_path_factory):
     keys.write_text("".join(f"{key} {'read,protect' if name.startswith('protect') else 'read'}\n"
                             for name, key in KEYS.items()), encoding="utf-8")  # fmt: skip
     server = start_server(tmp, "--workers", "1", "--api-keys-file", str(keys),
-                          "--contamination-ngrams-per-minute", str(NGRAMS_PER_MINUTE),
+                          "--contamination-words-per-minute", str(WORDS_PER_MINUTE),
                           "--contamination-texts-per-minute", str(TEXTS_PER_MINUTE))  # fmt: skip
     put = httpx.put(f"{server.url}/v1/protected-sets/evals", content=" ".join(SEED + SECRET),
                     headers={"content-type": "text/plain", **auth("protect2")})  # fmt: skip
@@ -122,7 +123,7 @@ def test_offsets_name_the_next_protected_word_to_a_protect_key_only(srv):
     assert result["hits"] == [{"set": "evals", "item": "1", "ngram": None}]
 
 
-def test_a_read_key_is_charged_by_ngrams_and_refused_before_any_work(srv):
+def test_a_read_key_is_charged_by_words_and_refused_before_any_work(srv):
     def check(texts: list[str], key: str = "charged") -> httpx.Response:
         return httpx.post(f"{srv.url}/v1/contamination", json={"texts": texts},
                           headers=auth(key))  # fmt: skip
@@ -130,23 +131,29 @@ def test_a_read_key_is_charged_by_ngrams_and_refused_before_any_work(srv):
     def words(n: int) -> str:
         return " ".join(f"w{i}" for i in range(n))
 
-    # One text of 292 words is 280 n-grams: 280 of the key's 300 a minute.
-    assert check([words(292)]).status_code == 200
-    refused = check([words(162)])  # 150 n-grams: more than the ~20 left
+    # One text of 380 words costs 380 of the key's 400 words a minute.
+    assert check([words(380)]).status_code == 200
+    refused = check([words(150)])  # more than the ~20 left
     assert refused.status_code == 429, refused.text
     assert 1 <= int(refused.headers["retry-after"]) <= 60
     detail = refused.json()["detail"]
-    assert "300 n-grams a minute" in detail and "this check is 150" in detail
-    assert "NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE" in detail
-    # The refusal cost nothing; a text shorter than one n-gram costs 1.
-    assert check(["short text"] * 15).status_code == 200
+    assert "400 words a minute" in detail and "this check is 150" in detail
+    assert "NEARDUP_CONTAMINATION_WORDS_PER_MINUTE" in detail
+    # A text costs at least one whole n-gram: a 13-word probe 13, a 2-word text 13 too (they
+    # were 1 n-gram each: a verdict for the price of one word).
+    probe = " ".join([*SEED, "house"])
+    for texts, cost in (([probe] * 10, 130), (["short text"] * 15, 195)):
+        charged = check(texts)
+        assert charged.status_code == 429 and f"this check is {cost};" in charged.json()["detail"]
+    # The refusals cost nothing: a 13-word probe still fits in what is left.
+    assert check([probe]).status_code == 200
     # Decontamination is charged from the same bucket.
     doc = {"documents": [{"id": "d", "text": words(112)}], "mode": "drop"}
     again = httpx.post(f"{srv.url}/v1/decontamination", json=doc, headers=auth("charged"))
-    assert again.status_code == 429 and "this check is 100" in again.json()["detail"]
-    # More than a whole minute's n-grams could never pass: 413, not a 429 to retry forever.
-    huge = check([words(313)], key="offsets")
-    assert huge.status_code == 413 and "this check is 301 n-grams" in huge.json()["detail"]
+    assert again.status_code == 429 and "this check is 112" in again.json()["detail"]
+    # More than a whole minute's words could never pass: 413, not a 429 to retry forever.
+    huge = check([words(401)], key="offsets")
+    assert huge.status_code == 413 and "this check is 401 words" in huge.json()["detail"]
     # A protect key keeps its rate in texts: long texts, five a minute.
     for _ in range(TEXTS_PER_MINUTE):
         assert check([words(400)], key="protect2").status_code == 200

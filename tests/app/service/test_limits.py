@@ -33,8 +33,8 @@ def test_a_check_over_a_whole_minute_is_too_large_and_one_refused_costs_nothing(
     """More than the bucket holds could never pass (413, not a 429 to retry forever); a
     refused check spends nothing, so a smaller one still fits."""
     clock = Clock()
-    limiter = ProbeLimiter(60, clock=clock, unit="n-grams", setting="NEARDUP_X")
-    with pytest.raises(TooLarge, match=r"this check is 61 n-grams; .* at most 60 n-grams a minute"):
+    limiter = ProbeLimiter(60, clock=clock, unit="words", setting="NEARDUP_X")
+    with pytest.raises(TooLarge, match=r"this check is 61 words; .* at most 60 words a minute"):
         limiter.take("c", 61)
     limiter.take("c", 50)
     with pytest.raises(RateLimited, match=r"for contamination and this check is 11.*NEARDUP_X"):
@@ -118,3 +118,26 @@ def test_batch_limits_count_no_answer_bytes_unless_told(tmp_path):
     limits.check_texts(["a" * 10] * 2)
     with pytest.raises(TooLarge):
         limits.check_texts(["a" * 10] * 2, answer_per_text=1)
+
+
+def test_contamination_ngrams_per_minute_is_a_deprecated_name_of_words_per_minute(
+    monkeypatch, caplog
+):
+    """The setting was renamed when checks came to be charged by words: the old name (its
+    variable or ``neardup serve`` flag) still sets the rate, as words, with a warning; both
+    names at once are refused, naming the one to keep."""
+    assert Settings().contamination_words_per_minute == 10_000
+    assert Settings(contamination_words_per_minute=700).contamination_words_per_minute == 700
+    assert "deprecated" not in caplog.text
+    assert Settings(contamination_ngrams_per_minute=300).contamination_words_per_minute == 300
+    monkeypatch.setenv("NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE", "500")
+    assert Settings().contamination_words_per_minute == 500
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 2 and all(
+        "NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE (--contamination-ngrams-per-minute) is "
+        "deprecated" in w and "set that instead" in w
+        for w in warned
+    )
+    assert "its value 500 is taken as NEARDUP_CONTAMINATION_WORDS_PER_MINUTE" in warned[1]
+    with pytest.raises(ValueError, match="set only NEARDUP_CONTAMINATION_WORDS_PER_MINUTE"):
+        Settings(contamination_words_per_minute=700)
