@@ -15,10 +15,10 @@ from neardup.core.errors import ParameterError
 
 __all__ = [
     "NgramIndex",
+    "charged_words",
     "check_n",
     "contaminated",
     "first_shared_ngram",
-    "charged_words",
     "gram_hashes",
 ]
 
@@ -29,9 +29,7 @@ def check_n(n: int) -> None:
         raise ParameterError(f"n (words per n-gram) must be a whole number >= 1, got {n!r}")
 
 
-def charged_words(
-    texts: Sequence[str], n: int = 13, tokenizer: str = "words"
-) -> NDArray[np.int64]:
+def charged_words(texts: Sequence[str], n: int = 13, tokenizer: str = "words") -> NDArray[np.int64]:
     """What a contamination check of each text is charged: its words by ``tokenizer``, and at
     least ``n`` (one whole n-gram window), so that a verdict, which a text of ``n`` words
     already gets, never costs less than ``n`` words. Tokenised as a whole batch, at numpy

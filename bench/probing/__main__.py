@@ -18,9 +18,9 @@ Two attacks, against one ``neardup serve`` with a read key and a protect key:
   names the candidate. Run with both keys: a read key gets ``spans: null`` (and 403 for the
   cut mode) and learns nothing; the protect key shows what the attack was.
 - **verdicts** (what a read key can still do): one 13-word text a candidate (one n-gram, the
-  cheapest verdict there is: 13 words charged), in frequency order, in requests of 64, 128, 256, ... texts through
-  ``POST /v1/contamination``, stopping at the first contaminated text; and the same with the
-  whole dictionary in one request a word (no order assumed).
+  cheapest verdict there is: 13 words charged), in frequency order, in requests of 64, 128,
+  256, ... texts through ``POST /v1/contamination``, stopping at the first contaminated text;
+  and the same with the whole dictionary in one request a word (no order assumed).
 
 The server runs with rates high enough never to refuse, so nothing waits: the words each
 attack is charged are computed with ``neardup.core.engine.charged_words`` (what the server

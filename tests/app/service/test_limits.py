@@ -134,8 +134,9 @@ def test_contamination_ngrams_per_minute_is_a_deprecated_name_of_words_per_minut
     assert Settings().contamination_words_per_minute == 500
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warned) == 2 and all(
-        "NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE (--contamination-ngrams-per-minute) is "
-        "deprecated" in w and "set that instead" in w
+        "NEARDUP_CONTAMINATION_NGRAMS_PER_MINUTE (--contamination-ngrams-per-minute) is deprecated"
+        in w
+        and "set that instead" in w
         for w in warned
     )
     assert "its value 500 is taken as NEARDUP_CONTAMINATION_WORDS_PER_MINUTE" in warned[1]
