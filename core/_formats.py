@@ -69,10 +69,13 @@ def corpus_format(path: str | PathLike[str], *, output: bool = False) -> str:
     raise CorpusError(str(path), None, f"unknown output format; write one of {', '.join(FORMATS)}")
 
 
-def jsonl_items(lines: Iterable[str], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of every non-blank line; CorpusError naming a bad line."""
+def jsonl_items(
+    lines: Iterable[str], path: str, *, nan_as_null: bool = False
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of every non-blank line; CorpusError naming a bad line
+    (``nan_as_null``: see ``parse_jsonl_line``)."""
     for number, line in jsonl_lines(lines):
-        yield number, parse_jsonl_line(line, path, number)
+        yield number, parse_jsonl_line(line, path, number, nan_as_null=nan_as_null)
 
 
 def jsonl_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -122,6 +125,10 @@ _SCAN: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_on
 _STRICT_SCAN: Callable[[str, int], tuple[Any, int]] = vars(
     json.JSONDecoder(parse_constant=_refuse_constant)
 )["scan_once"]
+# And the one that reads them as null (a stored body written before they were refused).
+_NULL_SCAN: Callable[[str, int], tuple[Any, int]] = vars(
+    json.JSONDecoder(parse_constant=lambda _token: None)
+)["scan_once"]
 _SPACE = re.compile(r"[ \t\n\r]*")  # json.decoder.WHITESPACE: what JSON calls space
 
 
@@ -130,12 +137,13 @@ def _past_space(text: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def _loads(text: str, *, strict: bool = False) -> Any:
+def _loads(text: str, *, strict: bool = False, nan_as_null: bool = False) -> Any:
     """``json.loads(text)`` for a str, without its per-call Python layers: the same scanner,
-    the same value and the same errors; with ``strict``, ``_Constant`` at a NaN/Infinity."""
+    the same value and the same errors; with ``strict``, ``_Constant`` at a NaN/Infinity;
+    with ``nan_as_null``, None for them."""
     if text.startswith("\ufeff"):
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    scan = _STRICT_SCAN if strict else _SCAN
+    scan = _NULL_SCAN if nan_as_null else _STRICT_SCAN if strict else _SCAN
     try:
         value, end = scan(text, _past_space(text, 0))
     except StopIteration as err:
@@ -209,11 +217,14 @@ def constant_problem(text: str) -> str | None:
     )
 
 
-def parse_jsonl_line(line: str, path: str, number: int) -> dict[str, Any]:
+def parse_jsonl_line(
+    line: str, path: str, number: int, *, nan_as_null: bool = False
+) -> dict[str, Any]:
     """The JSON object on one line; CorpusError naming the line if it is not one (NaN and
-    Infinity, which JSON does not have, included: ``constant_problem``)."""
+    Infinity, which JSON does not have, included: ``constant_problem``; read as null with
+    ``nan_as_null``, for text stored before they were refused)."""
     try:
-        item = _loads(line, strict=True)
+        item = _loads(line, strict=True, nan_as_null=nan_as_null)
     except _Constant as exc:
         why = constant_problem(line) or f"{exc} is not JSON"
         raise CorpusError(path, number, why) from None
@@ -242,11 +253,15 @@ def _array_hint(line: str) -> str:
     )
 
 
-def parse_json_array(text: str, path: str) -> list[tuple[int, dict[str, Any]]]:
+def parse_json_array(
+    text: str, path: str, *, nan_as_null: bool = False
+) -> list[tuple[int, dict[str, Any]]]:
     """``(position from 1, object)`` of every element of a JSON array of objects; CorpusError
-    naming the line of a syntax error, or the element that is not an object."""
+    naming the line of a syntax error, or the element that is not an object (NaN and Infinity
+    included, or read as null with ``nan_as_null``)."""
+    constant = (lambda _token: None) if nan_as_null else _refuse_constant
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=constant)
     except _Constant as exc:
         why = constant_problem(text) or f"{exc} is not JSON"
         raise CorpusError(path, None, why) from None

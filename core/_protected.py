@@ -173,19 +173,31 @@ class ProtectedSet:
 
 
 def parse_protected_set(
-    name: str, body: str, fmt: ProtectedFormat, n: int = 13, tokenizer: str = "words"
+    name: str,
+    body: str,
+    fmt: ProtectedFormat,
+    n: int = 13,
+    tokenizer: str = "words",
+    *,
+    nan_as_null: bool = False,
 ) -> ProtectedSet:
     """Parse a protected file's text into the n-grams of its words by ``tokenizer``;
-    CorpusError (naming ``name`` and the line) for a bad line."""
+    CorpusError (naming ``name`` and the line) for a bad line. ``nan_as_null``: a NaN or
+    Infinity is read as null, not refused (a body stored before they were refused; they are
+    never text, so the n-grams are the same)."""
     check_n(n)
     check_tokenizer(tokenizer)
-    return _from_items(name, protected_items(name, body, fmt), n, tokenizer)
+    items = protected_items(name, body, fmt, nan_as_null=nan_as_null)
+    return _from_items(name, items, n, tokenizer)
 
 
-def protected_items(name: str, body: str, fmt: ProtectedFormat) -> list[tuple[int, dict[str, Any]]]:
+def protected_items(
+    name: str, body: str, fmt: ProtectedFormat, *, nan_as_null: bool = False
+) -> list[tuple[int, dict[str, Any]]]:
     """``(line, position or row, from 1; item)`` pairs of a protected file's text, as the module
     says; a TEXT body is one item ``(1, {"text": body})``. CorpusError naming ``name`` for a bad
-    one. A CSV's or a JSON array's UTF-8 byte order mark (as spreadsheets write) is skipped."""
+    one. A CSV's or a JSON array's UTF-8 byte order mark (as spreadsheets write) is skipped.
+    ``nan_as_null``: NaN and Infinity read as null, not refused."""
     if fmt is ProtectedFormat.TEXT:
         return [(1, {"text": body})]
     if fmt is not ProtectedFormat.JSONL:
@@ -193,9 +205,9 @@ def protected_items(name: str, body: str, fmt: ProtectedFormat) -> list[tuple[in
     if fmt is ProtectedFormat.CSV:
         return _csv_items(name, body)
     if fmt is ProtectedFormat.JSON and body.lstrip().startswith("["):
-        return parse_json_array(body, name)
+        return parse_json_array(body, name, nan_as_null=nan_as_null)
     # Lines end at "\n" only, as in a file (str.splitlines would also split at U+2028).
-    return list(jsonl_items(body.split("\n"), name))
+    return list(jsonl_items(body.split("\n"), name, nan_as_null=nan_as_null))
 
 
 def protected_as_jsonl(name: str, body: str, fmt: ProtectedFormat) -> tuple[str, ProtectedFormat]:

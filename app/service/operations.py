@@ -60,10 +60,12 @@ from neardup.app.service.store import (
 from neardup.core.engine import (
     DECONT_KEY,
     ContaminationReport,
+    CorpusError,
     DecontMode,
     DecontParams,
     Doc,
     DuplicateIdError,
+    MinhashParams,
     NeardupError,
     ParameterError,
     ProtectedFormat,
@@ -338,9 +340,7 @@ class Service:
         for row in sets:
             state.set_bytes[row.name] = len(row.body.encode("utf-8"))
             try:
-                state.protected[row.name] = parse_protected_set(
-                    row.name, row.body, row.format, self.params.ngram, self.params.tokenizer
-                )
+                state.protected[row.name] = _parse_stored(row, self.params)
             except NeardupError as exc:  # one bad set must not keep the service down
                 state.broken_sets[row.name] = str(exc)
                 log.error("protected set %r cannot be parsed, left out: %s", row.name, exc)
@@ -751,12 +751,7 @@ class Service:
                 row = change.row
                 try:
                     self.protected[row.name] = await asyncio.to_thread(
-                        parse_protected_set,
-                        row.name,
-                        row.body,
-                        row.format,
-                        self.params.ngram,
-                        self.params.tokenizer,
+                        _parse_stored, row, self.params
                     )
                     self.broken_sets.pop(row.name, None)
                 except NeardupError as exc:
@@ -918,6 +913,23 @@ class DecontRequest:
     thresholds: Thresholds
     top: int
     protect: bool
+
+
+def _parse_stored(row: ProtectedSetRow, params: MinhashParams) -> ProtectedSet:
+    """A protected set as the store holds it. A body stored before NaN and Infinity were
+    refused may hold them: read as null (they are never text: the same n-grams), with a
+    warning naming the first, so the set keeps protecting. Any other fault: CorpusError."""
+    args = (row.name, row.body, row.format, params.ngram, params.tokenizer)
+    try:
+        return parse_protected_set(*args)
+    except CorpusError as exc:
+        parsed = parse_protected_set(*args, nan_as_null=True)  # the same error if not that
+        log.warning(
+            "protected set %r: %s; it was stored before NaN and Infinity were refused: read "
+            "as null (upload it again to store it without them)",
+            row.name, exc,
+        )  # fmt: skip
+        return parsed
 
 
 def _refuse_repeated(ids: Iterable[str]) -> None:

@@ -2,6 +2,7 @@
 migrated once, on open); WAL with full fsync; one open store per data directory; a damaged
 file, missing parameters or other index parameters are refused; a full disk is StoreFull."""
 
+import asyncio
 import json
 import os
 import socket
@@ -135,3 +136,44 @@ def test_a_failed_commit_is_rolled_back_and_a_full_disk_is_store_full(tmp_path):
     store.add_documents([doc])
     assert store.extent() == 1
     store.close()
+
+
+QUESTION = "what is the capital city of the country that lies north of the river in the story"
+
+
+def test_a_set_stored_with_nan_before_it_was_refused_loads_reading_it_as_null(tmp_path, caplog):
+    """Uploads with NaN or Infinity are refused now, but a store written before holds them:
+    such a set failed to parse at start and was left out (it protected nothing). It loads,
+    NaN as null, with a warning naming it; a set broken otherwise stays left out."""
+    from neardup.app.config import Settings
+    from neardup.app.service import Service
+
+    old = (
+        f'{{"id": "q1", "score": NaN, "question": "{QUESTION}"}}\n'
+        '{"id": "q2", "weights": [1.5, Infinity, -Infinity], "question": "another one"}\n'
+    )
+    settings = Settings(data_dir=tmp_path, workers=1)
+    store = SQLiteStore(tmp_path)  # as the service stored an upload before: its body as sent
+    store.ensure_params(settings.params.index_params())
+    store.put_protected_set(ProtectedSetRow("old", 2, 5, ProtectedFormat.JSONL, old))
+    store.put_protected_set(ProtectedSetRow("bad", 1, 0, ProtectedFormat.JSONL, '{"id": \n'))
+    store.close()
+
+    async def started() -> tuple:
+        service = await Service.start(settings)
+        try:
+            hits = await service.contamination([f"so {QUESTION}"], None, "t", protect=True)
+            return sorted(service.protected), sorted(service.broken_sets), hits
+        finally:
+            await service.close()
+
+    loaded, broken, [hits] = asyncio.run(started())
+    assert loaded == ["old"] and broken == ["bad"]
+    assert hits.total == 1 and hits.listed[0][:2] == ("old", "q1")
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warning.startswith("protected set 'old': old:1: NaN is not JSON (field 'score')")
+    assert "stored before NaN and Infinity were refused: read as null" in warning
+    parsed = parse_protected_set("old", old, ProtectedFormat.JSONL, nan_as_null=True)
+    assert parsed.items == 2
+    with pytest.raises(ValueError, match="NaN is not JSON"):
+        parse_protected_set("old", old, ProtectedFormat.JSONL)
