@@ -194,12 +194,15 @@ def collision_message(piece: str, source: str) -> str:
     )
 
 
-def match_summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, Any]:
+def match_summary(
+    matches: Sequence[Match], cap: int = MAX_LISTED, *, offsets: bool = True
+) -> dict[str, Any]:
     """What a row's meta says of its matches: ids, counts and offsets into the text, never the
     n-grams. ``sets`` matched (a handful: they are the configured sets); ``match_count``
     windows (one per set protecting it); ``item_count`` items, the ``cap`` with most windows
     listed as ``{"set", "item", "matches"}`` (then by set and id); ``span_count`` spans where
-    overlapping windows merge, the first ``cap`` listed as ``[start, end]``."""
+    overlapping windows merge, the first ``cap`` listed as ``[start, end]`` (``spans`` None
+    without ``offsets``: for a caller who may not learn where protected text is)."""
     per_item: Counter[tuple[str, str]] = Counter()
     for m in matches:
         per_item.update((m.set, i) for i in m.items)
@@ -211,7 +214,7 @@ def match_summary(matches: Sequence[Match], cap: int = MAX_LISTED) -> dict[str, 
         "item_count": len(per_item),
         "items": [{"set": s, "item": i, "matches": c} for (s, i), c in best[:cap]],
         "span_count": len(spans),
-        "spans": [list(span) for span in spans[:cap]],
+        "spans": [list(span) for span in spans[:cap]] if offsets else None,
     }
 
 
@@ -249,20 +252,29 @@ def apply_mode(
     *,
     cap: int = MAX_LISTED,
     tokenizer: str = "words",
+    offsets: bool = True,
 ) -> list[Doc]:
     """What a document becomes under ``params.mode`` given its matches (none: itself).
 
     ``meta["decontamination"]`` (``annotate``, ``cut``) holds ids, counts and offsets only
     (``match_summary``, every list at most ``cap`` long): an annotated document's of all its
     matches, a cut piece's of its own, the matches in the removed spans bordering it.
-    ``tokenizer`` is the matches' (``Protection.tokenizer``): cuts fall between its words."""
+    ``tokenizer`` is the matches' (``Protection.tokenizer``): cuts fall between its words.
+    Without ``offsets`` (for a caller who may not learn where protected text is) nothing made
+    says where a match is: ``spans`` are None, and the cut mode, whose pieces' edges are
+    matches' edges, is a ParameterError."""
     if not matches:
         return [doc]
     if params.mode is DecontMode.DROP:
         return []
     if params.mode is DecontMode.ANNOTATE:
-        found = {"mode": "annotate", **match_summary(matches, cap)}
+        found = {"mode": "annotate", **match_summary(matches, cap, offsets=offsets)}
         return [Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: found})]
+    if not offsets:
+        raise ParameterError(
+            "the cut mode tells where protected text is (a piece's edges are a match's): it "
+            "cannot answer without offsets"
+        )
     cut = _cut(doc, matches, params, tokenizer)
     inside = _by_removed(matches, cut.removed)
     ending = {hi: j for j, (_, hi) in enumerate(cut.removed)}

@@ -58,7 +58,6 @@ from neardup.app.service.store import (
     open_store,
 )
 from neardup.core.engine import (
-    DECONT_KEY,
     ContaminationReport,
     CorpusError,
     DecontMode,
@@ -873,7 +872,8 @@ class Service:
     ) -> list[Hits]:
         """Per text: how many protected items it shares an n-gram with, and (set, item, first
         shared n-gram) of the first MAX_MATCHES of them (in set order, then as found in the
-        text; by item without ``protect``: that order would tell where each item matched).
+        text; without ``protect`` by item and with no n-gram: that order would tell where each
+        item matched, the n-gram which words).
 
         ``caller`` names who asks, for the per-caller rate (RateLimited past it); ``protect``:
         whether it has the protect scope (its rate is counted in texts, others' in words)."""
@@ -882,7 +882,7 @@ class Service:
         with self.limits.admit():
             await self._charge(caller, texts, chosen, protect=protect)
             cap = self.settings.max_matches
-            return await asyncio.to_thread(_hits, texts, chosen, cap, in_text_order=protect)
+            return await asyncio.to_thread(_hits, texts, chosen, cap, protect=protect)
 
     async def _charge(
         self, caller: str, texts: Sequence[str], chosen: list[ProtectedSet], *, protect: bool
@@ -968,9 +968,10 @@ def _decontaminate(
     dropped: list[dict[str, str]] = []
     for doc, matches in zip(docs, protection.matches_many([d.text for d in docs]), strict=True):
         report.add(doc, matches)
-        kept = apply_mode(doc, matches, ask.params, tokenizer=protection.tokenizer)
-        if matches and not ask.protect:  # (a clean document is as sent, its meta its own)
-            kept = [_without_offsets(d) for d in kept]
+        # Without the protect scope, nothing built says where a match is (no spans).
+        kept = apply_mode(
+            doc, matches, ask.params, tokenizer=protection.tokenizer, offsets=ask.protect
+        )
         if not kept:
             rule = drop_rule(doc, matches, ask.params, protection.tokenizer)
             dropped.append({"id": doc.id, "rule": rule or ""})
@@ -978,35 +979,31 @@ def _decontaminate(
     return out, dropped, report.as_dict(ngrams=ask.protect)
 
 
-def _without_offsets(doc: Doc) -> Doc:
-    """``doc`` with its ``meta.decontamination`` naming no offset (``spans`` null; the counts
-    stay): what a key without the protect scope is answered."""
-    found = doc.meta.get(DECONT_KEY)
-    if not isinstance(found, dict) or found.get("spans") is None:
-        return doc
-    return Doc(doc.id, doc.text, {**doc.meta, DECONT_KEY: {**found, "spans": None}})
-
-
 class Hits(NamedTuple):
-    """One text's protected items: all counted, the first ``cap`` listed as (set, item, n-gram)."""
+    """One text's protected items: all counted, the first ``cap`` listed as (set, item, first
+    shared n-gram, or None for a caller without the protect scope)."""
 
     total: int
-    listed: list[tuple[str, str, str]]
+    listed: list[tuple[str, str, str | None]]
 
 
 def _hits(
-    texts: Sequence[str], chosen: list[ProtectedSet], cap: int, *, in_text_order: bool
+    texts: Sequence[str], chosen: list[ProtectedSet], cap: int, *, protect: bool
 ) -> list[Hits]:
-    """Each text's ``Hits``: a set's items as found in the text, or by item (their order then
-    says nothing of where they matched)."""
+    """Each text's ``Hits``. With ``protect``: a set's items as found in the text, with the
+    n-gram shared; without: by item, with no n-gram (neither their order nor an n-gram then
+    says where, or on which words, they matched)."""
     counts = [0] * len(texts)
-    listed: list[list[tuple[str, str, str]]] = [[] for _ in texts]
+    listed: list[list[tuple[str, str, str | None]]] = [[] for _ in texts]
     for protected in chosen:
         for i, found in enumerate(protected.hits_many(texts)):
-            hits = found if in_text_order else sorted(found)
+            hits = found if protect else sorted(found)
             counts[i] += len(hits)
             room = cap - len(listed[i])
-            listed[i].extend((protected.name, item, gram) for item, gram in hits[: max(room, 0)])
+            listed[i].extend(
+                (protected.name, item, gram if protect else None)
+                for item, gram in hits[: max(room, 0)]
+            )
     return [Hits(c, found) for c, found in zip(counts, listed, strict=True)]
 
 

@@ -328,10 +328,9 @@ async def contamination_view(
     if not text.strip():
         return ContaminationView(text, [], [], 0, echo, checked, empty=True)
     [found] = await service.contamination([text], sets, caller, protect=echo)
-    hits = found.listed
+    hits = [(s, item, gram or "") for s, item, gram in found.listed]  # no n-gram without echo
     shown = text[:HIGHLIGHT_CHARS]
     if not echo:
-        hits = [(s, item, "") for s, item, _ in hits]
         plain = [Piece(shown, "same")]
         return ContaminationView(text, plain, hits, len(text) - len(shown), echo, checked)
     pieces = await asyncio.to_thread(_highlighted, shown, chosen)

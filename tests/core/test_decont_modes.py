@@ -118,6 +118,32 @@ def test_matches_at_the_very_start_and_end(shell):
     assert run([Doc("d", text)], shell) == []
 
 
+@given(st.lists(st.sampled_from(["a", M, pad(30), "w x y z"]), min_size=1, max_size=8))
+def test_without_offsets_nothing_made_says_where_a_match_is(parts):
+    """What a caller without the protect scope is answered is built without offsets (not
+    filtered afterwards): the same document and counts as with them, ``spans`` None, the cut
+    mode refused; a clean document is as it came, its meta its own."""
+    prot = protection({"id": "q1", "text": SHELL})
+    text = " ".join(parts)
+    doc = Doc("d", text, {"decontamination": {"spans": [[0, 1]]}})
+    matches = prot.matches(text)
+    for mode in (DecontMode.DROP, DecontMode.ANNOTATE):
+        shown = apply_mode(doc, matches, DecontParams(mode))
+        hidden = apply_mode(doc, matches, DecontParams(mode), offsets=False)
+        if not matches or mode is DecontMode.DROP:
+            assert hidden == shown
+            continue
+        [with_spans], [without] = shown, hidden
+        found = without.meta["decontamination"]
+        assert found == {**with_spans.meta["decontamination"], "spans": None}
+        assert (without.id, without.text) == (doc.id, doc.text)
+    if matches:
+        with pytest.raises(ParameterError, match="cannot answer without offsets"):
+            apply_mode(doc, matches, DecontParams(DecontMode.CUT), offsets=False)
+    else:
+        assert apply_mode(doc, matches, DecontParams(DecontMode.CUT), offsets=False) == [doc]
+
+
 def test_a_document_split_into_11_pieces_is_dropped(shell):
     eleven = pad(500) + (M + pad(700)) * 9 + M + pad(500)
     cut = cut_spans(len(eleven), [(m.start, m.end) for m in shell.matches(eleven)], DecontParams())

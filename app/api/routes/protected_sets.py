@@ -151,11 +151,11 @@ async def contamination(
     echo = "protect" in caller.scopes
     found = await service.contamination(body.texts, body.sets, caller.name, protect=echo)
     checked = [s.name for s in service.chosen_sets(body.sets)]
-    answer = await asyncio.to_thread(_contamination_json, checked, found, echo)
+    answer = await asyncio.to_thread(_contamination_json, checked, found)
     return Response(answer, media_type="application/json")
 
 
-def _contamination_json(checked: list[str], found: list[Hits], echo: bool) -> bytes:
+def _contamination_json(checked: list[str], found: list[Hits]) -> bytes:
     """The ``/v1/contamination`` answer, serialised (it grows with the request: off the loop)."""
     return (
         ContaminationResponse(
@@ -165,7 +165,7 @@ def _contamination_json(checked: list[str], found: list[Hits], echo: bool) -> by
                     status="contaminated" if hits.total else "clean" if checked else "unchecked",
                     contaminated=bool(hits.total),
                     hit_count=hits.total,
-                    hits=[Hit(set=s, item=i, ngram=g if echo else None) for s, i, g in hits.listed],
+                    hits=[Hit(set=s, item=i, ngram=g) for s, i, g in hits.listed],
                 )
                 for hits in found
             ],
