@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from neardup.app.spark import kernels
+from neardup.app.spark.estimates import near_estimates
 from neardup.core.engine import (
     DocIndex,
     IndexDamagedError,
@@ -431,22 +432,13 @@ def index_decisions(
     if not reasons:
         return decided.withColumn("estimate", F.lit(None).cast("double"))
 
-    def estimate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            yield kernels.estimate_batch(batch, num_perm)
-
-    targets = classes.select(F.col("id").alias("duplicate_of"), F.col("sig").alias("root_sig"))
-    targets = targets.unionByName(
-        probe.signatures.select(F.col("iid").alias("duplicate_of"), F.col("isig").alias("root_sig"))
+    targets = classes.select("id", "sig").unionByName(
+        probe.signatures.select(F.col("iid").alias("id"), F.col("isig").alias("sig"))
     )
-    pairs = (
-        decided.where(F.col("reason") == "near")
-        .select("id", "duplicate_of")
-        .join(classes.select("id", "sig"), "id")
-        .join(targets, "duplicate_of")
-        .select("id", "sig", "root_sig")
+    pairs = decided.where(F.col("reason") == "near").select(
+        "id", F.col("duplicate_of").alias("target")
     )
-    estimated = pairs.mapInArrow(estimate, "id string, estimate double")
+    estimated = near_estimates(pairs, classes, targets, num_perm)
     return decided.join(estimated, "id", "left").select(
         "id",
         "root",
