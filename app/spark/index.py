@@ -68,8 +68,6 @@ __all__ = [
 BROADCAST_KEYS = 1 << 23
 #: The Spark setting that overrides ``BROADCAST_KEYS`` (``--conf neardup.index.broadcastKeys=N``).
 BROADCAST_KEYS_CONF = "neardup.index.broadcastKeys"
-#: Ids of the new batch found in the index named in the error at most.
-_SHOWN_IDS = 20
 
 
 def open_index(url: str, mode: str, params: MinhashParams) -> DocIndex:
@@ -245,11 +243,14 @@ def probe_index(
 
 
 def _check_ids(index: DocIndex, taken: DataFrame) -> None:
-    """IndexIdError naming the new batch's ids found in the index (the first in id order)."""
-    shown = taken.orderBy("iid").limit(_SHOWN_IDS).collect()
+    """IndexIdError naming the new batch's ids found in the index (the first in id order) and
+    how many there are."""
+    shown = taken.orderBy("iid").limit(IndexIdError.SHOWN).collect()
     if not shown:
         return
-    raise IndexIdError(index.url, {str(r["iid"]): str(r["part"]) for r in shown})
+    found = {str(r["iid"]): str(r["part"]) for r in shown}
+    total = len(shown) if len(shown) < IndexIdError.SHOWN else taken.count()
+    raise IndexIdError(index.url, found, total)
 
 
 def _confirmed(
