@@ -107,6 +107,8 @@ class IndexProbe:
         broadcast: whether the probe broadcast the new batch (else it joined).
         candidates: (new class, indexed row) pairs a band key matched.
         files: the index files, and those the signatures were read from (holding candidates).
+        matched: the indexed rows that are exact copies or confirmed pairs of new rows, and the
+            new rows that are exact copies or confirmed pairs of indexed rows.
     """
 
     exact: DataFrame
@@ -115,6 +117,7 @@ class IndexProbe:
     broadcast: bool
     candidates: int
     files: tuple[int, int]
+    matched: tuple[int, int]
     persisted: list[DataFrame]
 
     def release(self) -> None:
@@ -195,7 +198,6 @@ def probe_index(
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         persisted.append(exact)
-        exact.count()
         pairs = (
             hits.where(F.col("band") >= 0)
             .join(_band_keys(live, params), ["band", "key"])
@@ -227,7 +229,7 @@ def probe_index(
             signatures.count()
         edges = _confirmed(pairs, live, signatures, params).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(edges)
-        edges.count()
+        matched = _matched(classes, exact, edges)  # exact and edges computed (and kept) here
     except BaseException as exc:
         for frame in persisted:
             frame.unpersist()
@@ -239,7 +241,28 @@ def probe_index(
     hits.unpersist()
     persisted.remove(hits)
     spread = (len(urls), len(files))
-    return IndexProbe(exact, edges, signatures, broadcast, candidates, spread, persisted)
+    return IndexProbe(exact, edges, signatures, broadcast, candidates, spread, matched, persisted)
+
+
+def _matched(classes: DataFrame, exact: DataFrame, edges: DataFrame) -> tuple[int, int]:
+    """The distinct indexed ids of ``exact`` (ix) and ``edges`` (parent), and the distinct new
+    ids of ``classes`` whose digest is in ``exact`` or whose class is a child in ``edges``:
+    counted in one job."""
+    from pyspark.sql import functions as F
+
+    indexed = exact.select(F.col("ix").alias("key")).unionByName(
+        edges.select(F.col("parent").alias("key"))
+    )
+    by_text = classes.join(exact.select("digest"), "digest", "left_semi")
+    by_pair = classes.join(edges.select(F.col("child").alias("cid")), "cid", "left_semi")
+    new = by_text.select(F.col("id").alias("key")).unionByName(
+        by_pair.select(F.col("id").alias("key"))
+    )
+    tagged = indexed.withColumn("new", F.lit(False)).unionByName(new.withColumn("new", F.lit(True)))
+    counts = {
+        bool(r["new"]): int(r["count"]) for r in tagged.distinct().groupBy("new").count().collect()
+    }
+    return counts.get(False, 0), counts.get(True, 0)
 
 
 def _check_ids(index: DocIndex, taken: DataFrame) -> None:
@@ -344,24 +367,11 @@ def commit_part(index: DocIndex, params: MinhashParams, part: IndexPart) -> int:
     return commit_index(index, params, add=[part])
 
 
-def index_summary(
-    index: DocIndex, mode: str, probe: IndexProbe | None, classes: DataFrame
-) -> dict[str, Any]:
+def index_summary(index: DocIndex, mode: str, probe: IndexProbe | None) -> dict[str, Any]:
     """The manifest's ``index`` object (the local engine's keys), before a part is added; and
     what the probe did (``broadcast``: the new batch's keys were broadcast, else joined;
     ``candidates``: the (new class, indexed row) pairs a band key matched)."""
-    from pyspark.sql import functions as F
-
-    matched = matching = 0
-    if probe is not None:
-        hit = probe.exact.select(F.col("ix").alias("iid")).unionByName(
-            probe.edges.select(F.col("parent").alias("iid"))
-        )
-        matched = hit.distinct().count()
-        by_text = classes.join(probe.exact.select("digest"), "digest", "left_semi").select("id")
-        linked = probe.edges.select(F.col("child").alias("cid")).distinct()
-        by_pair = classes.join(linked, "cid", "left_semi").select("id")
-        matching = by_text.unionByName(by_pair).distinct().count()
+    matched, matching = (0, 0) if probe is None else probe.matched
     return {
         **index_record(index.url, mode, index.version, index.rows, matched, matching),
         "broadcast": None if probe is None else probe.broadcast,

@@ -528,7 +528,7 @@ def run_spark_dedup(
         if nulls:  # as the local engine counts them
             manifest.counts["nan_as_null"] = nulls
         manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
-        summary = None if index is None else index_summary(index, params.index_mode, probe, classes)
+        summary = None if index is None else index_summary(index, params.index_mode, probe)
         if appending and index is not None and summary is not None:
             clock.lap("write", "index_part")
             survivors = (
