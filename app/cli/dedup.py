@@ -9,7 +9,8 @@ temporary name and renamed when complete.
 
 With ``--index IDX`` (docs/algorithm.md, incremental runs): before any signature the index is
 opened and its parameters checked; after pass 1 the new ids are checked against it (a collision
-stops the run before anything is written) and the rows are looked up in it; the decisions take
+stops the run before anything is written; one in the first batch, looked up before its
+signatures, leaves pass 1 computing none) and the rows are looked up in it; the decisions take
 the indexed documents in; after pass 2 (outputs committed), in append mode, the survivors become
 one new part and the next version is committed (none when there is no survivor). Their
 signatures wait in a temporary file meanwhile: pass 2 holds no signature.
@@ -24,6 +25,7 @@ from array import array
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass
+from itertools import chain, islice
 from typing import IO
 
 import numpy as np
@@ -168,18 +170,30 @@ class _Columns:
         )
 
 
-def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
+def _signature_pass(
+    sources: list[Source], options: DedupOptions, index: DocIndex | None = None
+) -> _Pass1:
+    """Pass 1 (``_Pass1``). When an id of the first batch is in ``index`` the run is bound to
+    stop at the id check after this pass (``DocIndex.check_ids`` names them all): the rest is
+    read for that check and the input's own (ids, rows), but no signature is computed."""
     params = options.params
     extra = [params.keep.field] if params.keep.field else []
     reader = RecordReader(sources, options.schema, fields=extra)
     columns = _Columns(options)
+    read = batches(reader, BATCH)
+    head = list(islice(read, 1))
+    # One id lookup of one batch: none of the index is read for ids named apart, one row group
+    # for ids in the index's order, at most its id column (once) when they interleave.
+    taken = bool(head and index is not None and index.id_parts([r.id for r in head[0]]))
     # Signatures go to a temporary file as they come and are read back as one matrix: a list
     # of chunks joined at the end would hold the matrix twice.
     with tempfile.TemporaryFile(prefix="neardup-signatures-") as sigs:
         with Progress(
             "signatures", total=reader.total_bytes, unit="B", quiet=options.quiet
         ) as progress:
-            rows = (columns.add(batch) for batch in batches(reader, BATCH))
+            rows = (columns.add(batch) for batch in chain(head, read))
+            if taken:
+                rows = (texts[:0] for texts in rows)  # ids and checks only
             # A spawn pool only once the texts read are worth one (a small run starts none).
             stream = signature_stream(rows, params.minhash, params.workers)
             with closing(stream):
@@ -488,7 +502,7 @@ def run_dedup(options: DedupOptions) -> Manifest:
     sets = load_protected(options, manifest)
     manifest.seconds["protected"] = time.perf_counter() - started
     started = time.perf_counter()
-    first = _signature_pass(sources, options)
+    first = _signature_pass(sources, options, index)
     manifest.seconds["signatures"] = time.perf_counter() - started
     if first.values is not None:
         _check_keep_field(first.values, options, manifest)
