@@ -132,17 +132,25 @@ class IndexParameterError(ParameterError):
 
 
 class IndexIdError(NeardupError, ValueError):
-    """Ids of a run's input are already in its index. ``found`` maps each id to its part."""
+    """Ids of a run's input are already in its index. ``found`` maps each id to its part (all
+    of them, or the first ``SHOWN`` in id order); ``total``, how many there are (default: as
+    many as ``found``). The message names the first ``SHOWN`` and says how many more."""
 
-    def __init__(self, url: str, found: dict[str, str]) -> None:
-        shown = ", ".join(f"{i!r} (part {p})" for i, p in sorted(found.items())[:20])
-        more = f" and {len(found) - 20} more" if len(found) > 20 else ""
+    #: Ids named in the message at most.
+    SHOWN = 20
+
+    def __init__(self, url: str, found: dict[str, str], total: int | None = None) -> None:
+        named = sorted(found.items())[: self.SHOWN]
+        shown = ", ".join(f"{i!r} (part {p})" for i, p in named)
+        left = (len(found) if total is None else total) - len(named)
+        more = f" and {left} more" if left > 0 else ""
         super().__init__(
             f"{url}: id {shown}{more} already in the index: ids must be unique across the index "
             "and the new inputs (--id-prefix file prefixes each id with its file's name)"
         )
         self.url = url
         self.found = found
+        self.total = len(found) if total is None else total
 
 
 class IndexDamagedError(NeardupError, ValueError):

@@ -9,9 +9,11 @@ temporary name and renamed when complete.
 
 With ``--index IDX`` (docs/algorithm.md, incremental runs): before any signature the index is
 opened and its parameters checked; after pass 1 the new ids are checked against it (a collision
-stops the run before anything is written) and the rows are looked up in it; the decisions take
+stops the run before anything is written; one in the first batch, looked up before its
+signatures, leaves pass 1 computing none) and the rows are looked up in it; the decisions take
 the indexed documents in; after pass 2 (outputs committed), in append mode, the survivors become
-one new part and the next version is committed (none when there is no survivor).
+one new part and the next version is committed (none when there is no survivor). Their
+signatures wait in a temporary file meanwhile: pass 2 holds no signature.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from array import array
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass
+from itertools import chain, islice
+from typing import IO
 
 import numpy as np
 from numpy.typing import NDArray
@@ -166,18 +170,30 @@ class _Columns:
         )
 
 
-def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
+def _signature_pass(
+    sources: list[Source], options: DedupOptions, index: DocIndex | None = None
+) -> _Pass1:
+    """Pass 1 (``_Pass1``). When an id of the first batch is in ``index`` the run is bound to
+    stop at the id check after this pass (``DocIndex.check_ids`` names them all): the rest is
+    read for that check and the input's own (ids, rows), but no signature is computed."""
     params = options.params
     extra = [params.keep.field] if params.keep.field else []
     reader = RecordReader(sources, options.schema, fields=extra)
     columns = _Columns(options)
+    read = batches(reader, BATCH)
+    head = list(islice(read, 1))
+    # One id lookup of one batch: none of the index is read for ids named apart, one row group
+    # for ids in the index's order, at most its id column (once) when they interleave.
+    taken = bool(head and index is not None and index.id_parts([r.id for r in head[0]]))
     # Signatures go to a temporary file as they come and are read back as one matrix: a list
     # of chunks joined at the end would hold the matrix twice.
     with tempfile.TemporaryFile(prefix="neardup-signatures-") as sigs:
         with Progress(
             "signatures", total=reader.total_bytes, unit="B", quiet=options.quiet
         ) as progress:
-            rows = (columns.add(batch) for batch in batches(reader, BATCH))
+            rows = (columns.add(batch) for batch in chain(head, read))
+            if taken:
+                rows = (texts[:0] for texts in rows)  # ids and checks only
             # A spawn pool only once the texts read are worth one (a small run starts none).
             stream = signature_stream(rows, params.minhash, params.workers)
             with closing(stream):
@@ -400,11 +416,19 @@ def _open_index(options: DedupOptions) -> DocIndex | None:
 
 @dataclass
 class _Survivors:
-    """What pass 2 may add to the index: the kept rows' numbers, digests and signatures."""
+    """What pass 2 may add to the index: the kept rows' numbers, digests and signatures (in a
+    temporary file until the append: pass 2 does not hold them)."""
 
     rows: NDArray[np.int64]
     digests: NDArray[np.uint64]
-    sigs: NDArray[np.uint32]
+    sigs: IO[bytes]
+    num_perm: int
+
+    def signatures(self, taken: NDArray[np.bool_]) -> NDArray[np.uint32]:
+        """The signatures of the rows ``taken`` (a mask over ``rows``), read back."""
+        self.sigs.seek(0)
+        matrix = np.fromfile(self.sigs, dtype=np.uint32).reshape(-1, self.num_perm)
+        return matrix if bool(taken.all()) else matrix[taken]
 
 
 def _survivors(options: DedupOptions, first: _Pass1, decisions: Decisions) -> _Survivors | None:
@@ -412,7 +436,10 @@ def _survivors(options: DedupOptions, first: _Pass1, decisions: Decisions) -> _S
     if options.index is None or options.index_mode != "append" or options.dry_run:
         return None
     rows = np.flatnonzero(decisions.outcome == KEPT)
-    return _Survivors(rows, first.digests[rows], first.sigs[rows])
+    spill = tempfile.TemporaryFile(prefix="neardup-survivors-")  # noqa: SIM115 (run_dedup closes it)
+    for lo in range(0, len(rows), BATCH):  # a slice at a time: never a second matrix
+        spill.write(first.sigs[rows[lo : lo + BATCH]].tobytes())
+    return _Survivors(rows, first.digests[rows], spill, first.sigs.shape[1])
 
 
 def _append(
@@ -432,8 +459,8 @@ def _append(
     params = options.params.minhash
     run = run_info("local", neardup_version(), [s.name for s in sources])
     part = write_part(
-        index, params, [ids[i] for i in rows.tolist()], kept.digests[clean], kept.sigs[clean],
-        run,
+        index, params, [ids[i] for i in rows.tolist()], kept.digests[clean],
+        kept.signatures(clean), run,
     )  # fmt: skip
     record.update(part=part.name)
     pause_point("commit")
@@ -475,7 +502,7 @@ def run_dedup(options: DedupOptions) -> Manifest:
     sets = load_protected(options, manifest)
     manifest.seconds["protected"] = time.perf_counter() - started
     started = time.perf_counter()
-    first = _signature_pass(sources, options)
+    first = _signature_pass(sources, options, index)
     manifest.seconds["signatures"] = time.perf_counter() - started
     if first.values is not None:
         _check_keep_field(first.values, options, manifest)
@@ -492,26 +519,30 @@ def run_dedup(options: DedupOptions) -> Manifest:
         lookup,
     )  # fmt: skip
     kept = _survivors(options, first, decisions)
-    del first.sigs  # pass 2 needs ids and decisions only
-    manifest.clusters = decisions.clusters
-    manifest.cluster_sizes = decisions.cluster_sizes()
-    manifest.seconds["cluster"] = time.perf_counter() - started
-    started = time.perf_counter()
-    params = options.params
-    tagger = Tagger(
-        first.ids, decisions, sets, params.keep_duplicates,
-        decont=params.decont, item_cap=params.item_cap, schema=options.schema,
-        indexed=index is not None,
-    )  # fmt: skip
-    pause_point("signatures")
-    _write_pass(sources, options, first, tagger, manifest)
-    manifest.seconds["write"] = time.perf_counter() - started
+    del first.sigs  # pass 2 needs ids and decisions only (the survivors' are in a file)
     try:
-        if index is not None and kept is not None and manifest.index is not None:
-            started = time.perf_counter()
-            _append(index, options, first.ids, kept, tagger, sources, manifest.index)
-            manifest.seconds["index_append"] = time.perf_counter() - started
+        manifest.clusters = decisions.clusters
+        manifest.cluster_sizes = decisions.cluster_sizes()
+        manifest.seconds["cluster"] = time.perf_counter() - started
+        started = time.perf_counter()
+        params = options.params
+        tagger = Tagger(
+            first.ids, decisions, sets, params.keep_duplicates,
+            decont=params.decont, item_cap=params.item_cap, schema=options.schema,
+            indexed=index is not None,
+        )  # fmt: skip
+        pause_point("signatures")
+        _write_pass(sources, options, first, tagger, manifest)
+        manifest.seconds["write"] = time.perf_counter() - started
+        try:
+            if index is not None and kept is not None and manifest.index is not None:
+                started = time.perf_counter()
+                _append(index, options, first.ids, kept, tagger, sources, manifest.index)
+                manifest.seconds["index_append"] = time.perf_counter() - started
+        finally:
+            if not options.dry_run and (target := options.manifest_target) is not None:
+                write_manifest(target, manifest)
     finally:
-        if not options.dry_run and (target := options.manifest_target) is not None:
-            write_manifest(target, manifest)
+        if kept is not None:
+            kept.sigs.close()
     return manifest

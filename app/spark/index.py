@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from neardup.app.spark import kernels
+from neardup.app.spark.estimates import near_estimates
 from neardup.core.engine import (
     DocIndex,
     IndexDamagedError,
@@ -67,8 +68,6 @@ __all__ = [
 BROADCAST_KEYS = 1 << 23
 #: The Spark setting that overrides ``BROADCAST_KEYS`` (``--conf neardup.index.broadcastKeys=N``).
 BROADCAST_KEYS_CONF = "neardup.index.broadcastKeys"
-#: Ids of the new batch found in the index named in the error at most.
-_SHOWN_IDS = 20
 
 
 def open_index(url: str, mode: str, params: MinhashParams) -> DocIndex:
@@ -108,6 +107,8 @@ class IndexProbe:
         broadcast: whether the probe broadcast the new batch (else it joined).
         candidates: (new class, indexed row) pairs a band key matched.
         files: the index files, and those the signatures were read from (holding candidates).
+        matched: the indexed rows that are exact copies or confirmed pairs of new rows, and the
+            new rows that are exact copies or confirmed pairs of indexed rows.
     """
 
     exact: DataFrame
@@ -116,6 +117,7 @@ class IndexProbe:
     broadcast: bool
     candidates: int
     files: tuple[int, int]
+    matched: tuple[int, int]
     persisted: list[DataFrame]
 
     def release(self) -> None:
@@ -196,7 +198,6 @@ def probe_index(
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         persisted.append(exact)
-        exact.count()
         pairs = (
             hits.where(F.col("band") >= 0)
             .join(_band_keys(live, params), ["band", "key"])
@@ -228,7 +229,7 @@ def probe_index(
             signatures.count()
         edges = _confirmed(pairs, live, signatures, params).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(edges)
-        edges.count()
+        matched = _matched(classes, exact, edges)  # exact and edges computed (and kept) here
     except BaseException as exc:
         for frame in persisted:
             frame.unpersist()
@@ -240,15 +241,39 @@ def probe_index(
     hits.unpersist()
     persisted.remove(hits)
     spread = (len(urls), len(files))
-    return IndexProbe(exact, edges, signatures, broadcast, candidates, spread, persisted)
+    return IndexProbe(exact, edges, signatures, broadcast, candidates, spread, matched, persisted)
+
+
+def _matched(classes: DataFrame, exact: DataFrame, edges: DataFrame) -> tuple[int, int]:
+    """The distinct indexed ids of ``exact`` (ix) and ``edges`` (parent), and the distinct new
+    ids of ``classes`` whose digest is in ``exact`` or whose class is a child in ``edges``:
+    counted in one job."""
+    from pyspark.sql import functions as F
+
+    indexed = exact.select(F.col("ix").alias("key")).unionByName(
+        edges.select(F.col("parent").alias("key"))
+    )
+    by_text = classes.join(exact.select("digest"), "digest", "left_semi")
+    by_pair = classes.join(edges.select(F.col("child").alias("cid")), "cid", "left_semi")
+    new = by_text.select(F.col("id").alias("key")).unionByName(
+        by_pair.select(F.col("id").alias("key"))
+    )
+    tagged = indexed.withColumn("new", F.lit(False)).unionByName(new.withColumn("new", F.lit(True)))
+    counts = {
+        bool(r["new"]): int(r["count"]) for r in tagged.distinct().groupBy("new").count().collect()
+    }
+    return counts.get(False, 0), counts.get(True, 0)
 
 
 def _check_ids(index: DocIndex, taken: DataFrame) -> None:
-    """IndexIdError naming the new batch's ids found in the index (the first in id order)."""
-    shown = taken.orderBy("iid").limit(_SHOWN_IDS).collect()
+    """IndexIdError naming the new batch's ids found in the index (the first in id order) and
+    how many there are."""
+    shown = taken.orderBy("iid").limit(IndexIdError.SHOWN).collect()
     if not shown:
         return
-    raise IndexIdError(index.url, {str(r["iid"]): str(r["part"]) for r in shown})
+    found = {str(r["iid"]): str(r["part"]) for r in shown}
+    total = len(shown) if len(shown) < IndexIdError.SHOWN else taken.count()
+    raise IndexIdError(index.url, found, total)
 
 
 def _confirmed(
@@ -342,24 +367,11 @@ def commit_part(index: DocIndex, params: MinhashParams, part: IndexPart) -> int:
     return commit_index(index, params, add=[part])
 
 
-def index_summary(
-    index: DocIndex, mode: str, probe: IndexProbe | None, classes: DataFrame
-) -> dict[str, Any]:
+def index_summary(index: DocIndex, mode: str, probe: IndexProbe | None) -> dict[str, Any]:
     """The manifest's ``index`` object (the local engine's keys), before a part is added; and
     what the probe did (``broadcast``: the new batch's keys were broadcast, else joined;
     ``candidates``: the (new class, indexed row) pairs a band key matched)."""
-    from pyspark.sql import functions as F
-
-    matched = matching = 0
-    if probe is not None:
-        hit = probe.exact.select(F.col("ix").alias("iid")).unionByName(
-            probe.edges.select(F.col("parent").alias("iid"))
-        )
-        matched = hit.distinct().count()
-        by_text = classes.join(probe.exact.select("digest"), "digest", "left_semi").select("id")
-        linked = probe.edges.select(F.col("child").alias("cid")).distinct()
-        by_pair = classes.join(linked, "cid", "left_semi").select("id")
-        matching = by_text.unionByName(by_pair).distinct().count()
+    matched, matching = (0, 0) if probe is None else probe.matched
     return {
         **index_record(index.url, mode, index.version, index.rows, matched, matching),
         "broadcast": None if probe is None else probe.broadcast,
@@ -431,22 +443,13 @@ def index_decisions(
     if not reasons:
         return decided.withColumn("estimate", F.lit(None).cast("double"))
 
-    def estimate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            yield kernels.estimate_batch(batch, num_perm)
-
-    targets = classes.select(F.col("id").alias("duplicate_of"), F.col("sig").alias("root_sig"))
-    targets = targets.unionByName(
-        probe.signatures.select(F.col("iid").alias("duplicate_of"), F.col("isig").alias("root_sig"))
+    targets = classes.select("id", "sig").unionByName(
+        probe.signatures.select(F.col("iid").alias("id"), F.col("isig").alias("sig"))
     )
-    pairs = (
-        decided.where(F.col("reason") == "near")
-        .select("id", "duplicate_of")
-        .join(classes.select("id", "sig"), "id")
-        .join(targets, "duplicate_of")
-        .select("id", "sig", "root_sig")
+    pairs = decided.where(F.col("reason") == "near").select(
+        "id", F.col("duplicate_of").alias("target")
     )
-    estimated = pairs.mapInArrow(estimate, "id string, estimate double")
+    estimated = near_estimates(pairs, classes, targets, num_perm)
     return decided.join(estimated, "id", "left").select(
         "id",
         "root",

@@ -47,6 +47,7 @@ from neardup.app.spark.corpus import (
     parquet_hint,
     read_corpus,
 )
+from neardup.app.spark.estimates import near_estimates
 from neardup.app.spark.index import (
     IndexProbe,
     commit_part,
@@ -219,22 +220,9 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
     their signatures, one join on the root's id for the rows that need it), null for survivors."""
     from pyspark.sql import functions as F
 
-    num_perm = params.num_perm
-
-    def estimate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            yield kernels.estimate_batch(batch, num_perm)
-
     exact, near = ~F.col("exact"), F.col("exact") & (F.col("root") != F.col("id"))
-    root_sigs = classes.select(F.col("id").alias("root"), F.col("sig").alias("root_sig"))
-    pairs = (
-        tagged.where(near)
-        .select("id", "root")
-        .join(classes.select("id", "sig"), "id")
-        .join(root_sigs, "root")
-        .select("id", "sig", "root_sig")
-    )
-    estimated = pairs.mapInArrow(estimate, "id string, estimate double")
+    pairs = tagged.where(near).select("id", F.col("root").alias("target"))
+    estimated = near_estimates(pairs, classes, classes, params.num_perm)
     return tagged.join(estimated, "id", "left").select(
         "id",
         "root",
@@ -540,7 +528,7 @@ def run_spark_dedup(
         if nulls:  # as the local engine counts them
             manifest.counts["nan_as_null"] = nulls
         manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
-        summary = None if index is None else index_summary(index, params.index_mode, probe, classes)
+        summary = None if index is None else index_summary(index, params.index_mode, probe)
         if appending and index is not None and summary is not None:
             clock.lap("write", "index_part")
             survivors = (

@@ -41,11 +41,11 @@ from pathlib import Path
 
 from bench.batch.cache import cached_corpus, default_cache_dir
 from bench.batch.corpus import POOLS
-from bench.batch.proctree import TreeRun, run_measured
+from bench.batch.proctree import run_checked
 from bench.batch.report import SOURCES, Measured, Report, markdown, text
 from bench.batch.survivors import overlap, read_survivors
 from bench.common import options
-from bench.common.machine import REPO_ROOT, at_start
+from bench.common.machine import at_start
 from bench.common.options import Size
 
 __all__ = ["Config", "main", "run"]
@@ -84,12 +84,6 @@ def _say(message: str) -> None:
     print(f"[bench.batch] {message}", file=sys.stderr, flush=True)
 
 
-def _checked(run: TreeRun, what: str) -> TreeRun:
-    if run.returncode != 0:
-        raise RuntimeError(f"{what} failed ({run.returncode}):\n{run.stderr_tail}")
-    return run
-
-
 def _python(*args: str) -> list[str]:
     return [sys.executable, "-m", *args]
 
@@ -106,7 +100,7 @@ def _neardup(cfg: Config, corpus: Path, docs: int, tmp: Path, name: str) -> Meas
     argv = _python("neardup", "dedup", str(corpus), "--output", str(out))
     argv += ["--workers", str(cfg.workers), "--quiet"]
     _say(f"neardup dedup over {docs:,} documents ...")
-    tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / name), name)
+    tree = run_checked(argv, timeout=cfg.timeout, log=tmp / name, what=name)
     manifest = json.loads(out.with_name(out.name + ".manifest.json").read_text())
     survivors = read_survivors(out, docs)
     out.unlink()
@@ -120,7 +114,7 @@ def _peer(cfg: Config, corpus: Path, docs: int, tmp: Path) -> Measured:
     argv = _python("bench.batch.peer", "--input", str(corpus), "--output", str(out))
     _say(f"datasketch recipe over {docs:,} documents ...")
     log = tmp / "datasketch"
-    tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=log), "peer")
+    tree = run_checked(argv, timeout=cfg.timeout, log=log, what="peer")
     result = json.loads(tree.stdout.strip().splitlines()[-1])
     counts = {k: result[k] for k in ("exact_dropped", "near_dropped", "written")}
     survivors = read_survivors(out, docs)
@@ -147,10 +141,7 @@ def run(cfg: Config, command: str) -> Report:
             _say(f"writing a {cfg.docs:,}-document corpus ({cfg.corpus}) to {out} ...")
             argv = _python("bench.batch.corpus", "--out", str(out), "--docs", str(cfg.docs))
             argv += ["--seed", str(cfg.seed), "--prefix", str(peer_docs), "--corpus", cfg.corpus]
-            made = _checked(
-                run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "gen"),
-                "corpus generation",
-            )
+            made = run_checked(argv, timeout=cfg.timeout, log=tmp / "gen", what="corpus generation")
             planted: dict[str, object] = json.loads(made.stdout.strip().splitlines()[-1])
             return planted
 
@@ -216,18 +207,12 @@ def notes(report: Report) -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = options.parser("bench.batch", __doc__, SIZES, "print a RESULTS.md section")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2, help="neardup dedup --workers")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per subprocess")
+    options.add_runs(parser, timeout=1800.0)
     parser.add_argument(
         "--corpus", choices=sorted(POOLS), action="append",
         help="the corpus: c (ASCII) or a (web-like); repeat for both (default: c, then a)",
     )  # fmt: skip
-    parser.add_argument(
-        "--cache-dir", type=Path, default=None,
-        help=f"where generated corpora are kept (default {default_cache_dir()})",
-    )  # fmt: skip
-    parser.add_argument("--no-cache", action="store_true", help="write corpora to a temp dir")
+    options.add_cache(parser, default_cache_dir())
     return parser
 
 
@@ -238,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     docs, peer_docs = options.sizes(args, SIZES).values()
     if docs < 1 or peer_docs < 0:
         raise SystemExit("--docs must be positive and --peer-docs non-negative")
-    cache = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    cache = options.cache_dir(args, default_cache_dir())
     reports = []
     for corpus in args.corpus or ["c", "a"]:
         cfg = Config(docs, peer_docs, args.seed, args.workers, args.timeout, corpus, cache)

@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.common.machine import REPO_ROOT
 from bench.common.memory import proc_memory
 
-__all__ = ["POLL_SECONDS", "TreeRun", "descendants", "run_measured"]
+__all__ = ["POLL_SECONDS", "TreeRun", "descendants", "run_checked", "run_measured"]
 
 POLL_SECONDS = 0.05
 _MAX_DEPTH = 8  # a spawn pool is two levels deep; more is a runaway
@@ -146,6 +147,15 @@ def run_measured(argv: Sequence[str], *, cwd: Path, timeout: float, log: Path) -
     run.cpu_seconds = usage.ru_utime + usage.ru_stime
     run.stdout = out_path.read_text(errors="replace")
     run.stderr_tail = err_path.read_text(errors="replace")[-4000:]
+    return run
+
+
+def run_checked(argv: Sequence[str], *, timeout: float, log: Path, what: str) -> TreeRun:
+    """A benchmark's step: ``run_measured`` from the repository's root; RuntimeError naming
+    ``what``, with the tail of its stderr, when it fails."""
+    run = run_measured(argv, cwd=REPO_ROOT, timeout=timeout, log=log)
+    if run.returncode != 0:
+        raise RuntimeError(f"{what} failed ({run.returncode}):\n{run.stderr_tail}")
     return run
 
 

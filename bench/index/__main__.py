@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.batch.cache import cached_corpus, default_cache_dir
-from bench.batch.proctree import TreeRun, run_measured
+from bench.batch.proctree import TreeRun, run_checked
 from bench.common import options
 from bench.common.machine import REPO_ROOT, Start, at_start, facts
 from bench.common.memory import MIB
@@ -179,12 +179,6 @@ def _python(*args: str) -> list[str]:
     return [sys.executable, "-m", *args]
 
 
-def _checked(run: TreeRun, what: str) -> TreeRun:
-    if run.returncode != 0:
-        raise RuntimeError(f"{what} failed ({run.returncode}):\n{run.stderr_tail}")
-    return run
-
-
 def _kept(out: Path) -> tuple[dict[str, int], set[str]]:
     """Planted copies of indexed documents kept in ``out``, by kind, and the kept ids of the
     new dump (``n...``)."""
@@ -210,7 +204,7 @@ def _dedup(
     argv = _python("neardup", "dedup", *map(str, inputs), "--output", str(out), *flags)
     argv += ["--workers", str(cfg.workers), "--quiet"]
     _say(f"{name}: neardup dedup over {docs:,} documents {' '.join(flags)} ...")
-    tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / name), name)
+    tree = run_checked(argv, timeout=cfg.timeout, log=tmp / name, what=name)
     manifest = json.loads(out.with_name(out.name + ".manifest.json").read_text())
     planted, batch = _kept(out)
     out.unlink()
@@ -243,8 +237,8 @@ def _corpus(cfg: Config, tmp: Path) -> tuple[Path, dict[str, Any]]:
         argv = _python("bench.batch.corpus", "--out", str(out), "--docs", str(cfg.docs))
         argv += ["--seed", str(cfg.seed), "--prefix", str(min(cfg.docs, _BATCH_PEER_DOCS))]
         argv += ["--corpus", "a"]
-        made = run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "gen")
-        planted: dict[str, Any] = json.loads(_checked(made, "corpus").stdout.splitlines()[-1])
+        made = run_checked(argv, timeout=cfg.timeout, log=tmp / "gen", what="corpus")
+        planted: dict[str, Any] = json.loads(made.stdout.splitlines()[-1])
         return planted
 
     corpus, planted = cached_corpus(cfg.cache or tmp / "cache", _stem(cfg), generate)
@@ -263,7 +257,7 @@ def run(cfg: Config, command: str) -> Report:
         _say(f"writing the new dump of {cfg.batch:,} documents ...")
         argv = _python("bench.index.batch", "--base", str(corpus), "--base-docs", str(cfg.docs))
         argv += ["--out", str(batch), "--docs", str(cfg.batch), "--seed", str(cfg.seed)]
-        made = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "b"), "b")
+        made = run_checked(argv, timeout=cfg.timeout, log=tmp / "b", what="b")
         counts: dict[str, Any] = json.loads(made.stdout.splitlines()[-1])
         built = tmp / "built"
         runs = {"build": _dedup(cfg, "build", [corpus], cfg.docs, tmp, "--index", str(built))}
@@ -410,14 +404,8 @@ def text(report: Report) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = options.parser("bench.index", __doc__, SIZES, "print a RESULTS.md section")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2, help="neardup dedup --workers")
-    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per subprocess")
-    parser.add_argument(
-        "--cache-dir", type=Path, default=None,
-        help=f"where the indexed corpus is kept (default {default_cache_dir()})",
-    )  # fmt: skip
-    parser.add_argument("--no-cache", action="store_true", help="write the corpus to a temp dir")
+    options.add_runs(parser, timeout=3600.0)
+    options.add_cache(parser, default_cache_dir())
     return parser
 
 
@@ -428,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     docs, batch, repeat = options.sizes(args, SIZES).values()
     if docs < 1 or batch < 1 or repeat < 1:
         raise SystemExit("--docs, --batch and --repeat must be positive")
-    cache = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    cache = options.cache_dir(args, default_cache_dir())
     cfg = Config(docs, batch, repeat, args.seed, args.workers, args.timeout, cache)
     report = run(cfg, command)
     print(markdown(report) if args.markdown else text(report))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -29,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.batch.proctree import TreeRun, run_measured
+from bench.batch.proctree import TreeRun, run_checked
 from bench.common import options
-from bench.common.machine import REPO_ROOT, at_start, facts
+from bench.common.machine import at_start, facts
 from bench.common.options import Size
+from bench.spark.engines import run_dedup
 
 __all__ = ["Config", "main", "run"]
 
@@ -67,12 +67,6 @@ def _say(message: str) -> None:
     print(f"[bench.spark] {message}", file=sys.stderr, flush=True)
 
 
-def _checked(run: TreeRun, what: str) -> TreeRun:
-    if run.returncode != 0:
-        raise RuntimeError(f"{what} failed ({run.returncode}):\n{run.stderr_tail}")
-    return run
-
-
 def _tags(lines: list[str]) -> dict[str, str]:
     out = {}
     for line in lines:
@@ -81,32 +75,22 @@ def _tags(lines: list[str]) -> dict[str, str]:
     return out
 
 
-def _run_local(cfg: Config, corpus: Path, tmp: Path) -> Side:
-    out = tmp / "local.jsonl"
-    argv = [sys.executable, "-m", "neardup", "dedup", str(corpus), "--output", str(out)]
-    argv += ["--workers", str(cfg.workers), "--quiet"]
-    _say(f"local engine, --workers {cfg.workers} ...")
-    tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "l"), "local")
-    manifest = json.loads((tmp / "local.jsonl.manifest.json").read_text(encoding="utf-8"))
-    tags = _tags(out.read_text(encoding="utf-8").splitlines())
-    out.unlink()
-    return Side(f"--engine local --workers {cfg.workers}", tree, manifest, tags)
-
-
-def _run_spark(cfg: Config, corpus: Path, tmp: Path) -> Side:
-    out = tmp / "spark.jsonl"
-    argv = [sys.executable, "-m", "neardup", "dedup", str(corpus), "--output", str(out)]
-    argv += ["--engine", "spark", "--spark-master", cfg.master, "--quiet"]
-    _say(f"spark engine, --spark-master {cfg.master} ...")
-    # The driver's JVM heap (local mode: driver and executors are one JVM).
-    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {cfg.driver_memory} pyspark-shell"
-    tree = _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "s"), "spark")
-    manifest = json.loads((tmp / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
-    lines: list[str] = []
-    for part in sorted(out.glob("part-*")):
-        lines.extend(part.read_text(encoding="utf-8").splitlines())
-    shutil.rmtree(out)
-    return Side(f"--engine spark --spark-master {cfg.master}", tree, manifest, _tags(lines))
+def _run(cfg: Config, corpus: Path, tmp: Path, spark: bool) -> Side:
+    """One engine's run over ``corpus`` (Spark's output is a directory of part files)."""
+    name = "spark" if spark else "local"
+    flag = f"--spark-master {cfg.master}" if spark else f"--workers {cfg.workers}"
+    out = tmp / f"{name}.jsonl"
+    _say(f"{name} engine, {flag} ...")
+    args = [str(corpus), "--output", str(out)]
+    tree = run_dedup(cfg, args, spark=spark, log=tmp / name[0], what=name)
+    manifest = json.loads((tmp / f"{name}.jsonl.manifest.json").read_text(encoding="utf-8"))
+    parts = sorted(out.glob("part-*")) if spark else [out]
+    lines = [line for part in parts for line in part.read_text(encoding="utf-8").splitlines()]
+    if spark:
+        shutil.rmtree(out)
+    else:
+        out.unlink()
+    return Side(f"--engine {name} {flag}", tree, manifest, _tags(lines))
 
 
 def run(cfg: Config) -> tuple[Any, Side, Side, dict[str, Any]]:
@@ -118,13 +102,11 @@ def run(cfg: Config) -> tuple[Any, Side, Side, dict[str, Any]]:
         _say(f"writing a {cfg.docs:,}-document corpus ...")
         argv = [sys.executable, "-m", "bench.batch.corpus", "--out", str(corpus)]
         argv += ["--docs", str(cfg.docs), "--seed", str(cfg.seed)]
-        made = _checked(
-            run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "gen"), "corpus"
-        )
+        made = run_checked(argv, timeout=cfg.timeout, log=tmp / "gen", what="corpus")
         planted = json.loads(made.stdout.strip().splitlines()[-1])
         planted["bytes"] = corpus.stat().st_size
-        local = _run_local(cfg, corpus, tmp)
-        spark = _run_spark(cfg, corpus, tmp)
+        local = _run(cfg, corpus, tmp, spark=False)
+        spark = _run(cfg, corpus, tmp, spark=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return start, local, spark, planted
@@ -204,11 +186,7 @@ def report(cfg: Config, command: str, markdown: bool) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = options.parser("bench.spark", __doc__, SIZES, "print a RESULTS.md section")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2, help="--engine local --workers")
-    parser.add_argument("--spark-master", default="local[2]")
-    parser.add_argument("--driver-memory", default="4g", help="the local JVM heap")
-    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per subprocess")
+    options.add_spark(parser, workers="--engine local --workers")
     return parser
 
 

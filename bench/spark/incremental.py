@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import sys
@@ -36,10 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.batch.cache import default_cache_dir
-from bench.batch.proctree import TreeRun, run_measured
+from bench.batch.proctree import TreeRun, run_checked
 from bench.common import options
-from bench.common.machine import REPO_ROOT, at_start, facts
+from bench.common.machine import at_start, facts
 from bench.common.options import Size
+from bench.spark.engines import run_dedup
 
 __all__ = ["Config", "main", "run"]
 
@@ -82,12 +82,6 @@ def _say(message: str) -> None:
     print(f"[bench.spark.incremental] {message}", file=sys.stderr, flush=True)
 
 
-def _checked(run: TreeRun, what: str) -> TreeRun:
-    if run.returncode != 0:
-        raise RuntimeError(f"{what} failed ({run.returncode}):\n{run.stderr_tail}")
-    return run
-
-
 def _source(cfg: Config, tmp: Path) -> Path:
     """A web-like corpus of at least N + M documents (the cached million when there)."""
     for cached in sorted(default_cache_dir().glob("batch-a-1000000-seed0-*.jsonl")):
@@ -98,7 +92,7 @@ def _source(cfg: Config, tmp: Path) -> Path:
     _say(f"writing a {cfg.docs + cfg.batch:,}-document corpus ...")
     argv = [sys.executable, "-m", "bench.batch.corpus", "--out", str(out)]
     argv += ["--docs", str(cfg.docs + cfg.batch), "--seed", str(cfg.seed)]
-    _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / "gen"), "corpus")
+    run_checked(argv, timeout=cfg.timeout, log=tmp / "gen", what="corpus")
     return out
 
 
@@ -133,14 +127,8 @@ def _split(cfg: Config, source: Path, indexed: Path, batch: Path) -> None:
 
 
 def _neardup(cfg: Config, tmp: Path, label: str, args: list[str], spark: bool) -> TreeRun:
-    argv = [sys.executable, "-m", "neardup", "dedup", *args, "--quiet"]
-    if spark:
-        argv += ["--engine", "spark", "--spark-master", cfg.master]
-        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {cfg.driver_memory} pyspark-shell"
-    else:
-        argv += ["--workers", str(cfg.workers)]
     _say(f"{label} ...")
-    return _checked(run_measured(argv, cwd=REPO_ROOT, timeout=cfg.timeout, log=tmp / label), label)
+    return run_dedup(cfg, args, spark=spark, log=tmp / label, what=label)
 
 
 def _ids(output: Path) -> set[str]:
@@ -268,11 +256,7 @@ def report(cfg: Config, command: str, markdown: bool) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = options.parser("bench.spark.incremental", __doc__, SIZES, "print a RESULTS.md section")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--spark-master", default="local[2]")
-    parser.add_argument("--driver-memory", default="4g", help="the local JVM heap")
-    parser.add_argument("--workers", type=int, default=2, help="the local build's --workers")
-    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per subprocess")
+    options.add_spark(parser, workers="the local build's --workers")
     return parser
 
 

@@ -107,6 +107,17 @@ def test_index_ids_name_their_part(tmp_path: Path) -> None:
     index.check_ids(["z"])
 
 
+def test_index_id_error_names_twenty_and_counts_the_rest() -> None:
+    found = {f"id{i:02d}": "p1" for i in range(25)}
+    every = str(IndexIdError("idx", found))
+    # Spark's engine collects the first 20 in id order and counts the rest: the same message.
+    first = dict(sorted(found.items())[:20])
+    assert str(IndexIdError("idx", first, total=25)) == every
+    assert "'id19' (part p1) and 5 more already in the index" in every
+    assert "'id20'" not in every
+    assert "more" not in str(IndexIdError("idx", first, total=20))
+
+
 def test_index_commit_race_loses_cleanly(tmp_path: Path) -> None:
     url = str(tmp_path / "idx")
     base = _add(url, ["a"], ["one two"])

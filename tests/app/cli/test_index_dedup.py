@@ -262,6 +262,34 @@ def test_index_id_collision_is_exit_2_naming_id_and_part(tmp_path, capsys):
                 "file") == 0  # fmt: skip
 
 
+def test_index_id_collision_in_the_first_batch_signs_nothing(tmp_path, capsys, monkeypatch):
+    import neardup.app.cli.dedup as dedup
+
+    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", "other words here")]) == 0
+    part = DocIndex.open(str(tmp_path / "idx")).parts[0].name
+    signed: list[int] = []
+    real = dedup.signature_stream
+
+    def counting(*args, **kwargs):
+        for chunk in real(*args, **kwargs):
+            signed.append(len(chunk))
+            yield chunk
+
+    monkeypatch.setattr(dedup, "signature_stream", counting)
+    fresh = [New(f"n{i:05d}", f"fresh text {i}") for i in range(dedup.BATCH)]
+    for first, name in ((New("i2", "new text"), "b"), (New("n-first", "new text"), "c")):
+        capsys.readouterr()
+        signed.clear()
+        # The second batch holds an indexed id too: the error names both when the first does.
+        assert _run(tmp_path, name, [first, *fresh, New("i1", "again")]) == 2
+        err = capsys.readouterr().err
+        assert f"'i1' (part {part})" in err
+        assert (f"'i2' (part {part})" in err) == (first.id == "i2")
+        # A collision in the first batch: no signature; only in a later one: found after pass 1.
+        assert sum(signed) == (0 if first.id == "i2" else dedup.BATCH + 2)
+        _nothing_written(tmp_path, name, ["00000001.json"])
+
+
 def test_index_outputs_apart_from_the_index(tmp_path, capsys):
     assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
     (tmp_path / "b.jsonl").write_text(json.dumps({"id": "n", "text": "x"}) + "\n")

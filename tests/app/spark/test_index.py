@@ -166,13 +166,16 @@ def test_spark_id_in_the_index_stops_the_run_before_anything_is_written(
 ) -> None:
     index = tmp_path / "idx"
     shutil.copytree(local_rounds["after_first"], index)
-    part = DocIndex.open(str(index)).parts[0].name
-    again = [{"id": "zz-new", "text": "a new text of its own"}, dict(ROUNDS[0][-1])]
+    opened = DocIndex.open(str(index))
+    part = opened.parts[0].name
+    # Round 0 again: every indexed id collides; 20 are named and the rest counted.
+    again = [{"id": "zz-new", "text": "a new text of its own"}, *map(dict, ROUNDS[0])]
     inputs = write_shards(tmp_path / "in", again, 1)
     with pytest.raises(IndexIdError) as caught:
         _spark(spark, inputs, tmp_path / "out.jsonl", index, 0)
     assert isinstance(caught.value, NeardupError)  # exit 2
     assert f"'chain-2' (part {part})" in str(caught.value)
+    assert f" and {opened.rows - 20} more already in the index" in str(caught.value)
     assert not (tmp_path / "out.jsonl").exists()
     assert [p.name for p in (index / "_index").iterdir() if p.suffix == ".json"] == [
         "00000001.json"
