@@ -45,7 +45,7 @@ class Package:
 
     mutate: list[str]
     tests: list[str]
-    #: where ``--tests`` names this package's tests
+    #: where ``--tests`` names this package's tests (or names one of ``tests``)
     tests_root: str
     skip: list[str] = field(default_factory=list)
     # "fork" (mutmut's default) forks each mutant from the process that ran the traced tests;
@@ -71,6 +71,8 @@ PACKAGES: dict[str, Package] = {
             "tests/app/service/test_pool.py",
             "tests/app/service/test_store.py",
             "tests/app/service/test_views.py",
+            # diffs.py's own tests (with the charts of the /ui pages), in process
+            "tests/app/api/test_ui_views.py",
         ],
         skip=["neardup/app/service/pgstore.py"],
     ),
@@ -119,7 +121,8 @@ def settings(
     """The ``[tool.mutmut]`` table of one package's run."""
     files = [f"neardup/{m.replace('.', '/')}.py" for m in modules]
     mutate = [f for f in files if any(fnmatch(f, p) for p in package.mutate)] or package.mutate
-    tests = [t for t in tests if t.startswith(package.tests_root)] or list(package.tests)
+    tests = [t for t in tests if t.startswith(package.tests_root) or t in package.tests]
+    tests = tests or list(package.tests)
     skip = list(package.skip)
     if name == "service" and with_postgres:
         tests += ["tests/app/service/test_stores.py", "tests/app/service/test_replicas.py"]
