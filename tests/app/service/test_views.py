@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from neardup.app.service import NewDoc, views
 from neardup.app.service.diffs import Piece
-from neardup.app.service.errors import NotFound
+from neardup.app.service.errors import NotFound, RateLimited
 from neardup.app.service.views import (
     ContaminationView,
     _chains,
@@ -54,9 +54,33 @@ def test_every_member_below_the_threshold_has_a_chain_of_confirmed_pairs(seed):
 
 
 def test_copies_group_by_digest_under_their_smallest_id():
-    members = ["a", "b", "c", "d", "e"]
-    digests = {"a": b"1", "b": b"2", "c": b"1", "e": b"2"}  # "d" was deleted meanwhile
-    assert _copies(members, digests) == [["a", "c"], ["b", "e"], ["d"]]
+    members = ["a", "b", "c", "d", "e", "f"]
+    digests = {"a": b"1", "b": b"2", "c": b"1", "e": b"2"}  # "d" and "f" were deleted meanwhile
+    assert _copies(members, digests) == [["a", "c"], ["b", "e"], ["d"], ["f"]]
+
+
+def _ones(count: int) -> np.ndarray:
+    """A signature equal to the root's (all zeros) but in its first ``count`` values."""
+    sig = np.zeros(128, dtype=np.uint32)
+    sig[:count] = 1
+    return sig
+
+
+def test_a_chain_takes_the_best_confirmed_pair_first_and_only_rows_below_the_threshold():
+    """ "c" and "d" (below 0.8) are confirmed with both "b" (0.84 to the root) and "z" (0.92):
+    their chains go through "z", the root's best pair, though "b" comes first by id and by
+    row; "lone" matches nothing and gets no chain; a row exactly at the threshold is not below
+    it."""
+    ids = ["r", "b", "z", "lone", "c", "d"]
+    sigs = np.stack([_ones(0), _ones(20), _ones(10), np.full(128, 7, np.uint32), _ones(30),
+                     _ones(32)])  # fmt: skip
+    est = (sigs == sigs[0]).mean(axis=1)
+    assert est.tolist() == [1.0, 0.84375, 0.921875, 0.0, 0.765625, 0.75]
+    assert _chains(ids, sigs, est, 0, 16, 0.8) == {
+        "c": (("z", 0.921875), ("c", 0.84375)),
+        "d": (("z", 0.921875), ("d", 0.828125)),
+    }
+    assert _chains(ids, sigs, est, 0, 16, 0.75) == {}  # "d" is at 0.75, "c" above
 
 
 # A cluster of 37 documents in 26 distinct texts (two pages of 20 rows) rooted at "a-root", 200
@@ -109,8 +133,13 @@ def _check_rows(view) -> None:
 
 
 def test_a_cluster_page_ranks_distinct_texts_borderline_first_with_chains_copies_and_diffs(
-    service_in,
+    service_in, monkeypatch
 ):
+    """(Estimates two signatures at a time, and chains traced at exactly CHAIN_LIMIT distinct
+    texts.)"""
+    monkeypatch.setattr(views, "_SLAB", 2)
+    monkeypatch.setattr(views, "CHAIN_LIMIT", 26)
+
     async def run():
         async with service_in() as service:
             await _registered(service)
@@ -151,9 +180,13 @@ def test_a_cluster_page_ranks_distinct_texts_borderline_first_with_chains_copies
     assert estimates == [m.estimate for m in first.members + second.members]
 
 
-def test_a_cluster_page_is_clamped_finds_a_member_and_is_computed_once_a_cluster(service_in):
+def test_a_cluster_page_is_clamped_finds_a_member_and_is_computed_once_a_cluster(
+    service_in, monkeypatch
+):
     """Pages out of range are clamped; ``find`` names the page and row of a member (by its
-    text's first id); the rows are computed once for all pages, for one cluster at a time."""
+    text's first id); the rows are computed once for all pages, for one cluster at a time;
+    past CHAIN_LIMIT distinct texts no chain is traced."""
+    monkeypatch.setattr(views, "CHAIN_LIMIT", 25)
 
     async def run():
         async with service_in() as service:
@@ -176,17 +209,20 @@ def test_a_cluster_page_is_clamped_finds_a_member_and_is_computed_once_a_cluster
                 await cluster_view(service, "a-root", page=2, find="nope"),
             ]
             pages = [(v.page, v.found) for v in views]
+            chains = [(v.chains, [m.chain for m in v.members if m.chain]) for v in views]
             once = len(calls)
             other = await cluster_view(service, "z1")
             cached = list(service.cluster_pages)
             with pytest.raises(NotFound, match="'b-mid' is not the root of a cluster"):
                 await cluster_view(service, "b-mid")
-            return pages, once, other, cached, service.index.version
+            return pages, chains, once, other, cached, service.index.version
 
-    pages, once, other, cached, version = asyncio.run(run())
+    pages, chains, once, other, cached, version = asyncio.run(run())
     assert pages == [(1, None), (2, None), (2, "k00"), (1, "c-far"), (2, None)]
+    assert chains == [(False, [])] * 5
     assert once == 1
     assert (other.root, other.size, other.distinct, other.ids) == ("z1", 2, 1, ["z1"])
+    assert (other.page, other.pages, other.chains) == (1, 1, True)
     assert other.members[0].copies == ("z2",) and other.matrix == [[1.0]]
     assert cached == [(version, "z1")]
 
@@ -194,23 +230,37 @@ def test_a_cluster_page_is_clamped_finds_a_member_and_is_computed_once_a_cluster
 def test_a_member_deleted_while_its_page_is_drawn_is_left_out_and_a_changing_cluster_is_not_found(
     service_in,
 ):
-    """A member deleted between the page's reads: drawn again without it; a cluster that keeps
-    changing (every read misses a member) is given up after three tries."""
+    """A member deleted between the page's reads: its row is drawn at estimate 0 and without
+    chains (page 1: drawn again without it; page 2, which does not show it: as drawn); a root
+    whose text is gone meanwhile: rows without diffs. A cluster that keeps changing (every
+    read misses a member) is given up after three tries."""
 
     async def run():
         async with service_in() as service:
             await _registered(service)
-            read = service.digests
+            read, doomed = service.digests, []
 
             async def deleted_meanwhile(ids):
                 found = await read(ids)
-                if "m09" in service.index:
-                    service.index.remove("m09")  # as a DELETE between the page's reads
+                if doomed:
+                    service.index.remove(doomed.pop())  # as a DELETE between the page's reads
                 return found
 
             service.digests = deleted_meanwhile
-            rows, _ = await cluster_rows(service, "a-root")  # drawn with m09 at estimate 0
-            view = await cluster_view(service, "a-root")
+            doomed.append("m09")
+            rows, _ = await cluster_rows(service, "a-root")
+            doomed.append("m10")
+            second = await cluster_view(service, "a-root", page=2)
+            doomed.append("m11")
+            first = await cluster_view(service, "a-root")
+            texts = service.texts
+
+            async def root_text_gone(ids):
+                return {i: t for i, t in (await texts(ids)).items() if i != "a-root"}
+
+            service.texts = root_text_gone
+            service.cluster_pages.clear()
+            no_root_text = await cluster_view(service, "a-root")
             tries = []
 
             def vanishing(ids):
@@ -223,14 +273,19 @@ def test_a_member_deleted_while_its_page_is_drawn_is_left_out_and_a_changing_clu
             service.cluster_pages.clear()  # (the rows drawn last are kept until a write)
             with pytest.raises(NotFound) as read_rows:
                 await cluster_rows(service, "a-root")
-            return rows, view, len(tries), str(page.value), str(read_rows.value)
+            return rows, second, first, no_root_text, len(tries), page.value, read_rows.value
 
-    rows, view, tries, page, read_rows = asyncio.run(run())
+    rows, second, first, no_root_text, tries, page, read_rows = asyncio.run(run())
     assert rows[:2] == [["a-root"], ["m09"]]
-    assert "m09" not in view.ids and (view.size, view.distinct, view.chains) == (36, 25, True)
+    assert (second.page, second.size, second.chains) == (2, 36, False)
+    assert "m10" not in second.ids and all(m.chain is None for m in second.members)
+    assert {"m09", "m10", "m11"}.isdisjoint(first.ids)
+    assert (first.size, first.distinct, first.chains) == (34, 23, True)
+    assert no_root_text.root_text is None and no_root_text.ids == first.ids
+    assert all((m.jaccard, m.diff) == (None, []) for m in no_root_text.members)
     assert tries == 6
-    assert page == "the cluster of 'a-root' kept changing while its page was drawn: reload"
-    assert read_rows == "the cluster of 'a-root' kept changing while it was read: retry"
+    assert str(page) == "the cluster of 'a-root' kept changing while its page was drawn: reload"
+    assert str(read_rows) == "the cluster of 'a-root' kept changing while it was read: retry"
 
 
 def test_a_cluster_page_diffs_2000_words_and_gives_no_jaccard_past_its_bound(
@@ -338,3 +393,35 @@ def test_a_checked_text_names_and_marks_its_shared_ngrams_for_a_key_with_protect
     assert blank == ContaminationView(" \n", [], [], 0, False, ("bench-a",), empty=True)
     assert (cut.text, cut.not_shown, cut.hits) == (long, len(long) - 200_000, both.hits)
     assert "".join(p.text for p in cut.pieces) == long[:200_000]
+
+
+# 100 distinct CJK characters (one "word" for the words tokenizer; 100 for multilingual), and
+# the same with its 51st character changed.
+HAN = "".join(chr(0x4E00 + i) for i in range(100))
+HAN_EDITED = HAN[:50] + "\u9000" + HAN[51:]
+
+
+def test_a_multilingual_service_pages_and_marks_by_characters_and_rates_each_caller(service_in):
+    """With the multilingual tokenizer the exact Jaccard and the marked n-grams are of
+    characters; a caller's checks are counted apart from another's."""
+
+    async def run():
+        async with service_in(
+            tokenizer="multilingual", ngram=4, contamination_texts_per_minute=2
+        ) as service:
+            await service.register([NewDoc("h1", HAN, {})])
+            await service.register([NewDoc("h2", HAN_EDITED, {})])
+            await service.put_protected_set("han", HAN[20:30], ProtectedFormat.TEXT)
+            page = await cluster_view(service, "h1")
+            checked = await contamination_view(service, HAN, None, "k", echo=True)
+            await contamination_view(service, HAN, None, "k", echo=True)
+            with pytest.raises(RateLimited):
+                await contamination_view(service, HAN, None, "k", echo=True)
+            other = await contamination_view(service, HAN, None, "other", echo=True)
+            return page, checked, other
+
+    page, checked, other = asyncio.run(run())
+    assert [m.id for m in page.members] == ["h1", "h2"]
+    assert page.members[1].jaccard == pytest.approx(91 / 101, abs=1e-12)  # 5 of 96 shingles
+    assert "".join(p.text for p in checked.pieces if p.kind == "hit") == HAN[20:30]
+    assert checked.hits == other.hits == [("han", "1", " ".join(HAN[20:24]))]
