@@ -10,7 +10,14 @@ import sqlite3
 import pytest
 
 from neardup.app.service import DamagedStore, DataDirLocked, ParameterMismatch, StoreFull
-from neardup.app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
+from neardup.app.service.errors import SettingsChanged, SettingsMismatch
+from neardup.app.service.store import (
+    ProtectedSetRow,
+    SQLiteStore,
+    StoredDoc,
+    changed_settings,
+    check_params,
+)
 from neardup.core.engine import MinhashParams, ProtectedFormat, parse_protected_set
 
 JSONL = '{"id": "q1", "question": "one two three four"}\n'
@@ -135,3 +142,81 @@ def test_a_failed_commit_is_rolled_back_and_a_full_disk_is_store_full(tmp_path):
     store.add_documents([doc])
     assert store.extent() == 1
     store.close()
+
+
+def test_answer_settings_are_recorded_once_and_another_is_refused_naming_the_ways_out(tmp_path):
+    """The answer settings a store lacks are recorded; another value of one is refused,
+    naming each (both values) and the two ways out; ``set_settings`` replaces them and
+    answers what was recorded before."""
+    store = SQLiteStore(tmp_path)
+    try:
+        store.ensure_settings({"threshold": "0.8"})
+        store.ensure_settings({"threshold": "0.8", "ngram": "13", "max_matches": "100"})
+        with pytest.raises(SettingsMismatch) as refused:
+            store.ensure_settings({"threshold": "0.6", "ngram": "13", "max_matches": "5"})
+        assert str(refused.value) == (
+            f"{store.path}: THRESHOLD is 0.6 but the store's replicas answer with 0.8; "
+            "MAX_MATCHES is 5 but the store's replicas answer with 100: start with "
+            "NEARDUP_THRESHOLD=0.8 NEARDUP_MAX_MATCHES=100, or change it for every replica "
+            "with neardup store-settings --threshold 0.6 --max-matches 5 (then restart them)"
+        )
+        before = store.set_settings({"threshold": "0.6", "max_matches": "5"})
+        assert before == {"threshold": "0.8", "ngram": "13", "max_matches": "100"}
+        assert store.set_settings({}) == {"threshold": "0.6", "ngram": "13", "max_matches": "5"}
+    finally:
+        store.close()
+    store = SQLiteStore(tmp_path)  # durable
+    try:
+        store.ensure_settings({"threshold": "0.6", "ngram": "13", "max_matches": "5"})
+    finally:
+        store.close()
+
+
+def test_settings_changed_while_serving_name_each_change():
+    changed_settings("here", {"threshold": "0.8", "ngram": "13"}, {"threshold": "0.8"})
+    with pytest.raises(SettingsChanged) as changed:
+        changed_settings("here", {"threshold": "0.6"}, {"threshold": "0.8", "ngram": "13"})
+    assert str(changed.value) == (
+        "the settings locked in the store at here were changed (THRESHOLD 0.8 -> 0.6; "
+        "NGRAM 13 -> None): this replica answers no more until it is restarted with them"
+    )
+
+
+def test_a_store_made_before_the_tokenizer_parameter_holds_words(tmp_path):
+    """Parameters recorded before ``tokenizer`` existed reopen with ``words`` and refuse
+    ``multilingual``; a store lacking any other parameter is damaged."""
+    params = MinhashParams().index_params()
+    older = {k: str(v) for k, v in params.items() if k != "tokenizer"}
+    check_params("old", "the data directory", older, params)
+    with pytest.raises(ParameterMismatch) as other:
+        check_params("old", "the data directory", older, {**params, "tokenizer": "multilingual"})
+    assert str(other.value) == (
+        "old: TOKENIZER is multilingual but the data directory was created with words"
+    )
+    with pytest.raises(DamagedStore) as damaged:
+        check_params(
+            "old", "it", {k: v for k, v in older.items() if k not in ("k", "bands")}, params
+        )
+    assert str(damaged.value) == "old: its params table lacks BANDS, K"
+
+
+def test_reads_of_many_documents_are_chunked_and_signatures_come_in_batches(tmp_path):
+    """1,001 documents (over SQLite's 500 bound values a query): every digest and text is
+    read; signatures come ``batch`` rows at a time, in number order."""
+    docs = [StoredDoc(n, f"d{n}", bytes([n % 256]) * 4, bytes([n % 7]) * 8, {}, f"t{n}")
+            for n in range(1001)]  # fmt: skip
+    store = SQLiteStore(tmp_path)
+    try:
+        store.add_documents(docs[::-1])
+        assert store.digests([d.id for d in docs] + ["nope"]) == {d.id: d.digest for d in docs}
+        assert store.texts(list(range(1002))) == {d.num: d.text for d in docs}
+        batches = list(store.iter_signatures(400))
+        assert [len(nums) for nums, _, _ in batches] == [400, 400, 201]
+        assert [n for nums, _, _ in batches for n in nums] == list(range(1001))
+        assert [i for _, ids, _ in batches for i in ids] == [d.id for d in docs]
+        assert b"".join(sigs for _, _, sigs in batches) == b"".join(d.sig for d in docs)
+        assert (store.extent(), store.document_count()) == (1001, 1001)
+        store.delete_document(1000)
+        assert (store.extent(), store.document_count()) == (1000, 1000)
+    finally:
+        store.close()
