@@ -164,3 +164,8 @@ def test_cells_of_booleans_lists_and_objects():
     record = {"id": True, "cluster": False, "estimate": [1, "é"], "copy_of": {"a": "中"}}
     body = encode([record], "csv", MEMBER_COLUMNS, header=False)
     assert body == 'true,false,"[1, ""é""]","{""a"": ""中""}",\r\n'.encode()
+
+
+def test_json_lines_keep_every_character_as_it_is():
+    """UTF-8 text, not ``\\u`` escapes: a reader sees the text."""
+    assert encode([{"id": "é中😀"}], "jsonl", MEMBER_COLUMNS) == '{"id": "é中😀"}\n'.encode()

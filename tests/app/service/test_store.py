@@ -6,17 +6,21 @@ import json
 import os
 import socket
 import sqlite3
+import sys
+from importlib.metadata import version
 
 import pytest
 
-from neardup.app.service import DamagedStore, DataDirLocked, ParameterMismatch, StoreFull
-from neardup.app.service.errors import SettingsChanged, SettingsMismatch
+from neardup.app.config import Settings
+from neardup.app.service import DamagedStore, DataDirLocked, ParameterMismatch, StoreFull, pgstore
+from neardup.app.service.errors import SettingsChanged, SettingsMismatch, StoreUnavailable
 from neardup.app.service.store import (
     ProtectedSetRow,
     SQLiteStore,
     StoredDoc,
     changed_settings,
     check_params,
+    open_store,
 )
 from neardup.core.engine import MinhashParams, ProtectedFormat, parse_protected_set
 
@@ -83,7 +87,11 @@ def test_the_data_directory_is_locked_while_the_store_is_open(tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"", "is 0 bytes"),
+        (
+            b"",
+            "is 0 bytes: it holds no documents and no index parameters; restore it from a "
+            "backup, or remove it to start an empty store$",
+        ),
         (b"not a database at all " * 50, "damaged or not a neardup store: file is not a database"),
     ],
 )
@@ -100,8 +108,12 @@ def test_stored_documents_without_parameters_are_refused(tmp_path):
     params = MinhashParams().index_params()
     store = SQLiteStore(tmp_path)
     store.add_documents([StoredDoc(0, "a", b"d", b"\0" * 512, {}, "text")])
-    with pytest.raises(DamagedStore, match="holds documents or protected sets but no index"):
+    with pytest.raises(DamagedStore) as damaged:
         store.ensure_params(params)
+    assert str(damaged.value) == (
+        f"{store.path} holds documents or protected sets but no index parameters (its params "
+        "table is empty): refusing to guess them"
+    )
     store._db.execute("INSERT INTO params VALUES ('num_perm', '128')")
     with pytest.raises(DamagedStore, match="its params table lacks BANDS, K, SEED"):
         store.ensure_params(params)
@@ -121,8 +133,12 @@ def test_a_new_store_records_its_parameters_and_refuses_each_changed_one(tmp_pat
         ("tokenizer", "multilingual"),
     ]
     for key, value in changed:
-        with pytest.raises(ParameterMismatch, match=rf"^[^;]*{key.upper()} is {value} but"):
+        with pytest.raises(ParameterMismatch) as refused:
             store.ensure_params({**params, key: value})
+        assert str(refused.value) == (
+            f"{store.path}: {key.upper()} is {value} but the data directory was created with "
+            f"{params[key]}"
+        )
     store.ensure_params(params)
     store.close()
 
@@ -218,5 +234,103 @@ def test_reads_of_many_documents_are_chunked_and_signatures_come_in_batches(tmp_
         assert (store.extent(), store.document_count()) == (1001, 1001)
         store.delete_document(1000)
         assert (store.extent(), store.document_count()) == (1000, 1000)
+    finally:
+        store.close()
+
+
+def test_a_store_of_protected_sets_only_without_parameters_is_refused(tmp_path):
+    store = SQLiteStore(tmp_path / "new" / "data")  # its parents are made too
+    try:
+        store.put_protected_set(ProtectedSetRow("evals", 1, 1, ProtectedFormat.TEXT, TEXT))
+        with pytest.raises(DamagedStore, match="holds documents or protected sets but no index"):
+            store.ensure_params(MinhashParams().index_params())
+    finally:
+        store.close()
+
+
+def test_a_replaced_document_takes_a_new_number_and_the_embedded_store_has_no_log(tmp_path):
+    store = SQLiteStore(tmp_path)
+    try:
+        assert (store.extent(), store.document_count()) == (0, 0)
+        store.add_documents([StoredDoc(0, "a", b"d0", b"s0", {"v": 1}, "old"),
+                             StoredDoc(1, "b", b"d1", b"s1", {}, "other")])  # fmt: skip
+        store.replace_document(0, StoredDoc(2, "a", b"d2", b"s2", {"v": 2}, "new"))
+        assert store.document("a") == StoredDoc(2, "a", b"d2", b"s2", {"v": 2}, "new")
+        assert store.texts([0, 1, 2]) == {1: "other", 2: "new"}
+        assert (store.extent(), store.document_count()) == (3, 2)
+        assert (store.lock_writes(), store.changes(), store.position()) == ([], [], None)
+        assert (store.prune(0.0, 10), store.available()) == (0, True)
+    finally:
+        store.close()
+
+
+def test_an_error_that_is_not_sqlite_s_rolls_back_and_is_raised_as_it_is(tmp_path):
+    store = SQLiteStore(tmp_path)
+    try:
+        unstorable = StoredDoc(1, "b", b"d", b"s", {"set": {1}}, "t")
+        with pytest.raises(TypeError, match=r"^Object of type set is not JSON serializable$"):
+            store.add_documents([StoredDoc(0, "a", b"d", b"s", {}, "t"), unstorable])
+        assert not store._db.in_transaction and store.document_count() == 0
+    finally:
+        store.close()
+
+
+class _FailingDb:
+    """A connection whose first statement fails with ``error``."""
+
+    def __init__(self, error: sqlite3.Error) -> None:
+        self.error = error
+        self.closed = False
+
+    def execute(self, *args):
+        raise self.error
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize(
+    ("code", "full"),
+    [(sqlite3.SQLITE_FULL, True), (sqlite3.SQLITE_IOERR | (3 << 8), True),
+     (sqlite3.SQLITE_READONLY, False)],
+)  # fmt: skip
+def test_a_full_or_failing_disk_while_opening_is_store_full_and_other_errors_are_raised(
+    tmp_path, monkeypatch, code, full
+):
+    """(SQLITE_IOERR_WRITE is an extended code of SQLITE_IOERR.) The connection is closed and
+    the data directory's lock released either way."""
+    error = sqlite3.OperationalError("no room")
+    error.sqlite_errorcode = code
+    db = _FailingDb(error)
+    monkeypatch.setattr(sqlite3, "connect", lambda *args, **kwargs: db)
+    path = tmp_path / "neardup.sqlite3"
+    with pytest.raises(StoreFull if full else sqlite3.OperationalError) as failed:
+        SQLiteStore(tmp_path)
+    assert str(failed.value) == (f"{path}: no room" if full else "no room") and db.closed
+    monkeypatch.undo()
+    SQLiteStore(tmp_path).close()
+
+
+def test_open_store_opens_the_shared_store_at_store_url_or_says_what_to_install(
+    tmp_path, monkeypatch
+):
+    """STORE_URL names PostgreSQL (its schema and timeout passed on); without the postgres
+    extra the error says how to install it; without STORE_URL the data directory's SQLite."""
+    url = "postgresql://u:p@localhost:5432/db"
+    settings = Settings(data_dir=tmp_path, store_url=url, store_schema="s1", store_timeout=7.5)
+    opened = []
+    monkeypatch.setattr(pgstore, "PostgresStore", lambda *args: opened.append(args) or args)
+    assert open_store(settings) == (url, "s1", 7.5) and opened == [(url, "s1", 7.5)]
+    monkeypatch.setitem(sys.modules, "neardup.app.service.pgstore", None)  # not importable
+    with pytest.raises(StoreUnavailable) as missing:
+        open_store(settings)
+    assert str(missing.value).startswith(
+        "STORE_URL needs the postgres extra (psycopg): pip install -e '.[postgres]' in a clone "
+        f"of neardup, or pip install 'neardup-{version('neardup')}-py3-none-any.whl[postgres]' "
+        "from its wheel (import of neardup.app.service.pgstore halted"
+    )
+    store = open_store(Settings(data_dir=tmp_path))
+    try:
+        assert isinstance(store, SQLiteStore) and store.path == tmp_path / "neardup.sqlite3"
     finally:
         store.close()
