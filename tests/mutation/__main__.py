@@ -185,6 +185,15 @@ def summary(
     )
 
 
+def by_module(statuses: dict[str, str], equivalent: set[str]) -> list[str]:
+    """``summary``'s line for each module of a run (``neardup.app.service.views: ...``)."""
+    modules: dict[str, dict[str, str]] = {}
+    for mutant, status in statuses.items():
+        module = mutant.rsplit(".", 1)[0]
+        modules.setdefault(module, {})[mutant] = status
+    return [summary(m, modules[m], None, equivalent) for m in sorted(modules)]
+
+
 def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
     package = PACKAGES[name]
@@ -213,7 +222,7 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     if done.returncode != 0:
         line += f" [mutmut exited {done.returncode}: see the log]"
     print(line, flush=True)
-    return line
+    return "\n    ".join([line, *by_module(statuses, equivalent)])
 
 
 def main() -> int:
@@ -242,7 +251,11 @@ def main() -> int:
     equivalent = equivalent_mutants()
     start = time.monotonic()
     if args.report:
-        lines = [summary(name, results(WORK / name), None, equivalent) for name in args.package]
+        lines = []
+        for name in args.package:
+            statuses = results(WORK / name)
+            lines.append("\n    ".join([summary(name, statuses, None, equivalent),
+                                        *by_module(statuses, equivalent)]))  # fmt: skip
     else:
         lines = [run(name, args, equivalent) for name in args.package]
     print("\nmutation testing, kill rate per package (TRIAGE.md: the survivors)")
