@@ -192,3 +192,28 @@ def test_if_new_keeps_exactly_the_documents_without_an_earlier_kept_match(order,
         assert {i for i, _ in found.best} == expected_left[j]
     assert all(found.count == 0 for found in plan.found)
     index.apply(plan)
+
+
+def _sig(*runs: tuple[int, int, int]) -> np.ndarray:
+    """A signature of zeros (the root's) but ``value`` in positions ``lo`` to ``hi - 1``."""
+    sig = np.zeros(128, dtype=np.uint32)
+    for lo, hi, value in runs:
+        sig[lo:hi] = value
+    return sig
+
+
+def test_a_left_out_document_lists_its_matches_best_first_then_by_id():
+    """ "d" matches the registered "z-reg" and the kept "a-kept" at 0.8125 and the kept
+    "b-kept" at 0.9375 (hand-made signatures; the kept ones match nothing registered nor each
+    other): it is left out, its matches the highest first, equal ones by id. The cluster's
+    root is its smallest id."""
+    index = ServiceIndex(MinhashParams())
+    index.apply(index.plan(["z-reg", "y-reg"], np.stack([_sig(), _sig((100, 108, 9))])))
+    assert (index.is_root("y-reg"), index.is_root("z-reg"), index.is_root("nope")) == (
+        True, False, False
+    )  # fmt: skip
+    d = _sig((0, 24, 1))
+    batch = np.stack([_sig((0, 24, 1), (24, 48, 2)), _sig((0, 24, 1), (48, 56, 3)), d])
+    plan, left = index.plan_if_new(["a-kept", "b-kept", "d"], batch)
+    assert plan.ids == ["a-kept", "b-kept"]
+    assert left == {2: Found(3, [("b-kept", 0.9375), ("a-kept", 0.8125), ("z-reg", 0.8125)])}
