@@ -45,7 +45,7 @@ class Package:
 
     mutate: list[str]
     tests: list[str]
-    #: where ``--tests`` names this package's tests
+    #: where ``--tests`` names this package's tests (or names one of ``tests``)
     tests_root: str
     skip: list[str] = field(default_factory=list)
     # "fork" (mutmut's default) forks each mutant from the process that ran the traced tests;
@@ -67,9 +67,12 @@ PACKAGES: dict[str, Package] = {
             "tests/app/service/test_exports.py",
             "tests/app/service/test_index.py",
             "tests/app/service/test_limits.py",
+            "tests/app/service/test_lookups.py",
             "tests/app/service/test_pool.py",
             "tests/app/service/test_store.py",
             "tests/app/service/test_views.py",
+            # diffs.py's own tests (with the charts of the /ui pages), in process
+            "tests/app/api/test_ui_views.py",
         ],
         skip=["neardup/app/service/pgstore.py"],
     ),
@@ -118,7 +121,8 @@ def settings(
     """The ``[tool.mutmut]`` table of one package's run."""
     files = [f"neardup/{m.replace('.', '/')}.py" for m in modules]
     mutate = [f for f in files if any(fnmatch(f, p) for p in package.mutate)] or package.mutate
-    tests = [t for t in tests if t.startswith(package.tests_root)] or list(package.tests)
+    tests = [t for t in tests if t.startswith(package.tests_root) or t in package.tests]
+    tests = tests or list(package.tests)
     skip = list(package.skip)
     if name == "service" and with_postgres:
         tests += ["tests/app/service/test_stores.py", "tests/app/service/test_replicas.py"]
@@ -181,6 +185,15 @@ def summary(
     )
 
 
+def by_module(statuses: dict[str, str], equivalent: set[str]) -> list[str]:
+    """``summary``'s line for each module of a run (``neardup.app.service.views: ...``)."""
+    modules: dict[str, dict[str, str]] = {}
+    for mutant, status in statuses.items():
+        module = mutant.rsplit(".", 1)[0]
+        modules.setdefault(module, {})[mutant] = status
+    return [summary(m, modules[m], None, equivalent) for m in sorted(modules)]
+
+
 def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
     package = PACKAGES[name]
@@ -209,7 +222,7 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     if done.returncode != 0:
         line += f" [mutmut exited {done.returncode}: see the log]"
     print(line, flush=True)
-    return line
+    return "\n    ".join([line, *by_module(statuses, equivalent)])
 
 
 def main() -> int:
@@ -238,7 +251,11 @@ def main() -> int:
     equivalent = equivalent_mutants()
     start = time.monotonic()
     if args.report:
-        lines = [summary(name, results(WORK / name), None, equivalent) for name in args.package]
+        lines = []
+        for name in args.package:
+            statuses = results(WORK / name)
+            lines.append("\n    ".join([summary(name, statuses, None, equivalent),
+                                        *by_module(statuses, equivalent)]))  # fmt: skip
     else:
         lines = [run(name, args, equivalent) for name in args.package]
     print("\nmutation testing, kill rate per package (TRIAGE.md: the survivors)")

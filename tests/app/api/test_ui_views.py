@@ -3,7 +3,7 @@
 import pytest
 
 from neardup.app.api.ui.charts import s_curve, size_histogram
-from neardup.app.service.diffs import highlight_ngrams, word_diff
+from neardup.app.service.diffs import Piece, highlight_ngrams, word_diff
 from neardup.core.engine import lsh_probability
 
 
@@ -57,3 +57,33 @@ def test_highlight_marks_the_characters_of_a_multilingual_ngram():
     assert "".join(p.text for p in pieces if p.kind == "hit") == "哈希函数"
     assert "".join(p.text for p in pieces) == text
     assert not [p for p in highlight_ngrams(text, grams, 4) if p.kind == "hit"]
+
+
+def test_word_diff_shows_deleted_words_and_keeps_the_text_around_them():
+    assert word_diff("One two three four five", " (one) Four five.") == [
+        Piece(" (", "same"), Piece("one", "same"), Piece("two three", "del"),
+        Piece(") ", "same"), Piece("Four five", "same"), Piece(".", "same"),
+    ]  # fmt: skip
+
+
+def test_word_diff_of_long_repetitive_texts_is_the_smallest():
+    """300 words of three repeated ones, one changed: one word out, one in (difflib's
+    "popular" heuristic, which would treat the repeated words as junk, is off)."""
+    words = [f"w{i % 3}" for i in range(300)]
+    changed = [*words[:150], "zz", *words[151:]]
+    pieces = word_diff(" ".join(words), " ".join(changed))
+    assert [(p.kind, p.text) for p in pieces if p.kind != "same"] == [("del", "w0"), ("ins", "zz")]
+
+
+def test_highlight_pieces_cover_the_text_exactly_with_no_empty_piece():
+    assert highlight_ngrams(" Tom FOUND a shiny, red shell.", {"found a shiny red"}, 4) == [
+        Piece(" ", "same"), Piece("Tom", "same"), Piece(" ", "same"), Piece("FOUND", "hit"),
+        Piece(" ", "same"), Piece("a", "hit"), Piece(" ", "same"), Piece("shiny", "hit"),
+        Piece(", ", "same"), Piece("red", "hit"), Piece(" ", "same"), Piece("shell", "same"),
+        Piece(".", "same"),
+    ]  # fmt: skip
+    pieces = highlight_ngrams("科学中，哈希函数", {"哈 希 函 数"}, 4, "multilingual")
+    assert pieces == [
+        Piece("科", "same"), Piece("学", "same"), Piece("中", "same"), Piece("，", "same"),
+        Piece("哈", "hit"), Piece("希", "hit"), Piece("函", "hit"), Piece("数", "hit"),
+    ]  # fmt: skip

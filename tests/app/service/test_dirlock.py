@@ -31,6 +31,22 @@ def test_the_holder_record_names_this_process_and_a_utc_start_and_is_cleared_on_
     DataDirLock(tmp_path).release()
 
 
+def test_a_held_lock_names_its_holder_from_its_record(tmp_path):
+    """A second lock on the directory (another open file: flock refuses it even in the same
+    process) is refused with the holder's pid, host and start, as recorded."""
+    lock = DataDirLock(tmp_path)
+    try:
+        record = json.loads((tmp_path / LOCK_NAME).read_text(encoding="utf-8"))
+        with pytest.raises(DataDirLocked) as refused:
+            DataDirLock(tmp_path)
+        assert str(refused.value) == (
+            f"{tmp_path} is in use by pid {os.getpid()} on host {socket.gethostname()} since "
+            f"{record['started']} (lock file {tmp_path / LOCK_NAME})"
+        )
+    finally:
+        lock.release()
+
+
 def test_a_lock_held_without_a_record_names_another_process(tmp_path):
     path = tmp_path / LOCK_NAME
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -1,6 +1,7 @@
 """Downloads: any record survives CSV (RFC 4180: quoted commas, quotes, CR, LF; UTF-8) and JSON
 Lines exactly; a report's records carry its fields."""
 
+import asyncio
 import csv
 import io
 import json
@@ -9,12 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.app.service import NewDoc, exports
+from neardup.app.service.errors import NotFound
 from neardup.app.service.exports import (
     MEMBER_COLUMNS,
     REPORT_COLUMNS,
+    cluster_export,
     encode,
     report_records,
 )
+from neardup.app.service.views import cluster_rows
 
 # Any valid Unicode text (no lone surrogates: the service refuses them), with the characters
 # CSV must quote drawn often.
@@ -98,3 +103,69 @@ def test_report_records_carry_the_totals_each_set_and_each_item():
     rows = list(csv.DictReader(io.StringIO(encode(records, "csv", REPORT_COLUMNS).decode())))
     assert rows[2]["item"] == "q,1" and json.loads(rows[2]["document_ids"]) == ["d1", "d2"]
     assert rows[2]["first_ngram"] == "" and rows[0]["set"] == ""
+
+
+WORDS = [f"w{i}" for i in range(40)]
+MEMBERS = {
+    "r": " ".join(WORDS),
+    "s": " ".join(WORDS) + " and more",  # a near copy
+    "t": " ".join(WORDS[:-1]),  # another
+    "u": " ".join(WORDS) + " and more",  # an exact copy of "s"
+    "v": " ".join(WORDS[:-1]),  # and of "t"
+}
+
+
+def test_a_cluster_export_streams_every_member_in_page_order_chunk_by_chunk(
+    service_in, monkeypatch
+):
+    """JSON Lines and CSV (one header) of every member, root first then by estimate, with
+    each exact copy's first id, EXPORT_CHUNK members a chunk; a member deleted after the rows
+    were read keeps its row with no text."""
+    monkeypatch.setattr(exports, "EXPORT_CHUNK", 2)
+
+    async def run():
+        async with service_in() as service:
+            await service.register([NewDoc("r", MEMBERS["r"], {})])
+            await service.register([NewDoc(i, t, {}) for i, t in MEMBERS.items() if i != "r"])
+            groups, estimates = await cluster_rows(service, "r")
+            jsonl = await cluster_export(service, "r", "jsonl")
+            csv_export = await cluster_export(service, "r", "csv")
+            jsonl_chunks = [chunk async for chunk in jsonl.body]
+            await service.delete("v")
+            csv_chunks = [chunk async for chunk in csv_export.body]
+            with pytest.raises(ValueError, match=r"^format must be one of jsonl, csv, not 'xml'$"):
+                await cluster_export(service, "r", "xml")
+            with pytest.raises(NotFound):
+                await cluster_export(service, "s", "jsonl")
+            return groups, estimates, jsonl, jsonl_chunks, csv_export, csv_chunks
+
+    groups, estimates, jsonl, jsonl_chunks, csv_export, csv_chunks = asyncio.run(run())
+    assert groups[0] == ["r"] and estimates[0] == 1.0
+    assert sorted(map(sorted, groups)) == [["r"], ["s", "u"], ["t", "v"]]
+    expected = [
+        {"id": i, "cluster": "r", "estimate": e, "copy_of": None if i == g[0] else g[0],
+         "text": MEMBERS[i]}
+        for g, e in zip(groups, estimates, strict=True) for i in g
+    ]  # fmt: skip
+    assert (jsonl.root, jsonl.rows, csv_export.rows) == ("r", 5, 5)
+    assert len(jsonl_chunks) == 3 and all(c.count(b"\n") <= 2 for c in jsonl_chunks)
+    assert [json.loads(line) for line in b"".join(jsonl_chunks).splitlines()] == expected
+    assert len(csv_chunks) == 4 and csv_chunks[0] == b"id,cluster,estimate,copy_of,text\r\n"
+    rows = list(csv.DictReader(io.StringIO(b"".join(csv_chunks).decode("utf-8"), newline="")))
+    deleted = [
+        {**r, "estimate": str(r["estimate"]), "copy_of": r["copy_of"] or ""} for r in expected
+    ]
+    for r in deleted:
+        r["text"] = "" if r["id"] == "v" else r["text"]
+    assert rows == deleted
+
+
+def test_cells_of_booleans_lists_and_objects():
+    record = {"id": True, "cluster": False, "estimate": [1, "é"], "copy_of": {"a": "中"}}
+    body = encode([record], "csv", MEMBER_COLUMNS, header=False)
+    assert body == 'true,false,"[1, ""é""]","{""a"": ""中""}",\r\n'.encode()
+
+
+def test_json_lines_keep_every_character_as_it_is():
+    """UTF-8 text, not ``\\u`` escapes: a reader sees the text."""
+    assert encode([{"id": "é中😀"}], "jsonl", MEMBER_COLUMNS) == '{"id": "é中😀"}\n'.encode()

@@ -192,3 +192,69 @@ def test_if_new_keeps_exactly_the_documents_without_an_earlier_kept_match(order,
         assert {i for i, _ in found.best} == expected_left[j]
     assert all(found.count == 0 for found in plan.found)
     index.apply(plan)
+
+
+def _sig(*runs: tuple[int, int, int]) -> np.ndarray:
+    """A signature of zeros (the root's) but ``value`` in positions ``lo`` to ``hi - 1``."""
+    sig = np.zeros(128, dtype=np.uint32)
+    for lo, hi, value in runs:
+        sig[lo:hi] = value
+    return sig
+
+
+def test_a_left_out_document_lists_its_matches_best_first_then_by_id():
+    """ "d" matches the registered "z-reg" and the kept "a-kept" at 0.8125 and the kept
+    "b-kept" at 0.9375 (hand-made signatures; the kept ones match nothing registered nor each
+    other): it is left out, its matches the highest first, equal ones by id. The cluster's
+    root is its smallest id."""
+    index = ServiceIndex(MinhashParams())
+    index.apply(index.plan(["z-reg", "y-reg"], np.stack([_sig(), _sig((100, 108, 9))])))
+    assert (index.is_root("y-reg"), index.is_root("z-reg"), index.is_root("nope")) == (
+        True, False, False
+    )  # fmt: skip
+    d = _sig((0, 24, 1))
+    batch = np.stack([_sig((0, 24, 1), (24, 48, 2)), _sig((0, 24, 1), (48, 56, 3)), d])
+    plan, left = index.plan_if_new(["a-kept", "b-kept", "d"], batch)
+    assert plan.ids == ["a-kept", "b-kept"]
+    assert left == {2: Found(3, [("b-kept", 0.9375), ("a-kept", 0.8125), ("z-reg", 0.8125)])}
+
+
+def test_a_loaded_index_roots_each_cluster_at_its_smallest_id_as_registering_does():
+    """Rows in number order whose ids are not in id order: each cluster's root is still its
+    smallest id, the clusters (of two or more, by default) are those of the index built by
+    registering them, and the ids' characters are counted in its memory; one document loads
+    too."""
+    ids = ["z-first", "m-alone", "a-later"]
+    sigs = np.stack([_sig(), _sig((0, 100, 5)), _sig((0, 8, 1))])
+    built = ServiceIndex(MinhashParams())
+    built.apply(built.plan(ids, sigs))
+    loaded = ServiceIndex(MinhashParams())
+    loaded.load(3, 5, [([0, 1], ids[:2], sigs[:2]), ([2], ids[2:], sigs[2:])])
+    for index in (built, loaded):
+        assert index.root_of("z-first") == index.root_of("a-later") == "a-later"
+        assert index.clusters_by_size() == {"a-later": 2}
+    assert loaded.next_number == 5
+    longer = ServiceIndex(MinhashParams())  # the same ids, 4 characters longer each
+    longer.load(3, 5, [([0, 1, 2], [f"{i}-xyz" for i in ids], sigs)])
+    assert longer.nbytes() - loaded.nbytes() == 12
+    single = ServiceIndex(MinhashParams())
+    single.load(1, 1, [([0], ["only"], sigs[:1])])
+    assert (len(single), single.root_of("only")) == (1, "only")
+
+
+def test_load_refuses_a_store_that_does_not_hold_what_it_counted():
+    sigs = np.stack([_sig(), _sig((0, 64, 1)), _sig((0, 128, 2))])
+    index = ServiceIndex(MinhashParams())
+    index.load(1, 1, [([0], ["a"], sigs[:1])])
+    with pytest.raises(RuntimeError, match=r"^load\(\) rebuilds an empty index only$"):
+        index.load(1, 1, [([0], ["a"], sigs[:1])])
+    cases = [
+        (1, 5, [0, 1], "the store holds more than the 1 documents it counted"),
+        (3, 5, [0, 1], "not all of the store's 3 documents below 5 read"),
+        (3, 2, [0, 1, 2], "not all of the store's 3 documents below 2 read"),
+    ]
+    for count, next_number, nums, message in cases:
+        chunk = (nums, [f"d{n}" for n in nums], sigs[: len(nums)])
+        with pytest.raises(RuntimeError) as refused:
+            ServiceIndex(MinhashParams()).load(count, next_number, [chunk])
+        assert str(refused.value) == message
