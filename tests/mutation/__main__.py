@@ -78,6 +78,8 @@ PACKAGES: dict[str, Package] = {
         tests_root="tests/app/spark",
         tests=[
             "tests/app/spark/test_kernels.py",
+            "tests/app/spark/test_batches.py",
+            "tests/app/spark/test_driver.py",
             "tests/app/spark/test_components.py",
             "tests/app/spark/test_entry.py",
         ],

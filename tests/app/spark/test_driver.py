@@ -1,0 +1,486 @@
+"""The Spark engine's pure parts, without a JVM: the manifest and its counts, the stage clock,
+the output rows' batch function and the Parquet schema's (driven by a stand-in for the two
+DataFrame calls they make, ``select`` and ``mapInArrow``), the index opened and committed, the
+output's format, the Parquet hint, the shuffle figures read from a stand-in status store, and
+the errors a run gives before any JVM starts."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from py4j.protocol import Py4JError
+
+from neardup.app.spark import corpus, entry, index, job, kernels, metrics, submit
+from neardup.core.engine import (
+    CorpusError,
+    DocIndex,
+    IndexConflictError,
+    IndexIdError,
+    IndexMissingError,
+    IndexParameterError,
+    MinhashParams,
+    RowWriter,
+    batch_signatures,
+    commit_index,
+    run_info,
+    text_digests,
+    write_part,
+)
+
+PARAMS = MinhashParams(num_perm=16, bands=4, threshold=0.5)
+
+
+class Frame:
+    """What the functions under test ask of a DataFrame: its columns, ``select`` of names,
+    ``mapInArrow`` (run at once over its batches, the promised schema kept), ``collect``."""
+
+    def __init__(self, batches: list[pa.RecordBatch], promised: str | None = None) -> None:
+        self.batches = batches
+        self.promised = promised
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.batches[0].schema.names)
+
+    def select(self, *names: str) -> Frame:
+        return Frame([b.select(list(names)) for b in self.batches])
+
+    def mapInArrow(  # noqa: N802 (Spark's name)
+        self, fn: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], schema: Any
+    ) -> Frame:
+        return Frame(list(fn(iter(self.batches))), schema)
+
+    def collect(self) -> list[dict[str, Any]]:
+        return [row for b in self.batches for row in b.to_pylist()]
+
+    def names_promised(self) -> list[str]:
+        """The top-level names of the DDL schema given to ``mapInArrow``."""
+        assert isinstance(self.promised, str)
+        depth, names, field = 0, [], ""
+        for ch in self.promised + ",":
+            depth += (ch == "<") - (ch == ">")
+            if ch == "," and depth == 0:
+                names.append(field.split()[0])
+                field = ""
+            else:
+                field += ch
+        return names
+
+
+def _spark() -> Any:
+    """A session as ``_output_lines`` uses it: a broadcast's ``value`` is the value."""
+    return SimpleNamespace(sparkContext=SimpleNamespace(broadcast=lambda v: SimpleNamespace(value=v)))
+
+
+# --- The manifest, its counts and the clock ---
+
+
+def test_spark_params_as_flags_and_the_manifest_as_json() -> None:
+    params = job.SparkParams(minhash=PARAMS, keep_duplicates=True)
+    assert params.as_dict() == {**PARAMS.as_dict(), "keep_duplicates": True}
+    indexed = job.SparkParams(minhash=PARAMS, index="idx", index_mode="read")
+    assert indexed.as_dict() == {
+        **PARAMS.as_dict(), "keep_duplicates": False, "index": "idx", "index_mode": "read"
+    }  # fmt: skip
+    default = job.SparkParams()
+    assert default.index is None and default.index_mode == "append"
+    assert default.minhash == MinhashParams() and not default.keep_duplicates
+    manifest = job.SparkManifest("spark", "4", "local[2]", {}, ["in"], [])
+    body = manifest.as_json()
+    assert "index" not in body
+    assert body == {
+        "engine": "spark", "spark_version": "4", "master": "local[2]", "parameters": {},
+        "inputs": ["in"], "protected": [], "counts": {}, "clusters": 0, "component_rounds": 0,
+        "shuffle_bytes": {}, "seconds": {}, "output": {},
+    }  # fmt: skip
+    manifest.index = {"url": "idx"}
+    assert manifest.as_json()["index"] == {"url": "idx"}
+
+
+def test_counts_per_stage() -> None:
+    manifest = job.SparkManifest("spark", "4", "local", {}, [], [])
+    job._counts(manifest, (3, 2), 10, 4, 7, keep_all=False)
+    assert manifest.counts == {
+        "read": 10, "exact_dropped": 3, "near_dropped": 2, "decontaminated": 1, "written": 4,
+        "edges": 7,
+    }  # fmt: skip
+    job._counts(manifest, (3, 2), 10, 9, 7, keep_all=True)  # every row kept, tagged
+    assert manifest.counts == {
+        "read": 10, "exact_dropped": 0, "near_dropped": 0, "decontaminated": 1, "written": 9,
+        "edges": 7,
+    }  # fmt: skip
+    job._counts(manifest, None, 5, 5, 0, keep_all=False)
+    assert manifest.counts["exact_dropped"] == 0 and manifest.counts["decontaminated"] == 0
+
+
+def test_the_clock_times_each_stage_in_its_own_job_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    groups: list[tuple[str, str]] = []
+    spark = SimpleNamespace(
+        sparkContext=SimpleNamespace(setJobGroup=lambda g, d: groups.append((g, d)))
+    )
+    ticks = iter([1.0, 2.23456, 2.5, 3.0])
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks))
+    seconds: dict[str, float] = {}
+    clock = job._Clock(spark, seconds, "signatures")  # type: ignore[arg-type]
+    assert re.fullmatch(r"neardup-[0-9a-f]{12}:", clock.run)
+    assert groups == [(clock.run + "signatures", "neardup dedup: signatures")]
+    clock.lap("signatures", "classes")
+    clock.lap("classes")
+    assert seconds == {"signatures": 1.235, "classes": 0.265}
+    assert groups[1:] == [(clock.run + "classes", "neardup dedup: classes")]
+    assert job._Clock(spark, {}, "x").run != clock.run  # type: ignore[arg-type]
+
+
+# --- The output rows (JSON Lines or Parquet text) and the Parquet schema ---
+
+
+def _kept(columns: dict[str, list[Any]]) -> Frame:
+    return Frame([pa.RecordBatch.from_pydict(columns)])
+
+
+ROWS = [
+    '{"id": "a", "text": "one two three", "x": 1.5}',
+    '{"id": "b", "text": "four five six seven", "x": NaN, "y": Infinity}',
+    '{"id": "c", "text": "eight nine ten", "meta": {"k": 1}}',
+]
+
+
+def test_output_lines_are_the_local_engines_rows_without_the_contaminated(tmp_path: Path) -> None:
+    protected = tmp_path / "bench.txt"
+    protected.write_text("five six\n", encoding="utf-8")
+    kept = _kept({"row": ROWS, "root": ["a", "b", "a"], "pos": [0, 1, 2], "id": ["a", "b", "c"]})
+    out = job._output_lines(_spark(), kept, [str(protected)], 2)  # type: ignore[arg-type]
+    assert out.names_promised() == ["pos", "value", "nulls"]
+    [batch] = out.batches
+    assert batch.schema.names == ["pos", "value", "nulls"]
+    assert batch.schema.field("nulls").type == pa.int32()
+    tagged = kernels.tagged_rows([ROWS[0], ROWS[2]], ["a", "a"])
+    assert batch.to_pylist() == [
+        {"pos": 0, "value": RowWriter.finite_dumps(tagged[0])[0], "nulls": 0},
+        {"pos": 2, "value": RowWriter.finite_dumps(tagged[1])[0], "nulls": 0},
+    ]
+    # Without protected sets nothing is dropped; JSON Lines has null for NaN and infinities.
+    every = job._output_lines(_spark(), kept, [], 2).batches[0]  # type: ignore[arg-type]
+    assert every.column("pos").to_pylist() == [0, 1, 2]
+    assert every.column("nulls").to_pylist() == [0, 2, 0]
+    assert json.loads(every.column("value")[1].as_py())["y"] is None
+    # A Parquet output keeps them (Python's json tokens) and counts none.
+    kept_nan = job._output_lines(_spark(), kept, [], 2, finite=False).batches[0]  # type: ignore[arg-type]
+    assert kept_nan.column("nulls").to_pylist() == [0, 0, 0]
+    assert '"y": Infinity' in kept_nan.column("value")[1].as_py()
+
+
+def test_output_lines_tokenize_protected_sets_with_the_runs_tokenizer(tmp_path: Path) -> None:
+    protected = tmp_path / "bench.txt"
+    protected.write_text("東京都\n", encoding="utf-8")
+    row = '{"id": "a", "text": "私は東京都に住む"}'
+    kept = _kept({"row": [row], "root": ["a"], "pos": [0]})
+    words = job._output_lines(_spark(), kept, [str(protected)], 1)  # type: ignore[arg-type]
+    assert len(words.batches[0]) == 1  # one "word" for the whitespace tokenizer: no match
+    multi = job._output_lines(_spark(), kept, [str(protected)], 1, "multilingual")  # type: ignore[arg-type]
+    assert len(multi.batches[0]) == 0
+
+
+def test_output_lines_with_reasons_index_parts_and_survivors() -> None:
+    kept = _kept(
+        {
+            "row": ROWS,
+            "root": ["a", "a", "a"],
+            "pos": [5, 6, 7],
+            "reason": [None, "near", "exact"],
+            "duplicate_of": [None, "a", "ix"],
+            "estimate": [None, 0.5, 1.0],
+            "id": ["a", "b", "c"],
+            "index_part": [None, None, "p1"],
+        }
+    )
+    out = job._output_lines(_spark(), kept, [], 2, survivors=True)  # type: ignore[arg-type]
+    assert out.names_promised() == ["pos", "value", "nulls", "id", "survivor"]
+    [batch] = out.batches
+    assert batch.schema.names == ["pos", "value", "nulls", "id", "survivor"]
+    assert batch.column("id").to_pylist() == ["a", "b", "c"]
+    assert batch.column("survivor").to_pylist() == [True, False, False]
+    rows = [json.loads(v) for v in batch.column("value").to_pylist()]
+    assert "neardup" not in rows[0]
+    assert rows[1]["neardup"] == kernels.reason_object("near", "a", 0.5, None, True)
+    assert rows[2]["neardup"] == kernels.reason_object("exact", "ix", 1.0, "p1", True)
+    # Without reasons every written row is a survivor; without parts, no index_part.
+    plain = _kept({"row": ROWS[:1], "root": ["a"], "pos": [0], "id": ["a"]})
+    one = job._output_lines(_spark(), plain, [], 2, survivors=True).batches[0]  # type: ignore[arg-type]
+    assert one.column("survivor").to_pylist() == [True]
+    tagged = _kept({k: v[:2] for k, v in kept.batches[0].to_pydict().items() if k != "index_part"})
+    two = job._output_lines(_spark(), tagged, [], 2).batches[0]  # type: ignore[arg-type]
+    assert json.loads(two.column("value")[1].as_py())["neardup"] == kernels.reason_object(
+        "near", "a", 0.5
+    )
+
+
+def _values(rows: list[dict[str, Any]], chunk: int | None = None) -> Frame:
+    values = pa.array([json.dumps(r) for r in rows], pa.string())
+    table = pa.table({"value": values, "pos": list(range(len(rows)))})
+    return Frame(table.to_batches(max_chunksize=chunk) if chunk else table.to_batches())
+
+
+def test_parquet_schema_is_the_local_writers_over_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [{"id": str(i), "text": "t", "n": None if i < 3 else i} for i in range(5)]
+    expected = RowWriter.table(rows, None).schema
+    assert job._parquet_schema(_values(rows), "out.parquet", None) == expected  # type: ignore[arg-type]
+    monkeypatch.setattr(job, "_SCHEMA_ROWS", 2)  # nulls only in the first chunks: unified
+    got = job._parquet_schema(_values(rows, chunk=1), "out.parquet", None)  # type: ignore[arg-type]
+    assert got.field("n").type == pa.int64() and got.names == ["id", "text", "n"]
+    hint = pa.schema([("n", pa.int8())])
+    assert job._parquet_schema(_values(rows), "o", hint).field("n").type == pa.int8()  # type: ignore[arg-type]
+    empty = job._parquet_schema(Frame([pa.record_batch({"value": pa.array([], pa.string())})]), "o", None)  # type: ignore[arg-type]
+    assert empty == pa.schema([("id", pa.string()), ("text", pa.string())])
+
+
+def test_parquet_schema_refuses_rows_of_no_schema() -> None:
+    bad = [{"id": "a", "text": "t", "n": 1}, {"id": "b", "text": "t", "n": "x"}]
+    with pytest.raises(CorpusError) as refused:
+        job._parquet_schema(_values(bad), "out.parquet", None)  # type: ignore[arg-type]
+    assert str(refused.value).startswith("out.parquet: rows do not fit one Parquet schema: ")
+    # Each chunk fits a schema of its own, the two do not unify.
+    with pytest.raises(CorpusError, match="rows do not fit one Parquet schema"):
+        job._parquet_schema(Frame(_values(bad, chunk=1).batches), "o", None)  # type: ignore[arg-type]
+
+
+def test_arrow_rows_are_the_rows_in_the_schemas_columns() -> None:
+    rows = [{"id": "a", "text": "t", "n": 1}, {"id": "b", "text": "u", "n": None}]
+    schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("n", pa.int16())])
+    out = job._arrow_rows(_values(rows), schema)  # type: ignore[arg-type]
+    assert [f.name for f in out.promised.fields] == ["id", "text", "n"]
+    table = pa.Table.from_batches(out.batches)
+    assert table.schema == schema and table.to_pylist() == rows
+
+
+# --- Inputs and outputs by name ---
+
+
+def test_output_format_by_name() -> None:
+    assert corpus.output_format("s3a://b/out.JSONL.GZ/") == ".jsonl.gz"
+    assert corpus.output_format("out.jsonl") == ".jsonl"
+    assert corpus.output_format("dir/out.parquet/") == ".parquet"
+    with pytest.raises(CorpusError) as unknown:
+        corpus.output_format("out.csv")
+    assert str(unknown.value) == (
+        "out.csv: unknown output format; the Spark engine writes .parquet, .jsonl, .jsonl.gz"
+    )
+    assert corpus._is_parquet("a/B.PARQUET/") and not corpus._is_parquet("a.parquet.jsonl")
+
+
+def test_missing_inputs_and_shown_paths() -> None:
+    gone = corpus._missing(None, "in.jsonl", Exception("[PATH_NOT_FOUND] Path does not exist"))  # type: ignore[arg-type]
+    assert (gone.path, gone.line, gone.reason) == ("in.jsonl", None, "no such file")
+    also = corpus._missing(None, "x", Exception("file does not exist"))  # type: ignore[arg-type]
+    assert also.reason == "no such file"
+    other = corpus._missing(None, "x", Exception("denied\nmore"))  # type: ignore[arg-type]
+    assert other.reason == "cannot read: denied"
+    assert corpus._missing(None, "x", Exception("")).reason.startswith("cannot read: ")  # type: ignore[arg-type]
+    assert corpus._shown("file:///tmp/a.jsonl") == "/tmp/a.jsonl"
+    assert corpus._shown("file:/tmp/a.jsonl") == "/tmp/a.jsonl"
+    assert corpus._shown("s3a://b/file:/x") == "s3a://b/file:/x"
+    assert corpus._shown("file:relative") == "file:relative"
+
+
+def test_rows_are_dropped_when_not_asked_for() -> None:
+    batch = pa.RecordBatch.from_pydict({"id": ["a"], "row": ["{}"], "n": [1]})
+    out = corpus._without_rows(batch)
+    assert out.schema == pa.schema([("id", pa.string()), ("row", pa.string()), ("n", pa.int64())])
+    assert out.to_pylist() == [{"id": "a", "row": None, "n": 1}]
+
+
+def test_parquet_hint_unifies_the_parquet_inputs(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    pq.write_table(pa.table({"id": ["x"], "text": ["t"], "n": pa.array([1], pa.int16())}), a)
+    meta = pa.array([{"k": 1}], pa.struct([("k", pa.int64())]))
+    pq.write_table(pa.table({"id": ["y"], "text": ["u"], "meta": meta}), b)
+    hint = corpus.parquet_hint(None, [str(a), "c.jsonl", str(b)])  # type: ignore[arg-type]
+    assert hint is not None
+    assert hint.names == ["id", "text", "n", "meta"]
+    assert hint.field("n").type == pa.int16()
+    assert hint.field("meta").type.names == ["k", "minhash_cluster"]
+    assert corpus.parquet_hint(None, ["c.jsonl"]) is None  # type: ignore[arg-type]
+    c = tmp_path / "c.parquet"  # 'n' a string here: the schemas do not unify, the first wins
+    pq.write_table(pa.table({"id": ["z"], "text": ["v"], "n": ["s"]}), c)
+    first = corpus.parquet_hint(None, [str(a), str(c)])  # type: ignore[arg-type]
+    assert first is not None and first.field("n").type == pa.int16()
+
+
+# --- The index: opened and checked, its parts committed ---
+
+
+def _index_with(url: str, ids: list[str], texts: list[str]) -> DocIndex:
+    base = DocIndex.open(url, missing_ok=True)
+    sigs = batch_signatures(texts, PARAMS)
+    part = write_part(base, PARAMS, ids, text_digests(texts), sigs, run_info("local", "t", []))
+    commit_index(base, PARAMS, [part])
+    return DocIndex.open(url)
+
+
+def test_open_index_checks_mode_params_and_files(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    with pytest.raises(IndexMissingError):
+        index.open_index(url, "read", PARAMS)
+    assert index.open_index(url, "append", PARAMS).version == 0
+    _index_with(url, ["a", "b"], ["one two three four", "five six seven eight"])
+    opened = index.open_index(url, "read", PARAMS)
+    assert opened.version == 1 and opened.rows == 2
+    with pytest.raises(IndexParameterError):
+        index.open_index(url, "append", MinhashParams(num_perm=16, bands=8, threshold=0.5))
+    # A listed file that is not Parquet (of the listed size): damaged, before any JVM starts.
+    [path] = opened.file_urls()
+    size = Path(path).stat().st_size
+    Path(path).write_bytes(b"x" * size)
+    with pytest.raises(Exception, match="idx"):
+        index.open_index(url, "read", PARAMS)
+
+
+def test_a_run_with_a_bad_index_fails_before_spark_starts(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    _index_with(url, ["a"], ["one two three four"])
+    params = job.SparkParams(minhash=MinhashParams(num_perm=32, bands=8), index=url)
+    with pytest.raises(IndexParameterError):
+        entry.dedup_on_spark(["in.jsonl"], "out.jsonl", params=params, master="bogus")
+    read = job.SparkParams(minhash=PARAMS, index=str(tmp_path / "none"), index_mode="read")
+    with pytest.raises(IndexMissingError):
+        entry.dedup_on_spark(["in.jsonl"], "out.jsonl", params=read, master="bogus")
+
+
+def test_commit_part_files_rows_and_bytes(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    first = _index_with(url, ["a", "b", "c"], ["one two three", "four five six", "seven"])
+    f = first.parts[0].files[0]
+    assert index._rows_of(first, f.path) == 3
+    assert index._bytes_of(first, f.path) == f.bytes == Path(first.file_urls()[0]).stat().st_size
+    base = DocIndex.open(url)
+    sigs = batch_signatures(["eight nine"], PARAMS)
+    part = write_part(base, PARAMS, ["d"], text_digests(["eight nine"]), sigs, run_info("s", "v", []))
+    assert index.commit_part(base, PARAMS, part) == 2
+    with pytest.raises(IndexConflictError):
+        index.commit_part(base, PARAMS, part)  # version 2 is taken
+    assert DocIndex.open(url).rows == 4
+    assert re.fullmatch(r"\d+\.\d+.*|0\+unknown", index._version())
+
+
+def test_index_summary_without_a_probe(tmp_path: Path) -> None:
+    opened = _index_with(str(tmp_path / "idx"), ["a"], ["one two"])
+    summary = index.index_summary(opened, "read", None, None)  # type: ignore[arg-type]
+    assert summary == {
+        "url": opened.url, "mode": "read", "version_read": 1, "version_written": None,
+        "part": None, "rows_added": 0, "indexed_rows": 1, "indexed_rows_matched": 0,
+        "rows_matching_index": 0, "broadcast": None, "candidates": 0, "files": None,
+        "files_read_for_signatures": None,
+    }  # fmt: skip
+
+
+class _Sorted:
+    """``taken.orderBy("iid").limit(n).collect()`` over a list of rows."""
+
+    def __init__(self, rows: list[dict[str, str]]) -> None:
+        self.rows = rows
+
+    def orderBy(self, key: str) -> _Sorted:  # noqa: N802 (Spark's name)
+        return _Sorted(sorted(self.rows, key=lambda r: r[key]))
+
+    def limit(self, n: int) -> _Sorted:
+        return _Sorted(self.rows[:n])
+
+    def collect(self) -> list[dict[str, str]]:
+        return self.rows
+
+
+def test_ids_already_indexed_are_named_first_in_id_order(tmp_path: Path) -> None:
+    opened = _index_with(str(tmp_path / "idx"), ["a"], ["one two"])
+    index._check_ids(opened, _Sorted([]))  # type: ignore[arg-type]
+    taken = [{"iid": f"n{i:02d}", "part": "p1"} for i in range(25, -1, -1)]
+    with pytest.raises(IndexIdError) as found:
+        index._check_ids(opened, _Sorted(taken))  # type: ignore[arg-type]
+    message = str(found.value)
+    assert "n00" in message and "n19" in message and "n20" not in message
+
+
+# --- Shuffle bytes, read from a stand-in for the driver's status store ---
+
+
+def _option(value: str | None) -> Any:
+    return SimpleNamespace(isDefined=lambda: value is not None, get=lambda: value)
+
+
+def _status_spark(calls: list[Any]) -> Any:
+    def stage(sid: int, written: int, read: int) -> Any:
+        return SimpleNamespace(
+            stageId=lambda: sid, shuffleWriteBytes=lambda: written, shuffleReadBytes=lambda: read
+        )
+
+    stages = [stage(1, 10, 0), stage(2, 0, 7), stage(2, 1, 1), stage(3, 100, 100),
+              stage(4, 5, 6)]  # fmt: skip
+    jobs = [
+        SimpleNamespace(jobId=lambda: 2, jobGroup=lambda: _option("run:b"), stageIds=lambda: [2, 1]),
+        SimpleNamespace(jobId=lambda: 1, jobGroup=lambda: _option("run:a"), stageIds=lambda: [1]),
+        SimpleNamespace(jobId=lambda: 3, jobGroup=lambda: _option("old:a"), stageIds=lambda: [3]),
+        SimpleNamespace(jobId=lambda: 4, jobGroup=lambda: _option(None), stageIds=lambda: [4]),
+    ]
+
+    def stage_list(*args: Any) -> list[Any]:
+        calls.append(("stageList", args[1:3]))
+        return stages
+
+    store = SimpleNamespace(stageList=stage_list, jobsList=lambda _: jobs)
+    bus = SimpleNamespace(waitUntilEmpty=lambda ms: calls.append(("wait", ms)))
+    context = SimpleNamespace(listenerBus=lambda: bus, statusStore=lambda: store)
+    jvm = SimpleNamespace(
+        scala=SimpleNamespace(jdk=SimpleNamespace(javaapi=SimpleNamespace(
+            CollectionConverters=SimpleNamespace(asJava=list)))),
+        java=SimpleNamespace(util=SimpleNamespace(ArrayList=list)),
+        double="double",
+    )  # fmt: skip
+    gateway = SimpleNamespace(new_array=lambda kind, n: calls.append(("array", kind, n)) or [])
+    return SimpleNamespace(
+        sparkContext=SimpleNamespace(
+            _jvm=jvm, _jsc=SimpleNamespace(sc=lambda: context), _gateway=gateway
+        )
+    )
+
+
+def test_shuffle_bytes_per_stage_of_this_runs_groups() -> None:
+    calls: list[Any] = []
+    got = metrics.shuffle_bytes(_status_spark(calls), "run:")
+    # stage 1 is in both groups (a reused shuffle): counted once, in the first job's group
+    assert got == {"a": {"write": 10, "read": 0}, "b": {"write": 1, "read": 8}}
+    assert list(got) == ["a", "b"]
+    assert ("wait", metrics._DRAIN_MS) in calls
+    assert ("stageList", (False, False)) in calls and ("array", "double", 0) in calls
+    assert metrics.shuffle_bytes(_status_spark([]), "none:") == {}
+
+
+def test_shuffle_bytes_are_none_when_the_store_cannot_be_read() -> None:
+    def broken() -> Any:
+        raise Py4JError("no such method")
+
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(_jvm=None, _jsc=SimpleNamespace(sc=broken)))
+    assert metrics.shuffle_bytes(spark, "run:") == {}  # type: ignore[arg-type]
+
+
+# --- Errors before any JVM: the spark-submit entry and the master URL ---
+
+
+def test_submit_runs_the_cli_with_the_spark_engine(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["in.jsonl", "--output", "out.jsonl", "--spark-master", "bogus://x"]
+    assert submit.main(args) == 2
+    err = capsys.readouterr().err
+    assert "'bogus://x' is not a Spark master URL" in err
+    monkeypatch.setattr("sys.argv", ["submit.py", *args[:3], "--spark-master", "local[x]"])
+    assert submit.main() == 2
+    assert "'local[x]' is not a Spark master URL" in capsys.readouterr().err
