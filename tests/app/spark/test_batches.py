@@ -284,8 +284,10 @@ def test_line_documents_of_only_bad_or_blank_lines_keep_their_types() -> None:
     )
     assert docs.column("n").to_pylist() == [9, 6]
     assert docs.column("row").to_pylist() == [lines[0], lines[3]]
-    assert docs.column("bad").to_pylist() == ["'text' must be a string",
-                                              "'id' must be a non-empty string or an integer"]  # fmt: skip
+    assert docs.column("bad").to_pylist() == [
+        "'text' must be a string",
+        "'id' must be a non-empty string or an integer",
+    ]
     blank = kernels.line_documents(batch.slice(1, 2), None)
     assert len(blank) == 0 and blank.schema == docs.schema
     good = pa.RecordBatch.from_arrays([pa.array(['{"id": "a", "text": "b"}'])], ["value"])

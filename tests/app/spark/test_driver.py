@@ -14,7 +14,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -55,7 +54,7 @@ class Frame:
     def select(self, *names: str) -> Frame:
         return Frame([b.select(list(names)) for b in self.batches])
 
-    def mapInArrow(  # noqa: N802 (Spark's name)
+    def mapInArrow(
         self, fn: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], schema: Any
     ) -> Frame:
         return Frame(list(fn(iter(self.batches))), schema)
@@ -79,7 +78,9 @@ class Frame:
 
 def _spark() -> Any:
     """A session as ``_output_lines`` uses it: a broadcast's ``value`` is the value."""
-    return SimpleNamespace(sparkContext=SimpleNamespace(broadcast=lambda v: SimpleNamespace(value=v)))
+    return SimpleNamespace(
+        sparkContext=SimpleNamespace(broadcast=lambda v: SimpleNamespace(value=v))
+    )
 
 
 # --- The manifest, its counts and the clock ---
@@ -131,14 +132,14 @@ def test_the_clock_times_each_stage_in_its_own_job_group(monkeypatch: pytest.Mon
     ticks = iter([1.0, 2.23456, 2.5, 3.0])
     monkeypatch.setattr(time, "perf_counter", lambda: next(ticks))
     seconds: dict[str, float] = {}
-    clock = job._Clock(spark, seconds, "signatures")  # type: ignore[arg-type]
+    clock = job._Clock(spark, seconds, "signatures")
     assert re.fullmatch(r"neardup-[0-9a-f]{12}:", clock.run)
     assert groups == [(clock.run + "signatures", "neardup dedup: signatures")]
     clock.lap("signatures", "classes")
     clock.lap("classes")
     assert seconds == {"signatures": 1.235, "classes": 0.265}
     assert groups[1:] == [(clock.run + "classes", "neardup dedup: classes")]
-    assert job._Clock(spark, {}, "x").run != clock.run  # type: ignore[arg-type]
+    assert job._Clock(spark, {}, "x").run != clock.run
 
 
 # --- The output rows (JSON Lines or Parquet text) and the Parquet schema ---
@@ -159,7 +160,7 @@ def test_output_lines_are_the_local_engines_rows_without_the_contaminated(tmp_pa
     protected = tmp_path / "bench.txt"
     protected.write_text("five six\n", encoding="utf-8")
     kept = _kept({"row": ROWS, "root": ["a", "b", "a"], "pos": [0, 1, 2], "id": ["a", "b", "c"]})
-    out = job._output_lines(_spark(), kept, [str(protected)], 2)  # type: ignore[arg-type]
+    out = job._output_lines(_spark(), kept, [str(protected)], 2)
     assert out.names_promised() == ["pos", "value", "nulls"]
     [batch] = out.batches
     assert batch.schema.names == ["pos", "value", "nulls"]
@@ -170,12 +171,12 @@ def test_output_lines_are_the_local_engines_rows_without_the_contaminated(tmp_pa
         {"pos": 2, "value": RowWriter.finite_dumps(tagged[1])[0], "nulls": 0},
     ]
     # Without protected sets nothing is dropped; JSON Lines has null for NaN and infinities.
-    every = job._output_lines(_spark(), kept, [], 2).batches[0]  # type: ignore[arg-type]
+    every = job._output_lines(_spark(), kept, [], 2).batches[0]
     assert every.column("pos").to_pylist() == [0, 1, 2]
     assert every.column("nulls").to_pylist() == [0, 2, 0]
     assert json.loads(every.column("value")[1].as_py())["y"] is None
     # A Parquet output keeps them (Python's json tokens) and counts none.
-    kept_nan = job._output_lines(_spark(), kept, [], 2, finite=False).batches[0]  # type: ignore[arg-type]
+    kept_nan = job._output_lines(_spark(), kept, [], 2, finite=False).batches[0]
     assert kept_nan.column("nulls").to_pylist() == [0, 0, 0]
     assert '"y": Infinity' in kept_nan.column("value")[1].as_py()
 
@@ -185,9 +186,9 @@ def test_output_lines_tokenize_protected_sets_with_the_runs_tokenizer(tmp_path: 
     protected.write_text("東京都\n", encoding="utf-8")
     row = '{"id": "a", "text": "私は東京都に住む"}'
     kept = _kept({"row": [row], "root": ["a"], "pos": [0]})
-    words = job._output_lines(_spark(), kept, [str(protected)], 1)  # type: ignore[arg-type]
+    words = job._output_lines(_spark(), kept, [str(protected)], 1)
     assert len(words.batches[0]) == 1  # one "word" for the whitespace tokenizer: no match
-    multi = job._output_lines(_spark(), kept, [str(protected)], 1, "multilingual")  # type: ignore[arg-type]
+    multi = job._output_lines(_spark(), kept, [str(protected)], 1, "multilingual")
     assert len(multi.batches[0]) == 0
 
 
@@ -204,7 +205,7 @@ def test_output_lines_with_reasons_index_parts_and_survivors() -> None:
             "index_part": [None, None, "p1"],
         }
     )
-    out = job._output_lines(_spark(), kept, [], 2, survivors=True)  # type: ignore[arg-type]
+    out = job._output_lines(_spark(), kept, [], 2, survivors=True)
     assert out.names_promised() == ["pos", "value", "nulls", "id", "survivor"]
     [batch] = out.batches
     assert batch.schema.names == ["pos", "value", "nulls", "id", "survivor"]
@@ -216,10 +217,10 @@ def test_output_lines_with_reasons_index_parts_and_survivors() -> None:
     assert rows[2]["neardup"] == kernels.reason_object("exact", "ix", 1.0, "p1", True)
     # Without reasons every written row is a survivor; without parts, no index_part.
     plain = _kept({"row": ROWS[:1], "root": ["a"], "pos": [0], "id": ["a"]})
-    one = job._output_lines(_spark(), plain, [], 2, survivors=True).batches[0]  # type: ignore[arg-type]
+    one = job._output_lines(_spark(), plain, [], 2, survivors=True).batches[0]
     assert one.column("survivor").to_pylist() == [True]
     tagged = _kept({k: v[:2] for k, v in kept.batches[0].to_pydict().items() if k != "index_part"})
-    two = job._output_lines(_spark(), tagged, [], 2).batches[0]  # type: ignore[arg-type]
+    two = job._output_lines(_spark(), tagged, [], 2).batches[0]
     assert json.loads(two.column("value")[1].as_py())["neardup"] == kernels.reason_object(
         "near", "a", 0.5
     )
@@ -234,30 +235,32 @@ def _values(rows: list[dict[str, Any]], chunk: int | None = None) -> Frame:
 def test_parquet_schema_is_the_local_writers_over_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = [{"id": str(i), "text": "t", "n": None if i < 3 else i} for i in range(5)]
     expected = RowWriter.table(rows, None).schema
-    assert job._parquet_schema(_values(rows), "out.parquet", None) == expected  # type: ignore[arg-type]
+    assert job._parquet_schema(_values(rows), "out.parquet", None) == expected
     monkeypatch.setattr(job, "_SCHEMA_ROWS", 2)  # nulls only in the first chunks: unified
-    got = job._parquet_schema(_values(rows, chunk=1), "out.parquet", None)  # type: ignore[arg-type]
+    got = job._parquet_schema(_values(rows, chunk=1), "out.parquet", None)
     assert got.field("n").type == pa.int64() and got.names == ["id", "text", "n"]
     hint = pa.schema([("n", pa.int8())])
-    assert job._parquet_schema(_values(rows), "o", hint).field("n").type == pa.int8()  # type: ignore[arg-type]
-    empty = job._parquet_schema(Frame([pa.record_batch({"value": pa.array([], pa.string())})]), "o", None)  # type: ignore[arg-type]
+    assert job._parquet_schema(_values(rows), "o", hint).field("n").type == pa.int8()
+    empty = job._parquet_schema(
+        Frame([pa.record_batch({"value": pa.array([], pa.string())})]), "o", None
+    )
     assert empty == pa.schema([("id", pa.string()), ("text", pa.string())])
 
 
 def test_parquet_schema_refuses_rows_of_no_schema() -> None:
     bad = [{"id": "a", "text": "t", "n": 1}, {"id": "b", "text": "t", "n": "x"}]
     with pytest.raises(CorpusError) as refused:
-        job._parquet_schema(_values(bad), "out.parquet", None)  # type: ignore[arg-type]
+        job._parquet_schema(_values(bad), "out.parquet", None)
     assert str(refused.value).startswith("out.parquet: rows do not fit one Parquet schema: ")
     # Each chunk fits a schema of its own, the two do not unify.
     with pytest.raises(CorpusError, match="rows do not fit one Parquet schema"):
-        job._parquet_schema(Frame(_values(bad, chunk=1).batches), "o", None)  # type: ignore[arg-type]
+        job._parquet_schema(Frame(_values(bad, chunk=1).batches), "o", None)
 
 
 def test_arrow_rows_are_the_rows_in_the_schemas_columns() -> None:
     rows = [{"id": "a", "text": "t", "n": 1}, {"id": "b", "text": "u", "n": None}]
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("n", pa.int16())])
-    out = job._arrow_rows(_values(rows), schema)  # type: ignore[arg-type]
+    out = job._arrow_rows(_values(rows), schema)
     assert [f.name for f in out.promised.fields] == ["id", "text", "n"]
     table = pa.Table.from_batches(out.batches)
     assert table.schema == schema and table.to_pylist() == rows
@@ -279,13 +282,13 @@ def test_output_format_by_name() -> None:
 
 
 def test_missing_inputs_and_shown_paths() -> None:
-    gone = corpus._missing(None, "in.jsonl", Exception("[PATH_NOT_FOUND] Path does not exist"))  # type: ignore[arg-type]
+    gone = corpus._missing(None, "in.jsonl", Exception("[PATH_NOT_FOUND] Path does not exist"))
     assert (gone.path, gone.line, gone.reason) == ("in.jsonl", None, "no such file")
-    also = corpus._missing(None, "x", Exception("file does not exist"))  # type: ignore[arg-type]
+    also = corpus._missing(None, "x", Exception("file does not exist"))
     assert also.reason == "no such file"
-    other = corpus._missing(None, "x", Exception("denied\nmore"))  # type: ignore[arg-type]
+    other = corpus._missing(None, "x", Exception("denied\nmore"))
     assert other.reason == "cannot read: denied"
-    assert corpus._missing(None, "x", Exception("")).reason.startswith("cannot read: ")  # type: ignore[arg-type]
+    assert corpus._missing(None, "x", Exception("")).reason.startswith("cannot read: ")
     assert corpus._shown("file:///tmp/a.jsonl") == "/tmp/a.jsonl"
     assert corpus._shown("file:/tmp/a.jsonl") == "/tmp/a.jsonl"
     assert corpus._shown("s3a://b/file:/x") == "s3a://b/file:/x"
@@ -304,15 +307,15 @@ def test_parquet_hint_unifies_the_parquet_inputs(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": ["x"], "text": ["t"], "n": pa.array([1], pa.int16())}), a)
     meta = pa.array([{"k": 1}], pa.struct([("k", pa.int64())]))
     pq.write_table(pa.table({"id": ["y"], "text": ["u"], "meta": meta}), b)
-    hint = corpus.parquet_hint(None, [str(a), "c.jsonl", str(b)])  # type: ignore[arg-type]
+    hint = corpus.parquet_hint(None, [str(a), "c.jsonl", str(b)])
     assert hint is not None
     assert hint.names == ["id", "text", "n", "meta"]
     assert hint.field("n").type == pa.int16()
     assert hint.field("meta").type.names == ["k", "minhash_cluster"]
-    assert corpus.parquet_hint(None, ["c.jsonl"]) is None  # type: ignore[arg-type]
+    assert corpus.parquet_hint(None, ["c.jsonl"]) is None
     c = tmp_path / "c.parquet"  # 'n' a string here: the schemas do not unify, the first wins
     pq.write_table(pa.table({"id": ["z"], "text": ["v"], "n": ["s"]}), c)
-    first = corpus.parquet_hint(None, [str(a), str(c)])  # type: ignore[arg-type]
+    first = corpus.parquet_hint(None, [str(a), str(c)])
     assert first is not None and first.field("n").type == pa.int16()
 
 
@@ -364,7 +367,9 @@ def test_commit_part_files_rows_and_bytes(tmp_path: Path) -> None:
     assert index._bytes_of(first, f.path) == f.bytes == Path(first.file_urls()[0]).stat().st_size
     base = DocIndex.open(url)
     sigs = batch_signatures(["eight nine"], PARAMS)
-    part = write_part(base, PARAMS, ["d"], text_digests(["eight nine"]), sigs, run_info("s", "v", []))
+    part = write_part(
+        base, PARAMS, ["d"], text_digests(["eight nine"]), sigs, run_info("s", "v", [])
+    )
     assert index.commit_part(base, PARAMS, part) == 2
     with pytest.raises(IndexConflictError):
         index.commit_part(base, PARAMS, part)  # version 2 is taken
@@ -374,7 +379,7 @@ def test_commit_part_files_rows_and_bytes(tmp_path: Path) -> None:
 
 def test_index_summary_without_a_probe(tmp_path: Path) -> None:
     opened = _index_with(str(tmp_path / "idx"), ["a"], ["one two"])
-    summary = index.index_summary(opened, "read", None, None)  # type: ignore[arg-type]
+    summary = index.index_summary(opened, "read", None, None)
     assert summary == {
         "url": opened.url, "mode": "read", "version_read": 1, "version_written": None,
         "part": None, "rows_added": 0, "indexed_rows": 1, "indexed_rows_matched": 0,
@@ -389,7 +394,7 @@ class _Sorted:
     def __init__(self, rows: list[dict[str, str]]) -> None:
         self.rows = rows
 
-    def orderBy(self, key: str) -> _Sorted:  # noqa: N802 (Spark's name)
+    def orderBy(self, key: str) -> _Sorted:
         return _Sorted(sorted(self.rows, key=lambda r: r[key]))
 
     def limit(self, n: int) -> _Sorted:
@@ -401,10 +406,10 @@ class _Sorted:
 
 def test_ids_already_indexed_are_named_first_in_id_order(tmp_path: Path) -> None:
     opened = _index_with(str(tmp_path / "idx"), ["a"], ["one two"])
-    index._check_ids(opened, _Sorted([]))  # type: ignore[arg-type]
+    index._check_ids(opened, _Sorted([]))
     taken = [{"iid": f"n{i:02d}", "part": "p1"} for i in range(25, -1, -1)]
     with pytest.raises(IndexIdError) as found:
-        index._check_ids(opened, _Sorted(taken))  # type: ignore[arg-type]
+        index._check_ids(opened, _Sorted(taken))
     message = str(found.value)
     assert "n00" in message and "n19" in message and "n20" not in message
 
@@ -425,7 +430,9 @@ def _status_spark(calls: list[Any]) -> Any:
     stages = [stage(1, 10, 0), stage(2, 0, 7), stage(2, 1, 1), stage(3, 100, 100),
               stage(4, 5, 6)]  # fmt: skip
     jobs = [
-        SimpleNamespace(jobId=lambda: 2, jobGroup=lambda: _option("run:b"), stageIds=lambda: [2, 1]),
+        SimpleNamespace(
+            jobId=lambda: 2, jobGroup=lambda: _option("run:b"), stageIds=lambda: [2, 1]
+        ),
         SimpleNamespace(jobId=lambda: 1, jobGroup=lambda: _option("run:a"), stageIds=lambda: [1]),
         SimpleNamespace(jobId=lambda: 3, jobGroup=lambda: _option("old:a"), stageIds=lambda: [3]),
         SimpleNamespace(jobId=lambda: 4, jobGroup=lambda: _option(None), stageIds=lambda: [4]),
@@ -467,8 +474,10 @@ def test_shuffle_bytes_are_none_when_the_store_cannot_be_read() -> None:
     def broken() -> Any:
         raise Py4JError("no such method")
 
-    spark = SimpleNamespace(sparkContext=SimpleNamespace(_jvm=None, _jsc=SimpleNamespace(sc=broken)))
-    assert metrics.shuffle_bytes(spark, "run:") == {}  # type: ignore[arg-type]
+    spark = SimpleNamespace(
+        sparkContext=SimpleNamespace(_jvm=None, _jsc=SimpleNamespace(sc=broken))
+    )
+    assert metrics.shuffle_bytes(spark, "run:") == {}
 
 
 # --- Errors before any JVM: the spark-submit entry and the master URL ---
@@ -484,3 +493,262 @@ def test_submit_runs_the_cli_with_the_spark_engine(
     monkeypatch.setattr("sys.argv", ["submit.py", *args[:3], "--spark-master", "local[x]"])
     assert submit.main() == 2
     assert "'local[x]' is not a Spark master URL" in capsys.readouterr().err
+
+
+# --- The session and the run around it, with stand-ins for Spark's builder and the job ---
+
+
+class _Builder:
+    """``SparkSession.builder`` as ``spark_session`` uses it; records what it was told."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.told: dict[str, Any] = {}
+        self.fail = fail
+        self.session = SimpleNamespace(
+            sparkContext=SimpleNamespace(setLogLevel=lambda level: self.told.update(log=level))
+        )
+
+    def appName(self, name: str) -> _Builder:
+        self.told["app"] = name
+        return self
+
+    def master(self, master: str) -> _Builder:
+        self.told["master"] = master
+        return self
+
+    def config(self, key: str, value: str) -> _Builder:
+        self.told[key] = value
+        return self
+
+    def getOrCreate(self) -> Any:
+        if self.fail is not None:
+            raise RuntimeError(self.fail)
+        return self.session
+
+
+def _with_builder(monkeypatch: pytest.MonkeyPatch, builder: _Builder) -> None:
+    from pyspark.sql import SparkSession
+
+    monkeypatch.setattr(SparkSession, "builder", builder)
+
+
+def test_spark_session_configures_a_local_master(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    builder = _Builder()
+    _with_builder(monkeypatch, builder)
+    assert entry.spark_session("local[2]") is builder.session
+    assert builder.told == {
+        "app": "neardup dedup", "master": "local[2]", "spark.sql.shuffle.partitions": "8",
+        "log": "WARN",
+    }  # fmt: skip
+    import os
+    import sys
+
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    quiet = _Builder()
+    _with_builder(monkeypatch, quiet)
+    monkeypatch.setenv("PYSPARK_PYTHON", "python9")
+    entry.spark_session("local", quiet=True)
+    assert quiet.told["spark.ui.showConsoleProgress"] == "false" and quiet.told["log"] == "ERROR"
+    assert os.environ["PYSPARK_PYTHON"] == "python9"
+
+
+def test_spark_session_leaves_a_cluster_to_its_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    builder = _Builder()
+    _with_builder(monkeypatch, builder)
+    entry.spark_session(None)
+    assert builder.told == {"app": "neardup dedup", "log": "WARN"}
+    yarn = _Builder()
+    _with_builder(monkeypatch, yarn)
+    entry.spark_session("yarn")
+    assert yarn.told == {"app": "neardup dedup", "master": "yarn", "log": "WARN"}
+    import os
+
+    assert "PYSPARK_PYTHON" not in os.environ
+
+
+def test_spark_session_errors_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_builder(monkeypatch, _Builder(fail="\n  \nJAVA_HOME is not set\nat line 2"))
+    with pytest.raises(entry.ParameterError) as refused:
+        entry.spark_session("yarn")
+    assert str(refused.value) == "cannot start Spark (--spark-master yarn): JAVA_HOME is not set"
+    _with_builder(monkeypatch, _Builder(fail=""))
+    with pytest.raises(entry.ParameterError, match=r"\(--spark-master None\): RuntimeError$"):
+        entry.spark_session(None)
+    with pytest.raises(entry.ParameterError, match="is not a Spark master URL"):
+        entry.spark_session("local[]")
+    monkeypatch.setitem(__import__("sys").modules, "pyspark.sql", None)  # not installed
+    with pytest.raises(entry.ParameterError) as missing:
+        entry.spark_session("local")
+    assert str(missing.value).startswith(
+        "the Spark engine needs the spark extra (pyspark) and Java 17: pip install -e '.[spark]'"
+    )
+
+
+class _Path:
+    """``HadoopPath`` over a local file, as ``dedup_on_spark`` writes the manifest with it."""
+
+    def __init__(self, spark: Any, path: str) -> None:
+        self.path = path
+
+    def write_bytes(self, data: bytes) -> None:
+        Path(self.path).write_bytes(data)
+
+
+def _fake_run(
+    monkeypatch: pytest.MonkeyPatch, manifest: job.SparkManifest, conflict: bool = False
+) -> list[str]:
+    events: list[str] = []
+    session = SimpleNamespace(stop=lambda: events.append("stopped"))
+    monkeypatch.setattr(entry, "spark_session", lambda master, quiet: events.append(
+        f"session {master} {quiet}") or session)  # fmt: skip
+    monkeypatch.setattr(entry, "HadoopPath", _Path)
+
+    def run(spark: Any, inputs: Any, output: str, **kw: Any) -> job.SparkManifest:
+        assert spark is session and kw["params"] == job.SparkParams()
+        events.append(f"run {list(inputs)} {output} {list(kw['protected'])}")
+        if conflict:
+            kw["on_conflict"](manifest)
+            raise IndexConflictError("idx", 2, ["p"])
+        return manifest
+
+    monkeypatch.setattr(entry, "run_spark_dedup", run)
+    return events
+
+
+def _manifest(**extra: Any) -> job.SparkManifest:
+    manifest = job.SparkManifest("spark", "4", "local[2]", {}, ["in.jsonl"], [])
+    manifest.counts = {"read": 5, "exact_dropped": 1, "near_dropped": 2, "decontaminated": 0,
+                       "written": 2, "edges": 3, **extra}  # fmt: skip
+    return manifest
+
+
+def test_dedup_on_spark_writes_the_manifest_and_says_what_it_did(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    manifest = _manifest(nan_as_null=2)
+    events = _fake_run(monkeypatch, manifest)
+    out = str(tmp_path / "out.jsonl")
+    assert entry.dedup_on_spark(["in.jsonl"], out + "/", protected=["p.txt"]) is manifest
+    assert events == ["session None False", f"run ['in.jsonl'] {out}/ ['p.txt']", "stopped"]
+    written = (tmp_path / "out.jsonl.manifest.json").read_text(encoding="utf-8")
+    assert written == json.dumps(manifest.as_json(), indent=2) + "\n"
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "neardup dedup: warning: 2 NaN or infinite values written as null (JSON has no number "
+        "for them; a Parquet output keeps them)",
+        f"neardup dedup (spark, local[2]): read 5, exact-dropped 1, near-dropped 2, "
+        f"decontaminated 0, wrote 2 to {out}/ (manifest {out}.manifest.json)",
+    ]
+    other = str(tmp_path / "m.json")
+    manifest.index = {"url": "idx", "mode": "append", "version_read": 0, "version_written": 1,
+                      "part": "p1", "rows_added": 2, "indexed_rows": 0,
+                      "indexed_rows_matched": 0, "rows_matching_index": 0}  # fmt: skip
+    manifest.counts.pop("nan_as_null")
+    entry.dedup_on_spark(["in.jsonl"], out, manifest_path=other, master="local[2]")
+    assert events[-3] == "session local[2] False"
+    assert json.loads(Path(other).read_text(encoding="utf-8"))["index"]["part"] == "p1"
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[1].startswith("neardup dedup: index idx: read version 0")
+    entry.dedup_on_spark(["in.jsonl"], out, quiet=True)
+    assert events[-3] == "session None True" and capsys.readouterr().err == ""
+
+
+def test_dedup_on_spark_stops_spark_and_keeps_a_conflicts_manifest(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    manifest = _manifest()
+    manifest.index = {"conflict": "lost"}
+    events = _fake_run(monkeypatch, manifest, conflict=True)
+    out = str(tmp_path / "out.jsonl")
+    with pytest.raises(IndexConflictError):
+        entry.dedup_on_spark(["in.jsonl"], out)
+    assert events[-1] == "stopped"
+    written = json.loads((tmp_path / "out.jsonl.manifest.json").read_text(encoding="utf-8"))
+    assert written["index"] == {"conflict": "lost"}
+
+
+# --- HadoopPath's part files, over a stand-in filesystem ---
+
+
+class _JPath:
+    def __init__(self, parent: Any, name: str | None = None) -> None:
+        self.full = parent if name is None else f"{parent.full}/{name}"
+
+    def getName(self) -> str:
+        return self.full.rsplit("/", 1)[-1]
+
+    def getParent(self) -> _JPath:
+        return _JPath(self.full.rsplit("/", 1)[0])
+
+    def toString(self) -> str:
+        return self.full
+
+
+class _Fs:
+    def __init__(self, names: list[str], refuse: str | None = None) -> None:
+        self.files = {f"/d/{n}" for n in names}
+        self.refuse = refuse
+
+    def listStatus(self, path: _JPath) -> list[Any]:
+        inside = sorted(f for f in self.files if f.startswith(path.full + "/"))
+        return [SimpleNamespace(getPath=lambda f=f: _JPath(f)) for f in inside]
+
+    def rename(self, source: _JPath, target: _JPath) -> bool:
+        moved = {f for f in self.files if f == source.full or f.startswith(source.full + "/")}
+        if source.getName() == self.refuse or not moved:
+            return False
+        self.files = (self.files - moved) | {target.full + f[len(source.full) :] for f in moved}
+        return True
+
+    def delete(self, path: _JPath, recursive: bool) -> bool:
+        gone = {f for f in self.files if f == path.full or f.startswith(path.full + "/")}
+        self.files -= gone
+        return bool(gone)
+
+    def exists(self, path: _JPath) -> bool:
+        return any(f == path.full or f.startswith(path.full + "/") for f in self.files)
+
+
+def _hadoop(fs: _Fs, path: str = "/d") -> corpus.HadoopPath:
+    out = corpus.HadoopPath.__new__(corpus.HadoopPath)
+    jvm = SimpleNamespace(org=SimpleNamespace(apache=SimpleNamespace(hadoop=SimpleNamespace(
+        fs=SimpleNamespace(Path=_JPath)))))  # fmt: skip
+    out._jvm, out._fs, out._jpath, out.path = jvm, fs, _JPath(path), path
+    return out
+
+
+def test_part_files_are_renamed_and_tidied() -> None:
+    names = ["part-00000-x.txt", "part-00001-x.txt.gz", ".part-00000-x.txt.crc", "_SUCCESS",
+             "other.txt", "part-00002-x.csv"]  # fmt: skip
+    fs = _Fs(names)
+    folder = _hadoop(fs)
+    folder.rename_parts(".txt", ".jsonl")
+    assert {f.rsplit("/", 1)[1] for f in fs.files} == {
+        "part-00000-x.jsonl", "part-00001-x.jsonl.gz", ".part-00000-x.txt.crc", "_SUCCESS",
+        "other.txt", "part-00002-x.csv",
+    }  # fmt: skip
+    fs.getRawFileSystem = lambda: fs
+    assert folder.tidy_parts(".jsonl") == ["part-00000-x.jsonl"]
+    assert {f.rsplit("/", 1)[1] for f in fs.files} == {
+        "part-00000-x.jsonl", "part-00001-x.jsonl.gz", "other.txt", "part-00002-x.csv"
+    }  # fmt: skip
+    assert folder.tidy_parts(".gz") == ["part-00001-x.jsonl.gz"]
+    with pytest.raises(CorpusError, match=r"cannot rename part-00002-x\.csv"):
+        _hadoop(_Fs(["part-00002-x.csv"], refuse="part-00002-x.csv")).rename_parts(".csv", ".c")
+
+
+def test_a_sibling_replaces_its_target_when_moved() -> None:
+    fs = _Fs(["out/part-0", "out.partial/part-1"])
+    partial = _hadoop(fs, "/d/out.partial")
+    target = partial.sibling("out")
+    assert (target.path, target.name) == ("/d/out", "out")
+    assert target.exists() and not _hadoop(fs, "/d/none").exists()
+    partial.rename_to(target)
+    assert fs.files == {"/d/out/part-1"}
+    stuck = _hadoop(_Fs(["a/x"], refuse="a"), "/d/a")
+    with pytest.raises(CorpusError, match="cannot move /d/a there"):
+        stuck.rename_to(stuck.sibling("b"))
