@@ -14,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -29,6 +30,7 @@ from neardup.core.engine import (
     IndexParameterError,
     MinhashParams,
     RowWriter,
+    band_digests,
     batch_signatures,
     commit_index,
     run_info,
@@ -61,6 +63,13 @@ class Frame:
 
     def collect(self) -> list[dict[str, Any]]:
         return [row for b in self.batches for row in b.to_pylist()]
+
+    def distinct(self) -> Frame:
+        rows = {tuple(r.items()): r for r in self.collect()}
+        return Frame([pa.RecordBatch.from_pylist(list(rows.values()), self.batches[0].schema)])
+
+    def toArrow(self) -> pa.Table:
+        return pa.Table.from_batches(self.batches)
 
     def names_promised(self) -> list[str]:
         """The top-level names of the DDL schema given to ``mapInArrow``."""
@@ -752,3 +761,23 @@ def test_a_sibling_replaces_its_target_when_moved() -> None:
     stuck = _hadoop(_Fs(["a/x"], refuse="a"), "/d/a")
     with pytest.raises(CorpusError, match="cannot move /d/a there"):
         stuck.rename_to(stuck.sibling("b"))
+
+
+def test_the_probe_filter_is_the_new_batchs_ids_digests_and_band_digests() -> None:
+    sigs = np.arange(2 * PARAMS.num_perm, dtype=np.uint32).reshape(2, PARAMS.num_perm)
+    classes = Frame(
+        [pa.RecordBatch.from_pydict({"id": ["a", "b", "c"], "digest": [b"x", b"y", b"x"]})]
+    )
+    live = Frame(
+        [pa.RecordBatch.from_arrays([pa.array(["a", "b"]), kernels.binary_rows(sigs)],
+                                    names=["cid", "sig"])]
+    )  # fmt: skip
+    probe = index._filter(classes, live, PARAMS)
+    assert probe.ids == ["a", "b", "c"] and probe.digests == [b"x", b"y"]
+    digests = np.sort(band_digests(sigs, PARAMS.bands), axis=0)
+    assert [k.tolist() for k in probe.keys] == digests.T.tolist()
+    keys = Frame(live.mapInArrow(lambda b: b, "").batches)
+    [out] = index._band_keys(keys, PARAMS).batches
+    assert out.to_pylist() == kernels.band_key_batch(live.batches[0], PARAMS).to_pylist()
+    nobody = Frame([live.batches[0].slice(0, 0)])
+    assert index._filter(classes, nobody, PARAMS).keys == []
