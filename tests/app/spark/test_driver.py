@@ -781,3 +781,81 @@ def test_the_probe_filter_is_the_new_batchs_ids_digests_and_band_digests() -> No
     assert out.to_pylist() == kernels.band_key_batch(live.batches[0], PARAMS).to_pylist()
     nobody = Frame([live.batches[0].slice(0, 0)])
     assert index._filter(classes, nobody, PARAMS).keys == []
+
+
+def test_inputs_missing_by_sparks_error_class_and_other_errors_by_their_first_line() -> None:
+    gone = corpus._missing(None, "s3a://b/in", Exception("[PATH_NOT_FOUND] Path: s3a://b/in."))
+    assert (gone.path, gone.reason) == ("s3a://b/in", "no such file")
+    other = corpus._missing(None, "s3a://b/in", Exception("[UNABLE] Access Denied\nat ..."))
+    assert (other.path, other.line, other.reason) == (
+        "s3a://b/in",
+        None,
+        "cannot read: [UNABLE] Access Denied",
+    )
+    with pytest.raises(CorpusError, match="unknown output format"):
+        corpus.output_format("out.jsonlX")  # only slashes are stripped from the end
+
+
+class _Stages(list):  # type: ignore[type-arg]
+    """The java.util.ArrayList the stand-in store is given."""
+
+
+def _store_spark(jobs: list[tuple[int, str | None, list[int]]], calls: list[Any]) -> Any:
+    """A status store of stages (id, write, read) and jobs (id, group, stage ids); a group's
+    ``get`` raises when it is not defined (Scala's ``None.get``)."""
+    stages = [(1, 10, 0), (2, 3, 7), (2, 1, 1), (3, 100, 100), (5, 40, 2)]
+
+    def option(value: str | None) -> Any:
+        def get() -> str:
+            if value is None:
+                raise LookupError("None.get")
+            return value
+
+        return SimpleNamespace(isDefined=lambda: value is not None, get=get)
+
+    def stage_list(*args: Any) -> list[Any]:
+        calls.append(args)
+        return [SimpleNamespace(stageId=lambda s=s: s[0], shuffleWriteBytes=lambda s=s: s[1],
+                                shuffleReadBytes=lambda s=s: s[2]) for s in stages]  # fmt: skip
+
+    quantiles = object()
+    store = SimpleNamespace(
+        stageList=stage_list,
+        jobsList=lambda statuses: [
+            SimpleNamespace(jobId=lambda j=j: j[0], jobGroup=lambda j=j: option(j[1]),
+                            stageIds=lambda j=j: j[2]) for j in jobs
+        ] if statuses is None else [],
+    )  # fmt: skip
+    context = SimpleNamespace(
+        listenerBus=lambda: SimpleNamespace(waitUntilEmpty=lambda ms: None),
+        statusStore=lambda: store,
+    )
+    jvm = SimpleNamespace(
+        scala=SimpleNamespace(jdk=SimpleNamespace(javaapi=SimpleNamespace(
+            CollectionConverters=SimpleNamespace(asJava=list)))),
+        java=SimpleNamespace(util=SimpleNamespace(ArrayList=_Stages)),
+        double="double",
+    )  # fmt: skip
+    gateway = SimpleNamespace(
+        new_array=lambda kind, n: quantiles if (kind, n) == ("double", 0) else None
+    )
+    calls.append(quantiles)
+    return SimpleNamespace(
+        sparkContext=SimpleNamespace(
+            _jvm=jvm, _jsc=SimpleNamespace(sc=lambda: context), _gateway=gateway
+        )
+    )
+
+
+def test_shuffle_bytes_sum_attempts_skip_other_groups_and_count_a_stage_once() -> None:
+    calls: list[Any] = []
+    jobs = [(4, "run:b", [1, 2, 4]), (1, "run:a", [1]), (2, "old:a", [3]), (3, None, [3]),
+            (5, "run:c", [5])]  # fmt: skip
+    got = metrics.shuffle_bytes(_store_spark(jobs, calls), "run:")
+    # stage 2's two attempts summed; stage 1 counted in job 1's group only; stage 4 is gone
+    # from the store (no figures); jobs of other groups, or none, skipped wherever they are
+    assert got == {"a": {"write": 10, "read": 0}, "b": {"write": 4, "read": 8},
+                   "c": {"write": 40, "read": 2}}  # fmt: skip
+    quantiles, args = calls
+    assert len(args) == 5 and args[1:4] == (False, False, quantiles)
+    assert type(args[0]) is _Stages and type(args[4]) is _Stages
