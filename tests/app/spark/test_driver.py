@@ -41,25 +41,78 @@ from neardup.core.engine import (
 PARAMS = MinhashParams(num_perm=16, bands=4, threshold=0.5)
 
 
+#: Arrow types of the DDL types the functions under test promise ``mapInArrow`` (a struct is
+#: not checked).
+DDL_TYPES = {"string": pa.string(), "binary": pa.binary(), "int": pa.int32(),
+             "bigint": pa.int64(), "boolean": pa.bool_(), "double": pa.float64()}  # fmt: skip
+
+
+def promised(schema: Any) -> list[tuple[str, pa.DataType | None]]:
+    """(name, Arrow type or None for a struct) of a schema given to ``mapInArrow``: a DDL
+    string or a pyspark ``StructType``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    if isinstance(schema, StructType):
+        return [(f.name, f.type) for f in to_arrow_schema(schema)]
+    assert isinstance(schema, str), schema
+    depth, fields, field = 0, [], ""
+    for ch in schema + ",":
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            name, kind = field.split(maxsplit=1)
+            fields.append((name, None if kind.startswith("struct<") else DDL_TYPES[kind]))
+            field = ""
+        else:
+            field += ch
+    return fields
+
+
 class Frame:
     """What the functions under test ask of a DataFrame: its columns, ``select`` of names,
-    ``mapInArrow`` (run at once over its batches, the promised schema kept), ``collect``."""
+    ``mapInArrow`` (run at once over each partition's batches; every batch must have the
+    promised columns' number and types, and is named as promised, as the JVM reads it),
+    ``collect``, ``distinct`` and ``toArrow``."""
 
-    def __init__(self, batches: list[pa.RecordBatch], promised: str | None = None) -> None:
-        self.batches = batches
+    def __init__(self, batches: list[pa.RecordBatch], promised: Any = None) -> None:
+        self.parts = [batches]
         self.promised = promised
+
+    @classmethod
+    def split(cls, batches: list[pa.RecordBatch]) -> Frame:
+        """A frame of one partition per batch."""
+        frame = cls([])
+        frame.parts = [[b] for b in batches]
+        return frame
+
+    @property
+    def batches(self) -> list[pa.RecordBatch]:
+        return [b for part in self.parts for b in part]
 
     @property
     def columns(self) -> list[str]:
         return list(self.batches[0].schema.names)
 
     def select(self, *names: str) -> Frame:
-        return Frame([b.select(list(names)) for b in self.batches])
+        frame = Frame([])
+        frame.parts = [[b.select(list(names)) for b in part] for part in self.parts]
+        return frame
 
     def mapInArrow(
         self, fn: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], schema: Any
     ) -> Frame:
-        return Frame(list(fn(iter(self.batches))), schema)
+        fields = promised(schema)
+        frame = Frame([], schema)
+        frame.parts = []
+        for part in self.parts:
+            out = []
+            for batch in fn(iter(part)):
+                assert len(batch.schema) == len(fields), (batch.schema, schema)
+                for (_, kind), actual in zip(fields, batch.schema.types, strict=True):
+                    assert kind is None or actual == kind, (batch.schema, schema)
+                out.append(batch.rename_columns([name for name, _ in fields]))
+            frame.parts.append(out)
+        return frame
 
     def collect(self) -> list[dict[str, Any]]:
         return [row for b in self.batches for row in b.to_pylist()]
@@ -72,17 +125,8 @@ class Frame:
         return pa.Table.from_batches(self.batches)
 
     def names_promised(self) -> list[str]:
-        """The top-level names of the DDL schema given to ``mapInArrow``."""
-        assert isinstance(self.promised, str)
-        depth, names, field = 0, [], ""
-        for ch in self.promised + ",":
-            depth += (ch == "<") - (ch == ">")
-            if ch == "," and depth == 0:
-                names.append(field.split()[0])
-                field = ""
-            else:
-                field += ch
-        return names
+        """The top-level names of the schema given to ``mapInArrow``."""
+        return [name for name, _ in promised(self.promised)]
 
 
 def _spark() -> Any:
@@ -270,7 +314,7 @@ def test_arrow_rows_are_the_rows_in_the_schemas_columns() -> None:
     rows = [{"id": "a", "text": "t", "n": 1}, {"id": "b", "text": "u", "n": None}]
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("n", pa.int16())])
     out = job._arrow_rows(_values(rows), schema)
-    assert [f.name for f in out.promised.fields] == ["id", "text", "n"]
+    assert out.names_promised() == ["id", "text", "n"]
     table = pa.Table.from_batches(out.batches)
     assert table.schema == schema and table.to_pylist() == rows
 
@@ -776,7 +820,7 @@ def test_the_probe_filter_is_the_new_batchs_ids_digests_and_band_digests() -> No
     assert probe.ids == ["a", "b", "c"] and probe.digests == [b"x", b"y"]
     digests = np.sort(band_digests(sigs, PARAMS.bands), axis=0)
     assert [k.tolist() for k in probe.keys] == digests.T.tolist()
-    keys = Frame(live.mapInArrow(lambda b: b, "").batches)
+    keys = Frame(live.mapInArrow(lambda b: b, "cid string, sig binary").batches)
     [out] = index._band_keys(keys, PARAMS).batches
     assert out.to_pylist() == kernels.band_key_batch(live.batches[0], PARAMS).to_pylist()
     nobody = Frame([live.batches[0].slice(0, 0)])
@@ -859,3 +903,27 @@ def test_shuffle_bytes_sum_attempts_skip_other_groups_and_count_a_stage_once() -
     quantiles, args = calls
     assert len(args) == 5 and args[1:4] == (False, False, quantiles)
     assert type(args[0]) is _Stages and type(args[4]) is _Stages
+
+
+def test_parquet_schema_over_partitions_widens_types_or_says_why_it_cannot() -> None:
+    ints, floats = [{"id": "a", "text": "t", "n": 1}], [{"id": "b", "text": "t", "n": 1.5}]
+    words = [{"id": "c", "text": "t", "n": "x"}]
+    parts = Frame.split(_values(ints).batches + _values(floats).batches)
+    assert job._parquet_schema(parts, "o", None).field("n").type == pa.float64()  # permissive
+    [a, b] = (RowWriter.table(r, None).schema for r in (ints, words))
+    with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)) as arrow:
+        pa.unify_schemas([a, b], promote_options="permissive")
+    parts = Frame.split(_values(ints).batches + _values(words).batches)
+    with pytest.raises(CorpusError) as refused:
+        job._parquet_schema(parts, "out.parquet", None)
+    assert str(refused.value) == f"out.parquet: rows do not fit one Parquet schema: {arrow.value}"
+    assert (refused.value.path, refused.value.line) == ("out.parquet", None)
+
+
+def test_parquet_schema_says_which_rows_fit_no_schema() -> None:
+    bad = [{"id": "a", "text": "t", "n": 1}, {"id": "b", "text": "t", "n": "x"}]
+    with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError, OverflowError)) as arrow:
+        RowWriter.table(bad, None)
+    with pytest.raises(CorpusError) as refused:
+        job._parquet_schema(_values(bad), "out.parquet", None)
+    assert str(refused.value) == f"out.parquet: rows do not fit one Parquet schema: {arrow.value}"
