@@ -400,3 +400,37 @@ def test_signature_batch_live_is_core_empty_rows() -> None:
     sigs = batch_signatures(texts, PARAMS)
     assert out.column("sig").to_pylist() == [row.tobytes() for row in sigs]
     assert out.schema.names == ["id", "sig", "live"]
+
+
+def test_probe_batch_band_hits_are_every_indexed_row_sharing_a_key_of_its_band() -> None:
+    sigs = _sig_rows(12, 5)
+    ids = [f"i{i}" for i in range(5)]
+    digests = band_digests(sigs, PARAMS.bands)
+    rng = np.random.default_rng(13)
+    new = rng.integers(0, 1 << 63, size=(3, PARAMS.bands), dtype=np.uint64)
+    new[0, 0], new[1, 1], new[2, 1], new[2, 3] = (
+        digests[4, 0],
+        digests[0, 1],
+        digests[3, 1],
+        digests[2, 3],
+    )
+    new[0, 2] = max(digests[:, 2].max(), new[:, 2].max()) + np.uint64(1)  # the largest key
+    probe = kernels.ProbeFilter([], [], new, PARAMS.bands)
+    out = kernels.probe_batch(_indexed(sigs, ids), probe, PARAMS.bands)
+    got = list(zip(out.column("band").to_pylist(), out.column("iid").to_pylist(), strict=True))
+    expected = [
+        (b, ids[i])
+        for b in range(PARAMS.bands)
+        for i in range(5)
+        if digests[i, b] in set(new[:, b])
+    ]
+    assert got == expected and (0, "i4") in got and (1, "i3") in got
+    assert not any(b == 2 for b, _ in got)
+    # an indexed row holding the largest key of its band is found too
+    top = digests.copy()
+    top[1, 2] = new[0, 2]
+    sigs_top = _indexed(sigs, ids).set_column(2, "bands", kernels.binary_rows(top.astype("<u8")))
+    found = kernels.probe_batch(sigs_top, probe, PARAMS.bands)
+    assert (2, "i1") in zip(
+        found.column("band").to_pylist(), found.column("iid").to_pylist(), strict=True
+    )

@@ -927,3 +927,34 @@ def test_parquet_schema_says_which_rows_fit_no_schema() -> None:
     with pytest.raises(CorpusError) as refused:
         job._parquet_schema(_values(bad), "out.parquet", None)
     assert str(refused.value) == f"out.parquet: rows do not fit one Parquet schema: {arrow.value}"
+
+
+def test_parquet_hint_widens_types_and_asks_spark_where_fsspec_cannot_read(tmp_path: Path) -> None:
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    pq.write_table(pa.table({"id": ["x"], "text": ["t"], "n": pa.array([1], pa.int16())}), a)
+    pq.write_table(pa.table({"id": ["y"], "text": ["u"], "n": pa.array([1], pa.int32())}), b)
+    hint = corpus.parquet_hint(None, [str(a), str(b)])
+    assert hint is not None and hint.field("n").type == pa.int32()  # permissive: widened
+    assert not corpus._is_parquet("a.parquetX")
+    asked: list[str] = []
+
+    def parquet(path: str) -> Any:
+        asked.append(path)
+        if "gone" in path:
+            raise AnalysisException("[PATH_NOT_FOUND] Path does not exist: " + path)
+        fields = [StructField("id", StringType()), StructField("n", LongType())]
+        return SimpleNamespace(schema=StructType(fields))
+
+    spark = SimpleNamespace(read=SimpleNamespace(parquet=parquet))
+    remote = "nowhere-fs://bucket/c.parquet"  # no fsspec filesystem: Spark's view of it
+    hint = corpus.parquet_hint(spark, [remote])
+    assert asked == [remote] and hint == pa.schema([("id", pa.string()), ("n", pa.int64())])
+    with pytest.raises(CorpusError) as gone:
+        corpus.parquet_hint(spark, ["nowhere-fs://bucket/gone.parquet"])
+    assert (gone.value.path, gone.value.reason) == (
+        "nowhere-fs://bucket/gone.parquet",
+        "no such file",
+    )
