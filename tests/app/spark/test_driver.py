@@ -958,3 +958,32 @@ def test_parquet_hint_widens_types_and_asks_spark_where_fsspec_cannot_read(tmp_p
         "nowhere-fs://bucket/gone.parquet",
         "no such file",
     )
+
+
+def test_ids_already_indexed_are_the_first_20_with_their_parts(tmp_path: Path) -> None:
+    opened = _index_with(str(tmp_path / "idx"), ["a"], ["one two"])
+    taken = [{"iid": f"n{i:02d}", "part": f"p{i % 3}"} for i in range(25, -1, -1)]
+    with pytest.raises(IndexIdError) as found:
+        index._check_ids(opened, _Sorted(taken))
+    assert found.value.url == opened.url
+    assert found.value.found == {f"n{i:02d}": f"p{i % 3}" for i in range(20)}
+    assert " more" not in str(found.value)
+
+
+def test_dedup_on_spark_starts_an_append_runs_new_index_and_names_manifests_by_output(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    class Started(Exception):
+        pass
+
+    def session(master: str | None, quiet: bool) -> Any:
+        raise Started
+
+    monkeypatch.setattr(entry, "spark_session", session)
+    params = job.SparkParams(minhash=PARAMS, index=str(tmp_path / "new-index"))
+    with pytest.raises(Started):  # nothing committed yet: an append run starts one
+        entry.dedup_on_spark(["in.jsonl"], "out.jsonl", params=params)
+    manifest = _manifest()
+    _fake_run(monkeypatch, manifest)
+    entry.dedup_on_spark(["in.jsonl"], str(tmp_path / "runX.jsonl.gzX"), quiet=True)
+    assert (tmp_path / "runX.jsonl.gzX.manifest.json").exists()
