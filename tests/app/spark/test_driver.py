@@ -645,6 +645,7 @@ class _Path:
     """``HadoopPath`` over a local file, as ``dedup_on_spark`` writes the manifest with it."""
 
     def __init__(self, spark: Any, path: str) -> None:
+        assert callable(spark.stop)  # the run's session, through which Hadoop is reached
         self.path = path
 
     def write_bytes(self, data: bytes) -> None:
