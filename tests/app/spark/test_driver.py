@@ -988,3 +988,18 @@ def test_dedup_on_spark_starts_an_append_runs_new_index_and_names_manifests_by_o
     _fake_run(monkeypatch, manifest)
     entry.dedup_on_spark(["in.jsonl"], str(tmp_path / "runX.jsonl.gzX"), quiet=True)
     assert (tmp_path / "runX.jsonl.gzX.manifest.json").exists()
+
+
+def test_a_standalone_master_is_given_a_few_seconds_to_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[tuple[Any, ...]] = []
+
+    def connect(address: tuple[str, int], timeout: float | None = None) -> Any:
+        asked.append((address, timeout))
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(entry.socket, "create_connection", connect)
+    with pytest.raises(entry.ParameterError, match=r"\(h:7077: timed out; g:1: timed out\)"):
+        entry.check_master("spark://h:7077,g:1")
+    assert asked == [(("h", 7077), 5.0), (("g", 1), 5.0)]
