@@ -434,3 +434,24 @@ def test_probe_batch_band_hits_are_every_indexed_row_sharing_a_key_of_its_band()
     assert (2, "i1") in zip(
         found.column("band").to_pylist(), found.column("iid").to_pylist(), strict=True
     )
+
+
+def test_run_starts_of_no_one_and_several_rows() -> None:
+    keys = np.array([[1, 2], [1, 2], [1, 3], [1, 3]], dtype=np.uint32)
+    band = np.array([0, 0, 0, 1], dtype=np.int32)
+    starts = kernels._run_starts(band, keys)
+    assert starts.dtype == np.int64 and starts.tolist() == [0, 2, 3]
+    assert kernels._run_starts(band[:1], keys[:1]).tolist() == [0]
+    none = kernels._run_starts(band[:0], keys[:0])
+    assert none.dtype == np.int64 and none.tolist() == []
+
+
+def test_line_documents_refuse_the_reserved_field() -> None:
+    lines = ['{"id": "a", "text": "t", "neardup": null}', '{"id": "b", "text": "t"}']
+    docs = kernels.line_documents(
+        pa.RecordBatch.from_arrays([pa.array(lines)], ["value"]), "neardup"
+    )
+    assert docs.column("id").to_pylist() == [None, "b"]
+    assert docs.column("bad").to_pylist()[0] == (
+        "the row already has a 'neardup' field, the one neardup says why a row is dropped in"
+    )

@@ -1003,3 +1003,25 @@ def test_a_standalone_master_is_given_a_few_seconds_to_answer(
     with pytest.raises(entry.ParameterError, match=r"\(h:7077: timed out; g:1: timed out\)"):
         entry.check_master("spark://h:7077,g:1")
     assert asked == [(("h", 7077), 5.0), (("g", 1), 5.0)]
+
+
+def test_a_part_committed_to_a_new_index_locks_the_runs_parameters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib import metadata
+
+    url = str(tmp_path / "idx")
+    base = DocIndex.open(url, missing_ok=True)
+    sigs = batch_signatures(["one two"], PARAMS)
+    part = write_part(base, PARAMS, ["a"], text_digests(["one two"]), sigs, run_info("s", "v", []))
+    assert index.commit_part(base, PARAMS, part) == 1
+    with pytest.raises(IndexParameterError):
+        DocIndex.open(url).check_params(MinhashParams(num_perm=16, bands=8, threshold=0.5))
+    DocIndex.open(url).check_params(PARAMS)
+    assert index._version() == metadata.version("neardup")
+
+    def unknown(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", unknown)
+    assert index._version() == "0+unknown"
