@@ -362,10 +362,11 @@ def parquet_documents(
     for row in batch.select(columns).to_pylist():
         try:
             doc_id, text = _checked(row, reserved)
+            dumped = RowWriter.dumps(row)  # before any append: a failure adds one entry each
             ids.append(doc_id)
             texts.append(text)
             bad.append(None)
-            rows.append(RowWriter.dumps(row))
+            rows.append(dumped)
         except (CorpusError, TypeError, ValueError) as exc:
             ids.append(None)
             texts.append(None)

@@ -81,6 +81,8 @@ PACKAGES: dict[str, Package] = {
         tests_root="tests/app/spark",
         tests=[
             "tests/app/spark/test_kernels.py",
+            "tests/app/spark/test_batches.py",
+            "tests/app/spark/test_driver.py",
             "tests/app/spark/test_components.py",
             "tests/app/spark/test_entry.py",
         ],
@@ -198,6 +200,8 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
     package = PACKAGES[name]
     table = settings(name, package, args.modules, args.tests, args.with_postgres)
+    if args.timeout_multiplier is not None:  # a changed value makes mutmut redo the timeouts
+        table += f"timeout_multiplier = {args.timeout_multiplier}\n"
     work = prepare(name, table, fresh=not (args.keep or args.survivors))
     env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
@@ -247,6 +251,11 @@ def main() -> int:
         "--report", action="store_true", help="print the last run's figures; run nothing"
     )
     parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
+    parser.add_argument(
+        "--timeout-multiplier", type=float, default=None,
+        help="mutmut's (default 15): a mutant's tests get (their time + 1 s) times this of wall "
+        "time; raise it on a busy machine, where a starved nice-19 child otherwise 'times out'",
+    )  # fmt: skip
     args = parser.parse_args()
     equivalent = equivalent_mutants()
     start = time.monotonic()
