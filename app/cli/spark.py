@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from neardup.core.engine import (
-    MinhashParams,
-    ParameterError,
-    Schema,
-    check_apart,
-    check_target,
-)
+from neardup.core.engine import MinhashParams, ParameterError, Schema, check_apart
 
 __all__ = ["SPARK_FLAGS", "dedup_spark"]
 
@@ -74,8 +68,6 @@ def dedup_spark(args: argparse.Namespace) -> int:
     index = None if args.index is None else ("--index", str(args.index))
     writes = [("--output", output), ("--removed", args.removed), ("--manifest", str(manifest))]
     check_apart(reads, writes, index=index)
-    if args.removed is not None:
-        check_target(str(args.removed))
     from neardup.app.spark.entry import dedup_on_spark
     from neardup.app.spark.job import SparkParams
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from neardup.app.cli.dedup import run_dedup
 from neardup.app.cli.options import DedupOptions, DedupParams
+from neardup.app.spark import kernels
 from neardup.app.spark.job import SparkParams, run_spark_dedup
-from neardup.core.engine import Schema
+from neardup.app.spark.kernels import OUTPUT, REMOVED
+from neardup.core.engine import NgramIndex, ProtectedSet, Protection, Schema, expand_inputs
 from tests.app.spark.conftest import part_lines, write_shards
 from tests.app.spark.corpus import index_rounds
 from tests.fixtures import write_protected
@@ -20,9 +23,12 @@ from tests.fixtures import write_protected
 #: Rows with the id in ``doc.key`` (an integer for some) and the text in ``body``.
 SCHEMA = Schema("doc.key", "body", id_prefix=True)
 #: Rows the protected sets catch: one kept by dedup, one a copy of it (exact-dropped first).
-DIRTY = (
-    "blah Tom found a shiny red shell by the river and carried it home to show his sister. more"
-)
+DIRTY = "blah Tom found a shiny red shell by the river and carried it home to show his sister. more"
+
+
+#: A 3-gram a protected set holds, and texts: clean, its copy, two dirty (near copies).
+DIRTY_GRAM = "shiny red shell"
+TEXTS = ("a clean text", "a clean text", f"a {DIRTY_GRAM} too", f"he found a {DIRTY_GRAM}")
 
 
 def _reshaped(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -116,3 +122,58 @@ def test_spark_dry_run_writes_nothing_and_counts_as_local(spark: Any, tmp_path: 
     assert {k: v for k, v in manifest.counts.items() if k != "edges"} == local.counts
     assert manifest.clusters == local.clusters and manifest.cluster_sizes == local.cluster_sizes
     assert local.counts["decontaminated"] == 2 and manifest.removed is None  # both checked
+
+
+def test_file_label_is_the_local_readers_label(tmp_path: Path) -> None:
+    """``--id-prefix``'s label of a file as Spark names it (a quoted URI) is the one the local
+    engine's ``expand_inputs`` gives it, for a directory, a glob and a file named alone."""
+    folder = tmp_path / "in put"
+    (folder / "sub dir").mkdir(parents=True)
+    for name in ("a b.jsonl", "sub dir/c%.jsonl", "z.jsonl"):
+        (folder / name).write_text('{"id": "x", "text": "t"}\n', encoding="utf-8")
+    for target, root in (
+        (str(folder), str(folder)),
+        (str(folder / "*" / "*.jsonl"), str(folder)),
+        (str(folder / "a b.jsonl"), None),
+    ):
+        for source in expand_inputs([target]):
+            uri = "file:" + quote(source.path)  # as Spark's _metadata.file_path has it
+            assert kernels.file_label(uri, root) == source.label, (target, source.label)
+    assert kernels.file_label("s3a://b/x/p%3Fq.jsonl", "/x") == "p?q.jsonl"
+
+
+def test_route_rows_sends_each_row_where_the_local_engine_writes_it() -> None:
+    rows = [json.dumps({"id": i, "text": t, "meta": {"n": 1}}) for i, t in enumerate(TEXTS)]
+    reasons = [(None, None, None), ("exact", "0", 1.0), ("near", "0", 0.9), (None, None, None)]
+    sets = [ProtectedSet("evals", 1, {DIRTY_GRAM: ["q1"]}, 3)]
+    for keep_all in (False, True):
+        routed = kernels.route_rows(
+            rows, ["0"] * 4, reasons, ["p1", None, "p2", None], Protection(sets),
+            keep_all=keep_all,
+        )  # fmt: skip
+        dests = [d for _, d in routed]
+        out = [r for r, _ in routed]
+        dirty = out[3]["neardup"]
+        assert dirty == {
+            "reason": "contaminated",
+            "duplicate_of": None,
+            "estimate": None,
+            "set": "evals",
+            "item": "q1",
+            "ngram": DIRTY_GRAM,
+            "index_part": None,
+        }
+        assert "minhash_cluster" not in out[3]["meta"] and "neardup" not in out[0]
+        assert out[0]["meta"] == {"n": 1, "minhash_cluster": "0"}
+        if keep_all:  # the near copy is checked too: it is dirty, so removed
+            assert dests == [OUTPUT, OUTPUT, REMOVED, REMOVED]
+            assert out[2]["neardup"] == dirty
+            assert out[1]["neardup"]["reason"] == "exact" and "minhash_cluster" in out[1]["meta"]
+        else:  # the dropped rows are not checked: removed as dropped
+            assert dests == [OUTPUT, REMOVED, REMOVED, REMOVED]
+            assert "minhash_cluster" not in out[1]["meta"]
+            assert out[2]["neardup"] == {"reason": "near", "duplicate_of": "0", "estimate": 0.9,
+                "set": None, "item": None, "ngram": None, "index_part": "p2"}  # fmt: skip
+        index = NgramIndex({DIRTY_GRAM}, 3)
+        unnamed = kernels.route_rows(rows, ["0"] * 4, reasons, None, index, keep_all=keep_all)
+        assert [d for _, d in unnamed] == dests  # the verdicts alone: the same places
