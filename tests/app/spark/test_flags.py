@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from neardup.app.cli.dedup import run_dedup
 from neardup.app.cli.options import DedupOptions, DedupParams
 from neardup.app.spark import kernels
@@ -107,7 +110,14 @@ def test_spark_fields_prefix_and_removed_against_an_index_equal_local(
 
 def test_spark_dry_run_writes_nothing_and_counts_as_local(spark: Any, tmp_path: Path) -> None:
     _, second = _rounds()
-    inputs = write_shards(tmp_path / "in", second, 2)
+    # A Parquet input too: ``doc`` a struct column, ``body`` a string one.
+    typed = {i for i, r in enumerate(second) if i % 2 and type(r["doc"]["key"]) is str}
+    columns = [{"body": second[i]["body"], "doc": second[i]["doc"]} for i in sorted(typed)]
+    table = pa.Table.from_pylist(columns)
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "a.parquet")
+    rest = [r for i, r in enumerate(second) if i not in typed]
+    inputs = [str(tmp_path / "in" / "a.parquet"), *write_shards(tmp_path / "in", rest, 2)]
     protected = tuple(str(p) for p in write_protected(tmp_path))
     local = _local(
         inputs, tmp_path / "local.jsonl", removed=str(tmp_path / "lr.jsonl"),
