@@ -5,6 +5,7 @@ label (``--id-prefix file``), the dropped rows with why (``--removed``) against 
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from neardup.app.cli.dedup import run_dedup
 from neardup.app.cli.options import DedupOptions, DedupParams
@@ -47,6 +49,7 @@ def _reshaped(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+@functools.cache
 def _rounds() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     first, second, _ = index_rounds()
     second = [*second, {"id": "dirty-1", "text": DIRTY}, {"id": "dirty-0", "text": DIRTY}]
@@ -187,3 +190,47 @@ def test_route_rows_sends_each_row_where_the_local_engine_writes_it() -> None:
         index = NgramIndex({DIRTY_GRAM}, 3)
         unnamed = kernels.route_rows(rows, ["0"] * 4, reasons, None, index, keep_all=keep_all)
         assert [d for _, d in unnamed] == dests  # the verdicts alone: the same places
+
+
+def test_cli_hands_the_flags_to_spark_and_a_dry_run_reports_as_local(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``neardup dedup --engine spark`` in process, the session and the run stubbed (what they
+    do is the tests above): every new flag reaches the run, and ``--dry-run`` prints the local
+    engine's report (its keys, no ``edges``) and writes no manifest."""
+    from neardup.app.cli.main import main
+    from neardup.app.spark import entry
+    from neardup.app.spark.job import SparkManifest
+
+    got: dict[str, Any] = {}
+
+    class Session:
+        def stop(self) -> None:
+            got["stopped"] = True
+
+    def run(spark: Any, inputs: list[str], output: str, **options: Any) -> SparkManifest:
+        got.update(options, inputs=inputs, output=output)
+        counts = {"read": 3, "exact_dropped": 1, "near_dropped": 0, "decontaminated": 0,
+                  "written": 2, "edges": 7}  # fmt: skip
+        return SparkManifest("spark", "4", "local[1]", {}, inputs, [], counts=counts,
+                             clusters=1, cluster_sizes={"1": 1, "2": 1})  # fmt: skip
+
+    monkeypatch.setattr(entry, "spark_session", lambda master, quiet=False: Session())
+    monkeypatch.setattr(entry, "run_spark_dedup", run)
+    (tmp_path / "a.jsonl").write_text('{"k": "a", "t": "x"}\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = main([
+        "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", "--removed", "r.jsonl",
+        "--id-field", "k", "--text-field", "t", "--id-prefix", "file", "--dry-run",
+    ])  # fmt: skip
+    assert code == 0 and got["stopped"]
+    assert got["params"].schema == Schema("k", "t", id_prefix=True)
+    assert got["removed"] == "r.jsonl" and got["dry_run"] is True
+    assert json.loads(capsys.readouterr().out) == {
+        "dry_run": True,
+        "counts": {"read": 3, "exact_dropped": 1, "near_dropped": 0, "decontaminated": 0,
+                   "written": 2},
+        "clusters": 1,
+        "cluster_sizes": {"1": 1, "2": 1},
+    }  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
