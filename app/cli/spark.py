@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from neardup.core.engine import MinhashParams, ParameterError, Schema, check_apart
+from neardup.core.engine import KeepPolicy, MinhashParams, ParameterError, Schema, check_apart
 
 __all__ = ["SPARK_FLAGS", "dedup_spark"]
 
@@ -14,14 +14,12 @@ SPARK_FLAGS = frozenset(
         "command", "inputs", "output", "protected", "num_perm", "bands", "threshold", "k",
         "seed", "ngram", "tokenizer", "manifest", "quiet", "engine", "spark_master",
         "keep_duplicates", "dedup_parser", "index", "index_mode", "removed", "id_field",
-        "text_field", "id_prefix", "dry_run",
+        "text_field", "id_prefix", "dry_run", "keep",
     }
 )  # fmt: skip
 #: Why a flag the Spark engine refuses is refused, by argparse dest (default: not on Spark).
 _WHY = {
     "workers": "Spark's executors and cores decide the parallelism",
-    "keep": "a cluster's survivor on Spark is its smallest id (--keep smallest-id); run "
-    "--engine local for first, longest or max:FIELD",
 }
 
 
@@ -50,10 +48,12 @@ def dedup_spark(args: argparse.Namespace) -> int:
             "(see docs/spark.md)"
         )
     from neardup.app.spark.corpus import output_format
-    from neardup.app.spark.job import check_formats
+    from neardup.app.spark.job import check_formats, check_keep
 
     output = str(args.output)
     check_formats(output_format(output), args.keep_duplicates, args.removed)
+    keep = str(KeepPolicy.parse(args.keep))
+    check_keep(keep, args.index)
     if args.index is None and args.index_mode != "append":
         raise ParameterError("--index-mode needs --index")
     schema = Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file")
@@ -77,6 +77,7 @@ def dedup_spark(args: argparse.Namespace) -> int:
         index=None if args.index is None else str(args.index),
         index_mode=args.index_mode,
         schema=schema,
+        keep=keep,
     )
     dedup_on_spark(
         [str(p) for p in args.inputs],

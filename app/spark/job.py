@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["SparkManifest", "SparkParams", "check_formats", "run_spark_dedup"]
+__all__ = ["SparkManifest", "SparkParams", "check_formats", "check_keep", "run_spark_dedup"]
 
 
 @dataclass(frozen=True)
@@ -89,10 +89,17 @@ class SparkParams:
     index_mode: str = "append"
     #: ``--id-field``, ``--text-field`` and ``--id-prefix``: where the id and text are.
     schema: Schema = field(default_factory=Schema)
+    #: ``--keep``: which member of a cluster survives (``smallest-id``, ``first``, ``longest``;
+    #: ties by smallest id), not with ``index``.
+    keep: str = "smallest-id"
 
     def as_dict(self) -> dict[str, Any]:
         """Flat, as the flags are spelled (for the manifest)."""
-        flat = {**self.minhash.as_dict(), "keep_duplicates": self.keep_duplicates}
+        flat = {
+            **self.minhash.as_dict(),
+            "keep_duplicates": self.keep_duplicates,
+            "keep": self.keep,
+        }
         if self.index is not None:
             flat.update(index=self.index, index_mode=self.index_mode)
         return flat
@@ -155,9 +162,19 @@ class _Clock:
             self._group(following)
 
 
-def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
+#: The Spark type of each ``--keep`` policy's ``pref`` column (smaller is preferred; ties by
+#: id): ``first`` the row's place in the local engine's reading order, ``longest`` minus its
+#: text's length in characters (code points, as Python's ``len``).
+_PREF_TYPES = {
+    "first": "struct<input: int, file: string, start: bigint, n: bigint>",
+    "longest": "int",
+}
+
+
+def _signed(raw: DataFrame, params: MinhashParams, keep: str = "smallest-id") -> DataFrame:
     """(id, sha, bad, file, sig, live): one pass over the inputs; ``file`` is kept for bad rows
-    only (the error names it), a bad row's missing text is signed as ""."""
+    only (the error names it), a bad row's missing text is signed as ""; with a ``keep`` policy
+    of ``_PREF_TYPES`` also ``pref``."""
     from pyspark.sql import functions as F
 
     def sign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -167,15 +184,21 @@ def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
     text = F.coalesce(F.col("text"), F.lit(""))
     bad_file = F.when(F.col("bad").isNotNull(), F.col("file"))
     columns: list[Column | str] = ["id", text.alias("text"), F.sha2(text, 256).alias("sha"), "bad"]
-    return raw.select(*columns, bad_file.alias("file")).mapInArrow(
-        sign, "id string, sha string, bad string, file string, sig binary, live boolean"
-    )
+    columns.append(bad_file.alias("file"))
+    out = "id string, sha string, bad string, file string, sig binary, live boolean"
+    if keep in _PREF_TYPES:  # passed through after file, before the signature's columns
+        pref = F.col("pos") if keep == "first" else -F.length(text)
+        columns.append(pref.alias("pref"))
+        out = out.replace(", sig", f", pref {_PREF_TYPES[keep]}, sig")
+    return raw.select(*columns).mapInArrow(sign, out)
 
 
 def _classes(signed: DataFrame, digest: bool = False) -> DataFrame:
-    """(id, sig, live, cid, exact, keeper): each document's class (the smallest id among
-    documents of its identical live signature), its text's exact keeper (the smallest id of its
-    SHA-256) and whether it is that keeper; with ``digest`` also the text's 16-byte digest (the
+    """(id, sig, live, cid, exact, keeper, smallest): each document's class (the smallest id
+    among documents of its identical live signature), its text's exact keeper (the preferred
+    row of its SHA-256: with a ``pref`` column the smallest (pref, id), else the smallest id),
+    whether it is that keeper, and the smallest id of its SHA-256 (what names a wordless
+    text's cluster); ``pref`` passed on; with ``digest`` also the text's 16-byte digest (the
     first half of its SHA-256, as the index stores it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -185,11 +208,17 @@ def _classes(signed: DataFrame, digest: bool = False) -> DataFrame:
     klass = Window.partitionBy(
         "live", F.when(F.col("live"), F.col("sig")).otherwise(F.encode("id", "UTF-8"))
     )
-    keeper = F.min("id").over(Window.partitionBy("sha"))
-    extra = [F.unhex(F.substring("sha", 1, 32)).alias("digest")] if digest else []
+    same_text = Window.partitionBy("sha")
+    smallest = F.min("id").over(same_text)
+    preferred = "pref" in signed.columns
+    keeper = F.min(F.struct("pref", "id")).over(same_text)["id"] if preferred else smallest
+    extra: list[Column | str] = ["pref"] if preferred else []
+    if digest:
+        extra.append(F.unhex(F.substring("sha", 1, 32)).alias("digest"))
     return signed.select(
-        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper"), *extra
-    ).withColumn("exact", F.col("id") == F.col("keeper"))
+        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper"),
+        smallest.alias("smallest"), *extra,
+    ).withColumn("exact", F.col("id") == F.col("keeper"))  # fmt: skip
 
 
 def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
@@ -211,24 +240,35 @@ def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
 
 
 def _tagged(classes: DataFrame, roots: DataFrame) -> DataFrame:
-    """(id, exact, keeper, root): each document's exact keeper and its cluster's root."""
+    """(id, exact, keeper, root, survivor): each document's exact keeper, its cluster's root
+    (its smallest id, what ``minhash_cluster`` says) and the cluster's survivor (the root; with
+    a ``pref`` column the member of smallest (pref, id))."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # A wordless text's cluster is its identical texts, named by their smallest id (its exact
-    # keeper), as the local engine names it.
-    root = F.when(F.col("live"), F.coalesce("root", "cid")).otherwise(F.col("keeper"))
-    return (
-        classes.select("id", "cid", "live", "exact", "keeper")
+    # A wordless text's cluster is its identical texts, named by their smallest id, as the
+    # local engine names it.
+    root = F.when(F.col("live"), F.coalesce("root", "cid")).otherwise(F.col("smallest"))
+    preferred = "pref" in classes.columns
+    tagged = (
+        classes.select(
+            "id", "cid", "live", "exact", "keeper", "smallest", *(["pref"] if preferred else [])
+        )
         .join(roots, F.col("cid") == F.col("node"), "left")
-        .select("id", "exact", "keeper", root.alias("root"))
+        .select("id", "exact", "keeper", root.alias("root"), *(["pref"] if preferred else []))
     )
+    if not preferred:
+        return tagged.withColumn("survivor", F.col("root"))
+    best = F.min(F.struct("pref", "id")).over(Window.partitionBy("root"))["id"]
+    return tagged.select("id", "exact", "keeper", "root", best.alias("survivor"))
 
 
 def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) -> DataFrame:
-    """``tagged`` (id, exact, keeper, root) with why each would-be-dropped row would be dropped
-    (``--keep-duplicates``): (id, root, reason, duplicate_of, estimate), as the local engine says
-    it: ``exact`` of the keeper (estimate 1.0), ``near`` of the cluster's root (the estimate of
-    their signatures, one join on the root's id for the rows that need it), null for survivors."""
+    """``tagged`` (id, exact, keeper, root, survivor) with why each would-be-dropped row would be
+    dropped (``--keep-duplicates``, ``--removed``): (id, root, reason, duplicate_of, estimate),
+    as the local engine says it: ``exact`` of the keeper (estimate 1.0), ``near`` of the
+    cluster's survivor (the estimate of their signatures, one join on the survivor's id for the
+    rows that need it), null for survivors."""
     from pyspark.sql import functions as F
 
     num_perm = params.num_perm
@@ -237,13 +277,13 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
         for batch in batches:
             yield kernels.estimate_batch(batch, num_perm)
 
-    exact, near = ~F.col("exact"), F.col("exact") & (F.col("root") != F.col("id"))
-    root_sigs = classes.select(F.col("id").alias("root"), F.col("sig").alias("root_sig"))
+    exact, near = ~F.col("exact"), F.col("exact") & (F.col("survivor") != F.col("id"))
+    root_sigs = classes.select(F.col("id").alias("survivor"), F.col("sig").alias("root_sig"))
     pairs = (
         tagged.where(near)
-        .select("id", "root")
+        .select("id", "survivor")
         .join(classes.select("id", "sig"), "id")
-        .join(root_sigs, "root")
+        .join(root_sigs, "survivor")
         .select("id", "sig", "root_sig")
     )
     estimated = pairs.mapInArrow(estimate, "id string, estimate double")
@@ -251,7 +291,7 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
         "id",
         "root",
         F.when(exact, F.lit("exact")).when(near, F.lit("near")).alias("reason"),
-        F.when(exact, F.col("keeper")).when(near, F.col("root")).alias("duplicate_of"),
+        F.when(exact, F.col("keeper")).when(near, F.col("survivor")).alias("duplicate_of"),
         F.when(exact, F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
     )
 
@@ -472,6 +512,7 @@ def run_spark_dedup(
 
     fmt = output_format(output)
     check_formats(fmt, params.keep_duplicates, removed)
+    check_keep(params.keep, params.index)
     manifest = SparkManifest(
         engine="spark",
         spark_version=spark.version,
@@ -497,7 +538,7 @@ def run_spark_dedup(
     persisted: list[DataFrame] = []
     try:
         # One pass over the inputs: signatures and digests, kept; every check runs on them.
-        signed = _signed(raw, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
+        signed = _signed(raw, params.minhash, params.keep).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(signed)
         read = signed.count()
         check_rows(spark, signed, reserved, params.schema)
@@ -542,14 +583,16 @@ def run_spark_dedup(
         else:
             row = tagged.agg(
                 F.count(F.when(~F.col("exact"), 1)).alias("exact_dropped"),
-                F.count(F.when(F.col("exact") & (F.col("root") != F.col("id")), 1)).alias("near"),
+                F.count(F.when(F.col("exact") & (F.col("survivor") != F.col("id")), 1)).alias(
+                    "near"
+                ),
             ).first()
         stats = None if row is None else (int(row[0]), int(row[1]))
         sizes = tagged.groupBy("root").count().groupBy("count").count().collect()
         manifest.cluster_sizes = {str(r[0]): int(r[1]) for r in sorted(sizes)}
         manifest.clusters = sum(int(r[1]) for r in sizes if r[0] >= 2)
         clock.lap("components", "write")
-        near = F.col("exact") & (F.col("root") == F.col("id"))
+        near = F.col("exact") & (F.col("survivor") == F.col("id"))
         if decided is not None:
             kept = decided if reasons else decided.where(F.col("reason").isNull())
             kept = kept.select(
@@ -645,6 +688,23 @@ def check_formats(fmt: str, keep_duplicates: bool, removed: str | None) -> None:
         raise ParameterError(
             "--engine spark writes --removed to JSON Lines only (.jsonl, .jsonl.gz), not "
             "Parquet (see docs/spark.md)"
+        )
+
+
+def check_keep(keep: str, index: str | None) -> None:
+    """ParameterError for a ``--keep`` policy the Spark engine does not run: ``max:FIELD``, and
+    any but ``smallest-id`` with an ``--index``."""
+    if keep == "smallest-id":
+        return
+    if keep not in _PREF_TYPES:
+        raise ParameterError(
+            f"--engine spark does not take --keep {keep}: it keeps smallest-id, first or "
+            "longest; run --engine local for max:FIELD (see docs/spark.md)"
+        )
+    if index is not None:
+        raise ParameterError(
+            f"--engine spark takes --keep {keep} without --index only; run --engine local for "
+            "both (see docs/spark.md)"
         )
 
 

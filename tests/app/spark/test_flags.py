@@ -20,9 +20,16 @@ from neardup.app.cli.options import DedupOptions, DedupParams
 from neardup.app.spark import kernels
 from neardup.app.spark.job import SparkParams, run_spark_dedup
 from neardup.app.spark.kernels import OUTPUT, REMOVED
-from neardup.core.engine import NgramIndex, ProtectedSet, Protection, Schema, expand_inputs
+from neardup.core.engine import (
+    KeepPolicy,
+    NgramIndex,
+    ProtectedSet,
+    Protection,
+    Schema,
+    expand_inputs,
+)
 from tests.app.spark.conftest import part_lines, write_shards
-from tests.app.spark.corpus import index_rounds
+from tests.app.spark.corpus import adversarial_docs, index_rounds
 from tests.fixtures import write_protected
 
 #: Rows with the id in ``doc.key`` (an integer for some) and the text in ``body``.
@@ -135,6 +142,28 @@ def test_spark_dry_run_writes_nothing_and_counts_as_local(spark: Any, tmp_path: 
     assert {k: v for k, v in manifest.counts.items() if k != "edges"} == local.counts
     assert manifest.clusters == local.clusters and manifest.cluster_sizes == local.cluster_sizes
     assert local.counts["decontaminated"] == 2 and manifest.removed is None  # both checked
+
+
+@pytest.mark.parametrize("keep", ["longest", "first"])
+def test_spark_keep_policies_equal_local(spark: Any, tmp_path: Path, keep: str) -> None:
+    """The survivor of a cluster (and of identical texts) by the policy, ties by smallest id;
+    with --keep-duplicates every dropped row names it, and the estimate to it."""
+    inputs = write_shards(tmp_path / "in", adversarial_docs(), 3)  # "first" is not smallest id
+    out = tmp_path / "spark.jsonl"
+    run_spark_dedup(spark, inputs, str(out), params=SparkParams(keep_duplicates=True, keep=keep))
+    run_dedup(
+        DedupOptions(
+            inputs=tuple(inputs), output=str(tmp_path / "local.jsonl"), quiet=True,
+            params=DedupParams(keep_duplicates=True, keep=KeepPolicy.parse(keep)),
+        )
+    )  # fmt: skip
+    expected = _lines(tmp_path / "local.jsonl")
+    assert part_lines(out, ordered=True) == expected
+    rows = [json.loads(line) for line in expected]
+    near = {
+        r["neardup"]["duplicate_of"] for r in rows if r.get("neardup", {}).get("reason") == "near"
+    }
+    assert near - {r["meta"]["minhash_cluster"] for r in rows}  # a survivor that is not the root
 
 
 def test_file_label_is_the_local_readers_label(tmp_path: Path) -> None:
