@@ -208,8 +208,10 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     dedup.add_argument("--dry-run", action="store_true", help="report the counts, write nothing")
     dedup.add_argument("--quiet", action="store_true", help="no progress on stderr")
     dedup.add_argument(
-        "--engine", choices=("local", "spark"), default="local", help="where to run (local)"
-    )
+        "--engine", choices=("local", "spark"), default="local",
+        help="where to run; spark takes every flag but --workers, --keep max:FIELD and the "
+        "decontamination ones, see docs/spark.md",
+    )  # fmt: skip
     dedup.add_argument("--spark-master", help="e.g. local[2]; default: Spark's configuration")
     dedup.set_defaults(dedup_parser=dedup)  # the Spark engine names the flags it does not take
 

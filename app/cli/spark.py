@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from neardup.core.engine import MinhashParams, ParameterError, check_apart
+from neardup.core.engine import KeepPolicy, MinhashParams, ParameterError, Schema, check_apart
 
 __all__ = ["SPARK_FLAGS", "dedup_spark"]
 
@@ -13,49 +13,61 @@ SPARK_FLAGS = frozenset(
     {
         "command", "inputs", "output", "protected", "num_perm", "bands", "threshold", "k",
         "seed", "ngram", "tokenizer", "manifest", "quiet", "engine", "spark_master",
-        "keep_duplicates", "dedup_parser", "index", "index_mode",
+        "keep_duplicates", "dedup_parser", "index", "index_mode", "removed", "id_field",
+        "text_field", "id_prefix", "dry_run", "keep",
     }
 )  # fmt: skip
+#: Why a flag the Spark engine refuses is refused, by argparse dest (default: not on Spark).
+_WHY = {
+    "workers": "Spark's executors and cores decide the parallelism",
+}
 
 
-def _unsupported(args: argparse.Namespace) -> list[str]:
-    """The option strings of flags given (not at their default) that Spark does not take."""
+def _unsupported(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option strings, dest) of the flags given (not at their default) Spark does not take."""
     parser: argparse.ArgumentParser = args.dedup_parser
     named = []
     for action in parser._actions:
         if action.dest in SPARK_FLAGS or action.dest == argparse.SUPPRESS:
             continue
         if getattr(args, action.dest, action.default) != action.default:
-            named.append("/".join(action.option_strings) or action.dest)
+            named.append(("/".join(action.option_strings) or action.dest, action.dest))
     return named
 
 
 def dedup_spark(args: argparse.Namespace) -> int:
-    """Check the flags, run on Spark (exit 0), or raise ParameterError naming what is wrong."""
+    """Check the flags, run on Spark (exit 0), or raise ParameterError naming what is wrong.
+    Every check here runs before any JVM starts."""
     unsupported = _unsupported(args)
     if unsupported:
-        raise ParameterError(
-            f"--engine spark does not take {', '.join(unsupported)}: Spark's executors and "
-            "configuration decide those (see docs/spark.md)"
+        why = "; ".join(
+            _WHY.get(dest, f"{flag} runs on --engine local only") for flag, dest in unsupported
         )
-    if args.keep_duplicates and str(args.output).rstrip("/").lower().endswith(".parquet"):
         raise ParameterError(
-            "--engine spark writes --keep-duplicates' neardup tags to JSON Lines only, not "
-            "Parquet (see docs/spark.md)"
+            f"--engine spark does not take {', '.join(f for f, _ in unsupported)}: {why} "
+            "(see docs/spark.md)"
         )
+    from neardup.app.spark.corpus import output_format
+    from neardup.app.spark.job import check_formats, check_keep
+
+    output = str(args.output)
+    check_formats(output_format(output), args.keep_duplicates, args.removed)
+    keep = str(KeepPolicy.parse(args.keep))
+    check_keep(keep, args.index)
     if args.index is None and args.index_mode != "append":
         raise ParameterError("--index-mode needs --index")
+    schema = Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file")
     given = {
         n: getattr(args, n)
         for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram", "tokenizer")
         if getattr(args, n) is not None
     }
-    output = str(args.output)
     manifest = output.rstrip("/") + ".manifest.json" if args.manifest is None else args.manifest
     reads = [("INPUT", str(t)) for t in args.inputs]
     reads += [("--protected", str(t)) for t in args.protected]
     index = None if args.index is None else ("--index", str(args.index))
-    check_apart(reads, [("--output", output), ("--manifest", str(manifest))], index=index)
+    writes = [("--output", output), ("--removed", args.removed), ("--manifest", str(manifest))]
+    check_apart(reads, writes, index=index)
     from neardup.app.spark.entry import dedup_on_spark
     from neardup.app.spark.job import SparkParams
 
@@ -64,14 +76,18 @@ def dedup_spark(args: argparse.Namespace) -> int:
         keep_duplicates=args.keep_duplicates,
         index=None if args.index is None else str(args.index),
         index_mode=args.index_mode,
+        schema=schema,
+        keep=keep,
     )
     dedup_on_spark(
         [str(p) for p in args.inputs],
-        str(args.output),
+        output,
         protected=[str(p) for p in args.protected],
         params=params,
         master=args.spark_master,
         manifest_path=None if args.manifest is None else str(args.manifest),
         quiet=args.quiet,
+        removed=None if args.removed is None else str(args.removed),
+        dry_run=args.dry_run,
     )
     return 0

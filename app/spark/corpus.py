@@ -23,6 +23,7 @@ from neardup.core.engine import (
     CorpusError,
     DuplicateIdError,
     RowWriter,
+    Schema,
     expand_inputs,
     parquet_schema,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "HadoopPath",
     "check_rows",
     "check_unique_ids",
+    "label_root",
     "output_format",
     "read_corpus",
 ]
@@ -69,15 +71,24 @@ _DOCUMENTS = (
 
 
 def read_corpus(
-    spark: SparkSession, inputs: Sequence[str], *, rows: bool = False, reserved: str | None = None
+    spark: SparkSession,
+    inputs: Sequence[str],
+    *,
+    rows: bool = False,
+    reserved: str | None = None,
+    schema: Schema | None = None,
 ) -> DataFrame:
     """All inputs as one DataFrame (id, text, bad, file, pos, row): ``bad`` says why a row is
     not a document (None for a good one; its id and text are then null), ``pos`` is the row's
     place in the local engine's reading order (input, file, then line or row), and with
     ``rows`` ``row`` is the whole row as JSON text (else null). ``reserved`` is a field no row
-    may have. Nothing is read until an action runs."""
+    may have; ``schema`` says where the id and text are (and ``--id-prefix``). Nothing is read
+    until an action runs."""
+    schema = schema or Schema()
     parts = [
-        (_read_parquet if _is_parquet(p) else _read_json)(spark, p, i, rows, reserved)
+        (_read_parquet if _is_parquet(p) else _read_json)(
+            spark, p, i, rows, reserved, schema, label_root(spark, p) if schema.id_prefix else None
+        )
         for i, p in enumerate(inputs)
     ]
     out = parts[0]
@@ -104,8 +115,28 @@ def _position(index: int, start: Column, n: Column) -> Column:
     )
 
 
+def label_root(spark: SparkSession, path: str) -> str | None:
+    """What the ``--id-prefix`` labels of an input's files are relative to, as the local
+    engine's ``expand_inputs`` has it (``kernels.file_label``): a directory itself, a glob's
+    part before its first wildcard (as unquoted paths, the form ``file_label`` compares), None
+    for a file named on its own (its label is its base name)."""
+    from urllib.parse import unquote, urlsplit
+
+    magic = next((i for i, part in enumerate(path.split("/")) if set(part) & set("*?[")), None)
+    if magic is None and not HadoopPath(spark, path).is_dir():
+        return None
+    root = path if magic is None else "/".join(path.split("/")[:magic]) or "."
+    return unquote(urlsplit(HadoopPath(spark, root).qualified()).path).rstrip("/") or "/"
+
+
 def _read_json(
-    spark: SparkSession, path: str, index: int, rows: bool, reserved: str | None
+    spark: SparkSession,
+    path: str,
+    index: int,
+    rows: bool,
+    reserved: str | None,
+    schema: Schema,
+    root: str | None,
 ) -> DataFrame:
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
@@ -117,7 +148,7 @@ def _read_json(
 
     def documents(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            out = kernels.line_documents(batch, reserved)
+            out = kernels.line_documents(batch, reserved, schema, root)
             yield out if rows else _without_rows(out)
 
     # Within a file, rows keep their order: a split's rows are one partition's, in order.
@@ -135,7 +166,13 @@ def _without_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def _read_parquet(
-    spark: SparkSession, path: str, index: int, rows: bool, reserved: str | None
+    spark: SparkSession,
+    path: str,
+    index: int,
+    rows: bool,
+    reserved: str | None,
+    schema: Schema,
+    root: str | None,
 ) -> DataFrame:
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
@@ -144,13 +181,16 @@ def _read_parquet(
         df = spark.read.parquet(path)
     except AnalysisException as exc:
         raise _missing(spark, path, exc) from None
-    if not {"id", "text"} <= set(df.columns):
-        raise CorpusError(path, None, "a Parquet corpus needs the columns 'id' and 'text'")
     columns = list(df.columns)
+    needed = [schema.id_field, schema.text_field]
+    if len(schema.columns(columns)) < len({f.split(".", 1)[0] for f in needed}):
+        raise CorpusError(
+            path, None, f"a Parquet corpus needs the columns {needed[0]!r} and {needed[1]!r}"
+        )
 
     def documents(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            out = kernels.parquet_documents(batch, columns, reserved)
+            out = kernels.parquet_documents(batch, columns, reserved, schema, root)
             yield out if rows else _without_rows(out)
 
     pos = _position(index, F.lit(0), F.col("_metadata.row_index"))
@@ -191,15 +231,23 @@ def parquet_hint(spark: SparkSession, inputs: Sequence[str]) -> pa.Schema | None
     return hint
 
 
-def _line_of(spark: SparkSession, file: str, reserved: str | None) -> int | None:
+def _line_of(
+    spark: SparkSession, file: str, reserved: str | None, schema: Schema | None
+) -> int | None:
     """The first line of a JSON Lines file that is not a document (an error path only)."""
     lines = spark.read.text(file).rdd.zipWithIndex()
-    bad = lines.filter(lambda r: kernels.line_problem(r[0][0], reserved) is not None)
+    shape = schema or Schema()
+    bad = lines.filter(lambda r: kernels.line_problem(r[0][0], reserved, shape) is not None)
     first = bad.map(lambda r: r[1] + 1).take(1)  # zipWithIndex keeps the file's order
     return int(first[0]) if first else None
 
 
-def check_rows(spark: SparkSession, docs: DataFrame, reserved: str | None = None) -> None:
+def check_rows(
+    spark: SparkSession,
+    docs: DataFrame,
+    reserved: str | None = None,
+    schema: Schema | None = None,
+) -> None:
     """CorpusError naming the file (and line, for JSON Lines) of the first row that is not a
     document; nothing when every row is one."""
     from pyspark.sql import functions as F
@@ -208,7 +256,7 @@ def check_rows(spark: SparkSession, docs: DataFrame, reserved: str | None = None
     if not bad:
         return
     file, reason = str(bad[0]["file"]), str(bad[0]["bad"])
-    line = None if _is_parquet(file) else _line_of(spark, file, reserved)
+    line = None if _is_parquet(file) else _line_of(spark, file, reserved, schema)
     raise CorpusError(_shown(file), line, reason)
 
 
@@ -254,6 +302,16 @@ class HadoopPath:
     def name(self) -> str:
         """The last component of the path."""
         return str(self._jpath.getName())
+
+    def is_dir(self) -> bool:
+        """Whether the path is a directory."""
+        return bool(self._fs.exists(self._jpath)) and bool(
+            self._fs.getFileStatus(self._jpath).isDirectory()
+        )
+
+    def qualified(self) -> str:
+        """The path as a full URI (``file:///d/a%20b``)."""
+        return str(self._fs.makeQualified(self._jpath).toUri().toString())
 
     def exists(self) -> bool:
         """Whether anything is at the path."""

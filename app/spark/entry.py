@@ -101,9 +101,13 @@ def dedup_on_spark(
     master: str | None = None,
     manifest_path: str | None = None,
     quiet: bool = False,
+    removed: str | None = None,
+    dry_run: bool = False,
 ) -> SparkManifest:
     """Run on Spark and write the manifest (default ``OUTPUT.manifest.json``, any Hadoop path).
-    An ``--index`` is opened and checked (parameters, files) before any JVM starts."""
+    An ``--index`` is opened and checked (parameters, files) before any JVM starts. With
+    ``dry_run`` nothing is written: the counts go to standard output as the local engine's
+    ``--dry-run`` report (the same keys)."""
     params = params or SparkParams()
     if params.index is not None:
         open_index(params.index, params.index_mode, params.minhash)
@@ -116,20 +120,30 @@ def dedup_on_spark(
 
     try:
         manifest = run_spark_dedup(
-            spark, inputs, output, protected=protected, params=params, on_conflict=write
-        )
-        write(manifest)
+            spark, inputs, output, protected=protected, params=params, on_conflict=write,
+            removed=removed, dry_run=dry_run,
+        )  # fmt: skip
+        if not dry_run:
+            write(manifest)
     finally:
         spark.stop()
     nulls = manifest.counts.get("nan_as_null", 0)
     if nulls:
         print(f"neardup dedup: warning: {nan_as_null_note(nulls)}", file=sys.stderr)
+    if dry_run:
+        counts = {k: v for k, v in manifest.counts.items() if k != "edges"}
+        report = {"dry_run": True, "counts": counts, "clusters": manifest.clusters,
+                  "cluster_sizes": manifest.cluster_sizes}  # fmt: skip
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        return manifest
     if not quiet:
         c = manifest.counts
         print(
             f"neardup dedup (spark, {manifest.master}): read {c['read']}, exact-dropped "
             f"{c['exact_dropped']}, near-dropped {c['near_dropped']}, decontaminated "
-            f"{c['decontaminated']}, wrote {c['written']} to {output} (manifest {path})",
+            f"{c['decontaminated']}, wrote {c['written']} to {output}"
+            + (f" and {manifest.removed['rows']} to {removed}" if manifest.removed else "")
+            + f" (manifest {path})",
             file=sys.stderr,
         )
         if manifest.index is not None:

@@ -64,7 +64,10 @@ from neardup.core.engine import (
     MinhashParams,
     NgramIndex,
     ParameterError,
+    ProtectedSet,
+    Protection,
     RowWriter,
+    Schema,
     read_protected_set,
 )
 
@@ -72,7 +75,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["SparkManifest", "SparkParams", "run_spark_dedup"]
+__all__ = ["SparkManifest", "SparkParams", "check_formats", "check_keep", "run_spark_dedup"]
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,19 @@ class SparkParams:
     #: extends); None: no index.
     index: str | None = None
     index_mode: str = "append"
+    #: ``--id-field``, ``--text-field`` and ``--id-prefix``: where the id and text are.
+    schema: Schema = field(default_factory=Schema)
+    #: ``--keep``: which member of a cluster survives (``smallest-id``, ``first``, ``longest``;
+    #: ties by smallest id), not with ``index``.
+    keep: str = "smallest-id"
 
     def as_dict(self) -> dict[str, Any]:
         """Flat, as the flags are spelled (for the manifest)."""
-        flat = {**self.minhash.as_dict(), "keep_duplicates": self.keep_duplicates}
+        flat = {
+            **self.minhash.as_dict(),
+            "keep_duplicates": self.keep_duplicates,
+            "keep": self.keep,
+        }
         if self.index is not None:
             flat.update(index=self.index, index_mode=self.index_mode)
         return flat
@@ -105,20 +117,27 @@ class SparkManifest:
     parameters: dict[str, Any]
     inputs: list[str]
     protected: list[dict[str, Any]]
+    schema: dict[str, Any] = field(default_factory=lambda: asdict(Schema()))
     counts: dict[str, int] = field(default_factory=dict)
     clusters: int = 0
+    #: How many clusters (singletons included) have each size, by size, as the local engine's.
+    cluster_sizes: dict[str, int] = field(default_factory=dict)
     component_rounds: int = 0
     shuffle_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
     #: With ``--index``: the version read, what the probe did and the part added (if any).
     index: dict[str, Any] | None = None
+    #: With ``--removed``: its path, format, bytes and rows.
+    removed: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The manifest as a JSON-ready dict (``index`` only with ``--index``)."""
+        """The manifest as a JSON-ready dict (``index`` only with ``--index``, ``removed`` only
+        with ``--removed``)."""
         body = asdict(self)
-        if self.index is None:
-            del body["index"]
+        for key in ("index", "removed"):
+            if body[key] is None:
+                del body[key]
         return body
 
 
@@ -144,9 +163,19 @@ class _Clock:
             self._group(following)
 
 
-def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
+#: The Spark type of each ``--keep`` policy's ``pref`` column (smaller is preferred; ties by
+#: id): ``first`` the row's place in the local engine's reading order, ``longest`` minus its
+#: text's length in characters (code points, as Python's ``len``).
+_PREF_TYPES = {
+    "first": "struct<input: int, file: string, start: bigint, n: bigint>",
+    "longest": "int",
+}
+
+
+def _signed(raw: DataFrame, params: MinhashParams, keep: str = "smallest-id") -> DataFrame:
     """(id, sha, bad, file, sig, live): one pass over the inputs; ``file`` is kept for bad rows
-    only (the error names it), a bad row's missing text is signed as ""."""
+    only (the error names it), a bad row's missing text is signed as ""; with a ``keep`` policy
+    of ``_PREF_TYPES`` also ``pref``."""
     from pyspark.sql import functions as F
 
     def sign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -156,15 +185,21 @@ def _signed(raw: DataFrame, params: MinhashParams) -> DataFrame:
     text = F.coalesce(F.col("text"), F.lit(""))
     bad_file = F.when(F.col("bad").isNotNull(), F.col("file"))
     columns: list[Column | str] = ["id", text.alias("text"), F.sha2(text, 256).alias("sha"), "bad"]
-    return raw.select(*columns, bad_file.alias("file")).mapInArrow(
-        sign, "id string, sha string, bad string, file string, sig binary, live boolean"
-    )
+    columns.append(bad_file.alias("file"))
+    out = "id string, sha string, bad string, file string, sig binary, live boolean"
+    if keep in _PREF_TYPES:  # passed through after file, before the signature's columns
+        pref = F.col("pos") if keep == "first" else -F.length(text)
+        columns.append(pref.alias("pref"))
+        out = out.replace(", sig", f", pref {_PREF_TYPES[keep]}, sig")
+    return raw.select(*columns).mapInArrow(sign, out)
 
 
 def _classes(signed: DataFrame, digest: bool = False) -> DataFrame:
-    """(id, sig, live, cid, exact, keeper): each document's class (the smallest id among
-    documents of its identical live signature), its text's exact keeper (the smallest id of its
-    SHA-256) and whether it is that keeper; with ``digest`` also the text's 16-byte digest (the
+    """(id, sig, live, cid, exact, keeper, smallest): each document's class (the smallest id
+    among documents of its identical live signature), its text's exact keeper (the preferred
+    row of its SHA-256: with a ``pref`` column the smallest (pref, id), else the smallest id),
+    whether it is that keeper, and the smallest id of its SHA-256 (what names a wordless
+    text's cluster); ``pref`` passed on; with ``digest`` also the text's 16-byte digest (the
     first half of its SHA-256, as the index stores it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -174,11 +209,17 @@ def _classes(signed: DataFrame, digest: bool = False) -> DataFrame:
     klass = Window.partitionBy(
         "live", F.when(F.col("live"), F.col("sig")).otherwise(F.encode("id", "UTF-8"))
     )
-    keeper = F.min("id").over(Window.partitionBy("sha"))
-    extra = [F.unhex(F.substring("sha", 1, 32)).alias("digest")] if digest else []
+    same_text = Window.partitionBy("sha")
+    smallest = F.min("id").over(same_text)
+    preferred = "pref" in signed.columns
+    keeper = F.min(F.struct("pref", "id")).over(same_text)["id"] if preferred else smallest
+    extra: list[Column | str] = ["pref"] if preferred else []
+    if digest:
+        extra.append(F.unhex(F.substring("sha", 1, 32)).alias("digest"))
     return signed.select(
-        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper"), *extra
-    ).withColumn("exact", F.col("id") == F.col("keeper"))
+        "id", "sig", "live", F.min("id").over(klass).alias("cid"), keeper.alias("keeper"),
+        smallest.alias("smallest"), *extra,
+    ).withColumn("exact", F.col("id") == F.col("keeper"))  # fmt: skip
 
 
 def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
@@ -200,41 +241,56 @@ def _edges(signed: DataFrame, params: MinhashParams) -> DataFrame:
 
 
 def _tagged(classes: DataFrame, roots: DataFrame) -> DataFrame:
-    """(id, exact, keeper, root): each document's exact keeper and its cluster's root."""
+    """(id, exact, keeper, root, survivor): each document's exact keeper, its cluster's root
+    (its smallest id, what ``minhash_cluster`` says) and the cluster's survivor (the root; with
+    a ``pref`` column the member of smallest (pref, id))."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # A wordless text's cluster is its identical texts, named by their smallest id (its exact
-    # keeper), as the local engine names it.
-    root = F.when(F.col("live"), F.coalesce("root", "cid")).otherwise(F.col("keeper"))
-    return (
-        classes.select("id", "cid", "live", "exact", "keeper")
+    # A wordless text's cluster is its identical texts, named by their smallest id, as the
+    # local engine names it.
+    root = F.when(F.col("live"), F.coalesce("root", "cid")).otherwise(F.col("smallest"))
+    preferred = "pref" in classes.columns
+    tagged = (
+        classes.select(
+            "id", "cid", "live", "exact", "keeper", "smallest", *(["pref"] if preferred else [])
+        )
         .join(roots, F.col("cid") == F.col("node"), "left")
-        .select("id", "exact", "keeper", root.alias("root"))
+        .select("id", "exact", "keeper", root.alias("root"), *(["pref"] if preferred else []))
     )
+    if not preferred:
+        return tagged.withColumn("survivor", F.col("root"))
+    best = F.min(F.struct("pref", "id")).over(Window.partitionBy("root"))["id"]
+    return tagged.select("id", "exact", "keeper", "root", best.alias("survivor"))
 
 
 def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) -> DataFrame:
-    """``tagged`` (id, exact, keeper, root) with why each would-be-dropped row would be dropped
-    (``--keep-duplicates``): (id, root, reason, duplicate_of, estimate), as the local engine says
-    it: ``exact`` of the keeper (estimate 1.0), ``near`` of the cluster's root (the estimate of
-    their signatures, one join on the root's id for the rows that need it), null for survivors."""
+    """``tagged`` (id, exact, keeper, root, survivor) with why each would-be-dropped row would be
+    dropped (``--keep-duplicates``, ``--removed``): (id, root, reason, duplicate_of, estimate),
+    as the local engine says it: ``exact`` of the keeper (estimate 1.0), ``near`` of the
+    cluster's survivor (the estimate of their signatures, one join on the survivor's id for the
+    rows that need it), null for survivors."""
     from pyspark.sql import functions as F
 
-    exact, near = ~F.col("exact"), F.col("exact") & (F.col("root") != F.col("id"))
-    pairs = tagged.where(near).select("id", F.col("root").alias("target"))
+    exact, near = ~F.col("exact"), F.col("exact") & (F.col("survivor") != F.col("id"))
+    pairs = tagged.where(near).select("id", F.col("survivor").alias("target"))
     estimated = near_estimates(pairs, classes, classes, params.num_perm)
     return tagged.join(estimated, "id", "left").select(
         "id",
         "root",
         F.when(exact, F.lit("exact")).when(near, F.lit("near")).alias("reason"),
-        F.when(exact, F.col("keeper")).when(near, F.col("root")).alias("duplicate_of"),
+        F.when(exact, F.col("keeper")).when(near, F.col("survivor")).alias("duplicate_of"),
         F.when(exact, F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
     )
 
 
-#: The ordering column of the output rows, the Spark type of their JSON text, and how many NaN
-#: or infinite floats the text has as null (JSON Lines outputs).
-_LINES = "pos struct<input: int, file: string, start: bigint, n: bigint>, value string, nulls int"
+#: The ordering column of the output rows, the Spark type of their JSON text, how many NaN or
+#: infinite floats the text has as null (JSON Lines), and where the row goes (kernels.OUTPUT or
+#: kernels.REMOVED).
+_LINES = (
+    "pos struct<input: int, file: string, start: bigint, n: bigint>, value string, nulls int, "
+    "dest int"
+)
 #: ... and with ``--index`` each written row's id and whether it is a survivor (the index's part).
 _SURVIVORS = ", id string, survivor boolean"
 #: Rows per chunk an executor infers a Parquet schema from (the local writer's batch).
@@ -245,63 +301,89 @@ def _output_lines(
     spark: SparkSession,
     kept: DataFrame,
     protected: Sequence[str],
-    n: int,
-    tokenizer: str = "words",
+    params: SparkParams,
     *,
     finite: bool = True,
     survivors: bool = False,
+    removing: bool = False,
 ) -> DataFrame:
-    """(pos, value, nulls): every kept row that shares no protected n-gram, as the JSON text the
-    local engine writes for it (every input field, ``meta.minhash_cluster``; with ``reason``,
-    ``duplicate_of`` and ``estimate`` columns, a would-be-dropped row's ``neardup`` too). With
-    ``finite`` (a JSON Lines output) NaN and infinities are null, ``nulls`` of them a row;
-    otherwise (Parquet) they are kept, as Python's json writes them. With ``survivors`` also
-    (id, survivor): the row's id, and whether it is kept (no reason)."""
-    grams: set[str] = set()
-    for path in protected:
-        grams.update(read_protected_set(path, n, tokenizer=tokenizer).grams)
-    shared = spark.sparkContext.broadcast(sorted(grams)) if grams else None
+    """(pos, value, nulls, dest): every row of ``kept`` that is written, as the JSON text the
+    local engine writes for it, and where (``kernels.route_rows``): a survivor that shares no
+    protected n-gram to the output (every input field, ``meta.minhash_cluster``); with
+    ``reason``, ``duplicate_of`` and ``estimate`` columns a would-be-dropped row to the output
+    with its ``neardup`` object (``--keep-duplicates``) or, ``removing``, to ``--removed``; and
+    ``removing``, a contaminated row to ``--removed`` with its reason (else it goes nowhere).
+    With ``finite`` (a JSON Lines output) NaN and infinities are null, ``nulls`` of them a row,
+    as in every ``--removed`` row; otherwise (a Parquet output) they are kept, as Python's json
+    writes them. With ``survivors`` also (id, survivor): the row's id, and whether it is kept
+    (no reason)."""
+    minhash, schema = params.minhash, params.schema
+    n, tokenizer = minhash.ngram, minhash.tokenizer
+    sets = [read_protected_set(path, n, tokenizer=tokenizer) for path in protected]
+    # --removed says which set, item and n-gram: the sets themselves; else their n-grams do.
+    shipped: Any = (
+        [(s.name, s.items, s.grams) for s in sets]
+        if removing
+        else sorted({g for s in sets for g in s.grams})
+    )
+    shared = spark.sparkContext.broadcast(shipped) if sets else None
     why = [c for c in ("reason", "duplicate_of", "estimate") if c in kept.columns]
     index_part = "index_part" in kept.columns
+    keep_all = params.keep_duplicates
+
+    def check() -> Protection | NgramIndex | None:
+        if shared is None:
+            return None
+        if removing:
+            return Protection(
+                [ProtectedSet(name, items, grams, n, tokenizer=tokenizer)
+                 for name, items, grams in shared.value]
+            )  # fmt: skip
+        return NgramIndex(set(shared.value), n, tokenizer)
 
     def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        index = NgramIndex(set(shared.value), n, tokenizer) if shared is not None else None
+        checker = check()
         for batch in batches:
             reasons = (
                 list(zip(*(batch.column(c).to_pylist() for c in why), strict=True)) if why else None
             )
             parts = batch.column("index_part").to_pylist() if index_part else None
-            rows = kernels.tagged_rows(
-                batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons, parts
-            )
-            keep = kernels.clean_batch([kernels.text_of(r) for r in rows], index)
-            kept = [r for r, k in zip(rows, keep.tolist(), strict=True) if k]
-            dumped = (
-                [RowWriter.finite_dumps(r) for r in kept]
-                if finite
-                else [(RowWriter.dumps(r), 0) for r in kept]
-            )
-            taken = pa.array(keep)
+            routed = kernels.route_rows(
+                batch.column("row").to_pylist(), batch.column("root").to_pylist(), reasons,
+                parts, checker, keep_all=keep_all, schema=schema,
+            )  # fmt: skip
+            taken = [removing or dest == kernels.OUTPUT for _, dest in routed]
+            written = [r for r, take in zip(routed, taken, strict=True) if take]
+            dumped = [
+                RowWriter.finite_dumps(row)
+                if finite or dest == kernels.REMOVED
+                else (RowWriter.dumps(row), 0)
+                for row, dest in written
+            ]
+            mask = pa.array(taken, pa.bool_())
             columns = [
-                batch.column("pos").filter(taken),
+                batch.column("pos").filter(mask),
                 pa.array([text for text, _ in dumped], pa.string()),
                 pa.array([nulls for _, nulls in dumped], pa.int32()),
+                pa.array([dest for _, dest in written], pa.int32()),
             ]
             if survivors:
-                kept_rows = (
-                    batch.column("reason").is_null() if why else pa.array([True] * len(batch))
-                )
-                columns += [batch.column("id").filter(taken), kept_rows.filter(taken)]
+                kept_rows = [
+                    dest == kernels.OUTPUT and (reasons is None or reasons[i][0] is None)
+                    for i, (_, dest) in enumerate(routed)
+                ]
+                columns += [batch.column("id").filter(mask), pa.array(kept_rows).filter(mask)]
             yield pa.RecordBatch.from_arrays(
-                columns, ["pos", "value", "nulls", *(["id", "survivor"] if survivors else [])]
+                columns,
+                ["pos", "value", "nulls", "dest", *(["id", "survivor"] if survivors else [])],
             )
 
     extra = ["id"] if survivors else []
     extra += ["index_part"] if index_part else []
-    schema = _LINES + (_SURVIVORS if survivors else "")
-    return kept.select("row", "root", "pos", *why, *extra).mapInArrow(clean, schema)
+    schema_out = _LINES + (_SURVIVORS if survivors else "")
+    return kept.select("row", "root", "pos", *why, *extra).mapInArrow(clean, schema_out)
 
 
 def _parquet_schema(ordered: DataFrame, output: str, hint: pa.Schema | None) -> pa.Schema:
@@ -402,21 +484,23 @@ def run_spark_dedup(
     protected: Sequence[str] = (),
     params: SparkParams = SparkParams(),
     on_conflict: Callable[[SparkManifest], None] | None = None,
+    removed: str | None = None,
+    dry_run: bool = False,
 ) -> SparkManifest:
-    """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``.
+    """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``
+    (and every dropped row, with why, into the directory ``removed`` when given).
 
     With ``--index`` in append mode, a commit lost to another run (IndexConflictError, raised)
     first hands the manifest, saying so, to ``on_conflict`` (the output is written and valid).
+    With ``dry_run`` everything is decided and counted, and nothing written (nor added to the
+    index).
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     fmt = output_format(output)
-    if params.keep_duplicates and fmt == ".parquet":
-        raise ParameterError(
-            "--engine spark writes --keep-duplicates' neardup tags to JSON Lines only, not "
-            "Parquet (see docs/spark.md)"
-        )
+    check_formats(fmt, params.keep_duplicates, removed)
+    check_keep(params.keep, params.index)
     manifest = SparkManifest(
         engine="spark",
         spark_version=spark.version,
@@ -424,6 +508,7 @@ def run_spark_dedup(
         parameters=params.as_dict(),
         inputs=list(inputs),
         protected=[{"path": p} for p in protected],
+        schema=asdict(params.schema),
     )
     n, tokenizer = params.minhash.ngram, params.minhash.tokenizer
     for path in protected:  # read (and rejected) before any Spark work
@@ -432,17 +517,19 @@ def run_spark_dedup(
     if params.index is not None:  # its parameters and files checked before any Spark work
         index = open_index(params.index, params.index_mode, params.minhash)
     probe: IndexProbe | None = None
-    reserved = kernels.REASON_KEY if params.keep_duplicates else None
-    hint = parquet_hint(spark, inputs) if fmt == ".parquet" else None
+    # Reasons are written (and no row may have their field) with either flag.
+    reasons = params.keep_duplicates or removed is not None
+    reserved = kernels.REASON_KEY if reasons else None
+    hint = parquet_hint(spark, inputs) if fmt == ".parquet" and not dry_run else None
     clock = _Clock(spark, manifest.seconds, "signatures")
-    raw = read_corpus(spark, inputs, reserved=reserved)
+    raw = read_corpus(spark, inputs, reserved=reserved, schema=params.schema)
     persisted: list[DataFrame] = []
     try:
         # One pass over the inputs: signatures and digests, kept; every check runs on them.
-        signed = _signed(raw, params.minhash).persist(StorageLevel.MEMORY_AND_DISK)
+        signed = _signed(raw, params.minhash, params.keep).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(signed)
         read = signed.count()
-        check_rows(spark, signed, reserved)
+        check_rows(spark, signed, reserved, params.schema)
         check_unique_ids(signed)
         clock.lap("signatures", "classes")
         classes = _classes(signed, digest=index is not None)
@@ -467,7 +554,7 @@ def run_spark_dedup(
         roots, manifest.component_rounds = star_roots(graph, reliable)
         if probe is not None:
             decided = index_decisions(
-                classes, roots, probe, params.minhash.num_perm, params.keep_duplicates
+                classes, roots, probe, params.minhash.num_perm, reasons
             ).persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(decided)
             tagged = decided.select("id", "root", "reason")
@@ -484,50 +571,65 @@ def run_spark_dedup(
         else:
             row = tagged.agg(
                 F.count(F.when(~F.col("exact"), 1)).alias("exact_dropped"),
-                F.count(F.when(F.col("exact") & (F.col("root") != F.col("id")), 1)).alias("near"),
+                F.count(F.when(F.col("exact") & (F.col("survivor") != F.col("id")), 1)).alias(
+                    "near"
+                ),
             ).first()
         stats = None if row is None else (int(row[0]), int(row[1]))
-        sizes = tagged.groupBy("root").count()
-        manifest.clusters = sizes.where(F.col("count") >= 2).count()
+        sizes = tagged.groupBy("root").count().groupBy("count").count().collect()
+        manifest.cluster_sizes = {str(r[0]): int(r[1]) for r in sorted(sizes)}
+        manifest.clusters = sum(int(r[1]) for r in sizes if r[0] >= 2)
         clock.lap("components", "write")
-        near = F.col("exact") & (F.col("root") == F.col("id"))
+        near = F.col("exact") & (F.col("survivor") == F.col("id"))
         if decided is not None:
-            kept = decided if params.keep_duplicates else decided.where(F.col("reason").isNull())
+            kept = decided if reasons else decided.where(F.col("reason").isNull())
             kept = kept.select(
                 "id",
                 "root",
-                *(["reason", "duplicate_of", "estimate"] if params.keep_duplicates else []),
+                *(["reason", "duplicate_of", "estimate"] if reasons else []),
                 "index_part",
             )
-        elif params.keep_duplicates:
+        elif reasons:
             kept = _with_reasons(tagged, classes, params.minhash)
         else:
             kept = tagged.where(near).select("id", "root")
         if index is not None and probe is None:  # nothing indexed yet: no reason names a part
             kept = kept.withColumn("index_part", F.lit(None).cast("string"))
         # The second pass over the inputs: the kept documents' whole rows.
-        rows = read_corpus(spark, inputs, rows=True).select("id", "row", "pos")
-        appending = index is not None and params.index_mode == "append"
+        rows = read_corpus(spark, inputs, rows=True, schema=params.schema)
+        appending = index is not None and params.index_mode == "append" and not dry_run
         lines = _output_lines(
             spark,
-            kept.join(rows, "id"),
+            kept.join(rows.select("id", "row", "pos"), "id"),
             protected,
-            n,
-            tokenizer,
+            params,
             finite=fmt != ".parquet",
             survivors=appending,
+            removing=removed is not None,
         )
         lines = lines.persist(StorageLevel.MEMORY_AND_DISK)  # sampled, then sorted
         persisted.append(lines)
-        totals = lines.agg(F.count("*"), F.sum("nulls")).first()
-        written = 0 if totals is None else int(totals[0])
-        nulls = 0 if totals is None or totals[1] is None else int(totals[1])
-        target = HadoopPath(spark, output)
-        _write(spark, lines, target, fmt, hint)
+        out_rows = F.col("dest") == kernels.OUTPUT
+        totals = lines.agg(
+            F.count(F.when(out_rows, 1)), F.count(F.when(~out_rows, 1)), F.sum("nulls")
+        ).first()
+        written, removed_rows, nulls = (
+            (0, 0, 0) if totals is None else (int(totals[0]), int(totals[1]), int(totals[2] or 0))
+        )
+        if not dry_run:
+            target = HadoopPath(spark, output)
+            _write(spark, lines.where(out_rows), target, fmt, hint)
+            manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
+            if removed is not None:
+                gone = HadoopPath(spark, removed)
+                _write(spark, lines.where(~out_rows), gone, output_format(removed), None)
+                manifest.removed = {
+                    "path": removed, "format": output_format(removed), "bytes": gone.size(),
+                    "rows": removed_rows,
+                }  # fmt: skip
         _counts(manifest, stats, read, written, edge_count, params.keep_duplicates)
         if nulls:  # as the local engine counts them
             manifest.counts["nan_as_null"] = nulls
-        manifest.output = {"path": output, "format": fmt, "bytes": target.size()}
         summary = None if index is None else index_summary(index, params.index_mode, probe)
         if appending and index is not None and summary is not None:
             clock.lap("write", "index_part")
@@ -559,6 +661,39 @@ def run_spark_dedup(
             df.unpersist()
     manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
     return manifest
+
+
+def check_formats(fmt: str, keep_duplicates: bool, removed: str | None) -> None:
+    """ParameterError for what the Spark engine writes only as JSON Lines: ``--keep-duplicates``'
+    ``neardup`` objects (a Parquet output) and ``--removed`` (a Parquet one); CorpusError for
+    a ``--removed`` name of no output format."""
+    if keep_duplicates and fmt == ".parquet":
+        raise ParameterError(
+            "--engine spark writes --keep-duplicates' neardup tags to JSON Lines only, not "
+            "Parquet (see docs/spark.md)"
+        )
+    if removed is not None and output_format(removed) == ".parquet":
+        raise ParameterError(
+            "--engine spark writes --removed to JSON Lines only (.jsonl, .jsonl.gz), not "
+            "Parquet (see docs/spark.md)"
+        )
+
+
+def check_keep(keep: str, index: str | None) -> None:
+    """ParameterError for a ``--keep`` policy the Spark engine does not run: ``max:FIELD``, and
+    any but ``smallest-id`` with an ``--index``."""
+    if keep == "smallest-id":
+        return
+    if keep not in _PREF_TYPES:
+        raise ParameterError(
+            f"--engine spark does not take --keep {keep}: it keeps smallest-id, first or "
+            "longest; run --engine local for max:FIELD (see docs/spark.md)"
+        )
+    if index is not None:
+        raise ParameterError(
+            f"--engine spark takes --keep {keep} without --index only; run --engine local for "
+            "both (see docs/spark.md)"
+        )
 
 
 def _counts(

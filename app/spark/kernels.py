@@ -31,23 +31,30 @@ from numpy.typing import NDArray
 from neardup.core.engine import (
     CLUSTER_KEY,
     CorpusError,
+    Match,
     MinhashParams,
     NgramIndex,
+    Protection,
     RowWriter,
     Schema,
     band_digests,
     batch_signatures,
     empty_rows,
     estimates,
+    get_field,
+    id_problem,
     jsonl_items,
     min_label_components,
+    set_field,
 )
 
 __all__ = [
     "BIG_BUCKET",
+    "OUTPUT",
     "PROBE_DIGEST",
     "PROBE_ID",
     "REASON_KEY",
+    "REMOVED",
     "BucketEdges",
     "ProbeFilter",
     "band_batch",
@@ -56,13 +63,16 @@ __all__ = [
     "bucket_star",
     "clean_batch",
     "confirm_batch",
+    "contamination_reasons",
     "estimate_batch",
+    "file_label",
     "line_documents",
     "line_problem",
     "parquet_documents",
     "part_batch",
     "probe_batch",
     "reason_object",
+    "route_rows",
     "row_schema",
     "signature_batch",
     "tagged_rows",
@@ -276,16 +286,31 @@ def reason_object(
     return out
 
 
-#: Where the Spark engine finds a document's id and text (no --id-field, --text-field or
-#: --id-prefix on Spark).
+#: Where a document's id and text are by default (``--id-field``, ``--text-field`` and
+#: ``--id-prefix`` give another ``Schema``).
 _SCHEMA = Schema()
 
 
-def _checked(row: dict[str, Any], reserved: str | None) -> tuple[str, str]:
-    """A row's id and text; CorpusError when it is not a document the output can be written
-    from: no id or text (as the local reader says), a ``meta`` that is not an object (the local
-    engine says so when it writes the row), or a ``reserved`` field (``--keep-duplicates``)."""
-    doc_id, text = _SCHEMA.id_and_text(row, "", None)
+def file_label(uri: str, root: str | None) -> str:
+    """What ``--id-prefix file`` puts before the ids of the file at ``uri`` (as Spark names it,
+    ``file:/d/a%20b.jsonl``), as the local engine's ``Source.label``: its path relative to
+    ``root`` (the unquoted path of the directory or of a glob's fixed part it was found by), or
+    without a ``root`` (a file named on its own) its base name."""
+    import posixpath
+    from urllib.parse import unquote, urlsplit
+
+    path = unquote(urlsplit(uri).path)
+    return posixpath.basename(path) if root is None else posixpath.relpath(path, root)
+
+
+def _checked(
+    row: dict[str, Any], reserved: str | None, schema: Schema = _SCHEMA
+) -> tuple[str, str]:
+    """A row's id and text (before any ``--id-prefix``); CorpusError when it is not a document
+    the output can be written from: no id or text (as the local reader says), a ``meta`` that is
+    not an object (the local engine says so when it writes the row), or a ``reserved`` field
+    (``--keep-duplicates``, ``--removed``)."""
+    doc_id, text = schema.id_and_text(row, "", None)
     meta = row.get("meta")
     if meta is not None and not isinstance(meta, dict):
         raise CorpusError("", None, f"'meta' must be an object to hold {CLUSTER_KEY}")
@@ -297,14 +322,29 @@ def _checked(row: dict[str, Any], reserved: str | None) -> tuple[str, str]:
     return doc_id, text
 
 
-def line_problem(line: str, reserved: str | None) -> str | None:
-    """Why a JSON Lines line is not a document; None for a document or a blank line."""
+def line_problem(line: str, reserved: str | None, schema: Schema = _SCHEMA) -> str | None:
+    """Why a JSON Lines line is not a document; None for a document or a blank line. (An id
+    that only its ``--id-prefix`` label makes bad is found by ``check_rows``, not here.)"""
     try:
         for _, row in jsonl_items([line], ""):
-            _checked(row, reserved)
+            _checked(row, reserved, schema)
     except CorpusError as exc:
         return exc.reason
     return None
+
+
+def _prefixed(
+    row: dict[str, Any], doc_id: str, schema: Schema, label: str | None
+) -> tuple[str, dict[str, Any] | None]:
+    """With ``--id-prefix file`` (a ``label``): the id ``LABEL/ID`` (checked as the local reader
+    checks it) and the row holding it in its id field; else the id and None."""
+    if label is None or not schema.id_prefix:
+        return doc_id, None
+    doc_id = f"{label}/{doc_id}"
+    problem = id_problem(doc_id)
+    if problem is not None:  # as the local reader says it
+        raise CorpusError("", None, f"the id {doc_id!r} {problem}")
+    return doc_id, set_field(row, schema.id_field, doc_id)
 
 
 def _documents(
@@ -320,11 +360,23 @@ def _documents(
     )  # fmt: skip
 
 
-def line_documents(batch: pa.RecordBatch, reserved: str | None) -> pa.RecordBatch:
-    """(value, *passed) JSON Lines -> (id, text, bad, *passed, row): every non-blank line's id
-    and text (both null, and ``bad`` saying why, for a line that is not a document) and the
-    line itself as ``row``, parsed by the local reader's parser; blank lines are left out."""
+def _labels(batch: pa.RecordBatch, schema: Schema, root: str | None) -> list[str | None]:
+    """Every row's ``--id-prefix`` label (from its ``file`` column), or None without one."""
+    if not schema.id_prefix:
+        return [None] * len(batch)
+    return [file_label(f, root) for f in batch.column("file").to_pylist()]
+
+
+def line_documents(
+    batch: pa.RecordBatch, reserved: str | None, schema: Schema = _SCHEMA, root: str | None = None
+) -> pa.RecordBatch:
+    """(value, file, *passed) JSON Lines -> (id, text, bad, file, *passed, row): every non-blank
+    line's id and text in ``schema``'s fields (both null, and ``bad`` saying why, for a line that
+    is not a document) and the line itself as ``row``, parsed by the local reader's parser;
+    blank lines are left out. With ``schema.id_prefix`` the id is ``LABEL/ID`` (``file_label``
+    of the row's file and ``root``) and ``row`` the row holding it, as the local reader has it."""
     passed = [name for name in batch.schema.names if name != "value"]
+    labels = _labels(batch, schema, root)
     keep: list[int] = []
     ids: list[str | None] = []
     texts: list[str | None] = []
@@ -335,34 +387,43 @@ def line_documents(batch: pa.RecordBatch, reserved: str | None) -> pa.RecordBatc
             items = list(jsonl_items([line], ""))
             if not items:
                 continue  # a blank line, as the local reader skips it
-            doc_id, text = _checked(items[0][1], reserved)
+            doc_id, text = _checked(items[0][1], reserved, schema)
+            doc_id, row = _prefixed(items[0][1], doc_id, schema, labels[i])
             why = None
         except CorpusError as exc:
-            doc_id, text, why = None, None, exc.reason
+            doc_id, text, why, row = None, None, exc.reason, None
         keep.append(i)
         ids.append(doc_id)
         texts.append(text)
         bad.append(why)
-        rows.append(line)
+        rows.append(line if row is None else RowWriter.dumps(row))
     return _documents(batch, keep, ids, texts, bad, rows, passed)
 
 
 def parquet_documents(
-    batch: pa.RecordBatch, columns: list[str], reserved: str | None
+    batch: pa.RecordBatch,
+    columns: list[str],
+    reserved: str | None,
+    schema: Schema = _SCHEMA,
+    root: str | None = None,
 ) -> pa.RecordBatch:
-    """(*columns, *passed) of a Parquet input -> (id, text, bad, *passed, row): each row's id
-    and text (or why it is not a document) and the row as the JSON text the local engine writes
-    for it (``RowWriter.dumps``: every column, in order; dates, decimals and bytes as its JSON
-    Lines output has them)."""
+    """(*columns, file, *passed) of a Parquet input -> (id, text, bad, file, *passed, row): each
+    row's id and text in ``schema``'s fields (or why it is not a document) and the row as the
+    JSON text the local engine writes for it (``RowWriter.dumps``: every column, in order; dates,
+    decimals and bytes as its JSON Lines output has them); ``--id-prefix`` as
+    ``line_documents``."""
     passed = [name for name in batch.schema.names if name not in columns]
+    labels = _labels(batch, schema, root)
     ids: list[str | None] = []
     texts: list[str | None] = []
     bad: list[str | None] = []
     rows: list[str | None] = []
-    for row in batch.select(columns).to_pylist():
+    for row, label in zip(batch.select(columns).to_pylist(), labels, strict=True):
         try:
-            doc_id, text = _checked(row, reserved)
-            dumped = RowWriter.dumps(row)  # before any append: a failure adds one entry each
+            doc_id, text = _checked(row, reserved, schema)
+            doc_id, prefixed = _prefixed(row, doc_id, schema, label)
+            # before any append: a failure adds one entry each
+            dumped = RowWriter.dumps(row if prefixed is None else prefixed)
             ids.append(doc_id)
             texts.append(text)
             bad.append(None)
@@ -373,6 +434,76 @@ def parquet_documents(
             bad.append(exc.reason if isinstance(exc, CorpusError) else str(exc))
             rows.append(None)
     return _documents(batch, list(range(len(batch))), ids, texts, bad, rows, passed)
+
+
+#: Where ``route_rows`` sends a row: the output, or ``--removed`` (when there is one).
+OUTPUT, REMOVED = 0, 1
+
+
+def contamination_reasons(
+    texts: list[str], check: Protection | NgramIndex | None
+) -> list[dict[str, Any] | None]:
+    """Per text, None when it shares no protected n-gram, else what the local engine's reason
+    says of it (its first match's ``set``, first ``item`` and ``ngram``; an ``NgramIndex``,
+    which has only verdicts, says nothing: ``{}``)."""
+    if check is None or not texts:
+        return [None] * len(texts)
+    if isinstance(check, NgramIndex):
+        return [{} if dirty else None for dirty in check.contaminated_many(texts).tolist()]
+    out: list[dict[str, Any] | None] = []
+    for matches in check.matches_many(texts):
+        first: Match | None = matches[0] if matches else None
+        out.append(
+            None
+            if first is None
+            else {"set": first.set, "item": first.items[0], "ngram": first.ngram}
+        )
+    return out
+
+
+def route_rows(
+    rows: list[str],
+    roots: list[str],
+    reasons: list[tuple[str | None, str | None, float | None]] | None,
+    parts: list[str | None] | None,
+    check: Protection | NgramIndex | None,
+    *,
+    keep_all: bool,
+    schema: Schema = _SCHEMA,
+) -> list[tuple[dict[str, Any], int]]:
+    """Every row (JSON text) of a batch as the local engine writes it, and where (``OUTPUT`` or
+    ``REMOVED``): a row the protected sets catch (survivors are checked, and with
+    ``keep_all`` every row) goes to ``--removed`` as read with the ``contaminated`` reason; a
+    survivor (null reason) to the output tagged with its root; a would-be-dropped row to the
+    output tagged and with its ``neardup`` object with ``keep_all``, else to ``--removed`` as
+    read with it. ``parts``: a run with an index (every reason says ``index_part``)."""
+    parsed = [json.loads(raw) for raw in rows]
+    why = reasons if reasons is not None else [(None, None, None)] * len(rows)
+    checked = [i for i, r in enumerate(why) if keep_all or r[0] is None]
+    dirty = dict(
+        zip(
+            checked,
+            contamination_reasons([text_of(parsed[i], schema) for i in checked], check),
+            strict=True,
+        )
+    )
+    indexed = parts is not None
+    out: list[tuple[dict[str, Any], int]] = []
+    for i, row in enumerate(parsed):
+        found = dirty.get(i)
+        if found is not None:
+            caught = {**reason_object("contaminated", None, None, None, indexed), **found}
+            out.append(({**row, REASON_KEY: caught}, REMOVED))
+            continue
+        part = None if parts is None else parts[i]
+        reason = None if why[i][0] is None else reason_object(*why[i], part, indexed)
+        if reason is None:
+            out.append((_tagged(row, roots[i]), OUTPUT))
+        elif keep_all:
+            out.append(({**_tagged(row, roots[i]), REASON_KEY: reason}, OUTPUT))
+        else:
+            out.append(({**row, REASON_KEY: reason}, REMOVED))
+    return out
 
 
 def tagged_rows(
@@ -387,9 +518,7 @@ def tagged_rows(
     ``neardup`` object last (with ``parts``, the index part of an indexed ``duplicate_of``)."""
     out = []
     for i, (raw, root) in enumerate(zip(rows, roots, strict=True)):
-        row = json.loads(raw)
-        meta = row.get("meta")
-        tagged = {**row, "meta": {**({} if meta is None else meta), CLUSTER_KEY: root}}
+        tagged = _tagged(json.loads(raw), root)
         if reasons is not None and reasons[i][0] is not None:
             part = None if parts is None else parts[i]
             tagged[REASON_KEY] = reason_object(*reasons[i], part, parts is not None)
@@ -397,9 +526,16 @@ def tagged_rows(
     return out
 
 
-def text_of(row: dict[str, Any]) -> str:
+def _tagged(row: dict[str, Any], root: str) -> dict[str, Any]:
+    """``row`` with ``meta.minhash_cluster`` set to ``root`` (``meta`` where it was, or last)."""
+    meta = row.get("meta")
+    return {**row, "meta": {**({} if meta is None else meta), CLUSTER_KEY: root}}
+
+
+def text_of(row: dict[str, Any], schema: Schema = _SCHEMA) -> str:
     """A checked row's text."""
-    return _SCHEMA.id_and_text(row, "", None)[1]
+    text: str = get_field(row, schema.text_field)
+    return text
 
 
 def row_schema(rows: list[dict[str, Any]], hint: pa.Schema | None) -> pa.Schema:

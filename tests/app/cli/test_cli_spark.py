@@ -74,12 +74,26 @@ def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -
     )  # fmt: skip
     assert result.returncode == 2
     assert "--engine spark does not take --workers" in result.stderr
-    for flag in (["--keep", "first"], ["--removed", "r.jsonl"], ["--id-field", "key"]):
+    for flag, why in ((["--item-cap", "3"], "--item-cap runs on --engine local only"),):
         result = neardup(
             "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", *flag, cwd=tmp_path
         )  # fmt: skip
         assert result.returncode == 2
-        assert f"--engine spark does not take {flag[0]}" in result.stderr
+        assert f"--engine spark does not take {flag[0]}: {why}" in result.stderr
+    # The outputs Spark takes now are checked as locally, before any JVM starts.
+    for flags, says in (
+        (["--keep", "max:q"], "does not take --keep max:q: it keeps smallest-id, first or"),
+        (["--keep", "first", "--index", "idx"], "takes --keep first without --index only"),
+        (["--keep", "biggest"], "--keep 'biggest' is not a policy"),
+        (["--removed", "r.parquet"], "--removed to JSON Lines only"),
+        (["--removed", "a.jsonl", "--id-field", "k"], "--removed a.jsonl is INPUT"),
+        (["--removed", "o.jsonl", "--dry-run"], "--output o.jsonl and --removed o.jsonl are"),
+    ):
+        result = neardup(
+            "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", *flags, cwd=tmp_path
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        assert says in result.stderr and result.stderr.count("\n") == 1, result.stderr
     result = neardup(
         "dedup", "a.jsonl", "--output", "o.parquet", "--engine", "spark", "--keep-duplicates",
         cwd=tmp_path,
