@@ -23,13 +23,28 @@ def neardup(*args: object, cwd: Path, timeout: float = 600) -> subprocess.Comple
 
 
 def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) -> None:
+    """One Spark run through the CLI (a JVM start is most of its cost): JSON Lines and gzip
+    inputs, three protected sets and the multilingual tokenizer, against the local engine."""
+    from tests.app.cli.test_multilingual import LOCALES, one_percent_changed
+    from tests.catalogs import MESSAGES, document
+
     corpus = planted_corpus(5)
     docs = [Doc(i, t, {"n": n}) for n, (i, t) in enumerate(corpus.docs.items())]
     docs.append(Doc("zz-contaminated", "prefix " + SHELL_SENTENCE, {"n": -1}))
+    # Texts the default tokenizer cannot tell apart or match: the multilingual one must reach
+    # the Spark job, or its output is not the local one.
+    multi = [Doc(f"{loc}-{p}", document(loc, 12 * p, 12)) for loc in LOCALES for p in range(2)]
+    multi += [Doc(f"{loc}~near", one_percent_changed(document(loc, 0, 12))) for loc in LOCALES]
+    item = MESSAGES["zh_CN"][30]
+    multi.append(Doc("planted", document("zh_CN", 24, 6) + item + document("zh_CN", 30, 6)))
     write_docs(tmp_path / "a.jsonl", docs[:30])
-    write_docs(tmp_path / "b.jsonl.gz", docs[30:])
+    write_docs(tmp_path / "b.jsonl.gz", docs[30:] + multi)
+    (tmp_path / "evals.jsonl").write_text(
+        json.dumps({"id": "zh1", "question": item}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     jsonl, plain = write_protected(tmp_path)
-    common = ["a.jsonl", "b.jsonl.gz", "--protected", jsonl, "--protected", plain, "--quiet"]
+    protected = ["--protected", jsonl, "--protected", plain, "--protected", "evals.jsonl"]
+    common = ["a.jsonl", "b.jsonl.gz", *protected, "--tokenizer", "multilingual", "--quiet"]
     local = neardup("dedup", *common, "--output", "local.jsonl", cwd=tmp_path)
     assert local.returncode == 0, local.stderr
     spark = neardup(
@@ -45,22 +60,25 @@ def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) ->
         lines.extend(part.read_text(encoding="utf-8").splitlines())
     expected = (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()
     assert lines == expected  # the parts in name order are the local output, in order
+    kept = {json.loads(line)["id"] for line in lines}
+    assert kept & {d.id for d in multi} == {f"{loc}-{p}" for loc in LOCALES for p in range(2)}
+    assert "zz-contaminated" not in kept  # copies and planted items out
     # The Spark output directory (_SUCCESS, .crc files) is an input to neardup itself.
     again = neardup("dedup", "spark.jsonl", "--output", "again.jsonl", "--quiet", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines() == expected
-    read_back = ["spark.jsonl", "--protected", jsonl, "--protected", plain]
-    report = neardup("contamination", *read_back, cwd=tmp_path)
+    report = neardup("contamination", "spark.jsonl", *protected, cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert json.loads(report.stdout)["documents"] == len(expected)  # every part read back
     manifest = json.loads((tmp_path / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
     local_manifest = json.loads((tmp_path / "local.jsonl.manifest.json").read_text())
     assert manifest["engine"] == "spark" and manifest["master"] == "local[1]"
     assert manifest["spark_version"].startswith("4.")
+    assert manifest["parameters"]["tokenizer"] == "multilingual"
     for key in ("read", "exact_dropped", "near_dropped", "decontaminated", "written"):
         assert manifest["counts"][key] == local_manifest["counts"][key], key
     assert manifest["clusters"] == local_manifest["clusters"]
-    assert manifest["counts"]["decontaminated"] == 1
+    assert manifest["counts"]["decontaminated"] == 2
     shuffled = manifest["shuffle_bytes"]
     assert set(shuffled) == set(manifest["seconds"]), shuffled
     assert all(s["write"] > 0 and s["read"] > 0 for s in shuffled.values()), shuffled
@@ -122,34 +140,3 @@ def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(tmp_path: Path) 
         assert result.stderr.startswith("neardup dedup: error: ") and says in result.stderr
         assert "Traceback" not in result.stderr and "java." not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
-
-
-def test_cli_spark_engine_takes_the_tokenizer(tmp_path: Path) -> None:
-    from tests.app.cli.test_multilingual import LOCALES, one_percent_changed
-    from tests.catalogs import MESSAGES, document
-
-    docs = [Doc(f"{loc}-{p}", document(loc, 12 * p, 12)) for loc in LOCALES for p in range(2)]
-    docs += [Doc(f"{loc}~near", one_percent_changed(document(loc, 0, 12))) for loc in LOCALES]
-    item = MESSAGES["zh_CN"][30]
-    docs.append(Doc("planted", document("zh_CN", 24, 6) + item + document("zh_CN", 30, 6)))
-    write_docs(tmp_path / "a.jsonl", docs)
-    (tmp_path / "evals.jsonl").write_text(
-        json.dumps({"id": "zh1", "question": item}, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    common = ["a.jsonl", "--protected", "evals.jsonl", "--tokenizer", "multilingual", "--quiet"]
-    local = neardup("dedup", *common, "--output", "local.jsonl", cwd=tmp_path)
-    assert local.returncode == 0, local.stderr
-    spark = neardup(
-        "dedup", *common, "--output", "spark.jsonl", "--engine", "spark",
-        "--spark-master", "local[1]", cwd=tmp_path,
-    )  # fmt: skip
-    assert spark.returncode == 0, spark.stderr[-3000:]
-    lines = []
-    for part in sorted((tmp_path / "spark.jsonl").glob("part-*")):
-        lines.extend(part.read_text(encoding="utf-8").splitlines())
-    expected = (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()
-    assert sorted(lines) == sorted(expected)
-    kept = {json.loads(line)["id"] for line in lines}
-    assert kept == {f"{loc}-{p}" for loc in LOCALES for p in range(2)}  # copies and planted out
-    manifest = json.loads((tmp_path / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
-    assert manifest["parameters"]["tokenizer"] == "multilingual"

@@ -205,6 +205,13 @@ def test_an_interrupted_pruning_step_removes_nothing(pg_url):
                 time.sleep(0.01)
             assert "DELETE FROM documents" in pids[0][1]  # past the log entries' deletion
             killer.execute("SELECT pg_terminate_backend(%s)", (pids[0][0],))
+            # The store tries once more on a fresh connection, which waits on the same row:
+            # killed too (else it waits out STORE_TIMEOUT, 10 s, to fail the same way).
+            while thread.is_alive() and time.monotonic() < deadline:
+                for pid, query in killer.execute(waiting).fetchall():
+                    assert "DELETE FROM documents" in query
+                    killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                thread.join(0.01)
             thread.join(30)
             holder.rollback()
         assert done and not isinstance(done[0], int)  # the step failed ...

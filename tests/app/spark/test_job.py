@@ -38,17 +38,33 @@ def _core_tags(docs: list[dict[str, Any]]) -> dict[str, str]:
     return {d.id: d.meta[CLUSTER_KEY] for d in near_dedup(exact_dedup(stream))}
 
 
-@pytest.mark.parametrize(("parts", "reverse"), [(1, False), (3, True), (7, False)])
+@pytest.mark.parametrize(
+    ("parts", "reverse", "folder"), [(1, False, False), (3, True, False), (7, False, True)]
+)
 def test_spark_survivors_and_tags_equal_local_and_core(
     spark: Any, docs: list[dict[str, Any]], reference: list[str], tmp_path: Path, parts: int,
-    reverse: bool,
+    reverse: bool, folder: bool,
 ) -> None:  # fmt: skip
+    """``folder``: the shards given as their directory, two of them gzipped, and a gzipped
+    output (one Spark run for both checks)."""
+    import gzip
+
     rows = docs[::-1] if reverse else docs
     inputs = write_shards(tmp_path / "in", rows, parts)
-    out = tmp_path / "out.jsonl"
+    if folder:
+        for path in inputs[:2]:
+            with gzip.open(path + ".gz", "wt", encoding="utf-8") as fh:
+                fh.write(Path(path).read_text(encoding="utf-8"))
+            Path(path).unlink()
+        inputs = [str(tmp_path / "in")]  # a directory of .jsonl and .jsonl.gz shards
+    out = tmp_path / ("out.jsonl.gz" if folder else "out.jsonl")
     manifest = run_spark_dedup(spark, inputs, str(out))
     lines = part_lines(out)
     assert lines == reference
+    parts_written = [p.name for p in out.glob("part-*")]
+    assert parts_written and all(
+        p.endswith(".jsonl.gz" if folder else ".jsonl") for p in parts_written
+    )
     tags = {json.loads(line)["id"]: json.loads(line)["meta"][CLUSTER_KEY] for line in lines}
     assert tags == _core_tags(docs)
     # The shapes are really there: the chain joined, the template collapsed, copies dropped.
@@ -65,22 +81,11 @@ def test_spark_survivors_and_tags_equal_local_and_core(
     assert manifest.engine == "spark" and manifest.master == "local[2]"
 
 
-def test_spark_giant_bucket_is_one_cluster_of_all_templated_pages(
-    spark: Any, docs: list[dict[str, Any]], tmp_path: Path
-) -> None:
-    inputs = write_shards(tmp_path / "in", docs, 2)
-    out = tmp_path / "all.jsonl"
-    run_spark_dedup(spark, inputs, str(out), params=SparkParams(keep_duplicates=True))
-    rows = [json.loads(line) for line in part_lines(out)]
-    assert len(rows) == len(docs)
-    roots = {r["meta"][CLUSTER_KEY] for r in rows if r["id"].startswith("tpl-")}
-    templated = sorted(r["id"] for r in rows if r["id"].startswith("tpl-"))
-    assert len(templated) == TEMPLATED and roots == {templated[0]}
-
-
 def test_spark_keep_duplicates_and_protected_equal_local(
     spark: Any, docs: list[dict[str, Any]], tmp_path: Path
 ) -> None:
+    """Both runs equal the local engine's; the second (--keep-duplicates) also shows the giant
+    bucket of templated pages as one cluster."""
     eval_jsonl, held_out = write_protected(tmp_path)
     dirty = [
         {"id": "dirty-1", "text": "blah " + "Tom found a shiny red shell by the river and "
@@ -103,6 +108,12 @@ def test_spark_keep_duplicates_and_protected_equal_local(
         assert manifest.counts["decontaminated"] == 2
         ids = {json.loads(line)["id"] for line in expected}
         assert not ids & {"dirty-1", "dirty-2"}
+    # The giant bucket is one cluster of all templated pages (every row kept, tagged).
+    rows = [json.loads(line) for line in part_lines(out)]
+    assert len(rows) == len(docs)
+    roots = {r["meta"][CLUSTER_KEY] for r in rows if r["id"].startswith("tpl-")}
+    templated = sorted(r["id"] for r in rows if r["id"].startswith("tpl-"))
+    assert len(templated) == TEMPLATED and roots == {templated[0]}
     # And core's decontaminate agrees on which documents go.
     kept = decontaminate((Doc(d["id"], d["text"]) for d in dirty), protected)
     assert list(kept) == []
@@ -131,21 +142,3 @@ def test_spark_reads_parquet_globs_and_writes_parquet_like_local(
     assert got.equals(expected)  # the same rows in the same order
     assert pa.types.is_struct(got.schema.field("meta").type)
     assert (tmp_path / "out.parquet" / "_SUCCESS").exists()
-
-
-def test_spark_reads_a_directory_of_gzip_and_plain_shards(
-    spark: Any, docs: list[dict[str, Any]], reference: list[str], tmp_path: Path
-) -> None:
-    import gzip
-
-    folder = tmp_path / "corpus"
-    plain = write_shards(folder, docs, 4)
-    for path in plain[:2]:
-        with gzip.open(path + ".gz", "wt", encoding="utf-8") as fh:
-            fh.write(Path(path).read_text(encoding="utf-8"))
-        Path(path).unlink()
-    inputs = [str(folder)]  # a directory of .jsonl and .jsonl.gz shards
-    out = tmp_path / "out.jsonl.gz"
-    run_spark_dedup(spark, inputs, str(out))
-    assert part_lines(out) == reference
-    assert all(p.name.endswith(".jsonl.gz") for p in out.glob("part-*"))
