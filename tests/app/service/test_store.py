@@ -200,6 +200,8 @@ def test_a_set_stored_with_nan_before_it_was_refused_loads_reading_it_as_null(tm
     assert parsed.items == 2
     with pytest.raises(ValueError, match="NaN is not JSON"):
         parse_protected_set("old", old, ProtectedFormat.JSONL)
+
+
 def test_answer_settings_are_recorded_once_and_another_is_refused_naming_the_ways_out(tmp_path):
     """The answer settings a store lacks are recorded; another value of one is refused,
     naming each (both values) and the two ways out; ``set_settings`` replaces them and
