@@ -260,7 +260,7 @@ def test_load_refuses_a_store_that_does_not_hold_what_it_counted():
         assert str(refused.value) == message
 
 
-def test_matches_list_up_to_the_limit_asked_and_a_compacted_index_keeps_its_cap():
+def test_matches_list_up_to_the_limit_asked_and_a_compacted_index_keeps_its_cap_and_versions():
     sigs = np.stack([_sig(), _sig((0, 4, 1)), _sig((4, 8, 2)), _sig((8, 12, 3))])
     index = ServiceIndex(MinhashParams(), max_matches=2)
     index.apply(index.plan(["a", "b", "c", "d"], sigs))
@@ -268,5 +268,7 @@ def test_matches_list_up_to_the_limit_asked_and_a_compacted_index_keeps_its_cap(
     assert (capped.count, capped.best) == (4, [("a", 1.0), ("b", 0.96875)])
     assert (one.count, one.best) == (4, [("a", 1.0)])
     index.remove("a")
-    [compacted] = index.compacted().matches(sigs[:1])
+    fresh = index.compacted()
+    [compacted] = fresh.matches(sigs[:1])
     assert (compacted.count, len(compacted.best)) == (3, 2)
+    assert fresh.version == index.version + 1  # a new version: cached pages are not reused
