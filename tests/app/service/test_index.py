@@ -272,3 +272,17 @@ def test_matches_list_up_to_the_limit_asked_and_a_compacted_index_keeps_its_cap_
     [compacted] = fresh.matches(sigs[:1])
     assert (compacted.count, len(compacted.best)) == (3, 2)
     assert fresh.version == index.version + 1  # a new version: cached pages are not reused
+
+
+def test_every_change_gives_the_index_a_new_version():
+    """Cached pages are keyed by the version: a removal, like an addition, never gives a
+    version seen before."""
+    index = ServiceIndex(MinhashParams())
+    seen = [index.version]
+    index.apply(index.plan(["a", "b"], np.stack([_sig(), _sig((0, 4, 1))])))
+    seen.append(index.version)
+    index.remove("a")
+    seen.append(index.version)
+    index.apply(index.plan(["c"], np.stack([_sig((8, 12, 2))])))
+    seen.append(index.version)
+    assert seen == sorted(set(seen))
