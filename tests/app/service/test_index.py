@@ -258,3 +258,31 @@ def test_load_refuses_a_store_that_does_not_hold_what_it_counted():
         with pytest.raises(RuntimeError) as refused:
             ServiceIndex(MinhashParams()).load(count, next_number, [chunk])
         assert str(refused.value) == message
+
+
+def test_matches_list_up_to_the_limit_asked_and_a_compacted_index_keeps_its_cap_and_versions():
+    sigs = np.stack([_sig(), _sig((0, 4, 1)), _sig((4, 8, 2)), _sig((8, 12, 3))])
+    index = ServiceIndex(MinhashParams(), max_matches=2)
+    index.apply(index.plan(["a", "b", "c", "d"], sigs))
+    [capped], [one] = index.matches(sigs[:1]), index.matches(sigs[:1], None, 1)
+    assert (capped.count, capped.best) == (4, [("a", 1.0), ("b", 0.96875)])
+    assert (one.count, one.best) == (4, [("a", 1.0)])
+    index.remove("a")
+    fresh = index.compacted()
+    [compacted] = fresh.matches(sigs[:1])
+    assert (compacted.count, len(compacted.best)) == (3, 2)
+    assert fresh.version == index.version + 1  # a new version: cached pages are not reused
+
+
+def test_every_change_gives_the_index_a_new_version():
+    """Cached pages are keyed by the version: a removal, like an addition, never gives a
+    version seen before."""
+    index = ServiceIndex(MinhashParams())
+    seen = [index.version]
+    index.apply(index.plan(["a", "b"], np.stack([_sig(), _sig((0, 4, 1))])))
+    seen.append(index.version)
+    index.remove("a")
+    seen.append(index.version)
+    index.apply(index.plan(["c"], np.stack([_sig((8, 12, 2))])))
+    seen.append(index.version)
+    assert seen == sorted(set(seen))
