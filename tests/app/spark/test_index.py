@@ -1,6 +1,6 @@
-"""``--index`` on Spark against the local engine: three incremental rounds on each engine give
-byte-identical outputs and equal index parts; the engines take turns on one index; read mode
-adds nothing; a colliding id and a locked parameter stop the run before anything is written."""
+"""``--index`` on Spark against the local engine: three incremental rounds, the engines taking
+turns on one index, give the local engine's byte-identical outputs and equal index parts; read
+mode adds nothing; a colliding id and a locked parameter stop the run before anything is written."""
 
 from __future__ import annotations
 
@@ -97,28 +97,60 @@ def local_rounds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return got
 
 
-def test_spark_rounds_equal_local_rounds(
+def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     spark: Any, local_rounds: dict[str, Any], tmp_path: Path
 ) -> None:
-    index = tmp_path / "idx"
-    for r in range(3):
-        if r == 2:  # the join fallback: no key of the new batch broadcast
-            spark.conf.set(BROADCAST_KEYS_CONF, "0")
-        try:
-            manifest = _spark(spark, local_rounds["inputs"][r], tmp_path / f"o{r}.jsonl", index, r)
-        finally:
-            spark.conf.unset(BROADCAST_KEYS_CONF)
-        lines = part_lines(tmp_path / f"o{r}.jsonl", ordered=True)
+    """Spark creates an index from round 0 as the local engine does. On the local engine's
+    index of round 0, Spark appends round 1 (--keep-duplicates: every reason with its index
+    part; keys broadcast; the index as a Hadoop ``file://`` URL), reads round 2 (read mode,
+    through the join fallback: no key broadcast), and the local engine appends round 2 to the
+    part Spark added: every output, index and manifest record is the local engine's alone
+    (three Spark runs in all)."""
+
+    def same_as_local(lines: list[str], index: Path, r: int) -> None:
         assert _unnamed(lines) == _unnamed(local_rounds["lines"][r]), r
         assert _index_table(index).equals(local_rounds["tables"][r]), r
+
+    def same_record(manifest: SparkManifest, r: int) -> dict[str, Any]:
         record, local = manifest.index, local_rounds["records"][r]
         assert record is not None and local is not None
         assert {k: record[k] for k in _COMPARED + _MATCHED} == {
             k: local[k] for k in _COMPARED + _MATCHED
         }
-        assert record["broadcast"] is (None if r == 0 else r == 1)
-        if r:  # only the files holding a candidate are read for signatures
-            assert 1 <= record["files_read_for_signatures"] <= record["files"]
+        return record
+
+    inputs = local_rounds["inputs"]
+    created = tmp_path / "created"
+    first = _spark(spark, inputs[0], tmp_path / "o0.jsonl", created, 0)
+    same_as_local(part_lines(tmp_path / "o0.jsonl", ordered=True), created, 0)
+    assert same_record(first, 0)["broadcast"] is None  # nothing indexed yet
+    assert [p.run["engine"] for p in DocIndex.open(str(created)).parts] == ["spark"]
+    index = tmp_path / "idx"
+    shutil.copytree(local_rounds["after_first"], index)  # made by the local engine
+    url = index.as_uri()
+    second = _spark(spark, inputs[1], tmp_path / "o1.jsonl", url, 1)
+    same_as_local(part_lines(tmp_path / "o1.jsonl", ordered=True), index, 1)
+    record = same_record(second, 1)
+    assert record["broadcast"] is True
+    # Only the files holding a candidate are read for signatures.
+    assert 1 <= record["files_read_for_signatures"] <= record["files"]
+    # Read mode: the same output as appending would write, and the index as it was.
+    before = sorted(p.name for p in (index / "_index").iterdir())
+    spark.conf.set(BROADCAST_KEYS_CONF, "0")  # the join fallback: no key of the batch broadcast
+    try:
+        read = _spark(spark, inputs[2], tmp_path / "read.jsonl", url, 2, mode="read")
+    finally:
+        spark.conf.unset(BROADCAST_KEYS_CONF)
+    lines = part_lines(tmp_path / "read.jsonl", ordered=True)
+    assert _unnamed(lines) == _unnamed(local_rounds["lines"][2])
+    assert sorted(p.name for p in (index / "_index").iterdir()) == before
+    assert read.index is not None and read.index["version_written"] is None
+    assert read.index["broadcast"] is False
+    # The local engine appends to the part the Spark engine added.
+    _local(inputs[2], tmp_path / "o2.jsonl", index, 2)
+    same_as_local((tmp_path / "o2.jsonl").read_text(encoding="utf-8").splitlines(), index, 2)
+    engines = [p.run["engine"] for p in DocIndex.open(str(index)).parts]
+    assert engines == ["local", "spark", "local"]
     # The shapes are there: the bridge, the copies of indexed texts, an indexed empty text.
     rows = {json.loads(line)["id"]: json.loads(line) for line in part_lines(tmp_path / "o1.jsonl")}
     bridge = rows["r2-bridge"]["neardup"]
@@ -129,36 +161,6 @@ def test_spark_rounds_equal_local_rounds(
     assert {w["duplicate_of"] for w in copies} >= {"empty-0", "dots-2"}  # wordless, indexed
     assert len(copies) >= 5 and rows["r2-empty"]["neardup"]["duplicate_of"] == "empty-0"
     assert sum(w["reason"] == "near" and w["index_part"] is not None for w in why) >= 4
-    assert [p.run["engine"] for p in DocIndex.open(str(index)).parts] == ["spark"] * 3
-
-
-def test_engines_take_turns_on_one_index(
-    spark: Any, local_rounds: dict[str, Any], tmp_path: Path
-) -> None:
-    index = tmp_path / "idx"
-    shutil.copytree(local_rounds["after_first"], index)  # made by the local engine
-    inputs = local_rounds["inputs"]
-    url = index.as_uri()  # file:///...: the Spark runs take the index as a Hadoop URL
-    _spark(spark, inputs[1], tmp_path / "o1.jsonl", url, 1)
-    assert _unnamed(part_lines(tmp_path / "o1.jsonl", ordered=True)) == _unnamed(
-        local_rounds["lines"][1]
-    )
-    assert _index_table(index).equals(local_rounds["tables"][1])
-    # Read mode: the same output as appending would write, and the index as it was.
-    before = sorted(p.name for p in (index / "_index").iterdir())
-    read = _spark(spark, inputs[2], tmp_path / "read.jsonl", url, 2, mode="read")
-    assert _unnamed(part_lines(tmp_path / "read.jsonl", ordered=True)) == _unnamed(
-        local_rounds["lines"][2]
-    )
-    assert sorted(p.name for p in (index / "_index").iterdir()) == before
-    assert read.index is not None and read.index["version_written"] is None
-    # The local engine appends to the part the Spark engine added.
-    _local(inputs[2], tmp_path / "o2.jsonl", index, 2)
-    lines = (tmp_path / "o2.jsonl").read_text(encoding="utf-8").splitlines()
-    assert _unnamed(lines) == _unnamed(local_rounds["lines"][2])
-    assert _index_table(index).equals(local_rounds["tables"][2])
-    engines = [p.run["engine"] for p in DocIndex.open(str(index)).parts]
-    assert engines == ["local", "spark", "local"]
 
 
 def test_spark_id_in_the_index_stops_the_run_before_anything_is_written(
