@@ -10,6 +10,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -156,7 +157,8 @@ def test_spark_params_as_flags_and_the_manifest_as_json() -> None:
     assert body == {
         "engine": "spark", "spark_version": "4", "master": "local[2]", "parameters": {},
         "inputs": ["in"], "protected": [], "counts": {}, "clusters": 0, "component_rounds": 0,
-        "shuffle_bytes": {}, "seconds": {}, "output": {},
+        "shuffle_bytes": {}, "seconds": {}, "output": {}, "cluster_sizes": {},
+        "schema": {"id_field": "id", "id_prefix": False, "text_field": "text"},
     }  # fmt: skip
     manifest.index = {"url": "idx"}
     assert manifest.as_json()["index"] == {"url": "idx"}
@@ -199,6 +201,16 @@ def test_the_clock_times_each_stage_in_its_own_job_group(monkeypatch: pytest.Mon
 # --- The output rows (JSON Lines or Parquet text) and the Parquet schema ---
 
 
+OUT = kernels.OUTPUT
+
+
+def _ngram(n: int, tokenizer: str = "words", *, keep_all: bool = False) -> job.SparkParams:
+    """The run's parameters with n-grams of ``n`` words (``_output_lines`` reads n, the
+    tokenizer and ``--keep-duplicates`` from them)."""
+    minhash = replace(PARAMS, ngram=n, tokenizer=tokenizer)
+    return job.SparkParams(minhash=minhash, keep_duplicates=keep_all)
+
+
 def _kept(columns: dict[str, list[Any]]) -> Frame:
     return Frame([pa.RecordBatch.from_pydict(columns)])
 
@@ -214,23 +226,23 @@ def test_output_lines_are_the_local_engines_rows_without_the_contaminated(tmp_pa
     protected = tmp_path / "bench.txt"
     protected.write_text("five six\n", encoding="utf-8")
     kept = _kept({"row": ROWS, "root": ["a", "b", "a"], "pos": [0, 1, 2], "id": ["a", "b", "c"]})
-    out = job._output_lines(_spark(), kept, [str(protected)], 2)
-    assert out.names_promised() == ["pos", "value", "nulls"]
+    out = job._output_lines(_spark(), kept, [str(protected)], _ngram(2))
+    assert out.names_promised() == ["pos", "value", "nulls", "dest"]
     [batch] = out.batches
-    assert batch.schema.names == ["pos", "value", "nulls"]
+    assert batch.schema.names == ["pos", "value", "nulls", "dest"]
     assert batch.schema.field("nulls").type == pa.int32()
     tagged = kernels.tagged_rows([ROWS[0], ROWS[2]], ["a", "a"])
     assert batch.to_pylist() == [
-        {"pos": 0, "value": RowWriter.finite_dumps(tagged[0])[0], "nulls": 0},
-        {"pos": 2, "value": RowWriter.finite_dumps(tagged[1])[0], "nulls": 0},
+        {"pos": 0, "value": RowWriter.finite_dumps(tagged[0])[0], "nulls": 0, "dest": OUT},
+        {"pos": 2, "value": RowWriter.finite_dumps(tagged[1])[0], "nulls": 0, "dest": OUT},
     ]
     # Without protected sets nothing is dropped; JSON Lines has null for NaN and infinities.
-    every = job._output_lines(_spark(), kept, [], 2).batches[0]
+    every = job._output_lines(_spark(), kept, [], _ngram(2)).batches[0]
     assert every.column("pos").to_pylist() == [0, 1, 2]
     assert every.column("nulls").to_pylist() == [0, 2, 0]
     assert json.loads(every.column("value")[1].as_py())["y"] is None
     # A Parquet output keeps them (Python's json tokens) and counts none.
-    kept_nan = job._output_lines(_spark(), kept, [], 2, finite=False).batches[0]
+    kept_nan = job._output_lines(_spark(), kept, [], _ngram(2), finite=False).batches[0]
     assert kept_nan.column("nulls").to_pylist() == [0, 0, 0]
     assert '"y": Infinity' in kept_nan.column("value")[1].as_py()
 
@@ -240,9 +252,9 @@ def test_output_lines_tokenize_protected_sets_with_the_runs_tokenizer(tmp_path: 
     protected.write_text("東京都\n", encoding="utf-8")
     row = '{"id": "a", "text": "私は東京都に住む"}'
     kept = _kept({"row": [row], "root": ["a"], "pos": [0]})
-    words = job._output_lines(_spark(), kept, [str(protected)], 1)
+    words = job._output_lines(_spark(), kept, [str(protected)], _ngram(1))
     assert len(words.batches[0]) == 1  # one "word" for the whitespace tokenizer: no match
-    multi = job._output_lines(_spark(), kept, [str(protected)], 1, "multilingual")
+    multi = job._output_lines(_spark(), kept, [str(protected)], _ngram(1, "multilingual"))
     assert len(multi.batches[0]) == 0
 
 
@@ -259,10 +271,10 @@ def test_output_lines_with_reasons_index_parts_and_survivors() -> None:
             "index_part": [None, None, "p1"],
         }
     )
-    out = job._output_lines(_spark(), kept, [], 2, survivors=True)
-    assert out.names_promised() == ["pos", "value", "nulls", "id", "survivor"]
+    out = job._output_lines(_spark(), kept, [], _ngram(2, keep_all=True), survivors=True)
+    assert out.names_promised() == ["pos", "value", "nulls", "dest", "id", "survivor"]
     [batch] = out.batches
-    assert batch.schema.names == ["pos", "value", "nulls", "id", "survivor"]
+    assert batch.schema.names == ["pos", "value", "nulls", "dest", "id", "survivor"]
     assert batch.column("id").to_pylist() == ["a", "b", "c"]
     assert batch.column("survivor").to_pylist() == [True, False, False]
     rows = [json.loads(v) for v in batch.column("value").to_pylist()]
@@ -271,10 +283,10 @@ def test_output_lines_with_reasons_index_parts_and_survivors() -> None:
     assert rows[2]["neardup"] == kernels.reason_object("exact", "ix", 1.0, "p1", True)
     # Without reasons every written row is a survivor; without parts, no index_part.
     plain = _kept({"row": ROWS[:1], "root": ["a"], "pos": [0], "id": ["a"]})
-    one = job._output_lines(_spark(), plain, [], 2, survivors=True).batches[0]
+    one = job._output_lines(_spark(), plain, [], _ngram(2), survivors=True).batches[0]
     assert one.column("survivor").to_pylist() == [True]
     tagged = _kept({k: v[:2] for k, v in kept.batches[0].to_pydict().items() if k != "index_part"})
-    two = job._output_lines(_spark(), tagged, [], 2).batches[0]
+    two = job._output_lines(_spark(), tagged, [], _ngram(2, keep_all=True)).batches[0]
     assert json.loads(two.column("value")[1].as_py())["neardup"] == kernels.reason_object(
         "near", "a", 0.5
     )
@@ -433,7 +445,7 @@ def test_commit_part_files_rows_and_bytes(tmp_path: Path) -> None:
 
 def test_index_summary_without_a_probe(tmp_path: Path) -> None:
     opened = _index_with(str(tmp_path / "idx"), ["a"], ["one two"])
-    summary = index.index_summary(opened, "read", None, None)
+    summary = index.index_summary(opened, "read", None)
     assert summary == {
         "url": opened.url, "mode": "read", "version_read": 1, "version_written": None,
         "part": None, "rows_added": 0, "indexed_rows": 1, "indexed_rows_matched": 0,
@@ -456,6 +468,9 @@ class _Sorted:
 
     def collect(self) -> list[dict[str, str]]:
         return self.rows
+
+    def count(self) -> int:
+        return len(self.rows)
 
 
 def test_ids_already_indexed_are_named_first_in_id_order(tmp_path: Path) -> None:
@@ -969,7 +984,7 @@ def test_ids_already_indexed_are_the_first_20_with_their_parts(tmp_path: Path) -
         index._check_ids(opened, _Sorted(taken))
     assert found.value.url == opened.url
     assert found.value.found == {f"n{i:02d}": f"p{i % 3}" for i in range(20)}
-    assert " more" not in str(found.value)
+    assert "'n19' (part p1) and 6 more already in the index" in str(found.value)
 
 
 def test_dedup_on_spark_starts_an_append_runs_new_index_and_names_manifests_by_output(
