@@ -442,6 +442,10 @@ def test_run_starts_of_no_one_and_several_rows() -> None:
     starts = kernels._run_starts(band, keys)
     assert starts.dtype == np.int64 and starts.tolist() == [0, 2, 3]
     assert kernels._run_starts(band[:1], keys[:1]).tolist() == [0]
+    # each row against the one before it, not against the first row
+    later = np.array([[1, 2], [1, 3], [1, 3], [1, 3]], dtype=np.uint32)
+    assert kernels._run_starts(np.array([0, 0, 0, 1], np.int32), later).tolist() == [0, 1, 3]
+    assert kernels._run_starts(np.array([0, 1, 1, 1], np.int32), later).tolist() == [0, 1]
     none = kernels._run_starts(band[:0], keys[:0])
     assert none.dtype == np.int64 and none.tolist() == []
 
