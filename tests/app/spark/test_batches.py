@@ -459,3 +459,13 @@ def test_line_documents_refuse_the_reserved_field() -> None:
     assert docs.column("bad").to_pylist()[0] == (
         "the row already has a 'neardup' field, the one neardup says why a row is dropped in"
     )
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_bucket_edges_of_a_bucket_of_exactly_and_just_over_big_bucket(extra: int) -> None:
+    sig = np.arange(16, dtype=np.uint32)
+    m = kernels.BIG_BUCKET + extra
+    rows = _rows(*((0, sig[:4].tobytes(), f"c{i:04d}", sig) for i in range(m)))
+    out = pa.Table.from_batches(list(kernels.BucketEdges(PARAMS)(iter([rows]))))
+    assert out.column("child").to_pylist() == [f"c{i:04d}" for i in range(1, m)]
+    assert out.column("parent").to_pylist() == ["c0000"] * (m - 1)
