@@ -442,6 +442,10 @@ def test_run_starts_of_no_one_and_several_rows() -> None:
     starts = kernels._run_starts(band, keys)
     assert starts.dtype == np.int64 and starts.tolist() == [0, 2, 3]
     assert kernels._run_starts(band[:1], keys[:1]).tolist() == [0]
+    # each row against the one before it, not against the first row
+    later = np.array([[1, 2], [1, 3], [1, 3], [1, 3]], dtype=np.uint32)
+    assert kernels._run_starts(np.array([0, 0, 0, 1], np.int32), later).tolist() == [0, 1, 3]
+    assert kernels._run_starts(np.array([0, 1, 1, 1], np.int32), later).tolist() == [0, 1]
     none = kernels._run_starts(band[:0], keys[:0])
     assert none.dtype == np.int64 and none.tolist() == []
 
@@ -455,3 +459,13 @@ def test_line_documents_refuse_the_reserved_field() -> None:
     assert docs.column("bad").to_pylist()[0] == (
         "the row already has a 'neardup' field, the one neardup says why a row is dropped in"
     )
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_bucket_edges_of_a_bucket_of_exactly_and_just_over_big_bucket(extra: int) -> None:
+    sig = np.arange(16, dtype=np.uint32)
+    m = kernels.BIG_BUCKET + extra
+    rows = _rows(*((0, sig[:4].tobytes(), f"c{i:04d}", sig) for i in range(m)))
+    out = pa.Table.from_batches(list(kernels.BucketEdges(PARAMS)(iter([rows]))))
+    assert out.column("child").to_pylist() == [f"c{i:04d}" for i in range(1, m)]
+    assert out.column("parent").to_pylist() == ["c0000"] * (m - 1)

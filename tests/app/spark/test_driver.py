@@ -776,6 +776,8 @@ class _Fs:
 
     def delete(self, path: _JPath, recursive: bool) -> bool:
         gone = {f for f in self.files if f == path.full or f.startswith(path.full + "/")}
+        if not recursive and gone - {path.full}:
+            raise OSError(f"{path.full} is a non-empty directory")  # Hadoop's IOException
         self.files -= gone
         return bool(gone)
 
@@ -857,7 +859,7 @@ def test_inputs_missing_by_sparks_error_class_and_other_errors_by_their_first_li
         corpus.output_format("out.jsonlX")  # only slashes are stripped from the end
 
 
-class _Stages(list):  # type: ignore[type-arg]
+class _Stages(list):
     """The java.util.ArrayList the stand-in store is given."""
 
 
@@ -1041,3 +1043,24 @@ def test_a_part_committed_to_a_new_index_locks_the_runs_parameters(
 
     monkeypatch.setattr(metadata, "version", unknown)
     assert index._version() == "0+unknown"
+
+
+def test_part_files_errors_name_the_directory_and_checksums_go_without_a_raw_filesystem() -> None:
+    fs = _Fs(["part-00000-a.txt.txt", "_SUCCESS", ".part-00000-a.txt.txt.crc"])
+    folder = _hadoop(fs)
+    folder.rename_parts(".txt", ".jsonl")  # the last occurrence is the ending
+    assert "/d/part-00000-a.txt.jsonl" in fs.files
+
+    def no_raw() -> Any:
+        raise Py4JError("no raw filesystem")
+
+    fs.getRawFileSystem = no_raw
+    assert folder.tidy_parts(".jsonl") == ["part-00000-a.txt.jsonl"]
+    assert fs.files == {"/d/part-00000-a.txt.jsonl"}
+    with pytest.raises(CorpusError) as stuck:
+        _hadoop(_Fs(["part-1.csv"], refuse="part-1.csv")).rename_parts(".csv", ".c")
+    assert stuck.value.path == "/d"
+    blocked = _hadoop(_Fs(["a/x"], refuse="a"), "/d/a")
+    with pytest.raises(CorpusError) as moved:
+        blocked.rename_to(blocked.sibling("b"))
+    assert moved.value.path == "/d/b"
