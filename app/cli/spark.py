@@ -51,6 +51,13 @@ def dedup_spark(args: argparse.Namespace) -> int:
     from neardup.app.spark.job import check_formats, check_keep
 
     output = str(args.output)
+    # An output over an input is named first, whatever else is wrong with it.
+    manifest = output.rstrip("/") + ".manifest.json" if args.manifest is None else args.manifest
+    reads = [("INPUT", str(t)) for t in args.inputs]
+    reads += [("--protected", str(t)) for t in args.protected]
+    index = None if args.index is None else ("--index", str(args.index))
+    writes = [("--output", output), ("--removed", args.removed), ("--manifest", str(manifest))]
+    check_apart(reads, writes, index=index)
     check_formats(output_format(output), args.keep_duplicates, args.removed)
     keep = str(KeepPolicy.parse(args.keep))
     check_keep(keep, args.index)
@@ -62,12 +69,6 @@ def dedup_spark(args: argparse.Namespace) -> int:
         for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram", "tokenizer")
         if getattr(args, n) is not None
     }
-    manifest = output.rstrip("/") + ".manifest.json" if args.manifest is None else args.manifest
-    reads = [("INPUT", str(t)) for t in args.inputs]
-    reads += [("--protected", str(t)) for t in args.protected]
-    index = None if args.index is None else ("--index", str(args.index))
-    writes = [("--output", output), ("--removed", args.removed), ("--manifest", str(manifest))]
-    check_apart(reads, writes, index=index)
     from neardup.app.spark.entry import dedup_on_spark
     from neardup.app.spark.job import SparkParams
 
