@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,8 +20,8 @@ import pytest
 
 from tests.indexes import index_table, latest_manifest, neardup, snapshot, write_corpora
 from tests.indexes import spawn as spawn_neardup
+from tests.procs import stopped_at
 
-MARKER = "neardup: test pause at "
 _spawned: list[subprocess.Popen[str]] = []
 
 
@@ -73,20 +72,6 @@ def _append(
                    "--quiet", cwd=out.parent)  # fmt: skip
 
 
-def _stopped_at(proc: subprocess.Popen[str], stage: str) -> None:
-    """Wait for ``proc``'s pause marker, then until it is stopped."""
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    assert line.strip() == MARKER + stage, line
-    while _state(proc.pid) != "T":
-        time.sleep(0.01)
-
-
-def _state(pid: int) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
 def _copy(built: Path, tmp: Path) -> Path:
     shutil.copytree(built / "idx", tmp / "idx")
     return tmp / "idx"
@@ -100,7 +85,7 @@ def test_kill_9_leaves_the_index_as_it_was_and_the_next_run_works(
     before = snapshot(idx)
     proc = spawn("dedup", built / "a.jsonl", "--output", tmp_path / "out.jsonl", "--index", idx,
                  "--workers", "1", "--quiet", cwd=tmp_path, NEARDUP_TEST_PAUSE=stage)  # fmt: skip
-    _stopped_at(proc, stage)
+    stopped_at(proc, stage)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL
@@ -133,7 +118,7 @@ def test_two_appends_stopped_before_their_commits_one_wins_the_other_fails_with_
             "--index", idx, "--workers", "1", "--quiet", cwd=tmp_path, NEARDUP_TEST_PAUSE="commit",
         )  # fmt: skip
     for proc in runs.values():
-        _stopped_at(proc, "commit")
+        stopped_at(proc, "commit")
     first, second = runs["a"], runs["b"]
     os.kill(first.pid, signal.SIGCONT)
     _, err = first.communicate(timeout=60)
@@ -186,7 +171,7 @@ def test_compact_and_append_racing_one_fails_with_exit_3_and_no_row_is_lost(buil
     assert first.returncode == 0, first.stderr
     rows = index_table(idx)
     compact = spawn("index", "compact", idx, cwd=tmp_path, NEARDUP_TEST_PAUSE="commit")
-    _stopped_at(compact, "commit")
+    stopped_at(compact, "commit")
     append = _append(built, idx, tmp_path / "b.out.jsonl", batch="b.jsonl")
     assert append.returncode == 0, append.stderr
     os.kill(compact.pid, signal.SIGCONT)
@@ -210,7 +195,7 @@ def test_an_append_racing_a_compact_fails_with_exit_3_and_the_compaction_holds(b
         "dedup", built / "b.jsonl", "--output", tmp_path / "b.out.jsonl", "--index", idx,
         "--workers", "1", "--quiet", cwd=tmp_path, NEARDUP_TEST_PAUSE="commit",
     )  # fmt: skip
-    _stopped_at(append, "commit")
+    stopped_at(append, "commit")
     compact = neardup("index", "compact", idx, cwd=tmp_path)
     assert compact.returncode == 0, compact.stderr
     os.kill(append.pid, signal.SIGCONT)

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from neardup.app.cli.pause import PAUSE_ENV
 from neardup.core.engine import read_docs, write_docs
 from neardup.core.minhash import Doc
 from tests.fixtures import SHELL_SENTENCE, planted_corpus, write_protected
-from tests.procs import pool_workers
+from tests.procs import pool_workers, stopped_at
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -149,14 +150,22 @@ def _wait_for_workers(pid: int) -> list[int]:
 
 
 def test_ctrl_c_leaves_no_partial_output(tmp_path):
+    """Ctrl-C in pass 1 (the run stopped there by NEARDUP_TEST_PAUSE, so a fast machine or a
+    slow one cannot let it finish first): exit 130, nothing but the input left."""
     _big_corpus(tmp_path / "big.jsonl", 30_000)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), PAUSE_ENV: "read"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "neardup", "dedup", "big.jsonl", "--output", "out.jsonl",
          "--workers", "2"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    _wait_for_workers(proc.pid)  # pass 1 is running
-    proc.send_signal(signal.SIGINT)
+    try:
+        stopped_at(proc, "read")  # pass 1 is running: its first signatures are in
+        assert pool_workers(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGCONT)
+    except BaseException:
+        proc.kill()
+        raise
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl"]
