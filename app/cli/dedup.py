@@ -38,7 +38,13 @@ from neardup.app.cli.options import DedupOptions
 from neardup.app.cli.pause import pause_point
 from neardup.app.cli.progress import Progress
 from neardup.app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
-from neardup.app.cli.tagging import REASON_KEY, Tagger, arrow_hint, load_protected
+from neardup.app.cli.tagging import (
+    REASON_KEY,
+    Tagger,
+    arrow_hint,
+    check_reserved,
+    load_protected,
+)
 from neardup.app.cli.version import neardup_version
 from neardup.core.engine import (
     STDIO,
@@ -125,6 +131,7 @@ class _Columns:
         # Cut mode names a row's pieces ID#1, ID#2, ...: no input id may be one of them.
         self.max_pieces = decont.max_pieces if decont.mode is DecontMode.CUT else 0
         self.piece_like: dict[str, str] = {}  # source id -> an input id naming one of its pieces
+        self.reserved = options.writes_reasons  # no row may have a `neardup` field of its own
 
     def add(self, batch: list[Record]) -> list[str]:
         if self.lines is not None:
@@ -138,6 +145,8 @@ class _Columns:
                 )  # fmt: skip
             if self.max_pieces:
                 self._check_piece_id(r)
+            if self.reserved:
+                check_reserved(r)
             self.seen.add(r.id)
         self.ids.extend(r.id for r in batch)
         texts = [r.text for r in batch]
@@ -178,6 +187,8 @@ def _signature_pass(
     read for that check and the input's own (ids, rows), but no signature is computed."""
     params = options.params
     extra = [params.keep.field] if params.keep.field else []
+    if options.writes_reasons:  # a Parquet `neardup` column is read, to be refused
+        extra.append(REASON_KEY)
     reader = RecordReader(sources, options.schema, fields=extra)
     columns = _Columns(options)
     read = batches(reader, BATCH)

@@ -108,6 +108,12 @@ class DedupOptions:
         return reads, writes
 
     @property
+    def writes_reasons(self) -> bool:
+        """Whether the run writes rows' ``neardup`` objects (why a row is, or would be,
+        dropped): with ``--removed`` or ``--keep-duplicates``."""
+        return self.removed is not None or self.params.keep_duplicates
+
+    @property
     def manifest_target(self) -> str | None:
         """Where the manifest is written, if anywhere."""
         if self.manifest is not None:

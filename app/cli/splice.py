@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 #: Shapes of a line (one byte per row in pass 1). GENERAL: parse it in pass 2. SKIP: a dropped
-#: row may be skipped unparsed (it has no ``neardup`` field, so dropping it raises nothing), but
+#: row may be skipped unparsed (it has no ``neardup`` field a reason would be appended to), but
 #: the line is not ``json.dumps`` of its row. The META_* shapes are spliceable: no ``meta``;
 #: ``meta`` the last key, an object without ``minhash_cluster``; ``meta`` the last key, null.
 GENERAL, SKIP, META_ABSENT, META_LAST, META_NULL = 0, 1, 2, 3, 4

@@ -50,7 +50,7 @@ from neardup.core.engine import (
     set_field,
 )
 
-__all__ = ["REASON_KEY", "Tagger", "arrow_hint", "load_protected"]
+__all__ = ["REASON_KEY", "Tagger", "arrow_hint", "check_reserved", "load_protected"]
 
 #: The field a dropped (or, with --keep-duplicates, would-be-dropped) row says why in.
 REASON_KEY = "neardup"
@@ -70,6 +70,18 @@ def arrow_hint(base: Any, reasons: bool, indexed: bool = False) -> Any:
     reason = pa.struct([(k, pa.float64() if k == "estimate" else text) for k in ("reason", *keys)])
     own = None if base is None else pa.schema([f for f in base if f.name != REASON_KEY])
     return RowWriter.hint(own, CLUSTER_KEY, [pa.field(REASON_KEY, reason)] if reasons else [])
+
+
+def check_reserved(record: Record) -> None:
+    """CorpusError (file:line) when ``record`` has a ``neardup`` field of its own. A run that
+    writes reasons refuses it on every row as read in pass 1, as the Spark engine does: a kept
+    row's would be mistaken for a reason with ``--keep-duplicates``, and whether a run fails
+    must not depend on which rows turn out to be duplicates."""
+    if REASON_KEY in record.row:
+        raise CorpusError(
+            record.name, record.line, f"the row already has a '{REASON_KEY}' field, the one "
+            "neardup says why a row is dropped in",
+        )  # fmt: skip
 
 
 def load_protected(options: DedupOptions, manifest: Manifest) -> list[ProtectedSet]:
@@ -243,9 +255,4 @@ def _with_reason(
     record: Record, reason: dict[str, Any], row: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     row = record.row if row is None else row
-    if REASON_KEY in record.row:
-        raise CorpusError(
-            record.name, record.line, f"the row already has a '{REASON_KEY}' field, the one "
-            "neardup says why a row is dropped in",
-        )  # fmt: skip
-    return {**row, REASON_KEY: reason}
+    return {**row, REASON_KEY: reason}  # no own field: refused in pass 1 (check_reserved)

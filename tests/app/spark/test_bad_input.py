@@ -82,19 +82,34 @@ def test_spark_output_name_and_protected_file_are_checked_first(spark: Any, tmp_
     _nothing_written(tmp_path)
 
 
-def test_spark_keep_duplicates_refuses_a_row_with_its_own_neardup_field(
+def test_both_engines_refuse_a_row_with_its_own_neardup_field_when_they_write_reasons(
     spark: Any, tmp_path: Path
 ) -> None:
-    from neardup.app.spark.job import SparkParams
+    """One rule for both engines: a run that writes reasons (``--removed`` or
+    ``--keep-duplicates``) refuses every row that has a ``neardup`` field, in its first pass (a
+    kept row too: whether a run fails must not depend on which rows turn out duplicates); a run
+    that writes none passes the field through as any other."""
+    from tests.app.spark.conftest import run_local
 
     lines = [json.dumps(d) for d in GOOD[:2]]
-    lines.insert(1, json.dumps({"id": "n", "text": "t", "neardup": {"reason": "mine"}}))
+    lines.insert(1, json.dumps({"id": "n", "text": "t", "neardup": {"reason": "mine"}}))  # kept
+    lines.append(json.dumps({"id": "o", "text": "t", "neardup": None}))  # n's exact copy
     bad = _write(tmp_path / "bad.jsonl", lines)
-    with pytest.raises(CorpusError, match=r"bad\.jsonl:2: the row already has a 'neardup' field"):
-        run_spark_dedup(
-            spark, [bad], str(tmp_path / "out.jsonl"), params=SparkParams(keep_duplicates=True)
-        )
+    refused = r"bad\.jsonl:2: the row already has a 'neardup' field"
+    removed = str(tmp_path / "r.jsonl")
+    with pytest.raises(CorpusError, match=refused):
+        run_spark_dedup(spark, [bad], str(tmp_path / "out.jsonl"), removed=removed)
     _nothing_written(tmp_path)
+    for flags in ({"removed": removed}, {"params": {"keep_duplicates": True}}):
+        with pytest.raises(CorpusError, match=refused):
+            run_local([bad], tmp_path / "out.jsonl", **flags)
+        _nothing_written(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]  # no --removed either
+    run_local([bad], tmp_path / "out.jsonl")
+    out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [(r["id"], r.get("neardup")) for r in out] == [
+        ("d0", None), ("n", {"reason": "mine"}), ("d1", None)
+    ]  # fmt: skip
 
 
 def test_spark_nan_is_bad_json_lines_input_and_null_from_parquet(
