@@ -427,13 +427,15 @@ class Service:
 
         ``if_new``: a document with a confirmed match (registered, or earlier in the batch and
         registered by it) is not registered but answered ``duplicate`` with its matches; decided
-        under the write lock, so of racing copies exactly one is registered."""
+        under the write lock, so of racing copies exactly one is registered. The batch's own
+        faults (a repeated id, then the limits) are found before it is admitted, as in a
+        decontamination: a batch that cannot succeed is never told to retry (Overloaded)."""
+        _refuse_repeated(d.id for d in docs)
         self.limits.check_texts([d.text for d in docs])
         with self.limits.admit():
             return await self._register(docs, if_new)
 
     async def _register(self, docs: Sequence[NewDoc], if_new: bool = False) -> list[Registered]:
-        _refuse_repeated(d.id for d in docs)
         sigs = await self.pool.signatures([d.text for d in docs])
         digests = await asyncio.to_thread(lambda: [text_digest(d.text) for d in docs])
         async with self._writing():

@@ -146,3 +146,33 @@ def test_contamination_ngrams_per_minute_is_a_deprecated_name_of_words_per_minut
     assert "its value 500 is taken as NEARDUP_CONTAMINATION_WORDS_PER_MINUTE" in warned[1]
     with pytest.raises(ValueError, match="set only NEARDUP_CONTAMINATION_WORDS_PER_MINUTE"):
         Settings(contamination_words_per_minute=700)
+
+
+def test_a_batch_that_cannot_succeed_is_refused_by_its_own_fault_before_admission(service_in):
+    """A repeated id is the batch's own fault (422), found before the batch is admitted: a full
+    server says 503 (retry) only to a batch that can succeed. Registration and decontamination
+    check in one order (repeated ids, then the limits), so a batch with both faults gets the
+    same answer from both."""
+    import asyncio
+
+    from neardup.app.service import DecontRequest, NewDoc
+    from neardup.core.engine import DecontParams, Doc, DuplicateIdError, Thresholds
+
+    ask = DecontRequest(DecontParams(), None, Thresholds(), 10, protect=True)
+    repeated = [("a", "one text"), ("b", "another"), ("a", "a third")]
+    both = [*repeated, ("c", "x" * 11)]  # and a text over max_text_chars
+
+    async def run() -> list[str]:
+        async with service_in(max_inflight=1, max_text_chars=10) as service:
+            refusals = []
+            with service.limits.admit():  # the one place taken: any admitted batch is 503
+                for batch in (repeated, both):
+                    with pytest.raises(DuplicateIdError) as registering:
+                        await service.register([NewDoc(i, t, {}) for i, t in batch])
+                    docs = [Doc(i, t) for i, t in batch]
+                    with pytest.raises(DuplicateIdError) as decontaminating:
+                        await service.decontamination(docs, None, ask, "k")
+                    refusals += [str(registering.value), str(decontaminating.value)]
+            return refusals
+
+    assert asyncio.run(run()) == ["document id 'a' appear(s) more than once"] * 4
