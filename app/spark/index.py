@@ -58,6 +58,7 @@ __all__ = [
     "BROADCAST_KEYS",
     "BROADCAST_KEYS_CONF",
     "IndexProbe",
+    "indexed_roots",
     "open_index",
     "probe_index",
     "write_index_part",
@@ -263,6 +264,27 @@ def _matched(classes: DataFrame, exact: DataFrame, edges: DataFrame) -> tuple[in
         bool(r["new"]): int(r["count"]) for r in tagged.distinct().groupBy("new").count().collect()
     }
     return counts.get(False, 0), counts.get(True, 0)
+
+
+def indexed_roots(probe: IndexProbe, classes: DataFrame, tagged: DataFrame) -> DataFrame:
+    """(root): one row for each indexed document the new batch matched (``_matched``'s), the
+    ``root`` of the new rows linked to it (an exact copy or a confirmed pair), so that the
+    manifest's clusters count it as a member, as the local engine's do (``Decisions``)."""
+    from pyspark.sql import functions as F
+
+    by_pair = probe.edges.select(F.col("child").alias("cid"), F.col("parent").alias("iid")).join(
+        classes.select("id", "cid"), "cid"
+    )
+    by_text = probe.exact.select("digest", F.col("ix").alias("iid")).join(
+        classes.select("id", "digest"), "digest"
+    )
+    linked = by_pair.select("id", "iid").unionByName(by_text.select("id", "iid"))
+    return (
+        linked.join(tagged.select("id", "root"), "id")
+        .select("iid", "root")
+        .distinct()
+        .select("root")
+    )
 
 
 def _check_ids(index: DocIndex, taken: DataFrame) -> None:

@@ -53,6 +53,7 @@ from neardup.app.spark.index import (
     commit_part,
     index_decisions,
     index_summary,
+    indexed_roots,
     open_index,
     probe_index,
     write_index_part,
@@ -576,7 +577,10 @@ def run_spark_dedup(
                 ),
             ).first()
         stats = None if row is None else (int(row[0]), int(row[1]))
-        sizes = tagged.groupBy("root").count().groupBy("count").count().collect()
+        members = tagged.select("root")
+        if probe is not None:  # the indexed documents the rows reach are members, as locally
+            members = members.unionByName(indexed_roots(probe, classes, tagged))
+        sizes = members.groupBy("root").count().groupBy("count").count().collect()
         manifest.cluster_sizes = {str(r[0]): int(r[1]) for r in sorted(sizes)}
         manifest.clusters = sum(int(r[1]) for r in sizes if r[0] >= 2)
         clock.lap("components", "write")

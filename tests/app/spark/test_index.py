@@ -83,7 +83,7 @@ def local_rounds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     manifests' index records, and a copy of the index after the first round."""
     root = tmp_path_factory.mktemp("local")
     index = root / "idx"
-    got: dict[str, Any] = {"inputs": [], "lines": [], "tables": [], "records": []}
+    got: dict[str, Any] = {"inputs": [], "lines": [], "tables": [], "records": [], "sizes": []}
     for r in range(3):
         inputs = _inputs(root, r)
         manifest = _local(inputs, root / f"out{r}.jsonl", index, r)
@@ -91,6 +91,7 @@ def local_rounds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         got["lines"].append((root / f"out{r}.jsonl").read_text(encoding="utf-8").splitlines())
         got["tables"].append(_index_table(index))
         got["records"].append(manifest.index)
+        got["sizes"].append((manifest.clusters, manifest.cluster_sizes))
         if r == 0:
             shutil.copytree(index, root / "after-first")
     got["after_first"] = root / "after-first"
@@ -117,6 +118,8 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
         assert {k: record[k] for k in _COMPARED + _MATCHED} == {
             k: local[k] for k in _COMPARED + _MATCHED
         }
+        # The clusters the manifest counts hold the indexed documents they reach, as locally.
+        assert (manifest.clusters, manifest.cluster_sizes) == local_rounds["sizes"][r], r
         return record
 
     inputs = local_rounds["inputs"]
@@ -145,6 +148,7 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     assert _unnamed(lines) == _unnamed(local_rounds["lines"][2])
     assert sorted(p.name for p in (index / "_index").iterdir()) == before
     assert read.index is not None and read.index["version_written"] is None
+    assert (read.clusters, read.cluster_sizes) == local_rounds["sizes"][2]  # as appending
     assert read.index["broadcast"] is False
     # The local engine appends to the part the Spark engine added.
     _local(inputs[2], tmp_path / "o2.jsonl", index, 2)
