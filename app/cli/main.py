@@ -1,9 +1,10 @@
 """The ``neardup`` command's flags and dispatch (serve, dedup, contamination, push, query,
 index).
 
-Heavy imports happen inside the commands. Exit codes: 0 done, 2 bad input or usage (a message
-naming the file and line), 3 another run committed to the same ``--index`` first (rerun),
-130 interrupted.
+Heavy imports happen inside the commands: a usage error and ``--help`` load neither the engine
+(numpy) nor ``importlib.metadata``, ``--version`` only the latter. Exit codes: 0 done, 2 bad
+input or usage (a message naming the file and line), 3 another run committed to the same
+``--index`` first (rerun), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -27,6 +28,28 @@ _TOKENIZER_HELP = (
 _DESCRIPTION = "neardup: near-duplicate detection and decontamination for LLM training data"
 
 _Sub = argparse._SubParsersAction  # the type argparse gives add_subparsers()
+
+
+class _Version(argparse.Action):
+    """``--version``: argparse's version action, the version looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings, dest, default=argparse.SUPPRESS, nargs=0,
+            help="show program's version number and exit",
+        )  # fmt: skip
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        from neardup.app.cli.version import neardup_version
+
+        parser._print_message(f"neardup {neardup_version()}\n", sys.stdout)
+        parser.exit()
 
 
 def _index_flags(parser: argparse.ArgumentParser) -> None:
@@ -472,10 +495,8 @@ _COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``neardup`` command's parser, every subcommand included."""
-    from neardup.app.cli.version import neardup_version
-
     parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
-    parser.add_argument("--version", action="version", version=f"neardup {neardup_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
     _dedup_parser(sub)
@@ -488,20 +509,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neardup`` command."""
-    from neardup.app.cli.version import neardup_version
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)  # a usage error exits here, no engine imported
     from neardup.core.engine import IndexConflictError, NeardupError
 
-    parser = argparse.ArgumentParser(prog="neardup", description=_DESCRIPTION)
-    parser.add_argument("--version", action="version", version=f"neardup {neardup_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    _serve_parser(sub)
-    _dedup_parser(sub)
-    _contamination_parser(sub)
-    _client_parsers(sub)
-    _store_settings_parser(sub)
-    _index_parser(sub)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
     args.command_line = ["neardup", *argv]
     name = " ".join([args.command, *([args.index_command] if args.command == "index" else [])])
     try:

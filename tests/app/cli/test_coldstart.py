@@ -75,3 +75,38 @@ def test_eight_documents_with_the_default_workers_start_no_pool(tmp_path):
     got = probe("dedup", "eight.jsonl", "--output", "out.jsonl", "--quiet", cwd=tmp_path)
     assert got == {"code": 0, "pools": 0, "numba": False}
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 3
+
+
+#: ``main`` of a usage error and of ``--help``, then ``--version``, in one fresh interpreter: the
+#: exit codes, and the heavy modules loaded before ``--version`` (which reads the metadata).
+USAGE = """
+import json, sys
+from neardup.app.cli.main import main
+
+codes = []
+for args in (["dedup", "in.jsonl"], ["--help"], ["--version"]):
+    if args == ["--version"]:
+        heavy = [m for m in ("numpy", "fsspec", "neardup.core.engine", "importlib.metadata")
+                 if m in sys.modules]
+    try:
+        main(args)
+    except SystemExit as exc:
+        codes.append(exc.code)
+print(json.dumps({"codes": codes, "heavy": heavy}))
+"""
+
+
+def test_a_usage_error_help_and_version_load_no_engine(tmp_path):
+    """argparse's answers come before any heavy import: a usage error (exit 2, one error line),
+    ``--help`` and ``--version`` (the installed version, read from the metadata when asked)."""
+    done = subprocess.run(
+        [sys.executable, "-c", USAGE], cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    *shown, last = done.stdout.strip().splitlines()
+    assert json.loads(last) == {"codes": [2, 0, 0], "heavy": []}
+    assert shown[0].startswith("usage: neardup") and shown[-1].startswith("neardup ")
+    assert done.stderr.strip().splitlines()[-1] == (
+        "neardup dedup: error: the following arguments are required: --output"
+    )
