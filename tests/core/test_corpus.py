@@ -1,5 +1,6 @@
 """JSON Lines corpus files: round trip, and errors that name file:line."""
 
+import pyarrow.parquet as pq
 import pytest
 
 from neardup.core.engine import read_docs, write_docs
@@ -28,4 +29,23 @@ def test_bad_corpus_lines_name_file_and_line(tmp_path, line, reason):
     path = tmp_path / "c.jsonl"
     path.write_text('{"id": "ok", "text": "fine"}\n' + line + "\n", encoding="utf-8")
     with pytest.raises(CorpusError, match=rf"c\.jsonl:2: .*{reason}"):
+        list(read_docs(path))
+
+
+def test_a_parquet_corpus_round_trips_and_an_empty_one_has_the_id_and_text_columns(tmp_path):
+    path = tmp_path / "c.parquet"
+    docs = [Doc("a", "first text", {"lang": "en"}), Doc("b", "ünïcode ✓", {"lang": "fr"})]
+    assert write_docs(path, docs) == 2
+    assert list(read_docs(path)) == docs
+    empty = tmp_path / "empty.parquet"
+    assert write_docs(empty, []) == 0
+    schema = pq.read_schema(empty)
+    assert [(f.name, str(f.type)) for f in schema] == [("id", "string"), ("text", "string")]
+    assert list(read_docs(empty)) == []
+
+
+def test_a_file_that_is_not_parquet_is_a_corpus_error_naming_it(tmp_path):
+    path = tmp_path / "c.parquet"
+    path.write_bytes(b'{"id": "a", "text": "json, not parquet"}\n')
+    with pytest.raises(CorpusError, match=r"c\.parquet: cannot read Parquet: "):
         list(read_docs(path))

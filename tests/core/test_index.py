@@ -27,6 +27,8 @@ from neardup.core.engine import (
     batch_signatures,
     commit_index,
     index_params,
+    index_record,
+    index_record_line,
     run_info,
     text_digests,
     write_part,
@@ -341,3 +343,20 @@ def test_index_files_removed_by_a_newer_version_are_a_change_not_damage(tmp_path
     assert isinstance(caught.value, IndexConflictError)
     with pytest.raises(IndexChangedError):
         reader.verify()
+
+
+def test_a_runs_index_record_before_and_after_its_part_and_its_line() -> None:
+    record = index_record("idx/", "append", 3, 120, 7, 9)
+    assert record == {
+        "url": "idx/", "mode": "append", "version_read": 3, "version_written": None,
+        "part": None, "rows_added": 0, "indexed_rows": 120, "indexed_rows_matched": 7,
+        "rows_matching_index": 9,
+    }  # fmt: skip
+    assert index_record_line(record) == (
+        "neardup dedup: index idx/: read version 3 (120 documents, 7 matched), added nothing"
+    )
+    record.update(version_written=4, part="part-0004", rows_added=50)
+    assert index_record_line(record) == (
+        "neardup dedup: index idx/: read version 3 (120 documents, 7 matched), "
+        "added 50 rows as version 4 (part part-0004)"
+    )

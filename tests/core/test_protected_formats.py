@@ -149,3 +149,19 @@ def test_csv_items_are_their_rows_and_survive_the_stores_conversion(rows):
     stored, fmt = protected_as_jsonl("p.json", json.dumps(items), ProtectedFormat.JSON)
     again = parse_protected_set("p.json", stored, fmt, n=1)
     assert (again.items, again.grams, again.layout) == (array.items, array.grams, array.layout)
+
+
+def test_hits_name_each_item_once_with_the_first_ngram_it_shares_with_a_text():
+    body = "\n".join(json.dumps(item) for item in [
+        {"id": "q1", "text": "one two three four five"},
+        {"id": "q2", "text": "zero one two three"},
+        {"id": "q3", "text": "Москва стоит на реке"},
+    ])  # fmt: skip
+    parsed = parse_protected_set("evals", body, ProtectedFormat.JSONL, 3)
+    texts = ["nothing shared here", "ZERO one two three four five!", "в Москва стоит на"]
+    assert parsed.hits_many(texts) == [
+        [],
+        [("q2", "zero one two"), ("q1", "one two three")],
+        [("q3", "москва стоит на")],
+    ]
+    assert parsed.hits(texts[1]) == [("q2", "zero one two"), ("q1", "one two three")]
