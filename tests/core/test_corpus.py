@@ -49,3 +49,32 @@ def test_a_file_that_is_not_parquet_is_a_corpus_error_naming_it(tmp_path):
     path.write_bytes(b'{"id": "a", "text": "json, not parquet"}\n')
     with pytest.raises(CorpusError, match=r"c\.parquet: cannot read Parquet: "):
         list(read_docs(path))
+
+
+def test_a_corpus_that_cannot_be_read_says_why(tmp_path):
+    (tmp_path / "dir.jsonl").mkdir()
+    with pytest.raises(CorpusError, match=r"dir\.jsonl: cannot read: \[Errno 21\] Is a directory"):
+        list(read_docs(tmp_path / "dir.jsonl"))
+    (tmp_path / "c.jsonl.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(CorpusError, match=r"c\.jsonl\.gz: cannot read: Not a gzipped file"):
+        list(read_docs(tmp_path / "c.jsonl.gz"))
+    with pytest.raises(CorpusError, match=r"none\.jsonl: no such file$"):
+        list(read_docs(tmp_path / "none.jsonl"))
+
+
+def test_a_json_array_read_as_json_lines_says_how_to_convert_it(tmp_path):
+    path = tmp_path / "c.jsonl"
+    hint = "; JSON Lines holds one object per line: if the file is one JSON array, convert it, "
+    hint += "e.g. jq -c '.[]' FILE.json > FILE.jsonl"
+    path.write_text('  [{"id": "a", "text": "x"},\n{"id": "b", "text": "y"}]\n', encoding="utf-8")
+    with pytest.raises(CorpusError) as caught:
+        list(read_docs(path))
+    assert str(caught.value).endswith(hint)
+    path.write_text('[{"id": "a", "text": "x"}]\n', encoding="utf-8")
+    with pytest.raises(CorpusError) as caught:
+        list(read_docs(path))
+    assert str(caught.value) == f"{path}:1: expected a JSON object, got list{hint}"
+    path.write_text('{"id": "a", "text": "x"}\n{"id": }\n', encoding="utf-8")
+    with pytest.raises(CorpusError) as caught:
+        list(read_docs(path))
+    assert "jq" not in str(caught.value)

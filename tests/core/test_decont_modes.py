@@ -302,3 +302,13 @@ def test_matches_are_exactly_the_protected_windows_at_their_characters(protected
                 "ς", "σ"
             )
             assert list(m.items) == pset.grams[m.ngram]
+
+
+def test_a_sample_cap_counts_every_text_of_a_sample_longer_than_one_batch(shell):
+    # 1,500 texts are read in two batches (1,024 and 476); the n-gram is in every fifth text:
+    # 300 of them, 95 in the second batch. 300 is more than 19 %, not more than 20 %.
+    def sample():
+        return (f"doc {i}: {M}" if i % 5 == 0 else f"doc {i}" for i in range(1500))
+
+    assert sample_capped(shell.sets, sample(), 0.19) == {" ".join(words(M))}
+    assert sample_capped(shell.sets, sample(), 0.2) == set()

@@ -237,3 +237,25 @@ def test_the_schema_of_parquet_inputs_is_unified_or_the_first_when_they_conflict
         [("id", pa.string()), ("n", pa.int64()), ("x", pa.float64())]
     )
     assert schema("a.parquet", "c.parquet") == tables["a.parquet"].schema
+
+
+def test_records_say_where_they_are_and_bad_ids_and_fields_are_named(memfs, tmp_path):
+    [record] = list(RecordReader(expand_inputs(["memory://st/a/b.jsonl"]), Schema()))
+    assert (record.id, record.name, record.line) == ("b", "memory://st/a/b.jsonl", 1)
+    memfs.pipe("/st/bad.jsonl", b'{"id": "ok", "text": "x"}\n{"id": "a\\u0007b", "text": "t"}\n')
+    with pytest.raises(CorpusError) as caught:
+        list(RecordReader(expand_inputs(["memory://st/bad.jsonl"]), Schema()))
+    assert str(caught.value) == (
+        "memory://st/bad.jsonl:2: the id 'a\\x07b' holds a control character (U+0007)"
+    )
+    for flag, kwargs in (("id_field", {"id_field": "a..b"}), ("text_field", {"text_field": ""})):
+        with pytest.raises(
+            ParameterError, match=rf"^{flag} '[a.b]*' is not a field name or dotted"
+        ):
+            Schema(**kwargs)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.md").write_text("x")
+    with pytest.raises(CorpusError, match=r"empty: no corpus file \(\.jsonl, .* in this directory"):
+        expand_inputs([str(tmp_path / "empty")])
+    with pytest.raises(CorpusError, match=r"empty: no protected file \(\.jsonl, .*\.parquet\) in "):
+        expand_inputs([str(tmp_path / "empty")], corpus=False)
