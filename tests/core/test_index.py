@@ -360,3 +360,21 @@ def test_a_runs_index_record_before_and_after_its_part_and_its_line() -> None:
         "neardup dedup: index idx/: read version 3 (120 documents, 7 matched), "
         "added 50 rows as version 4 (part part-0004)"
     )
+
+
+def test_a_lost_commit_race_says_which_version_the_outputs_are_valid_against(
+    tmp_path: Path,
+) -> None:
+    url = str(tmp_path / "idx")
+    base = _add(url, ["a"], ["one two"])
+    sigs, digests = batch_signatures(["x y"], PARAMS), text_digests(["x y"])
+    mine = write_part(base, PARAMS, ["m"], digests, sigs, run_info("local", "t", []))
+    theirs = write_part(base, PARAMS, ["t"], digests, sigs, run_info("local", "t", []))
+    commit_index(base, PARAMS, [theirs])
+    with pytest.raises(IndexConflictError) as caught:
+        commit_index(base, PARAMS, [mine])
+    assert str(caught.value) == (
+        f"{url}: another run added version 2 (part {theirs.name}) while this run ran; nothing "
+        "was added to the index; this run's outputs are written and valid against version 1; "
+        "rerun to dedup against it"
+    )

@@ -189,3 +189,16 @@ def test_a_files_age_is_read_from_what_each_filesystem_calls_its_modification_ti
     assert _mtime({"updated": "2026-01-02T03:04:05.000Z"}) == when.timestamp()  # gcsfs
     assert _mtime({"last_modified": "not a time", "created": 1.5}) == 1.5  # memory
     assert _mtime({"size": 3}) is None
+
+
+def test_info_names_each_part_with_its_rows_bytes_files_and_run(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [2, 3])
+    index = DocIndex.open(url)
+    info = index_info(url)
+    assert info["parts"] == [
+        {"name": p.name, "rows": p.rows, "bytes": p.files[0].bytes, "files": 1, "run": p.run}
+        for p in index.parts
+    ]
+    assert [p["rows"] for p in info["parts"]] == [2, 3]
+    assert info["parts"][0]["name"] != info["parts"][1]["name"]
