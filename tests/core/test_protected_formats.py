@@ -2,10 +2,12 @@
 as items, as JSON Lines are; a name that cannot be read as items is refused, not read as text."""
 
 import csv
+import errno
 import gzip
 import io
 import json
 
+import fsspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -165,3 +167,31 @@ def test_hits_name_each_item_once_with_the_first_ngram_it_shares_with_a_text():
         [("q3", "москва стоит на")],
     ]
     assert parsed.hits(texts[1]) == [("q2", "zero one two"), ("q1", "one two three")]
+
+
+def test_a_parquet_protected_set_is_cut_into_words_by_its_tokenizer(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "evals.parquet"
+    pq.write_table(pa.table({"id": ["c1"], "question": ["请检查路径"]}), path)
+    found = read_protected_set(path, 3, tokenizer="multilingual")
+    assert found.grams == {"请 检 查": ["c1"], "检 查 路": ["c1"], "查 路 径": ["c1"]}
+    assert read_protected_set(path, 1).grams == {"请检查路径": ["c1"]}
+
+
+def test_an_error_while_reading_a_protected_set_gives_the_systems_reason(monkeypatch):
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/prot/evals.jsonl", b'{"text": "x"}\n')
+
+    def failing(self, path, *args, **kwargs):
+        raise OSError(errno.EIO, "Input/output error", path)
+
+    monkeypatch.setattr(type(fs), "_open", failing)
+    try:
+        with pytest.raises(CorpusError) as caught:
+            read_protected_set("memory://prot/evals.jsonl")
+    finally:
+        monkeypatch.undo()
+        fs.rm("/prot", recursive=True)
+    assert str(caught.value) == "memory://prot/evals.jsonl: cannot read: Input/output error"
