@@ -195,3 +195,12 @@ def test_an_error_while_reading_a_protected_set_gives_the_systems_reason(monkeyp
         monkeypatch.undo()
         fs.rm("/prot", recursive=True)
     assert str(caught.value) == "memory://prot/evals.jsonl: cannot read: Input/output error"
+
+
+def test_nan_in_a_json_array_is_refused_naming_the_file_and_field():
+    with pytest.raises(CorpusError) as caught:
+        parse_protected_set("e.json", '[{"q": "a"}, {"q": NaN}]', ProtectedFormat.JSON)
+    assert str(caught.value) == (
+        "e.json: NaN is not JSON (field '[1].q'): write null, a number or a string instead"
+    )
+    assert caught.value.line is None
