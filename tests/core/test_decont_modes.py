@@ -312,3 +312,13 @@ def test_a_sample_cap_counts_every_text_of_a_sample_longer_than_one_batch(shell)
 
     assert sample_capped(shell.sets, sample(), 0.19) == {" ".join(words(M))}
     assert sample_capped(shell.sets, sample(), 0.2) == set()
+
+
+def test_a_report_names_each_items_first_shared_ngram_unless_told_not_to(shell):
+    report = ContaminationReport(shell)
+    docs = [Doc("a", f"x {M} y"), Doc("b", "nothing at all")]
+    list(decontaminate_modes(docs, shell, observe=report.add))
+    [item] = report.as_dict()["items"]
+    assert (item["item"], item["first_ngram"]) == ("q1", " ".join(words(M)))
+    [item] = report.as_dict(ngrams=False)["items"]
+    assert (item["item"], item["first_ngram"], item["document_ids"]) == ("q1", None, ["a"])
