@@ -322,3 +322,16 @@ def test_a_report_names_each_items_first_shared_ngram_unless_told_not_to(shell):
     assert (item["item"], item["first_ngram"]) == ("q1", " ".join(words(M)))
     [item] = report.as_dict(ngrams=False)["items"]
     assert (item["item"], item["first_ngram"], item["document_ids"]) == ("q1", None, ["a"])
+
+
+def test_a_cut_pieces_meta_says_cut_its_source_and_place(shell):
+    text = pad(500) + M + pad(500)
+    first, second = run([Doc("d", text)], shell, mode="cut")
+    assert first.meta["decontamination"] == {
+        "mode": "cut", "source": "d", "piece": 1, "pieces": 2, "span": [0, 300],
+        "removed": [[300, 700 + L]], "spans": [[500, 500 + L]], "span_count": 1,
+        "match_count": 1, "items": [{"set": "evals", "item": "q1", "matches": 1}],
+        "item_count": 1, "sets": ["evals"],
+    }  # fmt: skip
+    assert (second.meta["decontamination"]["mode"], second.meta["decontamination"]["piece"]) == (
+        "cut", 2)  # fmt: skip

@@ -378,3 +378,38 @@ def test_a_lost_commit_race_says_which_version_the_outputs_are_valid_against(
         "was added to the index; this run's outputs are written and valid against version 1; "
         "rerun to dedup against it"
     )
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        ("digest", b"x" * 15, "has digest values that are not 16 bytes"),
+        ("bands", b"x" * 63, "has bands values that are not 64 bytes"),
+        ("signature", b"x" * 127, "has signature values that are not 128 bytes"),
+        ("id", None, "has a null id"),
+    ],
+    ids=["digest", "bands", "signature", "id"],
+)
+def test_index_values_of_the_wrong_width_are_damage_naming_index_file_and_column(
+    tmp_path: Path, column: str, value: bytes | None, problem: str
+) -> None:
+    import pyarrow as pa
+
+    url = str(tmp_path / "idx")
+    index = _add(url, ["a", "b"], ["one two three", "four five six"])
+    name = index.parts[0].files[0].path
+    path = Path(url) / name
+    table = pq.read_table(path)
+    values = table.column(column).to_pylist()
+    values[0] = value
+    at = table.schema.get_field_index(column)
+    table = table.set_column(at, table.schema.field(column), pa.array(values, table[column].type))
+    pq.write_table(table, path)
+    version = Path(url) / "_index" / "00000001.json"
+    body = json.loads(version.read_text())
+    body["parts"][0]["files"][0]["bytes"] = path.stat().st_size
+    version.write_text(json.dumps(body))
+    sigs = batch_signatures(["one two three"], PARAMS)
+    with pytest.raises(IndexDamagedError) as caught:
+        DocIndex.open(url).lookup(sigs, text_digests(["one two three"]))
+    assert str(caught.value) == f"{url}: the index is damaged: {name} {problem}"
