@@ -1,5 +1,6 @@
 """The persistent index (core/_index*.py): format, commits, the parameter lock, damage, lookup."""
 
+import datetime as dt
 import json
 import os
 from contextlib import ExitStack
@@ -413,3 +414,15 @@ def test_index_values_of_the_wrong_width_are_damage_naming_index_file_and_column
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url).lookup(sigs, text_digests(["one two three"]))
     assert str(caught.value) == f"{url}: the index is damaged: {name} {problem}"
+
+
+def test_a_parts_run_names_its_engine_version_and_first_inputs_and_appends_by_default() -> None:
+    inputs = [f"in/{i}.jsonl" for i in range(_index.MAX_RUN_INPUTS + 5)]
+    run = run_info("local", "1.2", inputs)
+    created = dt.datetime.fromisoformat(run.pop("created"))
+    assert created.utcoffset() == dt.timedelta(0) and created.microsecond == 0  # UTC, seconds
+    assert run == {
+        "engine": "local", "neardup": "1.2", "inputs": inputs[: _index.MAX_RUN_INPUTS],
+        "inputs_total": len(inputs), "mode": "append",
+    }  # fmt: skip
+    assert run_info("spark", "1.2", [], mode="compact")["mode"] == "compact"
