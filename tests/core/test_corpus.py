@@ -78,3 +78,13 @@ def test_a_json_array_read_as_json_lines_says_how_to_convert_it(tmp_path):
     with pytest.raises(CorpusError) as caught:
         list(read_docs(path))
     assert "jq" not in str(caught.value)
+
+
+def test_nan_in_a_corpus_line_is_refused_naming_the_line_and_field(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y", "meta": {"s": NaN}}\n')
+    with pytest.raises(CorpusError) as caught:
+        list(read_docs(path))
+    assert str(caught.value) == (
+        f"{path}:2: NaN is not JSON (field 'meta.s'): write null, a number or a string instead"
+    )

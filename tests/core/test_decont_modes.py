@@ -335,3 +335,16 @@ def test_a_cut_pieces_meta_says_cut_its_source_and_place(shell):
     }  # fmt: skip
     assert (second.meta["decontamination"]["mode"], second.meta["decontamination"]["piece"]) == (
         "cut", 2)  # fmt: skip
+
+
+def test_protected_sets_of_two_ngram_lengths_or_tokenizers_are_not_combined():
+    five = parse_protected_set("five", json.dumps({"text": SHELL}), ProtectedFormat.JSONL, 5)
+    thai = parse_protected_set(
+        "thai", json.dumps({"text": SHELL}), ProtectedFormat.JSONL, tokenizer="multilingual"
+    )
+    with pytest.raises(ParameterError) as caught:
+        Protection([protection({"text": SHELL}).sets[0], five])
+    assert str(caught.value) == "protected sets of different n-gram lengths cannot be combined"
+    with pytest.raises(ParameterError) as caught:
+        Protection([protection({"text": SHELL}).sets[0], thai])
+    assert str(caught.value) == "protected sets of different tokenizers cannot be combined"

@@ -7,9 +7,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from unittest import mock
 
+import fsspec
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from fsspec.implementations.memory import MemoryFileSystem
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -426,3 +428,69 @@ def test_a_parts_run_names_its_engine_version_and_first_inputs_and_appends_by_de
         "inputs_total": len(inputs), "mode": "append",
     }  # fmt: skip
     assert run_info("spark", "1.2", [], mode="compact")["mode"] == "compact"
+
+
+class _ObjectStore(MemoryFileSystem):
+    """An object store in memory (paths as memory:// keeps them) whose writes are plain puts."""
+
+    protocol = "objectstore"
+
+    @classmethod
+    def _strip_protocol(cls, path):
+        return super()._strip_protocol(str(path).replace(f"{cls.protocol}://", "memory://", 1))
+
+
+class _LaggingListing(_ObjectStore):
+    """A store whose listing lags its writes (a version file just written does not exist yet
+    for ``exists``) but whose create-if-absent (mode "x") sees every object."""
+
+    protocol = "lagging"
+
+    def exists(self, path, **kwargs):
+        return not str(path).endswith(".json") and super().exists(path, **kwargs)
+
+    def _open(self, path, mode="rb", *args, **kwargs):
+        if mode == "xb" and self._strip_protocol(path) in self.store:
+            raise FileExistsError(path)
+        return super()._open(path, "wb" if mode == "xb" else mode, *args, **kwargs)
+
+
+class _NoExclusiveCreate(_ObjectStore):
+    """A store without create-if-absent (mode "x"): one writer at a time (docs/index.md)."""
+
+    protocol = "noexclusive"
+
+    def _open(self, path, mode="rb", *args, **kwargs):
+        if "x" in mode:
+            raise NotImplementedError("no exclusive create here")
+        return super()._open(path, mode, *args, **kwargs)
+
+
+@pytest.mark.parametrize("store", [_LaggingListing, _NoExclusiveCreate])
+def test_an_object_store_index_commits_and_refuses_a_version_already_taken(store) -> None:
+    fsspec.register_implementation(store.protocol, store, clobber=True)
+    url = f"{store.protocol}://neardup-test-{store.protocol}"
+    try:
+        index = _add(url, ["a"], ["one two"])
+        assert (index.version, index.rows) == (1, 1)
+        stale = DocIndex(url, index.fs, index.root, 0, {})
+        with pytest.raises(IndexConflictError, match="version 1"):
+            commit_index(stale, PARAMS, [])
+        assert DocIndex.open(url).id_parts(["a"]) == {"a": index.parts[0].name}
+    finally:
+        fsspec.filesystem("memory").rm(f"/neardup-test-{store.protocol}", recursive=True)
+
+
+def test_an_index_of_another_format_version_is_refused_naming_both(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    _add(url, ["a"], ["one two"])
+    version = Path(url) / "_index" / "00000001.json"
+    body = json.loads(version.read_text())
+    body["format_version"] = 2
+    version.write_text(json.dumps(body))
+    with pytest.raises(IndexDamagedError) as caught:
+        DocIndex.open(url)
+    assert str(caught.value) == (
+        f"{url}: the index is damaged: _index/00000001.json has format_version 2; "
+        "this neardup reads 1"
+    )

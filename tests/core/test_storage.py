@@ -259,3 +259,8 @@ def test_records_say_where_they_are_and_bad_ids_and_fields_are_named(memfs, tmp_
         expand_inputs([str(tmp_path / "empty")])
     with pytest.raises(CorpusError, match=r"empty: no protected file \(\.jsonl, .*\.parquet\) in "):
         expand_inputs([str(tmp_path / "empty")], corpus=False)
+
+
+def test_an_unknown_url_scheme_is_named_with_its_target():
+    with pytest.raises(CorpusError, match=r"^nosuchscheme://x/a\.jsonl: unknown URL scheme \("):
+        expand_inputs(["nosuchscheme://x/a.jsonl"])
