@@ -3,6 +3,7 @@ load with gaps, compaction, and the matches inside one batch (``batch_matches``)
 
 import numpy as np
 
+from neardup.core import _banding
 from neardup.core._signature_index import SignatureIndex, batch_matches
 from neardup.core.minhash import MERSENNE31
 
@@ -82,3 +83,15 @@ def test_batch_matches_are_later_row_earlier_row_and_estimate():
     for one in (sigs(A), np.zeros((0, 8), dtype=np.uint32)):
         later, earlier, est = batch_matches(one, 4, 0.8)
         assert (len(later), len(earlier), len(est)) == (0, 0, 0)
+
+
+def test_a_band_digest_collision_is_never_a_candidate(monkeypatch):
+    # Every band of every row gets one digest: only the rows compared tell candidates apart.
+    monkeypatch.setattr(_banding, "band_digest", lambda block: np.zeros(len(block), np.uint64))
+    index = SignatureIndex(8, 4)
+    index.add(sigs(A, C, B, A))
+    assert [index.representative(n) for n in range(4)] == [0, 1, 2, 0]
+    q, reps = index.candidates(sigs(A, C, EMPTY))
+    assert sorted(zip(q.tolist(), reps.tolist(), strict=True)) == [(0, 0), (0, 2), (1, 1)]
+    assert found(index, A) == [(0, 0, 1.0), (0, 2, 0.875)]
+    assert found(index, C) == [(0, 1, 1.0)]
