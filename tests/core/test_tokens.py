@@ -195,3 +195,12 @@ def test_the_numpy_tokeniser_lowers_ascii_word_bytes_and_blanks_the_rest():
         word = re.fullmatch(r"\w", char) is not None
         assert table[code] == (ord(char.lower()) if word else ord(" ")), code
     assert table[128:] == bytes(range(128, 256))  # parts of non-ASCII characters: unchanged
+
+
+def test_capitals_of_two_three_and_four_bytes_are_lowered_in_place_both_ways(jit):
+    # Ж (2 bytes), fullwidth Ａ, Cherokee Ꭰ and Georgian Ა (3 bytes), Deseret 𐐀 (4 bytes): each
+    # lowers to a character of its own length, written over it.
+    batch = ["ЖУК ＡＢＣ Ꭰ Ა 𐐀𐐁 mixed ＺＺＺ", "ａｂｃ ꭰ ა 𐐨 plain", "ÀÉÎÕÜ"]
+    assert_both_paths_equal_the_reference(batch)
+    assert doc_words(_tokens.Tokens(batch[:1], jit=False)) == [
+        ["жук", "ａｂｃ", "ꭰ", "ა", "𐐨𐐩", "mixed", "ｚｚｚ"]]  # fmt: skip
