@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
@@ -153,3 +154,24 @@ def test_warm_worker_builds_the_tables_of_its_tokenizer_in_this_process():
     assert _scripts.script_tables.cache_info().currsize == 0  # words need no script tables
     warm_worker("multilingual")
     assert _scripts.script_tables.cache_info().currsize == 1
+
+
+def test_ordered_map_reads_ahead_at_most_ahead_batches_a_worker_and_keeps_order():
+    read = []
+
+    def batches():
+        for i in range(10):
+            read.append(i)
+            yield [i, i]
+
+    def scaled(batch, factor):
+        time.sleep(0.001 * (batch[0] % 3))  # later batches may finish first
+        return [x * factor for x in batch]
+
+    with ThreadPoolExecutor(2) as pool:
+        out = ordered_map(pool, scaled, batches(), 10, ahead=2)
+        assert next(out) == ([0, 0], [0, 0])
+        assert read == [0, 1, 2, 3, 4]  # the one waited for and 2 a worker past it
+        assert list(out) == [([i, i], [10 * i, 10 * i]) for i in range(1, 10)]
+    assert list(ordered_map(None, scaled, batches(), 3)) == [
+        ([i, i], [3 * i, 3 * i]) for i in range(10)]  # fmt: skip
