@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.core._banding import _Band
+from neardup.core._banding import _Band, equal_runs, identical_rows
 
 
 @given(
@@ -29,3 +29,15 @@ def test_band_lookup_equals_brute_force(appends, queries):
     band.merge()
     qi, found = band.lookup(q)
     assert sorted(zip(qi.tolist(), found.tolist(), strict=True)) == expected
+
+
+def test_identical_rows_name_the_first_row_of_each_signature_among_many_copies():
+    a = np.arange(8, dtype=np.uint32)
+    sigs = np.array([a + 100, a] * 100 + [a + 200])
+    first, copy_of = identical_rows(sigs)
+    assert first.tolist() == [0, 1, 200]
+    assert copy_of.tolist() == [0, 1] * 100 + [2]
+    order, run_start = equal_runs(sigs)
+    assert sorted(np.diff([*run_start.tolist(), len(order)]).tolist()) == [1, 100, 100]
+    for lo, hi in zip(run_start.tolist(), [*run_start.tolist()[1:], len(order)], strict=True):
+        assert order[lo:hi].tolist() == sorted(order[lo:hi].tolist())  # a stable order

@@ -165,3 +165,9 @@ def test_cluster_roots_with_a_rank_equal_sorting_the_rows_first(rnd):
         ids[order[sorted_roots[rank[i]]]] for i in range(len(ids))
     ]
     assert all(ids[roots[i]] <= ids[i] for i in range(len(ids)))
+
+
+def test_clusters_refuse_a_worker_count_below_one():
+    for workers in (0, -2, True):
+        with pytest.raises(ParameterError, match=r"^workers must be a whole number >= 1, got "):
+            clusters({"a": "one two", "b": "three four"}, workers=workers)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.core import _compiled, _signatures
+from neardup.core import _compiled, _jit, _signatures
 from neardup.core._fnv import fnv1a64_spans
 from neardup.core._hashing import MERSENNE31, perm_params
 from neardup.core._permute import minima
@@ -198,3 +198,21 @@ def test_capital_sigma_is_lowered_by_its_neighbours(jit, use_jit):
         for text in batch:
             alone = _signatures._kernel([text], 16, 0, 1, jit=use_jit)
             assert np.array_equal(alone, reference([text], 16, 0, 1)), text
+
+
+def test_warm_up_and_a_run_compile_the_same_specialisations(jit):
+    # Warmed up, a run (both tokenizers) compiles nothing more; after a run, warming up
+    # compiles nothing more: warm_up asks for exactly the argument types a run passes.
+    texts = ["warm up with café and Москва and 中文 " * 3, "a plain ascii text of some words"]
+    kernels = (_jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans)
+
+    def compiled():
+        return [list(k.signatures) for k in kernels]
+
+    _jit.warm_up()
+    warmed = compiled()
+    for tokenizer in ("words", "multilingual"):
+        _signatures._kernel(texts, 16, 0, 5, tokenizer=tokenizer)
+    assert compiled() == warmed
+    _jit.warm_up()
+    assert compiled() == warmed

@@ -1,5 +1,6 @@
 """JSON Lines corpus files: round trip, and errors that name file:line."""
 
+import pyarrow.parquet as pq
 import pytest
 
 from neardup.core.engine import read_docs, write_docs
@@ -29,3 +30,61 @@ def test_bad_corpus_lines_name_file_and_line(tmp_path, line, reason):
     path.write_text('{"id": "ok", "text": "fine"}\n' + line + "\n", encoding="utf-8")
     with pytest.raises(CorpusError, match=rf"c\.jsonl:2: .*{reason}"):
         list(read_docs(path))
+
+
+def test_a_parquet_corpus_round_trips_and_an_empty_one_has_the_id_and_text_columns(tmp_path):
+    path = tmp_path / "c.parquet"
+    docs = [Doc("a", "first text", {"lang": "en"}), Doc("b", "ünïcode ✓", {"lang": "fr"})]
+    assert write_docs(path, docs) == 2
+    assert list(read_docs(path)) == docs
+    empty = tmp_path / "empty.parquet"
+    assert write_docs(empty, []) == 0
+    schema = pq.read_schema(empty)
+    assert [(f.name, str(f.type)) for f in schema] == [("id", "string"), ("text", "string")]
+    assert list(read_docs(empty)) == []
+
+
+def test_a_file_that_is_not_parquet_is_a_corpus_error_naming_it(tmp_path):
+    path = tmp_path / "c.parquet"
+    path.write_bytes(b'{"id": "a", "text": "json, not parquet"}\n')
+    with pytest.raises(CorpusError, match=r"c\.parquet: cannot read Parquet: "):
+        list(read_docs(path))
+
+
+def test_a_corpus_that_cannot_be_read_says_why(tmp_path):
+    (tmp_path / "dir.jsonl").mkdir()
+    with pytest.raises(CorpusError, match=r"dir\.jsonl: cannot read: \[Errno 21\] Is a directory"):
+        list(read_docs(tmp_path / "dir.jsonl"))
+    (tmp_path / "c.jsonl.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(CorpusError, match=r"c\.jsonl\.gz: cannot read: Not a gzipped file"):
+        list(read_docs(tmp_path / "c.jsonl.gz"))
+    with pytest.raises(CorpusError, match=r"none\.jsonl: no such file$"):
+        list(read_docs(tmp_path / "none.jsonl"))
+
+
+def test_a_json_array_read_as_json_lines_says_how_to_convert_it(tmp_path):
+    path = tmp_path / "c.jsonl"
+    hint = "; JSON Lines holds one object per line: if the file is one JSON array, convert it, "
+    hint += "e.g. jq -c '.[]' FILE.json > FILE.jsonl"
+    path.write_text('  [{"id": "a", "text": "x"},\n{"id": "b", "text": "y"}]\n', encoding="utf-8")
+    with pytest.raises(CorpusError) as caught:
+        list(read_docs(path))
+    assert str(caught.value).endswith(hint)
+    path.write_text('[{"id": "a", "text": "x"}]\n', encoding="utf-8")
+    with pytest.raises(CorpusError) as caught:
+        list(read_docs(path))
+    assert str(caught.value) == f"{path}:1: expected a JSON object, got list{hint}"
+    path.write_text('{"id": "a", "text": "x"}\n{"id": }\n', encoding="utf-8")
+    with pytest.raises(CorpusError) as caught:
+        list(read_docs(path))
+    assert "jq" not in str(caught.value)
+
+
+def test_nan_in_a_corpus_line_is_refused_naming_the_line_and_field(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y", "meta": {"s": NaN}}\n')
+    with pytest.raises(CorpusError) as caught:
+        list(read_docs(path))
+    assert str(caught.value) == (
+        f"{path}:2: NaN is not JSON (field 'meta.s'): write null, a number or a string instead"
+    )

@@ -7,7 +7,14 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.core._cutting import DecontMode, DecontParams, apply_mode, cut_bounds, drop_rule
+from neardup.core._cutting import (
+    DecontMode,
+    DecontParams,
+    apply_mode,
+    cut_bounds,
+    drop_rule,
+    piece_collision,
+)
 from neardup.core._matches import Protection
 from neardup.core._protected import ProtectedFormat, parse_protected_set
 from neardup.core.minhash import Doc
@@ -82,3 +89,13 @@ def test_no_kept_piece_holds_a_protected_ngram(case, tokenizer, window, min_piec
         start, end = piece.meta["decontamination"]["span"]
         assert piece.text == text[start:end]
         assert prot.matches(piece.text) == [], (piece.text, text)
+
+
+def test_an_id_cut_mode_could_give_a_piece_of_another_document_is_found_first_in_order():
+    ids = ["a#1", "doc", "x#3", "doc#2", "a", "doc#11", "x"]
+    # From a generator (read once): "a#1" is a piece of "a", named before "doc#2" of "doc".
+    assert piece_collision((i for i in ids), 10) == ("a#1", "a")
+    assert piece_collision(ids[1:], 10) == ("x#3", "x")
+    assert piece_collision(["doc", "doc#11", "doc#02", "doc#", "#1"], 10) is None
+    assert piece_collision(["doc", "doc#11"], 11) == ("doc#11", "doc")
+    assert piece_collision([], 10) is None

@@ -241,3 +241,13 @@ def test_decontaminate_uses_13_grams_and_the_tokenizer_it_is_given(story, tmp_pa
     assert [d.id for d in decontaminate(docs, [path], tokenizer="multilingual")] == []
     index = NgramIndex(protected_ngrams([path], tokenizer="multilingual"), tokenizer="multilingual")
     assert [d.id for d in decontaminate_with(docs, index)] == []
+
+
+def test_a_set_of_ngrams_is_refused_with_the_way_to_use_them(grams):
+    with pytest.raises(ParameterError) as caught:
+        decontaminate([Doc("b", SHELL)], set(grams))
+    assert str(caught.value) == (
+        f"expected a list of protected file paths, got a set of {len(grams)}; to check against "
+        "n-grams you already have, build an NgramIndex(grams, n) and call "
+        "decontaminate_with(docs, index)"
+    )

@@ -302,3 +302,49 @@ def test_matches_are_exactly_the_protected_windows_at_their_characters(protected
                 "ς", "σ"
             )
             assert list(m.items) == pset.grams[m.ngram]
+
+
+def test_a_sample_cap_counts_every_text_of_a_sample_longer_than_one_batch(shell):
+    # 1,500 texts are read in two batches (1,024 and 476); the n-gram is in every fifth text:
+    # 300 of them, 95 in the second batch. 300 is more than 19 %, not more than 20 %.
+    def sample():
+        return (f"doc {i}: {M}" if i % 5 == 0 else f"doc {i}" for i in range(1500))
+
+    assert sample_capped(shell.sets, sample(), 0.19) == {" ".join(words(M))}
+    assert sample_capped(shell.sets, sample(), 0.2) == set()
+
+
+def test_a_report_names_each_items_first_shared_ngram_unless_told_not_to(shell):
+    report = ContaminationReport(shell)
+    docs = [Doc("a", f"x {M} y"), Doc("b", "nothing at all")]
+    list(decontaminate_modes(docs, shell, observe=report.add))
+    [item] = report.as_dict()["items"]
+    assert (item["item"], item["first_ngram"]) == ("q1", " ".join(words(M)))
+    [item] = report.as_dict(ngrams=False)["items"]
+    assert (item["item"], item["first_ngram"], item["document_ids"]) == ("q1", None, ["a"])
+
+
+def test_a_cut_pieces_meta_says_cut_its_source_and_place(shell):
+    text = pad(500) + M + pad(500)
+    first, second = run([Doc("d", text)], shell, mode="cut")
+    assert first.meta["decontamination"] == {
+        "mode": "cut", "source": "d", "piece": 1, "pieces": 2, "span": [0, 300],
+        "removed": [[300, 700 + L]], "spans": [[500, 500 + L]], "span_count": 1,
+        "match_count": 1, "items": [{"set": "evals", "item": "q1", "matches": 1}],
+        "item_count": 1, "sets": ["evals"],
+    }  # fmt: skip
+    assert (second.meta["decontamination"]["mode"], second.meta["decontamination"]["piece"]) == (
+        "cut", 2)  # fmt: skip
+
+
+def test_protected_sets_of_two_ngram_lengths_or_tokenizers_are_not_combined():
+    five = parse_protected_set("five", json.dumps({"text": SHELL}), ProtectedFormat.JSONL, 5)
+    thai = parse_protected_set(
+        "thai", json.dumps({"text": SHELL}), ProtectedFormat.JSONL, tokenizer="multilingual"
+    )
+    with pytest.raises(ParameterError) as caught:
+        Protection([protection({"text": SHELL}).sets[0], five])
+    assert str(caught.value) == "protected sets of different n-gram lengths cannot be combined"
+    with pytest.raises(ParameterError) as caught:
+        Protection([protection({"text": SHELL}).sets[0], thai])
+    assert str(caught.value) == "protected sets of different tokenizers cannot be combined"

@@ -41,3 +41,15 @@ def test_id_rank_is_each_rows_place_in_id_order_and_refuses_repeated_ids():
     with pytest.raises(DuplicateIdError) as caught:
         id_rank(["x", "a", "b", "a", "x"])
     assert caught.value.doc_ids == ("a", "x")
+
+
+def test_repeated_ids_are_named_up_to_twenty_in_order_and_the_rest_counted():
+    with pytest.raises(DuplicateIdError) as caught:
+        id_rank(["b", "a", "b"])
+    assert str(caught.value) == "document id 'b' appear(s) more than once"
+    ids = [f"d{i:02d}" for i in range(22)]
+    with pytest.raises(DuplicateIdError) as caught:
+        id_rank(ids + ids[::-1])
+    shown = ", ".join(repr(i) for i in ids[:20])
+    assert str(caught.value) == f"document ids {shown} and 2 more appear(s) more than once"
+    assert caught.value.doc_ids == tuple(ids)

@@ -4,13 +4,16 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pytest
 
-from neardup.core import _compiled, _tokens
-from neardup.core.engine import spawn_pool, warm_worker
-from neardup.core.errors import ParameterError
+from neardup.core import _compiled, _scripts, _tokens
+from neardup.core._fanout import UNGUARDED_MAIN_EXIT
+from neardup.core.engine import fan_out, ordered_map, raise_worker_error, spawn_pool, warm_worker
+from neardup.core.errors import ParameterError, UnguardedMainError, WorkerError
 from neardup.core.minhash import signatures
 
 
@@ -90,3 +93,85 @@ def test_a_guarded_script_runs_on_the_pool(tmp_path):
     ran = _script(tmp_path, call)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["1", "True"]  # 3,000 texts with one shingle set, one survivor
+
+
+class _Worker:
+    """A pool's worker process as ``raise_worker_error`` reads it: its exit code is noted only
+    after ``reaped_after`` looks (the pool's own thread may be reaping it)."""
+
+    def __init__(self, code: int, reaped_after: int = 0) -> None:
+        self.code, self.looks = code, reaped_after
+
+    def join(self, timeout: float) -> None:
+        pass
+
+    @property
+    def exitcode(self) -> int | None:
+        self.looks -= 1
+        return self.code if self.looks < 0 else None
+
+
+class _BrokenPool:
+    """A pool whose workers exited with ``codes`` and that takes no more work."""
+
+    def __init__(self, *codes: int, reaped_after: int = 0) -> None:
+        self._processes = {i: _Worker(c, reaped_after) for i, c in enumerate(codes)}
+        self._max_workers = len(codes)
+
+    def submit(self, *args, **kwargs):
+        raise BrokenProcessPool("a child process terminated abruptly")
+
+
+def test_workers_that_reran_an_unguarded_script_are_one_error_naming_it():
+    script = sys.modules["__main__"].__file__
+    # The exit code is seen only once the pool's thread has reaped the worker (a few looks).
+    pool = _BrokenPool(1, UNGUARDED_MAIN_EXIT, reaped_after=3)
+    with pytest.raises(UnguardedMainError) as caught:
+        fan_out(pool, len, ["a", "b"], 2)
+    assert caught.value.script == script
+    assert str(caught.value).startswith(f"the signature worker processes re-ran {script!r} ")
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_a_worker_that_died_otherwise_is_a_worker_error_saying_why():
+    for pool in (_BrokenPool(-9, 1), None):
+        with pytest.raises(WorkerError) as caught:
+            raise_worker_error(BrokenProcessPool("boom"), pool)
+        assert type(caught.value) is WorkerError
+        assert str(caught.value) == "a signature worker process died: boom"
+        assert isinstance(caught.value.__cause__, BrokenProcessPool)
+    with pytest.raises(WorkerError, match=r"^a signature worker process died: a child process "):
+        fan_out(_BrokenPool(1), len, ["a"], 1)
+    with pytest.raises(WorkerError, match=r"^a signature worker process died: a child process "):
+        list(ordered_map(_BrokenPool(1), len, [["a"]]))
+
+
+def test_warm_worker_builds_the_tables_of_its_tokenizer_in_this_process():
+    tables = (_tokens.kernel_table, _scripts.multilingual_re, _scripts.script_tables)
+    for table in tables:
+        table.cache_clear()
+    assert warm_worker() is True  # numba is a dependency: the compiled kernels load
+    assert _scripts.script_tables.cache_info().currsize == 0  # words need no script tables
+    warm_worker("multilingual")
+    assert _scripts.script_tables.cache_info().currsize == 1
+
+
+def test_ordered_map_reads_ahead_at_most_ahead_batches_a_worker_and_keeps_order():
+    read = []
+
+    def batches():
+        for i in range(10):
+            read.append(i)
+            yield [i, i]
+
+    def scaled(batch, factor):
+        time.sleep(0.001 * (batch[0] % 3))  # later batches may finish first
+        return [x * factor for x in batch]
+
+    with ThreadPoolExecutor(2) as pool:
+        out = ordered_map(pool, scaled, batches(), 10, ahead=2)
+        assert next(out) == ([0, 0], [0, 0])
+        assert read == [0, 1, 2, 3, 4]  # the one waited for and 2 a worker past it
+        assert list(out) == [([i, i], [10 * i, 10 * i]) for i in range(1, 10)]
+    assert list(ordered_map(None, scaled, batches(), 3)) == [
+        ([i, i], [3 * i, 3 * i]) for i in range(10)]  # fmt: skip

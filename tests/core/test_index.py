@@ -1,14 +1,17 @@
 """The persistent index (core/_index*.py): format, commits, the parameter lock, damage, lookup."""
 
+import datetime as dt
 import json
 import os
 from contextlib import ExitStack
 from pathlib import Path
 from unittest import mock
 
+import fsspec
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from fsspec.implementations.memory import MemoryFileSystem
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,6 +30,8 @@ from neardup.core.engine import (
     batch_signatures,
     commit_index,
     index_params,
+    index_record,
+    index_record_line,
     run_info,
     text_digests,
     write_part,
@@ -341,3 +346,151 @@ def test_index_files_removed_by_a_newer_version_are_a_change_not_damage(tmp_path
     assert isinstance(caught.value, IndexConflictError)
     with pytest.raises(IndexChangedError):
         reader.verify()
+
+
+def test_a_runs_index_record_before_and_after_its_part_and_its_line() -> None:
+    record = index_record("idx/", "append", 3, 120, 7, 9)
+    assert record == {
+        "url": "idx/", "mode": "append", "version_read": 3, "version_written": None,
+        "part": None, "rows_added": 0, "indexed_rows": 120, "indexed_rows_matched": 7,
+        "rows_matching_index": 9,
+    }  # fmt: skip
+    assert index_record_line(record) == (
+        "neardup dedup: index idx/: read version 3 (120 documents, 7 matched), added nothing"
+    )
+    record.update(version_written=4, part="part-0004", rows_added=50)
+    assert index_record_line(record) == (
+        "neardup dedup: index idx/: read version 3 (120 documents, 7 matched), "
+        "added 50 rows as version 4 (part part-0004)"
+    )
+
+
+def test_a_lost_commit_race_says_which_version_the_outputs_are_valid_against(
+    tmp_path: Path,
+) -> None:
+    url = str(tmp_path / "idx")
+    base = _add(url, ["a"], ["one two"])
+    sigs, digests = batch_signatures(["x y"], PARAMS), text_digests(["x y"])
+    mine = write_part(base, PARAMS, ["m"], digests, sigs, run_info("local", "t", []))
+    theirs = write_part(base, PARAMS, ["t"], digests, sigs, run_info("local", "t", []))
+    commit_index(base, PARAMS, [theirs])
+    with pytest.raises(IndexConflictError) as caught:
+        commit_index(base, PARAMS, [mine])
+    assert str(caught.value) == (
+        f"{url}: another run added version 2 (part {theirs.name}) while this run ran; nothing "
+        "was added to the index; this run's outputs are written and valid against version 1; "
+        "rerun to dedup against it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        ("digest", b"x" * 15, "has digest values that are not 16 bytes"),
+        ("bands", b"x" * 63, "has bands values that are not 64 bytes"),
+        ("signature", b"x" * 127, "has signature values that are not 128 bytes"),
+        ("id", None, "has a null id"),
+    ],
+    ids=["digest", "bands", "signature", "id"],
+)
+def test_index_values_of_the_wrong_width_are_damage_naming_index_file_and_column(
+    tmp_path: Path, column: str, value: bytes | None, problem: str
+) -> None:
+    import pyarrow as pa
+
+    url = str(tmp_path / "idx")
+    index = _add(url, ["a", "b"], ["one two three", "four five six"])
+    name = index.parts[0].files[0].path
+    path = Path(url) / name
+    table = pq.read_table(path)
+    values = table.column(column).to_pylist()
+    values[0] = value
+    at = table.schema.get_field_index(column)
+    table = table.set_column(at, table.schema.field(column), pa.array(values, table[column].type))
+    pq.write_table(table, path)
+    version = Path(url) / "_index" / "00000001.json"
+    body = json.loads(version.read_text())
+    body["parts"][0]["files"][0]["bytes"] = path.stat().st_size
+    version.write_text(json.dumps(body))
+    sigs = batch_signatures(["one two three"], PARAMS)
+    with pytest.raises(IndexDamagedError) as caught:
+        DocIndex.open(url).lookup(sigs, text_digests(["one two three"]))
+    assert str(caught.value) == f"{url}: the index is damaged: {name} {problem}"
+
+
+def test_a_parts_run_names_its_engine_version_and_first_inputs_and_appends_by_default() -> None:
+    inputs = [f"in/{i}.jsonl" for i in range(_index.MAX_RUN_INPUTS + 5)]
+    run = run_info("local", "1.2", inputs)
+    created = dt.datetime.fromisoformat(run.pop("created"))
+    assert created.utcoffset() == dt.timedelta(0) and created.microsecond == 0  # UTC, seconds
+    assert run == {
+        "engine": "local", "neardup": "1.2", "inputs": inputs[: _index.MAX_RUN_INPUTS],
+        "inputs_total": len(inputs), "mode": "append",
+    }  # fmt: skip
+    assert run_info("spark", "1.2", [], mode="compact")["mode"] == "compact"
+
+
+class _ObjectStore(MemoryFileSystem):
+    """An object store in memory (paths as memory:// keeps them) whose writes are plain puts."""
+
+    protocol = "objectstore"
+
+    @classmethod
+    def _strip_protocol(cls, path):
+        return super()._strip_protocol(str(path).replace(f"{cls.protocol}://", "memory://", 1))
+
+
+class _LaggingListing(_ObjectStore):
+    """A store whose listing lags its writes (a version file just written does not exist yet
+    for ``exists``) but whose create-if-absent (mode "x") sees every object."""
+
+    protocol = "lagging"
+
+    def exists(self, path, **kwargs):
+        return not str(path).endswith(".json") and super().exists(path, **kwargs)
+
+    def _open(self, path, mode="rb", *args, **kwargs):
+        if mode == "xb" and self._strip_protocol(path) in self.store:
+            raise FileExistsError(path)
+        return super()._open(path, "wb" if mode == "xb" else mode, *args, **kwargs)
+
+
+class _NoExclusiveCreate(_ObjectStore):
+    """A store without create-if-absent (mode "x"): one writer at a time (docs/index.md)."""
+
+    protocol = "noexclusive"
+
+    def _open(self, path, mode="rb", *args, **kwargs):
+        if "x" in mode:
+            raise NotImplementedError("no exclusive create here")
+        return super()._open(path, mode, *args, **kwargs)
+
+
+@pytest.mark.parametrize("store", [_LaggingListing, _NoExclusiveCreate])
+def test_an_object_store_index_commits_and_refuses_a_version_already_taken(store) -> None:
+    fsspec.register_implementation(store.protocol, store, clobber=True)
+    url = f"{store.protocol}://neardup-test-{store.protocol}"
+    try:
+        index = _add(url, ["a"], ["one two"])
+        assert (index.version, index.rows) == (1, 1)
+        stale = DocIndex(url, index.fs, index.root, 0, {})
+        with pytest.raises(IndexConflictError, match="version 1"):
+            commit_index(stale, PARAMS, [])
+        assert DocIndex.open(url).id_parts(["a"]) == {"a": index.parts[0].name}
+    finally:
+        fsspec.filesystem("memory").rm(f"/neardup-test-{store.protocol}", recursive=True)
+
+
+def test_an_index_of_another_format_version_is_refused_naming_both(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    _add(url, ["a"], ["one two"])
+    version = Path(url) / "_index" / "00000001.json"
+    body = json.loads(version.read_text())
+    body["format_version"] = 2
+    version.write_text(json.dumps(body))
+    with pytest.raises(IndexDamagedError) as caught:
+        DocIndex.open(url)
+    assert str(caught.value) == (
+        f"{url}: the index is damaged: _index/00000001.json has format_version 2; "
+        "this neardup reads 1"
+    )

@@ -1,6 +1,7 @@
 """``index_info`` and ``compact_index`` (core/_index_ops.py): what an index holds, and
 compaction that keeps every row, commits atomically and loses no race."""
 
+import datetime as dt
 import json
 import os
 import time
@@ -177,3 +178,27 @@ def test_info_and_compaction_of_no_index_are_index_missing(tmp_path):
     for call in (index_info, lambda u: compact_index(u, neardup="t")):
         with pytest.raises(IndexMissingError):
             call(str(tmp_path / "none"))
+
+
+def test_a_files_age_is_read_from_what_each_filesystem_calls_its_modification_time():
+    from neardup.core._index_ops import _mtime
+
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    assert _mtime({"mtime": 1767322800, "created": 1.0}) == 1767322800.0  # local
+    assert _mtime({"LastModified": when, "size": 3}) == when.timestamp()  # s3fs
+    assert _mtime({"updated": "2026-01-02T03:04:05.000Z"}) == when.timestamp()  # gcsfs
+    assert _mtime({"last_modified": "not a time", "created": 1.5}) == 1.5  # memory
+    assert _mtime({"size": 3}) is None
+
+
+def test_info_names_each_part_with_its_rows_bytes_files_and_run(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [2, 3])
+    index = DocIndex.open(url)
+    info = index_info(url)
+    assert info["parts"] == [
+        {"name": p.name, "rows": p.rows, "bytes": p.files[0].bytes, "files": 1, "run": p.run}
+        for p in index.parts
+    ]
+    assert [p["rows"] for p in info["parts"]] == [2, 3]
+    assert info["parts"][0]["name"] != info["parts"][1]["name"]

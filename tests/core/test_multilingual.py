@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neardup.core import _tokens
-from neardup.core._scripts import UNSPACED_SCRIPTS, script_tables
+from neardup.core._scripts import UNSPACED_SCRIPTS, multilingual_re, script_tables
 from neardup.core._text import ngrams, shingles, words
 from neardup.core.engine import (
     DecontParams,
@@ -188,3 +188,15 @@ def test_matches_and_cut_spans_are_characters_of_the_original_text():
     pieces = list(decontaminate_modes([Doc("d", text)], Protection([protected]),
                                       DecontParams("cut")))  # fmt: skip
     assert [p.text for p in pieces] == [text[: start - 200], text[end + 200 :]]
+
+
+def test_tables_built_again_in_a_process_tokenise_as_before():
+    # Built once a process (cached): build them again from Unicode's properties, as a new
+    # process does, and check the hand examples and the tables against the first ones.
+    unspaced, continuation = script_tables()
+    script_tables.cache_clear()
+    multilingual_re.cache_clear()
+    again = script_tables()
+    assert (again[0] == unspaced).all() and (again[1] == continuation).all()
+    test_hand_examples()
+    assert multilingual_re().findall("中文ok สวัสดี") == ["中", "文", "ok", "ส", "วั", "ส", "ดี"]

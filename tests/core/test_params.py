@@ -2,7 +2,8 @@
 
 import pytest
 
-from neardup.core.engine import INDEX_KEYS, MinhashParams, ParameterError
+from neardup.core._banding import lsh_reach
+from neardup.core.engine import INDEX_KEYS, MinhashParams, ParameterError, lsh_probability
 
 
 def test_defaults_are_the_contracts():
@@ -63,3 +64,12 @@ def test_a_count_below_one_is_refused_naming_it_and_what_it_counts(field, meanin
     with pytest.raises(ParameterError) as caught:
         MinhashParams(**{field: 0})
     assert str(caught.value) == f"{field} ({meaning}) must be a whole number >= 1, got 0"
+
+
+def test_the_query_floor_is_where_a_pair_becomes_a_candidate_half_the_time():
+    assert round(MinhashParams().query_floor, 4) == 0.6736  # 16 bands of 8 rows
+    assert round(MinhashParams(num_perm=8, bands=4, threshold=0.9).query_floor, 4) == 0.3989
+    assert MinhashParams(threshold=0.5).query_floor == 0.5  # a lower threshold is the floor
+    for bands, rows in ((16, 8), (4, 2), (32, 4)):
+        assert lsh_probability(lsh_reach(bands, rows), bands, rows) == pytest.approx(0.5)
+        assert lsh_probability(lsh_reach(bands, rows, 0.9), bands, rows) == pytest.approx(0.9)

@@ -2,10 +2,12 @@
 as items, as JSON Lines are; a name that cannot be read as items is refused, not read as text."""
 
 import csv
+import errno
 import gzip
 import io
 import json
 
+import fsspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -149,3 +151,56 @@ def test_csv_items_are_their_rows_and_survive_the_stores_conversion(rows):
     stored, fmt = protected_as_jsonl("p.json", json.dumps(items), ProtectedFormat.JSON)
     again = parse_protected_set("p.json", stored, fmt, n=1)
     assert (again.items, again.grams, again.layout) == (array.items, array.grams, array.layout)
+
+
+def test_hits_name_each_item_once_with_the_first_ngram_it_shares_with_a_text():
+    body = "\n".join(json.dumps(item) for item in [
+        {"id": "q1", "text": "one two three four five"},
+        {"id": "q2", "text": "zero one two three"},
+        {"id": "q3", "text": "Москва стоит на реке"},
+    ])  # fmt: skip
+    parsed = parse_protected_set("evals", body, ProtectedFormat.JSONL, 3)
+    texts = ["nothing shared here", "ZERO one two three four five!", "в Москва стоит на"]
+    assert parsed.hits_many(texts) == [
+        [],
+        [("q2", "zero one two"), ("q1", "one two three")],
+        [("q3", "москва стоит на")],
+    ]
+    assert parsed.hits(texts[1]) == [("q2", "zero one two"), ("q1", "one two three")]
+
+
+def test_a_parquet_protected_set_is_cut_into_words_by_its_tokenizer(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "evals.parquet"
+    pq.write_table(pa.table({"id": ["c1"], "question": ["请检查路径"]}), path)
+    found = read_protected_set(path, 3, tokenizer="multilingual")
+    assert found.grams == {"请 检 查": ["c1"], "检 查 路": ["c1"], "查 路 径": ["c1"]}
+    assert read_protected_set(path, 1).grams == {"请检查路径": ["c1"]}
+
+
+def test_an_error_while_reading_a_protected_set_gives_the_systems_reason(monkeypatch):
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/prot/evals.jsonl", b'{"text": "x"}\n')
+
+    def failing(self, path, *args, **kwargs):
+        raise OSError(errno.EIO, "Input/output error", path)
+
+    monkeypatch.setattr(type(fs), "_open", failing)
+    try:
+        with pytest.raises(CorpusError) as caught:
+            read_protected_set("memory://prot/evals.jsonl")
+    finally:
+        monkeypatch.undo()
+        fs.rm("/prot", recursive=True)
+    assert str(caught.value) == "memory://prot/evals.jsonl: cannot read: Input/output error"
+
+
+def test_nan_in_a_json_array_is_refused_naming_the_file_and_field():
+    with pytest.raises(CorpusError) as caught:
+        parse_protected_set("e.json", '[{"q": "a"}, {"q": NaN}]', ProtectedFormat.JSON)
+    assert str(caught.value) == (
+        "e.json: NaN is not JSON (field '[1].q'): write null, a number or a string instead"
+    )
+    assert caught.value.line is None

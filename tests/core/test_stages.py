@@ -2,7 +2,7 @@
 
 import pytest
 
-from neardup.core.errors import DuplicateIdError
+from neardup.core.errors import DuplicateIdError, ParameterError
 from neardup.core.minhash import Doc, exact_dedup, near_dedup
 from tests.fixtures import planted_corpus
 
@@ -69,3 +69,10 @@ def test_exact_then_near_dedup_drops_exactly_the_planted_near_duplicates():
     kept = {d.id for d in near_dedup(after_exact)}
     dropped_near = {d.id for d in after_exact} - kept
     assert dropped_near == {m for g in corpus.clusters for m in g if m != min(g)}
+
+
+def test_near_dedup_refuses_a_worker_count_below_one():
+    docs = _docs(planted_corpus(3))[:3]
+    for workers in (0, -1, True):
+        with pytest.raises(ParameterError, match=r"^workers must be a whole number >= 1, got "):
+            list(near_dedup(docs, workers=workers))

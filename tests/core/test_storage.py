@@ -1,16 +1,24 @@
 """Storage: inputs expand in a fixed order; outputs appear whole or not at all."""
 
+import io
+import os
+import sys
+
 import fsspec
 import pytest
 
 from neardup.core.engine import (
+    STDIO,
     CorpusError,
+    ParameterError,
     RecordReader,
     Schema,
     atomic_output,
+    check_apart,
     check_output,
     expand_inputs,
     get_field,
+    parquet_schema,
     set_field,
 )
 
@@ -165,3 +173,94 @@ def test_json_lines_under_dolmas_and_c4s_names_are_inputs_and_never_outputs():
                 check_output(f"memory://aliases/{name}")
     finally:
         fs.rm("/aliases", recursive=True)
+
+
+def test_standard_input_is_spooled_to_a_file_read_as_json_lines(monkeypatch):
+    data = b'{"id": "a", "text": "from a pipe"}\n'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    [source] = expand_inputs([STDIO])
+    try:
+        assert (source.name, source.label, source.fmt) == ("-", "stdin", ".jsonl")
+        assert source.size == len(data)
+        with source.open() as raw:
+            assert raw.read() == data
+        [record] = list(RecordReader([source], Schema("id", "text")))
+        assert (record.id, record.text) == ("a", "from a pipe")
+    finally:
+        os.unlink(source.path)
+
+
+def test_outputs_over_an_input_or_over_each_other_are_refused_naming_both(tmp_path):
+    (tmp_path / "in").mkdir()
+    data = tmp_path / "in" / "c.jsonl"
+    data.write_text('{"id": "a", "text": "x"}\n')
+    out, removed = str(tmp_path / "o.jsonl"), str(tmp_path / "r.jsonl")
+    check_apart([("INPUT", STDIO), ("INPUT", str(data))], [("--output", out), ("--removed", None)])
+    with pytest.raises(ParameterError) as caught:
+        check_apart(
+            [("INPUT", str(tmp_path / "in"))], [("--output", out), ("--removed", str(data))]
+        )
+    assert str(caught.value) == (
+        f"--removed {data} is INPUT {data}: neardup never writes over its inputs; "
+        "give the output another name"
+    )
+    with pytest.raises(ParameterError, match=rf"^--output {tmp_path / 'in'} holds INPUT {data}:"):
+        check_apart([("INPUT", str(data))], [("--output", str(tmp_path / "in"))])
+    with pytest.raises(ParameterError) as caught:
+        check_apart(
+            [("INPUT", STDIO)], [("--output", out), ("--removed", out), ("--manifest", removed)]
+        )
+    assert str(caught.value) == (
+        f"--output {out} and --removed {out} are the same file: give each output its own name"
+    )
+
+
+def test_the_schema_of_parquet_inputs_is_unified_or_the_first_when_they_conflict(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = {
+        "a.parquet": pa.table({"id": ["a"], "n": pa.array([1], pa.int32())}),
+        "b.parquet": pa.table({"id": ["b"], "n": pa.array([2], pa.int64()), "x": [0.5]}),
+        "c.parquet": pa.table({"id": ["c"], "n": pa.array([{"k": 1}])}),
+    }
+    for name, table in tables.items():
+        pq.write_table(table, tmp_path / name)
+    (tmp_path / "d.jsonl").write_text('{"id": "d", "text": "x"}\n')
+
+    def schema(*names):
+        return parquet_schema(expand_inputs([str(tmp_path / n) for n in names]))
+
+    assert schema("d.jsonl") is None
+    assert schema("d.jsonl", "a.parquet") == tables["a.parquet"].schema
+    assert schema("a.parquet", "b.parquet") == pa.schema(
+        [("id", pa.string()), ("n", pa.int64()), ("x", pa.float64())]
+    )
+    assert schema("a.parquet", "c.parquet") == tables["a.parquet"].schema
+
+
+def test_records_say_where_they_are_and_bad_ids_and_fields_are_named(memfs, tmp_path):
+    [record] = list(RecordReader(expand_inputs(["memory://st/a/b.jsonl"]), Schema()))
+    assert (record.id, record.name, record.line) == ("b", "memory://st/a/b.jsonl", 1)
+    memfs.pipe("/st/bad.jsonl", b'{"id": "ok", "text": "x"}\n{"id": "a\\u0007b", "text": "t"}\n')
+    with pytest.raises(CorpusError) as caught:
+        list(RecordReader(expand_inputs(["memory://st/bad.jsonl"]), Schema()))
+    assert str(caught.value) == (
+        "memory://st/bad.jsonl:2: the id 'a\\x07b' holds a control character (U+0007)"
+    )
+    for flag, kwargs in (("id_field", {"id_field": "a..b"}), ("text_field", {"text_field": ""})):
+        with pytest.raises(
+            ParameterError, match=rf"^{flag} '[a.b]*' is not a field name or dotted"
+        ):
+            Schema(**kwargs)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.md").write_text("x")
+    with pytest.raises(CorpusError, match=r"empty: no corpus file \(\.jsonl, .* in this directory"):
+        expand_inputs([str(tmp_path / "empty")])
+    with pytest.raises(CorpusError, match=r"empty: no protected file \(\.jsonl, .*\.parquet\) in "):
+        expand_inputs([str(tmp_path / "empty")], corpus=False)
+
+
+def test_an_unknown_url_scheme_is_named_with_its_target():
+    with pytest.raises(CorpusError, match=r"^nosuchscheme://x/a\.jsonl: unknown URL scheme \("):
+        expand_inputs(["nosuchscheme://x/a.jsonl"])

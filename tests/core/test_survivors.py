@@ -79,3 +79,13 @@ def test_value_ranks_order_numbers_exactly_as_python_does(values):
         for j, b in enumerate(values):
             if not absent and b is not None and b == b:
                 assert (ranks[i] < ranks[j]) == (a < b) and (ranks[i] == ranks[j]) == (a == b)
+
+
+def test_a_policy_without_what_it_compares_says_what_it_needs():
+    rank = np.arange(3, dtype=np.int64)
+    with pytest.raises(ParameterError) as caught:
+        KeepPolicy.parse("longest").preference(rank)
+    assert str(caught.value) == "--keep longest needs the text lengths"
+    with pytest.raises(ParameterError) as caught:
+        KeepPolicy.parse("max:meta.score").preference(rank, np.ones(3, dtype=np.int64))
+    assert str(caught.value) == "--keep max:meta.score needs the field's values"

@@ -2,6 +2,7 @@
 (``neardup.core._jit.tokenise``) and the numpy reference, against the scalar reference definitions
 (core/_text.py): the same words per document, joined by single spaces, so the same shingles."""
 
+import re
 from itertools import pairwise
 
 import numpy as np
@@ -184,3 +185,22 @@ def test_encoding_names_the_unencodable_text_by_its_place_in_the_call():
 def test_signatures_are_identical_with_either_tokeniser(jit, batch):
     compiled = _signatures._kernel(batch, 16, 0, 5, jit=True)
     assert np.array_equal(compiled, _signatures._kernel(batch, 16, 0, 5, jit=False))
+
+
+def test_the_numpy_tokeniser_lowers_ascii_word_bytes_and_blanks_the_rest():
+    table = _tokens._byte_translation()
+    assert table == _tokens._TRANSLATION and len(table) == 256
+    for code in range(128):
+        char = chr(code)
+        word = re.fullmatch(r"\w", char) is not None
+        assert table[code] == (ord(char.lower()) if word else ord(" ")), code
+    assert table[128:] == bytes(range(128, 256))  # parts of non-ASCII characters: unchanged
+
+
+def test_capitals_of_two_three_and_four_bytes_are_lowered_in_place_both_ways(jit):
+    # Ж (2 bytes), fullwidth Ａ, Cherokee Ꭰ and Georgian Ა (3 bytes), Deseret 𐐀 (4 bytes): each
+    # lowers to a character of its own length, written over it.
+    batch = ["ЖУК ＡＢＣ Ꭰ Ა 𐐀𐐁 mixed ＺＺＺ", "ａｂｃ ꭰ ა 𐐨 plain", "ÀÉÎÕÜ"]
+    assert_both_paths_equal_the_reference(batch)
+    assert doc_words(_tokens.Tokens(batch[:1], jit=False)) == [
+        ["жук", "ａｂｃ", "ꭰ", "ა", "𐐨𐐩", "mixed", "ｚｚｚ"]]  # fmt: skip

@@ -83,3 +83,20 @@ def test_table_dumps_and_hint_are_what_the_writer_writes():
         for row in rows:
             w.write(row)
     assert out.getvalue().decode().splitlines() == [RowWriter.dumps(r) for r in rows]
+
+
+def test_a_hinted_type_the_first_rows_cannot_take_keeps_theirs():
+    hint = pa.schema([("n", pa.int64()), ("m", pa.int64())])
+    table = parquet([{"n": "seven", "m": "8"}], hint)
+    assert table.schema.field("n").type == pa.string()  # "seven" is no int64: kept as text
+    assert table.schema.field("m").type == pa.int64()
+    assert table.to_pylist() == [{"n": "seven", "m": 8}]
+
+
+def test_a_field_later_rows_lack_is_null_in_them(monkeypatch):
+    monkeypatch.setattr(writer_module, "PARQUET_BATCH", 2)
+    rows = [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}, {"a": 3}, {"a": 4}, {"a": 5, "b": "z"}]
+    assert parquet(rows).to_pylist() == [
+        {"a": 1, "b": "x"}, {"a": 2, "b": "y"}, {"a": 3, "b": None}, {"a": 4, "b": None},
+        {"a": 5, "b": "z"},
+    ]  # fmt: skip
