@@ -5,13 +5,22 @@ of changes, which orders the writes of every replica."""
 import threading
 import time
 
+import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.common.server import free_port
-from neardup.app.service import DamagedStore, ParameterMismatch, StoreUnavailable
-from neardup.app.service.pgstore import PostgresStore
+from neardup.app.service import (
+    DamagedStore,
+    LogPruned,
+    ParameterMismatch,
+    SettingsChanged,
+    SettingsMismatch,
+    StoreUnavailable,
+    pgstore,
+)
+from neardup.app.service.pgstore import WRITE_LOCK, PostgresStore
 from neardup.app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
 from neardup.core.engine import MinhashParams, ProtectedFormat
 
@@ -298,3 +307,168 @@ def test_replaying_the_log_gives_the_store_s_state_whoever_wrote(postgres, ops):
     finally:
         for store in (*writers, follower):
             store.close()
+
+
+# --- the shared store's replace, settings, pruning, wake-ups and deadline ---------------------
+
+
+def _log_of(store):
+    """A store's whole log as (seq, kind, lo, hi, name), read apart from any replica."""
+    with psycopg.connect(store._url) as c:
+        return c.execute("SELECT seq, kind, lo, hi, name FROM changes ORDER BY seq").fetchall()
+
+
+def test_a_replace_is_a_delete_then_an_add_that_another_replica_replays(pg_url):
+    store, other = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        _write(store, store.add_documents, [_doc(0, "a"), _doc(1, "b")])
+        new = _doc(2, "a", "new text", {"v": 2})
+        _write(store, store.replace_document, 0, new)
+        assert store.document("a") == new and store.texts([0, 2]) == {2: "new text"}
+        assert store.extent() == 3 and store.document_count() == 2
+        assert store.position() == 3 and _log_of(store)[1:] == [
+            (2, "delete", 0, 1, "a"),
+            (3, "add", 2, 3, ""),
+        ]
+        _, deleted, added = other.changes()
+        assert (deleted.kind, deleted.name, deleted.nums) == ("delete", "a", [0])
+        assert (added.kind, added.nums, added.ids, added.sigs) == ("add", [2], ["a"], new.sig)
+        with pytest.raises(RuntimeError, match="document 0 to replace is not in the store"):
+            _write(store, store.replace_document, 0, _doc(3, "a"))
+        with pytest.raises(RuntimeError, match="numbered from 7, the store's next is"):
+            _write(store, store.replace_document, 1, _doc(7, "b"))
+        assert store.document("b") == _doc(1, "b")  # rolled back: b still alive, nothing added
+        assert store.extent() == 3 and store.document_count() == 2 and len(_log_of(store)) == 3
+    finally:
+        store.close()
+        other.close()
+
+
+def test_answer_settings_are_recorded_once_refused_if_other_and_changed_for_every_replica(pg_url):
+    a, b = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        a.ensure_params(PARAMS)
+        a.ensure_settings({"threshold": "0.8", "max_matches": "100"})
+        with pytest.raises(
+            SettingsMismatch, match=r"THRESHOLD is 0\.7 but the store's replicas answer with 0\.8"
+        ):
+            b.ensure_settings({"threshold": "0.7"})
+        b.ensure_settings({"threshold": "0.8", "protect": "true"})  # the missing one recorded
+        stored = {k: str(v) for k, v in PARAMS.items()}
+        stored |= {"threshold": "0.8", "max_matches": "100", "protect": "true"}
+        assert b.set_settings({}) == stored  # nothing changed
+        b.changes()  # nothing changed: b still answers
+        assert a.set_settings({"threshold": "0.9"}) == stored  # the values before
+        assert b.set_settings({}) == stored | {"threshold": "0.9"}
+        for replica in (a, b):  # both served 0.8: neither answers nor writes any more
+            with pytest.raises(SettingsChanged, match=r"\(THRESHOLD 0\.8 -> 0\.9\): this"):
+                replica.changes()
+            with pytest.raises(SettingsChanged):
+                replica.lock_writes()
+        late = PostgresStore(pg_url)
+        late.ensure_settings({"threshold": "0.9"})  # the write lock was not left held
+        _write(late, late.add_documents, [_doc(0, "x")])
+        late.close()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_pruning_keeps_the_window_the_newest_entry_and_the_rows_kept_entries_name(pg_url):
+    store, late = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        _write(store, store.add_documents, [_doc(n, f"d{n}") for n in range(6)])  # seq 1
+        for num in (0, 1, 2, 5):  # seq 2 to 5
+            _write(store, store.delete_document, num)
+        _write(store, store.add_documents, [_doc(6, "d6")])  # seq 6
+        assert store.prune(3600.0) == 0  # all within the window; the add at 0 names every row
+        with psycopg.connect(pg_url, autocommit=True) as c:  # seq 1 to 5 out of the window
+            c.execute("UPDATE changes SET at = at - interval '2 hours' WHERE seq <= 5")
+        assert store.prune(3600.0, batch=2) == 4  # seq 1 and 2; rows 0 and 1 (below add 6)
+        with pytest.raises(LogPruned, match="position 0 in the store's log is older than its"):
+            late.changes()
+        with pytest.raises(LogPruned, match="oldest entry kept, 3"):
+            late.lock_writes()
+        assert [e[0] for e in _log_of(store)] == [3, 4, 5, 6]
+        assert store.prune(3600.0, batch=2) == 4  # seq 3 and 4; rows 2 and 5
+        assert store.prune(3600.0, batch=2) == 1  # seq 5; seq 6 is in the window
+        assert store.prune(3600.0) == 0
+        _write(store, store.delete_document, 6)  # seq 7: the largest number, deleted
+        with psycopg.connect(pg_url, autocommit=True) as c:
+            c.execute("UPDATE changes SET at = at - interval '2 hours'")
+        assert store.prune(1.0) == 1  # seq 6 (the newest, 7, stays); row 6 stays: it numbers
+        assert store.prune(1.0) == 0
+        assert [e[0] for e in _log_of(store)] == [7] and store.extent() == 7
+        with psycopg.connect(pg_url) as c:
+            rows = c.execute("SELECT num, deleted FROM documents ORDER BY num").fetchall()
+        assert rows == [(3, False), (4, False), (6, True)]
+        _write(store, store.add_documents, [_doc(7, "d7")])  # the next number is still 7
+    finally:
+        store.close()
+        late.close()
+
+
+def _terminate(pg_url, query):
+    """End the server processes of this database whose last statement starts with ``query``."""
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        ended = c.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE %s AND pid <> pg_backend_pid()",
+            (query + "%",),
+        ).fetchall()
+    assert ended
+
+
+def _returns(call, *args):
+    """Whether ``call(*args)`` returns (in a thread, given a generous bound; never a hang)."""
+    thread = threading.Thread(target=call, args=args, daemon=True)
+    thread.start()
+    thread.join(60)
+    return not thread.is_alive()
+
+
+def test_a_follower_wakes_on_each_commit_and_listens_again_after_its_listener_died(
+    pg_url, monkeypatch
+):
+    writer, follower = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        writer.ensure_params(PARAMS)
+        assert _returns(follower.wait_for_changes, 0.01)  # nothing: back after the timeout
+        _write(writer, writer.add_documents, [_doc(0, "a")])
+        assert _returns(follower.wait_for_changes, 3600.0)  # woken by the commit, at once
+        writer.set_settings({"threshold": "0.9"})
+        assert _returns(follower.wait_for_changes, 3600.0)  # and by a change of settings
+        slept: list[float] = []
+        for timeout in (30.0, 0.25):  # the listener fails: no error, it waits out the rest
+            _terminate(pg_url, "LISTEN")
+            monkeypatch.setattr(pgstore.time, "sleep", slept.append)
+            follower.wait_for_changes(timeout)
+            monkeypatch.undo()
+            assert _returns(follower.wait_for_changes, 0.01)  # listening again
+        assert 0 < slept[0] <= 30.0 and 0 <= slept[1] <= 0.25
+        _write(writer, writer.add_documents, [_doc(1, "b")])
+        assert _returns(follower.wait_for_changes, 3600.0)  # a new listener, woken again
+        assert follower.changes()[-1].ids == ["b"]
+    finally:
+        writer.close()
+        follower.close()
+
+
+def test_a_call_the_database_does_not_answer_is_abandoned_then_the_store_is_used_again(pg_url):
+    store = PostgresStore(pg_url, timeout=0.2)
+    try:
+        store.ensure_params(PARAMS)
+        assert store.available() is True
+        with psycopg.connect(pg_url, autocommit=True) as holder:  # a writer that never ends
+            holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
+            with pytest.raises(StoreUnavailable, match=r"no answer within 0\.2 s \(STORE_TIME"):
+                store.lock_writes()
+            assert store.available() is False
+            holder.execute("SELECT pg_advisory_unlock(%s)", (WRITE_LOCK,))
+        time.sleep(0.6)  # FAIL_FAST: after a failure, calls fail at once for 0.5 s
+        _write(store, store.add_documents, [_doc(0, "a")])  # on a new connection
+        assert store.available() is True and store.document("a").id == "a"
+    finally:
+        store.close()
