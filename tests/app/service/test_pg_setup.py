@@ -225,3 +225,90 @@ def test_a_role_name_sql_must_quote_is_quoted_in_the_grant(postgres):
     with pytest.raises(StoreRefused) as refused:
         PostgresStore(postgres.url(name, role))
     assert f'GRANT USAGE, CREATE ON SCHEMA public TO "{role}";' in str(refused.value)
+
+
+# What the server says (as PostgreSQL and libpq word it) -> the fix the refusal names.
+_REFUSALS = [
+    (
+        'permission denied for schema "nd"',
+        "role {r} may not create or use tables in schema nd (PostgreSQL 15 and later no longer "
+        "let every role create in schema public): as the schema's owner or a superuser run: "
+        "GRANT USAGE, CREATE ON SCHEMA nd TO {r}; or give neardup its own schema: CREATE SCHEMA "
+        "neardup AUTHORIZATION {r}; and set NEARDUP_STORE_SCHEMA=neardup",
+    ),
+    (
+        "permission denied for table documents",
+        "role {r} lacks a privilege on documents: as the tables' owner run: GRANT SELECT, "
+        "INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {r}; GRANT USAGE ON ALL "
+        "SEQUENCES IN SCHEMA public TO {r}",
+    ),
+    (
+        "must be owner of table changes",
+        "role {r} must own changes to migrate the store: run this neardup once as the tables' "
+        "owner, or ALTER TABLE ... OWNER TO {r}",
+    ),
+    (
+        "FATAL:  permission denied for database \"{d}\"\nDETAIL:  User does not have CONNECT "
+        "privilege.",
+        "role {r} may not connect to database {d}: GRANT CONNECT ON DATABASE {d} TO {r}",
+    ),
+    (
+        'FATAL:  password authentication failed for user "{r}"',
+        "the server refused role {r}'s password: give the right one in the URL, in PGPASSWORD "
+        "or in ~/.pgpass (mode 0600)",
+    ),
+    (
+        "fe_sendauth: no password supplied",
+        "the server asks role {r} for a password and none was given: put it in the URL "
+        "(percent-encoded), in PGPASSWORD or in ~/.pgpass (mode 0600)",
+    ),
+    (
+        'FATAL:  role "Ops x" does not exist',
+        "role \"Ops x\" does not exist: CREATE ROLE \"Ops x\" LOGIN PASSWORD '...'",
+    ),
+    (
+        'FATAL:  database "nope" does not exist',
+        "database nope does not exist: CREATE DATABASE nope OWNER {r}",
+    ),
+    (
+        'FATAL:  no pg_hba.conf entry for host "10.1.2.3", user "{r}", database "{d}", no '
+        "encryption",
+        "the server's pg_hba.conf has no entry for role {r}, database {d} from this host (with "
+        "this sslmode): ask its administrator to add one",
+    ),
+]
+
+
+def test_each_refusal_the_server_words_is_named_with_its_fix_in_one_line(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        role, db = "postgres", pg_url.rsplit("/", 1)[1]
+        for said, fix in _REFUSALS:
+            said = said.format(r=role, d=db)
+            told = store._explain(psycopg.OperationalError(said))
+            assert isinstance(told, StoreRefused)
+            assert str(told) == (
+                f"the store at {store.where} refused: {fix.format(r=role, d=db)} "
+                f"({' '.join(said.split())})"
+            )
+        other = store._explain(psycopg.errors.InsufficientPrivilege("permission denied for x"))
+        assert str(other) == (
+            f"the store at {store.where} refused: role postgres lacks a privilege (permission "
+            "denied for x); docs/postgres.md lists the grants"
+        )
+        away = store._explain(psycopg.OperationalError("connection refused\n  here"))
+        assert type(away) is StoreUnavailable
+        assert str(away) == f"the store at {store.where} is unavailable: connection refused here"
+    finally:
+        store.close()
+
+
+def test_a_database_with_another_program_s_documents_table_is_refused_in_one_line(postgres):
+    url = postgres.database()
+    with psycopg.connect(url, autocommit=True) as c:  # a "documents" table, not the store's
+        c.execute("CREATE TABLE documents (num BIGINT PRIMARY KEY, title TEXT)")
+        c.execute("CREATE TABLE changes (seq BIGINT PRIMARY KEY)")
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(url)
+    where = url.replace("postgres@", "")
+    assert str(refused.value) == f'the store at {where} refused: column "deleted" does not exist'

@@ -463,6 +463,7 @@ def test_a_call_the_database_does_not_answer_is_abandoned_then_the_store_is_used
         assert store.available() is True
         with psycopg.connect(pg_url, autocommit=True) as holder:  # a writer that never ends
             holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
+            assert store.prune(0.0) == 0  # nothing to prune: it never waits for the lock
             with pytest.raises(StoreUnavailable, match=r"no answer within 0\.2 s \(STORE_TIME"):
                 store.lock_writes()
             assert store.available() is False
