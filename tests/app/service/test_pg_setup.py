@@ -312,3 +312,16 @@ def test_a_database_with_another_program_s_documents_table_is_refused_in_one_lin
         PostgresStore(url)
     where = url.replace("postgres@", "")
     assert str(refused.value) == f'the store at {where} refused: column "deleted" does not exist'
+
+
+def test_a_password_the_server_quotes_back_is_not_printed(postgres):
+    secret = "Nd7secret"  # also the database's name: the server's refusal quotes it
+    bad = f"postgresql://postgres:{secret}@127.0.0.1:{postgres.port}/{secret}"
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(bad)
+    said = _one_line(str(refused.value))
+    assert said == (
+        f'the store at postgresql://127.0.0.1:{postgres.port}/*** refused: database "***" does '
+        'not exist: CREATE DATABASE "***" OWNER postgres (connection failed: connection to server '
+        f'at "127.0.0.1", port {postgres.port} failed: FATAL: database "***" does not exist)'
+    )
