@@ -248,7 +248,7 @@ _REFUSALS = [
         "owner, or ALTER TABLE ... OWNER TO {r}",
     ),
     (
-        "FATAL:  permission denied for database \"{d}\"\nDETAIL:  User does not have CONNECT "
+        'FATAL:  permission denied for database "{d}"\nDETAIL:  User does not have CONNECT '
         "privilege.",
         "role {r} may not connect to database {d}: GRANT CONNECT ON DATABASE {d} TO {r}",
     ),
@@ -264,7 +264,7 @@ _REFUSALS = [
     ),
     (
         'FATAL:  role "Ops x" does not exist',
-        "role \"Ops x\" does not exist: CREATE ROLE \"Ops x\" LOGIN PASSWORD '...'",
+        'role "Ops x" does not exist: CREATE ROLE "Ops x" LOGIN PASSWORD \'...\'',
     ),
     (
         'FATAL:  database "nope" does not exist',
