@@ -325,3 +325,12 @@ def test_a_password_the_server_quotes_back_is_not_printed(postgres):
         'not exist: CREATE DATABASE "***" OWNER postgres (connection failed: connection to server '
         f'at "127.0.0.1", port {postgres.port} failed: FATAL: database "***" does not exist)'
     )
+
+
+def test_a_quote_in_a_role_s_name_is_doubled_in_the_grant(postgres):
+    name = postgres.database().rsplit("/", 1)[1]
+    role = postgres.role(prefix='Q"t')
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(postgres.url(name, role.replace('"', "%22")))
+    quoted = '"' + role.replace('"', '""') + '"'
+    assert f"GRANT USAGE, CREATE ON SCHEMA public TO {quoted};" in str(refused.value)

@@ -473,3 +473,54 @@ def test_a_call_the_database_does_not_answer_is_abandoned_then_the_store_is_used
         assert store.available() is True and store.document("a").id == "a"
     finally:
         store.close()
+
+
+def test_a_log_read_is_one_snapshot_while_another_transaction_removes_rows(pg_url):
+    writer, follower = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        writer.ensure_params(PARAMS)
+        _write(writer, writer.add_documents, [_doc(0, "a"), _doc(1, "b")])
+        with psycopg.connect(pg_url) as holder, psycopg.connect(pg_url, autocommit=True) as seer:
+            holder.execute("LOCK TABLE documents IN ACCESS EXCLUSIVE MODE")
+            read: list = []
+            thread = threading.Thread(target=lambda: read.append(follower.changes()))
+            thread.start()  # reads the log, then waits for the documents
+            waiting = (
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+            while not seer.execute(waiting).fetchall():
+                assert thread.is_alive()
+                time.sleep(0.01)
+            holder.execute("DELETE FROM documents WHERE num = 1")  # as a pruning step might
+            holder.commit()
+            thread.join(60)
+        [(added,)] = read
+        assert added.nums == [0, 1] and added.ids == ["a", "b"]  # as of the log's read
+    finally:
+        writer.close()
+        follower.close()
+
+
+def test_reads_during_recovery_stay_in_its_snapshot_and_following_resumes_after_it(pg_url):
+    writer, fresh = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        writer.ensure_params(PARAMS)
+        docs = [_doc(n, f"d{n}", None) for n in range(5)]
+        _write(writer, writer.add_documents, docs)
+        with fresh.recovering():
+            _write(writer, writer.delete_document, 4)  # after the snapshot began
+            assert [c.seq for c in fresh.changes()] == [1]
+            chunks = list(fresh.iter_signatures(3))
+            assert fresh.document("d4") == docs[4]  # no text stored: None
+        assert [c[0] for c in chunks] == [[0, 1, 2], [3, 4]]
+        assert [c[2] for c in chunks] == [docs[0].sig + docs[1].sig + docs[2].sig,
+                                          docs[3].sig + docs[4].sig]  # fmt: skip
+        assert fresh.position() == 1
+        assert [(c.seq, c.kind, c.name) for c in fresh.changes()] == [(2, "delete", "d4")]
+        assert writer.position() == 2
+        _write(fresh, fresh.delete_document, 3)
+        assert [(c.seq, c.name) for c in writer.changes()] == [(3, "d3")]  # followed on
+    finally:
+        writer.close()
+        fresh.close()
