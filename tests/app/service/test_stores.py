@@ -457,10 +457,14 @@ def test_a_follower_wakes_on_each_commit_and_listens_again_after_its_listener_di
 
 
 def test_a_call_the_database_does_not_answer_is_abandoned_then_the_store_is_used_again(pg_url):
+    before = set(threading.enumerate())
     store = PostgresStore(pg_url, timeout=0.2)
     try:
         store.ensure_params(PARAMS)
         assert store.available() is True
+        [watchdog] = [t for t in threading.enumerate() if t not in before]
+        assert watchdog.name == "store-deadline" and watchdog.daemon  # never keeps a process
+        time.sleep(0.3)  # the watchdog idles past its last deadline, then watches again
         with psycopg.connect(pg_url, autocommit=True) as holder:  # a writer that never ends
             holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
             assert store.prune(0.0) == 0  # nothing to prune: it never waits for the lock
@@ -524,3 +528,29 @@ def test_reads_during_recovery_stay_in_its_snapshot_and_following_resumes_after_
     finally:
         writer.close()
         fresh.close()
+
+
+def test_other_index_parameters_are_refused_naming_the_store(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        with pytest.raises(ParameterMismatch) as refused:
+            store.ensure_params({**PARAMS, "num_perm": 64})
+        assert str(refused.value) == (
+            f"{store.where}: NUM_PERM is 64 but the store was created with 128"
+        )
+    finally:
+        store.close()
+
+
+def test_a_write_whose_connection_was_cut_ends_quietly_and_the_next_write_works(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        store.lock_writes()
+        _terminate(pg_url, "SELECT seq, kind")  # the server ends the write's connection
+        store.unlock_writes()  # rolled back on a dead connection: no error
+        _write(store, store.add_documents, [_doc(0, "a")])  # reconnected
+        assert store.document("a") == _doc(0, "a") and store.position() == 1
+    finally:
+        store.close()
