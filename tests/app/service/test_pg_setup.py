@@ -334,3 +334,17 @@ def test_a_quote_in_a_role_s_name_is_doubled_in_the_grant(postgres):
         PostgresStore(postgres.url(name, role.replace('"', "%22")))
     quoted = '"' + role.replace('"', '""') + '"'
     assert f"GRANT USAGE, CREATE ON SCHEMA public TO {quoted};" in str(refused.value)
+
+
+def test_an_empty_schema_versions_table_is_version_1_and_migrated(postgres, caplog):
+    url = postgres.database()
+    with psycopg.connect(url, autocommit=True) as c:  # versions' table made, none recorded
+        c.execute(pgstore._SCHEMA)
+        c.execute(pgstore._VERSIONS)
+    with caplog.at_level("INFO", logger="neardup"):
+        PostgresStore(url).close()
+    assert "migrating the store to layout version 2" in caplog.messages
+    with psycopg.connect(url) as c:
+        versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
+        dated = c.execute("SELECT count(*) FROM changes WHERE at IS NOT NULL").fetchone()
+    assert versions == [(2,)] and dated == (0,)

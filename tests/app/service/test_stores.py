@@ -411,7 +411,8 @@ def test_pruning_keeps_the_window_the_newest_entry_and_the_rows_kept_entries_nam
 
 
 def _terminate(pg_url, query):
-    """End the server processes of this database whose last statement starts with ``query``."""
+    """End the server processes of this database whose last statement starts with ``query``
+    (a LIKE pattern)."""
     with psycopg.connect(pg_url, autocommit=True) as c:
         ended = c.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -471,6 +472,7 @@ def test_a_call_the_database_does_not_answer_is_abandoned_then_the_store_is_used
         with psycopg.connect(pg_url, autocommit=True) as holder:  # a writer that never ends
             holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
             assert store.prune(0.0) == 0  # nothing to prune: it never waits for the lock
+            _terminate(pg_url, "%SELECT EXISTS")  # its connection dies: tried again, watched
             for _ in range(2):  # abandoned each time (on a new connection the second time)
                 with pytest.raises(StoreUnavailable, match=r"no answer within 0\.2 s \(STORE_"):
                     store.lock_writes()
@@ -555,5 +557,36 @@ def test_a_write_whose_connection_was_cut_ends_quietly_and_the_next_write_works(
         store.unlock_writes()  # rolled back on a dead connection: no error
         _write(store, store.add_documents, [_doc(0, "a")])  # reconnected
         assert store.document("a") == _doc(0, "a") and store.position() == 1
+    finally:
+        store.close()
+
+
+def test_a_cancelled_statement_is_unavailable_at_once_and_not_tried_again(pg_url):
+    store = PostgresStore(pg_url, timeout=5.0)
+    try:
+        store.ensure_params(PARAMS)
+        with psycopg.connect(pg_url, autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
+            failed: list[BaseException] = []
+
+            def write():
+                try:
+                    store.lock_writes()
+                except StoreUnavailable as exc:
+                    failed.append(exc)
+
+            thread = threading.Thread(target=write)
+            thread.start()
+            waiting = (
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+            while not (pids := holder.execute(waiting).fetchall()):
+                assert thread.is_alive()
+                time.sleep(0.01)
+            holder.execute("SELECT pg_cancel_backend(%s)", (pids[0][0],))
+            thread.join(60)
+        [error] = failed  # the connection is fine: the same error, not a second wait
+        assert str(error).endswith("is unavailable: canceling statement due to user request")
     finally:
         store.close()
