@@ -348,3 +348,39 @@ def test_an_empty_schema_versions_table_is_version_1_and_migrated(postgres, capl
         versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
         dated = c.execute("SELECT count(*) FROM changes WHERE at IS NOT NULL").fetchone()
     assert versions == [(2,)] and dated == (0,)
+
+
+def test_each_connection_has_the_durability_timeouts_and_keepalives_it_promises(postgres):
+    url = postgres.database()
+    store = PostgresStore(url, "nd")
+    names = [
+        "synchronous_commit",
+        "statement_timeout",
+        "idle_in_transaction_session_timeout",
+        "search_path",
+        "tcp_keepalives_idle",
+        "tcp_keepalives_interval",
+        "tcp_keepalives_count",
+    ]
+    try:
+        shown = store._run(lambda c: [c.execute(f"SHOW {n}").fetchone()[0] for n in names])
+        client = store._run(lambda c: c.info.get_parameters())
+    finally:
+        store.close()
+    assert dict(zip(names, shown, strict=True)) == {
+        "synchronous_commit": "on",
+        "statement_timeout": "30s",
+        "idle_in_transaction_session_timeout": "1min",
+        "search_path": "nd",
+        "tcp_keepalives_idle": "10",
+        "tcp_keepalives_interval": "5",
+        "tcp_keepalives_count": "3",
+    }
+    wanted = ("connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval")
+    assert {k: client.get(k) for k in (*wanted, "keepalives_count")} == {
+        "connect_timeout": "3",
+        "keepalives": "1",
+        "keepalives_idle": "5",
+        "keepalives_interval": "2",
+        "keepalives_count": "3",
+    }
