@@ -384,3 +384,11 @@ def test_each_connection_has_the_durability_timeouts_and_keepalives_it_promises(
         "keepalives_interval": "2",
         "keepalives_count": "3",
     }
+
+
+def test_a_url_without_a_database_is_named_without_one(postgres):
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(f"postgresql://nobody_here@127.0.0.1:{postgres.port}")
+    assert str(refused.value).startswith(
+        f"the store at postgresql://127.0.0.1:{postgres.port}/ refused: role nobody_here does "
+    )
