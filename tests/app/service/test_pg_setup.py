@@ -392,3 +392,21 @@ def test_a_url_without_a_database_is_named_without_one(postgres):
     assert str(refused.value).startswith(
         f"the store at postgresql://127.0.0.1:{postgres.port}/ refused: role nobody_here does "
     )
+
+
+def test_a_role_that_may_not_connect_is_refused_naming_the_url_s_database(postgres):
+    url, name, role = _db_and_role(postgres)
+    with psycopg.connect(postgres.url(name), autocommit=True) as c:
+        c.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(sql.Identifier(name)))
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(url)
+    assert f"GRANT CONNECT ON DATABASE {name} TO {role} (" in _one_line(str(refused.value))
+
+
+def test_an_unreadable_url_is_refused_with_the_whole_advice():
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore("postgresql://me:s3cr%zzet@127.0.0.1:1/db")
+    assert str(refused.value) == (
+        "the store URL cannot be read: percent-encode any @ : / ? # % or space in its user or "
+        "password (or give the password in PGPASSWORD or ~/.pgpass)"
+    )
