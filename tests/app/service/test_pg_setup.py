@@ -410,3 +410,25 @@ def test_an_unreadable_url_is_refused_with_the_whole_advice():
         "the store URL cannot be read: percent-encode any @ : / ? # % or space in its user or "
         "password (or give the password in PGPASSWORD or ~/.pgpass)"
     )
+
+
+def test_a_search_path_in_the_url_is_refused_with_the_whole_advice():
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore("postgresql://me@127.0.0.1:1/db?options=-csearch_path%3Dother")
+    assert str(refused.value) == (
+        "the store URL sets search_path in its options: name the store's schema with "
+        "NEARDUP_STORE_SCHEMA (--store-schema) instead"
+    )
+
+
+def test_stores_in_two_schemas_of_one_database_do_not_wait_for_each_other(postgres):
+    url = postgres.database()
+    first, second = PostgresStore(url, "first"), PostgresStore(url, "second", timeout=5.0)
+    try:
+        first.lock_writes()  # held: a write of the other schema's store goes ahead
+        second.lock_writes()
+        second.add_documents([StoredDoc(0, "a", b"d", b"\0" * 512, {}, None)])
+        assert second.document("a") is not None and first.document("a") is None
+    finally:
+        first.close()
+        second.close()
