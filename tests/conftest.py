@@ -1,12 +1,13 @@
 """Test-suite settings: a deterministic Hypothesis profile so CI runs the same examples; a
 throwaway PostgreSQL server for the tests of the shared store."""
 
+import os
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bench.common.postgres import PostgresServer
+from bench.common.postgres import SHARED, PostgresServer
 
 settings.register_profile(
     "ci",
@@ -20,8 +21,11 @@ settings.load_profile("ci")
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
-    """One throwaway PostgreSQL server for the session (as the ``postgres`` account when root)."""
-    server = PostgresServer(fsync=False).start()
+    """One throwaway PostgreSQL server for the session (as the ``postgres`` account when root);
+    the running one ``NEARDUP_TEST_POSTGRES`` names if set (``python -m tests.mutation
+    --with-postgres`` starts one for all its mutants), each test still on databases of its own."""
+    shared = os.environ.get(SHARED)
+    server = PostgresServer.attach(shared) if shared else PostgresServer(fsync=False).start()
     yield server
     server.destroy()
 

@@ -7,6 +7,10 @@ listens). PostgreSQL refuses to run as root: as root, every command runs as the 
 is handed to it. ``database()`` creates an empty database and returns its URL; ``role()``
 creates a login role (with a password the server then requires of it alone); ``stop`` and
 ``start`` stop and start the same cluster (its data kept); ``destroy`` removes everything.
+
+``PostgresServer.attach(server.address())`` is another process's handle on a running server
+(the mutation harness starts one for all its mutants and names it in ``NEARDUP_TEST_POSTGRES``,
+which the tests' ``postgres`` fixture honours): its ``destroy`` drops only the databases it made.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from pathlib import Path
 
 from bench.common.server import HOST, free_port
 
-__all__ = ["PostgresServer", "binaries"]
+__all__ = ["SHARED", "PostgresServer", "binaries"]
 
 _ACCOUNT = "postgres"
+#: the environment variable that names a running server for the tests (``address()``)
+SHARED = "NEARDUP_TEST_POSTGRES"
 
 
 def binaries() -> Path:
@@ -51,13 +57,7 @@ class PostgresServer:
     """
 
     def __init__(self, fsync: bool = True) -> None:
-        self.fsync = fsync
-        self.bin = binaries()
-        self.root = Path(tempfile.mkdtemp(prefix="neardup-pg-"))
-        self.data = self.root / "data"
-        self.logfile = self.root / "postgres.log"
-        self.port = free_port()
-        self._as_root = os.geteuid() == 0
+        self._setup(Path(tempfile.mkdtemp(prefix="neardup-pg-")), free_port(), fsync, owner=True)
         if self._as_root:
             account = pwd.getpwnam(_ACCOUNT)
             os.chown(self.root, account.pw_uid, account.pw_gid)
@@ -67,6 +67,33 @@ class PostgresServer:
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
             raise
+
+    def _setup(self, root: Path, port: int, fsync: bool, owner: bool) -> None:
+        self.fsync = fsync
+        self.bin = binaries()
+        self.root = root
+        self.data = self.root / "data"
+        self.logfile = self.root / "postgres.log"
+        self.port = port
+        self._as_root = os.geteuid() == 0
+        self._owner = owner
+        self._made: list[str] = []  # the databases this handle created
+
+    def address(self) -> str:
+        """``PORT:DIRECTORY``, what ``attach`` takes."""
+        return f"{self.port}:{self.root}"
+
+    @classmethod
+    def attach(cls, address: str, fsync: bool = False) -> PostgresServer:
+        """A handle on the running server that ``address`` names (``address()`` of the process
+        that owns it), started again if a test left it stopped; its ``destroy`` drops the
+        databases it made and leaves the server to its owner."""
+        port, root = address.split(":", 1)
+        server = cls.__new__(cls)
+        server._setup(Path(root), int(port), fsync, owner=False)
+        if server._run("pg_ctl", "-D", str(server.data), "status", check=False).returncode:
+            server.start()
+        return server
 
     def _run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = [str(self.bin / tool), *args]
@@ -153,10 +180,26 @@ class PostgresServer:
         owned = "" if owner is None else f' OWNER "{owner}"'
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}{owned}")
+        self._made.append(name)
         return self.url(name)
 
     def destroy(self) -> None:
-        """Stop it at once and remove its directory (once; later calls do nothing)."""
+        """Stop it at once and remove its directory (once; later calls do nothing). Attached
+        (``attach``): drop the databases this handle made instead (the server is its owner's)."""
+        if not self._owner:
+            self._drop_made()
+            return
         if self.data.exists():
             self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def _drop_made(self) -> None:
+        import psycopg
+
+        made, self._made = self._made, []
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
+                for name in made:
+                    conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        except psycopg.OperationalError:  # stopped by a failed test: the owner removes all
+            pass

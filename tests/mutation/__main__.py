@@ -14,6 +14,12 @@ settings from the working directory), so each package runs only the fast tests t
 pool, the CLI, Spark's Python workers) import the mutated copy too, with the mutant switched on
 (``MUTANT_UNDER_TEST`` is inherited).
 
+``--with-postgres`` (service: pgstore.py and its PostgreSQL tests) starts ONE throwaway
+PostgreSQL server before mutmut (``bench.common.postgres``, as the tests' own fixture does) and
+names it in ``NEARDUP_TEST_POSTGRES``: the tests' ``postgres`` fixture then uses it instead of
+starting a server per mutant (each test still gets new databases, dropped after), and the
+harness removes it when mutmut ends.
+
 Not measured (mutmut leaves them alone): decorated functions other than ``@staticmethod`` and
 ``@classmethod`` (so the numba kernels of core/_jit.py, ``@property`` and ``@cache`` functions),
 annotations, and default values that are not plain constants.
@@ -35,6 +41,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
+
+from bench.common.postgres import SHARED, PostgresServer
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".mutation"
@@ -140,11 +148,12 @@ def settings(
     files = [f"neardup/{m.replace('.', '/')}.py" for m in modules]
     mutate = [f for f in files if any(fnmatch(f, p) for p in package.mutate)] or package.mutate
     tests = [t for t in tests if t.startswith(package.tests_root) or t in package.tests]
-    tests = tests or list(package.tests)
     skip = list(package.skip)
-    if name == "service" and with_postgres:
-        tests += ["tests/app/service/test_stores.py", "tests/app/service/test_replicas.py"]
+    if name == "service" and with_postgres:  # --tests, if given, names the PostgreSQL tests
+        tests = tests or [*package.tests, "tests/app/service/test_stores.py",
+                          "tests/app/service/test_replicas.py"]  # fmt: skip
         skip = []
+    tests = tests or list(package.tests)
     table = {
         "source_paths": ["neardup/core", "neardup/app"],
         "only_mutate": mutate,
@@ -273,8 +282,16 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     log = work / "mutmut.log"
     print(f"{name}: mutmut in {work.relative_to(ROOT)} (log: {log.relative_to(ROOT)})", flush=True)
     start = time.monotonic()
-    with log.open("w", encoding="utf-8") as out:
-        done = subprocess.run(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    shared = args.with_postgres and name == "service"
+    server = PostgresServer(fsync=False).start() if shared else None
+    try:
+        if server is not None:  # one server for every mutant's tests (the fixture attaches)
+            env[SHARED] = server.address()
+        with log.open("w", encoding="utf-8") as out:
+            done = subprocess.run(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    finally:
+        if server is not None:
+            server.destroy()
     seconds = time.monotonic() - start
     statuses = results(work)
     survivors = sorted(m for m, s in statuses.items() if s != "killed" and s != "timeout")

@@ -225,3 +225,210 @@ def test_a_role_name_sql_must_quote_is_quoted_in_the_grant(postgres):
     with pytest.raises(StoreRefused) as refused:
         PostgresStore(postgres.url(name, role))
     assert f'GRANT USAGE, CREATE ON SCHEMA public TO "{role}";' in str(refused.value)
+
+
+# What the server says (as PostgreSQL and libpq word it) -> the fix the refusal names.
+_REFUSALS = [
+    (
+        'permission denied for schema "nd"',
+        "role {r} may not create or use tables in schema nd (PostgreSQL 15 and later no longer "
+        "let every role create in schema public): as the schema's owner or a superuser run: "
+        "GRANT USAGE, CREATE ON SCHEMA nd TO {r}; or give neardup its own schema: CREATE SCHEMA "
+        "neardup AUTHORIZATION {r}; and set NEARDUP_STORE_SCHEMA=neardup",
+    ),
+    (
+        "permission denied for table documents",
+        "role {r} lacks a privilege on documents: as the tables' owner run: GRANT SELECT, "
+        "INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {r}; GRANT USAGE ON ALL "
+        "SEQUENCES IN SCHEMA public TO {r}",
+    ),
+    (
+        "must be owner of table changes",
+        "role {r} must own changes to migrate the store: run this neardup once as the tables' "
+        "owner, or ALTER TABLE ... OWNER TO {r}",
+    ),
+    (
+        'FATAL:  permission denied for database "{d}"\nDETAIL:  User does not have CONNECT '
+        "privilege.",
+        "role {r} may not connect to database {d}: GRANT CONNECT ON DATABASE {d} TO {r}",
+    ),
+    (
+        'FATAL:  password authentication failed for user "{r}"',
+        "the server refused role {r}'s password: give the right one in the URL, in PGPASSWORD "
+        "or in ~/.pgpass (mode 0600)",
+    ),
+    (
+        "fe_sendauth: no password supplied",
+        "the server asks role {r} for a password and none was given: put it in the URL "
+        "(percent-encoded), in PGPASSWORD or in ~/.pgpass (mode 0600)",
+    ),
+    (
+        'FATAL:  role "Ops x" does not exist',
+        'role "Ops x" does not exist: CREATE ROLE "Ops x" LOGIN PASSWORD \'...\'',
+    ),
+    (
+        'FATAL:  database "nope" does not exist',
+        "database nope does not exist: CREATE DATABASE nope OWNER {r}",
+    ),
+    (
+        'FATAL:  no pg_hba.conf entry for host "10.1.2.3", user "{r}", database "{d}", no '
+        "encryption",
+        "the server's pg_hba.conf has no entry for role {r}, database {d} from this host (with "
+        "this sslmode): ask its administrator to add one",
+    ),
+]
+
+
+def test_each_refusal_the_server_words_is_named_with_its_fix_in_one_line(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        role, db = "postgres", pg_url.rsplit("/", 1)[1]
+        for said, fix in _REFUSALS:
+            said = said.format(r=role, d=db)
+            told = store._explain(psycopg.OperationalError(said))
+            assert isinstance(told, StoreRefused)
+            assert str(told) == (
+                f"the store at {store.where} refused: {fix.format(r=role, d=db)} "
+                f"({' '.join(said.split())})"
+            )
+        other = store._explain(psycopg.errors.InsufficientPrivilege("permission denied for x"))
+        assert str(other) == (
+            f"the store at {store.where} refused: role postgres lacks a privilege (permission "
+            "denied for x); docs/postgres.md lists the grants"
+        )
+        away = store._explain(psycopg.OperationalError("connection refused\n  here"))
+        assert type(away) is StoreUnavailable
+        assert str(away) == f"the store at {store.where} is unavailable: connection refused here"
+    finally:
+        store.close()
+
+
+def test_a_database_with_another_program_s_documents_table_is_refused_in_one_line(postgres):
+    url = postgres.database()
+    with psycopg.connect(url, autocommit=True) as c:  # a "documents" table, not the store's
+        c.execute("CREATE TABLE documents (num BIGINT PRIMARY KEY, title TEXT)")
+        c.execute("CREATE TABLE changes (seq BIGINT PRIMARY KEY)")
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(url)
+    where = url.replace("postgres@", "")
+    assert str(refused.value) == f'the store at {where} refused: column "deleted" does not exist'
+
+
+def test_a_password_the_server_quotes_back_is_not_printed(postgres):
+    secret = "Nd7secret"  # also the database's name: the server's refusal quotes it
+    bad = f"postgresql://postgres:{secret}@127.0.0.1:{postgres.port}/{secret}"
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(bad)
+    said = _one_line(str(refused.value))
+    assert said == (
+        f'the store at postgresql://127.0.0.1:{postgres.port}/*** refused: database "***" does '
+        'not exist: CREATE DATABASE "***" OWNER postgres (connection failed: connection to server '
+        f'at "127.0.0.1", port {postgres.port} failed: FATAL: database "***" does not exist)'
+    )
+
+
+def test_a_quote_in_a_role_s_name_is_doubled_in_the_grant(postgres):
+    name = postgres.database().rsplit("/", 1)[1]
+    role = postgres.role(prefix='Q"t')
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(postgres.url(name, role.replace('"', "%22")))
+    quoted = '"' + role.replace('"', '""') + '"'
+    assert f"GRANT USAGE, CREATE ON SCHEMA public TO {quoted};" in str(refused.value)
+
+
+def test_an_empty_schema_versions_table_is_version_1_and_migrated(postgres, caplog):
+    url = postgres.database()
+    with psycopg.connect(url, autocommit=True) as c:  # versions' table made, none recorded
+        c.execute(pgstore._SCHEMA)
+        c.execute(pgstore._VERSIONS)
+    with caplog.at_level("INFO", logger="neardup"):
+        PostgresStore(url).close()
+    assert "migrating the store to layout version 2" in caplog.messages
+    with psycopg.connect(url) as c:
+        versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
+        dated = c.execute("SELECT count(*) FROM changes WHERE at IS NOT NULL").fetchone()
+    assert versions == [(2,)] and dated == (0,)
+
+
+def test_each_connection_has_the_durability_timeouts_and_keepalives_it_promises(postgres):
+    url = postgres.database()
+    store = PostgresStore(url, "nd")
+    names = [
+        "synchronous_commit",
+        "statement_timeout",
+        "idle_in_transaction_session_timeout",
+        "search_path",
+        "tcp_keepalives_idle",
+        "tcp_keepalives_interval",
+        "tcp_keepalives_count",
+    ]
+    try:
+        shown = store._run(lambda c: [c.execute(f"SHOW {n}").fetchone()[0] for n in names])
+        client = store._run(lambda c: c.info.get_parameters())
+    finally:
+        store.close()
+    assert dict(zip(names, shown, strict=True)) == {
+        "synchronous_commit": "on",
+        "statement_timeout": "30s",
+        "idle_in_transaction_session_timeout": "1min",
+        "search_path": "nd",
+        "tcp_keepalives_idle": "10",
+        "tcp_keepalives_interval": "5",
+        "tcp_keepalives_count": "3",
+    }
+    wanted = ("connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval")
+    assert {k: client.get(k) for k in (*wanted, "keepalives_count")} == {
+        "connect_timeout": "3",
+        "keepalives": "1",
+        "keepalives_idle": "5",
+        "keepalives_interval": "2",
+        "keepalives_count": "3",
+    }
+
+
+def test_a_url_without_a_database_is_named_without_one(postgres):
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(f"postgresql://nobody_here@127.0.0.1:{postgres.port}")
+    assert str(refused.value).startswith(
+        f"the store at postgresql://127.0.0.1:{postgres.port}/ refused: role nobody_here does "
+    )
+
+
+def test_a_role_that_may_not_connect_is_refused_naming_the_url_s_database(postgres):
+    url, name, role = _db_and_role(postgres)
+    with psycopg.connect(postgres.url(name), autocommit=True) as c:
+        c.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(sql.Identifier(name)))
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore(url)
+    assert f"GRANT CONNECT ON DATABASE {name} TO {role} (" in _one_line(str(refused.value))
+
+
+def test_an_unreadable_url_is_refused_with_the_whole_advice():
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore("postgresql://me:s3cr%zzet@127.0.0.1:1/db")
+    assert str(refused.value) == (
+        "the store URL cannot be read: percent-encode any @ : / ? # % or space in its user or "
+        "password (or give the password in PGPASSWORD or ~/.pgpass)"
+    )
+
+
+def test_a_search_path_in_the_url_is_refused_with_the_whole_advice():
+    with pytest.raises(StoreRefused) as refused:
+        PostgresStore("postgresql://me@127.0.0.1:1/db?options=-csearch_path%3Dother")
+    assert str(refused.value) == (
+        "the store URL sets search_path in its options: name the store's schema with "
+        "NEARDUP_STORE_SCHEMA (--store-schema) instead"
+    )
+
+
+def test_stores_in_two_schemas_of_one_database_do_not_wait_for_each_other(postgres):
+    url = postgres.database()
+    first, second = PostgresStore(url, "first"), PostgresStore(url, "second", timeout=5.0)
+    try:
+        first.lock_writes()  # held: a write of the other schema's store goes ahead
+        second.lock_writes()
+        second.add_documents([StoredDoc(0, "a", b"d", b"\0" * 512, {}, None)])
+        assert second.document("a") is not None and first.document("a") is None
+    finally:
+        first.close()
+        second.close()

@@ -5,13 +5,22 @@ of changes, which orders the writes of every replica."""
 import threading
 import time
 
+import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.common.server import free_port
-from neardup.app.service import DamagedStore, ParameterMismatch, StoreUnavailable
-from neardup.app.service.pgstore import PostgresStore
+from neardup.app.service import (
+    DamagedStore,
+    LogPruned,
+    ParameterMismatch,
+    SettingsChanged,
+    SettingsMismatch,
+    StoreUnavailable,
+    pgstore,
+)
+from neardup.app.service.pgstore import WRITE_LOCK, PostgresStore
 from neardup.app.service.store import ProtectedSetRow, SQLiteStore, StoredDoc
 from neardup.core.engine import MinhashParams, ProtectedFormat
 
@@ -298,3 +307,286 @@ def test_replaying_the_log_gives_the_store_s_state_whoever_wrote(postgres, ops):
     finally:
         for store in (*writers, follower):
             store.close()
+
+
+# --- the shared store's replace, settings, pruning, wake-ups and deadline ---------------------
+
+
+def _log_of(store):
+    """A store's whole log as (seq, kind, lo, hi, name), read apart from any replica."""
+    with psycopg.connect(store._url) as c:
+        return c.execute("SELECT seq, kind, lo, hi, name FROM changes ORDER BY seq").fetchall()
+
+
+def test_a_replace_is_a_delete_then_an_add_that_another_replica_replays(pg_url):
+    store, other = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        _write(store, store.add_documents, [_doc(0, "a"), _doc(1, "b")])
+        new = _doc(2, "a", "new text", {"v": 2})
+        _write(store, store.replace_document, 0, new)
+        assert store.document("a") == new and store.texts([0, 2]) == {2: "new text"}
+        assert store.extent() == 3 and store.document_count() == 2
+        assert store.position() == 3 and _log_of(store)[1:] == [
+            (2, "delete", 0, 1, "a"),
+            (3, "add", 2, 3, ""),
+        ]
+        _, deleted, added = other.changes()
+        assert (deleted.kind, deleted.name, deleted.nums) == ("delete", "a", [0])
+        assert (added.kind, added.nums, added.ids, added.sigs) == ("add", [2], ["a"], new.sig)
+        with pytest.raises(RuntimeError, match="document 0 to replace is not in the store"):
+            _write(store, store.replace_document, 0, _doc(3, "a"))
+        with pytest.raises(RuntimeError, match="numbered from 7, the store's next is"):
+            _write(store, store.replace_document, 1, _doc(7, "b"))
+        assert store.document("b") == _doc(1, "b")  # rolled back: b still alive, nothing added
+        assert store.extent() == 3 and store.document_count() == 2 and len(_log_of(store)) == 3
+    finally:
+        store.close()
+        other.close()
+
+
+def test_answer_settings_are_recorded_once_refused_if_other_and_changed_for_every_replica(pg_url):
+    a, b = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        a.ensure_params(PARAMS)
+        a.ensure_settings({"threshold": "0.8", "max_matches": "100"})
+        with pytest.raises(
+            SettingsMismatch, match=r"THRESHOLD is 0\.7 but the store's replicas answer with 0\.8"
+        ):
+            b.ensure_settings({"threshold": "0.7"})
+        b.ensure_settings({"threshold": "0.8", "protect": "true"})  # the missing one recorded
+        stored = {k: str(v) for k, v in PARAMS.items()}
+        stored |= {"threshold": "0.8", "max_matches": "100", "protect": "true"}
+        assert b.set_settings({}) == stored  # nothing changed
+        b.changes()  # nothing changed: b still answers
+        assert a.set_settings({"threshold": "0.9"}) == stored  # the values before
+        assert b.set_settings({}) == stored | {"threshold": "0.9"}
+        for replica in (a, b):  # both served 0.8: neither answers nor writes any more
+            with pytest.raises(SettingsChanged, match=r"\(THRESHOLD 0\.8 -> 0\.9\): this"):
+                replica.changes()
+            with pytest.raises(SettingsChanged):
+                replica.lock_writes()
+        late = PostgresStore(pg_url)
+        late.ensure_settings({"threshold": "0.9"})  # the write lock was not left held
+        _write(late, late.add_documents, [_doc(0, "x")])
+        late.close()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_pruning_keeps_the_window_the_newest_entry_and_the_rows_kept_entries_name(pg_url):
+    store, late = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        _write(store, store.add_documents, [_doc(n, f"d{n}") for n in range(6)])  # seq 1
+        for num in (0, 1, 2, 5):  # seq 2 to 5
+            _write(store, store.delete_document, num)
+        _write(store, store.add_documents, [_doc(6, "d6")])  # seq 6
+        assert store.prune(3600.0) == 0  # all within the window; the add at 0 names every row
+        with psycopg.connect(pg_url, autocommit=True) as c:  # seq 1 to 5 out of the window
+            c.execute("UPDATE changes SET at = at - interval '2 hours' WHERE seq <= 5")
+        assert store.prune(3600.0, batch=2) == 4  # seq 1 and 2; rows 0 and 1 (below add 6)
+        with pytest.raises(LogPruned, match="position 0 in the store's log is older than its"):
+            late.changes()
+        with pytest.raises(LogPruned, match="oldest entry kept, 3"):
+            late.lock_writes()
+        assert [e[0] for e in _log_of(store)] == [3, 4, 5, 6]
+        assert store.prune(3600.0, batch=2) == 4  # seq 3 and 4; rows 2 and 5
+        assert store.prune(3600.0, batch=2) == 1  # seq 5; seq 6 is in the window
+        assert store.prune(3600.0) == 0
+        _write(store, store.delete_document, 6)  # seq 7: the largest number, deleted
+        with psycopg.connect(pg_url, autocommit=True) as c:
+            c.execute("UPDATE changes SET at = at - interval '2 hours'")
+        assert store.prune(1.0) == 1  # seq 6 (the newest, 7, stays); row 6 stays: it numbers
+        assert store.prune(1.0) == 0
+        assert [e[0] for e in _log_of(store)] == [7] and store.extent() == 7
+        with psycopg.connect(pg_url) as c:
+            rows = c.execute("SELECT num, deleted FROM documents ORDER BY num").fetchall()
+        assert rows == [(3, False), (4, False), (6, True)]
+        _write(store, store.add_documents, [_doc(7, "d7")])  # the next number is still 7
+    finally:
+        store.close()
+        late.close()
+
+
+def _terminate(pg_url, query):
+    """End the server processes of this database whose last statement starts with ``query``
+    (a LIKE pattern)."""
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        ended = c.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE %s AND pid <> pg_backend_pid()",
+            (query + "%",),
+        ).fetchall()
+    assert ended
+
+
+def _returns(call, *args):
+    """Whether ``call(*args)`` returns (in a thread, given a generous bound; never a hang)."""
+    thread = threading.Thread(target=call, args=args, daemon=True)
+    thread.start()
+    thread.join(60)
+    return not thread.is_alive()
+
+
+def test_a_follower_wakes_on_each_commit_and_listens_again_after_its_listener_died(
+    pg_url, monkeypatch
+):
+    writer, follower = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        writer.ensure_params(PARAMS)
+        assert _returns(follower.wait_for_changes, 0.01)  # nothing: back after the timeout
+        _write(writer, writer.add_documents, [_doc(0, "a")])
+        assert _returns(follower.wait_for_changes, 3600.0)  # woken by the commit, at once
+        writer.set_settings({"threshold": "0.9"})
+        assert _returns(follower.wait_for_changes, 3600.0)  # and by a change of settings
+        slept: list[float] = []
+        for timeout in (30.0, 0.25):  # the listener fails: no error, it waits out the rest
+            _terminate(pg_url, "LISTEN")
+            monkeypatch.setattr(pgstore.time, "sleep", slept.append)
+            follower.wait_for_changes(timeout)
+            monkeypatch.undo()
+            assert _returns(follower.wait_for_changes, 0.01)  # listening again
+        assert 0 < slept[0] <= 30.0 and 0 <= slept[1] <= 0.25
+        _write(writer, writer.add_documents, [_doc(1, "b")])
+        assert _returns(follower.wait_for_changes, 3600.0)  # a new listener, woken again
+        assert follower.changes()[-1].ids == ["b"]
+    finally:
+        writer.close()
+        follower.close()
+
+
+def test_a_call_the_database_does_not_answer_is_abandoned_then_the_store_is_used_again(
+    pg_url, monkeypatch
+):
+    monkeypatch.setattr(pgstore, "FAIL_FAST", 0.0)  # no wait between the tries below
+    before = set(threading.enumerate())
+    store = PostgresStore(pg_url, timeout=0.2)
+    try:
+        store.ensure_params(PARAMS)
+        assert store.available() is True
+        [watchdog] = [t for t in threading.enumerate() if t not in before]
+        assert watchdog.name == "store-deadline" and watchdog.daemon  # never keeps a process
+        time.sleep(0.3)  # the watchdog idles past its last deadline, then watches again
+        with psycopg.connect(pg_url, autocommit=True) as holder:  # a writer that never ends
+            holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
+            assert store.prune(0.0) == 0  # nothing to prune: it never waits for the lock
+            _terminate(pg_url, "%SELECT EXISTS")  # its connection dies: tried again, watched
+            for _ in range(2):  # abandoned each time (on a new connection the second time)
+                with pytest.raises(StoreUnavailable, match=r"no answer within 0\.2 s \(STORE_"):
+                    store.lock_writes()
+                assert store.available() is False
+            holder.execute("SELECT pg_advisory_unlock(%s)", (WRITE_LOCK,))
+        _write(store, store.add_documents, [_doc(0, "a")])  # on a new connection
+        assert store.available() is True and store.document("a").id == "a"
+    finally:
+        store.close()
+
+
+def test_a_log_read_is_one_snapshot_while_another_transaction_removes_rows(pg_url):
+    writer, follower = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        writer.ensure_params(PARAMS)
+        _write(writer, writer.add_documents, [_doc(0, "a"), _doc(1, "b")])
+        with psycopg.connect(pg_url) as holder, psycopg.connect(pg_url, autocommit=True) as seer:
+            holder.execute("LOCK TABLE documents IN ACCESS EXCLUSIVE MODE")
+            read: list = []
+            thread = threading.Thread(target=lambda: read.append(follower.changes()))
+            thread.start()  # reads the log, then waits for the documents
+            waiting = (
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+            while not seer.execute(waiting).fetchall():
+                assert thread.is_alive()
+                time.sleep(0.01)
+            holder.execute("DELETE FROM documents WHERE num = 1")  # as a pruning step might
+            holder.commit()
+            thread.join(60)
+        [(added,)] = read
+        assert added.nums == [0, 1] and added.ids == ["a", "b"]  # as of the log's read
+    finally:
+        writer.close()
+        follower.close()
+
+
+def test_reads_during_recovery_stay_in_its_snapshot_and_following_resumes_after_it(pg_url):
+    writer, fresh = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        writer.ensure_params(PARAMS)
+        docs = [_doc(n, f"d{n}", None) for n in range(5)]
+        _write(writer, writer.add_documents, docs)
+        with fresh.recovering():
+            _write(writer, writer.delete_document, 4)  # after the snapshot began
+            assert [c.seq for c in fresh.changes()] == [1]
+            chunks = list(fresh.iter_signatures(3))
+            assert fresh.document("d4") == docs[4]  # no text stored: None
+        assert [c[0] for c in chunks] == [[0, 1, 2], [3, 4]]
+        assert [c[2] for c in chunks] == [docs[0].sig + docs[1].sig + docs[2].sig,
+                                          docs[3].sig + docs[4].sig]  # fmt: skip
+        assert fresh.position() == 1
+        assert [(c.seq, c.kind, c.name) for c in fresh.changes()] == [(2, "delete", "d4")]
+        assert writer.position() == 2
+        _write(fresh, fresh.delete_document, 3)
+        assert [(c.seq, c.name) for c in writer.changes()] == [(3, "d3")]  # followed on
+    finally:
+        writer.close()
+        fresh.close()
+
+
+def test_other_index_parameters_are_refused_naming_the_store(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        with pytest.raises(ParameterMismatch) as refused:
+            store.ensure_params({**PARAMS, "num_perm": 64})
+        assert str(refused.value) == (
+            f"{store.where}: NUM_PERM is 64 but the store was created with 128"
+        )
+    finally:
+        store.close()
+
+
+def test_a_write_whose_connection_was_cut_ends_quietly_and_the_next_write_works(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        store.lock_writes()
+        _terminate(pg_url, "SELECT seq, kind")  # the server ends the write's connection
+        store.unlock_writes()  # rolled back on a dead connection: no error
+        _write(store, store.add_documents, [_doc(0, "a")])  # reconnected
+        assert store.document("a") == _doc(0, "a") and store.position() == 1
+    finally:
+        store.close()
+
+
+def test_a_cancelled_statement_is_unavailable_at_once_and_not_tried_again(pg_url):
+    store = PostgresStore(pg_url, timeout=5.0)
+    try:
+        store.ensure_params(PARAMS)
+        with psycopg.connect(pg_url, autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
+            failed: list[BaseException] = []
+
+            def write():
+                try:
+                    store.lock_writes()
+                except StoreUnavailable as exc:
+                    failed.append(exc)
+
+            thread = threading.Thread(target=write)
+            thread.start()
+            waiting = (
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+            while not (pids := holder.execute(waiting).fetchall()):
+                assert thread.is_alive()
+                time.sleep(0.01)
+            holder.execute("SELECT pg_cancel_backend(%s)", (pids[0][0],))
+            thread.join(60)
+        [error] = failed  # the connection is fine: the same error, not a second wait
+        assert str(error).endswith("is unavailable: canceling statement due to user request")
+    finally:
+        store.close()
