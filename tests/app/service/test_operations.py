@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from collections.abc import Sequence
 
@@ -1246,3 +1247,104 @@ def test_the_index_is_compacted_once_removed_slots_are_as_many_as_live_ones(
     assert found[0][0] == 1 and found[0][1][0][0] == "g1-2"
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("index compacted documents=3 index_bytes=") for m in messages)
+
+
+# --- the store's thread, closing ------------------------------------------------------------
+
+
+class OneAtATime(LogStore):
+    """Records how many calls of the store run at once (SQLite is not thread-safe by itself),
+    and whether the listener is still waiting when the store is closed."""
+
+    def __init__(self, data_dir) -> None:
+        super().__init__(data_dir)
+        self.running = self.most = 0
+        self.waiting = False
+        self.closed_while_waiting: bool | None = None
+        self.guard = threading.Lock()
+
+    def document(self, doc_id: str) -> StoredDoc | None:
+        with self.guard:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.002)
+        try:
+            return super().document(doc_id)
+        finally:
+            with self.guard:
+                self.running -= 1
+
+    def wait_for_changes(self, timeout: float) -> None:
+        self.waiting = True
+        time.sleep(0.05)
+        self.waiting = False
+
+    def close(self) -> None:
+        if self.closed_while_waiting is None:
+            self.closed_while_waiting = self.waiting
+        super().close()
+
+
+def test_the_store_is_called_from_one_thread_at_a_time(service_in, tmp_path):
+    """Concurrent reads queue for the store's one thread; closing waits for the follower's
+    wait on the store to end before the store closes."""
+
+    async def run():
+        service = await _start(tmp_path, OneAtATime)
+        try:
+            await service.register([NewDoc("a", BASE, {"m": 1})])
+            docs = await asyncio.gather(*(service.document("a") for _ in range(8)))
+            await _until(lambda: service.store.waiting, "waiting")
+        finally:
+            await service.close()
+        return docs, service.store.most, service.store.closed_while_waiting
+
+    docs, most, closed_while_waiting = _run(run())
+    assert docs == [("a", "a", {"m": 1})] * 8
+    assert most == 1 and closed_while_waiting is False
+
+
+class Forgetful(SQLiteStore):
+    """A store whose rows vanish after the index saw them (another deletion's race)."""
+
+    forget = False
+
+    def document(self, doc_id: str) -> StoredDoc | None:
+        return None if self.forget else super().document(doc_id)
+
+
+def test_a_document_gone_from_the_store_is_not_found_and_replace_registers_it(service_in, tmp_path):
+    async def run():
+        service = await _start(tmp_path, Forgetful)
+        try:
+            await service.register([NewDoc("a", BASE, {}), NewDoc("b", OTHER, {})])
+            service.store.forget = True
+            with pytest.raises(NotFound) as caught:
+                await service.document("a")
+            service.store.delete_document(1)  # b's row, gone under the index
+            got = await service.replace(NewDoc("b", OTHER, {"new": 1}))
+            service.store.forget = False
+            return str(caught.value), got, service.store.document("b")
+        finally:
+            await service.close()
+
+    message, got, row = _run(run())
+    assert message == "no document 'a'"
+    assert (got.id, got.status, got.cluster) == ("b", "created", "b")
+    assert row.meta == {"new": 1} and row.num == 2
+
+
+def test_warm_up_waits_for_the_workers_and_logs_them(service_in, caplog):
+    caplog.set_level(logging.INFO, logger="neardup")
+
+    async def run():
+        async with service_in() as service:
+            await service.warm_up()
+            return service.pool.compiled, service._warming.done()
+
+    compiled, done = _run(run())
+    assert done
+    ready = [r.getMessage() for r in caplog.records if r.getMessage().startswith("workers ready")]
+    assert len(ready) == 1
+    assert ready[0].startswith(f"workers ready workers=1 compiled={compiled} seconds=")
+    assert float(ready[0].rsplit("=", 1)[1]) >= 0
