@@ -39,6 +39,8 @@ from neardup.core.engine import (
     ParameterError,
     ProtectedFormat,
     Thresholds,
+    collision_message,
+    piece_collision,
     text_digest,
 )
 
@@ -1424,3 +1426,68 @@ def test_the_index_is_compacted_again_after_more_removals(service_in, monkeypatc
             return counts, service.clusters(1, 10, None)[0]
 
     assert _run(run()) == ([1, 2], [["g1-2"]])
+
+
+def test_decontamination_ignores_ngrams_shared_by_more_items_than_the_cap(service_in):
+    """``item_cap``: an n-gram in more than that many items of its set is no match (a text
+    holding only such n-grams is clean); without a cap it is."""
+    body = "\n".join(json.dumps({"id": i, "text": f"{ITEM_A} {i}"}) for i in ("p", "q"))
+    doc = Doc("d", f"{PAD} {ITEM_A} {PAD}", {})
+
+    async def run():
+        async with service_in() as service:
+            await service.put_protected_set("ev", body, ProtectedFormat.JSONL)
+            capped = await service.decontamination(
+                [doc], None, _ask(DecontMode.DROP, item_cap=1), "k"
+            )
+            every = await service.decontamination([doc], None, _ask(DecontMode.DROP), "k")
+            return capped, every
+
+    (out, dropped, report), (out_all, dropped_all, report_all) = _run(run())
+    assert [d.id for d in out] == ["d"] and dropped == []
+    assert (report["item_cap"], report["contaminated"]) == (1, 0)
+    assert out_all == [] and dropped_all == [{"id": "d", "rule": "contaminated"}]
+    assert (report_all["item_cap"], report_all["contaminated"]) == (None, 1)
+
+
+def test_the_cut_mode_refusal_and_a_piece_id_collision_say_why(service_in):
+    async def run():
+        async with service_in() as service:
+            await service.put_protected_set("ev", SET_BODY, ProtectedFormat.JSONL)
+            with pytest.raises(ProtectScopeNeeded) as refused:
+                await service.decontamination(
+                    [Doc("d", PAD, {})], None, _ask(DecontMode.CUT, protect=False), "k"
+                )
+            with pytest.raises(ParameterError) as collision:
+                await service.decontamination(
+                    [Doc("d", PAD, {}), Doc("d#1", PAD, {})], None, _ask(DecontMode.CUT), "k"
+                )
+            return str(refused.value), str(collision.value)
+
+    refused, collision = _run(run())
+    assert refused == (
+        "the cut mode needs a key with the protect scope: a cut piece's edges are where "
+        "protected text starts and ends; without it use drop or annotate (verdicts and "
+        "counts, no offsets)"
+    )
+    assert collision == collision_message(*piece_collision(["d", "d#1"], 4))
+
+
+def test_a_set_stored_with_nan_is_read_with_a_warning_naming_the_fault(service_in, caplog):
+    body = json.dumps({"id": "n", "text": ITEM_A})[:-1] + ', "score": NaN}\n'
+
+    async def run():
+        async with service_in() as service:
+            service.store.put_protected_set(
+                ProtectedSetRow("nan", 1, 8, ProtectedFormat.JSONL, body)
+            )
+        async with service_in() as again:
+            return again.protected_set("nan").items
+
+    assert _run(run()) == 1
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        "protected set 'nan': nan:1: NaN is not JSON (field 'score'): write null, a number or a "
+        "string instead; it was stored before NaN and Infinity were refused: read as null "
+        "(upload it again to store it without them)"
+    ]
