@@ -78,6 +78,7 @@ PACKAGES: dict[str, Package] = {
             "tests/app/service/test_index.py",
             "tests/app/service/test_limits.py",
             "tests/app/service/test_lookups.py",
+            "tests/app/service/test_operations.py",
             "tests/app/service/test_pool.py",
             "tests/app/service/test_store.py",
             "tests/app/service/test_views.py",
