@@ -50,6 +50,8 @@ class Package:
     #: where ``--tests`` names this package's tests (or names one of ``tests``)
     tests_root: str
     skip: list[str] = field(default_factory=list)
+    #: added by ``--with-jobs``: a few tests that each start a job (Spark: a JVM per mutant)
+    jobs: list[str] = field(default_factory=list)
     # "fork" (mutmut's default) forks each mutant from the process that ran the traced tests;
     # the Spark tests need "forkserver": a JVM gateway must not be shared by forked children.
     isolation: str = "fork"
@@ -87,6 +89,23 @@ PACKAGES: dict[str, Package] = {
             "tests/app/spark/test_driver.py",
             "tests/app/spark/test_components.py",
             "tests/app/spark/test_entry.py",
+        ],
+        # The driver's plan builders (job.py, index.py, corpus.py, components.py, estimates.py)
+        # run only in a Spark job: one run of each path (JSON Lines and Parquet in, Parquet
+        # out; reasons with a keep policy; --removed and a schema against an index; three index
+        # rounds; a bad row; a repeated id). Each mutant's child starts its own local[2] JVM.
+        jobs=[
+            "tests/app/spark/test_job.py::"
+            "test_spark_reads_parquet_globs_and_writes_parquet_like_local",
+            "tests/app/spark/test_flags.py::test_spark_keep_longest_equals_local",
+            "tests/app/spark/test_flags.py::"
+            "test_spark_fields_prefix_and_removed_against_an_index_equal_local",
+            "tests/app/spark/test_index.py::"
+            "test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds",
+            "tests/app/spark/test_bad_input.py::"
+            "test_spark_bad_row_names_file_and_line_and_writes_nothing"
+            '[{"id": "x", "text": "unterminated-not valid JSON]',
+            "tests/app/spark/test_bad_input.py::test_spark_repeated_id_is_named",
         ],
         isolation="forkserver",
     ),
@@ -134,13 +153,20 @@ def equivalent_mutants() -> set[str]:
 
 
 def settings(
-    name: str, package: Package, modules: list[str], tests: list[str], with_postgres: bool
+    name: str,
+    package: Package,
+    modules: list[str],
+    tests: list[str],
+    with_postgres: bool,
+    with_jobs: bool = False,
 ) -> str:
     """The ``[tool.mutmut]`` table of one package's run."""
     files = [f"neardup/{m.replace('.', '/')}.py" for m in modules]
     mutate = [f for f in files if any(fnmatch(f, p) for p in package.mutate)] or package.mutate
     tests = [t for t in tests if t.startswith(package.tests_root) or t in package.tests]
     tests = tests or list(package.tests)
+    if with_jobs:
+        tests += [t for t in package.jobs if t not in tests]
     skip = list(package.skip)
     if name == "service" and with_postgres:
         tests += ["tests/app/service/test_stores.py", "tests/app/service/test_replicas.py"]
@@ -256,7 +282,7 @@ def by_module(statuses: dict[str, str], equivalent: set[str]) -> list[str]:
 def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
     package = PACKAGES[name]
-    table = settings(name, package, args.modules, args.tests, args.with_postgres)
+    table = settings(name, package, args.modules, args.tests, args.with_postgres, args.with_jobs)
     if args.timeout_multiplier is not None:  # a changed value makes mutmut redo the timeouts
         table += f"timeout_multiplier = {args.timeout_multiplier}\n"
     work = prepare(name, table, fresh=not (args.keep or args.survivors))
@@ -318,6 +344,10 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="--sample's random seed")
     parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
+    parser.add_argument(
+        "--with-jobs", action="store_true",
+        help="spark: add a few Spark job tests (the plan builders' only tests; a JVM per mutant)",
+    )  # fmt: skip
     parser.add_argument(
         "--timeout-multiplier", type=float, default=None,
         help="mutmut's (default 15): a mutant's tests get (their time + 1 s) times this of wall "

@@ -454,6 +454,23 @@ def test_index_summary_without_a_probe(tmp_path: Path) -> None:
     }  # fmt: skip
 
 
+def test_index_summary_says_what_the_probe_did(tmp_path: Path) -> None:
+    """With a probe: the matched counts in the local engine's keys, and the probe's own figures
+    (the DataFrames are not read)."""
+    opened = _index_with(str(tmp_path / "idx"), ["a", "b"], ["one two", "three four"])
+    probe = index.IndexProbe(
+        exact=None, edges=None, signatures=None, broadcast=False, candidates=7, files=(3, 1),
+        matched=(2, 5), persisted=[],
+    )  # type: ignore[arg-type]  # fmt: skip
+    summary = index.index_summary(opened, "append", probe)
+    assert summary == {
+        "url": opened.url, "mode": "append", "version_read": 1, "version_written": None,
+        "part": None, "rows_added": 0, "indexed_rows": 2, "indexed_rows_matched": 2,
+        "rows_matching_index": 5, "broadcast": False, "candidates": 7, "files": 3,
+        "files_read_for_signatures": 1,
+    }  # fmt: skip
+
+
 class _Sorted:
     """``taken.orderBy("iid").limit(n).collect()`` over a list of rows."""
 
