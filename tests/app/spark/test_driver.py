@@ -30,6 +30,7 @@ from neardup.core.engine import (
     IndexMissingError,
     IndexParameterError,
     MinhashParams,
+    ParameterError,
     RowWriter,
     band_digests,
     batch_signatures,
@@ -178,6 +179,41 @@ def test_counts_per_stage() -> None:
     }  # fmt: skip
     job._counts(manifest, None, 5, 5, 0, keep_all=False)
     assert manifest.counts["exact_dropped"] == 0 and manifest.counts["decontaminated"] == 0
+
+
+def test_what_spark_does_not_write_or_keep_is_refused_whole() -> None:
+    """The flags the Spark engine refuses before any JVM starts, each message whole."""
+    job.check_formats(".jsonl", True, "removed.jsonl.gz")  # JSON Lines: both taken
+    job.check_formats(".parquet", False, None)
+    with pytest.raises(ParameterError) as tags:
+        job.check_formats(".parquet", True, None)
+    assert str(tags.value) == (
+        "--engine spark writes --keep-duplicates' neardup tags to JSON Lines only, not Parquet "
+        "(see docs/spark.md)"
+    )
+    with pytest.raises(ParameterError) as gone:
+        job.check_formats(".jsonl", False, "removed.parquet")
+    assert str(gone.value) == (
+        "--engine spark writes --removed to JSON Lines only (.jsonl, .jsonl.gz), not Parquet "
+        "(see docs/spark.md)"
+    )
+    with pytest.raises(CorpusError, match="unknown output format"):
+        job.check_formats(".jsonl", False, "removed.csv")
+    for keep in ("smallest-id", "first", "longest"):
+        job.check_keep(keep, None)
+    job.check_keep("smallest-id", "idx")
+    with pytest.raises(ParameterError) as policy:
+        job.check_keep("max:score", None)
+    assert str(policy.value) == (
+        "--engine spark does not take --keep max:score: it keeps smallest-id, first or longest; "
+        "run --engine local for max:FIELD (see docs/spark.md)"
+    )
+    with pytest.raises(ParameterError) as indexed:
+        job.check_keep("first", "idx")
+    assert str(indexed.value) == (
+        "--engine spark takes --keep first without --index only; run --engine local for both "
+        "(see docs/spark.md)"
+    )
 
 
 def test_the_clock_times_each_stage_in_its_own_job_group(monkeypatch: pytest.MonkeyPatch) -> None:
