@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".mutation"
@@ -279,6 +280,34 @@ def by_module(statuses: dict[str, str], equivalent: set[str]) -> list[str]:
     return [summary(m, modules[m], None, equivalent) for m in sorted(modules)]
 
 
+def shared_jvm(env: dict[str, str]) -> Any:
+    """A Spark JVM (py4j gateway) for every test process of a run: each mutant's child then
+    connects to it (pyspark honours ``PYSPARK_GATEWAY_PORT``) and starts its own context, instead
+    of starting a JVM of its own, most of a Spark job test's cost on a busy machine. It is
+    started with the run's environment (``PYTHONPATH`` names ``mutants/``: its Python workers
+    import the mutants; the tests' conftest hands them the mutant's name) and dies with it."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        from pyspark.java_gateway import launch_gateway
+
+        gateway = launch_gateway()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return gateway
+
+
+def stop_jvm(gateway: Any) -> None:
+    """Close the shared JVM's gateway: the JVM exits when its standard input closes."""
+    gateway.shutdown()
+    gateway.proc.stdin.close()
+    try:
+        gateway.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        gateway.proc.kill()
+
+
 def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
     package = PACKAGES[name]
@@ -299,8 +328,17 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     log = work / "mutmut.log"
     print(f"{name}: mutmut in {work.relative_to(ROOT)} (log: {log.relative_to(ROOT)})", flush=True)
     start = time.monotonic()
-    with log.open("w", encoding="utf-8") as out:
-        done = subprocess.run(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    gateway = shared_jvm(env) if name == "spark" and args.with_jobs else None
+    if gateway is not None:
+        connection = getattr(gateway, "java_parameters", None) or gateway.gateway_parameters
+        env["PYSPARK_GATEWAY_PORT"] = str(connection.port)
+        env["PYSPARK_GATEWAY_SECRET"] = str(connection.auth_token)
+    try:
+        with log.open("w", encoding="utf-8") as out:
+            done = subprocess.run(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    finally:
+        if gateway is not None:
+            stop_jvm(gateway)
     seconds = time.monotonic() - start
     statuses = results(work)
     survivors = sorted(m for m, s in statuses.items() if s != "killed" and s != "timeout")
