@@ -318,7 +318,16 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
     if args.sample and not args.survivors:
-        command += draw_sample(work, env, args.sample, args.seed, args.max_children)
+        sample = draw_sample(work, env, args.sample, args.seed, args.max_children)
+        if args.keep:  # a sample grown: the first N draws of a larger one are the N drawn before
+            checked = results(work)
+            sample = [m for m in sample if checked[m] == "not checked"]
+            print(f"{name}: {len(sample)} of them not checked before", flush=True)
+        if not sample:  # mutmut runs every mutant when given none
+            statuses = results(work)
+            line = summary(name, statuses, None, equivalent, sampled=True)
+            return "\n    ".join([line, *by_module(statuses, equivalent)])
+        command += sample
     elif not args.survivors:
         (work / SAMPLE).unlink(missing_ok=True)
     if args.survivors:  # mutmut copies tests/ again and traces the new tests only
@@ -378,7 +387,8 @@ def main() -> int:
     parser.add_argument(
         "--sample", type=int, default=0, metavar="N",
         help="run N mutants drawn uniformly from the package's (or --modules') and print the "
-        "kill rate with its 95 %% interval: a whole package measured in a fraction of the time",
+        "kill rate with its 95 %% interval: a whole package measured in a fraction of the time; "
+        "with --keep and the same --seed, a larger N runs only the mutants not checked before",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="--sample's random seed")
     parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
