@@ -280,18 +280,19 @@ def by_module(statuses: dict[str, str], equivalent: set[str]) -> list[str]:
     return [summary(m, modules[m], None, equivalent) for m in sorted(modules)]
 
 
-def shared_jvm(env: dict[str, str]) -> Any:
+def shared_jvm(env: dict[str, str], cwd: Path) -> Any:
     """A Spark JVM (py4j gateway) for every test process of a run: each mutant's child then
     connects to it (pyspark honours ``PYSPARK_GATEWAY_PORT``) and starts its own context, instead
     of starting a JVM of its own, most of a Spark job test's cost on a busy machine. It is
-    started with the run's environment (``PYTHONPATH`` names ``mutants/``: its Python workers
-    import the mutants; the tests' conftest hands them the mutant's name) and dies with it."""
+    started with the run's environment and in ``mutants/``, as mutmut runs the tests (its Python
+    workers import the mutants: ``python -m`` puts the working directory first on their path;
+    the tests' conftest hands them the mutant's name), and dies with the run."""
     saved = dict(os.environ)
     os.environ.update(env)
     try:
         from pyspark.java_gateway import launch_gateway
 
-        gateway = launch_gateway()
+        gateway = launch_gateway(popen_kwargs={"cwd": str(cwd)})
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -337,7 +338,7 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     log = work / "mutmut.log"
     print(f"{name}: mutmut in {work.relative_to(ROOT)} (log: {log.relative_to(ROOT)})", flush=True)
     start = time.monotonic()
-    gateway = shared_jvm(env) if name == "spark" and args.with_jobs else None
+    gateway = shared_jvm(env, work / "mutants") if name == "spark" and args.with_jobs else None
     if gateway is not None:
         connection = getattr(gateway, "java_parameters", None) or gateway.gateway_parameters
         env["PYSPARK_GATEWAY_PORT"] = str(connection.port)
