@@ -41,6 +41,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 
 from bench.common.postgres import SHARED, PostgresServer
 
@@ -58,6 +59,8 @@ class Package:
     #: where ``--tests`` names this package's tests (or names one of ``tests``)
     tests_root: str
     skip: list[str] = field(default_factory=list)
+    #: added by ``--with-jobs``: a few tests that each start a job (Spark: a JVM per mutant)
+    jobs: list[str] = field(default_factory=list)
     # "fork" (mutmut's default) forks each mutant from the process that ran the traced tests;
     # the Spark tests need "forkserver": a JVM gateway must not be shared by forked children.
     isolation: str = "fork"
@@ -96,6 +99,23 @@ PACKAGES: dict[str, Package] = {
             "tests/app/spark/test_driver.py",
             "tests/app/spark/test_components.py",
             "tests/app/spark/test_entry.py",
+        ],
+        # The driver's plan builders (job.py, index.py, corpus.py, components.py, estimates.py)
+        # run only in a Spark job: one run of each path (JSON Lines and Parquet in, Parquet
+        # out; reasons with a keep policy; --removed and a schema against an index; three index
+        # rounds; a bad row; a repeated id). Each mutant's child starts its own local[2] JVM.
+        jobs=[
+            "tests/app/spark/test_job.py::"
+            "test_spark_reads_parquet_globs_and_writes_parquet_like_local",
+            "tests/app/spark/test_flags.py::test_spark_keep_longest_equals_local",
+            "tests/app/spark/test_flags.py::"
+            "test_spark_fields_prefix_and_removed_against_an_index_equal_local",
+            "tests/app/spark/test_index.py::"
+            "test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds",
+            "tests/app/spark/test_bad_input.py::"
+            "test_spark_bad_row_names_file_and_line_and_writes_nothing"
+            '[{"id": "x", "text": "unterminated-not valid JSON]',
+            "tests/app/spark/test_bad_input.py::test_spark_repeated_id_is_named",
         ],
         isolation="forkserver",
     ),
@@ -143,7 +163,12 @@ def equivalent_mutants() -> set[str]:
 
 
 def settings(
-    name: str, package: Package, modules: list[str], tests: list[str], with_postgres: bool
+    name: str,
+    package: Package,
+    modules: list[str],
+    tests: list[str],
+    with_postgres: bool,
+    with_jobs: bool = False,
 ) -> str:
     """The ``[tool.mutmut]`` table of one package's run."""
     files = [f"neardup/{m.replace('.', '/')}.py" for m in modules]
@@ -155,6 +180,8 @@ def settings(
                           "tests/app/service/test_replicas.py"]  # fmt: skip
         skip = []
     tests = tests or list(package.tests)
+    if with_jobs:
+        tests += [t for t in package.jobs if t not in tests]
     table = {
         "source_paths": ["neardup/core", "neardup/app"],
         "only_mutate": mutate,
@@ -263,17 +290,55 @@ def by_module(statuses: dict[str, str], equivalent: set[str]) -> list[str]:
     return [summary(m, modules[m], None, equivalent) for m in sorted(modules)]
 
 
+def shared_jvm(env: dict[str, str], cwd: Path) -> Any:
+    """A Spark JVM (py4j gateway) for every test process of a run: each mutant's child then
+    connects to it (pyspark honours ``PYSPARK_GATEWAY_PORT``) and starts its own context, instead
+    of starting a JVM of its own, most of a Spark job test's cost on a busy machine. It is
+    started with the run's environment and in ``mutants/``, as mutmut runs the tests (its Python
+    workers import the mutants: ``python -m`` puts the working directory first on their path;
+    the tests' conftest hands them the mutant's name), and dies with the run."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        from pyspark.java_gateway import launch_gateway
+
+        gateway = launch_gateway(popen_kwargs={"cwd": str(cwd)})
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return gateway
+
+
+def stop_jvm(gateway: Any) -> None:
+    """Close the shared JVM's gateway: the JVM exits when its standard input closes."""
+    gateway.shutdown()
+    gateway.proc.stdin.close()
+    try:
+        gateway.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        gateway.proc.kill()
+
+
 def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     """One package's mutmut run; its survivors written to ``.mutation/NAME/survivors.txt``."""
     package = PACKAGES[name]
-    table = settings(name, package, args.modules, args.tests, args.with_postgres)
+    table = settings(name, package, args.modules, args.tests, args.with_postgres, args.with_jobs)
     if args.timeout_multiplier is not None:  # a changed value makes mutmut redo the timeouts
         table += f"timeout_multiplier = {args.timeout_multiplier}\n"
     work = prepare(name, table, fresh=not (args.keep or args.survivors))
     env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
     if args.sample and not args.survivors:
-        command += draw_sample(work, env, args.sample, args.seed, args.max_children)
+        sample = draw_sample(work, env, args.sample, args.seed, args.max_children)
+        if args.keep:  # a sample grown: the first N draws of a larger one are the N drawn before
+            checked = results(work)
+            sample = [m for m in sample if checked[m] == "not checked"]
+            print(f"{name}: {len(sample)} of them not checked before", flush=True)
+        if not sample:  # mutmut runs every mutant when given none
+            statuses = results(work)
+            line = summary(name, statuses, None, equivalent, sampled=True)
+            return "\n    ".join([line, *by_module(statuses, equivalent)])
+        command += sample
     elif not args.survivors:
         (work / SAMPLE).unlink(missing_ok=True)
     if args.survivors:  # mutmut copies tests/ again and traces the new tests only
@@ -285,6 +350,11 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     start = time.monotonic()
     shared = args.with_postgres and name == "service"
     server = PostgresServer(fsync=False).start() if shared else None
+    gateway = shared_jvm(env, work / "mutants") if name == "spark" and args.with_jobs else None
+    if gateway is not None:
+        connection = getattr(gateway, "java_parameters", None) or gateway.gateway_parameters
+        env["PYSPARK_GATEWAY_PORT"] = str(connection.port)
+        env["PYSPARK_GATEWAY_SECRET"] = str(connection.auth_token)
     try:
         if server is not None:  # one server for every mutant's tests (the fixture attaches)
             env[SHARED] = server.address()
@@ -293,6 +363,8 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
     finally:
         if server is not None:
             server.destroy()
+        if gateway is not None:
+            stop_jvm(gateway)
     seconds = time.monotonic() - start
     statuses = results(work)
     survivors = sorted(m for m, s in statuses.items() if s != "killed" and s != "timeout")
@@ -332,10 +404,15 @@ def main() -> int:
     parser.add_argument(
         "--sample", type=int, default=0, metavar="N",
         help="run N mutants drawn uniformly from the package's (or --modules') and print the "
-        "kill rate with its 95 %% interval: a whole package measured in a fraction of the time",
+        "kill rate with its 95 %% interval: a whole package measured in a fraction of the time; "
+        "with --keep and the same --seed, a larger N runs only the mutants not checked before",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="--sample's random seed")
     parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
+    parser.add_argument(
+        "--with-jobs", action="store_true",
+        help="spark: add a few Spark job tests (the plan builders' only tests; a JVM per mutant)",
+    )  # fmt: skip
     parser.add_argument(
         "--timeout-multiplier", type=float, default=None,
         help="mutmut's (default 15): a mutant's tests get (their time + 1 s) times this of wall "

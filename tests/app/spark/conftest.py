@@ -19,8 +19,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    if "MUTANT_UNDER_TEST" in os.environ:  # a mutation run: the executors run the same mutant
+        builder = builder.config(
+            "spark.executorEnv.MUTANT_UNDER_TEST", os.environ["MUTANT_UNDER_TEST"]
+        )
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # a JVM shared by the runs (tests/mutation)
+        _stop_a_left_context()
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("neardup tests")
         .config("spark.sql.shuffle.partitions", "3")
         .config("spark.default.parallelism", "2")
@@ -39,6 +46,17 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
     yield session
     session.stop()
+
+
+def _stop_a_left_context() -> None:
+    """Stop the context a killed test process left in a shared JVM (one context a JVM)."""
+    from pyspark import SparkContext
+
+    SparkContext._ensure_initialized()
+    jvm: Any = SparkContext._jvm
+    active = getattr(getattr(jvm.org.apache.spark, "SparkContext$"), "MODULE$").getActive()
+    if active.isDefined():
+        active.get().stop()
 
 
 def write_shards(

@@ -30,6 +30,7 @@ from neardup.core.engine import (
     IndexMissingError,
     IndexParameterError,
     MinhashParams,
+    ParameterError,
     RowWriter,
     band_digests,
     batch_signatures,
@@ -178,6 +179,41 @@ def test_counts_per_stage() -> None:
     }  # fmt: skip
     job._counts(manifest, None, 5, 5, 0, keep_all=False)
     assert manifest.counts["exact_dropped"] == 0 and manifest.counts["decontaminated"] == 0
+
+
+def test_what_spark_does_not_write_or_keep_is_refused_whole() -> None:
+    """The flags the Spark engine refuses before any JVM starts, each message whole."""
+    job.check_formats(".jsonl", True, "removed.jsonl.gz")  # JSON Lines: both taken
+    job.check_formats(".parquet", False, None)
+    with pytest.raises(ParameterError) as tags:
+        job.check_formats(".parquet", True, None)
+    assert str(tags.value) == (
+        "--engine spark writes --keep-duplicates' neardup tags to JSON Lines only, not Parquet "
+        "(see docs/spark.md)"
+    )
+    with pytest.raises(ParameterError) as gone:
+        job.check_formats(".jsonl", False, "removed.parquet")
+    assert str(gone.value) == (
+        "--engine spark writes --removed to JSON Lines only (.jsonl, .jsonl.gz), not Parquet "
+        "(see docs/spark.md)"
+    )
+    with pytest.raises(CorpusError, match="unknown output format"):
+        job.check_formats(".jsonl", False, "removed.csv")
+    for keep in ("smallest-id", "first", "longest"):
+        job.check_keep(keep, None)
+    job.check_keep("smallest-id", "idx")
+    with pytest.raises(ParameterError) as policy:
+        job.check_keep("max:score", None)
+    assert str(policy.value) == (
+        "--engine spark does not take --keep max:score: it keeps smallest-id, first or longest; "
+        "run --engine local for max:FIELD (see docs/spark.md)"
+    )
+    with pytest.raises(ParameterError) as indexed:
+        job.check_keep("first", "idx")
+    assert str(indexed.value) == (
+        "--engine spark takes --keep first without --index only; run --engine local for both "
+        "(see docs/spark.md)"
+    )
 
 
 def test_the_clock_times_each_stage_in_its_own_job_group(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -451,6 +487,23 @@ def test_index_summary_without_a_probe(tmp_path: Path) -> None:
         "part": None, "rows_added": 0, "indexed_rows": 1, "indexed_rows_matched": 0,
         "rows_matching_index": 0, "broadcast": None, "candidates": 0, "files": None,
         "files_read_for_signatures": None,
+    }  # fmt: skip
+
+
+def test_index_summary_says_what_the_probe_did(tmp_path: Path) -> None:
+    """With a probe: the matched counts in the local engine's keys, and the probe's own figures
+    (the DataFrames are not read)."""
+    opened = _index_with(str(tmp_path / "idx"), ["a", "b"], ["one two", "three four"])
+    probe = index.IndexProbe(
+        exact=None, edges=None, signatures=None, broadcast=False, candidates=7, files=(3, 1),
+        matched=(2, 5), persisted=[],
+    )  # type: ignore[arg-type]  # fmt: skip
+    summary = index.index_summary(opened, "append", probe)
+    assert summary == {
+        "url": opened.url, "mode": "append", "version_read": 1, "version_written": None,
+        "part": None, "rows_added": 0, "indexed_rows": 2, "indexed_rows_matched": 2,
+        "rows_matching_index": 5, "broadcast": False, "candidates": 7, "files": 3,
+        "files_read_for_signatures": 1,
     }  # fmt: skip
 
 

@@ -105,6 +105,12 @@ def test_spark_fields_prefix_and_removed_against_an_index_equal_local(
     for key in ("read", "exact_dropped", "near_dropped", "decontaminated", "written"):
         assert manifest.counts[key] == local.counts[key], key
     assert manifest.removed is not None and manifest.removed["rows"] == len(removed)
+    gone = tmp_path / "spark-removed.jsonl"
+    size = sum(p.stat().st_size for p in gone.glob("part-*"))
+    assert manifest.removed == {"path": str(gone), "format": ".jsonl", "rows": len(removed),
+                                "bytes": size}  # fmt: skip
+    assert manifest.index is not None and local.index is not None
+    assert {k: manifest.index[k] for k in local.index} == local.index
     assert manifest.schema == {"id_field": "doc.key", "text_field": "body", "id_prefix": True}
     # The shapes are really there: prefixed ids in their field, every reason, index parts.
     kept = [json.loads(line) for line in expected]
@@ -152,8 +158,9 @@ def test_spark_keep_longest_equals_local(spark: Any, tmp_path: Path) -> None:
     keep = "longest"
     inputs = write_shards(tmp_path / "in", adversarial_docs(), 3)  # "first" is not smallest id
     out = tmp_path / "spark.jsonl"
-    run_spark_dedup(spark, inputs, str(out), params=SparkParams(keep_duplicates=True, keep=keep))
-    run_dedup(
+    params = SparkParams(keep_duplicates=True, keep=keep)
+    manifest = run_spark_dedup(spark, inputs, str(out), params=params)
+    local = run_dedup(
         DedupOptions(
             inputs=tuple(inputs), output=str(tmp_path / "local.jsonl"), quiet=True,
             params=DedupParams(keep_duplicates=True, keep=KeepPolicy.parse(keep)),
@@ -166,6 +173,9 @@ def test_spark_keep_longest_equals_local(spark: Any, tmp_path: Path) -> None:
         r["neardup"]["duplicate_of"] for r in rows if r.get("neardup", {}).get("reason") == "near"
     }
     assert near - {r["meta"]["minhash_cluster"] for r in rows}  # a survivor that is not the root
+    assert {k: v for k, v in manifest.counts.items() if k != "edges"} == local.counts
+    assert manifest.clusters == local.clusters and manifest.cluster_sizes == local.cluster_sizes
+    assert manifest.parameters["keep"] == keep and manifest.parameters["keep_duplicates"]
 
 
 def test_file_label_is_the_local_readers_label(tmp_path: Path) -> None:

@@ -73,6 +73,18 @@ def _index_table(index: Path) -> pa.Table:
     return pa.concat_tables(tables).sort_by("id")
 
 
+def _layout(index: Path, part: Any) -> set[tuple[str, str, bool]]:
+    """(column, compression, dictionary page) of every column chunk of a part's files."""
+    chunks = set()
+    for f in part.files:
+        meta = pq.ParquetFile(index / f.path).metadata
+        for g in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                column = meta.row_group(g).column(c)
+                chunks.add((column.path_in_schema, column.compression, column.has_dictionary_page))
+    return chunks
+
+
 _COMPARED = ("version_read", "version_written", "rows_added", "indexed_rows")
 _MATCHED = ("indexed_rows_matched", "rows_matching_index")
 
@@ -128,6 +140,8 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     same_as_local(part_lines(tmp_path / "o0.jsonl", ordered=True), created, 0)
     assert same_record(first, 0)["broadcast"] is None  # nothing indexed yet
     assert [p.run["engine"] for p in DocIndex.open(str(created)).parts] == ["spark"]
+    stages = {"signatures", "classes", "candidates", "components", "write"}
+    assert set(first.seconds) == stages | {"index_part"}  # no index part to probe yet
     index = tmp_path / "idx"
     shutil.copytree(local_rounds["after_first"], index)  # made by the local engine
     url = index.as_uri()
@@ -137,6 +151,13 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     assert record["broadcast"] is True
     # Only the files holding a candidate are read for signatures.
     assert 1 <= record["files_read_for_signatures"] <= record["files"]
+    assert set(second.seconds) == stages | {"index", "index_part"}
+    # Spark writes its part's files zstd-compressed (core: the ids only) and, as core, without
+    # dictionaries (docs/index.md: any compression reads).
+    local_part, spark_part = DocIndex.open(str(index)).parts
+    columns = ("id", "digest", "bands", "signature")
+    assert _layout(index, spark_part) == {(c, "ZSTD", False) for c in columns}
+    assert {dictionary for _, _, dictionary in _layout(index, local_part)} == {False}
     # Read mode: the same output as appending would write, and the index as it was.
     before = sorted(p.name for p in (index / "_index").iterdir())
     spark.conf.set(BROADCAST_KEYS_CONF, "0")  # the join fallback: no key of the batch broadcast
@@ -149,7 +170,7 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     assert sorted(p.name for p in (index / "_index").iterdir()) == before
     assert read.index is not None and read.index["version_written"] is None
     assert (read.clusters, read.cluster_sizes) == local_rounds["sizes"][2]  # as appending
-    assert read.index["broadcast"] is False
+    assert read.index["broadcast"] is False and set(read.seconds) == stages | {"index"}
     # The local engine appends to the part the Spark engine added.
     _local(inputs[2], tmp_path / "o2.jsonl", index, 2)
     same_as_local((tmp_path / "o2.jsonl").read_text(encoding="utf-8").splitlines(), index, 2)

@@ -11,10 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from neardup.app.cli.dedup import run_dedup
+from neardup.app.cli.options import DedupOptions
 from neardup.app.spark.job import SparkParams, run_spark_dedup
 from neardup.core.engine import CLUSTER_KEY, Doc
 from neardup.core.minhash import decontaminate, exact_dedup, near_dedup
-from tests.app.spark.conftest import local_lines, part_lines, run_local, write_shards
+from tests.app.spark.conftest import local_lines, part_lines, write_shards
 from tests.app.spark.corpus import TEMPLATED, adversarial_docs
 from tests.fixtures import write_protected
 
@@ -135,10 +137,23 @@ def test_spark_reads_parquet_globs_and_writes_parquet_like_local(
     rest = write_shards(tmp_path / "in", docs[half:], 1, name="b")
     inputs = [str(tmp_path / "in" / "*.parquet"), *rest]  # a glob
     out = tmp_path / "out.parquet"
-    run_spark_dedup(spark, inputs, str(out))
-    expected = pq.read_table(run_local(inputs, tmp_path / "l.parquet"))
+    manifest = run_spark_dedup(spark, inputs, str(out))
+    local = run_dedup(DedupOptions(inputs=tuple(inputs), output=str(tmp_path / "l.parquet"),
+                                   quiet=True))  # fmt: skip
+    expected = pq.read_table(tmp_path / "l.parquet")
     got = pq.read_table(out)
     assert got.schema.equals(expected.schema), (got.schema, expected.schema)
     assert got.equals(expected)  # the same rows in the same order
     assert pa.types.is_struct(got.schema.field("meta").type)
     assert (tmp_path / "out.parquet" / "_SUCCESS").exists()
+    # The manifest says what the local engine's says, and what Spark did.
+    assert {k: v for k, v in manifest.counts.items() if k != "edges"} == local.counts
+    assert manifest.clusters == local.clusters and manifest.cluster_sizes == local.cluster_sizes
+    assert manifest.counts["edges"] > 0 and manifest.component_rounds >= 1
+    parts = sum(p.stat().st_size for p in out.glob("part-*"))
+    assert manifest.output == {"path": str(out), "format": ".parquet", "bytes": parts}
+    assert manifest.parameters == SparkParams().as_dict() and manifest.inputs == inputs
+    assert manifest.protected == [] and manifest.index is None and manifest.removed is None
+    stages = {"signatures", "classes", "candidates", "components", "write"}
+    assert set(manifest.seconds) == stages and set(manifest.shuffle_bytes) == stages
+    assert manifest.shuffle_bytes["classes"]["write"] > 0
