@@ -277,8 +277,12 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
         (work / SAMPLE).unlink(missing_ok=True)
     if args.survivors:  # mutmut copies tests/ again and traces the new tests only
         modules = tuple(f"neardup.{m}." for m in args.modules) or ("neardup.",)
-        command += sorted(m for m, s in results(work).items()
-                          if s in ("survived", "no tests") and m.startswith(modules))  # fmt: skip
+        again = sorted(m for m, s in results(work).items()  # not TRIAGE.md's equivalent ones
+                       if s in ("survived", "no tests") and m.startswith(modules)
+                       and m not in equivalent)  # fmt: skip
+        if not again:  # given no name, mutmut would run every mutant
+            return summary(name, results(work), None, equivalent, (work / SAMPLE).exists())
+        command += again
     log = work / "mutmut.log"
     print(f"{name}: mutmut in {work.relative_to(ROOT)} (log: {log.relative_to(ROOT)})", flush=True)
     start = time.monotonic()
@@ -323,7 +327,8 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="reuse .mutation/ (mutmut's cache)")
     parser.add_argument(
         "--survivors", action="store_true",
-        help="reuse .mutation/ and run again only the mutants that survived or had no test",
+        help="reuse .mutation/ and run again only the mutants that survived or had no test "
+        "(but those TRIAGE.md lists as equivalent)",
     )  # fmt: skip
     parser.add_argument(
         "--report", action="store_true", help="print the last run's figures; run nothing"
