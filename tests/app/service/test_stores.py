@@ -412,11 +412,11 @@ def test_pruning_keeps_the_window_the_newest_entry_and_the_rows_kept_entries_nam
 
 def _terminate(pg_url, query):
     """End the server processes of this database whose last statement starts with ``query``
-    (a LIKE pattern)."""
+    (an ILIKE pattern: the case of its SQL is not part of its behaviour)."""
     with psycopg.connect(pg_url, autocommit=True) as c:
         ended = c.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query LIKE %s AND pid <> pg_backend_pid()",
+            "WHERE datname = current_database() AND query ILIKE %s AND pid <> pg_backend_pid()",
             (query + "%",),
         ).fetchall()
     assert ended
