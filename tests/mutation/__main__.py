@@ -70,7 +70,7 @@ PACKAGES: dict[str, Package] = {
         mutate=["neardup/app/service/*"],
         tests_root="tests/app/service",
         # In process, no PostgreSQL: pgstore.py is measured only with the PostgreSQL tests
-        # (``--package service --with-postgres``), each of which starts a server.
+        # (``--package service --with-postgres``), on one server for the whole run.
         tests=[
             "tests/app/service/test_access.py",
             "tests/app/service/test_dirlock.py",
@@ -339,7 +339,11 @@ def main() -> int:
         "kill rate with its 95 %% interval: a whole package measured in a fraction of the time",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="--sample's random seed")
-    parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
+    parser.add_argument(
+        "--with-postgres", action="store_true",
+        help="service: add pgstore.py and its PostgreSQL tests (--tests names them, else "
+        "test_stores.py and test_replicas.py), all on one PostgreSQL server started for the run",
+    )  # fmt: skip
     parser.add_argument(
         "--timeout-multiplier", type=float, default=None,
         help="mutmut's (default 15): a mutant's tests get (their time + 1 s) times this of wall "
