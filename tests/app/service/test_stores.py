@@ -603,3 +603,14 @@ def test_a_cancelled_statement_is_unavailable_at_once_and_not_tried_again(pg_url
         assert str(error).endswith("is unavailable: canceling statement due to user request")
     finally:
         store.close()
+
+
+def test_a_replace_without_a_text_stores_none(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        _write(store, store.add_documents, [_doc(0, "a", None)])
+        _write(store, store.replace_document, 0, _doc(1, "a", None, {"v": 2}))
+        assert store.document("a") == _doc(1, "a", None, {"v": 2}) and store.texts([1]) == {}
+    finally:
+        store.close()
