@@ -73,7 +73,7 @@ PACKAGES: dict[str, Package] = {
         mutate=["neardup/app/service/*"],
         tests_root="tests/app/service",
         # In process, no PostgreSQL: pgstore.py is measured only with the PostgreSQL tests
-        # (``--package service --with-postgres``), each of which starts a server.
+        # (``--package service --with-postgres``), on one server for the whole run.
         tests=[
             "tests/app/service/test_access.py",
             "tests/app/service/test_dirlock.py",
@@ -343,8 +343,12 @@ def run(name: str, args: argparse.Namespace, equivalent: set[str]) -> str:
         (work / SAMPLE).unlink(missing_ok=True)
     if args.survivors:  # mutmut copies tests/ again and traces the new tests only
         modules = tuple(f"neardup.{m}." for m in args.modules) or ("neardup.",)
-        command += sorted(m for m, s in results(work).items()
-                          if s in ("survived", "no tests") and m.startswith(modules))  # fmt: skip
+        again = sorted(m for m, s in results(work).items()  # not TRIAGE.md's equivalent ones
+                       if s in ("survived", "no tests") and m.startswith(modules)
+                       and m not in equivalent)  # fmt: skip
+        if not again:  # given no name, mutmut would run every mutant
+            return summary(name, results(work), None, equivalent, (work / SAMPLE).exists())
+        command += again
     log = work / "mutmut.log"
     print(f"{name}: mutmut in {work.relative_to(ROOT)} (log: {log.relative_to(ROOT)})", flush=True)
     start = time.monotonic()
@@ -396,7 +400,8 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="reuse .mutation/ (mutmut's cache)")
     parser.add_argument(
         "--survivors", action="store_true",
-        help="reuse .mutation/ and run again only the mutants that survived or had no test",
+        help="reuse .mutation/ and run again only the mutants that survived or had no test "
+        "(but those TRIAGE.md lists as equivalent)",
     )  # fmt: skip
     parser.add_argument(
         "--report", action="store_true", help="print the last run's figures; run nothing"
@@ -408,7 +413,11 @@ def main() -> int:
         "with --keep and the same --seed, a larger N runs only the mutants not checked before",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="--sample's random seed")
-    parser.add_argument("--with-postgres", action="store_true", help="service: add pgstore.py")
+    parser.add_argument(
+        "--with-postgres", action="store_true",
+        help="service: add pgstore.py and its PostgreSQL tests (--tests names them, else "
+        "test_stores.py and test_replicas.py), all on one PostgreSQL server started for the run",
+    )  # fmt: skip
     parser.add_argument(
         "--with-jobs", action="store_true",
         help="spark: add a few Spark job tests (the plan builders' only tests; a JVM per mutant)",

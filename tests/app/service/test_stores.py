@@ -412,14 +412,22 @@ def test_pruning_keeps_the_window_the_newest_entry_and_the_rows_kept_entries_nam
 
 def _terminate(pg_url, query):
     """End the server processes of this database whose last statement starts with ``query``
-    (a LIKE pattern)."""
+    (an ILIKE pattern: the case of its SQL is not part of its behaviour)."""
     with psycopg.connect(pg_url, autocommit=True) as c:
         ended = c.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query LIKE %s AND pid <> pg_backend_pid()",
+            "WHERE datname = current_database() AND query ILIKE %s AND pid <> pg_backend_pid()",
             (query + "%",),
         ).fetchall()
     assert ended
+
+
+def _failing(call, failed):
+    """``call()``, its StoreUnavailable appended to ``failed``."""
+    try:
+        call()
+    except StoreUnavailable as exc:
+        failed.append(exc)
 
 
 def _returns(call, *args):
@@ -474,8 +482,13 @@ def test_a_call_the_database_does_not_answer_is_abandoned_then_the_store_is_used
             assert store.prune(0.0) == 0  # nothing to prune: it never waits for the lock
             _terminate(pg_url, "%SELECT EXISTS")  # its connection dies: tried again, watched
             for _ in range(2):  # abandoned each time (on a new connection the second time)
-                with pytest.raises(StoreUnavailable, match=r"no answer within 0\.2 s \(STORE_"):
-                    store.lock_writes()
+                failed: list[BaseException] = []
+                thread = threading.Thread(target=_failing, args=(store.lock_writes, failed))
+                thread.start()
+                thread.join(20)  # at 0.2 s, not at the server's statement_timeout (30 s)
+                assert not thread.is_alive()
+                [error] = failed
+                assert "no answer within 0.2 s (STORE_TIMEOUT)" in str(error)
                 assert store.available() is False
             holder.execute("SELECT pg_advisory_unlock(%s)", (WRITE_LOCK,))
         _write(store, store.add_documents, [_doc(0, "a")])  # on a new connection
@@ -588,5 +601,16 @@ def test_a_cancelled_statement_is_unavailable_at_once_and_not_tried_again(pg_url
             thread.join(60)
         [error] = failed  # the connection is fine: the same error, not a second wait
         assert str(error).endswith("is unavailable: canceling statement due to user request")
+    finally:
+        store.close()
+
+
+def test_a_replace_without_a_text_stores_none(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        store.ensure_params(PARAMS)
+        _write(store, store.add_documents, [_doc(0, "a", None)])
+        _write(store, store.replace_document, 0, _doc(1, "a", None, {"v": 2}))
+        assert store.document("a") == _doc(1, "a", None, {"v": 2}) and store.texts([1]) == {}
     finally:
         store.close()
