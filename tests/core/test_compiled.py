@@ -216,3 +216,17 @@ def test_warm_up_and_a_run_compile_the_same_specialisations(jit):
     assert compiled() == warmed
     _jit.warm_up()
     assert compiled() == warmed
+
+
+def test_jit_false_signs_with_numpy_even_once_the_compiled_kernels_are_loaded(jit, monkeypatch):
+    # What makes the compiled kernels' tests above a comparison with numpy at all.
+    batch = ["the numpy reference kernel signs this", "and this café text"]
+    expected = reference(batch, 16, 3, 2)
+
+    def refused(work):
+        raise AssertionError("jit=False asked for the compiled kernels")
+
+    monkeypatch.setattr(_signatures, "compiled", refused)
+    assert np.array_equal(_signatures._kernel(batch, 16, 3, 2, jit=False), expected)
+    with pytest.raises(AssertionError, match="jit=False asked"):
+        _signatures._kernel(batch, 16, 3, 2, jit=True)
