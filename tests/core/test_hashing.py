@@ -1,7 +1,9 @@
 """FNV-1a 64, PCG32 and perm_params against the published check vectors and the spec."""
 
+import numpy as np
 import pytest
 
+from neardup.core._fnv import fnv1a64_spans
 from neardup.core.errors import ParameterError
 from neardup.core.minhash import MERSENNE31, PCG32, fnv1a64, perm_params
 
@@ -81,3 +83,15 @@ def test_below_accepts_draws_from_2_to_the_32_mod_bound_up_and_takes_every_bound
     with pytest.raises(ParameterError) as caught:
         PCG32(1).below(0)
     assert str(caught.value) == "bound must be in [1, 2**32 - 1], got 0"
+
+
+@pytest.mark.parametrize("longest", [255, 256, 257])
+def test_fnv_of_many_spans_equals_fnv_of_each_around_a_longest_span_of_256_bytes(longest):
+    # Spans are radix-sorted by length as one byte up to 255 bytes, as two from 256.
+    data = bytes(range(256)) * 4
+    lengths = [longest, 3, 0, 100, longest, 1, 255]
+    starts = np.cumsum([0, *lengths[:-1]])
+    ends = starts + np.array(lengths)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    got = fnv1a64_spans(buf, starts, ends)
+    assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
