@@ -95,3 +95,12 @@ def test_fnv_of_many_spans_equals_fnv_of_each_around_a_longest_span_of_256_bytes
     buf = np.frombuffer(data, dtype=np.uint8)
     got = fnv1a64_spans(buf, starts, ends)
     assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
+
+
+def test_fnv_of_a_few_spans_far_apart_in_a_large_buffer_equals_fnv_of_each():
+    # Spans spread over 100 KB are gathered into a buffer of their own before hashing.
+    data = bytes(range(256)) * 400
+    starts = np.array([5, 50_000, 99_000, 70_000], dtype=np.int64)
+    ends = starts + np.array([40, 7, 300, 0])
+    got = fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), starts, ends)
+    assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
