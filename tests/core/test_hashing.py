@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from neardup.core import _fnv
 from neardup.core._fnv import fnv1a64_spans
 from neardup.core.errors import ParameterError
 from neardup.core.minhash import MERSENNE31, PCG32, fnv1a64, perm_params
@@ -102,5 +103,18 @@ def test_fnv_of_a_few_spans_far_apart_in_a_large_buffer_equals_fnv_of_each():
     data = bytes(range(256)) * 400
     starts = np.array([5, 50_000, 99_000, 70_000], dtype=np.int64)
     ends = starts + np.array([40, 7, 300, 0])
+    got = fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), starts, ends)
+    assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
+
+
+def test_fnv_of_long_spans_cut_into_pieces_equals_fnv_of_each(monkeypatch):
+    # Spans longer than _FNV_LONG are hashed a piece at a time, in batches of pieces; made
+    # small here (pieces of 64 bytes past 100) so that the scalar FNV checks them at once.
+    monkeypatch.setattr(_fnv, "_FNV_LONG", 100)
+    monkeypatch.setattr(_fnv, "_FNV_PIECE", 64)
+    data = bytes(range(256)) * 8
+    lengths = [10, 300, 101, 64, 1000, 0, 129]
+    starts = np.cumsum([0, *lengths[:-1]])
+    ends = starts + np.array(lengths)
     got = fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), starts, ends)
     assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
