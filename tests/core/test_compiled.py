@@ -200,19 +200,41 @@ def test_capital_sigma_is_lowered_by_its_neighbours(jit, use_jit):
             assert np.array_equal(alone, reference([text], 16, 0, 1)), text
 
 
-def test_warm_up_and_a_run_compile_the_same_specialisations(jit):
-    # Warmed up, a run (both tokenizers) compiles nothing more; after a run, warming up
-    # compiles nothing more: warm_up asks for exactly the argument types a run passes.
-    texts = ["warm up with café and Москва and 中文 " * 3, "a plain ascii text of some words"]
-    kernels = (_jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans)
+def test_warm_up_asks_for_exactly_the_argument_types_a_run_passes(jit, monkeypatch):
+    # One specialisation a kernel, compiled (or read from the cache) at load: the types
+    # warm_up passes each kernel must be those a run (both tokenizers) passes it.
+    from numba import typeof
 
-    def compiled():
-        return [list(k.signatures) for k in kernels]
+    seen: dict[str, set] = {"warm_up": set(), "run": set()}
 
+    def recording(name, kernel, where):
+        def call(*args):
+            seen[where].add((name, tuple(typeof(a) for a in args)))
+            return kernel(*args)
+
+        return call
+
+    for name in _compiled.Compiled._fields:
+        monkeypatch.setattr(_jit, name, recording(name, getattr(_jit, name), "warm_up"))
     _jit.warm_up()
-    warmed = compiled()
+    run = {n: recording(n, getattr(jit, n), "run") for n in _compiled.Compiled._fields}
+    monkeypatch.setattr(_compiled._State, "kernels", _compiled.Compiled(**run))
+    texts = ["warm up with café and Москва and 中文 " * 3, "a plain ascii text of some words"]
     for tokenizer in ("words", "multilingual"):
         _signatures._kernel(texts, 16, 0, 5, tokenizer=tokenizer)
-    assert compiled() == warmed
-    _jit.warm_up()
-    assert compiled() == warmed
+    assert {name for name, _ in seen["run"]} == set(_compiled.Compiled._fields)
+    assert seen["warm_up"] == seen["run"]
+
+
+def test_jit_false_signs_with_numpy_even_once_the_compiled_kernels_are_loaded(jit, monkeypatch):
+    # What makes the compiled kernels' tests above a comparison with numpy at all.
+    batch = ["the numpy reference kernel signs this", "and this café text"]
+    expected = reference(batch, 16, 3, 2)
+
+    def refused(work):
+        raise AssertionError("jit=False asked for the compiled kernels")
+
+    monkeypatch.setattr(_signatures, "compiled", refused)
+    assert np.array_equal(_signatures._kernel(batch, 16, 3, 2, jit=False), expected)
+    with pytest.raises(AssertionError, match="jit=False asked"):
+        _signatures._kernel(batch, 16, 3, 2, jit=True)

@@ -1,7 +1,10 @@
 """FNV-1a 64, PCG32 and perm_params against the published check vectors and the spec."""
 
+import numpy as np
 import pytest
 
+from neardup.core import _fnv
+from neardup.core._fnv import fnv1a64_spans
 from neardup.core.errors import ParameterError
 from neardup.core.minhash import MERSENNE31, PCG32, fnv1a64, perm_params
 
@@ -81,3 +84,37 @@ def test_below_accepts_draws_from_2_to_the_32_mod_bound_up_and_takes_every_bound
     with pytest.raises(ParameterError) as caught:
         PCG32(1).below(0)
     assert str(caught.value) == "bound must be in [1, 2**32 - 1], got 0"
+
+
+@pytest.mark.parametrize("longest", [255, 256, 257])
+def test_fnv_of_many_spans_equals_fnv_of_each_around_a_longest_span_of_256_bytes(longest):
+    # Spans are radix-sorted by length as one byte up to 255 bytes, as two from 256.
+    data = bytes(range(256)) * 4
+    lengths = [longest, 3, 0, 100, longest, 1, 255]
+    starts = np.cumsum([0, *lengths[:-1]])
+    ends = starts + np.array(lengths)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    got = fnv1a64_spans(buf, starts, ends)
+    assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
+
+
+def test_fnv_of_a_few_spans_far_apart_in_a_large_buffer_equals_fnv_of_each():
+    # Spans spread over 100 KB are gathered into a buffer of their own before hashing.
+    data = bytes(range(256)) * 400
+    starts = np.array([5, 50_000, 99_000, 70_000], dtype=np.int64)
+    ends = starts + np.array([40, 7, 300, 0])
+    got = fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), starts, ends)
+    assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
+
+
+def test_fnv_of_long_spans_cut_into_pieces_equals_fnv_of_each(monkeypatch):
+    # Spans longer than _FNV_LONG are hashed a piece at a time, in batches of pieces; made
+    # small here (pieces of 64 bytes past 100) so that the scalar FNV checks them at once.
+    monkeypatch.setattr(_fnv, "_FNV_LONG", 100)
+    monkeypatch.setattr(_fnv, "_FNV_PIECE", 64)
+    data = bytes(range(256)) * 8
+    lengths = [10, 300, 101, 64, 1000, 0, 129]
+    starts = np.cumsum([0, *lengths[:-1]])
+    ends = starts + np.array(lengths)
+    got = fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), starts, ends)
+    assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
