@@ -59,7 +59,7 @@ class Package:
     #: where ``--tests`` names this package's tests (or names one of ``tests``)
     tests_root: str
     skip: list[str] = field(default_factory=list)
-    #: added by ``--with-jobs``: a few tests that each start a job (Spark: a JVM per mutant)
+    #: added by ``--with-jobs``: a few tests that each run a job (Spark: a context per mutant)
     jobs: list[str] = field(default_factory=list)
     # "fork" (mutmut's default) forks each mutant from the process that ran the traced tests;
     # the Spark tests need "forkserver": a JVM gateway must not be shared by forked children.
@@ -103,7 +103,8 @@ PACKAGES: dict[str, Package] = {
         # The driver's plan builders (job.py, index.py, corpus.py, components.py, estimates.py)
         # run only in a Spark job: one run of each path (JSON Lines and Parquet in, Parquet
         # out; reasons with a keep policy; --removed and a schema against an index; three index
-        # rounds; a bad row; a repeated id). Each mutant's child starts its own local[2] JVM.
+        # rounds; a bad row; a repeated id). Each mutant's child starts its own local[2]
+        # context in the run's one JVM (``shared_jvm``).
         jobs=[
             "tests/app/spark/test_job.py::"
             "test_spark_reads_parquet_globs_and_writes_parquet_like_local",
@@ -420,7 +421,7 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument(
         "--with-jobs", action="store_true",
-        help="spark: add a few Spark job tests (the plan builders' only tests; a JVM per mutant)",
+        help="spark: add a few Spark job tests (the plan builders' only tests), on one shared JVM",
     )  # fmt: skip
     parser.add_argument(
         "--timeout-multiplier", type=float, default=None,

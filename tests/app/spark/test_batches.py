@@ -17,6 +17,7 @@ from neardup.core.engine import (
     CLUSTER_KEY,
     MinhashParams,
     RowWriter,
+    Schema,
     band_digests,
     batch_signatures,
     estimates,
@@ -448,6 +449,27 @@ def test_run_starts_of_no_one_and_several_rows() -> None:
     assert kernels._run_starts(np.array([0, 1, 1, 1], np.int32), later).tolist() == [0, 1]
     none = kernels._run_starts(band[:0], keys[:0])
     assert none.dtype == np.int64 and none.tolist() == []
+
+
+def test_id_prefix_labels_each_row_by_its_file_under_the_inputs_root() -> None:
+    """``--id-prefix file``: the id is ``LABEL/ID``, the label the row's file (as Spark names it,
+    quoted) relative to the root it was found under, or its base name when it was named alone;
+    the row holds the new id (JSON Lines and Parquet alike)."""
+    schema = Schema(id_prefix=True)
+    files = pa.array(["file:/d/sub/x%20y.jsonl", "file:/d/z.jsonl"])
+    lines = pa.array(['{"id": "a", "text": "t"}', '{"id": 7, "text": "u"}'])
+    batch = pa.RecordBatch.from_arrays([lines, files], ["value", "file"])
+    table = pa.RecordBatch.from_arrays([pa.array(["a", "b"]), pa.array(["t", "u"]), files],
+                                       ["id", "text", "file"])  # fmt: skip
+    for root, labels in (("/d", ["sub/x y.jsonl", "z.jsonl"]), (None, ["x y.jsonl", "z.jsonl"])):
+        docs = kernels.line_documents(batch, None, schema, root)
+        assert docs.column("id").to_pylist() == [f"{labels[0]}/a", f"{labels[1]}/7"]
+        rows = [json.loads(r) for r in docs.column("row").to_pylist()]
+        assert [r["id"] for r in rows] == docs.column("id").to_pylist()
+        docs = kernels.parquet_documents(table, ["id", "text"], None, schema, root)
+        assert docs.column("id").to_pylist() == [f"{labels[0]}/a", f"{labels[1]}/b"]
+    unlabelled = kernels.line_documents(batch, None, Schema(), "/d")
+    assert unlabelled.column("id").to_pylist() == ["a", "7"]
 
 
 def test_line_documents_refuse_the_reserved_field() -> None:

@@ -497,7 +497,7 @@ def test_index_summary_says_what_the_probe_did(tmp_path: Path) -> None:
     probe = index.IndexProbe(
         exact=None, edges=None, signatures=None, broadcast=False, candidates=7, files=(3, 1),
         matched=(2, 5), persisted=[],
-    )  # type: ignore[arg-type]  # fmt: skip
+    )  # fmt: skip
     summary = index.index_summary(opened, "append", probe)
     assert summary == {
         "url": opened.url, "mode": "append", "version_read": 1, "version_written": None,
