@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import pytest
 
 from neardup.app.config import Settings
-from neardup.app.service import DecontRequest, NewDoc, Service, operations
+from neardup.app.service import DecontRequest, NewDoc, Service, operations, views
 from neardup.app.service import index as index_module
 from neardup.app.service import limits as limits_module
 from neardup.app.service import pool as pool_module
@@ -1634,3 +1634,30 @@ def test_a_warm_up_that_failed_is_reported_and_does_not_fail_close(service_in, m
         return service.store.close()  # closed already: idempotent
 
     assert _run(run()) is None
+
+
+def test_a_decontamination_report_buckets_by_the_thresholds_asked(service_in):
+    doc = Doc("d", f"{PAD} {ITEM_A} {PAD}", {})
+
+    async def run():
+        async with service_in() as service:
+            await service.put_protected_set("ev", SET_BODY, ProtectedFormat.JSONL)
+            ask = DecontRequest(DecontParams(DecontMode.DROP), None, Thresholds(0.1, 0.5), 3, True)
+            return await service.decontamination([doc], None, ask, "k")
+
+    _, _, report = _run(run())
+    assert report["thresholds"] == {"clean_below": 0.1, "dirty_from": 0.5}
+
+
+def test_a_cluster_page_is_drawn_from_a_fresh_service(service_in):
+    """The service starts with an empty cache of cluster pages (app.service.views)."""
+
+    async def run():
+        async with service_in() as service:
+            await service.register([NewDoc(f"c{i}", _near(i), {}) for i in range(3)])
+            groups, estimates = await views.cluster_rows(service, "c0")
+            return groups, estimates, list(service.cluster_pages)
+
+    groups, estimates, keys = _run(run())
+    assert sorted(groups) == [["c0"], ["c1"], ["c2"]] and estimates[0] == 1.0
+    assert len(keys) == 1 and keys[0][1] == "c0"
