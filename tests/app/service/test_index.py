@@ -68,13 +68,26 @@ def test_a_planned_removal_leaves_the_index_untouched_until_applied():
     assert _clusters(index) == core_clusters(remaining)
 
 
+def test_a_batch_planned_before_another_change_is_refused():
+    index = ServiceIndex(MinhashParams())
+    _register(index, IDS[:2])
+    sigs = np.array([SIGS[i] for i in IDS[2:4]], dtype=np.uint32).reshape(-1, 128)
+    plan = index.plan(list(IDS[2:4]), sigs)
+    _register(index, IDS[4:5])
+    with pytest.raises(RuntimeError) as refused:
+        index.apply(plan)
+    assert str(refused.value) == "the index changed between planning and applying a batch"
+    assert IDS[2] not in index and len(index) == 3
+
+
 def test_a_removal_planned_before_another_change_is_refused():
     index = ServiceIndex(MinhashParams())
     _register(index, IDS[:-1])
     removal = index.plan_removal(IDS[0])
     _register(index, IDS[-1:])
-    with pytest.raises(RuntimeError, match="changed between planning and applying"):
+    with pytest.raises(RuntimeError) as refused:
         index.apply_removal(removal)
+    assert str(refused.value) == "the index changed between planning and applying a removal"
     assert IDS[0] in index
 
 

@@ -18,8 +18,10 @@ from collections.abc import Sequence
 import pytest
 
 from neardup.app.config import Settings
-from neardup.app.service import DecontRequest, NewDoc, Service, operations
+from neardup.app.service import DecontRequest, NewDoc, Service, operations, views
 from neardup.app.service import index as index_module
+from neardup.app.service import limits as limits_module
+from neardup.app.service import pool as pool_module
 from neardup.app.service.errors import (
     Conflict,
     NotFound,
@@ -39,6 +41,7 @@ from neardup.core.engine import (
     ParameterError,
     ProtectedFormat,
     Thresholds,
+    WorkerError,
     collision_message,
     piece_collision,
     text_digest,
@@ -1001,10 +1004,11 @@ def test_a_logged_replace_is_applied_in_one_step(service_in, tmp_path):
             assert service.log_position == 1
             SQLiteStore.delete_document(store, 0)
             add = await _adds(service, 3, [("a", OTHER)], 2)
-            after = Change(4, "delete_set", name="none")
+            good = ProtectedSetRow("ev", 2, 16, ProtectedFormat.JSONL, SET_BODY)
+            after = Change(4, "put_set", name="ev", row=good)  # applied, not skipped
             store.entries = [Change(2, "delete", name="a", nums=[0]), add, after]
             await _followed(service)
-            assert service.log_position == 4
+            assert service.log_position == 4 and sorted(service.protected) == ["ev"]
             found = await service.query([OTHER], None, None)
             return (service.index.number("a"), service.index.root_of("b"), found,
                     await service.document("a"))  # fmt: skip
@@ -1203,6 +1207,8 @@ def test_unready_reasons_of_a_replica(service_in, tmp_path):
             reasons.append(await service.unready_reason())
             service._synced -= 0.2
             reasons += [await service.unready_reason(), round(service.log_lag())]
+            lag = service.stats()["log_lag_seconds"]
+            reasons.append(isinstance(lag, float) and lag == round(lag, 3) and lag >= 1.6)
             store.up = False
             reasons += [await service.unready_reason(), service.store_state(),
                         service.stats()["store_up"]]  # fmt: skip
@@ -1217,7 +1223,7 @@ def test_unready_reasons_of_a_replica(service_in, tmp_path):
             await service.close()
 
     assert _run(run()) == [
-        0, 0, None, "up", None, "behind", 2, "store unavailable", "down", 0, "reloading",
+        0, 0, None, "up", None, "behind", 2, True, "store unavailable", "down", 0, "reloading",
         "settings changed",
     ]  # fmt: skip
 
@@ -1491,3 +1497,167 @@ def test_a_set_stored_with_nan_is_read_with_a_warning_naming_the_fault(service_i
         "string instead; it was stored before NaN and Infinity were refused: read as null "
         "(upload it again to store it without them)"
     ]
+
+
+def test_a_logged_replace_never_shows_the_id_missing(service_in, tmp_path):
+    """While the follower applies a logged replace, a reader running between its steps always
+    finds the id (the delete and the add are one step on the index)."""
+
+    async def run():
+        service = await _start(tmp_path, LogStore)
+        missing = False
+        try:
+            store = service.store
+            store.entries = [await _adds(service, 1, [("a", _near(1)), ("b", OTHER)], 0)]
+            await _followed(service)
+            SQLiteStore.delete_document(store, 0)
+            add = await _adds(service, 3, [("a", THIRD)], 2)
+            store.entries = [Change(2, "delete", name="a", nums=[0]), add]
+            for _ in range(1_000_000):  # the reader runs whenever the follower awaits
+                missing = missing or "a" not in service.index
+                if service.log_position == 3 or service._follower.done():
+                    break
+                await asyncio.sleep(0)
+            return missing, service.index.number("a"), service.log_position
+        finally:
+            await service.close()
+
+    assert _run(run()) == (False, 2, 3)
+
+
+def test_a_logged_delete_of_a_broken_set_forgets_it(service_in, tmp_path):
+    async def run():
+        service = await _start(tmp_path, LogStore)
+        try:
+            bad = ProtectedSetRow("ev", 1, 1, ProtectedFormat.JSONL, "nope\n")
+            service.store.entries = [Change(1, "put_set", name="ev", row=bad)]
+            await _followed(service)
+            broken = list(service.broken_sets)
+            service.store.entries = [Change(2, "delete_set", name="ev")]
+            await _followed(service)
+            return broken, service.broken_sets, service._set_bytes, service.stats()
+        finally:
+            await service.close()
+
+    broken, after, sizes, stats = _run(run())
+    assert broken == ["ev"] and after == {} and sizes == {}
+    assert stats["broken_protected_sets"] == 0
+
+
+def test_a_compaction_that_fails_leaves_the_index_in_use(service_in, monkeypatch, caplog):
+    monkeypatch.setattr(index_module, "COMPACT_AFTER", 2)
+
+    def fails(self):
+        raise MemoryError("no room for a copy")
+
+    monkeypatch.setattr(index_module.ServiceIndex, "compacted", fails)
+
+    async def run():
+        async with service_in() as service:
+            await service.register(_groups())
+            for i in ("s0", "s1", "s2", "s3", "g2-0"):
+                await service.delete(i)
+            await service._compacting
+            return service.compactions, service.index.removed, service.clusters(1, 10, None)[0]
+
+    count, removed, clusters = _run(run())
+    assert count == 0 and removed == 5
+    assert clusters == [["g1-0", "g1-1", "g1-2"], ["g2-1"]]
+    failed = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert [r.getMessage() for r in failed] == [
+        "could not compact the index; it keeps its removed slots"
+    ]
+
+
+def test_a_decontamination_counts_each_cut_piece_in_its_working_memory(service_in):
+    """The batch bound counts a cut's answer as up to ``max_pieces`` pieces a text (each with
+    up to DECONT_META_BYTES of meta), any other mode's as one."""
+    docs = [Doc("d", PAD, {})]
+    base = limits_module._WORK_BYTES_PER_CHAR * len(PAD) + limits_module._WORK_BYTES_PER_TEXT
+    one = base + operations.DECONT_META_BYTES
+
+    async def run():
+        async with service_in(max_batch_memory=one) as service:
+            await service.put_protected_set("ev", SET_BODY, ProtectedFormat.JSONL)
+            dropped = await service.decontamination(docs, None, _ask(DecontMode.DROP), "k")
+            with pytest.raises(TooLarge):
+                await service.decontamination(docs, None, _ask(DecontMode.CUT), "k")
+        async with service_in(max_batch_memory=base + 4 * operations.DECONT_META_BYTES) as service:
+            cut = await service.decontamination(docs, None, _ask(DecontMode.CUT), "k")
+            with pytest.raises(TooLarge):
+                await service.decontamination(docs, None, _ask(DecontMode.CUT, pieces=5), "k")
+        return dropped[0], cut[0]
+
+    dropped, cut = _run(run())
+    assert [d.id for d in dropped] == ["d"] and [d.id for d in cut] == ["d"]
+
+
+def test_a_decontamination_is_charged_to_its_caller(service_in):
+    async def run():
+        async with service_in(contamination_texts_per_minute=2) as service:
+            await service.put_protected_set("ev", SET_BODY, ProtectedFormat.JSONL)
+            docs = [Doc("x", PAD, {}), Doc("y", PAD, {})]
+            await service.decontamination(docs, None, _ask(DecontMode.DROP), "k")
+            await service.decontamination(docs, None, _ask(DecontMode.DROP), "j")
+            with pytest.raises(RateLimited):
+                await service.decontamination(docs[:1], None, _ask(DecontMode.DROP), "k")
+
+    _run(run())
+
+
+def test_protected_sets_are_read_with_the_services_tokenizer(service_in):
+    """Under the multilingual tokenizer each CJK character is a word: 13 shared characters
+    are a shared n-gram (as one unspaced "word" under ``words`` they would not be)."""
+    item = (
+        "\u6c49\u5b57\u6587\u672c\u7684\u4e00\u4e2a\u4f8b\u5b50\u5185\u5bb9\u6d4b\u8bd5\u6570\u636e"
+    )
+
+    async def run():
+        async with service_in(tokenizer="multilingual") as service:
+            parsed = await service.put_protected_set("zh", item, ProtectedFormat.TEXT)
+            found = await service.contamination([f"x {item} y"], None, "k", protect=True)
+            return parsed.ngrams, found[0].total
+
+    assert _run(run()) == (3, 1)
+
+
+def test_a_warm_up_that_failed_is_reported_and_does_not_fail_close(service_in, monkeypatch):
+    def broken(tokenizer: str = "words") -> bool:
+        raise RuntimeError("no kernels")
+
+    monkeypatch.setattr(pool_module, "warm_worker", broken)
+
+    async def run():
+        async with service_in() as service:
+            with pytest.raises(WorkerError):
+                await service.warm_up()
+        return service.store.close()  # closed already: idempotent
+
+    assert _run(run()) is None
+
+
+def test_a_decontamination_report_buckets_by_the_thresholds_asked(service_in):
+    doc = Doc("d", f"{PAD} {ITEM_A} {PAD}", {})
+
+    async def run():
+        async with service_in() as service:
+            await service.put_protected_set("ev", SET_BODY, ProtectedFormat.JSONL)
+            ask = DecontRequest(DecontParams(DecontMode.DROP), None, Thresholds(0.1, 0.5), 3, True)
+            return await service.decontamination([doc], None, ask, "k")
+
+    _, _, report = _run(run())
+    assert report["thresholds"] == {"clean_below": 0.1, "dirty_from": 0.5}
+
+
+def test_a_cluster_page_is_drawn_from_a_fresh_service(service_in):
+    """The service starts with an empty cache of cluster pages (app.service.views)."""
+
+    async def run():
+        async with service_in() as service:
+            await service.register([NewDoc(f"c{i}", _near(i), {}) for i in range(3)])
+            groups, estimates = await views.cluster_rows(service, "c0")
+            return groups, estimates, list(service.cluster_pages)
+
+    groups, estimates, keys = _run(run())
+    assert sorted(groups) == [["c0"], ["c1"], ["c2"]] and estimates[0] == 1.0
+    assert len(keys) == 1 and keys[0][1] == "c0"
