@@ -335,14 +335,12 @@ def _numpy_tokens(texts: Sequence[str]) -> _TokenArrays:
 
 def _pattern_tokens(texts: Sequence[str], pattern: re.Pattern[str]) -> _TokenArrays:
     """The words of each lower-cased text by ``pattern`` (the scalar reference's own), joined
-    by spaces, the texts by newlines: the numpy tokeniser of the multilingual tokenizer."""
+    by spaces, the texts by newlines: the numpy tokeniser of the multilingual tokenizer.
+    A text that does not encode is refused first (a lone surrogate is no word character, so
+    the words alone would encode), as every other path refuses it."""
+    _utf8(texts)
     joined = "\n".join(" ".join(pattern.findall(text.lower())) for text in texts)
-    try:
-        encoded = joined.encode("utf-8")
-    except UnicodeEncodeError:
-        _raise_for_surrogates(texts)
-        raise
-    return _words(np.frombuffer(encoded, dtype=np.uint8), len(texts))
+    return _words(np.frombuffer(joined.encode("utf-8"), dtype=np.uint8), len(texts))
 
 
 def _compiled_tokens(

@@ -1,0 +1,229 @@
+"""The parts of the batch tokeniser (core/_tokens.py) one by one, on hand-made inputs with
+exact expected values: the code-point helpers, ``Utf8Texts``, the buffer growth, the UTF-8
+decoding and writing, the runs and words of a buffer, and the shingle spans."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from neardup.core import _tokens
+from neardup.core.errors import ParameterError
+
+
+def test_all_code_points_are_every_code_point_with_nul_for_the_surrogates():
+    chars = _tokens._all_code_points()
+    assert len(chars) == sys.maxunicode + 1 == 0x110000
+    codes = np.frombuffer(chars.encode("utf-32-le"), dtype="<u4")
+    expected = np.arange(0x110000, dtype=np.uint32)
+    expected[0xD800:0xE000] = 0
+    assert np.array_equal(codes, expected)
+    assert chars[0xD7FF] == "\ud7ff" and chars[0xD800] == chars[0xDFFF] == "\0"
+    assert chars[0xE000] == "\ue000" and chars[-1] == "\U0010ffff"
+
+
+def test_utf32_is_the_code_points_as_uint32():
+    codes = _tokens._utf32("aé中🙂")
+    assert codes.dtype == np.uint32
+    assert codes.tolist() == [0x61, 0xE9, 0x4E2D, 0x1F642]
+    assert _tokens._utf32("").tolist() == []
+
+
+@pytest.mark.parametrize(
+    ("code", "width"),
+    [(0, 1), (0x7F, 1), (0x80, 2), (0x7FF, 2), (0x800, 3), (0xFFFF, 3), (0x10000, 4),
+     (0x10FFFF, 4)],
+)  # fmt: skip
+def test_utf8_width_of_a_code_point(code, width):
+    assert width == len(chr(code).encode("utf-8"))
+    got = _tokens._utf8_width(np.array([code], dtype=np.uint32))
+    assert got.dtype == np.int64 and got.tolist() == [width]
+
+
+def test_utf8_texts_encode_join_and_cut():
+    texts = ["ab", "", "çé", "x"]
+    encoded = _tokens.Utf8Texts.encode(texts)
+    assert encoded.data == "abçéx".encode()
+    assert encoded.ends.dtype == np.int64 and encoded.ends.tolist() == [2, 2, 6, 7]
+    assert len(encoded) == 4
+    assert encoded.sizes().tolist() == [2, 0, 4, 1]
+    assert [encoded.text(d) for d in range(4)] == texts == encoded.texts()
+    assert encoded.part(0, 4) is encoded
+    for lo, hi in [(0, 1), (0, 3), (1, 3), (1, 4), (2, 3), (3, 4), (2, 2)]:
+        part = encoded.part(lo, hi)
+        assert part is not encoded
+        assert part.texts() == texts[lo:hi], (lo, hi)
+        assert part.data == "".join(texts[lo:hi]).encode(), (lo, hi)
+        assert part.sizes().tolist() == encoded.sizes()[lo:hi].tolist(), (lo, hi)
+    empty = _tokens.Utf8Texts.encode([])
+    assert len(empty) == 0 and empty.data == b"" and empty.texts() == []
+
+
+@pytest.mark.parametrize(
+    ("texts", "first", "message"),
+    [
+        (["a", "b\ud800c"], 0, "text 1 is not valid Unicode (a lone surrogate at character 1)"),
+        (["a", "b\ud800c"], 5, "text 6 is not valid Unicode (a lone surrogate at character 1)"),
+        (["\udfff", "\ud800"], 0, "text 0 is not valid Unicode (a lone surrogate at character 0)"),
+        (["ok", "fine", "abc\udc00"], 40, "text 42 is not valid Unicode (a lone surrogate at "
+         "character 3)"),
+    ],
+)  # fmt: skip
+def test_a_lone_surrogate_is_named_by_text_and_character(texts, first, message):
+    whole = f"{message}; shingles are hashed as UTF-8, so every text must encode"
+    with pytest.raises(ParameterError) as raised:
+        _tokens._raise_for_surrogates(texts, first)
+    assert str(raised.value) == whole
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    with pytest.raises(ParameterError) as raised:
+        _tokens.Utf8Texts.encode(texts, first)
+    assert str(raised.value) == whole
+    if first == 0:
+        for call in (_tokens._encoded, _tokens._utf8):
+            with pytest.raises(ParameterError) as raised:
+                call(texts)
+            assert str(raised.value) == whole
+        for jit in (True, False):
+            for tokenizer in ("words", "multilingual"):
+                with pytest.raises(ParameterError) as raised:
+                    _tokens.Tokens(texts, jit=jit, tokenizer=tokenizer)
+                assert str(raised.value) == whole
+
+
+def test_encodable_texts_raise_nothing():
+    _tokens._raise_for_surrogates(["a", "é", "🙂"], 3)
+    assert _tokens._utf8(["a", "é"]) == [b"a", "é".encode()]
+    assert _tokens._encoded(["A-b", "É!"]) == [b"a b", "É ".encode()]
+
+
+@pytest.mark.parametrize(
+    ("size", "used", "more", "grown_to"),
+    [(10, 4, 6, None), (10, 0, 10, None), (10, 4, 7, 20), (10, 10, 1, 20), (10, 5, 30, 35),
+     (4, 2, 7, 9), (0, 0, 0, None), (0, 0, 3, 3)],
+)  # fmt: skip
+def test_grown_keeps_the_used_entries_and_at_least_doubles(size, used, more, grown_to):
+    array = np.arange(size, dtype=np.int64) + 100
+    out = _tokens._grown(array, used, more)
+    if grown_to is None:
+        assert out is array
+        return
+    assert len(out) == grown_to and out.dtype == array.dtype
+    assert out[:used].tolist() == array[:used].tolist()
+
+
+def test_padded_joins_by_newlines_with_three_zeros_after_writably():
+    out = _tokens._padded([b"ab", b"", b"c"])
+    assert out.dtype == np.uint8 and out.flags.writeable
+    assert out.tobytes() == b"ab\n\nc\0\0\0"
+    assert _tokens._padded([]).tobytes() == b"\0\0\0"
+
+
+#: Characters at each UTF-8 length's bounds, and around them.
+_EDGE_CHARS = "\x80é\u07ff\u0800中\uffff\U00010000🙂\U0010ffff"
+
+
+def test_code_points_decode_each_lead_byte():
+    text = "a" + "b".join(_EDGE_CHARS) + "z"
+    codes = _tokens._padded([text.encode()])
+    at = np.flatnonzero(codes >= 0xC0)
+    got = _tokens._code_points(codes, at)
+    assert got.dtype == np.uint32
+    assert got.tolist() == [ord(c) for c in _EDGE_CHARS]
+    # Each alone, at the very end of the buffer (only the padding after it).
+    for char in _EDGE_CHARS:
+        codes = _tokens._padded([char.encode()])
+        assert _tokens._code_points(codes, np.array([0])).tolist() == [ord(char)], char
+
+
+def test_write_utf8_writes_each_code_point_over_one_of_its_length():
+    # Each character replaced by another of the same UTF-8 length.
+    before = "xÀy\u0800z\U00010000w\u07ff"
+    after = "xàyꀀz\U0010fffdw\x80"
+    codes = np.frombuffer(bytearray(before.encode()), dtype=np.uint8)
+    at = np.flatnonzero(codes >= 0xC0)
+    new = np.array([ord(c) for c in after if ord(c) >= 0x80], dtype=np.uint32)
+    _tokens._write_utf8(codes, at, new)
+    assert codes.tobytes().decode() == after
+
+
+@pytest.mark.parametrize(
+    ("gap", "start", "end"),
+    [
+        ([], [], []),
+        ([True], [], []),
+        ([False], [0], [1]),
+        ([True, True], [], []),
+        ([False, False], [0], [2]),
+        ([True, False], [1], [2]),
+        ([False, True], [0], [1]),
+        ([True, False, False, True, False], [1, 4], [3, 5]),
+        ([False, True, False, True, False], [0, 2, 4], [1, 3, 5]),
+        ([True, False, True, True, False, False, True], [1, 4], [2, 6]),
+    ],
+)
+def test_runs_are_the_maximal_runs_of_false(gap, start, end):
+    for scratch in (None, np.ones(len(gap) + 3, dtype=np.bool_)):
+        got = _tokens._runs(np.array(gap, dtype=np.bool_), scratch)
+        assert [a.tolist() for a in got] == [start, end]
+
+
+@pytest.mark.parametrize(
+    ("buffer", "docs", "kept", "start", "end", "doc_words"),
+    [
+        (b"", 1, b"", [], [], [0]),
+        (b"ab cd", 1, b"ab cd", [0, 3], [2, 5], [2]),
+        (b"  ab   cd  ", 1, b"ab cd ", [0, 3], [2, 5], [2]),
+        (b" \n ab", 2, b"\nab", [1], [3], [0, 1]),
+        (b"ab\ncd", 2, b"ab\ncd", [0, 3], [2, 5], [1, 1]),
+        (b"ab \n cd\n\n", 4, b"ab \ncd\n\n", [0, 4], [2, 6], [1, 1, 0, 0]),
+        (b"\n\nx", 3, b"\n\nx", [2], [3], [0, 0, 1]),
+        (b"a b c\n \nd", 3, b"a b c\n\nd", [0, 2, 4, 7], [1, 3, 5, 8], [3, 0, 1]),
+        (b"\xc3\xa9  \xc3\xa0b", 1, b"\xc3\xa9 \xc3\xa0b", [0, 3], [2, 6], [2]),
+    ],
+)  # fmt: skip
+def test_words_drop_repeated_spaces_and_count_words_per_document(
+    buffer, docs, kept, start, end, doc_words
+):
+    codes, got_start, got_end, got_doc_words = _tokens._words(
+        np.frombuffer(buffer, dtype=np.uint8), docs
+    )
+    assert codes.tobytes() == kept
+    assert got_start.tolist() == start and got_end.tolist() == end
+    assert got_doc_words.tolist() == doc_words
+
+
+#: A batch of documents of 0 to 6 words (an empty one first and last), and per k the spans of
+#: its shingles as text.
+_SHINGLE_BATCH = ["", "a", "b c", "d e f", "g h i j", "", "k l m n o p", "q"]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("use_jit", [True, False])
+def test_shingle_spans_are_each_documents_windows_in_order(jit, k, use_jit):
+    tokens = _tokens.Tokens([*_SHINGLE_BATCH, ""], jit=use_jit)
+    assert (tokens.kernels is not None) == use_jit
+    start, end, per_doc = _tokens.shingle_spans(tokens, k)
+    assert start.dtype == end.dtype == per_doc.dtype == np.int64
+    buf = tokens.buf.tobytes().decode()
+    got = [buf[a:b] for a, b in zip(start.tolist(), end.tolist(), strict=True)]
+    expected, counts = [], []
+    for text in [*_SHINGLE_BATCH, ""]:
+        w = text.split()
+        windows = [" ".join(w[i : i + k]) for i in range(len(w) - k + 1)] or (
+            [" ".join(w)] if w else []
+        )
+        expected += windows
+        counts.append(len(windows))
+    assert got == expected
+    assert per_doc.tolist() == counts
+
+
+def test_shingle_spans_of_a_batch_of_one_document_and_of_none(jit):
+    for use_jit in (True, False):
+        for batch, k, spans in [([], 3, []), ([""], 3, []), (["a b"], 3, ["a b"]),
+                                (["a b c"], 3, ["a b c"]), (["x y"], 1, ["x", "y"])]:  # fmt: skip
+            tokens = _tokens.Tokens(batch, jit=use_jit)
+            start, end, per_doc = _tokens.shingle_spans(tokens, k)
+            buf = tokens.buf.tobytes().decode()
+            assert [buf[a:b] for a, b in zip(start, end, strict=True)] == spans
+            assert per_doc.tolist() == ([len(spans)] if batch else [])
