@@ -238,3 +238,73 @@ def test_jit_false_signs_with_numpy_even_once_the_compiled_kernels_are_loaded(ji
     assert np.array_equal(_signatures._kernel(batch, 16, 3, 2, jit=False), expected)
     with pytest.raises(AssertionError, match="jit=False asked"):
         _signatures._kernel(batch, 16, 3, 2, jit=True)
+
+
+@pytest.fixture
+def fresh_state(monkeypatch):
+    """The switch as a new process has it: nothing loaded, nothing failed, no work counted."""
+    monkeypatch.setattr(_compiled._State, "kernels", None)
+    monkeypatch.setattr(_compiled._State, "failed", False)
+    monkeypatch.setattr(_compiled._State, "work", 0)
+    monkeypatch.delenv(_compiled.JIT_VARIABLE, raising=False)
+    return _compiled._State
+
+
+def test_the_switch_counts_work_across_calls_and_loads_at_load_after(fresh_state, monkeypatch):
+    loads = []
+    monkeypatch.setattr(_compiled, "load", lambda: loads.append(1) or "kernels")
+    assert _compiled.compiled(_compiled.LOAD_AFTER - 2) is None
+    assert _compiled.compiled(1) is None
+    assert fresh_state.work == _compiled.LOAD_AFTER - 1 and loads == []
+    assert _compiled.compiled(1) == "kernels"  # exactly LOAD_AFTER
+    assert loads == [1]
+    assert _compiled.LOAD_AFTER == 1 << 28
+
+
+def test_the_switch_asks_nothing_more_once_loaded_or_failed(fresh_state, monkeypatch, jit):
+    def refused():
+        raise AssertionError("load asked again")
+
+    monkeypatch.setattr(_compiled, "load", refused)
+    fresh_state.kernels = jit
+    assert _compiled.compiled(1) is jit and _compiled.compiled(1 << 40) is jit
+    assert _compiled.loaded() is jit
+    fresh_state.kernels, fresh_state.failed = None, True
+    assert _compiled.compiled(1 << 40) is None and _compiled.loaded() is None
+    assert fresh_state.work == 0
+
+
+def test_load_loads_once_and_remembers_a_failure(fresh_state, monkeypatch, jit):
+    calls = []
+    results = iter([None, jit])
+    monkeypatch.setattr(_compiled, "_load", lambda: calls.append(1) or next(results))
+    assert _compiled.load() is None and fresh_state.failed is True
+    assert _compiled.load() is None and calls == [1]  # a failure is not tried again
+    fresh_state.failed = False
+    assert _compiled.load() is jit and fresh_state.failed is False
+    assert _compiled.load() is jit and calls == [1, 1]  # loaded: not loaded again
+    assert fresh_state.kernels is jit
+
+
+@pytest.mark.parametrize(("value", "numpy"), [("0", True), (" 0\n", True), ("1", False),
+                                              ("", False), ("00", False), (None, False)])  # fmt: skip
+def test_load_reads_neardup_jit(fresh_state, monkeypatch, jit, value, numpy):
+    assert _compiled.JIT_VARIABLE == "NEARDUP_JIT"
+    if value is not None:
+        monkeypatch.setenv("NEARDUP_JIT", value)
+    kernels = _compiled._load()
+    if numpy:
+        assert kernels is None
+    else:
+        assert kernels == _compiled.Compiled(
+            _jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans
+        )
+
+
+def test_a_kernel_that_fails_to_load_leaves_numpy(fresh_state, monkeypatch):
+    def broken():
+        raise RuntimeError("numba cannot compile here")
+
+    monkeypatch.setattr(_jit, "warm_up", broken)
+    assert _compiled._load() is None
+    assert _compiled.load() is None and fresh_state.failed is True
