@@ -69,3 +69,46 @@ def test_the_default_tokenizer_is_words():
     assert words(text) == words(text, "words") == ["größe", "中文", "abc_def", "ok"]
     assert word_re() is word_re("words") is WORD_RE
     assert shingles(text, k=2) == shingles(text, k=2, tokenizer="words")
+
+
+def test_an_unknown_tokenizer_is_named_in_the_refusal():
+    from neardup.core._text import TOKENIZERS, check_tokenizer
+    from neardup.core.errors import ParameterError
+
+    assert TOKENIZERS == ("words", "multilingual")
+    for tokenizer in TOKENIZERS:
+        check_tokenizer(tokenizer)
+    for bad in ("chars", "Words", ""):
+        for call in (check_tokenizer, word_re, lambda t: words("x", t)):
+            try:
+                call(bad)
+            except ParameterError as exc:
+                assert str(exc) == f"tokenizer must be one of words, multilingual, got {bad!r}"
+            else:
+                raise AssertionError(f"{bad!r} was taken")
+
+
+def test_shingles_take_five_words_by_default_and_k_exactly():
+    text = "a b c d e f"
+    assert shingles(text) == {"a b c d e", "b c d e f"}
+    assert shingles("a b c d") == {"a b c d"}
+    assert shingles(text, 6) == {text} == shingles(text, 7)
+    assert shingles(text, 1) == set(text.split())
+    assert shingles("x y x y x", 2) == {"x y", "y x"}
+
+
+def test_ngrams_are_every_window_of_n_words_in_order():
+    from neardup.core._text import ngrams
+
+    w = ["a", "b", "c", "d"]
+    assert list(ngrams(w, 1)) == w
+    assert list(ngrams(w, 2)) == ["a b", "b c", "c d"]
+    assert list(ngrams(w, 4)) == ["a b c d"]
+    assert list(ngrams(w, 5)) == [] == list(ngrams([], 1))
+
+
+def test_jaccard_of_sets_that_share_nothing_or_everything():
+    assert jaccard({"a"}, {"b"}) == 0.0
+    assert jaccard({"a", "b"}, {"a", "b"}) == 1.0
+    assert jaccard({"a"}, set()) == 0.0 == jaccard(set(), {"a"})
+    assert jaccard({"a", "b", "c"}, {"c"}) == 1 / 3
