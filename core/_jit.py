@@ -136,11 +136,14 @@ def warm_up() -> None:
     b.setflags(write=False)  # as ``core._hashing.perm_params`` returns it
     minima(x.astype(np.uint32), one, np.ones(1, np.uint32), b, out)
     src = np.frombuffer(b"a", dtype=np.uint8)
+    # The kernels run without bounds checks: a whole byte table (each byte to itself, read-only
+    # as ``core._tokens._ASCII``), and room for the word, its two edges and a newline.
+    ascii = np.frombuffer(bytes(range(256)), dtype=np.uint8)
     table = np.zeros(256, dtype=np.uint32)
     buf = np.empty(2, dtype=np.uint8)
     state = np.zeros(3, dtype=np.int64)
     edges = np.empty(4, dtype=np.int64)
-    tokenise(src, one, src, -1, src, table, 1, buf, edges, np.empty(2, np.int64), state)
+    tokenise(src, one, src, -1, ascii, table, 1, buf, edges, np.empty(2, np.int64), state)
     # Word starts and ends are every other edge: strided views.
     shingle_spans(edges[0::2], edges[1::2], one, 5, one - 1, one - 1)
 

@@ -308,3 +308,43 @@ def test_a_kernel_that_fails_to_load_leaves_numpy(fresh_state, monkeypatch):
     monkeypatch.setattr(_jit, "warm_up", broken)
     assert _compiled._load() is None
     assert _compiled.load() is None and fresh_state.failed is True
+
+
+def test_warm_up_runs_each_kernel_once_through_on_a_one_letter_text(jit, monkeypatch):
+    # The kernels are compiled without bounds checks: warm_up's made-up arguments must be
+    # whole, and each kernel must run through and give what numpy gives on them.
+    from neardup.core import _tokens
+
+    calls: dict[str, list] = {}
+
+    def recording(name, kernel):
+        def call(*args):
+            result = kernel(*args)
+            calls.setdefault(name, []).append((args, result))
+            return result
+
+        return call
+
+    for name in _compiled.Compiled._fields:
+        monkeypatch.setattr(_jit, name, recording(name, getattr(_jit, name)))
+    _jit.warm_up()
+    assert sorted(calls) == sorted(_compiled.Compiled._fields)
+    assert all(len(made) == 1 for made in calls.values())
+    [((text, start, end, x), _)] = calls["shingle_values"]
+    assert text.tobytes() == b"a" and start.tolist() == [0] and end.tolist() == [1]
+    assert x.tolist() == (fnv1a64_spans(text, start, end) % np.uint64(P)).tolist()
+    [((x32, per_doc, a, b, out), _)] = calls["minima"]
+    assert x32.tolist() == x.tolist() and per_doc.tolist() == [1] and out.shape == (1, 1)
+    assert out.tolist() == minima(x, per_doc, a.astype(np.uint64), b).tolist()
+    [(args, stop)] = calls["tokenise"]
+    src, ends, alt, alt_doc, ascii, _table, grow, buf, edges, doc_edges, state = args
+    assert src.tobytes() == b"a" and ends.tolist() == [1] and alt_doc == -1 and grow == 1
+    assert len(ascii) == 256 and ascii[ord("a")] == ord("a")
+    assert stop == _jit.DONE and state.tolist() == [1, 2, 2]
+    assert buf.tobytes() == b"a\n" and edges[:2].tolist() == [0, 1]
+    assert doc_edges.tolist() == [0, 2]
+    [((word_start, word_end, m, k, start, end), _)] = calls["shingle_spans"]
+    assert (word_start[0], word_end[0], m.tolist()) == (0, 1, [1])
+    expected = _tokens.shingle_spans(_tokens.Tokens(["a"], jit=False), k)
+    assert [start.tolist(), end.tolist()] == [expected[0].tolist(), expected[1].tolist()]
+    assert start.tolist() == [0] and end.tolist() == [1]
