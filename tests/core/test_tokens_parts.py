@@ -227,3 +227,39 @@ def test_shingle_spans_of_a_batch_of_one_document_and_of_none(jit):
             buf = tokens.buf.tobytes().decode()
             assert [buf[a:b] for a, b in zip(start, end, strict=True)] == spans
             assert per_doc.tolist() == ([len(spans)] if batch else [])
+
+
+class _Lowered(str):
+    """A text that counts how often it is lowered whole (a slice of it is a plain ``str``)."""
+
+    calls: list[int]
+
+    def lower(self):
+        type(self).calls.append(len(self))
+        return str.lower(self)
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("x " + "α" * 126 + "Σ" + "α" * 127 + " y", 0),  # 254 between the spaces: 256 with them
+        ("x " + "α" * 127 + "Σ" + "α" * 127 + " y", 1),  # 257: the whole text
+        ("Σ" + "α" * 254 + " y", 0),  # from the text's start
+        ("Σ" + "α" * 255 + " y", 1),
+        ("x " + "α" * 254 + "Σ", 0),  # to its end
+        ("x " + "α" * 255 + "Σ", 1),
+        ("ΑΣ " + "b" * 400 + " ΑΣ", 0),  # a sigma just before a space, one at the very end
+        ("α" * 300 + "Σ" + "α" * 300 + " ΑΣ " + "Σ" + "α" * 300, 1),  # lowered once for both
+        (" " + "α" * 300 + "Σ", 1),
+    ],
+)
+def test_a_capital_sigma_is_lowered_among_its_neighbours_unless_its_word_is_long(text, whole):
+    # str.lower reads the case-ignorable run each side of a capital sigma and the character
+    # past it, never past a space: the numpy tokeniser lowers the words around it (at most
+    # 256 characters with their spaces), the whole text only for a longer word, once.
+    _Lowered.calls = []
+    tokens = _tokens.Tokens(["ΑΣ ok", _Lowered(text), "πλάΣ"], jit=False)
+    assert _Lowered.calls == [len(text)] * whole
+    buf = tokens.buf.tobytes()
+    spans = zip(tokens.word_start.tolist(), tokens.word_end.tolist(), strict=True)
+    assert [buf[a:b].decode() for a, b in spans] == ["ας", "ok", *text.lower().split(), "πλάς"]
