@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from neardup.core import _tokens
+from neardup.core._text import words
 from neardup.core.errors import ParameterError
 
 
@@ -263,3 +264,17 @@ def test_a_capital_sigma_is_lowered_among_its_neighbours_unless_its_word_is_long
     buf = tokens.buf.tobytes()
     spans = zip(tokens.word_start.tolist(), tokens.word_end.tolist(), strict=True)
     assert [buf[a:b].decode() for a, b in spans] == ["ας", "ok", *text.lower().split(), "πλάς"]
+
+
+def test_only_the_texts_holding_a_special_character_are_lowered_whole():
+    # İ lowers to two code points, K (Kelvin) to ASCII: their texts are lowered by str.lower;
+    # the others' characters (é, ά, a capital sigma) by the tables, in place.
+    batch = ["é ΑΣ", "xİy é", "plain", "ÉΣά", "\u212a", "ok"]
+    _Lowered.calls = []
+    tokens = _tokens.Tokens([_Lowered(text) for text in batch], jit=False)
+    assert sorted(_Lowered.calls) == [1, 5]
+    buf = tokens.buf.tobytes()
+    spans = zip(tokens.word_start.tolist(), tokens.word_end.tolist(), strict=True)
+    expected = [words(text) for text in batch]
+    assert [buf[a:b].decode() for a, b in spans] == [w for each in expected for w in each]
+    assert tokens.doc_words.tolist() == [len(each) for each in expected] == [2, 3, 1, 1, 1, 1]
