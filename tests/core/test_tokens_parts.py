@@ -278,3 +278,95 @@ def test_only_the_texts_holding_a_special_character_are_lowered_whole():
     expected = [words(text) for text in batch]
     assert [buf[a:b].decode() for a, b in spans] == [w for each in expected for w in each]
     assert tokens.doc_words.tolist() == [len(each) for each in expected] == [2, 3, 1, 1, 1, 1]
+
+
+_DONE, _ROOM, _SPECIAL = 0, 1, 2
+
+
+@pytest.mark.parametrize(
+    ("batch", "tokenizer", "stops"),
+    [
+        (["hello world", "foo"], "words", [_DONE]),
+        ([], "words", [_DONE]),
+        (["a b c d e " * 300], "words", [_ROOM, _DONE]),  # a word every other byte
+        (["x", "a b " * 100, "y" * 1000], "words", [_ROOM, _DONE]),
+        (["İstanbul", "ok"], "words", [_SPECIAL, _DONE]),
+        (["Ⱥ" * 100, "ok"], "words", [_ROOM, _SPECIAL, _ROOM, _DONE]),  # lowered: 1.5x longer
+        (["x" * 100, "Ⱥ" * 100, "a b c"], "words", [_ROOM, _SPECIAL, _DONE]),
+        (["a中" * 100], "multilingual", [_ROOM, _DONE]),
+        (["中文 ok", "Ⱥ"], "multilingual", [_SPECIAL, _DONE]),
+    ],
+)
+@pytest.mark.parametrize("as_utf8", [False, True])
+def test_the_compiled_tokeniser_stops_only_to_grow_or_to_read_a_lowered_text(
+    jit, batch, tokenizer, stops, as_utf8
+):
+    # Its first buffers: a byte out a byte in (two for the multilingual tokenizer) and a
+    # newline a text; two edges every fourth byte and 16. Grown once for all the rest.
+    calls = []
+
+    def tokenise(src, ends, alt, alt_doc, ascii, table, grow, buf, edges, doc_edges, state):
+        before = state.tolist()
+        stop = jit.tokenise(src, ends, alt, alt_doc, ascii, table, grow, buf, edges, doc_edges,
+                            state)  # fmt: skip
+        calls.append((stop, before, alt_doc, alt.tobytes(), len(buf), len(edges), grow))
+        assert len(doc_edges) == len(batch) + 1 and ascii is _tokens._ASCII
+        assert table is _tokens.kernel_table(tokenizer)
+        return stop
+
+    texts = _tokens.Utf8Texts.encode(batch) if as_utf8 else batch
+    out = _tokens._compiled_tokens(texts, tokenise, tokenizer)
+    assert [stop for stop, *_ in calls] == stops
+    size, grow = sum(len(t.encode()) for t in batch), 1 if tokenizer == "words" else 2
+    assert calls[0][1:] == ([0, 0, 0], -1, b"".join(t.encode() for t in batch),
+                            grow * size + len(batch), size // 2 + 16, grow)  # fmt: skip
+    for (stop, _, alt_doc, *_), (_, state, next_alt_doc, alt, *_) in zip(calls, calls[1:]):
+        if stop == _SPECIAL:  # the text it stopped at, lowered, read in its place
+            assert next_alt_doc == state[0] and alt == batch[state[0]].lower().encode()
+        else:
+            assert next_alt_doc == alt_doc
+    assert out is not None
+    buf, start, end, doc_words = out
+    got = [buf[a:b].tobytes().decode() for a, b in zip(start, end, strict=True)]
+    expected = [words(text, tokenizer) for text in batch]
+    assert got == [w for each in expected for w in each]
+    assert doc_words.tolist() == [len(each) for each in expected]
+
+
+@pytest.mark.parametrize(
+    ("batch", "tokenizer", "path"),
+    [
+        (["Plain ASCII"], "words", "numpy"),
+        (["Ünïcode 中文"], "words", "numpy"),
+        (["Plain ASCII", ""], "multilingual", "numpy"),
+        (["ascii", "中文"], "multilingual", "pattern"),
+    ],
+)
+def test_without_the_kernels_words_take_numpy_and_unspaced_scripts_the_pattern(
+    monkeypatch, batch, tokenizer, path
+):
+    taken = []
+    for name in ("_numpy_tokens", "_pattern_tokens"):
+        real = getattr(_tokens, name)
+        monkeypatch.setattr(
+            _tokens, name, lambda *args, real=real, name=name: taken.append(name) or real(*args)
+        )
+    tokens = _tokens.Tokens(batch, jit=False, tokenizer=tokenizer)
+    assert taken == [f"_{path}_tokens"] and tokens.kernels is None
+    tokens = _tokens.Tokens(_tokens.Utf8Texts.encode(batch), jit=False, tokenizer=tokenizer)
+    assert taken == [f"_{path}_tokens"] * 2
+    buf = tokens.buf.tobytes()
+    spans = zip(tokens.word_start.tolist(), tokens.word_end.tolist(), strict=True)
+    assert [buf[a:b].decode() for a, b in spans] == [w for t in batch for w in words(t, tokenizer)]
+
+
+def test_a_batch_the_kernel_declines_is_tokenised_by_numpy_with_no_kernels(jit, monkeypatch):
+    # No character stays special once lowered; a table that says "é" is, makes one.
+    table = _tokens.kernel_table().copy()
+    table[ord("é")] |= _tokens._SPECIAL_BIT
+    monkeypatch.setattr(_tokens, "kernel_table", lambda tokenizer="words": table)
+    tokens = _tokens.Tokens(["plain", "Été"], jit=True)
+    assert tokens.kernels is None
+    assert tokens.doc_words.tolist() == [1, 1]
+    assert tokens.buf[tokens.word_start[1] : tokens.word_end[1]].tobytes().decode() == "été"
+    assert _tokens.Tokens(["plain", "ete"], jit=True).kernels is jit
