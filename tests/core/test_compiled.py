@@ -286,8 +286,10 @@ def test_load_loads_once_and_remembers_a_failure(fresh_state, monkeypatch, jit):
     assert fresh_state.kernels is jit
 
 
-@pytest.mark.parametrize(("value", "numpy"), [("0", True), (" 0\n", True), ("1", False),
-                                              ("", False), ("00", False), (None, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "numpy"),
+    [("0", True), (" 0\n", True), ("1", False), ("", False), ("00", False), (None, False)],
+)
 def test_load_reads_neardup_jit(fresh_state, monkeypatch, jit, value, numpy):
     assert _compiled.JIT_VARIABLE == "NEARDUP_JIT"
     if value is not None:
@@ -337,7 +339,7 @@ def test_warm_up_runs_each_kernel_once_through_on_a_one_letter_text(jit, monkeyp
     assert x32.tolist() == x.tolist() and per_doc.tolist() == [1] and out.shape == (1, 1)
     assert out.tolist() == minima(x, per_doc, a.astype(np.uint64), b).tolist()
     [(args, stop)] = calls["tokenise"]
-    src, ends, alt, alt_doc, ascii, _table, grow, buf, edges, doc_edges, state = args
+    src, ends, _alt, alt_doc, ascii, _table, grow, buf, edges, doc_edges, state = args
     assert src.tobytes() == b"a" and ends.tolist() == [1] and alt_doc == -1 and grow == 1
     assert len(ascii) == 256 and ascii[ord("a")] == ord("a")
     assert stop == _jit.DONE and state.tolist() == [1, 2, 2]

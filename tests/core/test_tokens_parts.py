@@ -3,6 +3,7 @@ exact expected values: the code-point helpers, ``Utf8Texts``, the buffer growth,
 decoding and writing, the runs and words of a buffer, and the shingle spans."""
 
 import sys
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -320,7 +321,7 @@ def test_the_compiled_tokeniser_stops_only_to_grow_or_to_read_a_lowered_text(
     size, grow = sum(len(t.encode()) for t in batch), 1 if tokenizer == "words" else 2
     assert calls[0][1:] == ([0, 0, 0], -1, b"".join(t.encode() for t in batch),
                             grow * size + len(batch), size // 2 + 16, grow)  # fmt: skip
-    for (stop, _, alt_doc, *_), (_, state, next_alt_doc, alt, *_) in zip(calls, calls[1:]):
+    for (stop, _, alt_doc, *_), (_, state, next_alt_doc, alt, *_) in pairwise(calls):
         if stop == _SPECIAL:  # the text it stopped at, lowered, read in its place
             assert next_alt_doc == state[0] and alt == batch[state[0]].lower().encode()
         else:
