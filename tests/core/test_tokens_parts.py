@@ -139,11 +139,11 @@ def test_code_points_decode_each_lead_byte():
 
 def test_write_utf8_writes_each_code_point_over_one_of_its_length():
     # Each character replaced by another of the same UTF-8 length.
-    before = "xÀy\u0800z\U00010000w\u07ffQ"
-    after = "xàyꀀz\U0010fffdw\x80q"
+    before = "xÀy\u0800z\U00010000w\u07ffP"
+    after = "xàyꀀz\U0010fffdw\x80p"
     codes = np.frombuffer(bytearray(before.encode()), dtype=np.uint8)
     at = np.append(np.flatnonzero(codes >= 0xC0), len(codes) - 1)
-    new = np.array([ord(c) for c in after if ord(c) >= 0x80] + [ord("q")], dtype=np.uint32)
+    new = np.array([ord(c) for c in after if ord(c) >= 0x80] + [ord("p")], dtype=np.uint32)
     _tokens._write_utf8(codes, at, new)
     assert codes.tobytes().decode() == after
 
