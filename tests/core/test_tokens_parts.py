@@ -167,6 +167,10 @@ def test_runs_are_the_maximal_runs_of_false(gap, start, end):
     for scratch in (None, np.ones(len(gap) + 3, dtype=np.bool_)):
         got = _tokens._runs(np.array(gap, dtype=np.bool_), scratch)
         assert [a.tolist() for a in got] == [start, end]
+    # Given a scratch, the edges are written there (the caller's memory, no new array).
+    scratch = np.zeros(len(gap) + 3, dtype=np.bool_)
+    _tokens._runs(np.array(gap, dtype=np.bool_), scratch)
+    assert np.flatnonzero(scratch).tolist() == sorted(start + end)
 
 
 @pytest.mark.parametrize(
