@@ -337,6 +337,7 @@ def test_warm_up_runs_each_kernel_once_through_on_a_one_letter_text(jit, monkeyp
     assert x.tolist() == (fnv1a64_spans(text, start, end) % np.uint64(P)).tolist()
     [((x32, per_doc, a, b, out), _)] = calls["minima"]
     assert x32.tolist() == x.tolist() and per_doc.tolist() == [1] and out.shape == (1, 1)
+    assert a.tolist() == [1] and b.tolist() == [0]
     assert out.tolist() == minima(x, per_doc, a.astype(np.uint64), b).tolist()
     [(args, stop)] = calls["tokenise"]
     src, ends, _alt, alt_doc, ascii, _table, grow, buf, edges, doc_edges, state = args
