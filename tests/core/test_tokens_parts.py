@@ -375,3 +375,15 @@ def test_a_batch_the_kernel_declines_is_tokenised_by_numpy_with_no_kernels(jit, 
     assert tokens.doc_words.tolist() == [1, 1]
     assert tokens.buf[tokens.word_start[1] : tokens.word_end[1]].tobytes().decode() == "été"
     assert _tokens.Tokens(["plain", "ete"], jit=True).kernels is jit
+
+
+def test_jit_true_loads_the_kernels_and_jit_none_only_uses_loaded_ones(jit, monkeypatch):
+    from neardup.core import _compiled
+
+    monkeypatch.setattr(_compiled._State, "kernels", None)
+    monkeypatch.setattr(_compiled._State, "failed", False)
+    assert _tokens.Tokens(["not loaded"]).kernels is None
+    assert _compiled.loaded() is None
+    assert _tokens.Tokens(["loads them"], jit=True).kernels is _compiled.loaded() is not None
+    assert _tokens.Tokens(["loaded now"]).kernels is _compiled.loaded()
+    assert _tokens.Tokens(["never"], jit=False).kernels is None
