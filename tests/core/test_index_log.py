@@ -19,6 +19,8 @@ from neardup.core.engine import (
     IndexConflictError,
     IndexDamagedError,
     IndexFile,
+    IndexIdError,
+    IndexParameterError,
     IndexPart,
     MinhashParams,
     batch_signatures,
@@ -454,3 +456,18 @@ def test_groups_whose_statistics_are_absent_or_not_strings_are_read() -> None:
     ])  # fmt: skip
     assert _groups_in_range(meta, ["m"]) == [0, 1, 2, 3, 4]
     assert _groups_in_range(meta, ["b"]) == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_parameter_or_id_error_names_the_index_and_both_values(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    index = _add(url, ["a", "b"])
+    other = MinhashParams(num_perm=16, bands=4, threshold=0.7, k=2)
+    with pytest.raises(IndexParameterError) as caught:
+        index.check_params(other)
+    assert str(caught.value) == (
+        f"{url}: parameter threshold is locked to the index: the index has 0.5, this run 0.7 "
+        "(run with the index's value, or use another index)"
+    )
+    with pytest.raises(IndexIdError) as caught:
+        index.check_ids(["b", "c"])
+    assert str(caught.value).startswith(f"{url}: id 'b' (part {index.parts[0].name}) already")

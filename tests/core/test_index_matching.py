@@ -17,6 +17,7 @@ from neardup.core._index_lookup import (
 )
 from neardup.core.engine import (
     DocIndex,
+    IndexDamagedError,
     MinhashParams,
     SignatureError,
     batch_signatures,
@@ -134,6 +135,18 @@ def test_confirmed_keeps_equal_bands_at_or_above_the_threshold_once_per_pair() -
     assert [g.tolist() for g in none] == [[], [], []]
 
 
+def test_a_lead_whose_band_rows_differ_is_never_confirmed() -> None:
+    """A band digest collision: the pair is near (5 of 8 entries equal) but shares no band."""
+    new_sigs = np.array([[1, 2, 3, 4, 5, 6, 7, 8]], dtype=np.uint32)
+    cand = np.array([[0, 2, 3, 9, 5, 0, 7, 8]], dtype=np.uint32)
+    one = np.array([0], dtype=np.int64)
+    for band in range(3):  # bands 0-2 differ; band 3 is equal
+        got = _confirmed(new_sigs, cand, one * 0, one * 0, one * 0 + band, 2, 0.5)
+        assert [g.tolist() for g in got] == [[], [], []]
+    got = _confirmed(new_sigs, cand, one * 0, one * 0, one * 0 + 3, 2, 0.5)
+    assert [g.tolist() for g in got] == [[0], [0], [0.625]]
+
+
 def _index(tmp_path: Path, parts: list[dict[str, str]]) -> DocIndex:
     url = str(tmp_path / "idx")
     for docs in parts:
@@ -192,3 +205,20 @@ def test_lookup_of_nothing_alike_is_empty(tmp_path: Path) -> None:
     index = _index(tmp_path, [{"a": "x y z"}])
     found = index.lookup(batch_signatures(["p q r", ""], PARAMS), text_digests(["p q r", ""]))
     assert found.ids == [] and found.exact.tolist() == [-1, -1] and found.sigs.shape == (0, 8)
+
+
+def test_signatures_that_cannot_be_read_are_damage_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+
+    index = _index(tmp_path, [{"a": "x y z"}])
+
+    def broken(self, *args, **kwargs):
+        raise OSError("bad page")
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", broken)
+    with pytest.raises(IndexDamagedError) as caught:
+        index.lookup(batch_signatures(["x y z"], PARAMS), text_digests(["x y z"]))
+    name = index.parts[0].files[0].path
+    assert str(caught.value) == f"{index.url}: the index is damaged: {name} cannot be read (bad page)"
