@@ -471,3 +471,23 @@ def test_a_parameter_or_id_error_names_the_index_and_both_values(tmp_path: Path)
     with pytest.raises(IndexIdError) as caught:
         index.check_ids(["b", "c"])
     assert str(caught.value).startswith(f"{url}: id 'b' (part {index.parts[0].name}) already")
+
+
+@pytest.mark.parametrize("read", ["batches", "ids"])
+def test_row_groups_that_cannot_be_read_are_damage_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: str
+) -> None:
+    url = str(tmp_path / "idx")
+    index = _add(url, ["a"])
+
+    def broken(self, *args, **kwargs):
+        raise OSError("bad page\n")
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", broken)
+    with pytest.raises(IndexDamagedError) as caught:
+        if read == "batches":
+            list(index.row_group_batches(["id"]))
+        else:
+            index.id_parts(["a"])
+    name = index.parts[0].files[0].path
+    assert str(caught.value) == _message(url, name, "cannot be read (bad page )")
