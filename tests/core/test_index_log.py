@@ -491,3 +491,22 @@ def test_row_groups_that_cannot_be_read_are_damage_naming_the_file(
             index.id_parts(["a"])
     name = index.parts[0].files[0].path
     assert str(caught.value) == _message(url, name, "cannot be read (bad page )")
+
+
+def test_id_parts_reads_one_group_at_a_time_when_groups_outgrow_a_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_index, "ROW_GROUP", 2)
+    url = str(tmp_path / "idx")
+    index = _add(url, [f"d{i}" for i in range(5)])
+    monkeypatch.setattr(_index, "BATCH_ROWS", 1)  # fewer rows than a group: one group a read
+    read: list[list[int]] = []
+    real = pq.ParquetFile.read_row_groups
+
+    def spy(self, groups, *args, **kwargs):
+        read.append(list(groups))
+        return real(self, groups, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    assert index.id_parts(["d0", "d2", "d4"]) == dict.fromkeys(["d0", "d2", "d4"], index.parts[0].name)
+    assert read == [[0], [1], [2]]

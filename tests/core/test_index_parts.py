@@ -138,3 +138,20 @@ def test_binary_matrix_copies_values_not_aligned_for_their_type() -> None:
     assert out.flags.aligned
     aligned = binary_matrix(_binary(WIDE), 8, "<u4")
     assert aligned is not None and not aligned.flags.owndata  # a view of Arrow's buffer
+
+
+def test_binary_matrix_of_a_slice_reads_only_its_own_values() -> None:
+    column = _binary([*WIDE, b"\x05\x00\x00\x00\x06\x00\x00\x00", b"short"])
+    first = binary_matrix(column.slice(0, 2), 8, "<u4")
+    assert first is not None and first.tolist() == [[1, 2], [3, 4]]
+    middle = binary_matrix(column.slice(1, 1), 8, "<u4")
+    assert middle is not None and middle.tolist() == [[3, 4]]
+    assert binary_matrix(column.slice(2, 1), 8, "<u4").tolist() == [[5, 6]]
+    assert binary_matrix(column.slice(2, 2), 8, "<u4") is None
+
+
+def test_binary_matrix_of_no_rows_needs_no_offsets() -> None:
+    """Arrow allows an empty offsets buffer for an array of no values."""
+    bare = pa.Array.from_buffers(pa.binary(), 0, [None, pa.py_buffer(b""), pa.py_buffer(b"")])
+    got = binary_matrix(bare, 8, "<u4")
+    assert got is not None and got.shape == (0, 2)
