@@ -510,3 +510,12 @@ def test_id_parts_reads_one_group_at_a_time_when_groups_outgrow_a_batch(
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
     assert index.id_parts(["d0", "d2", "d4"]) == dict.fromkeys(["d0", "d2", "d4"], index.parts[0].name)
     assert read == [[0], [1], [2]]
+
+
+def test_a_part_of_one_row_written_a_row_at_a_time_has_one_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_index, "BATCH_ROWS", 1)
+    index = _add(str(tmp_path / "idx"), ["only"])
+    meta = pq.ParquetFile(index.file_urls()[0]).metadata
+    assert (meta.num_rows, meta.num_row_groups) == (1, 1)

@@ -74,6 +74,17 @@ def test_part_table_of_no_rows_has_the_columns() -> None:
         [], np.empty((0, 2), np.uint64), np.empty((0, 4), np.uint32), 2, {"bands": 2}
     )
     assert table.num_rows == 0 and table.column_names == list(_index_parts.COLUMNS)
+    assert [f.type for f in table.schema] == [pa.string()] + [pa.binary()] * 3
+
+
+def test_part_table_writes_little_endian_values_of_any_byte_order() -> None:
+    digests = np.array([[1, 2]], dtype=">u8")
+    sigs = np.array([[3, 4, 5, 6]], dtype=">u4")
+    table = part_table(["a"], digests, sigs, 2, {})
+    assert table.column("digest").to_pylist() == [np.array([1, 2], "<u8").tobytes()]
+    assert table.column("signature").to_pylist() == [np.array([3, 4, 5, 6], "<u4").tobytes()]
+    native = band_digests(np.array([[3, 4, 5, 6]], np.uint32), 2).astype("<u8").tobytes()
+    assert table.column("bands").to_pylist() == [native]
 
 
 WIDE = [b"\x01\x00\x00\x00\x02\x00\x00\x00", b"\x03\x00\x00\x00\x04\x00\x00\x00"]
