@@ -20,6 +20,7 @@ from neardup.core.engine import (
     IndexDamagedError,
     IndexFile,
     IndexIdError,
+    IndexMissingError,
     IndexParameterError,
     IndexPart,
     MinhashParams,
@@ -117,7 +118,8 @@ def test_a_part_round_trips_through_its_json() -> None:
 
 
 @pytest.mark.parametrize(
-    ("root", "kept"), [("/a/b/", "/a/b"), ("/a/b", "/a/b"), ("/", "/"), ("x//", "x")]
+    ("root", "kept"),
+    [("/a/b/", "/a/b"), ("/a/b", "/a/b"), ("/", "/"), ("x//", "x"), ("/a/XX/", "/a/XX")],
 )
 def test_an_index_root_loses_its_trailing_slash_but_the_root_itself(root: str, kept: str) -> None:
     index = DocIndex("u", fsspec.filesystem("file"), root, 0, {})
@@ -519,3 +521,35 @@ def test_a_part_of_one_row_written_a_row_at_a_time_has_one_group(
     index = _add(str(tmp_path / "idx"), ["only"])
     meta = pq.ParquetFile(index.file_urls()[0]).metadata
     assert (meta.num_rows, meta.num_row_groups) == (1, 1)
+
+
+def test_create_exclusive_links_a_temporary_beside_the_target_and_ignores_its_removal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    linked: list[tuple[str, str]] = []
+    real_link = os.link
+
+    def link(source, target):
+        linked.append((source, target))
+        return real_link(source, target)
+
+    def unlink(path):
+        raise OSError("busy")
+
+    monkeypatch.setattr(os, "link", link)
+    monkeypatch.setattr(os, "unlink", unlink)  # a temporary left behind fails nothing
+    path = str(tmp_path / "00000001.json")
+    assert _create_exclusive(fsspec.filesystem("file"), path, b"data") is True
+    [(source, target)] = linked
+    assert target == path and Path(source).parent == tmp_path
+    assert Path(source).name.startswith(f".tmp-{os.getpid()}-")
+    assert Path(path).read_bytes() == b"data"
+
+
+def test_a_missing_index_is_an_error_naming_where_it_looked(tmp_path: Path) -> None:
+    url = str(tmp_path / "none")
+    with pytest.raises(IndexMissingError) as caught:
+        DocIndex.open(url)
+    assert str(caught.value) == f"{url}: no index here (no committed version under {url}/_index/)"
