@@ -70,7 +70,7 @@ def test_versions_are_the_eight_digit_json_names_ascending(tmp_path: Path) -> No
     log = tmp_path / "_index"
     log.mkdir()
     for name in ["00000010.json", "00000002.json", "00000001.json", "0000003.json",
-                 "000000004.json", "00000005.json.tmp", "x00000006.json", "00000007.jsonx",
+                 "000000004.json", "00000005.json.tmp", "x00000006.json", "00000007.jsonX",
                  ".tmp-1-abc", "0000000a.json"]:  # fmt: skip
         (log / name).write_text("{}")
     fs = fsspec.filesystem("file")
