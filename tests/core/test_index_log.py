@@ -135,7 +135,9 @@ def test_an_index_root_loses_its_trailing_slash_but_the_root_itself(root: str, k
 def test_a_malformed_version_is_damage_naming_its_file(parts: list) -> None:
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex("u", None, "/r", 3, {"parts": parts})
-    assert str(caught.value).startswith("u: the index is damaged: _index/00000003.json is malformed (")
+    assert str(caught.value).startswith(
+        "u: the index is damaged: _index/00000003.json is malformed ("
+    )
 
 
 def _version_file(url: str, version: int, body: object) -> None:
@@ -272,10 +274,11 @@ def test_a_part_is_written_a_batch_at_a_time_in_row_groups(
     assert groups == [(0, 2), (1, 1), (2, 2), (3, 1), (4, 1)]
 
 
-def _stats_file(path: Path, groups: list[list[str]], kind: pa.DataType = pa.string(),
-                stats: bool = True) -> pq.FileMetaData:  # fmt: skip
+def _stats_file(
+    path: Path, groups: list[list], kind: pa.DataType | None = None, stats: bool = True
+) -> pq.FileMetaData:
     ids = [i for g in groups for i in g]
-    table = pa.table({"x": pa.array(range(len(ids))), "id": pa.array(ids, kind)})
+    table = pa.table({"x": pa.array(range(len(ids))), "id": pa.array(ids, kind or pa.string())})
     with pq.ParquetWriter(path, table.schema, write_statistics=stats) as writer:
         at = 0
         for g in groups:
@@ -349,7 +352,9 @@ def test_verify_names_a_file_of_another_size_or_missing(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes() + b"xx")
     with pytest.raises(IndexDamagedError) as caught:
         index.verify()
-    assert str(caught.value) == _message(url, f.path, f"has {f.bytes + 2} bytes, the index lists {f.bytes}")
+    assert str(caught.value) == _message(
+        url, f.path, f"has {f.bytes + 2} bytes, the index lists {f.bytes}"
+    )
     path.unlink()
     with pytest.raises(IndexDamagedError) as caught:
         index.verify()
@@ -390,7 +395,9 @@ def test_a_removed_file_is_a_change_naming_both_versions(tmp_path: Path) -> None
     with pytest.raises(IndexChangedError) as caught:
         reader.verify()
     assert (caught.value.version, caught.value.path) == (2, f.path)
-    assert str(caught.value).startswith(f"{url}: {f.path} of version 1, which this run reads, was removed by version 2")
+    assert str(caught.value).startswith(
+        f"{url}: {f.path} of version 1, which this run reads, was removed by version 2"
+    )
 
 
 @pytest.mark.parametrize(
@@ -402,7 +409,9 @@ def test_a_removed_file_is_a_change_naming_both_versions(tmp_path: Path) -> None
         ("rows", "holds 2 rows, the index lists 3"),
     ],
 )
-def test_a_part_file_not_as_listed_is_damage_naming_it(tmp_path: Path, how: str, problem: str) -> None:
+def test_a_part_file_not_as_listed_is_damage_naming_it(
+    tmp_path: Path, how: str, problem: str
+) -> None:
     url = str(tmp_path / "idx")
     index = _add(url, ["a", "b"])
     f = index.parts[0].files[0]
@@ -510,7 +519,9 @@ def test_id_parts_reads_one_group_at_a_time_when_groups_outgrow_a_batch(
         return real(self, groups, *args, **kwargs)
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
-    assert index.id_parts(["d0", "d2", "d4"]) == dict.fromkeys(["d0", "d2", "d4"], index.parts[0].name)
+    assert index.id_parts(["d0", "d2", "d4"]) == dict.fromkeys(
+        ["d0", "d2", "d4"], index.parts[0].name
+    )
     assert read == [[0], [1], [2]]
 
 

@@ -189,9 +189,12 @@ def test_lookup_across_parts_names_the_smallest_equal_id_and_each_part(tmp_path:
     first, second = (p.name for p in index.parts)
     assert found.parts == [second, first, second, first, second]
     assert [found.ids[j] if j >= 0 else None for j in found.exact.tolist()] == ["b", None, "k", "c"]
-    assert found.sigs.tolist() == batch_signatures(
-        ["a b c d", "e f g h", "r s t", "a b c d", "a b c d e"], PARAMS
-    ).tolist()
+    assert (
+        found.sigs.tolist()
+        == batch_signatures(
+            ["a b c d", "e f g h", "r s t", "a b c d", "a b c d e"], PARAMS
+        ).tolist()
+    )
     pairs = [(i, found.ids[j]) for i, j in found.pairs.tolist()]
     assert pairs == sorted(pairs)
     assert {(0, "b"), (0, "m"), (2, "k"), (3, "c")} <= set(pairs)
@@ -221,4 +224,6 @@ def test_signatures_that_cannot_be_read_are_damage_naming_the_file(
     with pytest.raises(IndexDamagedError) as caught:
         index.lookup(batch_signatures(["x y z"], PARAMS), text_digests(["x y z"]))
     name = index.parts[0].files[0].path
-    assert str(caught.value) == f"{index.url}: the index is damaged: {name} cannot be read (bad page)"
+    assert (
+        str(caught.value) == f"{index.url}: the index is damaged: {name} cannot be read (bad page)"
+    )

@@ -12,8 +12,8 @@ from neardup.core._banding import band_digests
 from neardup.core._index_parts import PARAMS_KEY, binary_matrix, part_table
 
 
-def _binary(values: list[bytes | None], kind: pa.DataType = pa.binary()) -> pa.Array:
-    return pa.array(values, type=kind)
+def _binary(values: list[bytes | None], kind: pa.DataType | None = None) -> pa.Array:
+    return pa.array(values, type=kind or pa.binary())
 
 
 def test_part_file_constants_are_the_documented_format() -> None:
@@ -29,8 +29,16 @@ def test_part_file_constants_are_the_documented_format() -> None:
 
 @pytest.mark.parametrize(
     ("rows", "group", "chunks"),
-    [(0, 4, [0]), (0, 1, [0]), (1, 1, [1]), (1, 4, [1]), (4, 4, [4]), (5, 4, [4, 1]),
-     (9, 4, [4, 4, 1]), (3, 1, [1, 1, 1])],
+    [
+        (0, 4, [0]),
+        (0, 1, [0]),
+        (1, 1, [1]),
+        (1, 4, [1]),
+        (4, 4, [4]),
+        (5, 4, [4, 1]),
+        (9, 4, [4, 4, 1]),
+        (3, 1, [1, 1, 1]),
+    ],
 )
 def test_binary_is_one_value_a_row_chunked_per_row_group(
     monkeypatch: pytest.MonkeyPatch, rows: int, group: int, chunks: list[int]
