@@ -564,3 +564,39 @@ def test_a_missing_index_is_an_error_naming_where_it_looked(tmp_path: Path) -> N
     with pytest.raises(IndexMissingError) as caught:
         DocIndex.open(url)
     assert str(caught.value) == f"{url}: no index here (no committed version under {url}/_index/)"
+
+
+def test_no_ids_asked_read_no_file(tmp_path: Path) -> None:
+    url = str(tmp_path / "idx")
+    index = _add(url, ["a"])
+    (Path(url) / index.parts[0].files[0].path).unlink()  # damage that a read would find
+    assert index.id_parts([]) == {}
+    index.check_ids([])
+
+
+def test_id_checks_and_lookups_read_only_the_columns_they_need(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part file's signatures are most of its bytes: an id check reads none of them, and a
+    lookup reads them only for the rows it keeps (with their ids)."""
+    index = _add(str(tmp_path / "idx"), ["a", "b"])
+    read: list[tuple[str, list[str]]] = []
+    many, one = pq.ParquetFile.read_row_groups, pq.ParquetFile.read_row_group
+
+    def spy_many(self, groups, columns=None, **kwargs):
+        read.append(("groups", columns))
+        return many(self, groups, columns=columns, **kwargs)
+
+    def spy_one(self, group, columns=None, **kwargs):
+        read.append(("group", columns))
+        return one(self, group, columns=columns, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy_many)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy_one)
+    assert index.id_parts(["a"]) == {"a": index.parts[0].name}
+    assert read == [("groups", ["id"])]
+    read.clear()
+    texts = ["text of a here"]
+    found = index.lookup(batch_signatures(texts, PARAMS), text_digests(texts))
+    assert found.ids == ["a"]
+    assert read == [("groups", ["digest", "bands"]), ("group", ["id", "signature"])]
