@@ -109,7 +109,6 @@ class _NewSide:
     """The new rows, sorted once: text digests, and per band the band digests of live rows."""
 
     def __init__(self, sigs: NDArray[np.uint32], digests: NDArray[np.uint64], bands: int) -> None:
-        self.sigs = sigs
         self.digests = digests
         self.digest_order = np.argsort(digests[:, 0], kind="stable")
         self.digest_keys = np.ascontiguousarray(digests[self.digest_order, 0])

@@ -107,6 +107,7 @@ def binary_matrix(column: Any, width: int, dtype: str) -> NDArray[Any] | None:
         if chunk.null_count:
             return None
         buffers = chunk.buffers()
+        data = buffers[-1]  # a fixed_size_binary array has no offsets buffer
         if pa.types.is_fixed_size_binary(chunk.type):
             if chunk.type.byte_width != width:
                 return None
@@ -120,7 +121,7 @@ def binary_matrix(column: Any, width: int, dtype: str) -> NDArray[Any] | None:
                 return None
             lo, hi = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
         if n:
-            raw = np.frombuffer(buffers[2], dtype=np.uint8)[lo:hi]
+            raw = np.frombuffer(data, dtype=np.uint8)[lo:hi]
             values = raw.view(dtype).reshape(n, width // np.dtype(dtype).itemsize)
             # Arrow's buffers need not be aligned for ``dtype``: numpy is slow on unaligned data.
             parts.append(values if values.flags.aligned else values.copy())
