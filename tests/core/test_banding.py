@@ -397,3 +397,28 @@ def test_band_buckets_merge_on_their_own_unless_told_not_to():
     buckets.add(sigs, np.arange(4096))
     assert (buckets._bands[0].buffered, len(buckets._bands[0].keys)) == (0, 4096)
     assert buckets._bands[0].nums.dtype == np.int32
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "grown", "kept"),
+    [
+        (4096, 1, 8192, 8192),  # doubled: twice the limit exactly, kept for the appends to come
+        (10_000, 0, 10_000, 4096),  # grown to what one bulk append needed: given back
+        (4096, 0, 4096, 4096),
+    ],
+)
+def test_a_merge_gives_a_buffer_of_more_than_twice_the_limit_back(first, then, grown, kept):
+    band = _Band()
+    for count in (first, then):
+        band.append(np.arange(count, dtype=np.uint64), np.zeros(count, np.int32), merge=False)
+    assert len(band.buf_keys) == grown
+    band.merge()
+    assert (len(band.buf_keys), len(band.buf_nums)) == (kept, kept)
+    assert (band.buf_keys.dtype, band.buf_nums.dtype) == (np.uint64, np.int32)
+    big = np.uint64(2**64 - 5)  # a digest no float holds: the buffer must keep uint64
+    band.append(np.array([big], dtype=np.uint64), nums(7))
+    qi, found = band.lookup(np.array([big, big - np.uint64(1)], dtype=np.uint64))
+    assert (qi.tolist(), found.tolist()) == ([0], [7])
+    band.merge()
+    qi, found = band.lookup(np.array([big - np.uint64(1), big], dtype=np.uint64))
+    assert (qi.tolist(), found.tolist()) == ([1], [7])
