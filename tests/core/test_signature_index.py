@@ -236,3 +236,45 @@ def test_compaction_copies_the_rows_kept_a_slab_at_a_time(monkeypatch, slab):
     assert compact.alive_many(np.arange(5)).all()
     assert found(compact, B, 0.8) == [(0, 0, 0.875)]
     assert [b.buffered for b in compact.buckets._bands] == [0] * 4  # merged after the load
+
+
+def test_an_index_before_its_first_document_holds_no_number():
+    index = SignatureIndex(8, 4)
+    assert index.stored().dtype == np.uint32
+    assert index.signatures([]).shape == (0, 8)
+    assert index.signatures([]).dtype == np.uint32
+    assert index.alive_many(np.array([], dtype=np.int64)).dtype == np.bool_
+    for read in (
+        lambda: index.alive_many(np.array([0])),
+        lambda: index.representative(0),
+        lambda: index.sizes(np.array([0])),
+    ):
+        with pytest.raises(IndexError):
+            read()
+
+
+def test_an_index_of_one_document_matches_it():
+    index = SignatureIndex(8, 4)
+    index.add(sigs(B))
+    assert found(index, A, 0.875) == [(0, 0, 0.875)]  # at the threshold exactly: a match
+    assert found(index, A, 0.9) == []
+
+
+def test_batch_matches_of_two_rows_and_at_the_threshold_exactly():
+    later, earlier, est = batch_matches(sigs(A, B), 4, 0.875)
+    assert (later.tolist(), earlier.tolist(), est.tolist()) == ([1], [0], [0.875])
+    later, earlier, est = batch_matches(sigs(A, B), 4, 0.876)
+    assert (later.tolist(), earlier.tolist(), est.tolist()) == ([], [], [])
+
+
+def test_a_placement_applied_after_its_representative_left_joins_the_class_it_planned():
+    index = SignatureIndex(8, 4)
+    index.add(sigs(A))
+    placed = index.place(sigs(A))
+    assert placed.joins.tolist() == [0]
+    index.remove(0)  # between planning and applying: the class is kept for the planned copy
+    assert index.add(sigs(A), placed).tolist() == [1]
+    assert index.representative(1) == 0
+    assert index.members(0) == [1]  # the removed representative is no member
+    assert index.sizes(np.array([0])).tolist() == [1]
+    assert found(index, A) == [(0, 0, 1.0)]
