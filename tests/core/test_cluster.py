@@ -269,3 +269,25 @@ def test_clusters_default_to_the_default_params(monkeypatch):
     assert seen["params"] == MinhashParams(64, 8, 0.5, k=2, seed=3, tokenizer="multilingual")
     assert seen["signatures"][1] == {
         "num_perm": 64, "seed": 3, "k": 2, "workers": 1, "tokenizer": "multilingual"}  # fmt: skip
+
+
+def test_cluster_roots_band_one_row_of_each_signature_so_copies_make_no_bucket(monkeypatch):
+    banded = []
+    real = neardup.core._cluster.candidate_pairs
+
+    def spy(sigs, bands, among=None):
+        banded.append(None if among is None else among.tolist())
+        return real(sigs, bands, among=among)
+
+    monkeypatch.setattr(neardup.core._cluster, "candidate_pairs", spy)
+    sigs = np.array([[1, 2, 3, 4]] * 50 + [[1, 2, 3, 9], [5, 5, 5, 5]], dtype=np.uint32)
+    roots = _roots(sigs, 2, 0.75)
+    assert roots.tolist() == [0] * 51 + [51]
+    assert banded == [[0, 50, 51]]  # the first copy stands for all fifty
+
+
+def test_cluster_roots_in_rank_order_are_row_numbers():
+    sigs = _u32([1, 2, 3, 4], [1, 2, 3, 4], [9, 9, 9, 9])
+    roots = _roots(sigs, 2, 0.75, np.array([2, 1, 0], dtype=np.int64))
+    assert roots.dtype == np.int64 and roots.tolist() == [1, 1, 2]
+    assert _roots(sigs, 2, 0.75).dtype == np.int64

@@ -213,3 +213,11 @@ def test_assign_sets_every_root_and_rebuilds_the_members():
     assert [c.find(i) for i in range(7)] == [0, 1, 0, 3, 0, 3, 6]
     c.assign(np.arange(3, dtype=np.int64))
     assert c.members == {} and c._parent[:3].tolist() == [0, 1, 2]
+
+
+def test_regroup_refuses_roots_that_do_not_pair_with_the_nodes():
+    c = Components(["a", "b", "c"])
+    c.grow(3)
+    for nums, roots in (([0, 1], [0]), ([0], [0, 0])):
+        with pytest.raises(ValueError, match="zip"):
+            c.regroup(nums, roots)
