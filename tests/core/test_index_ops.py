@@ -385,3 +385,39 @@ def test_a_part_of_values_of_the_wrong_width_is_damage_and_nothing_changes(
         f"{url}: the index is damaged: {listed.path} holds values of the wrong width"
     )
     assert sorted(str(p) for p in Path(url).rglob("*")) == listing
+
+
+@pytest.mark.parametrize("name", ["idx ", "idxX"])
+def test_leftovers_are_named_relative_to_an_index_whose_name_ends_oddly(tmp_path, name):
+    url = str(tmp_path / name)
+    _build(url, [2])
+    _stray(Path(url) / "parts" / "p9" / "a.parquet", 5, 1000.0)
+    found = index_leftovers(DocIndex.open(url), now=1500.0)
+    assert [(x.path, x.bytes, x.age) for x in found] == [("parts/p9", 5, 500.0)]
+
+
+def test_a_compacted_part_names_its_run(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [2, 3])
+    done = compact_index(url, neardup="9.9")
+    (part,) = DocIndex.open(url).parts
+    assert part.name == done.added[0]
+    run = {k: v for k, v in part.run.items() if k != "created"}
+    assert run == {
+        "engine": "local", "neardup": "9.9", "inputs": [], "inputs_total": 0, "mode": "compact",
+        "from_parts": list(done.merged),
+    }  # fmt: skip
+
+
+def test_files_another_run_removed_first_are_no_error(tmp_path):
+    from neardup.core._index_ops import _remove_tree
+
+    url = str(tmp_path / "idx")
+    _build(url, [2, 3])
+    index = DocIndex.open(url)
+    gone = Path(url) / index.parts[0].files[0].path
+    # a concurrent compaction removed one of the merged parts' files just before the commit
+    done = compact_index(url, neardup="t", before_commit=gone.unlink)
+    assert done.merged == tuple(p.name for p in index.parts) and done.rows == 5
+    assert sorted(os.listdir(Path(url) / "parts")) == list(done.added)
+    _remove_tree(index, "parts/never-there")  # nothing to remove: no error
