@@ -1,5 +1,7 @@
 """LSH banding: the incremental buckets against brute force."""
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -181,7 +183,7 @@ def test_equal_runs_group_equal_rows_in_digest_order(block, runs):
     # no digest collision here: the order is the stable digest order
     assert order.tolist() == np.argsort(band_digest(block), kind="stable").tolist()
     bounds = [*run_start.tolist(), len(order)]
-    found = [order[lo:hi].tolist() for lo, hi in zip(bounds, bounds[1:], strict=False)]
+    found = [order[lo:hi].tolist() for lo, hi in pairwise(bounds)]
     assert sorted(found) == runs
 
 
@@ -330,7 +332,7 @@ def test_the_limit_grows_with_the_index_by_one_sixty_fourth():
     assert band.buffered == 4999  # above _MIN_BUFFER, below the limit: not merged yet
     band.append(keys(3), nums(2))
     assert (band.buffered, len(band.keys)) == (0, count + 5000)
-    qi, found = band.lookup(keys(3))
+    _, found = band.lookup(keys(3))
     assert found.tolist() == [0] + [1] * 4999 + [2]  # stored first, then in append order
 
 

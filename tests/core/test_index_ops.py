@@ -306,7 +306,8 @@ def test_a_leftover_whose_files_do_not_all_say_their_time_has_no_age(tmp_path, m
 
     monkeypatch.setattr(_index_ops, "_files", some_without_time)
     found = index_leftovers(DocIndex.open(url), now=3000.0)
-    assert [(x.path, x.bytes, x.age) for x in found] == [("parts/pa", 1, None), ("parts/pb", 0, None)]
+    assert [(x.path, x.bytes, x.age) for x in found] == [
+        ("parts/pa", 1, None), ("parts/pb", 0, None)]  # fmt: skip
     info = index_info(url)
     assert [x["age_seconds"] for x in info["leftovers"]] == [None, None]
 
@@ -344,9 +345,7 @@ def test_compaction_removes_leftovers_from_the_age_given_on(tmp_path, monkeypatc
     assert done.removed == ("parts/old",)
     assert (done.parts_before, done.parts_after, done.rows) == (2, 1, 4)
     assert len(done.merged) == 2 and len(done.added) == 1
-    assert sorted(p.name for p in (Path(url) / "parts").iterdir()) == sorted(
-        [*done.added, "young"]
-    )
+    assert sorted(p.name for p in (Path(url) / "parts").iterdir()) == sorted([*done.added, "young"])
 
 
 def test_compaction_with_nothing_to_merge_commits_nothing_and_calls_no_hook(tmp_path):
@@ -360,9 +359,7 @@ def test_compaction_with_nothing_to_merge_commits_nothing_and_calls_no_hook(tmp_
 
 
 @pytest.mark.parametrize(("column", "width"), [("digest", 8), ("signature", 4 * 31)])
-def test_a_part_of_values_of_the_wrong_width_is_damage_and_nothing_changes(
-    tmp_path, column, width
-):
+def test_a_part_of_values_of_the_wrong_width_is_damage_and_nothing_changes(tmp_path, column, width):
     import pyarrow as pa
 
     url = str(tmp_path / "idx")
