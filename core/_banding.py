@@ -168,8 +168,7 @@ def candidate_pairs(
         block = np.ascontiguousarray(sigs[live, band * rows : (band + 1) * rows])
         order, run_start = equal_runs(block)
         found.append(live[_pairs_in_runs(order, run_start)])
-    pairs = np.concatenate(found) if found else np.empty((0, 2), dtype=np.int64)
-    pairs = np.sort(pairs, axis=1)
+    pairs = np.sort(np.concatenate(found), axis=1)  # one array per band, so never none
     flat = np.unique(pairs[:, 0] * np.int64(max(n, 1)) + pairs[:, 1])
     return np.stack((flat // max(n, 1), flat % max(n, 1)), axis=1)
 

@@ -80,7 +80,7 @@ def _mtime(info: dict[str, Any]) -> float | None:
             return value.timestamp()
         if isinstance(value, str):
             with suppress(ValueError):
-                return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+                return dt.datetime.fromisoformat(value).timestamp()  # "Z" read since 3.11
     return None
 
 

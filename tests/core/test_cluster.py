@@ -6,8 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import neardup.core._banding
+import neardup.core._cluster
+from neardup.core._cluster import confirm, estimates, groups_of
 from neardup.core.engine import MinhashParams, candidate_pairs, cluster_roots
-from neardup.core.errors import ParameterError
+from neardup.core.errors import ParameterError, SignatureError
 from neardup.core.minhash import LSH, MERSENNE31, UnionFind, clusters, estimate, signatures
 from tests import reference
 from tests.fixtures import planted_corpus
@@ -171,3 +173,121 @@ def test_clusters_refuse_a_worker_count_below_one():
     for workers in (0, -2, True):
         with pytest.raises(ParameterError, match=r"^workers must be a whole number >= 1, got "):
             clusters({"a": "one two", "b": "three four"}, workers=workers)
+
+
+# --- exact behaviour of each step: estimates in chunks, confirmation, roots, groups ----------
+
+P = MERSENNE31
+
+
+def _u32(*rows):
+    return np.array(rows, dtype=np.uint32)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 1 << 16])
+def test_estimates_are_the_share_of_equal_positions_chunk_by_chunk(monkeypatch, chunk):
+    monkeypatch.setattr(neardup.core._cluster, "_ESTIMATE_CHUNK", chunk)
+    sigs = _u32([1, 2, 3, 4], [1, 2, 3, 5], [1, 9, 9, 9], [0, 0, 0, 0])
+    pairs = np.array([[0, 1], [0, 2], [1, 2], [0, 3], [2, 2]], dtype=np.int64)
+    out = estimates(sigs, pairs)
+    assert out.dtype == np.float64
+    assert out.tolist() == [0.75, 0.25, 0.25, 0.0, 1.0]
+    other = _u32([1, 2, 3, 4], [0, 2, 0, 4])
+    cross = np.array([[0, 1], [1, 1], [2, 0], [3, 0]], dtype=np.int64)
+    assert estimates(sigs, cross, other).tolist() == [0.5, 0.25, 0.25, 0.0]
+    assert confirm(sigs, pairs, 0.25).tolist() == [[0, 1], [0, 2], [1, 2], [2, 2]]
+    assert confirm(sigs, pairs, 0.75).tolist() == [[0, 1], [2, 2]]
+    assert confirm(sigs, pairs, 0.76).tolist() == [[2, 2]]
+    assert estimates(sigs, np.empty((0, 2), dtype=np.int64)).tolist() == []
+
+
+def test_cluster_roots_names_a_signature_length_that_is_not_the_params():
+    with pytest.raises(SignatureError) as caught:
+        cluster_roots(_u32([1, 2, 3, 4]), MinhashParams(8, 4, 0.5))
+    assert str(caught.value) == "signatures have 4 entries, params say 8"
+    roots = cluster_roots(np.zeros((0, 8), dtype=np.uint32), MinhashParams(8, 4, 0.5))
+    assert roots.tolist() == [] and roots.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("rows", "threshold", "roots"),
+    [
+        # copies, a near copy (estimate 0.75), a far one (0.25) and empty rows
+        ([[1, 2, 3, 4], [5, 5, 5, 5], [1, 2, 3, 4], [1, 2, 3, 9], [P, P, P, P], [P, P, P, P],
+          [1, 7, 8, 9]], 0.75, [0, 1, 0, 0, 4, 5, 6]),
+        ([[1, 2, 3, 4], [5, 5, 5, 5], [1, 2, 3, 4], [1, 2, 3, 9], [P, P, P, P], [P, P, P, P],
+          [1, 7, 8, 9]], 1.0, [0, 1, 0, 3, 4, 5, 6]),
+        ([[3, 3, 3, 3], [3, 3, 3, 3], [3, 3, 3, 3]], 1.0, [0, 0, 0]),
+        ([[1, 2, 3, 4]], 0.5, [0]),
+        ([[6, 6, 1, 1], [6, 6, 2, 2], [7, 7, 2, 2]], 0.5, [0, 0, 0]),
+    ],
+)  # fmt: skip
+def test_cluster_roots_table(rows, threshold, roots):
+    sigs = np.array(rows, dtype=np.uint32)
+    assert _roots(sigs, 2, threshold).tolist() == roots
+
+
+def test_cluster_roots_with_a_rank_root_each_cluster_at_its_first_member_in_rank_order():
+    sigs = _u32([1, 2, 3, 4], [5, 5, 5, 5], [1, 2, 3, 4], [1, 2, 3, 9], [P, P, P, P])
+    rank = np.array([3, 0, 1, 4, 2], dtype=np.int64)  # row 2 comes before rows 0 and 3
+    assert _roots(sigs, 2, 0.75, rank).tolist() == [2, 1, 2, 2, 4]
+    rank = np.array([4, 3, 2, 1, 0], dtype=np.int64)
+    assert _roots(sigs, 2, 0.75, rank).tolist() == [3, 1, 3, 3, 4]
+
+
+def test_groups_of_are_sets_of_ids_sorted_by_root():
+    roots = np.array([2, 1, 2, 1, 4], dtype=np.int64)
+    assert groups_of(["e", "d", "c", "b", "a"], roots) == [{"d", "b"}, {"e", "c"}, {"a"}]
+    assert groups_of([], np.empty(0, dtype=np.int64)) == []
+
+
+def test_clusters_default_to_the_default_params(monkeypatch):
+    seen = {}
+    real_signatures, real_roots = neardup.core._cluster.signatures, cluster_roots
+
+    def spy_signatures(texts, **kwargs):
+        seen["signatures"] = (list(texts), kwargs)
+        return real_signatures(texts, **kwargs)
+
+    def spy_roots(sigs, params, rank=None):
+        seen["params"] = params
+        return real_roots(sigs, params, rank)
+
+    monkeypatch.setattr(neardup.core._cluster, "signatures", spy_signatures)
+    monkeypatch.setattr(neardup.core._cluster, "cluster_roots", spy_roots)
+    docs = {"b": "one two three four five six", "a": "one two three four five six", "c": "x"}
+    assert clusters(docs) == [{"a", "b"}, {"c"}]
+    defaults = MinhashParams()
+    assert seen["params"] == defaults
+    texts, kwargs = seen["signatures"]
+    assert texts == [docs["a"], docs["b"], docs["c"]]  # in id order
+    assert kwargs == {
+        "num_perm": defaults.num_perm, "seed": defaults.seed, "k": defaults.k, "workers": 1,
+        "tokenizer": defaults.tokenizer,
+    }  # fmt: skip
+    clusters(docs, num_perm=64, bands=8, threshold=0.5, k=2, seed=3, tokenizer="multilingual")
+    assert seen["params"] == MinhashParams(64, 8, 0.5, k=2, seed=3, tokenizer="multilingual")
+    assert seen["signatures"][1] == {
+        "num_perm": 64, "seed": 3, "k": 2, "workers": 1, "tokenizer": "multilingual"}  # fmt: skip
+
+
+def test_cluster_roots_band_one_row_of_each_signature_so_copies_make_no_bucket(monkeypatch):
+    banded = []
+    real = neardup.core._cluster.candidate_pairs
+
+    def spy(sigs, bands, among=None):
+        banded.append(None if among is None else among.tolist())
+        return real(sigs, bands, among=among)
+
+    monkeypatch.setattr(neardup.core._cluster, "candidate_pairs", spy)
+    sigs = np.array([[1, 2, 3, 4]] * 50 + [[1, 2, 3, 9], [5, 5, 5, 5]], dtype=np.uint32)
+    roots = _roots(sigs, 2, 0.75)
+    assert roots.tolist() == [0] * 51 + [51]
+    assert banded == [[0, 50, 51]]  # the first copy stands for all fifty
+
+
+def test_cluster_roots_in_rank_order_are_row_numbers():
+    sigs = _u32([1, 2, 3, 4], [1, 2, 3, 4], [9, 9, 9, 9])
+    roots = _roots(sigs, 2, 0.75, np.array([2, 1, 0], dtype=np.int64))
+    assert roots.dtype == np.int64 and roots.tolist() == [1, 1, 2]
+    assert _roots(sigs, 2, 0.75).dtype == np.int64

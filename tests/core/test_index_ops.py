@@ -202,3 +202,219 @@ def test_info_names_each_part_with_its_rows_bytes_files_and_run(tmp_path):
     ]
     assert [p["rows"] for p in info["parts"]] == [2, 3]
     assert info["parts"][0]["name"] != info["parts"][1]["name"]
+
+
+# --- exact behaviour: file times, leftovers, info, the groups compaction merges, bad widths ---
+
+WHEN = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("info", "expected"),
+    [
+        ({"mtime": 5}, 5.0),
+        ({"mtime": 2.5, "LastModified": 9}, 2.5),  # the first key that says wins
+        ({"LastModified": 9, "last_modified": 8, "updated": 7, "created": 6}, 9.0),
+        ({"last_modified": 8, "updated": 7, "created": 6}, 8.0),
+        ({"updated": 7, "created": 6}, 7.0),
+        ({"created": 6}, 6.0),
+        ({"mtime": None, "LastModified": WHEN}, WHEN.timestamp()),
+        ({"last_modified": "2026-01-02T03:04:05+00:00"}, WHEN.timestamp()),
+        ({"updated": "2026-01-02T03:04:05Z"}, WHEN.timestamp()),
+        ({"mtime": "yesterday", "updated": 7}, 7.0),  # unreadable: the next key is asked
+        ({"mtime": [1], "created": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_mtime_reads_the_first_time_a_filesystem_gives(info, expected):
+    from neardup.core._index_ops import _mtime
+
+    got = _mtime(info)
+    assert got == expected
+    assert got is None or type(got) is float
+
+
+@pytest.mark.parametrize(
+    ("rows", "files", "part_rows", "groups"),
+    [
+        ([3, 4, 5], [1, 1, 1], 10, [[0, 1]]),
+        ([5, 5], [1, 1], 10, [[0, 1]]),  # exactly part_rows together: merged
+        ([5, 6], [1, 1], 10, []),
+        ([3, 20, 3], [1, 1, 1], 10, []),  # a large part stays, and parts it splits stay too
+        ([4], [2], 10, [[0]]),  # one part of two files: rewritten as one
+        ([4], [1], 10, []),
+        ([1, 1, 1, 1, 1], [1, 1, 1, 1, 1], 2, [[0, 1], [2, 3]]),
+        ([3, 1, 1, 3], [1, 1, 1, 1], 3, [[1, 2]]),
+        ([2, 1, 1, 3], [1, 1, 1, 1], 3, [[0, 1]]),  # greedy, from the first part
+        ([], [], 10, []),
+    ],
+)
+def test_groups_are_runs_of_consecutive_parts_that_fit_together(rows, files, part_rows, groups):
+    from neardup.core._index import IndexFile, IndexPart
+    from neardup.core._index_ops import _groups
+
+    parts = [
+        IndexPart(f"p{i}", n, tuple(IndexFile(f"parts/p{i}/{j}", 1, 1) for j in range(k)))
+        for i, (n, k) in enumerate(zip(rows, files, strict=True))
+    ]
+    found = _groups(parts, part_rows)
+    assert [[int(p.name[1:]) for p in group] for group in found] == groups
+
+
+def _stray(path: Path, size: int, when: float | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    if when is not None:
+        os.utime(path, (when, when))
+
+
+def test_leftovers_group_by_part_sum_their_bytes_and_age_from_the_newest_file(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [2])
+    root = Path(url)
+    _stray(root / "parts" / "p9" / "a.parquet", 5, 1000.0)
+    _stray(root / "parts" / "p9" / "deep" / "b.parquet", 7, 1500.0)
+    _stray(root / "parts" / "stray.txt", 3, 900.0)
+    _stray(root / "_index" / ".tmp-2-xyz", 2, 1200.0)
+    _stray(root / "_index" / "notes.txt", 4, 1200.0)  # not a temporary file: not a leftover
+    found = index_leftovers(DocIndex.open(url + "/"), now=2000.0)
+    assert [(x.path, x.bytes, x.age) for x in found] == [
+        ("_index/.tmp-2-xyz", 2, 800.0),
+        ("parts/p9", 12, 500.0),
+        ("parts/stray.txt", 3, 1100.0),
+    ]
+
+
+def test_a_leftover_whose_files_do_not_all_say_their_time_has_no_age(tmp_path, monkeypatch):
+    from neardup.core import _index_ops
+
+    url = str(tmp_path / "idx")
+    _build(url, [2])
+    root = Path(url)
+    _stray(root / "parts" / "pa" / "a", 1, 1000.0)
+    _stray(root / "parts" / "pa" / "b", 1, 1000.0)
+    _stray(root / "parts" / "pb" / "a", 1, 1000.0)
+    real = _index_ops._files
+
+    def some_without_time(fs, directory):
+        found = real(fs, directory)
+        for path, info in found.items():
+            if path.endswith(("pa/b", "pb/a")):
+                found[path] = {k: v for k, v in info.items() if k not in ("mtime", "created")}
+                found[path]["size"] = None
+        return found
+
+    monkeypatch.setattr(_index_ops, "_files", some_without_time)
+    found = index_leftovers(DocIndex.open(url), now=3000.0)
+    assert [(x.path, x.bytes, x.age) for x in found] == [
+        ("parts/pa", 1, None), ("parts/pb", 0, None)]  # fmt: skip
+    info = index_info(url)
+    assert [x["age_seconds"] for x in info["leftovers"]] == [None, None]
+
+
+def test_info_lists_versions_and_caps_every_list_at_the_limit(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [2, 3, 4])
+    info = index_info(url, limit=2)
+    assert (info["index"], info["format"], info["format_version"]) == (url, "neardup-index", 1)
+    assert (info["versions_total"], info["versions"]) == (3, [2, 3])
+    nothing = index_info(url, limit=0)
+    assert (nothing["versions"], nothing["parts"], nothing["leftovers"]) == ([], [], [])
+    assert (nothing["versions_total"], nothing["parts_total"], nothing["rows"]) == (3, 3, 9)
+    for i in range(101):
+        _stray(Path(url) / "parts" / f"s{i:03d}", 1)
+    info = index_info(url)  # at most 100 of anything by default
+    assert (info["leftovers_total"], len(info["leftovers"])) == (101, 100)
+    assert info["leftovers_bytes"] == 101
+    assert info["versions"] == [1, 2, 3]
+    first = info["leftovers"][0]
+    assert first["path"] == "parts/s000" and first["bytes"] == 1
+    assert type(first["age_seconds"]) is int and 0 <= first["age_seconds"] < 600
+
+
+def test_compaction_removes_leftovers_from_the_age_given_on(tmp_path, monkeypatch):
+    from neardup.core import _index_ops
+
+    url = str(tmp_path / "idx")
+    _build(url, [2, 2])
+    now = time.time()
+    _stray(Path(url) / "parts" / "old", 1, now - 100)
+    _stray(Path(url) / "parts" / "young", 1, now - 99)
+    monkeypatch.setattr(_index_ops.time, "time", lambda: now)
+    done = compact_index(url, neardup="t", leftover_age=100)
+    assert done.removed == ("parts/old",)
+    assert (done.parts_before, done.parts_after, done.rows) == (2, 1, 4)
+    assert len(done.merged) == 2 and len(done.added) == 1
+    assert sorted(p.name for p in (Path(url) / "parts").iterdir()) == sorted([*done.added, "young"])
+
+
+def test_compaction_with_nothing_to_merge_commits_nothing_and_calls_no_hook(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [3, 3])
+    called = []
+    done = compact_index(url, neardup="t", part_rows=3, before_commit=lambda: called.append(1))
+    assert called == []
+    assert (done.version, done.merged, done.added, done.parts_before, done.parts_after) == (
+        2, (), (), 2, 2)  # fmt: skip
+
+
+@pytest.mark.parametrize(("column", "width"), [("digest", 8), ("signature", 4 * 31)])
+def test_a_part_of_values_of_the_wrong_width_is_damage_and_nothing_changes(tmp_path, column, width):
+    import pyarrow as pa
+
+    url = str(tmp_path / "idx")
+    _build(url, [2, 2])
+    index = DocIndex.open(url)
+    listed = index.parts[1].files[0]
+    target = Path(url) / listed.path
+    table = pq.read_table(target)
+    bad = pa.array([b"\1" * width] * table.num_rows, type=pa.binary())
+    table = table.set_column(table.column_names.index(column), column, bad)
+    pq.write_table(table, target)
+    version_file = Path(url) / "_index" / f"{index.version:08d}.json"
+    manifest = json.loads(version_file.read_text())
+    manifest["parts"][1]["files"][0]["bytes"] = target.stat().st_size
+    version_file.write_text(json.dumps(manifest))
+    listing = sorted(str(p) for p in Path(url).rglob("*"))
+    with pytest.raises(IndexDamagedError) as caught:
+        compact_index(url, neardup="t")
+    assert str(caught.value) == (
+        f"{url}: the index is damaged: {listed.path} holds values of the wrong width"
+    )
+    assert sorted(str(p) for p in Path(url).rglob("*")) == listing
+
+
+@pytest.mark.parametrize("name", ["idx ", "idxX"])
+def test_leftovers_are_named_relative_to_an_index_whose_name_ends_oddly(tmp_path, name):
+    url = str(tmp_path / name)
+    _build(url, [2])
+    _stray(Path(url) / "parts" / "p9" / "a.parquet", 5, 1000.0)
+    found = index_leftovers(DocIndex.open(url), now=1500.0)
+    assert [(x.path, x.bytes, x.age) for x in found] == [("parts/p9", 5, 500.0)]
+
+
+def test_a_compacted_part_names_its_run(tmp_path):
+    url = str(tmp_path / "idx")
+    _build(url, [2, 3])
+    done = compact_index(url, neardup="9.9")
+    (part,) = DocIndex.open(url).parts
+    assert part.name == done.added[0]
+    run = {k: v for k, v in part.run.items() if k != "created"}
+    assert run == {
+        "engine": "local", "neardup": "9.9", "inputs": [], "inputs_total": 0, "mode": "compact",
+        "from_parts": list(done.merged),
+    }  # fmt: skip
+
+
+def test_files_another_run_removed_first_are_no_error(tmp_path):
+    from neardup.core._index_ops import _remove_tree
+
+    url = str(tmp_path / "idx")
+    _build(url, [2, 3])
+    index = DocIndex.open(url)
+    gone = Path(url) / index.parts[0].files[0].path
+    # a concurrent compaction removed one of the merged parts' files just before the commit
+    done = compact_index(url, neardup="t", before_commit=gone.unlink)
+    assert done.merged == tuple(p.name for p in index.parts) and done.rows == 5
+    assert sorted(os.listdir(Path(url) / "parts")) == list(done.added)
+    _remove_tree(index, "parts/never-there")  # nothing to remove: no error

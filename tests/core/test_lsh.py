@@ -169,3 +169,41 @@ def test_lsh_face_equals_the_brute_force_reference(rows, probe):
     expected = [(keys[a], keys[b]) for a, b in reference.candidates(sigs, 4)]
     assert lsh.candidates() == expected
     assert lsh.query(probe_sig) == [keys[i] for i in reference.query(sigs, probe_sig, 4)]
+
+
+@pytest.mark.parametrize(("bands", "rows"), [(0, 1), (1, 0), (-1, 4), (0, 0)])
+def test_lsh_needs_one_band_and_one_row_at_least(bands, rows):
+    with pytest.raises(ParameterError) as caught:
+        LSH(bands=bands, rows=rows)
+    assert str(caught.value) == (
+        f"bands and rows must both be at least 1, got bands={bands}, rows={rows}; "
+        "their product is the signature length (num_perm)"
+    )
+
+
+def test_lsh_of_one_band_of_one_row_and_its_curve():
+    lsh = LSH(bands=1, rows=1)
+    assert (lsh.bands, lsh.rows, lsh.num_perm, lsh.threshold) == (1, 1, 1, 1.0)
+    assert LSH(4, 2).threshold == 0.5 and LSH(4, 2).probability(0.5) == 0.68359375
+    lsh.insert("a", _sig([7]))
+    lsh.insert("b", _sig([7]))
+    assert lsh.candidates() == [("a", "b")] and lsh.query(_sig([7])) == ["a", "b"]
+
+
+def test_lsh_counts_every_key_and_names_a_repeated_one():
+    lsh = LSH(bands=2, rows=2)
+    lsh.insert("x", _sig([1, 2, 3, 4]))
+    lsh.insert("e", _sig([MERSENNE31] * 4))
+    lsh.insert("y", _sig([1, 2, 3, 4]))  # a copy: one class in the index, two keys out
+    assert len(lsh) == 3 and "e" in lsh and "x" in lsh and "z" not in lsh
+    with pytest.raises(SignatureError) as caught:
+        lsh.insert("e", _sig([5, 6, 7, 8]))
+    assert str(caught.value) == "key 'e' is already inserted"
+    with pytest.raises(SignatureError) as caught:
+        lsh.insert("z", _sig([1, 2, 3]))
+    assert str(caught.value) == "a signature must have 4 entries (bands * rows), got shape (3,)"
+    assert len(lsh) == 3
+    assert lsh.query(_sig([1, 2, 9, 9])) == ["x", "y"]
+    assert lsh.candidates() == [("x", "y")]
+    lsh.insert("a", _sig([0, 0, 3, 4]))
+    assert lsh.candidates() == [("a", "x"), ("a", "y"), ("x", "y")]
