@@ -113,6 +113,8 @@ def test_an_item_is_labelled_by_id_then_case_id_then_line(item, label):
          [(1, {"q": "1", "a": "2", "3": "3"}), (2, {"q": "4"})]),
         (ProtectedFormat.CSV, "1,2\n,\n3\n", [(1, {"1": "1", "2": "2"}), (2, {"1": "3"})]),
         (ProtectedFormat.CSV, "", []),
+        # a quoted cell keeps its line breaks as written
+        (ProtectedFormat.CSV, 'q,a\r\n"x\r\ny","z\rw"\r\n', [(1, {"q": "x\r\ny", "a": "z\rw"})]),
     ],
 )  # fmt: skip
 def test_protected_items_of_every_format(fmt, body, items):
@@ -177,6 +179,7 @@ def test_a_csv_that_cannot_be_parsed_names_its_line():
          ('{"q": "Été"}\n{"id": 2}\n', ProtectedFormat.JSONL)),
         (ProtectedFormat.CSV, "\ufeffq\nÉté\n", ('{"q": "Été"}\n', ProtectedFormat.JSONL)),
         (ProtectedFormat.CSV, "", ("", ProtectedFormat.JSONL)),
+        (ProtectedFormat.JSON, ' \n [{"q": 1}] ', ('{"q": 1}\n', ProtectedFormat.JSONL)),
     ],
 )  # fmt: skip
 def test_a_store_keeps_json_lines_and_text_and_converts_the_rest(fmt, body, stored):
@@ -242,6 +245,10 @@ def test_the_defaults_are_13_words_and_the_words_tokenizer():
     assert parse_protected_set("t", body + " x", ProtectedFormat.TEXT).ngrams == 2
     cjk = parse_protected_set("t", "请检查路径", ProtectedFormat.TEXT, 5, "multilingual")
     assert (cjk.tokenizer, list(cjk.grams)) == ("multilingual", ["请 检 查 路 径"])
+    assert (cjk.index.tokenizer, cjk.index.n) == ("multilingual", 5)
+    assert cjk.index.contaminated_many(["x 请检查路径 y", "请检查"]).tolist() == [True, False]
+    assert cjk.hits("x 请检查路径 y") == [("1", "请 检 查 路 径")]
+    assert cjk.shared("x 请检查路径 y") == {"请 检 查 路 径"}
 
 
 def test_the_ngrams_in_more_than_cap_items_are_computed_once_per_cap():
@@ -369,7 +376,7 @@ def test_every_format_reads_to_its_items_and_labels(tmp_path, name, body, items,
         data = zstandard.ZstdCompressor().compress(data)
     path.write_bytes(data)
     found = read_protected_set(path, 3)
-    assert (found.items, found.grams) == (items, grams)
+    assert (found.name, found.items, found.grams) == (str(path), items, grams)
 
 
 def test_parquet_rows_are_items_labelled_by_row_from_1(tmp_path):
@@ -379,8 +386,8 @@ def test_parquet_rows_are_items_labelled_by_row_from_1(tmp_path):
     path = tmp_path / "s.parquet"
     table = pa.table({"id": [None, "q2", None], "t": ["a b", "b c", "c d"]})
     pq.write_table(table, path, row_group_size=2)
-    found = read_protected_set(path, 2)
-    assert found.items == 3
+    found = read_protected_set(path, 2, name="evals")
+    assert (found.name, found.items) == ("evals", 3)
     assert found.grams == {"a b": ["1"], "b c": ["q2"], "c d": ["3"]}
 
 
