@@ -315,3 +315,19 @@ def test_a_bad_batch_is_refused(batch):
     with pytest.raises(ParameterError) as caught:
         list(decontaminate_modes([], _protection(), batch=batch))  # type: ignore[arg-type]
     assert str(caught.value) == f"batch must be a whole number >= 1, got {batch!r}"
+
+
+def test_decontaminate_modes_read_256_documents_ahead_by_default():
+    read = []
+
+    def docs():
+        for k in range(600):
+            read.append(k)
+            yield Doc(f"d{k}", "clean")
+
+    out = decontaminate_modes(docs(), _protection())
+    assert next(out).id == "d0" and len(read) == 256
+    assert [d.id for d in out][-1] == "d599" and len(read) == 600
+    read.clear()
+    out = decontaminate_modes(docs(), _protection(), batch=3)
+    assert next(out).id == "d0" and len(read) == 3

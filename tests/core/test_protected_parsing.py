@@ -314,6 +314,11 @@ def test_a_sets_name_is_its_path_unless_given(tmp_path):
     found = read_protected_set(path, tokenizer="multilingual", n=2)
     assert (found.n, found.tokenizer) == (2, "multilingual")
     assert found.grams == {"a b": ["1"], "b c": ["1"]}
+    thirteen = " ".join(WORDS.split()[:13])
+    path.write_text(thirteen + " x", encoding="utf-8")
+    default = read_protected_set(path)
+    assert (default.n, default.tokenizer, default.ngrams) == (13, "words", 2)
+    assert thirteen in default.grams
 
 
 @pytest.mark.parametrize(
