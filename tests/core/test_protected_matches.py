@@ -233,3 +233,21 @@ def test_decontaminate_reads_13_gram_words_by_default(tmp_path: Path):
         decontaminate(docs, [path], 0)
     index = NgramIndex({"检 查"}, 2, "multilingual")
     assert [d.id for d in decontaminate_with(docs, index)] == ["a", "b", "d"]
+
+
+def test_only_the_texts_a_hash_flags_are_checked_word_by_word(monkeypatch):
+    import neardup.core._ngrams as ngrams_module
+
+    checked = []
+
+    def spy(text, grams, n=13, tokenizer="words"):
+        checked.append(text)
+        return contaminated(text, grams, n, tokenizer)
+
+    monkeypatch.setattr(ngrams_module, "contaminated", spy)
+    index = NgramIndex({"b c"}, 2)
+    texts = ["a b", "B, c!", "x y z", "b", ""]
+    assert index.contaminated_many(texts).tolist() == [False, True, False, False, False]
+    assert checked == ["B, c!"]
+    empty = NgramIndex(set(), 2).contains(gram_hashes(["b c"]))
+    assert (empty.dtype, empty.tolist()) == (np.bool_, [False])

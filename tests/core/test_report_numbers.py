@@ -197,3 +197,13 @@ def test_zero_caps_list_nothing_and_count_everything():
     assert (out["contaminated"], out["contaminated_ids"], out["items"]) == (3, [], [])
     assert out["items_matched"] == 2
     assert out["sets"][0]["top_items"] == [] and out["sets"][0]["items_matched"] == 2
+
+
+def test_coverage_and_share_of_an_item_of_several_texts():
+    # q: "a b c" (3 words, 2 windows) and "x y" (2 words, 1 window); "a b" found: 2 of 5 words
+    protection = Protection([_set("s", [{"id": "q", "one": "a b c", "two": "x y"}])])
+    report = ContaminationReport(protection)
+    report.add(Doc("d", "a b"), protection.matches("a b"))
+    [item] = report.items()
+    assert (item["ngrams"], item["ngrams_found"], item["coverage"]) == (3, 1, 2 / 5)
+    assert item["share_found"] == 1 / 3
