@@ -436,3 +436,9 @@ def test_protected_paths_are_the_paths_as_a_list(tmp_path):
     assert protected_paths(iter(["a.jsonl", tmp_path])) == ["a.jsonl", tmp_path]
     assert protected_paths(("a",)) == ["a"]
     assert protected_paths([]) == []
+
+
+def test_a_csv_of_old_mac_line_ends_is_read_row_by_row():
+    body = "q,a\r1,2\r3,4\r"
+    assert protected_items("p.csv", body, ProtectedFormat.CSV) == [
+        (1, {"q": "1", "a": "2"}), (2, {"q": "3", "a": "4"})]  # fmt: skip
