@@ -19,6 +19,7 @@ from neardup.core._formats import (
     jsonl_items,
     parse_json_array,
     parse_jsonl_line,
+    protected_format,
     text_reader,
     text_writer,
 )
@@ -265,3 +266,21 @@ def test_text_round_trips_through_each_compression_leaving_the_stream_open(fmt):
     with text_reader(raw, fmt) as text:
         assert text.read() == "caf\u00e9 \u4e2d\n"
     assert not raw.closed
+
+
+@pytest.mark.parametrize(
+    ("name", "how"),
+    [
+        ("mmlu.csv.gz", ("csv", ".gz")),
+        ("a.PARQUET", ("parquet", "")),
+        ("a.jsonl", ("jsonl", "")),
+        ("a.ndjson.zst", ("jsonl", ".zst")),
+        ("a.json", ("json", "")),
+        ("a.TXT.GZ", ("text", ".gz")),
+        ("a.parquet.gz", None),
+        ("a.gz", None),
+        ("a.md", None),
+    ],
+)
+def test_a_protected_file_is_read_by_its_name(name, how):
+    assert protected_format(Path(name)) == how

@@ -347,3 +347,12 @@ def test_an_index_on_a_url_is_kept_apart_by_its_url(mem):
         "--output memory://cio/idx/o.jsonl is inside IDX memory://cio/idx:"
     )
     check_apart([("INPUT", "memory://cio/d")], [("--output", "memory://cio/o.jsonl")], index=idx)
+
+
+@pytest.mark.parametrize("folder", ["holdX", "hold "])
+def test_an_input_folder_whose_name_ends_oddly_still_holds_the_index(tmp_path, folder):
+    index = tmp_path / folder / "idx"
+    index.mkdir(parents=True)
+    read = str(tmp_path / folder)
+    assert parameter_error([("INPUT", read)], [], index=("IDX", str(index))) == overlap(read, index)
+    check_apart([("INPUT", str(tmp_path / "hold"))], [], index=("IDX", str(index)))
