@@ -208,3 +208,11 @@ def test_a_hinted_type_no_cast_reaches_is_not_taken():
     table = RowWriter.table([{"flag": True, "n": 5}], hint)
     assert table.schema == pa.schema([("flag", pa.bool_()), ("n", pa.int8()), ("x", pa.int32())])
     assert table.to_pylist() == [{"flag": True, "n": 5, "x": None}]
+
+
+def test_a_failed_block_hands_its_error_to_the_text_layer_which_writes_nothing_more():
+    raw = io.BytesIO()
+    with pytest.raises(RuntimeError), RowWriter(raw, ".jsonl", "o.jsonl") as w:
+        w.write({"a": 1})
+        raise RuntimeError("stopped")
+    assert raw.getvalue() == b"" and w.count == 1  # the buffered row is not flushed
