@@ -156,3 +156,15 @@ def test_written_corpora_take_output_names_only_and_name_the_file_in_errors(tmp_
     with pytest.raises(CorpusError) as caught:
         write_docs(path, [Doc("a", "x", {"n": 1}), Doc("b", "y", {"n": 2**70})])
     assert str(caught.value).startswith(f"{path}: rows do not fit one Parquet schema: ")
+
+
+def test_a_parquet_corpus_reads_only_its_id_text_and_meta_columns(tmp_path):
+    import pyarrow as pa
+
+    # A column Python cannot hold (a timestamp past the year 9999) is never read.
+    far = pa.array([2**62], pa.timestamp("us"))
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": ["x"], "meta": [{"k": 1}], "at": far}), path)
+    assert list(read_docs(path)) == [Doc("a", "x", {"k": 1})]
+    pq.write_table(pa.table({"id": ["a"], "text": ["x"], "at": far}), path)
+    assert list(read_docs(path)) == [Doc("a", "x", {})]
