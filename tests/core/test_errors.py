@@ -26,6 +26,9 @@ from neardup.core.errors import (
         (("a", "b"), "document ids 'a', 'b' appear(s) more than once"),
         (tuple(f"{i:02}" for i in range(20)),
          "document ids " + ", ".join(f"'{i:02}'" for i in range(20)) + " appear(s) more than once"),
+        (tuple(f"{i:02}" for i in range(21)),
+         "document ids " + ", ".join(f"'{i:02}'" for i in range(20))
+         + " and 1 more appear(s) more than once"),
         (tuple(f"{i:02}" for i in range(22)),
          "document ids " + ", ".join(f"'{i:02}'" for i in range(20))
          + " and 2 more appear(s) more than once"),
@@ -116,6 +119,8 @@ def test_ids_already_in_the_index_are_named_in_id_order_with_their_parts():
     error = IndexIdError("u", {"a": "p"}, total=5)
     assert str(error) == "u: id 'a' (part p) and 4 more" + TAIL
     assert error.total == 5
+    error = IndexIdError("u", {"a": "p"}, total=2)
+    assert str(error) == "u: id 'a' (part p) and 1 more" + TAIL
     error = IndexIdError("u", {"a": "p"}, total=1)
     assert (str(error), error.total) == ("u: id 'a' (part p)" + TAIL, 1)
 

@@ -101,6 +101,12 @@ def test_near_dedup_passes_its_documented_defaults_on(monkeypatch):
     assert seen["params"] == _stages.MinhashParams(
         num_perm=128, bands=16, threshold=0.8, k=5, seed=0, tokenizer="words"
     )
+    # And every one it is given.
+    given = {"num_perm": 64, "bands": 8, "threshold": 0.5, "k": 3, "seed": 7}
+    list(near_dedup(docs, **given, workers=1, tokenizer="multilingual", drop=False))
+    assert seen["signatures"] == {
+        "num_perm": 64, "seed": 7, "k": 3, "workers": 1, "tokenizer": "multilingual"}  # fmt: skip
+    assert seen["params"] == _stages.MinhashParams(**given, tokenizer="multilingual")
 
 
 def test_exact_dedup_reads_all_ids_first_and_names_the_repeated_one():
