@@ -3,14 +3,16 @@ examples, its tables against Unicode's Script and grapheme-cluster properties, e
 ``words`` on text of no unspaced script, and both batch tokenisers against the reference."""
 
 import json
+import re
 
+import numpy as np
 import pytest
 import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
 from neardup.core import _tokens
-from neardup.core._scripts import UNSPACED_SCRIPTS, multilingual_re, script_tables
+from neardup.core._scripts import UNSPACED_SCRIPTS, _char_class, multilingual_re, script_tables
 from neardup.core._text import ngrams, shingles, words
 from neardup.core.engine import (
     DecontParams,
@@ -200,3 +202,14 @@ def test_tables_built_again_in_a_process_tokenise_as_before():
     assert (again[0] == unspaced).all() and (again[1] == continuation).all()
     test_hand_examples()
     assert multilingual_re().findall("中文ok สวัสดี") == ["中", "文", "ok", "ส", "วั", "ส", "ดี"]
+
+
+def test_a_character_class_holds_exactly_the_tables_code_points():
+    table = np.zeros(130, dtype=np.bool_)
+    for start, stop in ((0, 1), (45, 46), (65, 67), (70, 73), (100, 130)):
+        table[start:stop] = True
+    body = _char_class(table)
+    assert body == "\x00\\-A-BF-Hd-\x81"
+    pattern = re.compile(f"[{body}]")
+    assert [c for c in range(140) if pattern.fullmatch(chr(c))] == table.nonzero()[0].tolist()
+    assert _char_class(np.zeros(5, dtype=np.bool_)) == ""

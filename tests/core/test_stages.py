@@ -76,3 +76,43 @@ def test_near_dedup_refuses_a_worker_count_below_one():
     for workers in (0, -1, True):
         with pytest.raises(ParameterError, match=r"^workers must be a whole number >= 1, got "):
             list(near_dedup(docs, workers=workers))
+
+
+def test_near_dedup_passes_its_documented_defaults_on(monkeypatch):
+    from neardup.core import _stages
+
+    seen = {}
+    real_signatures, real_roots = _stages.signatures, _stages.cluster_roots
+
+    def signatures(texts, **kwargs):
+        seen["signatures"] = kwargs
+        return real_signatures(texts, **kwargs)
+
+    def cluster_roots(sigs, params, rank):
+        seen["params"] = params
+        return real_roots(sigs, params, rank)
+
+    monkeypatch.setattr(_stages, "signatures", signatures)
+    monkeypatch.setattr(_stages, "cluster_roots", cluster_roots)
+    docs = [Doc("b", "one two three four five six"), Doc("a", "one two three four five six")]
+    assert [(d.id, d.meta) for d in near_dedup(docs)] == [("a", {"minhash_cluster": "a"})]
+    assert seen["signatures"] == {
+        "num_perm": 128, "seed": 0, "k": 5, "workers": 1, "tokenizer": "words"}  # fmt: skip
+    assert seen["params"] == _stages.MinhashParams(
+        num_perm=128, bands=16, threshold=0.8, k=5, seed=0, tokenizer="words"
+    )
+    # And every one it is given.
+    given = {"num_perm": 64, "bands": 8, "threshold": 0.5, "k": 3, "seed": 7}
+    list(near_dedup(docs, **given, workers=1, tokenizer="multilingual", drop=False))
+    assert seen["signatures"] == {
+        "num_perm": 64, "seed": 7, "k": 3, "workers": 1, "tokenizer": "multilingual"}  # fmt: skip
+    assert seen["params"] == _stages.MinhashParams(**given, tokenizer="multilingual")
+
+
+def test_exact_dedup_reads_all_ids_first_and_names_the_repeated_one():
+    docs = [Doc("b", "x", {"m": 1}), Doc("a", "y"), Doc("c", "x")]
+    assert list(exact_dedup(iter(docs))) == [Doc("b", "x", {"m": 1}), Doc("a", "y")]
+    with pytest.raises(DuplicateIdError) as caught:
+        exact_dedup([Doc("a", "x"), Doc("b", "y"), Doc("b", "z")])
+    assert str(caught.value) == "document id 'b' appear(s) more than once"
+    assert caught.value.doc_ids == ("b",)

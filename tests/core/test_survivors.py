@@ -89,3 +89,62 @@ def test_a_policy_without_what_it_compares_says_what_it_needs():
     with pytest.raises(ParameterError) as caught:
         KeepPolicy.parse("max:meta.score").preference(rank, np.ones(3, dtype=np.int64))
     assert str(caught.value) == "--keep max:meta.score needs the field's values"
+
+
+@pytest.mark.parametrize(
+    ("spelled", "kind", "field"),
+    [
+        ("smallest-id", "smallest-id", None),
+        ("first", "first", None),
+        ("longest", "longest", None),
+        ("max:quality", "max", "quality"),
+        ("max: meta.score ", "max", "meta.score"),
+    ],
+)
+def test_policies_parse_and_print_as_spelled(spelled, kind, field):
+    policy = KeepPolicy.parse(spelled)
+    assert (policy.kind, policy.field) == (kind, field)
+    assert str(policy) == spelled.replace(" ", "")
+
+
+def test_the_default_policy_is_the_smallest_id_and_an_unknown_one_is_quoted():
+    assert (KeepPolicy().kind, KeepPolicy().field, str(KeepPolicy())) == (
+        "smallest-id", None, "smallest-id")  # fmt: skip
+    with pytest.raises(ParameterError) as caught:
+        KeepPolicy.parse("max:")
+    assert str(caught.value) == (
+        "--keep 'max:' is not a policy; use one of smallest-id, first, longest, max:FIELD"
+    )
+
+
+def test_each_policys_preference_exactly():
+    rank = np.array([2, 0, 3, 1], dtype=np.int64)  # ids: c, a, d, b
+    lengths = np.array([5, 5, 9, 1], dtype=np.int64)
+    values = np.array([1.0, np.nan, 1.0, 3.0])
+    prefs = {
+        "smallest-id": [2, 0, 3, 1],
+        "first": [0, 1, 2, 3],
+        "longest": [2, 1, 0, 3],  # 9, then the 5s by id (a before c), then 1
+        "max:v": [1, 3, 2, 0],  # 3.0, then the 1.0s by id (c before d), absent last
+    }
+    for spelled, expected in prefs.items():
+        pref = KeepPolicy.parse(spelled).preference(rank, lengths, values)
+        assert pref.dtype == np.int64 and pref.tolist() == expected, spelled
+
+
+def test_value_ranks_are_places_among_the_distinct_values():
+    ranks = value_ranks([3, None, 1.5, 3, float("nan"), -2])
+    assert ranks.dtype == np.float64
+    assert np.array_equal(ranks, [2.0, np.nan, 1.0, 2.0, np.nan, 0.0], equal_nan=True)
+
+
+def test_survivors_of_groups_exactly():
+    pref = np.array([3, 0, 2, 1, 4], dtype=np.int64)
+    assert cluster_survivors(np.array([7, 7, 5, 5, 9]), pref).tolist() == [1, 1, 3, 3, 4]
+    digests = np.array([[1, 2], [1, 3], [1, 2], [0, 3], [1, 3]], dtype=np.uint64)
+    # Groups need both halves equal: rows 0 and 2; rows 1 and 4; row 3 alone.
+    assert exact_survivors(digests, pref).tolist() == [2, 1, 2, 3, 1]
+    empty = cluster_survivors(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    assert empty.dtype == np.int64 and empty.tolist() == []
+    one = exact_survivors(np.zeros((1, 2), dtype=np.uint64), np.zeros(1, dtype=np.int64))
+    assert one.tolist() == [0]
