@@ -82,9 +82,9 @@ class _OneBroken:
 
 
 def test_ordered_map_turns_a_broken_result_into_a_worker_error():
-    with pytest.raises(WorkerError, match="^a signature worker process died: gone$"):
+    with pytest.raises(WorkerError, match=r"^a signature worker process died: gone$"):
         list(ordered_map(_OneBroken(), len, [[1], [2], [3], [4]], ahead=1))
-    with pytest.raises(WorkerError, match="^a signature worker process died: gone$"):
+    with pytest.raises(WorkerError, match=r"^a signature worker process died: gone$"):
         list(ordered_map(_OneBroken(), len, [[1]]))
 
 
