@@ -62,6 +62,7 @@ def test_budgeted_cuts_consecutive_ranges_within_the_budget_and_the_count(
     [
         ([10, 20], [5, 5], (10, 25)),
         ([100, 7], [3, 9], (7, 103)),
+        ([5000, 5010], [5, 5], (5000, 5015)),  # far from the buffer's start, close together
         ([0, 4116], [10, 0], (0, 4116)),  # hi - lo = 2 * total + 4096: still a window
         ([0, 4106], [5, 5], (0, 4111)),  # 4111 > 2 * 10 + 4096 = 4116? no: a window
     ],
@@ -224,6 +225,33 @@ def test_spans_given_as_lists_and_left_unchanged():
     end = np.array([10, 45, 20], dtype=np.int64)
     fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), np.array([0, 10, 20]), end)
     assert end.tolist() == [10, 45, 20]
+
+
+def test_spans_given_as_uint64_arrays_equal_fnv_of_each():
+    data = noise(300, 11)
+    starts = np.array([0, 7, 100, 250], dtype=np.uint64)
+    ends = np.array([7, 100, 250, 300], dtype=np.uint64)
+    got = fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), starts, ends)
+    assert got.tolist() == expected(data, starts.astype(np.int64), ends.astype(np.int64))
+
+
+def test_long_spans_weigh_nothing_in_the_byte_loops_chunks(monkeypatch):
+    monkeypatch.setattr(_fnv, "_FNV_LONG", 20)
+    monkeypatch.setattr(_fnv, "_FNV_CHUNK_BYTES", 10)
+    data = noise(200, 12)
+    starts, ends = spans([5, 100, 5, 5])
+    chunks = []
+    real = _fnv._fnv1a64_chunk
+
+    def spy(buf, start, end, out):
+        chunks.append((start.tolist(), end.tolist()))
+        real(buf, start, end, out)
+
+    monkeypatch.setattr(_fnv, "_fnv1a64_chunk", spy)
+    got = fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), starts, ends)
+    assert got.tolist() == expected(data, starts, ends)
+    # The long span is empty in the byte loop (its end moved to its start), and weighs 0.
+    assert chunks == [([0, 5, 105], [5, 5, 110]), ([110], [115])]
 
 
 def test_long_spans_take_the_closed_form_and_leave_ends_alone(monkeypatch):
