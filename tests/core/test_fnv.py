@@ -2,6 +2,8 @@
 eight-byte words, the closed form (continued from any state), its low-byte recurrence and
 prefix xor, and which path the spans take."""
 
+from itertools import islice
+
 import numpy as np
 import pytest
 
@@ -54,7 +56,7 @@ def test_budgeted_cuts_consecutive_ranges_within_the_budget_and_the_count(
     sizes, budget, most, ranges
 ):
     total = np.cumsum(np.array(sizes, dtype=np.int64))
-    assert list(_fnv._budgeted(total, budget, most)) == ranges
+    assert list(islice(_fnv._budgeted(total, budget, most), 20)) == ranges
 
 
 @pytest.mark.parametrize(
