@@ -168,13 +168,13 @@ def test_pieces_continue_fnv_from_any_state():
     assert h.tolist() == STATES
 
 
-@pytest.mark.parametrize("piece", [1, 3, 64, 1 << 20])
+@pytest.mark.parametrize("piece", [1, 7, 64, 1 << 20])
 def test_resume_continues_fnv_from_any_state_in_pieces(monkeypatch, piece):
     monkeypatch.setattr(_fnv, "_FNV_PIECE", piece)
-    data = noise(2000, 5)
+    data = noise(300, 5)
     buf = np.frombuffer(data, dtype=np.uint8)
-    start = np.array([0, 5, 5, 300, 1000, 1999, 700], dtype=np.int64)
-    end = np.array([5, 5, 300, 1000, 2000, 2000, 1999], dtype=np.int64)
+    start = np.array([0, 5, 5, 30, 100, 299, 70], dtype=np.int64)
+    end = np.array([5, 5, 30, 100, 300, 300, 299], dtype=np.int64)
     h = np.array(STATES, dtype=np.uint64)
     got = _fnv._fnv1a64_resume(buf, start, end, h)
     want = [fnv_from(s, data[a:b]) for s, a, b in zip(STATES, start, end, strict=True)]
