@@ -201,3 +201,15 @@ def test_exit_code_waits_two_seconds_by_default_for_the_code(monkeypatch):
     assert _fanout._exit_code(never, wait=0.1) is None
     assert never.joins == [0.1]
     assert never.looks == -4  # at 100.0, 100.05 and 100.2 (past the deadline), then read
+
+
+def test_exit_code_looks_every_10_ms_until_the_deadline_inclusive_of_none(monkeypatch):
+    clock = iter([100.0, 100.0, 100.25, 100.5, 100.75])
+    sleeps = []
+    monkeypatch.setattr(_fanout.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(_fanout.time, "sleep", sleeps.append)
+    never = _Process(None, 0)
+    assert _fanout._exit_code(never, wait=0.5) is None
+    # Looked at 100.0 and 100.25; at 100.5, the deadline, no longer waited for.
+    assert sleeps == [0.01, 0.01]
+    assert never.looks == -4
