@@ -213,3 +213,28 @@ def test_exit_code_looks_every_10_ms_until_the_deadline_inclusive_of_none(monkey
     # Looked at 100.0 and 100.25; at 100.5, the deadline, no longer waited for.
     assert sleeps == [0.01, 0.01]
     assert never.looks == -4
+
+
+class _Inline:
+    """Runs each task as it is submitted."""
+
+    _max_workers = 2
+
+    def submit(self, fn, *args):
+        future: Future = Future()
+        future.set_result(fn(*args))
+        return future
+
+
+def test_ordered_map_reads_two_batches_a_worker_ahead_by_default():
+    read = []
+
+    def batches():
+        for i in range(8):
+            read.append(i)
+            yield i
+
+    out = ordered_map(_Inline(), lambda b: b * 10, batches())
+    assert next(out) == (0, 0)
+    assert read == [0, 1, 2, 3, 4]  # the one waited for and 2 x 2 past it
+    assert list(out) == [(i, 10 * i) for i in range(1, 8)]

@@ -311,3 +311,33 @@ def test_a_stream_reads_ahead_as_asked_and_shuts_the_pool_down_when_closed(monke
     assert pool.seen == [4]
     stream.close()
     assert pool.shutdowns == [(True, True)]
+
+
+def test_signing_counts_its_work_towards_loading_the_compiled_kernels(monkeypatch):
+    from neardup.core import _compiled
+
+    monkeypatch.setattr(_compiled._State, "kernels", None)
+    monkeypatch.setattr(_compiled._State, "failed", False)
+    monkeypatch.setattr(_compiled._State, "work", 0)
+    # Two shingles of 5 words, and a text shorter than k is one: 3 shingles, 8 permutations.
+    batch_signatures(["a b c d e f", "x y z w"], MinhashParams(num_perm=8, bands=2, k=5))
+    assert _compiled._State.work == 3 * 8
+    signatures(["one two three four"], num_perm=16, k=2)
+    assert _compiled._State.work == 3 * 8 + 3 * 16
+    assert _compiled._State.kernels is None  # far below LOAD_AFTER
+
+
+def test_pool_signatures_are_uint32(monkeypatch, spawned):
+    monkeypatch.setattr(_signatures, "POOL_AFTER_CHARS", 10)
+    texts = [words(20, f"d{i}") for i in range(4)]
+    assert signatures(texts, num_perm=8, pool=SyncPool(2)).dtype == np.uint32
+    assert signatures(texts, num_perm=8, workers=2).dtype == np.uint32
+
+
+def test_a_stream_moves_to_the_pool_at_exactly_pool_after_chars(monkeypatch, spawned):
+    monkeypatch.setattr(_signatures, "POOL_AFTER_CHARS", 100)
+    batches = [[words(50, f"b{i}")] for i in range(4)]  # the second reaches 100 characters
+    got = list(signature_stream(batches, PARAMS, workers=2))
+    assert [g.tolist() for g in got] == [batch_signatures(b, PARAMS).tolist() for b in batches]
+    ((pool, _, _),) = spawned
+    assert [c[1][0].texts() for c in pool.calls] == batches[1:]
