@@ -341,3 +341,15 @@ def test_a_stream_moves_to_the_pool_at_exactly_pool_after_chars(monkeypatch, spa
     assert [g.tolist() for g in got] == [batch_signatures(b, PARAMS).tolist() for b in batches]
     ((pool, _, _),) = spawned
     assert [c[1][0].texts() for c in pool.calls] == batches[1:]
+
+
+def test_jit_false_tokenises_with_numpy_without_looking_for_the_compiled_kernels(monkeypatch):
+    from neardup.core import _compiled
+
+    def looked(*args):
+        raise AssertionError("jit=False looked for the compiled kernels")
+
+    monkeypatch.setattr(_compiled, "loaded", looked)
+    monkeypatch.setattr(_compiled, "load", looked)
+    got = _signatures._kernel(TEXTS, 8, 0, 2, jit=False)
+    assert [r.tolist() for r in got] == [spec_signature(t, 8, 0, 2) for t in TEXTS]
