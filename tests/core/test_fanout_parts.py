@@ -238,3 +238,23 @@ def test_ordered_map_reads_two_batches_a_worker_ahead_by_default():
     assert next(out) == (0, 0)
     assert read == [0, 1, 2, 3, 4]  # the one waited for and 2 x 2 past it
     assert list(out) == [(i, 10 * i) for i in range(1, 8)]
+
+
+class _Unguarded:
+    """A pool whose one worker exited re-running an unguarded script, and takes no work."""
+
+    _max_workers = 1
+
+    def __init__(self):
+        self._processes = {0: _Process(UNGUARDED_MAIN_EXIT, 0)}
+
+    def submit(self, fn, *args):
+        raise BrokenProcessPool("a child process terminated abruptly")
+
+
+def test_ordered_map_on_workers_that_reran_an_unguarded_script_is_one_error_naming_it():
+    from neardup.core.errors import UnguardedMainError
+
+    with pytest.raises(UnguardedMainError) as caught:
+        list(ordered_map(_Unguarded(), len, [[1], [2]]))
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__

@@ -351,5 +351,17 @@ def test_jit_false_tokenises_with_numpy_without_looking_for_the_compiled_kernels
 
     monkeypatch.setattr(_compiled, "loaded", looked)
     monkeypatch.setattr(_compiled, "load", looked)
+    monkeypatch.setattr(_signatures, "compiled", looked)
     got = _signatures._kernel(TEXTS, 8, 0, 2, jit=False)
     assert [r.tolist() for r in got] == [spec_signature(t, 8, 0, 2) for t in TEXTS]
+
+
+def test_jit_true_tokenises_with_the_compiled_kernels_once_this_process_has_them(monkeypatch):
+    from neardup.core import _compiled
+
+    asked = []
+    monkeypatch.setattr(_compiled, "loaded", lambda: asked.append("loaded"))
+    monkeypatch.setattr(_signatures, "compiled", lambda work: asked.append(work))
+    got = _signatures._kernel(["a b c d"], 8, 0, 2)
+    assert got.tolist() == [spec_signature("a b c d", 8, 0, 2)]
+    assert asked == ["loaded", 3 * 8]  # the tokeniser asks first, then the kernel, with its work
