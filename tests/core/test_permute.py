@@ -130,3 +130,31 @@ def test_documents_across_block_boundaries_with_empty_ones_between():
     got = minima(x, per_doc, a, b)
     assert got.dtype == np.uint32 and got.shape == (len(sizes), 40)
     assert got.tolist() == expected
+
+
+@pytest.mark.parametrize("per_doc", [[2, 3, 2, 1, 2, 3], [3, 0, 2, 0, 0, 4, 1]])
+def test_documents_of_a_few_shingles_take_the_least_value_of_each_permutation(monkeypatch, per_doc):
+    # Both kinds of permutation (a + b below P, and mirrored ones) over documents of a few
+    # shingles: their minima are far from P, so none is recomputed.
+    from neardup.core import _permute
+
+    recomputed = []
+    real = _permute._repair_minima
+
+    def spy(sig, suspect, *args):
+        recomputed.append(int(suspect.sum()))
+        real(sig, suspect, *args)
+
+    monkeypatch.setattr(_permute, "_repair_minima", spy)
+    a, b = perm_params(64, 0)
+    assert 0 < int(np.count_nonzero(a.astype(np.int64) + b.astype(np.int64) >= P)) < 64
+    x = np.array([P // 3, P // 2, 7_000_000, 1_234_567_891, 99, P // 5, 2**30, 5, 17, 2**29,
+                  P // 7, 3 * 2**28, 12_345][: sum(per_doc)], dtype=np.uint64)  # fmt: skip
+    values = exact(x, a, b)
+    expected, at = [], 0
+    for n in per_doc:
+        expected.append(values[at : at + n].min(axis=0).tolist() if n else [P] * 64)
+        at += n
+    assert max(max(row) for row, n in zip(expected, per_doc, strict=True) if n) < P - 2**14
+    assert minima(x, np.array(per_doc, dtype=np.int64), a, b).tolist() == expected
+    assert recomputed == [0]
