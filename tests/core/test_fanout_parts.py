@@ -4,6 +4,7 @@ a spawn_pool call configures (no worker started), the parent watch and the exit-
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -252,9 +253,21 @@ class _Unguarded:
         raise BrokenProcessPool("a child process terminated abruptly")
 
 
-def test_ordered_map_on_workers_that_reran_an_unguarded_script_is_one_error_naming_it():
+def test_ordered_map_on_workers_that_reran_an_unguarded_script_is_one_error_naming_it(
+    monkeypatch,
+):
     from neardup.core.errors import UnguardedMainError
 
+    script = sys.modules["__main__"].__file__
     with pytest.raises(UnguardedMainError) as caught:
         list(ordered_map(_Unguarded(), len, [[1], [2]]))
+    assert caught.value.script == script
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    with pytest.raises(UnguardedMainError) as caught:
+        fan_out(_Unguarded(), len, ["a", "b"], 2)
+    assert caught.value.script == script
+    # Where __main__ has no file (an interactive session), none is named.
+    monkeypatch.delattr(sys.modules["__main__"], "__file__")
+    with pytest.raises(UnguardedMainError) as caught:
+        list(ordered_map(_Unguarded(), len, [[1]]))
+    assert caught.value.script is None

@@ -365,3 +365,41 @@ def test_jit_true_tokenises_with_the_compiled_kernels_once_this_process_has_them
     got = _signatures._kernel(["a b c d"], 8, 0, 2)
     assert got.tolist() == [spec_signature("a b c d", 8, 0, 2)]
     assert asked == ["loaded", 3 * 8]  # the tokeniser asks first, then the kernel, with its work
+
+
+class _Kernels:
+    """A stand-in for the compiled kernels (numpy inside) that checks what it is given."""
+
+    def __init__(self) -> None:
+        from neardup.core._fnv import fnv1a64_spans
+        from neardup.core._permute import minima
+
+        self.fnv, self.minima_of, self.calls = fnv1a64_spans, minima, []
+
+    def shingle_values(self, buf, start, end, out):
+        assert buf.dtype == np.uint8 and not buf.flags.writeable
+        assert start.dtype == end.dtype == np.int64 and out.dtype == np.uint64
+        assert len(start) == len(end) == len(out)
+        out[:] = self.fnv(buf, start, end) % np.uint64(2**31 - 1)
+        self.calls.append("shingle_values")
+
+    def minima(self, x, per_doc, a, b, out):
+        assert x.dtype == a.dtype == out.dtype == np.uint32 and b.dtype == np.uint64
+        assert per_doc.dtype == np.int64 and out.shape == (len(per_doc), len(a))
+        out[:] = self.minima_of(x.astype(np.uint64), per_doc, a.astype(np.uint64), b)
+        self.calls.append("minima")
+
+
+def test_the_compiled_path_passes_its_kernels_what_they_take(monkeypatch):
+    kernels = _Kernels()
+    monkeypatch.setattr(_signatures, "compiled", lambda work: kernels)
+    got = _signatures._kernel(TEXTS, 16, 5, 2)
+    assert got.dtype == np.uint32
+    assert [r.tolist() for r in got] == [spec_signature(t, 16, 5, 2) for t in TEXTS]
+    assert kernels.calls == ["shingle_values", "minima"]
+
+
+def test_signatures_default_to_128_permutations_of_seed_0_and_shingles_of_5():
+    got = signatures(["one two three four five six"])
+    assert got.shape == (1, 128)
+    assert got.tolist() == [spec_signature("one two three four five six", 128, 0, 5)]
