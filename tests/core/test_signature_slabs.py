@@ -403,3 +403,20 @@ def test_signatures_default_to_128_permutations_of_seed_0_and_shingles_of_5():
     got = signatures(["one two three four five six"])
     assert got.shape == (1, 128)
     assert got.tolist() == [spec_signature("one two three four five six", 128, 0, 5)]
+
+
+def test_warm_worker_loads_the_kernels_and_signs_a_batch_with_its_tokenizer(monkeypatch):
+    # The kernels' load stood in for (test_fanout.py loads them for real).
+    signed = []
+    real = _signatures._kernel
+
+    def kernel(texts, *args, **kwargs):
+        signed.append(kwargs["tokenizer"])
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(_signatures, "_kernel", kernel)
+    monkeypatch.setattr(_signatures, "load", lambda: None)
+    assert _signatures.warm_worker() is False  # no compiled kernels: numpy
+    monkeypatch.setattr(_signatures, "load", lambda: object())
+    assert _signatures.warm_worker("multilingual") is True
+    assert signed == ["words", "multilingual"]
