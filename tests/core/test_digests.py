@@ -53,3 +53,36 @@ def test_repeated_ids_are_named_up_to_twenty_in_order_and_the_rest_counted():
     shown = ", ".join(repr(i) for i in ids[:20])
     assert str(caught.value) == f"document ids {shown} and 2 more appear(s) more than once"
     assert caught.value.doc_ids == tuple(ids)
+
+
+def test_text_digests_of_no_texts_and_of_equal_texts():
+    none = text_digests([])
+    assert none.dtype == np.uint64 and none.shape == (0, 2)
+    rows = text_digests(["a", "b", "a"])
+    assert rows[0].tolist() == rows[2].tolist() != rows[1].tolist()
+
+
+@pytest.mark.parametrize(
+    ("digests", "rank", "keep"),
+    [
+        ([], [], []),
+        ([[1, 1]], [0], [True]),
+        ([[1, 1], [1, 1], [1, 1]], [2, 0, 1], [False, True, False]),
+        ([[1, 2], [2, 1], [1, 2], [2, 1]], [0, 3, 1, 2], [True, False, False, True]),
+        ([[9, 9], [0, 0], [9, 9], [0, 1]], [1, 2, 0, 3], [False, True, True, True]),
+    ],
+)
+def test_exact_keepers_by_table(digests, rank, keep):
+    got = exact_keepers(
+        np.array(digests, dtype=np.uint64).reshape(-1, 2), np.array(rank, dtype=np.int64)
+    )
+    assert got.dtype == np.bool_
+    assert got.tolist() == keep
+
+
+def test_id_rank_orders_ids_as_python_compares_strings():
+    ids = ["b", "a10", "a2", "B", "é", ""]
+    assert id_rank(ids).tolist() == [sorted(ids).index(i) for i in ids]
+    with pytest.raises(DuplicateIdError) as caught:
+        id_rank(["z", "z"])
+    assert caught.value.doc_ids == ("z",)

@@ -118,3 +118,61 @@ def test_fnv_of_long_spans_cut_into_pieces_equals_fnv_of_each(monkeypatch):
     ends = starts + np.array(lengths)
     got = fnv1a64_spans(np.frombuffer(data, dtype=np.uint8), starts, ends)
     assert got.tolist() == [fnv1a64(data[s:e]) for s, e in zip(starts, ends, strict=True)]
+
+
+def test_perm_params_refusals_name_the_value_and_the_arrays_are_read_only():
+    with pytest.raises(ParameterError) as caught:
+        perm_params(0, 0)
+    assert str(caught.value) == "num_perm must be at least 1, got 0"
+    with pytest.raises(ParameterError) as caught:
+        perm_params(4, 2**64)
+    assert str(caught.value) == "seed must be in [0, 2**64), got 18446744073709551616"
+    a, b = perm_params(2, 2**64 - 1)
+    assert len(a) == len(b) == 2
+    assert not a.flags.writeable and not b.flags.writeable
+
+
+def test_pcg32_seeding_is_the_reference_srandom():
+    # pcg32_srandom_r: state 0, inc = seq << 1 | 1, step, state += seed, step.
+    mult, mask = 6364136223846793005, 2**64 - 1
+    for seed, seq in ((0, 0), (42, 54), (2**64 - 1, 2**63 + 5)):
+        inc = ((seq << 1) | 1) & mask
+        state = ((0 * mult + inc) & mask) + seed
+        state = (state * mult + inc) & mask
+        rng = PCG32(seed, seq)
+        assert (rng._state, rng._inc) == (state, inc)
+
+
+@pytest.mark.parametrize(
+    "state", [0, 2**64 - 1, 0x853C49E6748FEA9B, (1 << 59) | (1 << 40), (31 << 59) | 12345]
+)
+def test_pcg32_output_is_xsh_rr_of_the_old_state(state):
+    rng = PCG32(0)
+    rng._state = state
+    xorshifted = (((state >> 18) ^ state) >> 27) & 0xFFFFFFFF
+    rot = state >> 59
+    want = ((xorshifted >> rot) | (xorshifted << ((32 - rot) % 32))) & 0xFFFFFFFF
+    assert rng.next() == want
+    assert rng._state == (state * 6364136223846793005 + rng._inc) % 2**64
+
+
+@pytest.mark.parametrize("bound", [0, -1, 2**32, 2**40])
+def test_below_refuses_bounds_outside_1_to_2_to_the_32_minus_1(bound):
+    with pytest.raises(ParameterError) as caught:
+        PCG32(1).below(bound)
+    assert str(caught.value) == f"bound must be in [1, 2**32 - 1], got {bound}"
+
+
+def test_fnv1a64_of_every_single_byte():
+    prime, offset = 0x100000001B3, 0xCBF29CE484222325
+    assert [fnv1a64(bytes([b])) for b in range(256)] == [
+        ((offset ^ b) * prime) % 2**64 for b in range(256)
+    ]
+    assert fnv1a64(b"\xff" * 9) == fnv_of(b"\xff" * 9)
+
+
+def fnv_of(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) % 2**64
+    return h

@@ -73,3 +73,43 @@ def test_the_query_floor_is_where_a_pair_becomes_a_candidate_half_the_time():
     for bands, rows in ((16, 8), (4, 2), (32, 4)):
         assert lsh_probability(lsh_reach(bands, rows), bands, rows) == pytest.approx(0.5)
         assert lsh_probability(lsh_reach(bands, rows, 0.9), bands, rows) == pytest.approx(0.9)
+
+
+def test_the_smallest_and_largest_values_are_accepted():
+    low = MinhashParams(num_perm=1, bands=1, threshold=1e-9, k=1, seed=0, ngram=1)
+    assert (low.rows, low.lsh_threshold) == (1, 1.0)
+    high = MinhashParams(num_perm=6, bands=6, threshold=1, seed=2**64 - 1, tokenizer="multilingual")
+    assert high.as_dict()["seed"] == 2**64 - 1 and high.threshold == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"seed": -1}, "seed must be a whole number in [0, 2**64), got -1"),
+        ({"seed": 2**64}, "seed must be a whole number in [0, 2**64), got 18446744073709551616"),
+        ({"seed": 1.0}, "seed must be a whole number in [0, 2**64), got 1.0"),
+        ({"threshold": 0.0}, "threshold must be a number in (0, 1], got 0.0"),
+        ({"threshold": 1.0000001}, "threshold must be a number in (0, 1], got 1.0000001"),
+        ({"threshold": "0.5"}, "threshold must be a number in (0, 1], got '0.5'"),
+        ({"threshold": False}, "threshold must be a number in (0, 1], got False"),
+        ({"num_perm": 2.0}, "num_perm (the signature length) must be a whole number >= 1, got 2.0"),
+        ({"k": False}, "k (words per shingle) must be a whole number >= 1, got False"),
+        (
+            {"num_perm": 12, "bands": 8},
+            "num_perm (12) must be a multiple of bands (8): each band takes num_perm / bands "
+            "consecutive entries; pick bands from 1, 2, 3, 4, 6, 12",
+        ),
+    ],
+)
+def test_refusals_say_exactly_what_is_allowed(kwargs, message):
+    with pytest.raises(ParameterError) as caught:
+        MinhashParams(**kwargs)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("num_perm", "bands"), [(8, 2), (12, 3), (128, 32), (64, 64)])
+def test_rows_and_the_lsh_threshold_of_other_shapes(num_perm, bands):
+    params = MinhashParams(num_perm=num_perm, bands=bands)
+    rows = num_perm // bands
+    assert params.rows == rows
+    assert params.lsh_threshold == (1.0 / bands) ** (1.0 / rows)

@@ -51,3 +51,49 @@ def test_a_signature_is_uint64_with_or_without_shingles():
     empty = minhash([], num_perm=4)
     assert empty.dtype == np.uint64 and empty.tolist() == [MERSENNE31] * 4
     assert minhash(["the cat sat on the"], num_perm=4).dtype == np.uint64
+
+
+def test_minhash_defaults_to_128_permutations_of_seed_0():
+    from neardup.core.minhash import perm_params, shingle_hashes
+
+    sh = ["a b c", "b c d", "ü ö ä"]
+    sig = minhash(sh)
+    a, b = perm_params(128, 0)
+    x = shingle_hashes(sh)
+    assert sig.tolist() == [min((ai * int(v) + bi) % MERSENNE31 for v in x) for ai, bi in
+                            zip(a.tolist(), b.tolist(), strict=True)]  # fmt: skip
+    assert sig.tolist() == minhash(sh, 128, 0).tolist()
+    assert minhash(sh, seed=1).tolist() != sig.tolist()
+
+
+def test_shingle_hashes_of_nothing_and_of_one_empty_shingle():
+    from neardup.core.minhash import shingle_hashes
+
+    none = shingle_hashes([])
+    assert none.dtype == np.uint64 and none.tolist() == []
+    assert shingle_hashes([""]).tolist() == [0xCBF29CE484222325 % MERSENNE31]
+    assert shingle_hashes(iter(["a", "é"])).tolist() == [
+        0xAF63DC4C8601EC8C % MERSENNE31, shingle_hashes(["é"]).tolist()[0]]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "shapes"),
+    [
+        ([[1, 2], [3, 4]], [[1, 2], [3, 4]], "(2, 2) and (2, 2)"),
+        ([], [], "(0,) and (0,)"),
+        (5, 5, "() and ()"),
+        ([1, 2], [[1, 2]], "(2,) and (1, 2)"),
+    ],
+)
+def test_estimate_refuses_anything_but_two_non_empty_vectors_of_one_length(a, b, shapes):
+    with pytest.raises(SignatureError) as caught:
+        estimate(a, b)
+    assert str(caught.value) == (
+        f"signatures must be non-empty vectors of one length, got {shapes}"
+    )
+
+
+def test_estimate_of_one_position():
+    assert estimate([7], [7]) == 1.0
+    assert estimate([7], [8]) == 0.0
+    assert isinstance(estimate([1, 2], [1, 3]), float)
