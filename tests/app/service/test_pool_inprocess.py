@@ -236,14 +236,14 @@ def _done(value: Any) -> Future[Any]:
 
 
 def test_start_warms_the_workers(spawned):
-    pools, warmed = spawned
+    _, warmed = spawned
     pool = SignaturePool(2, PARAMS)
     asyncio.run(pool.start())
     assert pool.compiled is True and pool.restarts == 0 and warmed == ["multilingual"] * 2
 
 
 def test_start_replaces_a_pool_whose_worker_died_while_starting(spawned):
-    pools, warmed = spawned
+    pools, _ = spawned
     pool = SignaturePool(2, PARAMS)
     pools[0].broken = True
     asyncio.run(pool.start())
