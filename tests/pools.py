@@ -46,7 +46,10 @@ class ReversePool:
                     self._runner = None
                     return
             for fut, fn, args in reversed(jobs):
-                fut.set_result(fn(*args))
+                try:
+                    fut.set_result(fn(*args))
+                except Exception as exc:  # as an executor does: the caller sees it, no hang
+                    fut.set_exception(exc)
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
         pass
