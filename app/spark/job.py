@@ -375,7 +375,10 @@ def _output_lines(
                     dest == kernels.OUTPUT and (reasons is None or reasons[i][0] is None)
                     for i, (_, dest) in enumerate(routed)
                 ]
-                columns += [batch.column("id").filter(mask), pa.array(kept_rows).filter(mask)]
+                columns += [
+                    batch.column("id").filter(mask),
+                    pa.array(kept_rows, pa.bool_()).filter(mask),
+                ]
             yield pa.RecordBatch.from_arrays(
                 columns,
                 ["pos", "value", "nulls", "dest", *(["id", "survivor"] if survivors else [])],

@@ -326,6 +326,13 @@ def test_output_lines_with_reasons_index_parts_and_survivors() -> None:
     assert json.loads(two.column("value")[1].as_py())["neardup"] == kernels.reason_object(
         "near", "a", 0.5
     )
+    # An empty batch (as every kernel takes one): an empty batch of the promised types.
+    empty = Frame([kept.batches[0].slice(0, 0)])
+    for removing in (False, True):
+        none = job._output_lines(
+            _spark(), empty, [], _ngram(2), survivors=True, removing=removing
+        ).batches
+        assert [len(b) for b in none] == [0]
 
 
 def _values(rows: list[dict[str, Any]], chunk: int | None = None) -> Frame:

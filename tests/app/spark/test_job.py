@@ -4,6 +4,7 @@ byte, for 1, 3 and 7 shards, reversed input, --keep-duplicates, protected files 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,8 @@ def test_spark_reads_parquet_globs_and_writes_parquet_like_local(
             "id": [d["id"] for d in docs[:half]],
             "text": [d["text"] for d in docs[:half]],
             "meta": [d.get("meta", {"n": -1}) for d in docs[:half]],  # a struct, as local's
+            # infinities, which a Parquet output keeps (JSON Lines has null)
+            "score": [(-1) ** i * math.inf if i % 3 == 0 else i / 4 for i in range(half)],
         }
     )
     (tmp_path / "in").mkdir()
@@ -145,6 +148,8 @@ def test_spark_reads_parquet_globs_and_writes_parquet_like_local(
     assert got.schema.equals(expected.schema), (got.schema, expected.schema)
     assert got.equals(expected)  # the same rows in the same order
     assert pa.types.is_struct(got.schema.field("meta").type)
+    assert {math.inf, -math.inf} <= set(got.column("score").to_pylist())
+    assert "nan_as_null" not in manifest.counts
     assert (tmp_path / "out.parquet" / "_SUCCESS").exists()
     # The manifest says what the local engine's says, and what Spark did.
     assert {k: v for k, v in manifest.counts.items() if k != "edges"} == local.counts

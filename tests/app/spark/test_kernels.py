@@ -15,6 +15,8 @@ from neardup.app.spark import kernels
 from neardup.core.engine import (
     MinhashParams,
     NgramIndex,
+    ProtectedSet,
+    Protection,
     RowWriter,
     batch_signatures,
     min_label_components,
@@ -173,6 +175,26 @@ def test_rows_are_checked_and_written_as_the_local_engine_does(tmp_path: Path) -
 @pytest.mark.parametrize("texts", [[], ["a b c"]])
 def test_clean_batch_without_index_keeps_everything(texts: list[str]) -> None:
     assert kernels.clean_batch(texts, None).tolist() == [True] * len(texts)
+
+
+def test_contamination_reasons_name_the_first_matchs_set_item_and_ngram() -> None:
+    """What ``--removed`` says of a contaminated row (the local engine's reason): the set, the
+    first item and the n-gram of the text's first protected window; ``{}`` from an
+    ``NgramIndex`` (verdicts only); None for a clean text or without protected sets."""
+    sets = [
+        ProtectedSet("evals", 2, {"shiny red shell": ["q1", "q2"]}, 3),
+        ProtectedSet("bench", 1, {"red shell too": ["b1"]}, 3),
+    ]
+    texts = ["a clean text", "a shiny red shell too", "the red shell too"]
+    assert kernels.contamination_reasons(texts, Protection(sets)) == [
+        None,
+        {"set": "evals", "item": "q1", "ngram": "shiny red shell"},
+        {"set": "bench", "item": "b1", "ngram": "red shell too"},
+    ]
+    index = NgramIndex({"shiny red shell"}, 3)
+    assert kernels.contamination_reasons(texts, index) == [None, {}, None]
+    assert kernels.contamination_reasons(texts, None) == [None, None, None]
+    assert kernels.contamination_reasons([], Protection(sets)) == []
 
 
 def test_estimate_batch_is_each_rows_share_of_positions_equal_to_its_roots():
