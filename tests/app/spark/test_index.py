@@ -85,6 +85,29 @@ def _layout(index: Path, part: Any) -> set[tuple[str, str, bool]]:
     return chunks
 
 
+def _candidates(docs: list[dict[str, Any]], table: pa.Table) -> int:
+    """The (new class, indexed row) pairs that share a band key, computed apart from the probe:
+    a class is the live documents of one signature (as the Spark engine's classes)."""
+    from neardup.app.spark import kernels
+
+    params = SparkParams().minhash
+    batch = pa.record_batch({"text": [d["text"] for d in docs]})
+    signed = kernels.signature_batch(batch, params).to_pylist()
+    sigs = sorted({r["sig"] for r in signed if r["live"]})
+    keys = kernels.band_key_batch(
+        pa.record_batch({"cid": [str(i) for i in range(len(sigs))], "sig": sigs}), params
+    ).to_pylist()
+    wanted: dict[tuple[int, bytes], set[str]] = {}
+    for k in keys:
+        wanted.setdefault((k["band"], k["key"]), set()).add(k["cid"])
+    pairs: set[tuple[str, str]] = set()
+    for row in table.select(["id", "bands"]).to_pylist():
+        for b in range(params.bands):
+            for cid in wanted.get((b, row["bands"][8 * b : 8 * b + 8]), ()):
+                pairs.add((cid, row["id"]))
+    return len(pairs)
+
+
 _COMPARED = ("version_read", "version_written", "rows_added", "indexed_rows")
 _MATCHED = ("indexed_rows_matched", "rows_matching_index")
 
@@ -149,6 +172,8 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     same_as_local(part_lines(tmp_path / "o1.jsonl", ordered=True), index, 1)
     record = same_record(second, 1)
     assert record["broadcast"] is True
+    # The candidates: the pairs a band key joins (not every pair of a live class and a hit).
+    assert record["candidates"] == _candidates(ROUNDS[1], local_rounds["tables"][0]) > 0
     # Only the files holding a candidate are read for signatures.
     assert 1 <= record["files_read_for_signatures"] <= record["files"]
     assert set(second.seconds) == stages | {"index", "index_part"}
@@ -171,6 +196,7 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     assert read.index is not None and read.index["version_written"] is None
     assert (read.clusters, read.cluster_sizes) == local_rounds["sizes"][2]  # as appending
     assert read.index["broadcast"] is False and set(read.seconds) == stages | {"index"}
+    assert read.index["candidates"] == _candidates(ROUNDS[2], local_rounds["tables"][1]) > 0
     # The local engine appends to the part the Spark engine added.
     _local(inputs[2], tmp_path / "o2.jsonl", index, 2)
     same_as_local((tmp_path / "o2.jsonl").read_text(encoding="utf-8").splitlines(), index, 2)
