@@ -318,6 +318,19 @@ def test_groups_without_string_statistics_are_always_read(tmp_path: Path) -> Non
     assert _groups_in_range(raw, ["zz"]) == [0, 1]
 
 
+def _group_reads(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The row groups of each ``ParquetFile.read_row_groups`` call from now on, in order."""
+    read: list[list[int]] = []
+    real = pq.ParquetFile.read_row_groups
+
+    def spy(self, groups, *args, **kwargs):
+        read.append(list(groups))
+        return real(self, groups, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    return read
+
+
 def test_id_parts_reads_spans_of_groups_and_skips_groups_out_of_range(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -327,14 +340,7 @@ def test_id_parts_reads_spans_of_groups_and_skips_groups_out_of_range(
     first = _add(url, [f"d{i}" for i in range(9)])
     index = _add(url, ["e1", "e2"])
     asked = ["d0", "d5", "d8", "e2", "x"]
-    read: list[list[int]] = []
-    real = pq.ParquetFile.read_row_groups
-
-    def spy(self, groups, *args, **kwargs):
-        read.append(list(groups))
-        return real(self, groups, *args, **kwargs)
-
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    read = _group_reads(monkeypatch)
     found = index.id_parts(asked)
     assert found == {"d0": first.parts[0].name, "d5": first.parts[0].name,
                      "d8": first.parts[0].name, "e2": index.parts[1].name}  # fmt: skip
@@ -511,14 +517,7 @@ def test_id_parts_reads_one_group_at_a_time_when_groups_outgrow_a_batch(
     url = str(tmp_path / "idx")
     index = _add(url, [f"d{i}" for i in range(5)])
     monkeypatch.setattr(_index, "BATCH_ROWS", 1)  # fewer rows than a group: one group a read
-    read: list[list[int]] = []
-    real = pq.ParquetFile.read_row_groups
-
-    def spy(self, groups, *args, **kwargs):
-        read.append(list(groups))
-        return real(self, groups, *args, **kwargs)
-
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    read = _group_reads(monkeypatch)
     assert index.id_parts(["d0", "d2", "d4"]) == dict.fromkeys(
         ["d0", "d2", "d4"], index.parts[0].name
     )
