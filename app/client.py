@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import httpx
 
-__all__ = ["API_KEY_ENV", "Client", "ClientError"]
+if TYPE_CHECKING:
+    from neardup.core.minhash import Doc
+
+__all__ = ["API_KEY_ENV", "CHANGED", "Changed", "Client", "ClientError"]
 
 #: The environment variable a Client (and ``neardup push``/``query``) takes its API key from.
 API_KEY_ENV = "NEARDUP_API_KEY"
 
 _RETRY_STATUS = {429, 502, 503, 504}
+
+#: What ``register`` does with an id already registered with another text.
+Changed = Literal["error", "skip", "replace"]
+CHANGED: tuple[Changed, ...] = ("error", "skip", "replace")
 
 
 class ClientError(Exception):
@@ -30,13 +37,22 @@ class ClientError(Exception):
     Attributes:
         status: the HTTP status, or None when the service could not be reached.
         detail: the service's explanation (its ``detail``), or the transport error.
+        conflicts: for a 409, every id of the batch registered with another text.
     """
 
-    def __init__(self, status: int | None, detail: Any, method: str, path: str) -> None:
+    def __init__(
+        self,
+        status: int | None,
+        detail: Any,
+        method: str,
+        path: str,
+        conflicts: Sequence[str] = (),
+    ) -> None:
         where = f"{method} {path}"
         super().__init__(f"{where}: {status or 'no response'}: {detail}")
         self.status = status
         self.detail = detail
+        self.conflicts = list(conflicts)
 
 
 class Client:
@@ -102,7 +118,9 @@ class Client:
             if method == "DELETE" and response.status_code == 404 and unanswered:
                 return None  # the unanswered attempt deleted it: a retried DELETE is done
             if response.status_code >= 400:
-                raise ClientError(response.status_code, _detail(response), method, path)
+                raise ClientError(
+                    response.status_code, _detail(response), method, path, _conflicts(response)
+                )
             return response.json() if response.content else None
         raise RuntimeError("unreachable: the loop returns or raises")
 
@@ -120,19 +138,54 @@ class Client:
         return out
 
     def register(
-        self, documents: Iterable[dict[str, Any]], *, if_new: bool = False
+        self,
+        documents: Iterable[Mapping[str, Any] | Doc],
+        *,
+        if_new: bool = False,
+        changed: Changed = "error",
     ) -> list[dict[str, Any]]:
-        """Register documents (``{"id", "text", "meta"?}``), batch by batch; results in order.
+        """Register documents, batch by batch; results in order.
 
-        ``if_new``: documents with a confirmed match are not registered (status ``duplicate``).
+        A document is a ``neardup.Doc`` (what ``near_dedup`` and the corpus readers give) or a
+        mapping ``{"id", "text", "meta"?}``. ``if_new``: documents with a confirmed match are
+        not registered (status ``duplicate``). ``changed``: what to do with an id already
+        registered with another text, which the service refuses (409) with its whole batch:
+        ``"error"`` raises ClientError (its ``conflicts`` name them), ``"skip"`` leaves them
+        as stored (status ``skipped``) and ``"replace"`` replaces their text (``replace``,
+        status ``replaced``); the rest of the batch is registered either way.
         """
+        if changed not in CHANGED:
+            raise ValueError(f"changed={changed!r}: choose one of {', '.join(CHANGED)}")
         out: list[dict[str, Any]] = []
-        for chunk in self._batched(list(documents)):
-            body: dict[str, Any] = {"documents": list(chunk)}
-            if if_new:
-                body["if_new"] = True
-            out += self._request("POST", "/v1/documents", json=body)["results"]
+        for chunk in self._batched([_as_document(d) for d in documents]):
+            out += self._register_batch(list(chunk), if_new, changed)
         return out
+
+    def _register_batch(
+        self, docs: list[dict[str, Any]], if_new: bool, changed: Changed
+    ) -> list[dict[str, Any]]:
+        done: dict[str, dict[str, Any]] = {}
+        pending = docs
+        while pending:  # every round registers the batch or takes at least one id out of it
+            body: dict[str, Any] = {"documents": pending} | ({"if_new": True} if if_new else {})
+            try:
+                results = self._request("POST", "/v1/documents", json=body)["results"]
+            except ClientError as exc:
+                taken = set(exc.conflicts) & {d["id"] for d in pending}
+                if exc.status != 409 or changed == "error" or not taken:
+                    raise
+                for d in pending:
+                    if d["id"] not in taken:
+                        continue
+                    if changed == "skip":
+                        done[d["id"]] = {"id": d["id"], "status": "skipped"}
+                    else:
+                        done[d["id"]] = self.replace(d["id"], d["text"], meta=d.get("meta"))
+                pending = [d for d in pending if d["id"] not in taken]
+                continue
+            done.update((r["id"], r) for r in results)
+            break
+        return [done[d["id"]] for d in docs]
 
     def replace(
         self, doc_id: str, text: str, *, meta: dict[str, Any] | None = None
@@ -145,14 +198,20 @@ class Client:
         self, texts: Sequence[str], *, threshold: float | None = None, limit: int | None = None
     ) -> list[list[dict[str, Any]]]:
         """Registered near duplicates of each text, without registering anything."""
-        out: list[list[dict[str, Any]]] = []
+        return [r["matches"] for r in self.query_results(texts, threshold=threshold, limit=limit)]
+
+    def query_results(
+        self, texts: Sequence[str], *, threshold: float | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Each text's whole answer: ``match_count`` (every match) and ``matches`` (listed)."""
+        out: list[dict[str, Any]] = []
         for chunk in self._batched(texts):
             body: dict[str, Any] = {"texts": list(chunk)}
             if threshold is not None:
                 body["threshold"] = threshold
             if limit is not None:
                 body["limit"] = limit
-            out += [r["matches"] for r in self._request("POST", "/v1/query", json=body)["results"]]
+            out += self._request("POST", "/v1/query", json=body)["results"]
         return out
 
     def document(self, doc_id: str) -> dict[str, Any]:
@@ -215,6 +274,25 @@ class Client:
     def stats(self) -> dict[str, Any]:
         """The service's counts."""
         return dict(self._request("GET", "/v1/stats"))
+
+
+def _as_document(doc: Mapping[str, Any] | Doc) -> dict[str, Any]:
+    """A Doc or a mapping as the JSON object the API takes; anything else is refused here."""
+    if isinstance(doc, Mapping):
+        return dict(doc)
+    if isinstance(doc, tuple) and hasattr(doc, "_asdict"):  # neardup.Doc, a NamedTuple
+        return dict(doc._asdict())
+    raise TypeError(
+        f"a document is a neardup.Doc or a mapping with 'id' and 'text', not {type(doc).__name__}"
+    )
+
+
+def _conflicts(response: httpx.Response) -> list[str]:
+    try:
+        ids = response.json().get("conflicts")
+    except (ValueError, AttributeError):
+        return []
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
 
 
 def _retry_after(response: httpx.Response, default: float) -> float:

@@ -1,8 +1,8 @@
-"""Corpus stages: a stream of ``Doc`` in, a stream of ``Doc`` out (docs/algorithm.md section 5)."""
+"""Corpus stages: ``Doc`` in, a list of ``Doc`` out (docs/algorithm.md section 5)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from neardup.core._cluster import cluster_roots
 from neardup.core._corpus import Doc
@@ -29,11 +29,12 @@ def _unique_ids(docs: Iterable[Doc]) -> list[Doc]:
     return out
 
 
-def exact_dedup(docs: Iterable[Doc]) -> Iterator[Doc]:
+def exact_dedup(docs: Iterable[Doc]) -> list[Doc]:
     """Of documents with identical text, keep the one with the smallest id; input order kept.
 
-    Reads its whole input first (a later document may have a smaller id). Raises
-    DuplicateIdError for a repeated id.
+    Reads its whole input first (a later document may have a smaller id) and returns a list,
+    so the survivors can be looked at and then passed on. Raises DuplicateIdError for a
+    repeated id.
     """
     batch = _unique_ids(docs)
     keeper: dict[str, str] = {}
@@ -41,7 +42,7 @@ def exact_dedup(docs: Iterable[Doc]) -> Iterator[Doc]:
         best = keeper.get(doc.text)
         if best is None or doc.id < best:
             keeper[doc.text] = doc.id
-    return (doc for doc in batch if keeper[doc.text] == doc.id)
+    return [doc for doc in batch if keeper[doc.text] == doc.id]
 
 
 def near_dedup(
@@ -55,12 +56,13 @@ def near_dedup(
     workers: int = 1,
     tokenizer: str = "words",
     drop: bool = True,
-) -> Iterator[Doc]:
+) -> list[Doc]:
     """Tag every document ``meta["minhash_cluster"] = root id``; with ``drop``, keep only roots.
 
-    Reads its whole input (clusters need every signature), then yields in input order with all
-    other meta kept; the input's meta dicts are not modified. Raises DuplicateIdError for a
-    repeated id.
+    Reads its whole input (clusters need every signature), then returns a list in input order
+    with all other meta kept: it can be looked at and still passed on whole (a one-shot
+    generator would come back empty the second time). The input's meta dicts are not modified.
+    Raises DuplicateIdError for a repeated id.
     """
     params = MinhashParams(
         num_perm=num_perm, bands=bands, threshold=threshold, k=k, seed=seed, tokenizer=tokenizer
@@ -74,8 +76,9 @@ def near_dedup(
     return _tagged(batch, [batch[r].id for r in roots.tolist()], drop)
 
 
-def _tagged(batch: list[Doc], root_id: list[str], drop: bool) -> Iterator[Doc]:
-    for doc, root in zip(batch, root_id, strict=True):
-        if drop and root != doc.id:
-            continue
-        yield doc._replace(meta={**doc.meta, CLUSTER_KEY: root})
+def _tagged(batch: list[Doc], root_id: list[str], drop: bool) -> list[Doc]:
+    return [
+        doc._replace(meta={**doc.meta, CLUSTER_KEY: root})
+        for doc, root in zip(batch, root_id, strict=True)
+        if not drop or root == doc.id
+    ]

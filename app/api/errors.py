@@ -100,8 +100,10 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
     headers = {"Retry-After": "1"} if status == 503 else None
     if isinstance(exc, RateLimited):
         headers = {"Retry-After": str(exc.retry_after)}
-    detail = detail_for(exc, f"{request.method} {request.url.path}")
-    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+    body: dict[str, object] = {"detail": detail_for(exc, f"{request.method} {request.url.path}")}
+    if isinstance(exc, Conflict):
+        body["conflicts"] = exc.ids  # every such id of the batch (at most MAX_BATCH)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:

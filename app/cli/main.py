@@ -13,7 +13,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 __all__ = ["MINHASH_DEFAULTS", "build_parser", "main"]
@@ -349,8 +348,9 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
         ("query", "check a corpus against a running service, registering nothing"),
     ]
     for name, text in commands:
-        cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
+        cmd = sub.add_parser(name, help=text, formatter_class=_Formatter)
+        cmd.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP)
+        _schema_flags(cmd)
         cmd.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8000")
         cmd.add_argument(
             "--api-key",
@@ -366,6 +366,12 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
                 help="register only documents without a confirmed match (the others are "
                 "counted as duplicate, not stored)",
             )
+            cmd.add_argument(
+                "--changed", choices=["error", "skip", "replace"], default="error",
+                help="an id already registered with another text: 'error' stops the push "
+                "(exit 2, naming the ids), 'skip' leaves the stored text, 'replace' stores the "
+                "new one (PUT); the rest of its batch is registered either way",
+            )  # fmt: skip
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -470,15 +476,21 @@ def _push_or_query(args: argparse.Namespace) -> int:
     # The client's errors are caught here, not in ``main``: other commands do not import httpx.
     from neardup.app.cli.remote import Remote, push, query
     from neardup.app.client import ClientError
+    from neardup.core.engine import Schema
 
     run = push if args.command == "push" else query
     try:
         remote = Remote(
-            args.url, args.api_key, args.batch_size, args.retries, getattr(args, "if_new", False)
-        )
-        return run(args.inputs, remote, quiet=args.quiet)
+            args.url, args.api_key, args.batch_size, args.retries,
+            getattr(args, "if_new", False), getattr(args, "changed", "error"),
+        )  # fmt: skip
+        schema = Schema(args.id_field, args.text_field)
+        return run(args.inputs, remote, schema=schema, quiet=args.quiet)
     except ClientError as exc:
-        print(f"neardup {args.command}: error: {exc}", file=sys.stderr)
+        hint = ""
+        if exc.status == 409 and args.command == "push":
+            hint = " (--changed skip keeps the stored texts, --changed replace stores these)"
+        print(f"neardup {args.command}: error: {exc}{hint}", file=sys.stderr)
         return 2
 
 

@@ -22,6 +22,8 @@ codes, in one place.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from neardup.core.engine import NeardupError
 
 __all__ = [
@@ -54,7 +56,12 @@ class OutOfReach(NeardupError, ValueError):
 
 
 class Conflict(NeardupError):
-    """A registered id sent again with a different text."""
+    """A registered id sent again with a different text; ``ids`` names every such id of the
+    batch (answered as the 409's ``conflicts``, so a client can skip or replace them)."""
+
+    def __init__(self, message: str, ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ids = list(ids)
 
 
 class TooLarge(NeardupError):

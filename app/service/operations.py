@@ -446,6 +446,8 @@ class Service:
             if conflicts:
                 raise Conflict(
                     f"already registered with a different text: {', '.join(conflicts[:10])}"
+                    + (f" and {len(conflicts) - 10} more" if len(conflicts) > 10 else ""),
+                    conflicts,
                 )
             fresh = [i for i, d in enumerate(docs) if d.id not in known]
             # Planning reads the index only; the lock keeps every writer out meanwhile, so it

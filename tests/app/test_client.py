@@ -118,3 +118,27 @@ def test_a_delete_retried_after_a_lost_answer_is_not_reported_as_404():
     ):
         client.delete("d")  # a first-time 404 is still an error
     assert info.value.status == 404
+
+
+def test_register_takes_the_package_docs_and_mappings():
+    import json
+
+    from neardup import Doc
+
+    transport, calls = scripted(httpx.Response(200, json={"results": [{"id": "a"}, {"id": "b"}]}))
+    with Client("http://svc", transport=transport) as client:
+        client.register([Doc("a", "one text", {"lang": "en"}), {"id": "b", "text": "two"}])
+    assert json.loads(calls[0].content)["documents"] == [
+        {"id": "a", "text": "one text", "meta": {"lang": "en"}},
+        {"id": "b", "text": "two"},
+    ]
+
+
+def test_register_refuses_other_objects_before_sending():
+    transport, calls = scripted(httpx.Response(200, json={"results": []}))
+    with (
+        Client("http://svc", transport=transport) as client,
+        pytest.raises(TypeError, match=r"neardup\.Doc or a mapping"),
+    ):
+        client.register([("a", "text")])
+    assert calls == []

@@ -116,3 +116,17 @@ def test_exact_dedup_reads_all_ids_first_and_names_the_repeated_one():
         exact_dedup([Doc("a", "x"), Doc("b", "y"), Doc("b", "z")])
     assert str(caught.value) == "document id 'b' appear(s) more than once"
     assert caught.value.doc_ids == ("b",)
+
+
+def test_stage_results_can_be_looked_at_then_passed_on(tmp_path):
+    """The README's flow: look at near_dedup's survivors, then decontaminate them (issue 33)."""
+    from neardup.core.minhash import decontaminate
+
+    docs = _docs(planted_corpus(4))
+    for kept in (near_dedup(docs), exact_dedup(docs)):
+        assert isinstance(kept, list)
+        looked = [d.id for d in kept]  # a first look must not use the result up
+        protected = tmp_path / "eval.jsonl"
+        protected.write_text('{"q": "no text of the corpus is quoted here at all"}\n')
+        assert [d.id for d in decontaminate(kept, [protected])] == looked
+        assert len(looked) > 0

@@ -100,6 +100,7 @@ def test_a_changed_text_is_409_and_the_batch_stores_nothing(srv):
     response = post(srv, "/v1/documents", {"documents": docs})
     assert response.status_code == 409
     assert "match-c" in response.json()["detail"]
+    assert response.json()["conflicts"] == ["match-c"]  # every such id, for a client to act on
     assert get(srv, "/v1/documents/fresh-1").status_code == 404
     after = get(srv, "/v1/stats").json()
     # Everything as it was (but the seconds since this replica last read the store's log).

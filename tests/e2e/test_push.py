@@ -65,3 +65,47 @@ def test_push_to_nowhere_is_a_clear_error(tmp_path):
                      "--quiet", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2
     assert "no response" in result.stderr
+
+
+def test_push_and_query_take_directories_and_globs_as_dedup_does(server, tmp_path):
+    shards = tmp_path / "dump"
+    (shards / "2026-11").mkdir(parents=True)
+    write_docs(shards / "2026-11" / "shard-0.jsonl", [Doc("dir-a", "alpha beta gamma delta")])
+    write_docs(shards / "2026-11" / "shard-1.jsonl.gz", [Doc("dir-b", "one two three four")])
+    pushed = neardup("push", "dump", "--url", server.url, cwd=tmp_path)
+    assert pushed.returncode == 0, pushed.stderr
+    assert "created 2, unchanged 0" in pushed.stderr
+    result = neardup("query", "dump/*/shard-*.jsonl*", "--url", server.url, "--quiet",
+                     cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(x["id"], x["match_count"]) for x in lines] == [("dir-a", 1), ("dir-b", 1)]
+    assert [x["matches"][0]["id"] for x in lines] == ["dir-a", "dir-b"]
+
+
+def test_push_of_a_changed_text_stops_skips_or_replaces_as_asked(server, tmp_path):
+    old = "the first version of a page that was crawled last month and kept its url"
+    new = "a rewritten page under the same url with nothing of the first version left"
+    write_docs(tmp_path / "m1.jsonl", [Doc("url-1", old), Doc("url-2", "another page text")])
+    assert neardup("push", "m1.jsonl", "--url", server.url, cwd=tmp_path).returncode == 0
+    write_docs(tmp_path / "m2.jsonl", [Doc("url-1", new), Doc("url-3", "a third page here")])
+
+    stopped = neardup("push", "m2.jsonl", "--url", server.url, cwd=tmp_path)
+    assert stopped.returncode == 2
+    assert "409" in stopped.stderr and "url-1" in stopped.stderr
+    assert "--changed skip" in stopped.stderr
+    assert httpx.get(f"{server.url}/v1/documents/url-3").status_code == 404  # nothing stored
+
+    skipped = neardup("push", "m2.jsonl", "--url", server.url, "--changed", "skip", cwd=tmp_path)
+    assert skipped.returncode == 0, skipped.stderr
+    assert "created 1, unchanged 0, skipped (registered with another text) 1" in skipped.stderr
+    assert httpx.get(f"{server.url}/v1/documents/url-3").status_code == 200
+    found = httpx.post(f"{server.url}/v1/query", json={"texts": [old, new]}).json()["results"]
+    assert [[m["id"] for m in r["matches"]] for r in found] == [["url-1"], []]
+
+    replaced = neardup("push", "m2.jsonl", "--url", server.url, "--changed", "replace",
+                       cwd=tmp_path)  # fmt: skip
+    assert replaced.returncode == 0, replaced.stderr
+    assert "created 0, unchanged 1, replaced 1" in replaced.stderr
+    found = httpx.post(f"{server.url}/v1/query", json={"texts": [old, new]}).json()["results"]
+    assert [[m["id"] for m in r["matches"]] for r in found] == [[], ["url-1"]]
