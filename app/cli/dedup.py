@@ -534,6 +534,7 @@ def run_dedup(options: DedupOptions) -> Manifest:
     try:
         manifest.clusters = decisions.clusters
         manifest.cluster_sizes = decisions.cluster_sizes()
+        manifest.singletons = manifest.cluster_sizes.pop("1", 0)
         manifest.seconds["cluster"] = time.perf_counter() - started
         started = time.perf_counter()
         params = options.params

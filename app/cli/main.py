@@ -173,7 +173,9 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
     dedup.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP)
     dedup.add_argument(
-        "--output", required=True, help="survivors, format by name; '-': stdout (JSON Lines)"
+        "--output",
+        help="survivors, format by name; '-': stdout (JSON Lines); no default: required "
+        "unless --dry-run",
     )
     dedup.add_argument(
         "--protected", action="append", default=[], metavar="FILE", help=_PROTECTED_HELP
@@ -387,6 +389,8 @@ def _store_settings(args: argparse.Namespace) -> int:
 
 
 def _dedup(args: argparse.Namespace) -> int:
+    if args.output is None:  # a dry run writes nothing (``main`` refused it missing otherwise)
+        args.output = "-"
     if args.engine == "spark":
         from neardup.app.cli.spark import dedup_spark
 
@@ -429,7 +433,8 @@ def _dedup(args: argparse.Namespace) -> int:
     counts = manifest.counts
     if args.dry_run:
         report = {"dry_run": True, "counts": counts, "clusters": manifest.clusters,
-                  "cluster_sizes": manifest.cluster_sizes}  # fmt: skip
+                  "cluster_sizes": manifest.cluster_sizes,
+                  "singletons": manifest.singletons}  # fmt: skip
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     elif not args.quiet:
         where = f" (manifest {options.manifest_target})" if options.manifest_target else ""
@@ -519,10 +524,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of subcommand ``name`` (to report a usage error as argparse would)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return action.choices[name]  # type: ignore[no-any-return]
+    raise KeyError(name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neardup`` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)  # a usage error exits here, no engine imported
+    parser = build_parser()
+    args = parser.parse_args(argv)  # a usage error exits here, no engine imported
+    if args.command == "dedup" and args.output is None and not args.dry_run:
+        _subcommand(parser, "dedup").error(
+            "the following arguments are required: --output (or --dry-run, which writes nothing)"
+        )
     from neardup.core.engine import IndexConflictError, NeardupError
 
     args.command_line = ["neardup", *argv]

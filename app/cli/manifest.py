@@ -16,7 +16,7 @@ __all__ = ["Manifest", "write_manifest"]
 
 @dataclass
 class Manifest:
-    """What a run did; ``cluster_sizes`` maps a size to how many clusters have it."""
+    """What a run did; ``cluster_sizes`` maps a size (2 and up) to how many clusters have it."""
 
     version: str
     command: list[str]
@@ -25,8 +25,11 @@ class Manifest:
     inputs: list[dict[str, Any]]
     protected: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    #: Clusters of two or more members; ``cluster_sizes`` counts them by size (its values add
+    #: up to ``clusters``), and ``singletons`` the documents that near-duplicate none.
     clusters: int = 0
     cluster_sizes: dict[str, int] = field(default_factory=dict)
+    singletons: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
     removed: dict[str, Any] | None = None

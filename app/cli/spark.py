@@ -47,7 +47,7 @@ def dedup_spark(args: argparse.Namespace) -> int:
             f"--engine spark does not take {', '.join(f for f, _ in unsupported)}: {why} "
             "(see docs/spark.md)"
         )
-    from neardup.app.spark.corpus import output_format
+    from neardup.app.spark.corpus import dry_format
     from neardup.app.spark.job import check_formats, check_keep
 
     output = str(args.output)
@@ -58,7 +58,7 @@ def dedup_spark(args: argparse.Namespace) -> int:
     index = None if args.index is None else ("--index", str(args.index))
     writes = [("--output", output), ("--removed", args.removed), ("--manifest", str(manifest))]
     check_apart(reads, writes, index=index)
-    check_formats(output_format(output), args.keep_duplicates, args.removed)
+    check_formats(dry_format(output, args.dry_run), args.keep_duplicates, args.removed)
     keep = str(KeepPolicy.parse(args.keep))
     check_keep(keep, args.index)
     if args.index is None and args.index_mode != "append":

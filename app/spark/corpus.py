@@ -59,6 +59,12 @@ def output_format(output: str) -> str:
     )
 
 
+def dry_format(output: str, dry_run: bool) -> str:
+    """``output_format``, but JSON Lines for a dry run's ``-`` (no ``--output``: nothing is
+    written, the local engine's standard output is JSON Lines)."""
+    return ".jsonl" if dry_run and output == "-" else output_format(output)
+
+
 def _is_parquet(path: str) -> bool:
     return path.rstrip("/").lower().endswith(".parquet")
 

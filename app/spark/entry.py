@@ -59,8 +59,10 @@ def check_master(master: str) -> None:
 
 def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     """The session: ``master`` if given, else whatever Spark's configuration says (so inside
-    ``spark-submit`` the cluster's). A local master runs executors' Python with this
-    interpreter unless ``PYSPARK_PYTHON`` says otherwise."""
+    ``spark-submit`` the cluster's). A local master, and no master outside ``spark-submit``
+    (Spark's default is then ``local[*]``), runs executors' Python with this interpreter
+    unless ``PYSPARK_PYTHON`` says otherwise: Spark's own default, ``python3`` on the PATH,
+    is not the virtual environment neardup is installed in unless it is activated."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -73,7 +75,8 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
         ) from None
     if master is not None:
         check_master(master)
-    if master is not None and master.startswith("local"):
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this driver
+    if master.startswith("local") if master is not None else not submitted:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("neardup dedup")
     if master is not None:
@@ -133,7 +136,8 @@ def dedup_on_spark(
     if dry_run:
         counts = {k: v for k, v in manifest.counts.items() if k != "edges"}
         report = {"dry_run": True, "counts": counts, "clusters": manifest.clusters,
-                  "cluster_sizes": manifest.cluster_sizes}  # fmt: skip
+                  "cluster_sizes": manifest.cluster_sizes,
+                  "singletons": manifest.singletons}  # fmt: skip
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return manifest
     if not quiet:

@@ -43,6 +43,7 @@ from neardup.app.spark.corpus import (
     HadoopPath,
     check_rows,
     check_unique_ids,
+    dry_format,
     output_format,
     parquet_hint,
     read_corpus,
@@ -121,8 +122,10 @@ class SparkManifest:
     schema: dict[str, Any] = field(default_factory=lambda: asdict(Schema()))
     counts: dict[str, int] = field(default_factory=dict)
     clusters: int = 0
-    #: How many clusters (singletons included) have each size, by size, as the local engine's.
+    #: How many clusters of two or more members have each size, by size, and how many
+    #: documents near-duplicate none, as the local engine's.
     cluster_sizes: dict[str, int] = field(default_factory=dict)
+    singletons: int = 0
     component_rounds: int = 0
     shuffle_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -502,7 +505,7 @@ def run_spark_dedup(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    fmt = output_format(output)
+    fmt = dry_format(output, dry_run)
     check_formats(fmt, params.keep_duplicates, removed)
     check_keep(params.keep, params.index)
     manifest = SparkManifest(
@@ -584,8 +587,9 @@ def run_spark_dedup(
         if probe is not None:  # the indexed documents the rows reach are members, as locally
             members = members.unionByName(indexed_roots(probe, classes, tagged))
         sizes = members.groupBy("root").count().groupBy("count").count().collect()
-        manifest.cluster_sizes = {str(r[0]): int(r[1]) for r in sorted(sizes)}
-        manifest.clusters = sum(int(r[1]) for r in sizes if r[0] >= 2)
+        manifest.cluster_sizes = {str(r[0]): int(r[1]) for r in sorted(sizes) if r[0] >= 2}
+        manifest.clusters = sum(manifest.cluster_sizes.values())
+        manifest.singletons = sum(int(r[1]) for r in sizes if r[0] == 1)
         clock.lap("components", "write")
         near = F.col("exact") & (F.col("survivor") == F.col("id"))
         if decided is not None:

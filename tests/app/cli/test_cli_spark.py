@@ -140,3 +140,30 @@ def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(tmp_path: Path) 
         assert result.stderr.startswith("neardup dedup: error: ") and says in result.stderr
         assert "Traceback" not in result.stderr and "java." not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_cli_spark_default_master_runs_this_interpreter_and_dry_runs_without_output(
+    tmp_path: Path,
+) -> None:
+    """No --spark-master (Spark's default, local[*]) and no PYSPARK_PYTHON: the executors must
+    run the interpreter neardup is installed in, not ``python3`` from the PATH (here one that
+    cannot import neardup, as outside an activated virtual environment); and a dry run needs
+    no --output on this engine either."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    write_docs(work / "a.jsonl", [Doc("a", "one two three four five six"),
+                                  Doc("b", "one two three four five six seven")])  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYTHONPATH")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        [sys.executable, "-m", "neardup", "dedup", "a.jsonl", "--engine", "spark", "--dry-run",
+         "--quiet"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["counts"]["read"] == 2 and report["dry_run"] is True
+    assert sorted(p.name for p in work.iterdir()) == ["a.jsonl"]

@@ -108,5 +108,6 @@ def test_a_usage_error_help_and_version_load_no_engine(tmp_path):
     assert json.loads(last) == {"codes": [2, 0, 0], "heavy": []}
     assert shown[0].startswith("usage: neardup") and shown[-1].startswith("neardup ")
     assert done.stderr.strip().splitlines()[-1] == (
-        "neardup dedup: error: the following arguments are required: --output"
+        "neardup dedup: error: the following arguments are required: --output (or --dry-run, "
+        "which writes nothing)"
     )

@@ -358,7 +358,9 @@ def test_manifest_has_version_command_line_cluster_sizes_and_cpu_workers(license
     assert manifest["version"] and manifest["version"][0].isdigit()
     assert manifest["command"] == ["neardup", "dedup", "licenses.jsonl", "--output", "o.jsonl",
                                    "--quiet"]  # fmt: skip
-    assert manifest["cluster_sizes"] == {"1": 2, "2": 1, "4": 1}
+    # clusters of two or more by size (adding up to ``clusters``), and the singletons apart
+    assert manifest["cluster_sizes"] == {"2": 1, "4": 1} and manifest["clusters"] == 2
+    assert manifest["singletons"] == 2
     assert manifest["parameters"]["workers"] == (os.cpu_count() or 1)
 
 
@@ -382,6 +384,20 @@ def test_dry_run_reports_the_counts_and_writes_nothing(licenses, capsys):
     assert sorted(p.name for p in licenses.iterdir()) == before
     assert report["counts"] == {"read": 8, "exact_dropped": 1, "near_dropped": 3,
                                 "decontaminated": 1, "written": 3}  # fmt: skip
+
+
+def test_dry_run_needs_no_output_and_a_real_run_names_the_missing_flag(licenses, capsys):
+    before = sorted(p.name for p in licenses.iterdir())
+    assert run(licenses, "dedup", "licenses.jsonl", "--dry-run", "--quiet") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert run(licenses, "dedup", "licenses.jsonl", "--output", "o.jsonl", "--dry-run") == 0
+    assert json.loads(capsys.readouterr().out) == report
+    assert report["counts"]["written"] == 4 and report["singletons"] == 2
+    with pytest.raises(SystemExit) as usage:
+        run(licenses, "dedup", "licenses.jsonl", "--quiet")
+    assert usage.value.code == 2
+    assert "required: --output (or --dry-run" in capsys.readouterr().err
+    assert sorted(p.name for p in licenses.iterdir()) == before
 
 
 def test_removed_and_kept_duplicates_in_parquet_have_a_typed_reason(licenses):

@@ -158,7 +158,7 @@ def test_spark_params_as_flags_and_the_manifest_as_json() -> None:
     assert body == {
         "engine": "spark", "spark_version": "4", "master": "local[2]", "parameters": {},
         "inputs": ["in"], "protected": [], "counts": {}, "clusters": 0, "component_rounds": 0,
-        "shuffle_bytes": {}, "seconds": {}, "output": {}, "cluster_sizes": {},
+        "shuffle_bytes": {}, "seconds": {}, "output": {}, "cluster_sizes": {}, "singletons": 0,
         "schema": {"id_field": "id", "id_prefix": False, "text_field": "text"},
     }  # fmt: skip
     manifest.index = {"url": "idx"}

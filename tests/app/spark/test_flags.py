@@ -148,6 +148,7 @@ def test_spark_dry_run_writes_nothing_and_counts_as_local(spark: Any, tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.jsonl", "held_out.txt", "in"]
     assert {k: v for k, v in manifest.counts.items() if k != "edges"} == local.counts
     assert manifest.clusters == local.clusters and manifest.cluster_sizes == local.cluster_sizes
+    assert manifest.singletons == local.singletons
     assert local.counts["decontaminated"] == 2 and manifest.removed is None  # both checked
 
 
@@ -175,6 +176,7 @@ def test_spark_keep_longest_equals_local(spark: Any, tmp_path: Path) -> None:
     assert near - {r["meta"]["minhash_cluster"] for r in rows}  # a survivor that is not the root
     assert {k: v for k, v in manifest.counts.items() if k != "edges"} == local.counts
     assert manifest.clusters == local.clusters and manifest.cluster_sizes == local.cluster_sizes
+    assert manifest.singletons == local.singletons
     assert manifest.parameters["keep"] == keep and manifest.parameters["keep_duplicates"]
 
 
@@ -254,7 +256,7 @@ def test_cli_hands_the_flags_to_spark_and_a_dry_run_reports_as_local(
         counts = {"read": 3, "exact_dropped": 1, "near_dropped": 0, "decontaminated": 0,
                   "written": 2, "edges": 7}  # fmt: skip
         return SparkManifest("spark", "4", "local[1]", {}, inputs, [], counts=counts,
-                             clusters=1, cluster_sizes={"1": 1, "2": 1})  # fmt: skip
+                             clusters=1, cluster_sizes={"2": 1}, singletons=1)  # fmt: skip
 
     monkeypatch.setattr(entry, "spark_session", lambda master, quiet=False: Session())
     monkeypatch.setattr(entry, "run_spark_dedup", run)
@@ -272,6 +274,7 @@ def test_cli_hands_the_flags_to_spark_and_a_dry_run_reports_as_local(
         "counts": {"read": 3, "exact_dropped": 1, "near_dropped": 0, "decontaminated": 0,
                    "written": 2},
         "clusters": 1,
-        "cluster_sizes": {"1": 1, "2": 1},
+        "cluster_sizes": {"2": 1},
+        "singletons": 1,
     }  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]

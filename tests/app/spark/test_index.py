@@ -126,7 +126,7 @@ def local_rounds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         got["lines"].append((root / f"out{r}.jsonl").read_text(encoding="utf-8").splitlines())
         got["tables"].append(_index_table(index))
         got["records"].append(manifest.index)
-        got["sizes"].append((manifest.clusters, manifest.cluster_sizes))
+        got["sizes"].append((manifest.clusters, manifest.cluster_sizes, manifest.singletons))
         if r == 0:
             shutil.copytree(index, root / "after-first")
     got["after_first"] = root / "after-first"
@@ -154,7 +154,9 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
             k: local[k] for k in _COMPARED + _MATCHED
         }
         # The clusters the manifest counts hold the indexed documents they reach, as locally.
-        assert (manifest.clusters, manifest.cluster_sizes) == local_rounds["sizes"][r], r
+        assert (manifest.clusters, manifest.cluster_sizes, manifest.singletons) == local_rounds[
+            "sizes"
+        ][r], r
         return record
 
     inputs = local_rounds["inputs"]
@@ -194,7 +196,8 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     assert _unnamed(lines) == _unnamed(local_rounds["lines"][2])
     assert sorted(p.name for p in (index / "_index").iterdir()) == before
     assert read.index is not None and read.index["version_written"] is None
-    assert (read.clusters, read.cluster_sizes) == local_rounds["sizes"][2]  # as appending
+    sizes = (read.clusters, read.cluster_sizes, read.singletons)
+    assert sizes == local_rounds["sizes"][2]  # as appending
     assert read.index["broadcast"] is False and set(read.seconds) == stages | {"index"}
     assert read.index["candidates"] == _candidates(ROUNDS[2], local_rounds["tables"][1]) > 0
     # The local engine appends to the part the Spark engine added.

@@ -154,6 +154,7 @@ def test_spark_reads_parquet_globs_and_writes_parquet_like_local(
     # The manifest says what the local engine's says, and what Spark did.
     assert {k: v for k, v in manifest.counts.items() if k != "edges"} == local.counts
     assert manifest.clusters == local.clusters and manifest.cluster_sizes == local.cluster_sizes
+    assert manifest.singletons == local.singletons
     assert manifest.counts["edges"] > 0 and manifest.component_rounds >= 1
     parts = sum(p.stat().st_size for p in out.glob("part-*"))
     assert manifest.output == {"path": str(out), "format": ".parquet", "bytes": parts}
