@@ -2,9 +2,16 @@
 
 MIT texts that differ only in their copyright line are near duplicates (Jaccard about 0.9);
 two packages ship the very same file (exact copies); BSD and Apache texts stand alone.
+
+``python -m tests.app.cli.licenses [DIR]`` writes README.md's worked example there:
+``licenses.jsonl`` and ``eval.jsonl`` (default: the current directory).
 """
 
 from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
 
 MIT = (
     "Permission is hereby granted, free of charge, to any person obtaining a copy of this "
@@ -68,3 +75,23 @@ def license_rows() -> list[dict]:
         {"id": "web/blog-post-17", "text": "As the story goes, " + EVAL_PASSAGE + " The end.",
          "quality": 0.2, "meta": {"source": "web", "size": 120}},
     ]  # fmt: skip
+
+
+def eval_rows() -> list[dict]:
+    """The protected eval set of the worked example: one item, the passage a page quotes."""
+    return [{"id": "story-3", "question": EVAL_PASSAGE}]
+
+
+def write_example(directory: Path) -> list[Path]:
+    """Write ``licenses.jsonl`` and ``eval.jsonl`` into ``directory``; their paths."""
+    written = []
+    for name, rows in (("licenses.jsonl", license_rows()), ("eval.jsonl", eval_rows())):
+        path = directory / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for path in write_example(Path(sys.argv[1] if len(sys.argv) > 1 else ".")):
+        print(path)

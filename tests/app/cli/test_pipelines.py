@@ -19,7 +19,7 @@ from neardup.app.cli import progress as progress_module
 from neardup.app.cli.main import MINHASH_DEFAULTS, TOKENIZERS, build_parser
 from neardup.core.engine import TOKENIZERS as engine_tokenizers
 from neardup.core.engine import MinhashParams
-from tests.app.cli.licenses import EVAL_PASSAGE, license_rows, mit
+from tests.app.cli.licenses import EVAL_PASSAGE, license_rows, mit, write_example
 
 ROOT = Path(__file__).resolve().parents[3]
 SHELL_NGRAM = "tom found a shiny red shell by the river and carried it home"
@@ -46,8 +46,8 @@ def read_jsonl(path: Path) -> list[dict]:
 
 @pytest.fixture
 def licenses(tmp_path):
-    write_jsonl(tmp_path / "licenses.jsonl", license_rows())
-    write_jsonl(tmp_path / "eval.jsonl", [{"id": "story-3", "question": EVAL_PASSAGE}])
+    """README.md's worked example, written as ``python -m tests.app.cli.licenses`` writes it."""
+    write_example(tmp_path)
     return tmp_path
 
 
@@ -414,3 +414,14 @@ def test_removed_and_kept_duplicates_in_parquet_have_a_typed_reason(licenses):
     tagged = pq.read_table(licenses / "all.parquet").column("neardup").to_pylist()
     assert [t and t["reason"] for t in tagged] == [None, "near", "near", "near", None, "exact",
                                                    None, None]  # fmt: skip
+
+
+def test_the_worked_example_corpus_is_written_by_the_module_readme_names(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.app.cli.licenses", str(tmp_path)], cwd=ROOT,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert read_jsonl(tmp_path / "licenses.jsonl") == license_rows()
+    assert read_jsonl(tmp_path / "eval.jsonl") == [{"id": "story-3", "question": EVAL_PASSAGE}]
+    assert "python -m tests.app.cli.licenses" in (ROOT / "README.md").read_text(encoding="utf-8")
