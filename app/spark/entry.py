@@ -59,10 +59,10 @@ def check_master(master: str) -> None:
 
 def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     """The session: ``master`` if given, else whatever Spark's configuration says (so inside
-    ``spark-submit`` the cluster's). A local master, and no master outside ``spark-submit``
-    (Spark's default is then ``local[*]``), runs executors' Python with this interpreter
-    unless ``PYSPARK_PYTHON`` says otherwise: Spark's own default, ``python3`` on the PATH,
-    is not the virtual environment neardup is installed in unless it is activated."""
+    ``spark-submit`` the cluster's). A local master, given or the one Spark's configuration
+    chose (``local[*]`` by default), runs executors' Python with this interpreter unless
+    ``PYSPARK_PYTHON`` says otherwise: Spark's own default, ``python3`` on the PATH, is not
+    the virtual environment neardup is installed in unless it is activated."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -75,8 +75,7 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
         ) from None
     if master is not None:
         check_master(master)
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this driver
-    if master.startswith("local") if master is not None else not submitted:
+    if master is not None and master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("neardup dedup")
     if master is not None:
@@ -91,7 +90,14 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     except Exception as exc:  # Spark's own refusal (a cluster manager's check, no Java...)
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise ParameterError(f"cannot start Spark (--spark-master {master}): {first}") from None
-    spark.sparkContext.setLogLevel("ERROR" if quiet else "WARN")
+    context = spark.sparkContext
+    # Spark's configuration chose the master: only once it is known to be local may the
+    # executors run this interpreter (a cluster's nodes have their own). The context read its
+    # Python from the environment when it started; every task is sent with this one.
+    chosen = str(getattr(context, "master", ""))
+    if master is None and "PYSPARK_PYTHON" not in os.environ and chosen.startswith("local"):
+        context.pythonExec = sys.executable
+    context.setLogLevel("ERROR" if quiet else "WARN")
     return spark
 
 

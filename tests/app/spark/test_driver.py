@@ -697,6 +697,30 @@ def test_spark_session_leaves_a_cluster_to_its_configuration(
     import os
 
     assert "PYSPARK_PYTHON" not in os.environ
+    assert not hasattr(builder.session.sparkContext, "pythonExec")  # no master known: left
+
+
+def test_spark_session_runs_this_interpreter_where_the_configuration_chose_local(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No --spark-master: Spark's default (local[*]) would run ``python3`` from the PATH in
+    the executors, not the environment neardup is installed in; a cluster keeps its own."""
+    import sys
+
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    for chosen, expected in (("local[*]", sys.executable), ("yarn", "python3")):
+        builder = _Builder()
+        builder.session.sparkContext.master = chosen
+        builder.session.sparkContext.pythonExec = "python3"
+        _with_builder(monkeypatch, builder)
+        entry.spark_session(None)
+        assert builder.session.sparkContext.pythonExec == expected, chosen
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/python")  # the user's choice stands
+    builder = _Builder()
+    builder.session.sparkContext.master, builder.session.sparkContext.pythonExec = "local", "x"
+    _with_builder(monkeypatch, builder)
+    entry.spark_session(None)
+    assert builder.session.sparkContext.pythonExec == "x"
 
 
 def test_spark_session_errors_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
