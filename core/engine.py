@@ -51,6 +51,7 @@ engine computes the same signatures, candidates, confirmations and components th
 
 from __future__ import annotations
 
+from neardup.core._apart import check_apart, check_index_home
 from neardup.core._banding import (
     BandBuckets,
     band_digests,
@@ -142,7 +143,6 @@ from neardup.core._storage import (
     Output,
     Source,
     atomic_output,
-    check_apart,
     check_output,
     check_target,
     expand_inputs,
@@ -241,6 +241,7 @@ __all__ = [
     "candidate_pairs",
     "charged_words",
     "check_apart",
+    "check_index_home",
     "check_output",
     "check_target",
     "chunk_bounds",

@@ -72,6 +72,8 @@ ENGINE_NAMES = {
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
     "IndexParameterError",
     "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
+    # one guard for every command that writes; an index in a directory of its own (issue 32)
+    "check_index_home",
 }  # fmt: skip
 
 
