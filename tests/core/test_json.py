@@ -32,7 +32,8 @@ def test_nesting_is_read_to_max_depth_and_refused_past_it():
         with pytest.raises(JSONError) as caught:
             read_json(nested(depth))
         assert (caught.value.kind, caught.value.reason) == (
-            "depth", f"the JSON nests deeper than {MAX_JSON_DEPTH} levels"
+            "depth",
+            f"the JSON nests deeper than {MAX_JSON_DEPTH} levels",
         )
 
 
@@ -96,7 +97,8 @@ def test_a_corpus_line_is_a_corpus_error_naming_file_and_line(line):
 @pytest.mark.parametrize("row", [BIG, DEEP])
 def test_a_protected_set_is_a_corpus_error(fmt, row):
     body = row if fmt is ProtectedFormat.JSONL else f"[{row}]"
-    with pytest.raises(CorpusError, match=r"^eval(:1)?: (an integer of 5,001 digits|the JSON nests)"):
+    says = r"^eval(:1)?: (an integer of 5,001 digits|the JSON nests)"
+    with pytest.raises(CorpusError, match=says):
         parse_protected_set("eval", body, fmt)
 
 
@@ -123,7 +125,7 @@ def _json_calls(path: Path) -> list[int]:
         elif isinstance(node, ast.ImportFrom) and node.module in ("json", "orjson", "ujson"):
             if any(a.name in ("loads", "load") for a in node.names):
                 found.append(node.lineno)
-        elif isinstance(node, ast.Import) and any(a.name in ("orjson", "ujson") for a in node.names):
+        elif isinstance(node, ast.Import) and {a.name for a in node.names} & {"orjson", "ujson"}:
             found.append(node.lineno)
     return found
 
