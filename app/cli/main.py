@@ -230,7 +230,7 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "--index", metavar="IDX",
         help="a persistent index (directory or URL): dedup against every document in it; in "
         "append mode add this run's survivors to it (created by the first run; default: none)",
-    ))  # fmt: skip
+    ), writes=True)  # fmt: skip
     dedup.add_argument(
         "--index-mode", choices=("append", "read"), default="append",
         help="append: add the survivors to --index as a new part; read: only dedup against it",
@@ -319,7 +319,7 @@ def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "info", formatter_class=_Formatter,
         help="the parameters, parts (rows, bytes, the run that made each), totals and leftovers",
     )  # fmt: skip
-    paths.index(info.add_argument("index", metavar="IDX", help=_IDX_HELP))
+    paths.index(info.add_argument("index", metavar="IDX", help=_IDX_HELP), writes=False)
     info.add_argument("--json", action="store_true", help="one JSON object, for machines")
     info.add_argument(
         "--limit", type=int, default=100, help="parts and leftovers listed at most (all counted)"
@@ -328,7 +328,7 @@ def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "compact", formatter_class=_Formatter,
         help="rewrite many small parts as few, atomically; remove leftovers over an hour old",
     )  # fmt: skip
-    paths.index(compact.add_argument("index", metavar="IDX", help=_IDX_HELP))
+    paths.index(compact.add_argument("index", metavar="IDX", help=_IDX_HELP), writes=True)
     compact.add_argument(
         "--part-rows", type=int, metavar="N",
         help="documents gathered into one part at most (default 1000000)",
@@ -338,7 +338,7 @@ def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "query", formatter_class=_Formatter,
         help="for each text of FILE..., the indexed documents it near-duplicates (JSON Lines)",
     )  # fmt: skip
-    paths.index(query.add_argument("index", metavar="IDX", help=_IDX_HELP))
+    paths.index(query.add_argument("index", metavar="IDX", help=_IDX_HELP), writes=False)
     paths.reads(query.add_argument("inputs", nargs="+", metavar="FILE", help=_INPUTS_HELP))
     _schema_flags(query)
     query.add_argument(

@@ -32,6 +32,7 @@ __all__ = [
 READS, WRITES, INDEX = "reads", "writes", "index"
 _ROLE = "neardup_role"
 _DERIVED = "neardup_derived"
+_HOME = "neardup_home"
 
 Derived = Callable[[argparse.Namespace], "str | None"]
 
@@ -50,9 +51,11 @@ def writes(action: argparse.Action, derived: Derived | None = None) -> argparse.
     return action
 
 
-def index(action: argparse.Action) -> argparse.Action:
-    """Declare ``action`` a persistent index (``neardup dedup --index``)."""
+def index(action: argparse.Action, *, writes: bool) -> argparse.Action:
+    """Declare ``action`` a persistent index (``neardup dedup --index``); ``writes``: the
+    command may create or add to it, so it must be in a directory of its own."""
     setattr(action, _ROLE, INDEX)
+    setattr(action, _HOME, writes)
     return action
 
 
@@ -95,15 +98,18 @@ def _named(action: argparse.Action, args: argparse.Namespace) -> Iterator[str]:
 def guard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """ParameterError, before the command ``args`` run, when it would write over a file it reads
     (or two outputs over one file, or mix its index with its files), or make an index in a
-    directory that holds a corpus."""
+    directory that holds a corpus (a command that writes to it)."""
     from neardup.core.engine import check_apart, check_index_home
 
     found: dict[str, list[tuple[str, str]]] = {READS: [], WRITES: [], INDEX: []}
+    homes: list[tuple[str, str]] = []
     for action in command_parser(parser, args)._actions:
         kind = role(action)
         if kind is not None:
-            found[kind] += [(flag_name(action), v) for v in _named(action, args)]
+            named = [(flag_name(action), v) for v in _named(action, args)]
+            found[kind] += named
+            homes += named if getattr(action, _HOME, False) else []
     indexes = found[INDEX]
     check_apart(found[READS], found[WRITES], index=indexes[0] if indexes else None)
-    for flag, target in indexes:
+    for flag, target in homes:
         check_index_home(flag, target)

@@ -82,3 +82,15 @@ def test_the_index_folders_skipped_are_the_ones_an_index_writes():
     from neardup.core import _index, _storage
 
     assert _storage.INDEX_DIRS == (_index._LOG, _index._PARTS)
+
+
+def test_an_index_beside_a_corpus_is_still_read_but_not_written(work: Path, capsys):
+    assert _dedup("new.jsonl", "--output", "out.jsonl", "--index", "d") == 0  # before the corpus
+    (work / "d" / "old.jsonl").write_text('{"id": "o", "text": "an old corpus row"}\n')
+    assert main(["index", "info", "d"]) == 0
+    assert main(["index", "query", "d", "new.jsonl", "--output", "q.jsonl", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["index", "compact", "d"]) == 2
+    assert "error: IDX d holds corpus files (old.jsonl)" in capsys.readouterr().err
+    read_mode = ["--index", "d", "--index-mode", "read"]
+    assert _dedup("new.jsonl", "--output", "out2.jsonl", *read_mode) == 2
