@@ -94,3 +94,20 @@ def test_an_index_beside_a_corpus_is_still_read_but_not_written(work: Path, caps
     assert "error: IDX d holds corpus files (old.jsonl)" in capsys.readouterr().err
     read_mode = ["--index", "d", "--index-mode", "read"]
     assert _dedup("new.jsonl", "--output", "out2.jsonl", *read_mode) == 2
+
+
+def test_an_index_url_is_checked_as_a_directory_is():
+    import fsspec
+
+    from neardup.core.engine import ParameterError, check_index_home
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/home32/idx/_index/00000001.json", b"{}")
+    fs.pipe("/home32/idx/parts/p1/data-00000.parquet", b"x")
+    fs.pipe("/home32/idx/NOTES.md", b"x")
+    check_index_home("--index", "memory://home32/idx")
+    check_index_home("--index", "memory://home32/new")  # not there yet: made by the run
+    fs.pipe("/home32/idx/shards/a.jsonl.zst", b"x")
+    with pytest.raises(ParameterError, match=r"holds corpus files \(shards/a\.jsonl\.zst\)"):
+        check_index_home("--index", "memory://home32/idx")
+    fs.rm("/home32", recursive=True)
