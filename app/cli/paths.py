@@ -21,6 +21,7 @@ __all__ = [
     "READS",
     "WRITES",
     "command_parser",
+    "flag_name",
     "guard",
     "index",
     "reads",
