@@ -10,15 +10,15 @@ other schema, and storage other than local files, are ``core._records`` and ``co
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from os import PathLike
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from neardup.core._formats import FORMATS, corpus_format, jsonl_items, text_reader
+from neardup.core._json import read_json
 from neardup.core._writer import RowWriter
-from neardup.core.errors import CorpusError
+from neardup.core.errors import CorpusError, JSONError
 
 __all__ = [
     "FORMATS",
@@ -91,7 +91,11 @@ def _read_parquet(path: Path) -> Iterator[Doc]:
             row += 1
             meta = item.get("meta")
             if isinstance(meta, str):  # JSON text, as versions before 0.2 wrote it
-                meta = json.loads(meta)
+                try:
+                    meta = read_json(meta, constants="null")
+                except JSONError as exc:
+                    why = f"'meta' is not JSON neardup reads: {exc}"
+                    raise CorpusError(name, row, why) from None
             yield doc_from_json({**item, "meta": meta}, name, row)
 
 

@@ -15,22 +15,20 @@ import decimal
 import gzip
 import io
 import json
-import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from os import PathLike
 from typing import IO, Any
 
-from neardup.core.errors import CorpusError
+from neardup.core._json import read_json
+from neardup.core.errors import CorpusError, JSONError
 
 __all__ = [
     "FORMATS",
     "INPUT_ALIASES",
     "PROTECTED_ENDINGS",
-    "constant_problem",
     "corpus_format",
-    "finite_value",
     "json_default",
     "jsonl_items",
     "jsonl_lines",
@@ -111,127 +109,20 @@ def protected_format(path: str | PathLike[str]) -> tuple[str, str] | None:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-class _Constant(ValueError):
-    """A ``NaN``, ``Infinity`` or ``-Infinity`` token: Python's json reads them, JSON has none."""
-
-
-def _refuse_constant(token: str) -> Any:
-    raise _Constant(token)
-
-
-# The C scanner json.loads runs (an attribute every JSONDecoder sets on itself), and the one
-# that refuses NaN/Infinity (it calls back into Python for those tokens only: no cost else).
-_SCAN: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
-_STRICT_SCAN: Callable[[str, int], tuple[Any, int]] = vars(
-    json.JSONDecoder(parse_constant=_refuse_constant)
-)["scan_once"]
-# And the one that reads them as null (a stored body written before they were refused).
-_NULL_SCAN: Callable[[str, int], tuple[Any, int]] = vars(
-    json.JSONDecoder(parse_constant=lambda _token: None)
-)["scan_once"]
-_SPACE = re.compile(r"[ \t\n\r]*")  # json.decoder.WHITESPACE: what JSON calls space
-
-
-def _past_space(text: str, pos: int) -> int:
-    match = _SPACE.match(text, pos)
-    return match.end() if match else pos
-
-
-def _loads(text: str, *, strict: bool = False, nan_as_null: bool = False) -> Any:
-    """``json.loads(text)`` for a str, without its per-call Python layers: the same scanner,
-    the same value and the same errors; with ``strict``, ``_Constant`` at a NaN/Infinity;
-    with ``nan_as_null``, None for them."""
-    if text.startswith("\ufeff"):
-        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    scan = _NULL_SCAN if nan_as_null else _STRICT_SCAN if strict else _SCAN
-    try:
-        value, end = scan(text, _past_space(text, 0))
-    except StopIteration as err:
-        raise json.JSONDecodeError("Expecting value", text, err.value) from None
-    end = _past_space(text, end)
-    if end != len(text):
-        raise json.JSONDecodeError("Extra data", text, end)
-    return value
-
-
-def _path_of(value: Any, hit: Callable[[Any], bool], where: str) -> str | None:
-    """The field path of the first part of ``value`` (depth first, in order) that ``hit``."""
-    if hit(value):
-        return where
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _path_of(item, hit, f"{where}.{key}" if where else str(key))
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found = _path_of(item, hit, f"{where}[{i}]")
-            if found is not None:
-                return found
-    return None
-
-
-def _non_finite(value: Any) -> bool:
-    return isinstance(value, float) and not math.isfinite(value)
-
-
-def finite_value(value: Any) -> str | None:
-    """Where the first NaN or infinite float of a parsed JSON value is, as a field path
-    (``meta.scores[2]``, ``""`` for the value itself), or None if it holds none.
-
-    >>> finite_value({"id": "a", "meta": {"scores": [0.5, float("nan")]}})
-    'meta.scores[1]'
-    """
-    try:
-        return _path_of(value, _non_finite, "")
-    except RecursionError:
-        return "(nested too deeply to say)"
-
-
-_MARK = object()
-
-
-def constant_problem(text: str) -> str | None:
-    """Why the JSON text ``text`` is refused for a NaN, Infinity or -Infinity (tokens Python's
-    json reads and JSON does not have), naming the field; None if it holds none.
-
-    >>> constant_problem('{"id": "a", "meta": {"score": NaN}}')
-    "NaN is not JSON (field 'meta.score'): write null, a number or a string instead"
-    """
-    tokens: list[str] = []
-
-    def mark(token: str) -> object:
-        tokens.append(token)
-        return _MARK
-
-    try:
-        value = json.loads(text, parse_constant=mark)
-        field = _path_of(value, lambda v: v is _MARK, "")
-    except (ValueError, RecursionError):
-        return None
-    if not tokens:
-        return None
-    return (
-        f"{tokens[0]} is not JSON (field {field or '(top level)'!r}): write null, a number or a "
-        "string instead"
-    )
-
-
 def parse_jsonl_line(
     line: str, path: str, number: int, *, nan_as_null: bool = False
 ) -> dict[str, Any]:
-    """The JSON object on one line; CorpusError naming the line if it is not one (NaN and
-    Infinity, which JSON does not have, included: ``constant_problem``; read as null with
-    ``nan_as_null``, for text stored before they were refused)."""
+    """The JSON object on one line; CorpusError naming the line if it is not one, or is JSON
+    neardup does not read (``read_json``: NaN and Infinity, which JSON does not have, named;
+    read as null with ``nan_as_null``, for text stored before they were refused; an integer
+    longer than Python reads; nesting deeper than MAX_JSON_DEPTH)."""
     try:
-        item = _loads(line, strict=True, nan_as_null=nan_as_null)
-    except _Constant as exc:
-        why = constant_problem(line) or f"{exc} is not JSON"
-        raise CorpusError(path, number, why) from None
-    except json.JSONDecodeError as exc:
-        raise CorpusError(path, number, f"not valid JSON ({exc.msg}){_array_hint(line)}") from None
-    except RecursionError:
-        raise CorpusError(path, number, "not valid JSON here: nested too deeply") from None
+        item = read_json(line, constants="null" if nan_as_null else "refuse")
+    except JSONError as exc:
+        if exc.kind == "syntax":
+            why = f"not valid JSON ({exc.reason}){_array_hint(line)}"
+            raise CorpusError(path, number, why) from None
+        raise CorpusError(path, number, exc.reason) from None
     if not isinstance(item, dict):
         raise CorpusError(
             path, number, f"expected a JSON object, got {type(item).__name__}{_array_hint(line)}"
@@ -257,16 +148,15 @@ def parse_json_array(
     text: str, path: str, *, nan_as_null: bool = False
 ) -> list[tuple[int, dict[str, Any]]]:
     """``(position from 1, object)`` of every element of a JSON array of objects; CorpusError
-    naming the line of a syntax error, or the element that is not an object (NaN and Infinity
-    included, or read as null with ``nan_as_null``)."""
-    constant = (lambda _token: None) if nan_as_null else _refuse_constant
+    naming the line of a syntax error, or the element that is not an object, or what
+    ``read_json`` refuses (NaN and Infinity, or read as null with ``nan_as_null``; integers
+    longer than Python reads; nesting deeper than MAX_JSON_DEPTH)."""
     try:
-        value = json.loads(text, parse_constant=constant)
-    except _Constant as exc:
-        why = constant_problem(text) or f"{exc} is not JSON"
-        raise CorpusError(path, None, why) from None
-    except json.JSONDecodeError as exc:
-        raise CorpusError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+        value = read_json(text, constants="null" if nan_as_null else "refuse")
+    except JSONError as exc:
+        if exc.kind == "syntax":
+            raise CorpusError(path, exc.line, f"not valid JSON ({exc.reason})") from None
+        raise CorpusError(path, exc.line, exc.reason) from None
     if not isinstance(value, list):
         raise CorpusError(path, None, f"expected a JSON array, got {type(value).__name__}")
     for number, item in enumerate(value, start=1):

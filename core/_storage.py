@@ -3,10 +3,11 @@ fsspec URLs (``s3://``, ``gs://``, ``hf://``, ``memory://``, ``file://``), as by
 
 Inputs expand in a fixed order (the arguments as given; the files of a directory or a glob
 sorted by path; in a directory, names starting with ``_`` or ``.`` are skipped, as Hadoop and
-Spark hide them), so a run reads the same documents in the same order every time. Standard input
-is spooled to a temporary file (a batch run reads its inputs twice). Outputs are written under a
-temporary name and renamed over the target only when complete; ``-`` is written to a temporary
-file and copied to standard output at the end: a failed run leaves nothing behind either way.
+Spark hide them, and so are the parts of a neardup index), so a run reads the same documents in
+the same order every time. Standard input is spooled to a temporary file (a batch run reads its
+inputs twice). Outputs are written under a temporary name and renamed over the target only when
+complete; ``-`` is written to a temporary file and copied to standard output at the end: a
+failed run leaves nothing behind either way.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import posixpath
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import IO, Any
@@ -31,18 +32,19 @@ from neardup.core._formats import (
     corpus_format,
     protected_format,
 )
-from neardup.core.errors import CorpusError, ParameterError
+from neardup.core.errors import CorpusError
 
 __all__ = [
+    "INDEX_DIRS",
     "STDIO",
     "Output",
     "Source",
     "atomic_output",
-    "check_apart",
     "check_output",
     "check_target",
     "expand_inputs",
     "filesystem",
+    "index_roots",
 ]
 
 #: The name of standard input (as an input) and standard output (as an output).
@@ -118,8 +120,9 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
     be one; without (protected sets), a directory gives its ``protected`` files and any name
     goes (the reader refuses one it cannot read as items). Either way a directory's hidden
     files (``_hidden``: a name starting with ``.`` or ``_``), and every file under a hidden
-    directory (``.git/``, ``_temporary/``), are not read; a file named on its own is, whatever
-    its name.
+    directory (``.git/``, ``_temporary/``), are not read, nor the files of a neardup index found
+    in it (a folder whose ``_index/`` holds a manifest: its ``parts/`` are the index's, read
+    through ``--index``); a file named on its own is, whatever its name.
     """
     sources: list[Source] = []
     wanted = _in_corpus_dir if corpus else _in_protected_dir
@@ -135,9 +138,14 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
                 raise CorpusError(target, None, "no file matches this pattern")
         elif fs.isdir(path):
             root, arg_root = path, target
+            below = {p: posixpath.relpath(p, path) for p in fs.find(path)}
+            indexes = index_roots(below.values())
             found = sorted(
-                p for p in fs.find(path) if wanted(p) and not _hidden(posixpath.relpath(p, path))
-            )
+                p for p, rel in below.items()
+                if wanted(p) and not _hidden(rel) and not _in_index(rel, indexes)
+            )  # fmt: skip
+            if not found and "" in indexes:
+                raise CorpusError(target, None, _INDEX_NOTE)
             if not found:
                 kinds = _DIR_CORPUS if corpus else _DIR_PROTECTED
                 what = "corpus" if corpus else "protected"
@@ -152,6 +160,32 @@ def expand_inputs(targets: Sequence[str], *, corpus: bool = True) -> list[Source
             rel = posixpath.relpath(p, root) if root else p
             sources.append(_source(fs, p, _joined(arg_root, rel), rel, corpus))
     return sources
+
+
+#: An index's own folders (``core._index``'s ``_LOG`` and ``_PARTS``): its manifests and parts.
+INDEX_DIRS = ("_index", "parts")
+_INDEX_NOTE = "a neardup index, not a corpus: its documents are read through --index only"
+
+
+def index_roots(relative: Iterable[str]) -> set[str]:
+    """The folders (relative paths, ``""`` for the top) that are neardup indexes, among the
+    relative paths of the files below a directory: those with a manifest in ``_index/``."""
+    roots = set()
+    for rel in relative:
+        head, name = posixpath.split(rel)
+        folder, log = posixpath.split(head)
+        if log == INDEX_DIRS[0] and name.endswith(".json"):
+            roots.add(folder)
+    return roots
+
+
+def _in_index(relative: str, roots: set[str]) -> bool:
+    """Whether a file found in a directory is an index's own (under ``ROOT/parts/`` of an index
+    root; ``_index/`` is hidden anyway): a directory input never reads it as a corpus."""
+    parts = relative.split("/")
+    return any(
+        "/".join(parts[:i]) in roots for i, part in enumerate(parts[:-1]) if part in INDEX_DIRS
+    )
 
 
 def _hidden(relative: str) -> bool:
@@ -223,111 +257,6 @@ def check_target(target: str) -> None:
             raise CorpusError(target, None, f"no such directory: {parent}")
         if os.path.isdir(path):
             raise CorpusError(target, None, "is a directory; give a file name")
-
-
-def check_apart(
-    reads: Sequence[tuple[str, str]],
-    writes: Sequence[tuple[str, str | None]],
-    index: tuple[str, str] | None = None,
-) -> None:
-    """ParameterError, before any work, when a run would write over what it reads or write two
-    outputs to one file, or mix its index (``index``: ``(flag, target)``) with its files.
-
-    ``reads`` and ``writes`` are ``(flag, target)`` pairs (``("INPUT", "data/")``,
-    ``("--removed", "x.jsonl")``; a None target is not written). Inputs are expanded the way
-    they are read (a directory to every file below it, a glob to its matches), and local files
-    compare by what they are (links, ``..`` and hard links resolved). An output may not be an
-    input file, nor a directory holding one (an engine that writes a directory of parts would
-    replace it), nor another output. No output may lie inside the index, and no input may be
-    the index, lie inside it or hold it.
-    """
-    named = [(flag, t, _identity(t)) for flag, t in writes if t is not None and t != STDIO]
-    for (flag_a, a, key_a), (flag_b, b, key_b) in itertools.combinations(named, 2):
-        if _same(key_a, key_b):
-            raise ParameterError(
-                f"{flag_a} {a} and {flag_b} {b} are the same file: give each output its own name"
-            )
-    for read_flag, target in reads:
-        if target == STDIO:
-            continue
-        for path, key in _read_identities(target):
-            for flag, out, out_key in named:
-                same = _same(key, out_key)
-                if same or key[1].startswith(out_key[1].rstrip("/") + "/"):
-                    what = "is" if same else "holds"
-                    raise ParameterError(
-                        f"{flag} {out} {what} {read_flag} {path}: neardup never writes over "
-                        "its inputs; give the output another name"
-                    )
-    if index is not None:
-        _check_index_apart(reads, named, index)
-
-
-def _check_index_apart(
-    reads: Sequence[tuple[str, str]],
-    named: Sequence[tuple[str, str, tuple[object, str]]],
-    index: tuple[str, str],
-) -> None:
-    """ParameterError for an output inside the index, or an input that is, holds or lies in it."""
-    index_flag, target = index
-    key = _identity(target)
-    root = key[1].rstrip("/")
-
-    def related(other: tuple[object, str]) -> bool:
-        path = other[1].rstrip("/")
-        return _same(key, other) or path.startswith(root + "/") or root.startswith(path + "/")
-
-    for flag, out, out_key in named:
-        if _same(key, out_key) or out_key[1].startswith(root + "/"):
-            raise ParameterError(
-                f"{flag} {out} is inside {index_flag} {target}: the index holds only its own "
-                "files; write the output elsewhere"
-            )
-    for read_flag, read in reads:
-        if read != STDIO and related(_identity(read)):
-            raise ParameterError(
-                f"{read_flag} {read} and {index_flag} {target} overlap: the index is not an "
-                "input (its documents are deduped against, never read as new ones)"
-            )
-
-
-def _same(a: tuple[object, str], b: tuple[object, str]) -> bool:
-    """Whether two identities name one file: the same path, or the same device and inode."""
-    return a[1] == b[1] or (a[0] is not None and a[0] == b[0])
-
-
-def _identity(target: str) -> tuple[object, str]:
-    """What a path names: (device and inode, or None, real path) locally; (None, URL) else."""
-    try:
-        fs, path = filesystem(target)
-    except CorpusError:
-        return None, target  # a scheme only an engine of its own reads (Spark's s3a://, hdfs://)
-    if not _is_local(fs):
-        return None, str(fs.unstrip_protocol(path))
-    real = os.path.realpath(path)
-    try:
-        st = os.stat(real)
-    except OSError:
-        return None, real
-    return (st.st_dev, st.st_ino), real
-
-
-def _read_identities(target: str) -> Iterator[tuple[str, tuple[object, str]]]:
-    """Every file ``target`` reads (or, not found, the target itself), with its identity."""
-    try:
-        fs, path = filesystem(target)
-    except CorpusError:
-        yield target, (None, target)
-        return
-    if _MAGIC & set(path):
-        found = [p for p in fs.glob(path) if fs.isfile(p)]
-    elif fs.isdir(path):
-        found = list(fs.find(path))
-    else:
-        found = [path]
-    local = _is_local(fs)
-    for p in found:
-        yield p, _identity(p) if local else (None, str(fs.unstrip_protocol(p)))
 
 
 def _is_local(fs: Any) -> bool:

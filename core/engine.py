@@ -31,11 +31,13 @@ engine computes the same signatures, candidates, confirmations and components th
   ``MAX_LISTED``, ``MAX_ITEMS``.
 - Corpora: ``Doc``, ``CLUSTER_KEY``, ``FORMATS``, ``corpus_format``, ``read_docs``,
   ``write_docs``, ``jsonl_items``; rows of any schema: ``Schema``, ``Record``, ``RawLine``,
-  ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``; JSON
-  without NaN or Infinity (one rule for the batch engines and the service):
-  ``constant_problem``, ``finite_value``, ``nan_as_null``, ``nan_as_null_note``.
+  ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``; one JSON
+  reader for every JSON text (the batch engines and the service): ``read_json`` (no NaN or
+  Infinity, no integer longer than Python reads, at most ``MAX_JSON_DEPTH`` levels; else
+  ``JSONError``), ``constant_problem``, ``finite_value``, ``nan_as_null``, ``nan_as_null_note``.
 - Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
-  ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``.
+  ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``; the
+  guard of every writing command: ``check_apart``, ``check_index_home``.
 - A persistent index of kept documents (Parquet parts and a manifest log): ``DocIndex``
   (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``lookup``, ``verify``,
   ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
@@ -51,6 +53,7 @@ engine computes the same signatures, candidates, confirmations and components th
 
 from __future__ import annotations
 
+from neardup.core._apart import check_apart, check_index_home
 from neardup.core._banding import (
     BandBuckets,
     band_digests,
@@ -85,7 +88,6 @@ from neardup.core._fanout import (
     raise_worker_error,
     spawn_pool,
 )
-from neardup.core._formats import constant_problem, finite_value
 from neardup.core._index import FORMAT as INDEX_FORMAT
 from neardup.core._index import FORMAT_VERSION as INDEX_FORMAT_VERSION
 from neardup.core._index import (
@@ -106,6 +108,7 @@ from neardup.core._index_ops import leftovers as index_leftovers
 from neardup.core._index_parts import COLUMNS as INDEX_COLUMNS
 from neardup.core._index_parts import PARAMS_KEY as INDEX_PARAMS_KEY
 from neardup.core._index_parts import binary_matrix, part_table
+from neardup.core._json import MAX_JSON_DEPTH, constant_problem, finite_value, read_json
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex, charged_words
 from neardup.core._params import INDEX_KEYS, MinhashParams
@@ -142,7 +145,6 @@ from neardup.core._storage import (
     Output,
     Source,
     atomic_output,
-    check_apart,
     check_output,
     check_target,
     expand_inputs,
@@ -166,6 +168,7 @@ from neardup.core.errors import (
     IndexIdError,
     IndexMissingError,
     IndexParameterError,
+    JSONError,
     NeardupError,
     ParameterError,
     SignatureError,
@@ -185,6 +188,7 @@ __all__ = [
     "INDEX_PARAMS_KEY",
     "KEEP_POLICIES",
     "MAX_ITEMS",
+    "MAX_JSON_DEPTH",
     "MAX_LISTED",
     "STDIO",
     "TOKENIZERS",
@@ -208,6 +212,7 @@ __all__ = [
     "IndexMissingError",
     "IndexParameterError",
     "IndexPart",
+    "JSONError",
     "KeepPolicy",
     "Match",
     "Matches",
@@ -241,6 +246,7 @@ __all__ = [
     "candidate_pairs",
     "charged_words",
     "check_apart",
+    "check_index_home",
     "check_output",
     "check_target",
     "chunk_bounds",
@@ -293,6 +299,7 @@ __all__ = [
     "protected_as_jsonl",
     "raise_worker_error",
     "read_docs",
+    "read_json",
     "read_protected_set",
     "run_info",
     "sample_capped",

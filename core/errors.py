@@ -9,6 +9,7 @@ Every error is a subclass of a builtin, so callers that only know Python's tree 
      +-- DuplicateIdError (ValueError)    the same document id twice in one input
      +-- CorpusError (ValueError)         a corpus or protected file that cannot be parsed;
      |                                    names the file and line
+     +-- JSONError (ValueError)           a JSON text that cannot be read (where, and why)
      +-- IndexIdError (ValueError)        input ids already in the index (names id and part)
      +-- IndexDamagedError (ValueError)   a file the index lists is missing or wrong (names it)
      +-- IndexMissingError (FileNotFoundError)  no committed index at the location
@@ -30,6 +31,7 @@ __all__ = [
     "IndexIdError",
     "IndexMissingError",
     "IndexParameterError",
+    "JSONError",
     "NeardupError",
     "ParameterError",
     "SignatureError",
@@ -75,6 +77,29 @@ class CorpusError(NeardupError, ValueError):
         self.path = path
         self.line = line
         self.reason = reason
+
+
+class JSONError(NeardupError, ValueError):
+    """A JSON text that cannot be read: bad syntax, NaN or Infinity, an integer longer than
+    Python reads, nesting deeper than ``MAX_JSON_DEPTH``, and where asked a number beyond a
+    float's range or a key twice in one object (``core.engine.read_json``). Every reader of
+    JSON turns it into its own error: a CorpusError naming file and line, a 400 or a 422.
+
+    Attributes:
+        reason: what is wrong, in one line (also the message).
+        kind: ``syntax``, ``constant``, ``integer``, ``depth``, ``range`` or ``duplicate``.
+        line: the 1-based line, when known (always for ``syntax``).
+        column: the 1-based column, when known.
+    """
+
+    def __init__(
+        self, reason: str, kind: str, line: int | None = None, column: int | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+        self.line = line
+        self.column = column
 
 
 class WorkerError(NeardupError, RuntimeError):

@@ -1,5 +1,5 @@
 """Strict JSON request bodies: UTF-8 only, no NaN/Infinity (nor 1e999), no duplicate keys,
-bounded depth.
+no integer longer than Python reads, bounded depth (core's ``read_json``).
 
 FastAPI's default parsing accepts ``NaN``, silently keeps the last of duplicate keys and turns
 some malformed bodies into 500s; ``StrictJSONRoute`` parses every JSON body itself first and
@@ -11,8 +11,6 @@ builds a model per item) with a clear ``detail`` before any handler runs. Bodies
 from __future__ import annotations
 
 import asyncio
-import json
-import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -21,7 +19,7 @@ from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from starlette.datastructures import FormData, UploadFile
 
-from neardup.core.engine import constant_problem, finite_value
+from neardup.core.engine import JSONError, read_json
 
 __all__ = [
     "BATCH_FIELDS",
@@ -38,60 +36,11 @@ BATCH_FIELDS = ("documents", "texts")
 THREAD_BYTES = 256 * 1024
 
 
-class _NotJSONNumber(ValueError):
-    """NaN, Infinity or -Infinity (tokens JSON does not have), or a number beyond a float's
-    range (``1e999``, which Python reads as infinity)."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NotJSONNumber(name)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotJSONNumber(text)
-    return value
-
-
-def _number_problem(text: str, token: str) -> str:
-    """What a body with ``token`` (a NaN/Infinity or an overflowing number) is told, naming the
-    field (core's rule: ``constant_problem``, ``finite_value``)."""
-    found = constant_problem(text)
-    if found is not None:
-        return found
-    try:
-        field = finite_value(json.loads(text))
-    except (ValueError, RecursionError):
-        field = None
-    return (
-        f"{token} is beyond a float's range (field {field or '(top level)'!r}): write a "
-        "smaller number, null or a string instead"
-    )
-
-
 def strict_json(text: str) -> Any:
-    """The JSON value of ``text``, strictly: JSONDecodeError or RecursionError as
-    ``json.loads`` raises them, ValueError naming the field of a NaN, an Infinity or a number
-    beyond a float's range (core's rule for batch inputs too), or a duplicate key."""
-    try:
-        return json.loads(
-            text,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_unique_keys,
-        )
-    except _NotJSONNumber as exc:
-        raise ValueError(_number_problem(text, str(exc))) from None
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r} in one object")
-        out[key] = value
-    return out
+    """The JSON value of ``text``, strictly (core's ``read_json``: no NaN, Infinity or number
+    beyond a float's range, no integer longer than Python reads, at most MAX_JSON_DEPTH levels,
+    no duplicate key); JSONError saying what and where."""
+    return read_json(text, finite=True, unique_keys=True)
 
 
 def _parse(body: bytes) -> Any:
@@ -104,13 +53,9 @@ def _parse(body: bytes) -> Any:
         raise HTTPException(400, f"the body is not valid UTF-8 (byte {exc.start})") from None
     try:
         return strict_json(text)
-    except json.JSONDecodeError as exc:
-        msg = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        raise HTTPException(400, msg) from None
-    except RecursionError:
-        raise HTTPException(400, "the JSON is nested too deeply") from None
-    except ValueError as exc:  # NaN/Infinity, 1e999, duplicate keys, over-long integers
-        raise HTTPException(400, f"invalid JSON: {exc}") from None
+    except JSONError as exc:  # bad syntax, NaN/Infinity, 1e999, duplicate keys, long integers
+        where = f" at line {exc.line} column {exc.column}" if exc.kind == "syntax" else ""
+        raise HTTPException(400, f"invalid JSON{where}: {exc.reason}") from None
 
 
 def _check_batch(value: Any, max_batch: int) -> None:

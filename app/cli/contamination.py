@@ -11,7 +11,6 @@ which the report counts and lists.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from itertools import islice
@@ -29,6 +28,7 @@ from neardup.core.engine import (
     Schema,
     Thresholds,
     atomic_output,
+    check_apart,
     check_output,
     expand_inputs,
     read_protected_set,
@@ -47,11 +47,6 @@ def sample_texts(paths: Sequence[str], schema: Schema, size: int) -> Iterator[st
         raise ParameterError(f"--sample-size {size}: give at least 1")
     reader = RecordReader(expand_inputs(paths), schema, fields=[])
     return (r.text for r in islice(reader, size))
-
-
-def _local(path: str) -> str:
-    """A local path as an absolute real path (a URL or '-' as given), to compare two names."""
-    return path if path == "-" or "://" in path else os.path.realpath(path)
 
 
 def contamination_report(
@@ -79,11 +74,10 @@ def contamination_report(
         raise ParameterError("standard input ('-') can be read once: name it once")
     if ids_file == "-":
         raise ParameterError("--ids-file -: the report is on standard output; name a file")
-    ids_format = None
-    if ids_file is not None:
-        ids_format = check_output(ids_file)
-        if _local(ids_file) in {_local(p) for p in (*inputs, *protected, *sample, output)}:
-            raise ParameterError(f"--ids-file {ids_file}: that file is read or is the report")
+    reads = [("INPUT", p) for p in inputs] + [("--protected", p) for p in protected]
+    reads += [("--sample", p) for p in sample]
+    check_apart(reads, [("--output", output), ("--ids-file", ids_file)])  # the CLI's guard too
+    ids_format = None if ids_file is None else check_output(ids_file)
     if (sample_share is None) != (not sample):
         raise ParameterError("--sample and --sample-cap go together")
     schema = schema or Schema()

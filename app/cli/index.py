@@ -32,7 +32,6 @@ from neardup.core.engine import (
     RecordReader,
     Schema,
     atomic_output,
-    check_apart,
     check_output,
     compact_index,
     expand_inputs,
@@ -167,9 +166,7 @@ def _query(args: argparse.Namespace) -> int:
     workers = default_workers() if args.workers is None else args.workers
     if workers < 1:
         raise ParameterError(f"--workers {workers}: give at least 1")
-    check_output(args.output)
-    reads = [("INPUT", t) for t in args.inputs]
-    check_apart(reads, [("--output", args.output)], index=("IDX", args.index))
+    check_output(args.output)  # apart from the inputs and the index: the CLI's guard
     index = DocIndex.open(args.index)
     index.verify()
     params = index.minhash_params()

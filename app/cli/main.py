@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from neardup.app.cli import paths
+
 __all__ = ["MINHASH_DEFAULTS", "build_parser", "main"]
 
 #: ``neardup.core.engine.TOKENIZERS`` (tests hold them equal; core is not imported up front).
@@ -121,7 +123,9 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--max-protected-bytes", type=int, help="total size of the protected sets (128 MiB)"
     )
-    serve.add_argument("--api-keys-file", help="'KEY SCOPE[,SCOPE...]' lines; default: open")
+    paths.reads(
+        serve.add_argument("--api-keys-file", help="'KEY SCOPE[,SCOPE...]' lines; default: open")
+    )
     serve.add_argument(
         "--store-text",
         action=argparse.BooleanOptionalAction,
@@ -171,19 +175,23 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "dedup", help="exact + near dedup and decontamination of corpus files",
         formatter_class=_Formatter,
     )  # fmt: skip
-    dedup.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP)
-    dedup.add_argument(
-        "--output",
-        help="survivors, format by name; '-': stdout (JSON Lines); no default: required "
-        "unless --dry-run",
+    paths.reads(dedup.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP))
+    paths.writes(
+        dedup.add_argument(
+            "--output",
+            help="survivors, format by name; '-': stdout (JSON Lines); no default: required "
+            "unless --dry-run",
+        )
     )
-    dedup.add_argument(
-        "--protected", action="append", default=[], metavar="FILE", help=_PROTECTED_HELP
+    paths.reads(
+        dedup.add_argument(
+            "--protected", action="append", default=[], metavar="FILE", help=_PROTECTED_HELP
+        )
     )
-    dedup.add_argument(
+    paths.writes(dedup.add_argument(
         "--removed", metavar="FILE",
         help="write every dropped row there, with why (default: not written)",
-    )  # fmt: skip
+    ))  # fmt: skip
     _schema_flags(dedup)
     dedup.add_argument(
         "--id-prefix", choices=["none", "file"], default="none",
@@ -219,16 +227,21 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "--max-pieces", type=int, default=10, help="cut: a row split into more is dropped"
     )
     _cap_flags(dedup)
-    dedup.add_argument(
+    paths.index(dedup.add_argument(
         "--index", metavar="IDX",
         help="a persistent index (directory or URL): dedup against every document in it; in "
         "append mode add this run's survivors to it (created by the first run; default: none)",
-    )  # fmt: skip
+    ), writes=True)  # fmt: skip
     dedup.add_argument(
         "--index-mode", choices=("append", "read"), default="append",
         help="append: add the survivors to --index as a new part; read: only dedup against it",
     )  # fmt: skip
-    dedup.add_argument("--manifest", help="default: OUTPUT.manifest.json (none when OUTPUT is '-')")
+    paths.writes(
+        dedup.add_argument(
+            "--manifest", help="default: OUTPUT.manifest.json (none when OUTPUT is '-')"
+        ),
+        derived=_default_manifest,
+    )
     dedup.add_argument("--dry-run", action="store_true", help="report the counts, write nothing")
     dedup.add_argument("--quiet", action="store_true", help="no progress on stderr")
     dedup.add_argument(
@@ -238,6 +251,12 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
     dedup.add_argument("--spark-master", help="e.g. local[2]; default: Spark's configuration")
     dedup.set_defaults(dedup_parser=dedup)  # the Spark engine names the flags it does not take
+
+
+def _default_manifest(args: argparse.Namespace) -> str | None:
+    """Where dedup writes its manifest when ``--manifest`` is not given (both engines)."""
+    output = str(args.output)
+    return None if output == "-" else output.rstrip("/") + ".manifest.json"
 
 
 def _cap_flags(parser: argparse.ArgumentParser) -> None:
@@ -252,18 +271,20 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "contamination", help="report which eval items a corpus contains",
         formatter_class=_Formatter,
     )  # fmt: skip
-    cont.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP)
-    cont.add_argument(
-        "--protected", action="append", required=True, metavar="FILE", help=_PROTECTED_HELP
+    paths.reads(cont.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP))
+    paths.reads(
+        cont.add_argument(
+            "--protected", action="append", required=True, metavar="FILE", help=_PROTECTED_HELP
+        )
     )
     cont.add_argument("--ngram", type=int, default=13, help="n-gram length")
     cont.add_argument("--tokenizer", choices=TOKENIZERS, default="words", help=_TOKENIZER_HELP)
     _cap_flags(cont)
-    cont.add_argument(
+    paths.reads(cont.add_argument(
         "--sample", action="append", default=[], metavar="FILE",
         help="a training-corpus file (repeat the flag for more) whose first --sample-size "
         "documents --sample-cap counts in",
-    )  # fmt: skip
+    ))  # fmt: skip
     cont.add_argument(
         "--sample-cap", type=float, metavar="SHARE",
         help="ignore protected n-grams in more than this share of the --sample documents "
@@ -278,12 +299,12 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     )
     cont.add_argument("--top", type=int, default=10, help="most-matched items listed per set")
     _schema_flags(cont)
-    cont.add_argument("--output", default="-", help="the JSON report; '-': stdout")
-    cont.add_argument(
+    paths.writes(cont.add_argument("--output", default="-", help="the JSON report; '-': stdout"))
+    paths.writes(cont.add_argument(
         "--ids-file", metavar="PATH",
         help="every contaminated document's id and items, one JSON line each (the report "
         "lists at most 10 ids a list); default: not written",
-    )  # fmt: skip
+    ))  # fmt: skip
     cont.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -299,7 +320,7 @@ def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "info", formatter_class=_Formatter,
         help="the parameters, parts (rows, bytes, the run that made each), totals and leftovers",
     )  # fmt: skip
-    info.add_argument("index", metavar="IDX", help=_IDX_HELP)
+    paths.index(info.add_argument("index", metavar="IDX", help=_IDX_HELP), writes=False)
     info.add_argument("--json", action="store_true", help="one JSON object, for machines")
     info.add_argument(
         "--limit", type=int, default=100, help="parts and leftovers listed at most (all counted)"
@@ -308,7 +329,7 @@ def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "compact", formatter_class=_Formatter,
         help="rewrite many small parts as few, atomically; remove leftovers over an hour old",
     )  # fmt: skip
-    compact.add_argument("index", metavar="IDX", help=_IDX_HELP)
+    paths.index(compact.add_argument("index", metavar="IDX", help=_IDX_HELP), writes=True)
     compact.add_argument(
         "--part-rows", type=int, metavar="N",
         help="documents gathered into one part at most (default 1000000)",
@@ -318,13 +339,15 @@ def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "query", formatter_class=_Formatter,
         help="for each text of FILE..., the indexed documents it near-duplicates (JSON Lines)",
     )  # fmt: skip
-    query.add_argument("index", metavar="IDX", help=_IDX_HELP)
-    query.add_argument("inputs", nargs="+", metavar="FILE", help=_INPUTS_HELP)
+    paths.index(query.add_argument("index", metavar="IDX", help=_IDX_HELP), writes=False)
+    paths.reads(query.add_argument("inputs", nargs="+", metavar="FILE", help=_INPUTS_HELP))
     _schema_flags(query)
     query.add_argument(
         "--limit", type=int, default=100, help="matches listed per text at most (all counted)"
     )
-    query.add_argument("--output", default="-", help="the JSON Lines answer; '-': stdout")
+    paths.writes(
+        query.add_argument("--output", default="-", help="the JSON Lines answer; '-': stdout")
+    )
     query.add_argument(
         "--workers", type=int, help="signature processes (default: the CPUs, as dedup)"
     )
@@ -351,7 +374,7 @@ def _client_parsers(sub: _Sub[argparse.ArgumentParser]) -> None:
     ]
     for name, text in commands:
         cmd = sub.add_parser(name, help=text, formatter_class=_Formatter)
-        cmd.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP)
+        paths.reads(cmd.add_argument("inputs", nargs="+", metavar="INPUT", help=_INPUTS_HELP))
         _schema_flags(cmd)
         cmd.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8000")
         cmd.add_argument(
@@ -389,8 +412,6 @@ def _store_settings(args: argparse.Namespace) -> int:
 
 
 def _dedup(args: argparse.Namespace) -> int:
-    if args.output is None:  # a dry run writes nothing (``main`` refused it missing otherwise)
-        args.output = "-"
     if args.engine == "spark":
         from neardup.app.cli.spark import dedup_spark
 
@@ -453,10 +474,8 @@ def _dedup(args: argparse.Namespace) -> int:
 
 def _contamination(args: argparse.Namespace) -> int:
     from neardup.app.cli.contamination import contamination_report
-    from neardup.core.engine import Schema, Thresholds, atomic_output, check_apart
+    from neardup.core.engine import Schema, Thresholds, atomic_output
 
-    reads = [("INPUT", t) for t in args.inputs] + [("--protected", t) for t in args.protected]
-    check_apart(reads, [("--output", args.output)])
     schema = Schema(args.id_field, args.text_field)
     report = contamination_report(
         args.inputs, args.protected, n=args.ngram, tokenizer=args.tokenizer, schema=schema,
@@ -537,15 +556,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)  # a usage error exits here, no engine imported
-    if args.command == "dedup" and args.output is None and not args.dry_run:
-        _subcommand(parser, "dedup").error(
-            "the following arguments are required: --output (or --dry-run, which writes nothing)"
-        )
+    if args.command == "dedup" and args.output is None:
+        if not args.dry_run:
+            _subcommand(parser, "dedup").error(
+                "the following arguments are required: --output (or --dry-run, which writes "
+                "nothing)"
+            )
+        args.output = "-"  # a dry run writes nothing: its report goes to standard output
     from neardup.core.engine import IndexConflictError, NeardupError
 
     args.command_line = ["neardup", *argv]
     name = " ".join([args.command, *([args.index_command] if args.command == "index" else [])])
     try:
+        paths.guard(parser, args)  # every file flag declared in the parser, checked apart here
         return _COMMANDS[args.command](args)
     except IndexConflictError as exc:  # exit 3: "retry", apart from 2, "bad input"
         print(f"neardup {name}: error: {exc}", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from neardup.core.engine import KeepPolicy, MinhashParams, ParameterError, Schema, check_apart
+from neardup.core.engine import KeepPolicy, MinhashParams, ParameterError, Schema
 
 __all__ = ["SPARK_FLAGS", "dedup_spark"]
 
@@ -50,14 +50,8 @@ def dedup_spark(args: argparse.Namespace) -> int:
     from neardup.app.spark.corpus import dry_format
     from neardup.app.spark.job import check_formats, check_keep
 
+    # An output over an input was named first, whatever else is wrong: the CLI's guard.
     output = str(args.output)
-    # An output over an input is named first, whatever else is wrong with it.
-    manifest = output.rstrip("/") + ".manifest.json" if args.manifest is None else args.manifest
-    reads = [("INPUT", str(t)) for t in args.inputs]
-    reads += [("--protected", str(t)) for t in args.protected]
-    index = None if args.index is None else ("--index", str(args.index))
-    writes = [("--output", output), ("--removed", args.removed), ("--manifest", str(manifest))]
-    check_apart(reads, writes, index=index)
     check_formats(dry_format(output, args.dry_run), args.keep_duplicates, args.removed)
     keep = str(KeepPolicy.parse(args.keep))
     check_keep(keep, args.index)

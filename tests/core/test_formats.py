@@ -12,10 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.core._formats import (
-    _loads,
-    constant_problem,
     corpus_format,
-    finite_value,
     json_default,
     jsonl_items,
     parse_json_array,
@@ -24,6 +21,7 @@ from neardup.core._formats import (
     text_reader,
     text_writer,
 )
+from neardup.core._json import _loads, constant_problem, finite_value
 from neardup.core.errors import CorpusError
 
 FRAGMENTS = [
@@ -94,7 +92,7 @@ def test_a_lone_surrogate_escape_is_refused(line, ok):
 
 def test_json_nested_deeper_than_python_parses_is_a_corpus_error_naming_the_line():
     line = '{"id": "a", "text": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    with pytest.raises(CorpusError, match="nested too deeply") as caught:
+    with pytest.raises(CorpusError, match="nests deeper than 512 levels") as caught:
         parse_jsonl_line(line, "deep.jsonl", 7)
     assert (caught.value.path, caught.value.line) == ("deep.jsonl", 7)
 
@@ -152,7 +150,7 @@ def test_bad_lines_are_refused_with_exact_reasons():
     assert line_error('[{"id": 1}]') == f"expected a JSON object, got list{hint}"
     assert line_error('{"t": "\\ud800"}') == "a string holds a lone surrogate (\\ud800-\\udfff)"
     deep = '{"m": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    assert line_error(deep) == "not valid JSON here: nested too deeply"
+    assert line_error(deep) == "the JSON nests deeper than 512 levels"
     # NaN and the infinities: refused by default, naming the field; a line that is bad after
     # one still names the token.
     assert line_error('{"a": [1, -Infinity]}') == (

@@ -72,6 +72,10 @@ ENGINE_NAMES = {
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
     "IndexParameterError",
     "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
+    # one guard for every command that writes; an index in a directory of its own (issue 32)
+    "check_index_home",
+    # one JSON reader: long integers and deep nesting named, never a 500 (issue 32)
+    "read_json", "JSONError", "MAX_JSON_DEPTH",
 }  # fmt: skip
 
 

@@ -374,7 +374,8 @@ def test_the_ui_page_shows_the_report_by_item_id(srv):
     ("form", "says"),
     [
         ({"docs": "not json"}, "line 1: not JSON"),
-        ({"docs": "[" * 100_000 + "]" * 100_000}, "line 1: the JSON is nested too deeply"),
+        ({"docs": "[" * 100_000 + "]" * 100_000}, "line 1: the JSON nests deeper than 512"),
+        ({"docs": '{"text": "a", "n": ' + "7" * 5_001 + "}"}, "line 1: an integer of 5,001 digits"),
         ({"docs": '{"id": "x"}'}, "line 1"),
         ({"mode": "shred"}, "mode must be one of"),
         ({"item_cap": "many"}, "whole number"),

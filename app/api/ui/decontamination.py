@@ -26,7 +26,7 @@ from neardup.app.api.ui.render import (
 from neardup.app.service import DecontRequest, Service
 from neardup.app.service.exports import FORMATS, REPORT_COLUMNS, encode, report_records
 from neardup.app.service.lookups import TEXT_CHARS
-from neardup.core.engine import DecontMode, DecontParams, Doc, NeardupError, Thresholds
+from neardup.core.engine import DecontMode, DecontParams, Doc, JSONError, NeardupError, Thresholds
 
 router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffLoopFormRoute)
 
@@ -157,12 +157,9 @@ def _pasted_docs(body: str) -> list[Doc]:
             continue
         try:
             row = strict_json(raw)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"line {line}: not JSON ({exc.msg})") from None
-        except RecursionError:
-            raise ValueError(f"line {line}: the JSON is nested too deeply") from None
-        except ValueError as exc:  # NaN/Infinity, a duplicate key: what /v1 refuses
-            raise ValueError(f"line {line}: {exc}") from None
+        except JSONError as exc:  # NaN/Infinity, a duplicate key, ...: what /v1 refuses
+            what = f"not JSON ({exc.reason})" if exc.kind == "syntax" else exc.reason
+            raise ValueError(f"line {line}: {what}") from None
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
             raise ValueError(f'line {line}: give an object with a "text" string')
         meta = row.get("meta") or {}

@@ -45,6 +45,16 @@ CASES = {
     "manifest is the output": "dedup data/a.jsonl --output o.jsonl --manifest o.jsonl",
     "removed is the output": "dedup data/a.jsonl --output o.jsonl --removed o.jsonl",
     "contamination report over its input": "contamination data/a.jsonl --protected eval.jsonl --output data/a.jsonl",  # noqa: E501
+    # --ids-file shares the guard (issue 32: file: URLs and hard links overwrote the input)
+    "ids file is the input as file:": "contamination data/a.jsonl --protected eval.jsonl --ids-file file:data/a.jsonl",  # noqa: E501
+    "ids file is the eval set as file://": "contamination data/a.jsonl --protected eval.jsonl --ids-file file://{root}/eval.jsonl",  # noqa: E501
+    "ids file is a hard link to the input": "contamination data/a.jsonl --protected eval.jsonl --ids-file hard.jsonl",  # noqa: E501
+    "ids file is what a link input names": "contamination soft.jsonl --protected eval.jsonl --ids-file data/b.jsonl",  # noqa: E501
+    "ids file is in an input directory": "contamination data --protected eval.jsonl --ids-file data/b.jsonl",  # noqa: E501
+    "ids file is matched by an input glob": "contamination data/*.jsonl --protected eval.jsonl --ids-file ./data/../data/a.jsonl",  # noqa: E501
+    "ids file is a sample file": "contamination data/a.jsonl --protected eval.jsonl --sample data/b.jsonl --sample-cap 0.5 --ids-file data/b.jsonl",  # noqa: E501
+    "ids file is the report": "contamination data/a.jsonl --protected eval.jsonl --output r.json --ids-file file:r.json",  # noqa: E501
+    "index query output over its input": "index query idx data/a.jsonl --output file:data/a.jsonl",
     "spark output over its input": "dedup data/a.jsonl --output data/a.jsonl --engine spark",
     "spark output directory holds the inputs": "dedup data/a.jsonl --output data --engine spark",
 }
@@ -52,12 +62,13 @@ CASES = {
 
 @pytest.mark.parametrize("command", CASES.values(), ids=CASES.keys())
 def test_a_run_that_would_eat_a_file_is_refused_and_touches_nothing(work: Path, command: str):
-    args = command.split()
+    args = command.replace("{root}", str(work)).split()
     before = _files(work)
     ran = neardup(*args, cwd=work)
     assert ran.returncode == 2, ran.stderr
     [line] = ran.stderr.splitlines()
-    assert line.startswith(f"neardup {args[0]}: error: "), line
+    name = " ".join(args[:2] if args[0] == "index" else args[:1])
+    assert line.startswith(f"neardup {name}: error: "), line
     assert "never writes over its inputs" in line or "are the same file" in line, line
     assert _files(work) == before  # no output, no partial file, every input as it was
 
