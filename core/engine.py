@@ -20,7 +20,8 @@ engine computes the same signatures, candidates, confirmations and components th
   ``Components`` (incremental; a deletion regroups from recomputed roots), ``groups_of``.
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
-  ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``,
+  ``protected_as_jsonl``, ``parquet_as_jsonl``, ``plain_text_shape`` (``PlainShape``: a text
+  sent as one plain text that is plainly items), ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``,
   ``charged_words`` (what a check of each text is charged: its words, at least one n-gram's);
   modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
@@ -109,9 +110,11 @@ from neardup.core._index_parts import binary_matrix, part_table
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex, charged_words
 from neardup.core._params import INDEX_KEYS, MinhashParams
+from neardup.core._plain import PlainShape, plain_text_shape
 from neardup.core._protected import (
     ProtectedFormat,
     ProtectedSet,
+    parquet_as_jsonl,
     parse_protected_set,
     protected_as_jsonl,
     read_protected_set,
@@ -217,6 +220,7 @@ __all__ = [
     "Output",
     "ParameterError",
     "Placement",
+    "PlainShape",
     "ProtectedFormat",
     "ProtectedSet",
     "Protection",
@@ -285,8 +289,10 @@ __all__ = [
     "ngrams",
     "ordered_map",
     "parquet_schema",
+    "parquet_as_jsonl",
     "parse_protected_set",
     "part_table",
+    "plain_text_shape",
     "piece_collision",
     "piece_source",
     "pool_size",
