@@ -12,11 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from starlette.exceptions import StarletteDeprecationWarning
 
+from neardup.app.client import Client, ClientError
 from neardup.app.config import Settings
 from neardup.app.main import create_app
 from neardup.core.engine import read_protected_set
@@ -169,3 +171,22 @@ def test_upload_schema_gives_docs_a_file_picker_and_the_parameters(c):
     assert set(params["format"]["schema"]["anyOf"][0]["enum"]) == {
         "jsonl", "json", "csv", "text", "parquet",
     }  # fmt: skip
+
+
+def test_client_uploads_by_format_and_says_when_a_set_protects_nothing(c):
+    def through_app(request: httpx.Request) -> httpx.Response:
+        answer = c.request(request.method, str(request.url.copy_with(scheme="http",
+                           host="testserver")), content=request.content,
+                           headers={k: v for k, v in request.headers.items() if k != "host"})  # fmt: skip
+        return httpx.Response(answer.status_code, content=answer.content,
+                              headers=answer.headers)  # fmt: skip
+
+    with Client("http://svc", transport=httpx.MockTransport(through_app), retries=0) as client:
+        assert client.put_protected_set("a", JSONL.encode(), jsonl=True)["items"] == 20
+        assert client.put_protected_set("b", JSONL.encode(), jsonl=False)["items"] == 1
+        assert client.put_protected_set("c", CSV.encode(), format="csv")["items"] == 20
+        with pytest.raises(ClientError, match="under 13 words") as info:
+            client.put_protected_set("d", b"a few words", format="text")
+        assert info.value.status == 422
+        empty = client.put_protected_set("d", b"a few words", format="text", allow_no_ngrams=True)
+        assert empty["ngrams"] == 0
