@@ -45,6 +45,10 @@ _UPLOAD_BODY = {
         "sent as one plain text that is plainly JSON Lines, a JSON array or CSV is refused "
         "(422) unless format=text",
         "content": {
+            # First: what /docs shows by default (a file picker).
+            "multipart/form-data": {
+                "schema": {"type": "object", "required": ["file"], "properties": {"file": _FILE}}
+            },
             **{
                 media: {"schema": _FILE if fmt == "parquet" else _FILE_TEXT}
                 for media, fmt in sorted(RAW_TYPES.items())
@@ -52,9 +56,6 @@ _UPLOAD_BODY = {
             # A raw JSON body is the array itself (JSON Lines go as application/x-ndjson).
             "application/json": {
                 "schema": {"type": "array", "minItems": 1, "items": {"type": "object"}}
-            },
-            "multipart/form-data": {
-                "schema": {"type": "object", "required": ["file"], "properties": {"file": _FILE}}
             },
         },
     }
