@@ -54,14 +54,14 @@ from neardup.core._text import check_tokenizer, ngrams, words
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
+    "CSV_DELIMITERS",
     "NON_TEXT_KEYS",
     "ProtectedFormat",
     "ProtectedSet",
-    "item_label",
-    "item_strings",
-    "CSV_DELIMITERS",
     "csv_delimiter",
     "is_csv_header",
+    "item_label",
+    "item_strings",
     "parquet_as_jsonl",
     "parse_protected_set",
     "protected_as_jsonl",

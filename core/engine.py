@@ -21,7 +21,8 @@ engine computes the same signatures, candidates, confirmations and components th
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
   ``protected_as_jsonl``, ``parquet_as_jsonl``, ``plain_text_shape`` (``PlainShape``: a text
-  sent as one plain text that is plainly items), ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``,
+  sent as one plain text that is plainly items), ``read_protected_set``, ``NgramIndex``,
+  ``decontaminate_with``,
   ``charged_words`` (what a check of each text is charged: its words, at least one n-gram's);
   modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
@@ -288,13 +289,13 @@ __all__ = [
     "nan_as_null_note",
     "ngrams",
     "ordered_map",
-    "parquet_schema",
     "parquet_as_jsonl",
+    "parquet_schema",
     "parse_protected_set",
     "part_table",
-    "plain_text_shape",
     "piece_collision",
     "piece_source",
+    "plain_text_shape",
     "pool_size",
     "protected_as_jsonl",
     "raise_worker_error",

@@ -11,7 +11,6 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.deps import CallerDep, ServiceDep, require
-from neardup.app.api.uploads import RAW_TYPES, UploadFormat, read_upload, store_upload
 from neardup.app.api.schemas import (
     ERRORS,
     ContaminationRequest,
@@ -24,6 +23,7 @@ from neardup.app.api.schemas import (
     Hit,
     ProtectedSetOut,
 )
+from neardup.app.api.uploads import RAW_TYPES, UploadFormat, read_upload, store_upload
 from neardup.app.service import DecontRequest, Hits, Service
 from neardup.core.engine import DecontMode, DecontParams, Doc, Thresholds
 

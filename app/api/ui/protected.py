@@ -28,9 +28,7 @@ _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _PAGE = "protected.html"
 
 
-def _page(
-    request: Request, service: Service, status: int = 200, **context: object
-) -> HTMLResponse:
+def _page(request: Request, service: Service, status: int = 200, **context: object) -> HTMLResponse:
     sets = [service.protected_set(name) for name in sorted(service.protected)]
     context.setdefault("error", None)
     context.setdefault("stored", None)

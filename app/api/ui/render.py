@@ -103,7 +103,7 @@ def render_page(request: Request, name: str, status: int = 200, **context: Any) 
 
 def _session_live(request: Request) -> bool:
     session = request.cookies.get(COOKIE)
-    return bool(session) and sessions(request).scopes(session) is not None
+    return session is not None and sessions(request).scopes(session) is not None
 
 
 def download_headers(stem: str, extension: str) -> dict[str, str]:

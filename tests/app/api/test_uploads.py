@@ -175,11 +175,10 @@ def test_upload_schema_gives_docs_a_file_picker_and_the_parameters(c):
 
 def test_client_uploads_by_format_and_says_when_a_set_protects_nothing(c):
     def through_app(request: httpx.Request) -> httpx.Response:
-        answer = c.request(request.method, str(request.url.copy_with(scheme="http",
-                           host="testserver")), content=request.content,
-                           headers={k: v for k, v in request.headers.items() if k != "host"})  # fmt: skip
-        return httpx.Response(answer.status_code, content=answer.content,
-                              headers=answer.headers)  # fmt: skip
+        url = str(request.url.copy_with(scheme="http", host="testserver"))
+        headers = {k: v for k, v in request.headers.items() if k != "host"}
+        answer = c.request(request.method, url, content=request.content, headers=headers)
+        return httpx.Response(answer.status_code, content=answer.content, headers=answer.headers)
 
     with Client("http://svc", transport=httpx.MockTransport(through_app), retries=0) as client:
         assert client.put_protected_set("a", JSONL.encode(), jsonl=True)["items"] == 20
