@@ -72,6 +72,8 @@ ENGINE_NAMES = {
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
     "IndexParameterError",
     "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
+    # Parquet eval sets through the service; a plain text that is plainly items (issue 33)
+    "parquet_as_jsonl", "plain_text_shape", "PlainShape",
 }  # fmt: skip
 
 
