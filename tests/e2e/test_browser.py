@@ -358,6 +358,10 @@ def test_protected_sets_page_uploads_lists_and_deletes_with_protect(secured, pag
     page.wait_for_selector("#stored")
     assert page.locator('#sets tr[data-set="short"] td').nth(2).inner_text() == "0"
     page.screenshot(path=str(shots / "protected-sets.png"), full_page=True)
+    # A form posted from another site is refused, whatever the session may do.
+    foreign = page.request.post(f"{url}/ui/protected-sets/short/delete",
+                                headers={"origin": "http://elsewhere.example"})  # fmt: skip
+    assert foreign.status == 403
     page.locator('#sets tr[data-set="short"] form.delete button').click()
     page.wait_for_url("**/ui/protected-sets")
     assert page.locator('#sets tr[data-set="short"]').count() == 0
@@ -372,6 +376,16 @@ def test_protected_sets_page_lists_only_for_a_read_key(secured, page):
     assert page.locator("#read-only").count() == 1
     assert page.locator("#upload").count() == 0 and page.locator("form.delete").count() == 0
     assert page.locator('#sets tr[data-set="evals"]').count() == 1
+    # The session's key lacks protect: posting the forms anyway is refused, as the API is.
+    upload = page.request.post(
+        f"{url}/ui/protected-sets",
+        multipart={"name": "sneaky", "file": _file("evals.jsonl", EVAL_JSONL)},
+    )
+    assert upload.status == 403 and "protect" in upload.text()
+    assert page.request.post(f"{url}/ui/protected-sets/evals/delete").status == 403
+    page.reload()
+    listed = page.locator("#sets tr[data-set]").evaluate_all("rs => rs.map(r => r.dataset.set)")
+    assert "evals" in listed and "sneaky" not in listed
     page.click("a.signout")
     page.wait_for_url("**/ui/login")
 
