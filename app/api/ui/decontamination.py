@@ -175,8 +175,10 @@ def _refuse_array(body: str) -> None:
         return
     try:
         value = strict_json(body)
+    except json.JSONDecodeError:
+        value = None  # an array cut short, or lines after it
     except (ValueError, RecursionError):
-        value = None
+        return  # nested too deeply, a NaN, ...: the line's own error says which
     what = (
         f"a JSON array of {len(value)} value(s)" if isinstance(value, list)
         else "the start of a JSON array"
