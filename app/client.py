@@ -239,15 +239,34 @@ class Client:
             if after is None:
                 return
 
-    def put_protected_set(self, name: str, content: bytes, *, jsonl: bool) -> dict[str, Any]:
-        """Upload (or replace) a protected set from a file's bytes."""
-        kind = "application/x-ndjson" if jsonl else "text/plain"
+    def put_protected_set(
+        self,
+        name: str,
+        content: bytes,
+        *,
+        jsonl: bool | None = None,
+        format: str | None = None,
+        allow_no_ngrams: bool = False,
+    ) -> dict[str, Any]:
+        """Upload (or replace) a protected set from a file's bytes, read as ``format`` (jsonl,
+        json, csv, text: one item, or parquet); ``jsonl=True`` is ``format="jsonl"``,
+        ``jsonl=False`` ``format="text"``. ``allow_no_ngrams``: store it even if it protects
+        no n-gram (else the service refuses it, 422)."""
+        if format is None:
+            if jsonl is None:
+                raise ValueError("say how to read the file: format='jsonl', 'json', 'csv', "
+                                 "'text' or 'parquet'")  # fmt: skip
+            format = "jsonl" if jsonl else "text"
+        params: dict[str, str] = {"format": format}
+        if allow_no_ngrams:
+            params["allow_no_ngrams"] = "true"
         return dict(
             self._request(
                 "PUT",
                 f"/v1/protected-sets/{name}",
                 content=content,
-                headers={"content-type": kind},
+                params=params,
+                headers={"content-type": "application/octet-stream"},
             )
         )
 

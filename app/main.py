@@ -20,7 +20,7 @@ from neardup.app.api.docs import documented_app
 from neardup.app.api.errors import install_error_handlers
 from neardup.app.api.metrics import Metrics
 from neardup.app.api.routes import clusters, documents, health, protected_sets, signatures, stats
-from neardup.app.api.ui import decontamination, pages, render
+from neardup.app.api.ui import decontamination, pages, protected, render
 from neardup.app.api.ui import documents as ui_documents
 from neardup.app.api.ui.security import SecurityHeaders, Sessions
 from neardup.app.config import Settings, get_settings
@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.host_names, www_redirect=False)
     for module in (health, signatures, documents, clusters, protected_sets, stats):
         app.include_router(module.router)
-    for ui in (pages, ui_documents, decontamination):
+    for ui in (pages, ui_documents, decontamination, protected):
         app.include_router(ui.router)
     app.add_exception_handler(render.LoginRequired, render.login_redirect)
     app.add_exception_handler(HTTPException, render.html_error)  # HTML under /ui, else JSON

@@ -6,7 +6,10 @@ A protected file is read as items, by its name (each text format also ``.gz`` or
   CorpusError naming it);
 - ``.json``: a JSON array of objects, one item each (a file whose first character is not ``[``
   is read as JSON Lines, as Dolma names them);
-- ``.csv``: one item per row, its cells by the header's names. The first row is a header when
+- ``.csv``: one item per row, its cells by the header's names. The delimiter is the one
+  ``csv.Sniffer`` finds in the first row among ``,`` ``;`` tab and ``|`` (a comma when it finds
+  none: a one-column file), so a spreadsheet's semicolon export reads as its columns. The first
+  row is a header when
   every cell looks like a column name (a letter or ``_``, then letters, digits and ``_``, up to
   four such words joined by a space, ``.`` or ``-``; at most 64 characters; no two alike), as in
   ``question,A,B,C,D,answer``. Otherwise the file has none (MMLU's release: a question first)
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -50,11 +54,15 @@ from neardup.core._text import check_tokenizer, ngrams, words
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
+    "CSV_DELIMITERS",
     "NON_TEXT_KEYS",
     "ProtectedFormat",
     "ProtectedSet",
+    "csv_delimiter",
+    "is_csv_header",
     "item_label",
     "item_strings",
+    "parquet_as_jsonl",
     "parse_protected_set",
     "protected_as_jsonl",
     "protected_items",
@@ -146,6 +154,24 @@ class ProtectedSet:
             self._caps[cap] = found
         return found
 
+    def why_empty(self) -> str | None:
+        """Why the set protects no n-gram (no text at all, or every text under ``n`` words), or
+        None when it protects some: a check against such a set always says clean."""
+        if self.grams:
+            return None
+        longest = max((w for texts in self.layout.values() for w, _, _ in texts), default=None)
+        if longest is None or longest == 0:
+            keys = ", ".join(sorted(NON_TEXT_KEYS))
+            return (
+                f"it protects nothing: its {self.items} item(s) hold no text (no string outside "
+                f"the keys {keys})"
+            )
+        return (
+            f"it protects nothing: every text of its {self.items} item(s) is under {self.n} "
+            f"words (the longest has {longest}), and a text is protected by its {self.n}-word "
+            "n-grams"
+        )
+
     @property
     def ngrams(self) -> int:
         """How many distinct n-grams the set protects."""
@@ -229,15 +255,37 @@ def protected_as_jsonl(name: str, body: str, fmt: ProtectedFormat) -> tuple[str,
 _COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[ .-][A-Za-z0-9_]+){0,3}")
 
 
-def _is_header(cells: list[str]) -> bool:
+def is_csv_header(cells: list[str]) -> bool:
     """Whether a CSV's first row names its columns (the module says when)."""
     return len(set(cells)) == len(cells) and all(
         len(c) <= 64 and _COLUMN_NAME.fullmatch(c) for c in cells
     )
 
 
+#: The rows a CSV's delimiter is sniffed over (one alone can hold a ";" in prose).
+_SNIFFED = 5
+#: The delimiters a CSV may use (a sniffer choosing among more misreads prose as columns).
+CSV_DELIMITERS = ",;\t|"
+
+
+def csv_delimiter(body: str) -> str:
+    """The delimiter of a CSV text: what ``csv.Sniffer`` finds among CSV_DELIMITERS in its header
+    (its first rows: a delimiter is one the rows use alike; of several, the sniffer prefers
+    comma, tab, semicolon), else a comma.
+
+    >>> csv_delimiter("question;answer\nWhat is it;This")
+    ';'
+    """
+    head = "\n".join(itertools.islice((ln for ln in body.splitlines() if ln.strip()), _SNIFFED))
+    try:
+        found = csv.Sniffer().sniff(head, delimiters=CSV_DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+    return found if found in CSV_DELIMITERS else ","
+
+
 def _csv_items(name: str, body: str) -> list[tuple[int, dict[str, Any]]]:
-    rows = csv.reader(io.StringIO(body, newline=""))
+    rows = csv.reader(io.StringIO(body, newline=""), delimiter=csv_delimiter(body))
     items: list[tuple[int, dict[str, Any]]] = []
     names: list[str] | None = None
     try:
@@ -245,7 +293,7 @@ def _csv_items(name: str, body: str) -> list[tuple[int, dict[str, Any]]]:
             if not any(cells):
                 continue  # a blank line
             if names is None:
-                names = cells if _is_header(cells) else []
+                names = cells if is_csv_header(cells) else []
                 if names:
                     continue
             keys = [*names, *(str(i) for i in range(len(names) + 1, len(cells) + 1))]
@@ -343,6 +391,33 @@ def protected_ngrams(
     for path in protected_paths(paths):
         grams.update(read_protected_set(path, n, tokenizer=tokenizer).grams)
     return grams
+
+
+def parquet_as_jsonl(name: str, raw: bytes) -> str:
+    """A Parquet file's rows as the JSON Lines a store keeps, one item a line (its row is its
+    line, so labels stay). Values JSON has no type for (dates, bytes, decimals; NaN) are not
+    text: null, as the CLI, which protects strings only, ignores them. CorpusError if the bytes
+    are not Parquet."""
+    try:
+        rows = [_json_safe(item) for _, item in _parquet_items(io.BytesIO(raw))]
+    except Exception as exc:  # pyarrow raises its own error types
+        if type(exc).__module__.split(".")[0] != "pyarrow":
+            raise
+        raise CorpusError(name, None, f"cannot read as Parquet: {exc}") from None
+    return "".join(f"{json.dumps(row, ensure_ascii=False)}\n" for row in rows)
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with whatever JSON cannot hold as text replaced by null (see parquet_as_jsonl)."""
+    if isinstance(value, str | bool | int) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return None
 
 
 def protected_paths(paths: Iterable[str | PathLike[str]]) -> list[str | PathLike[str]]:

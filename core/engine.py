@@ -20,7 +20,9 @@ engine computes the same signatures, candidates, confirmations and components th
   ``Components`` (incremental; a deletion regroups from recomputed roots), ``groups_of``.
 - Exact dedup: ``text_digest``, ``text_digests``, ``exact_keepers``, ``id_rank``.
 - Decontamination: ``ProtectedSet``, ``ProtectedFormat``, ``parse_protected_set``,
-  ``protected_as_jsonl``, ``read_protected_set``, ``NgramIndex``, ``decontaminate_with``,
+  ``protected_as_jsonl``, ``parquet_as_jsonl``, ``plain_text_shape`` (``PlainShape``: a text
+  sent as one plain text that is plainly items), ``read_protected_set``, ``NgramIndex``,
+  ``decontaminate_with``,
   ``charged_words`` (what a check of each text is charged: its words, at least one n-gram's);
   modes and reports:
   ``Protection`` (sets less capped n-grams), ``sample_capped``, ``Match``, ``DecontMode``,
@@ -112,9 +114,11 @@ from neardup.core._json import MAX_JSON_DEPTH, constant_problem, finite_value, r
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex, charged_words
 from neardup.core._params import INDEX_KEYS, MinhashParams
+from neardup.core._plain import PlainShape, plain_text_shape
 from neardup.core._protected import (
     ProtectedFormat,
     ProtectedSet,
+    parquet_as_jsonl,
     parse_protected_set,
     protected_as_jsonl,
     read_protected_set,
@@ -222,6 +226,7 @@ __all__ = [
     "Output",
     "ParameterError",
     "Placement",
+    "PlainShape",
     "ProtectedFormat",
     "ProtectedSet",
     "Protection",
@@ -290,11 +295,13 @@ __all__ = [
     "nan_as_null_note",
     "ngrams",
     "ordered_map",
+    "parquet_as_jsonl",
     "parquet_schema",
     "parse_protected_set",
     "part_table",
     "piece_collision",
     "piece_source",
+    "plain_text_shape",
     "pool_size",
     "protected_as_jsonl",
     "raise_worker_error",

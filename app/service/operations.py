@@ -786,16 +786,25 @@ class Service:
 
     # --- protected sets -----------------------------------------------------------------------
 
-    async def put_protected_set(self, name: str, text: str, fmt: ProtectedFormat) -> ProtectedSet:
+    async def put_protected_set(
+        self, name: str, text: str, fmt: ProtectedFormat, *, allow_no_ngrams: bool = False
+    ) -> ProtectedSet:
         """Check the limits (QuotaExceeded), parse off the event loop (CorpusError naming a bad
-        line), store durably (a JSON array or CSV as JSON Lines of its items), then replace in
-        memory."""
+        line, or saying why a set protects no n-gram unless ``allow_no_ngrams``: checks against
+        it would all say clean), store durably (a JSON array or CSV as JSON Lines of its
+        items), then replace in memory."""
         text, fmt = await asyncio.to_thread(protected_as_jsonl, name, text, fmt)
         size = len(text.encode("utf-8"))
         self._check_quota(name, size)
         parsed = await asyncio.to_thread(
             parse_protected_set, name, text, fmt, self.params.ngram, self.params.tokenizer
         )
+        empty = parsed.why_empty()
+        if empty is not None and not allow_no_ngrams:
+            raise CorpusError(
+                name, None, f"{empty}; checks against it would all say clean (to store it "
+                "anyway, say so: allow_no_ngrams=true)",
+            )  # fmt: skip
         async with self._writing():
             self._check_quota(name, size)  # another upload may have landed meanwhile
             row = ProtectedSetRow(name, parsed.items, parsed.ngrams, fmt, text)

@@ -76,6 +76,8 @@ ENGINE_NAMES = {
     "check_index_home",
     # one JSON reader: long integers and deep nesting named, never a 500 (issue 32)
     "read_json", "JSONError", "MAX_JSON_DEPTH",
+    # Parquet eval sets through the service; a plain text that is plainly items (issue 33)
+    "parquet_as_jsonl", "plain_text_shape", "PlainShape",
 }  # fmt: skip
 
 

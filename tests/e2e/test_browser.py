@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from urllib.request import urlopen
 
 import pytest
 from playwright.sync_api import sync_playwright
@@ -263,3 +264,145 @@ def test_downloads_of_a_cluster_and_of_the_report(server, page, shots):
     records = [json.loads(line) for line in Path(download.path()).read_text("utf-8").splitlines()]
     assert records[0]["record"] == "report" and records[0]["contaminated"] == 1
     assert [r["item"] for r in records if r["record"] == "item"] == [PROTECTED_ITEMS[0]["case_id"]]
+
+
+#: 20 items of 15 words: 20 items, each its own n-grams.
+EVAL_ITEMS = [
+    {"id": f"ev-{i:02d}", "question": " ".join(f"eval{i}word{j}" for j in range(15))}
+    for i in range(20)
+]
+EVAL_JSONL = "".join(json.dumps(item) + "\n" for item in EVAL_ITEMS).encode()
+
+
+def _file(name, data):
+    return {"name": name, "mimeType": "application/octet-stream", "buffer": data}
+
+
+def test_docs_upload_of_a_protected_set_is_a_file_picker(server, page, shots):
+    """/docs' upload body is a file picker: a 20-item JSON Lines file stores 20 items (the text
+    box it was stored them as one)."""
+    page.goto(f"{server.url}/docs")
+    block = page.locator("#operations-protected_sets-put_set_v1_protected_sets__name__put")
+    block.locator(".opblock-summary").click()
+    block.locator("button.try-out__btn").click()
+    picker = block.locator('input[type="file"]')
+    assert picker.count() == 1
+    block.locator('input[placeholder="name"]').fill("docs-evals")
+    picker.set_input_files(_file("evals.jsonl", EVAL_JSONL))
+    block.locator("button.execute").click()
+    status = block.locator(".live-responses-table tbody .response-col_status")
+    status.wait_for(timeout=30_000)
+    assert status.inner_text() == "201"
+    page.screenshot(path=str(shots / "docs-upload.png"), full_page=False)
+    stored = json.loads(urlopen(f"{server.url}/v1/protected-sets/docs-evals").read())
+    assert stored["items"] == 20
+
+
+KEYS = {"reader": "reader-key-0123456789", "protector": "protect-key-0123456789"}
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    """A server with keys: one that may read, one that may read and protect."""
+    tmp = tmp_path_factory.mktemp("secured")
+    keys = tmp / "keys.txt"
+    keys.write_text(f"{KEYS['reader']} read\n{KEYS['protector']} read,protect\n", "utf-8")
+    srv = start_server(tmp, "--workers", "1", "--api-keys-file", str(keys))
+    yield srv
+    stop_server(srv)
+
+
+def _sign_in(page, url, key):
+    page.goto(f"{url}/ui/login")
+    assert page.locator("a.signout").count() == 0  # nobody to sign out on the sign-in page
+    page.fill("#key", key)
+    page.click("form button")
+    page.wait_for_url(f"{url}/ui")
+    assert page.locator("a.signout").count() == 1
+
+
+def test_protected_sets_page_uploads_lists_and_deletes_with_protect(secured, page, shots):
+    url = secured.url
+    _sign_in(page, url, KEYS["protector"])
+    page.click('header a[href="/ui/protected-sets"]')
+    page.wait_for_url("**/ui/protected-sets")
+    assert page.locator("#no-sets").count() == 1
+    page.fill("#name", "evals")
+    page.set_input_files("#file", _file("evals.jsonl", EVAL_JSONL))
+    page.click("#upload button")
+    page.wait_for_selector("#stored")
+    row = page.locator('#sets tr[data-set="evals"] td')
+    assert row.all_inner_texts()[:2] == ["evals", "20"]
+    # JSON Lines named .txt would be one item: refused, saying what it is; nothing stored.
+    page.fill("#name", "as-text")
+    page.set_input_files("#file", _file("evals.txt", EVAL_JSONL))
+    page.click("#upload button")
+    page.wait_for_selector("#error")
+    assert page.locator("#error").inner_text().startswith("this looks like JSON Lines with 20")
+    assert page.locator('#sets tr[data-set="as-text"]').count() == 0
+    # A semicolon CSV reads as its columns; a set under 13 words is refused unless allowed.
+    csv_body = "id;question\n" + "".join(f"{i['id']};{i['question']}\n" for i in EVAL_ITEMS)
+    page.fill("#name", "semi")
+    page.set_input_files("#file", _file("evals.csv", csv_body.encode()))
+    page.click("#upload button")
+    page.wait_for_selector("#stored")
+    assert page.locator('#sets tr[data-set="semi"] td').nth(1).inner_text() == "20"
+    page.fill("#name", "short")
+    page.set_input_files("#file", _file("short.txt", b"too few words"))
+    page.click("#upload button")
+    page.wait_for_selector("#error")
+    assert "under 13 words" in page.locator("#error").inner_text()
+    page.check("#allow_no_ngrams")
+    page.set_input_files("#file", _file("short.txt", b"too few words"))
+    page.click("#upload button")
+    page.wait_for_selector("#stored")
+    assert page.locator('#sets tr[data-set="short"] td').nth(2).inner_text() == "0"
+    page.screenshot(path=str(shots / "protected-sets.png"), full_page=True)
+    # A form posted from another site is refused, whatever the session may do.
+    foreign = page.request.post(f"{url}/ui/protected-sets/short/delete",
+                                headers={"origin": "http://elsewhere.example"})  # fmt: skip
+    assert foreign.status == 403
+    page.locator('#sets tr[data-set="short"] form.delete button').click()
+    page.wait_for_url("**/ui/protected-sets")
+    assert page.locator('#sets tr[data-set="short"]').count() == 0
+    page.click("a.signout")
+    page.wait_for_url("**/ui/login")
+
+
+def test_protected_sets_page_lists_only_for_a_read_key(secured, page):
+    url = secured.url
+    _sign_in(page, url, KEYS["reader"])
+    page.goto(f"{url}/ui/protected-sets")
+    assert page.locator("#read-only").count() == 1
+    assert page.locator("#upload").count() == 0 and page.locator("form.delete").count() == 0
+    assert page.locator('#sets tr[data-set="evals"]').count() == 1
+    # The session's key lacks protect: posting the forms anyway is refused, as the API is.
+    upload = page.request.post(
+        f"{url}/ui/protected-sets",
+        multipart={"name": "sneaky", "file": _file("evals.jsonl", EVAL_JSONL)},
+    )
+    assert upload.status == 403 and "protect" in upload.text()
+    assert page.request.post(f"{url}/ui/protected-sets/evals/delete").status == 403
+    page.reload()
+    listed = page.locator("#sets tr[data-set]").evaluate_all("rs => rs.map(r => r.dataset.set)")
+    assert "evals" in listed and "sneaky" not in listed
+    page.click("a.signout")
+    page.wait_for_url("**/ui/login")
+
+
+def test_decontamination_page_names_a_pasted_array_and_downloads_the_kept(server, page):
+    page.goto(f"{server.url}/ui/decontamination")
+    docs = [{"id": "web-1", "text": f"Intro. {SHELL_SENTENCE} Outro."},
+            {"id": "web-2", "text": "Nothing protected in this one at all."}]  # fmt: skip
+    page.fill("#docs", json.dumps(docs, indent=1))
+    page.click("#decontaminate button[type=submit]:not(.download)")
+    page.wait_for_selector("#error")
+    assert page.locator("#error").inner_text().startswith("this is a JSON array of 2 value(s)")
+    page.fill("#docs", "\n".join(json.dumps(d) for d in docs))
+    with page.expect_download() as caught:
+        page.click("#kept-jsonl")
+    download = caught.value
+    assert download.suggested_filename == "kept.jsonl"
+    kept = [json.loads(line) for line in Path(download.path()).read_text("utf-8").splitlines()]
+    assert [d["id"] for d in kept] == ["web-2"]  # mode drop: the contaminated one is dropped
+    assert kept[0]["text"] == docs[1]["text"]

@@ -15,11 +15,14 @@ def populate(url, headers=None):
     docs = [{"id": i, "text": t} for i, t in CORPUS.docs.items()]
     docs.append({"id": "zz-contam", "text": f"Intro words. {SHELL_SENTENCE} The end."})
     assert httpx.post(f"{url}/v1/documents", json={"documents": docs},
-                      headers=headers).status_code == 200  # fmt: skip
+                      headers=headers, timeout=120).status_code == 200  # fmt: skip
     body = "\n".join(json.dumps(item) for item in PROTECTED_ITEMS)
     kind = {"content-type": "application/x-ndjson"}
     put = httpx.put(
-        f"{url}/v1/protected-sets/evals", content=body, headers={**kind, **(headers or {})}
+        f"{url}/v1/protected-sets/evals",
+        content=body,
+        headers={**kind, **(headers or {})},
+        timeout=120,
     )
     assert put.status_code == 201
 

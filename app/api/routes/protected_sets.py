@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Request, Response
-from starlette.datastructures import UploadFile
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.deps import CallerDep, ServiceDep, require
@@ -24,79 +23,60 @@ from neardup.app.api.schemas import (
     Hit,
     ProtectedSetOut,
 )
+from neardup.app.api.uploads import RAW_TYPES, UploadFormat, read_upload, store_upload
 from neardup.app.service import DecontRequest, Hits, Service
-from neardup.core.engine import (
-    CorpusError,
-    DecontMode,
-    DecontParams,
-    Doc,
-    ProtectedFormat,
-    Thresholds,
-)
+from neardup.core.engine import DecontMode, DecontParams, Doc, Thresholds
 
 router = APIRouter(
     prefix="/v1", tags=["protected sets"], route_class=StrictJSONRoute, responses=ERRORS
 )
 
 SetName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,128}$")]
-_JSONL_TYPES = {"application/x-ndjson", "application/jsonl"}
-#: Raw bodies by content type: how each is read (a multipart file: by its file name).
-_RAW_TYPES = {
-    **{media: ProtectedFormat.JSONL for media in _JSONL_TYPES},
-    "application/json": ProtectedFormat.JSON,
-    "text/csv": ProtectedFormat.CSV,
-    "text/plain": ProtectedFormat.TEXT,
-}
 _FILE_TEXT = {"type": "string", "pattern": r"\S"}
+#: A file picker in /docs (Swagger UI shows one for a binary string).
+_FILE = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
 #: The upload's body in the OpenAPI schema (the handler reads it raw, so FastAPI cannot say).
 _UPLOAD_BODY = {
     "requestBody": {
         "required": True,
         "description": "the set's file, raw or as multipart 'file' (named .jsonl, .ndjson, "
-        ".json, .csv or .txt): JSON Lines, a JSON array of objects, CSV rows (a header row when "
-        "its cells are column names), or one plain text",
+        ".json, .csv, .txt or .parquet): JSON Lines, a JSON array of objects, CSV rows (a "
+        "header row when its cells are column names), Parquet rows, or one plain text. A text "
+        "sent as one plain text that is plainly JSON Lines, a JSON array or CSV is refused "
+        "(422) unless format=text",
         "content": {
-            **{media: {"schema": _FILE_TEXT} for media in sorted(_RAW_TYPES)},
+            # First: what /docs shows by default (a file picker).
+            "multipart/form-data": {
+                "schema": {"type": "object", "required": ["file"], "properties": {"file": _FILE}}
+            },
+            **{
+                media: {"schema": _FILE if fmt == "parquet" else _FILE_TEXT}
+                for media, fmt in sorted(RAW_TYPES.items())
+            },
             # A raw JSON body is the array itself (JSON Lines go as application/x-ndjson).
             "application/json": {
                 "schema": {"type": "array", "minItems": 1, "items": {"type": "object"}}
             },
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "required": ["file"],
-                    "properties": {"file": _FILE_TEXT},
-                }
-            },
         },
     }
 }
-
-
-async def _upload(request: Request) -> tuple[bytes, ProtectedFormat]:
-    """The uploaded file's bytes and its format, from a raw or multipart body."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type in _RAW_TYPES:
-        return await request.body(), _RAW_TYPES[content_type]
-    if content_type == "multipart/form-data":
-        form = await request.form()
-        upload = form.get("file")
-        if isinstance(upload, str):  # a plain form field: the text itself
-            return upload.encode("utf-8", "surrogatepass"), ProtectedFormat.TEXT
-        if not isinstance(upload, UploadFile):
-            raise HTTPException(422, "the multipart body needs a file field named 'file'")
-        if not upload.filename:
-            return await upload.read(), ProtectedFormat.TEXT
-        try:
-            fmt = ProtectedFormat.of(upload.filename)
-        except CorpusError as exc:
-            raise HTTPException(415, str(exc)) from None
-        return await upload.read(), fmt
-    raise HTTPException(
-        415,
-        f"send the file as {', '.join(sorted(_RAW_TYPES))}, or multipart/form-data with a "
-        "field 'file'",
-    )
+#: ``?format=``: how to read the file, whatever its content type or name.
+FormatQuery = Annotated[
+    UploadFormat | None,
+    Query(
+        description="how to read the file, whatever its content type or file name: jsonl, "
+        "json (an array, or JSON Lines), csv, text (ONE item: also what stores a text that "
+        "looks like JSON Lines or CSV as one text) or parquet",
+    ),
+]
+#: ``?allow_no_ngrams=``: store a set that protects nothing.
+AllowEmptyQuery = Annotated[
+    bool,
+    Query(
+        description="store the set even if it yields no n-gram (no text, or every text under "
+        "NGRAM words): checks against it then always say clean. Without it such a set is 422",
+    ),
+]
 
 
 def _out(service: Service, name: str) -> ProtectedSetOut:
@@ -108,16 +88,16 @@ def _out(service: Service, name: str) -> ProtectedSetOut:
     "/protected-sets/{name}", status_code=201, dependencies=[require("protect")],
     openapi_extra=_UPLOAD_BODY,
 )  # fmt: skip
-async def put_set(name: SetName, request: Request, service: ServiceDep) -> ProtectedSetOut:
+async def put_set(
+    name: SetName,
+    request: Request,
+    service: ServiceDep,
+    format: FormatQuery = None,
+    allow_no_ngrams: AllowEmptyQuery = False,
+) -> ProtectedSetOut:
     """Create or atomically replace a protected set."""
-    raw, fmt = await _upload(request)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HTTPException(400, f"the file is not UTF-8 (byte {exc.start})") from None
-    if not text.strip():
-        raise HTTPException(422, "the protected set is empty")
-    await service.put_protected_set(name, text, fmt)
+    upload = await read_upload(request, format)
+    await store_upload(service, name, upload, allow_no_ngrams=allow_no_ngrams)
     return _out(service, name)
 
 

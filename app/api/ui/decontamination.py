@@ -112,6 +112,26 @@ async def report_download(
     return Response(body, media_type=media, headers=download_headers("report", extension))
 
 
+#: A kept document's record in the download: what ``neardup`` reads as a corpus line.
+KEPT_COLUMNS = ("id", "text", "meta")
+
+
+@router.post("/decontamination/documents", dependencies=[Reader])
+async def kept_download(
+    request: Request, service: ServiceDep, form: Annotated[_Form, Depends(_form)]
+) -> Response:
+    """The documents the same run keeps, as a JSON Lines download (``kept.jsonl``): one
+    ``{"id", "text", "meta"}`` a line (cut pieces as their own documents, annotations in
+    ``meta``), a corpus the CLI reads as it is."""
+    ran = await _run(request, service, form)
+    if isinstance(ran, HTMLResponse):
+        return ran
+    records = [{"id": d.id, "text": d.text, "meta": d.meta} for d in ran[0]]
+    body = await asyncio.to_thread(encode, records, "jsonl", KEPT_COLUMNS)
+    media, extension = FORMATS["jsonl"]
+    return Response(body, media_type=media, headers=download_headers("kept", extension))
+
+
 def _whole(name: str, value: str) -> int:
     if not value.strip().isdigit():
         raise ValueError(f"{name} must be a whole number, not {value!r}")
@@ -149,8 +169,29 @@ async def _run(
         return page
 
 
+def _refuse_array(body: str) -> None:
+    """ValueError saying what a pasted JSON array is, and what to paste instead."""
+    if not body.lstrip().startswith("["):
+        return
+    try:
+        value = strict_json(body)
+    except json.JSONDecodeError:
+        value = None  # an array cut short, or lines after it
+    except (ValueError, RecursionError):
+        return  # nested too deeply, a NaN, ...: the line's own error says which
+    what = (
+        f"a JSON array of {len(value)} value(s)" if isinstance(value, list)
+        else "the start of a JSON array"
+    )  # fmt: skip
+    raise ValueError(
+        f"this is {what}, not JSON Lines: paste one document a line, each an object such as "
+        '{"id": "web-1", "text": "..."} (to convert a file: jq -c \'.[]\' FILE.json)'
+    )
+
+
 def _pasted_docs(body: str) -> list[Doc]:
     """JSON Lines of ``{"id", "text", "meta"?}``; ValueError naming the line of a bad one."""
+    _refuse_array(body)
     out = []
     for line, raw in enumerate(body.splitlines(), start=1):
         if not raw.strip():

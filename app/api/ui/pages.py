@@ -45,7 +45,7 @@ PAGE = 50
 
 
 def _login_error(request: Request, status: int, error: str) -> HTMLResponse:
-    return render_page(request, "login.html", status, error=error)
+    return render_page(request, "login.html", status, error=error, signed_in=False)
 
 
 @router.get("/style.css")
@@ -57,7 +57,7 @@ async def style() -> Response:
 @router.get("/login", response_class=HTMLResponse)
 async def login_form(request: Request) -> HTMLResponse:
     """Ask for an API key with the read scope."""
-    return render_page(request, "login.html", error=None)
+    return render_page(request, "login.html", error=None, signed_in=False)
 
 
 @router.post("/login", response_class=HTMLResponse)

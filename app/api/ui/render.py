@@ -92,11 +92,18 @@ def login_redirect(request: Request, exc: Exception) -> Response:
 
 
 def render_page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    """A page; ``open_access`` (no keys file) hides "Sign out", there being no sign-in."""
+    """A page; "Sign out" shows only to a browser signed in (``signed_in``: a live session,
+    and keys to sign in with): not on the sign-in page, nor with open access."""
     context.setdefault("open_access", request.app.state.keyring is None)
+    context.setdefault("signed_in", not context["open_access"] and _session_live(request))
     response = templates.TemplateResponse(request, name, context)
     response.status_code = status
     return response
+
+
+def _session_live(request: Request) -> bool:
+    session = request.cookies.get(COOKIE)
+    return session is not None and sessions(request).scopes(session) is not None
 
 
 def download_headers(stem: str, extension: str) -> dict[str, str]:

@@ -38,6 +38,7 @@ def test_schema_describes_the_protected_set_upload_body(app):
     assert body["required"] is True
     assert set(body["content"]) == {
         "application/x-ndjson", "application/jsonl", "application/json", "text/csv",
-        "text/plain", "multipart/form-data",
+        "text/plain", "multipart/form-data", "application/vnd.apache.parquet",
+        "application/x-parquet",
     }  # fmt: skip
     assert body["content"]["multipart/form-data"]["schema"]["required"] == ["file"]

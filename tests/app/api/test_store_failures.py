@@ -172,7 +172,7 @@ def test_a_commit_failing_for_the_disk_is_507_and_rolled_back(tmp_path, monkeypa
         return sqlite3.Connection.execute(self, sql, *args)
 
     with client(tmp_path) as c:
-        put = c.put("/v1/protected-sets/ev", content="one two three",
+        put = c.put("/v1/protected-sets/ev", content="one two three " * 5,
                     headers={"content-type": "text/plain"})  # fmt: skip
         assert put.status_code == 201
         store = c.app.state.service.store  # type: ignore[attr-defined]
