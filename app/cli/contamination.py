@@ -18,6 +18,7 @@ from typing import Any
 
 from neardup.app.cli.inputs import batches
 from neardup.app.cli.progress import Progress
+from neardup.app.cli.tagging import warn_if_empty
 from neardup.core.engine import (
     ContaminationReport,
     Doc,
@@ -86,6 +87,7 @@ def contamination_report(
         read_protected_set(s.url(), n, name=s.name, tokenizer=tokenizer)
         for s in expand_inputs(protected, corpus=False)
     ]
+    warn_if_empty("contamination", sets)
     capped: set[str] = set()
     if sample_share is not None:
         capped = sample_capped(sets, sample_texts(sample, schema, sample_size), sample_share)

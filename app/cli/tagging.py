@@ -20,6 +20,7 @@ deduplicated again: they are parts of a row the near stage already kept.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -104,7 +105,17 @@ def load_protected(options: DedupOptions, manifest: Manifest) -> list[ProtectedS
         {"path": s.name, "bytes": src.size, "items": s.items, "ngrams": s.ngrams}
         for s, src in zip(sets, sources, strict=True)
     ]
+    warn_if_empty("dedup", sets)
     return sets
+
+
+def warn_if_empty(command: str, sets: list[ProtectedSet]) -> None:
+    """One warning a protected set that protects no n-gram: every check against it says clean
+    (the service refuses such a set unless asked; a batch run goes on, saying so)."""
+    for s in sets:
+        why = s.why_empty()
+        if why is not None:
+            print(f"neardup {command}: warning: --protected {s.name}: {why}", file=sys.stderr)
 
 
 class Tagger:

@@ -31,6 +31,7 @@ components of the same graph have the same smallest-id roots, for any partitioni
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -518,8 +519,10 @@ def run_spark_dedup(
         schema=asdict(params.schema),
     )
     n, tokenizer = params.minhash.ngram, params.minhash.tokenizer
-    for path in protected:  # read (and rejected) before any Spark work
-        read_protected_set(path, n, tokenizer=tokenizer)
+    for path in protected:  # read (and rejected) before any Spark work; warned, as locally
+        why = read_protected_set(path, n, tokenizer=tokenizer).why_empty()
+        if why is not None:
+            print(f"neardup dedup: warning: --protected {path}: {why}", file=sys.stderr)
     index = None
     if params.index is not None:  # its parameters and files checked before any Spark work
         index = open_index(params.index, params.index_mode, params.minhash)

@@ -425,3 +425,19 @@ def test_the_worked_example_corpus_is_written_by_the_module_readme_names(tmp_pat
     assert read_jsonl(tmp_path / "licenses.jsonl") == license_rows()
     assert read_jsonl(tmp_path / "eval.jsonl") == [{"id": "story-3", "question": EVAL_PASSAGE}]
     assert "python -m tests.app.cli.licenses" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_protected_set_that_protects_nothing_is_warned_about(licenses, capsys):
+    """Items all under 13 words protect no n-gram: every check against them says clean. The
+    service refuses such a set (422); a batch run goes on, saying so on stderr."""
+    write_jsonl(licenses / "short.jsonl", [{"id": "q1", "question": "too short to protect"}])
+    assert run(licenses, "dedup", "licenses.jsonl", "--output", "o.jsonl", "--protected",
+               "short.jsonl", "--protected", "eval.jsonl", "--quiet") == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "neardup dedup: warning: --protected short.jsonl: it protects nothing" in err
+    assert "eval.jsonl" not in err  # a set that protects something is not named
+    assert run(licenses, "contamination", "licenses.jsonl", "--protected", "short.jsonl",
+               "--output", "report.json", "--quiet") == 0  # fmt: skip
+    assert "neardup contamination: warning: --protected short.jsonl: it protects" in (
+        capsys.readouterr().err
+    )
