@@ -1,0 +1,164 @@
+"""Progress follows work done (issue 33.2): bytes count when their signatures come back, a log
+line comes every LOG_EVERY seconds even while none does, with an ETA once there is a rate.
+Time is a fake clock throughout: no sleeps, no timed assertions."""
+
+import io
+import json
+import os
+import threading
+
+import pytest
+
+from neardup.app.cli import dedup as dedup_module
+from neardup.app.cli import main
+from neardup.app.cli import progress as progress_module
+from neardup.app.cli.progress import Ledger, Progress
+from neardup.core.engine import batch_signatures
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def logged(**kwargs):
+    clock, stream = FakeClock(), io.StringIO()
+    progress = Progress("signatures", stream=stream, clock=clock, heartbeat=False, **kwargs)
+    return progress, clock, stream
+
+
+def test_progress_logs_every_log_every_seconds_while_nothing_is_done():
+    progress, clock, stream = logged(total=1000, unit="B")
+    clock.now += progress_module.LOG_EVERY - 0.5
+    progress.tick()
+    assert stream.getvalue() == ""
+    clock.now += 0.5
+    progress.tick()
+    assert stream.getvalue() == (
+        "neardup: signatures: running: 0/1000 bytes in 10.0s (0 bytes/s, ETA unknown)\n"
+    )
+    clock.now += progress_module.LOG_EVERY
+    progress.tick()
+    assert stream.getvalue().count("\n") == 2
+
+
+def test_progress_eta_is_the_bytes_left_at_the_rate_of_bytes_done():
+    progress, clock, stream = logged(total=1000, unit="B")
+    clock.now += 20.0
+    progress.update(250)  # 12.5 bytes/s: 750 left take 60 s
+    assert stream.getvalue() == (
+        "neardup: signatures: running: 250/1000 bytes in 20.0s (12 bytes/s, ETA 60s)\n"
+    )
+    clock.now += 1.0
+    progress.update(250)  # within LOG_EVERY of the last line: none
+    assert stream.getvalue().count("\n") == 1
+    clock.now += 19.0
+    with progress:
+        progress.advance_to(1000)
+    lines = stream.getvalue().splitlines()
+    assert lines[-1] == "neardup: signatures: done: 1000/1000 bytes in 40.0s (25 bytes/s)"
+
+
+def test_progress_quiet_writes_nothing():
+    progress, clock, stream = logged(total=10, quiet=True)
+    clock.now += 100.0
+    with progress:
+        progress.tick()
+        progress.update(10)
+    assert stream.getvalue() == ""
+
+
+def test_progress_heartbeat_logs_while_no_update_comes(monkeypatch):
+    """The heartbeat thread calls ``tick`` on its own: a line appears with no update at all."""
+    monkeypatch.setattr(progress_module, "LOG_EVERY", 0.01)
+    clock, stream = FakeClock(), io.StringIO()
+    ticked = threading.Event()
+
+    class Watched(Progress):
+        def tick(self) -> None:
+            clock.now += 1.0  # every beat: past LOG_EVERY on the fake clock
+            super().tick()
+            if stream.getvalue():
+                ticked.set()
+
+    with Watched("signatures", total=10, stream=stream, clock=clock):
+        assert ticked.wait(60), "no heartbeat line"
+    assert "signatures: running: 0/10 docs" in stream.getvalue()
+
+
+def test_ledger_credits_a_batch_when_its_result_comes_back_not_when_it_is_read():
+    progress, _, _ = logged(total=30, unit="B")
+    read = iter([10, 20, 30])  # the reader's position after each batch
+    position = [0]
+    ledger = Ledger(progress, lambda: position[0])
+
+    def batches():
+        for end in read:
+            position[0] = end
+            yield end
+
+    tracked = ledger.track(batches())
+    ahead = [next(tracked), next(tracked), next(tracked)]  # a pool reads ahead of its workers
+    assert ahead == [10, 20, 30] and progress.count == 0
+    counts = []
+    for _ in ahead:
+        ledger.settle()
+        counts.append(progress.count)
+    assert counts == [10, 20, 30]
+
+
+def test_dedup_signature_bytes_follow_signed_batches_not_the_reader(tmp_path, monkeypatch):
+    """A stream that reads every batch before its first result (as a pool with room ahead
+    does): the bytes counted after the first result are those of the first batch only."""
+    rows = [{"id": f"d{i:03d}", "text": f"document {i} " + "word " * 200} for i in range(64)]
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    size = corpus.stat().st_size
+    counts: list[int] = []
+    made: list[Progress] = []
+
+    class Recorded(Progress):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    def read_ahead(batches, params, workers=1):
+        everything = list(batches)
+        for batch in everything:
+            yield batch_signatures(batch, params)
+            counts.append(made[0].count)
+
+    monkeypatch.setattr(dedup_module, "BATCH", 8)
+    monkeypatch.setattr(dedup_module, "Progress", Recorded)
+    monkeypatch.setattr(dedup_module, "signature_stream", read_ahead)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["dedup", "in.jsonl", "--output", "o.jsonl", "--workers", "1"]) == 0
+    finally:
+        os.chdir(cwd)
+    assert len(counts) == 8
+    assert counts == sorted(counts) and counts[0] < size / 2 and counts[-1] == size
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_progress_bar_on_a_terminal_ends_its_line(quiet):
+    """A terminal's bar ends with a newline, so the summary after it has a line of its own."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    with Progress("write", total=4, stream=stream, quiet=quiet, heartbeat=False) as progress:
+        progress.update(4)
+    assert stream.getvalue().endswith("\n") if not quiet else stream.getvalue() == ""
+
+
+def test_ledger_with_nothing_tracked_settles_nothing():
+    progress, _, _ = logged(total=5)
+    Ledger(progress, lambda: 5).settle()
+    assert progress.count == 0
