@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from neardup.core._formats import FORMATS, corpus_format, jsonl_items, text_reader
+from neardup.core._utf8 import reread_utf8_error
 from neardup.core._writer import RowWriter
 from neardup.core.errors import CorpusError
 
@@ -66,7 +67,8 @@ def read_docs(path: str | PathLike[str]) -> Iterator[Doc]:
             for line, item in jsonl_items(fh, name):
                 yield doc_from_json(item, name, line)
     except UnicodeDecodeError as exc:
-        raise CorpusError(name, None, f"not UTF-8 ({exc.reason})") from None
+        reopen = Path(path).open  # reread_utf8_error opens it again (and closes it)
+        raise reread_utf8_error(name, lambda: reopen("rb"), fmt, exc) from None
     except (OSError, EOFError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise CorpusError(name, None, "no such file") from None

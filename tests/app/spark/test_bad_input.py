@@ -31,9 +31,15 @@ def _nothing_written(folder: Path) -> None:
     ("bad_line", "reason"),
     [
         ('{"id": "x", "text": "unterminated', "not valid JSON"),
-        ('{"text": "no id here"}', "'id' must be a non-empty string"),
+        (
+            '{"text": "no id here"}',
+            "no 'id' field (its fields: text); name the id's field with --id-field",
+        ),
         ('{"id": "", "text": "empty id"}', "'id' must be a non-empty string"),
-        ('{"id": "y"}', "'text' must be a string"),
+        (
+            '{"id": "y"}',
+            "no 'text' field (its fields: id); name the text's field with --text-field",
+        ),
         ('{"id": "z", "text": "t", "meta": [1, 2]}', "'meta' must be an object"),
     ],
 )
