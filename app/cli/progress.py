@@ -6,6 +6,12 @@ a pass whose batches go to worker processes credits a batch's bytes when its res
 back (``Ledger``), not when it is read (the reader runs ahead of the workers). A heartbeat
 thread keeps the output alive while no result comes back (workers starting, a slow batch): a
 log line every ``LOG_EVERY`` seconds, the bar's clock redrawn every ``REDRAW_EVERY``.
+
+A Spark run (``StageProgress``) shows each of neardup's stages (signatures, classes,
+candidates, ...) the same way, counting the tasks its Spark jobs have finished out of those they
+have, from Spark's status tracker (each stage's jobs run in a job group of their own,
+``app.spark.job``); a thread polls it every ``POLL_SECONDS``. Spark's own console bar is off: it
+ends without a newline, so the summary after it shared its line.
 """
 
 from __future__ import annotations
@@ -16,11 +22,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import Any, TextIO, TypeVar
+from typing import Any, Protocol, TextIO, TypeVar
 
 from tqdm import tqdm
 
-__all__ = ["Ledger", "Progress"]
+__all__ = ["POLL_SECONDS", "Ledger", "Progress", "StageProgress", "task_counts"]
 
 #: Seconds between log lines when stderr is not a terminal.
 LOG_EVERY = 10.0
@@ -82,6 +88,14 @@ class Progress:
             elif not self._quiet:
                 self._log_if_due()
 
+    def set_total(self, total: int) -> None:
+        """The total is now ``total`` (a Spark stage's tasks grow as its jobs start)."""
+        with self._lock:
+            self.total = total
+            if self._bar is not None and self._bar.total != total:
+                self._bar.total = total
+                self._bar.refresh()
+
     def advance_to(self, position: int) -> None:
         """Count up to ``position`` items in all (a pass's bytes done so far)."""
         if position > self.count:
@@ -119,9 +133,10 @@ class Progress:
                 eta = f", ETA {left / rate:.0f}s" if rate > 0 else ", ETA unknown"
         state = "done" if done else "running"
         units = "bytes" if self.unit == "B" else f"{self.unit}s"
+        shown = f"{rate:.0f}" if rate >= 10 or rate == 0 else f"{rate:.2g}"
         print(
             f"neardup: {self.stage}: {state}: {self.count}{of} {units} "
-            f"in {seconds:.1f}s ({rate:.0f} {units}/s{eta})",
+            f"in {seconds:.1f}s ({shown} {units}/s{eta})",
             file=self._stream,
             flush=True,
         )
@@ -166,3 +181,117 @@ class Ledger:
         """The oldest batch not yet done is done: its bytes count."""
         if self._marks:
             self._progress.advance_to(self._marks.popleft())
+
+
+#: Seconds between two looks at Spark's status tracker.
+POLL_SECONDS = 0.5
+
+
+class _Tracker(Protocol):
+    """What is used of ``pyspark.StatusTracker``."""
+
+    def getJobIdsForGroup(self, jobGroup: str | None = None) -> list[int]: ...
+    def getJobInfo(self, jobId: int) -> Any: ...
+    def getStageInfo(self, stageId: int) -> Any: ...
+
+
+def task_counts(tracker: _Tracker, group: str) -> tuple[int, int]:
+    """``(finished, all)`` tasks of the stages of the jobs in ``group`` so far, a stage shared
+    by several jobs counted once. A stage Spark skips (its result is there already: a persisted
+    or shuffled one) is listed with its tasks but never runs: one that has not started counts
+    for nothing once its job has ended or a later stage of its job (a higher id) has started."""
+    counts: dict[int, tuple[int, int]] = {}
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        if info is None:
+            continue
+        found = {s: tracker.getStageInfo(s) for s in info.stageIds}
+        stages = {s: i for s, i in found.items() if i is not None}
+        started = [s for s, i in stages.items() if i.numActiveTasks or i.numCompletedTasks]
+        ended = str(getattr(info, "status", "RUNNING")) not in ("RUNNING", "UNKNOWN")
+        for stage, i in stages.items():
+            done = int(i.numCompletedTasks)
+            idle = not (i.numActiveTasks or done)
+            skipped = idle and (ended or any(s > stage for s in started))
+            counts[stage] = (done, done if skipped else max(int(i.numTasks), done))
+    return sum(d for d, _ in counts.values()), sum(t for _, t in counts.values())
+
+
+class StageProgress:
+    """``with StageProgress(tracker, quiet) as p: p.stage("signatures", group) ...``: the
+    progress of each stage in turn, the previous one closed (its ``done`` line) as the next one
+    starts. ``clock`` and ``poll`` are for tests (a fake clock, and no thread: ``poll=None``,
+    the test calls ``look`` itself)."""
+
+    def __init__(
+        self,
+        tracker: _Tracker,
+        quiet: bool = False,
+        *,
+        poll: float | None = POLL_SECONDS,
+        **progress: Any,
+    ) -> None:
+        self._tracker = tracker
+        self._quiet = quiet
+        self._options = progress
+        self._lock = threading.Lock()
+        self._current: tuple[Progress, str] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if poll is not None and not quiet:
+            self._thread = threading.Thread(
+                target=self._follow, args=(poll,), name="spark-progress", daemon=True
+            )
+            self._thread.start()
+
+    def stage(self, name: str, group: str) -> None:
+        """Stage ``name`` starts; its Spark jobs run in the job group ``group``."""
+        with self._lock:
+            self._close()
+            progress = Progress(name, unit="task", total=0, quiet=self._quiet, **self._options)
+            self._current = (progress, group)
+
+    def look(self) -> None:
+        """Bring the current stage's counts up to date from the tracker."""
+        with self._lock:
+            if self._current is None:
+                return
+            progress, group = self._current
+            done, total = task_counts(self._tracker, group)
+            progress.set_total(total)
+            progress.advance_to(done)
+
+    def _follow(self, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.look()
+            except Exception:  # a tracker gone with its context: the run says why
+                return
+
+    def _close(self) -> None:
+        if self._current is not None:
+            progress, group = self._current
+            self._current = None
+            try:
+                done, total = task_counts(self._tracker, group)
+            except Exception:  # the tracker gone: the counts so far
+                done, total = progress.count, progress.total or 0
+            progress.set_total(total)
+            progress.advance_to(done)
+            progress.__exit__(None, None, None)
+
+    def __enter__(self) -> StageProgress:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            if kind is None:
+                self._close()
+            elif self._current is not None:  # a failed run: its error follows, not a done line
+                self._current[0].__exit__(kind, exc, tb)
+                self._current = None

@@ -6,13 +6,14 @@ import io
 import json
 import os
 import threading
+from types import SimpleNamespace
 
 import pytest
 
 from neardup.app.cli import dedup as dedup_module
 from neardup.app.cli import main
 from neardup.app.cli import progress as progress_module
-from neardup.app.cli.progress import Ledger, Progress
+from neardup.app.cli.progress import Ledger, Progress, StageProgress, task_counts
 from neardup.core.engine import batch_signatures
 
 
@@ -162,3 +163,108 @@ def test_ledger_with_nothing_tracked_settles_nothing():
     progress, _, _ = logged(total=5)
     Ledger(progress, lambda: 5).settle()
     assert progress.count == 0
+
+
+class FakeTracker:
+    """Spark's status tracker: jobs by group, their stages and status, each stage's tasks."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, list[int]] = {}
+        self.jobs: dict[int, list[int]] = {}
+        self.ended: set[int] = set()
+        self.stages: dict[int, tuple[int, int, int]] = {}  # id -> (completed, active, tasks)
+
+    def getJobIdsForGroup(self, group=None):
+        return list(self.groups.get(group, []))
+
+    def getJobInfo(self, job):
+        if job not in self.jobs:
+            return None
+        status = "SUCCEEDED" if job in self.ended else "RUNNING"
+        return SimpleNamespace(stageIds=self.jobs[job], status=status)
+
+    def getStageInfo(self, stage):
+        if stage not in self.stages:
+            return None
+        done, active, tasks = self.stages[stage]
+        return SimpleNamespace(numCompletedTasks=done, numActiveTasks=active, numTasks=tasks)
+
+
+def test_task_counts_sum_a_groups_stages_once_each():
+    tracker = FakeTracker()
+    tracker.groups = {"run:signatures": [1, 2], "run:classes": [3]}
+    tracker.jobs = {1: [10], 2: [10, 11, 12], 3: [13]}  # stage 10 shared; 12 not known yet
+    tracker.stages = {10: (2, 0, 2), 11: (1, 2, 4), 13: (0, 0, 8)}
+    assert task_counts(tracker, "run:signatures") == (3, 6)
+    assert task_counts(tracker, "run:classes") == (0, 8)
+    assert task_counts(tracker, "run:other") == (0, 0)
+
+
+def test_task_counts_leave_out_the_stages_spark_skips():
+    """A stage listed by a job but never run (its result reused) does not hold a stage's
+    count below its total: it counts for nothing once a later stage of its job started, or
+    its job ended."""
+    tracker = FakeTracker()
+    tracker.groups = {"g": [1, 2]}
+    tracker.jobs = {1: [20, 21], 2: [22, 23]}
+    tracker.stages = {20: (0, 0, 8), 21: (1, 1, 4), 22: (0, 0, 8), 23: (0, 0, 2)}
+    assert task_counts(tracker, "g") == (1, 4 + 8 + 2)  # 20 skipped; job 2 not started yet
+    tracker.stages.update({21: (4, 0, 4), 23: (2, 0, 2)})
+    tracker.ended = {1, 2}
+    assert task_counts(tracker, "g") == (6, 6)  # 22 skipped too: every stage is done
+
+
+def test_stage_progress_follows_each_stage_and_closes_the_last(monkeypatch):
+    """Spark (33.2): each of neardup's stages logs its tasks done as they finish, on a fake
+    clock; the previous stage's done line comes as the next starts, the last's on exit, each
+    ending its line (the summary after it begins a line of its own)."""
+    clock, stream, tracker = FakeClock(), io.StringIO(), FakeTracker()
+    tracker.groups = {"r:signatures": [1], "r:classes": [2]}
+    tracker.jobs = {1: [5], 2: [5, 6]}
+    tracker.stages = {5: (0, 2, 4)}
+    with StageProgress(tracker, poll=None, stream=stream, clock=clock, heartbeat=False) as watch:
+        watch.stage("signatures", "r:signatures")
+        clock.now += 10.0
+        tracker.stages[5] = (1, 2, 4)
+        watch.look()
+        clock.now += 10.0
+        tracker.stages[5] = (3, 1, 4)
+        watch.look()
+        tracker.stages[5] = (4, 0, 4)
+        watch.stage("classes", "r:classes")
+        tracker.stages[6] = (2, 0, 2)
+        clock.now += 5.0
+    assert stream.getvalue().splitlines() == [
+        "neardup: signatures: running: 1/4 tasks in 10.0s (0.1 tasks/s, ETA 30s)",
+        "neardup: signatures: running: 3/4 tasks in 20.0s (0.15 tasks/s, ETA 7s)",
+        "neardup: signatures: done: 4/4 tasks in 20.0s (0.2 tasks/s)",
+        "neardup: classes: done: 6/6 tasks in 5.0s (1.2 tasks/s)",
+    ]
+    assert stream.getvalue().endswith("\n")
+
+
+def test_stage_progress_of_a_failed_run_writes_no_done_line():
+    clock, stream, tracker = FakeClock(), io.StringIO(), FakeTracker()
+    watch = StageProgress(tracker, poll=None, stream=stream, clock=clock, heartbeat=False)
+    with pytest.raises(RuntimeError), watch:
+        watch.stage("signatures", "r:signatures")
+        raise RuntimeError("a bad row")
+    assert stream.getvalue() == ""
+
+
+def test_stage_progress_polls_on_its_own_thread():
+    stream, tracker = io.StringIO(), FakeTracker()
+    tracker.groups = {"g": [1]}
+    tracker.jobs = {1: [7]}
+    tracker.stages = {7: (3, 2, 5)}
+    looked = threading.Event()
+
+    class Watched(StageProgress):
+        def look(self) -> None:
+            super().look()
+            if self._current is not None and self._current[0].count == 3:
+                looked.set()
+
+    with Watched(tracker, poll=0.01, stream=stream, heartbeat=False) as watch:
+        watch.stage("candidates", "g")
+        assert looked.wait(60), "the tracker was never polled"
