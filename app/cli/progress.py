@@ -32,6 +32,8 @@ __all__ = ["POLL_SECONDS", "Ledger", "Progress", "StageProgress", "task_counts"]
 LOG_EVERY = 10.0
 #: Seconds between redraws of a terminal bar that nothing updates (its elapsed time and rate).
 REDRAW_EVERY = 1.0
+#: The heartbeat's shortest period (a LOG_EVERY of 0 logs at every update, not in a busy loop).
+_MIN_BEAT = 0.1
 
 _T = TypeVar("_T")
 
@@ -119,7 +121,7 @@ class Progress:
             self._log()
 
     def _heartbeat(self, every: float) -> None:
-        while not self._stop.wait(every):
+        while not self._stop.wait(max(every, _MIN_BEAT)):
             self.tick()
 
     def _log(self, done: bool = False) -> None:

@@ -491,3 +491,16 @@ def test_bucket_edges_of_a_bucket_of_exactly_and_just_over_big_bucket(extra: int
     out = pa.Table.from_batches(list(kernels.BucketEdges(PARAMS)(iter([rows]))))
     assert out.column("child").to_pylist() == [f"c{i:04d}" for i in range(1, m)]
     assert out.column("parent").to_pylist() == ["c0000"] * (m - 1)
+
+
+def test_line_documents_name_a_line_that_is_not_utf8() -> None:
+    """Spark's text reader passes a file's bytes on as they are: a line that is not UTF-8 is a
+    bad row saying where in the line (it was a UnicodeDecodeError trace, issue 33.6)."""
+    raw = pa.array([b'{"id": "a", "text": "x"}', b'{"id": "b", "text": "caf\xe9"}'], pa.binary())
+    batch = pa.RecordBatch.from_arrays([raw.view(pa.string())], ["value"])
+    docs = kernels.line_documents(batch, None)
+    assert docs.column("id").to_pylist() == ["a", None]
+    assert docs.column("bad").to_pylist() == [
+        None,
+        "not UTF-8 (invalid continuation byte at byte 24 of the line)",
+    ]
