@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from neardup.app.cli import dedup as dedup_module
+from neardup.app.cli import index as index_module
 from neardup.app.cli import main
 from neardup.app.cli import progress as progress_module
 from neardup.app.cli.progress import Ledger, Progress, StageProgress, task_counts
@@ -111,13 +112,19 @@ def test_ledger_credits_a_batch_when_its_result_comes_back_not_when_it_is_read()
     assert counts == [10, 20, 30]
 
 
-def test_dedup_signature_bytes_follow_signed_batches_not_the_reader(tmp_path, monkeypatch):
+@pytest.mark.parametrize("command", ["dedup", "index query"])
+def test_signature_bytes_follow_signed_batches_not_the_reader(tmp_path, monkeypatch, command):
     """A stream that reads every batch before its first result (as a pool with room ahead
-    does): the bytes counted after the first result are those of the first batch only."""
+    does): the bytes counted after the first result are those of the first batch only, in
+    ``dedup``'s signature pass and in ``index query``'s."""
     rows = [{"id": f"d{i:03d}", "text": f"document {i} " + "word " * 200} for i in range(64)]
     corpus = tmp_path / "in.jsonl"
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     size = corpus.stat().st_size
+    module = dedup_module if command == "dedup" else index_module
+    if command != "dedup":  # an index to query: built before the stream is replaced
+        assert cli(tmp_path, "dedup", "in.jsonl", "--output", "o.jsonl", "--index", "idx",
+                   "--workers", "1", "--quiet") == 0  # fmt: skip
     counts: list[int] = []
     made: list[Progress] = []
 
@@ -132,17 +139,24 @@ def test_dedup_signature_bytes_follow_signed_batches_not_the_reader(tmp_path, mo
             yield batch_signatures(batch, params)
             counts.append(made[0].count)
 
-    monkeypatch.setattr(dedup_module, "BATCH", 8)
-    monkeypatch.setattr(dedup_module, "Progress", Recorded)
-    monkeypatch.setattr(dedup_module, "signature_stream", read_ahead)
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        assert main(["dedup", "in.jsonl", "--output", "o.jsonl", "--workers", "1"]) == 0
-    finally:
-        os.chdir(cwd)
+    monkeypatch.setattr(module, "BATCH", 8)
+    monkeypatch.setattr(module, "Progress", Recorded)
+    monkeypatch.setattr(module, "signature_stream", read_ahead)
+    flags = ["--output", "q.jsonl", "--workers", "1"]
+    args = ["dedup", "in.jsonl", *flags] if command == "dedup" else ["index", "query", "idx",
+                                                                   "in.jsonl", *flags]  # fmt: skip
+    assert cli(tmp_path, *args) == 0
     assert len(counts) == 8
     assert counts == sorted(counts) and counts[0] < size / 2 and counts[-1] == size
+
+
+def cli(cwd, *args) -> int:
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return main(list(args))
+    finally:
+        os.chdir(before)
 
 
 @pytest.mark.parametrize("quiet", [False, True])
