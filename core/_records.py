@@ -92,15 +92,24 @@ def field_problem(row: dict[str, Any], field: str, role: str) -> str:
     "'text' must be a string, got null"
     """
     if not _has_field(row, field):
-        names = list(row)
-        shown = ", ".join(names[:_SHOWN_FIELDS]) or "none"
-        if len(names) > _SHOWN_FIELDS:
-            shown += f" and {len(names) - _SHOWN_FIELDS} more"
         flag = f"--{role}-field"
-        return f"no '{field}' field (its fields: {shown}); name the {role}'s field with {flag}"
+        return f"{missing_field(row, field)}; name the {role}'s field with {flag}"
     value = get_field(row, field)
     wanted = "a non-empty string or an integer" if role == "id" else "a string"
     return f"'{field}' must be {wanted}, got {_json_kind(value)}"
+
+
+def missing_field(row: dict[str, Any], field: str) -> str:
+    """``no 'FIELD' field (its fields: a, b, ...)``: what a row without ``field`` has instead.
+
+    >>> missing_field({"url": "u"}, "id")
+    "no 'id' field (its fields: url)"
+    """
+    names = list(row)
+    shown = ", ".join(names[:_SHOWN_FIELDS]) or "none"
+    if len(names) > _SHOWN_FIELDS:
+        shown += f" and {len(names) - _SHOWN_FIELDS} more"
+    return f"no '{field}' field (its fields: {shown})"
 
 
 def _has_field(row: dict[str, Any], name: str) -> bool:

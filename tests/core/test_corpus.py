@@ -94,8 +94,9 @@ def test_nan_in_a_corpus_line_is_refused_naming_the_line_and_field(tmp_path):
     ("line", "reason"),
     [
         ('{"id": "", "text": "x"}', "'id' must be a non-empty string"),
-        ('{"text": "x"}', "'id' must be a non-empty string"),
-        ('{"id": "a"}', "'text' must be a string"),
+        ('{"text": "x"}', "no 'id' field (its fields: text)"),
+        ('{"id": "a"}', "no 'text' field (its fields: id)"),
+        ('{"id": "a", "text": null}', "'text' must be a string"),
         ('{"id": "a", "text": "x", "meta": "m"}', "'meta' must be an object when present"),
     ],
 )
