@@ -17,6 +17,8 @@ from typing import Any, NamedTuple
 
 from neardup.core._formats import FORMATS, corpus_format, jsonl_items, text_reader
 from neardup.core._json import read_json
+from neardup.core._records import missing_field
+from neardup.core._utf8 import reread_utf8_error
 from neardup.core._writer import RowWriter
 from neardup.core.errors import CorpusError, JSONError
 
@@ -44,6 +46,9 @@ class Doc(NamedTuple):
 def doc_from_json(item: dict[str, Any], path: str, line: int) -> Doc:
     """A Doc from one parsed line; CorpusError when ``id``/``text`` are not strings."""
     doc_id, text, meta = item.get("id"), item.get("text"), item.get("meta", {})
+    for field in ("id", "text"):
+        if field not in item:
+            raise CorpusError(path, line, missing_field(item, field))
     if not isinstance(doc_id, str) or not doc_id:
         raise CorpusError(path, line, "'id' must be a non-empty string")
     if not isinstance(text, str):
@@ -66,7 +71,8 @@ def read_docs(path: str | PathLike[str]) -> Iterator[Doc]:
             for line, item in jsonl_items(fh, name):
                 yield doc_from_json(item, name, line)
     except UnicodeDecodeError as exc:
-        raise CorpusError(name, None, f"not UTF-8 ({exc.reason})") from None
+        reopen = Path(path).open  # reread_utf8_error opens it again (and closes it)
+        raise reread_utf8_error(name, lambda: reopen("rb"), fmt, exc) from None
     except (OSError, EOFError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise CorpusError(name, None, "no such file") from None

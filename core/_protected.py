@@ -51,6 +51,7 @@ from neardup.core._formats import (
 from neardup.core._ngrams import NgramIndex, check_n
 from neardup.core._storage import filesystem
 from neardup.core._text import check_tokenizer, ngrams, words
+from neardup.core._utf8 import reread_utf8_error
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -344,7 +345,7 @@ def read_protected_set(
         with fs.open(where, "rb") as raw:
             return _parse(raw, fmt, name, n, tokenizer)
     except UnicodeDecodeError as exc:
-        raise CorpusError(name, None, f"not UTF-8 ({exc.reason})") from None
+        raise reread_utf8_error(name, lambda: fs.open(where, "rb"), fmt[1], exc) from None
     except (OSError, EOFError) as exc:
         why = getattr(exc, "strerror", None) or exc
         raise CorpusError(name, None, f"cannot read: {why}") from None

@@ -16,6 +16,7 @@ from typing import IO, Any, NamedTuple, cast
 
 from neardup.core._formats import jsonl_lines, parse_jsonl_line, text_reader
 from neardup.core._storage import Source
+from neardup.core._utf8 import reread_utf8_error
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -77,6 +78,71 @@ def get_field(row: dict[str, Any], name: str) -> Any:
     return value
 
 
+#: Field names a "no such field" error lists at most (the rest are counted).
+_SHOWN_FIELDS = 12
+
+
+def field_problem(row: dict[str, Any], field: str, role: str) -> str:
+    """Why ``row`` has no usable ``role`` (``id`` or ``text``) at ``field``: the field is absent
+    (with the fields the row has, and the flag that names another) or of the wrong type.
+
+    >>> field_problem({"url": "u", "body": "b"}, "id", "id")
+    "no 'id' field (its fields: url, body); name the id's field with --id-field"
+    >>> field_problem({"id": 1, "text": None}, "text", "text")
+    "'text' must be a string, got null"
+    """
+    if not _has_field(row, field):
+        flag = f"--{role}-field"
+        return f"{missing_field(row, field)}; name the {role}'s field with {flag}"
+    value = get_field(row, field)
+    wanted = "a non-empty string or an integer" if role == "id" else "a string"
+    return f"'{field}' must be {wanted}, got {_json_kind(value)}"
+
+
+def missing_field(row: dict[str, Any], field: str) -> str:
+    """``no 'FIELD' field (its fields: a, b, ...)``: what a row without ``field`` has instead.
+
+    >>> missing_field({"url": "u"}, "id")
+    "no 'id' field (its fields: url)"
+    """
+    names = list(row)
+    shown = ", ".join(names[:_SHOWN_FIELDS]) or "none"
+    if len(names) > _SHOWN_FIELDS:
+        shown += f" and {len(names) - _SHOWN_FIELDS} more"
+    return f"no '{field}' field (its fields: {shown})"
+
+
+def _has_field(row: dict[str, Any], name: str) -> bool:
+    """Whether ``get_field`` finds ``name`` in ``row`` (present, even as null)."""
+    if name in row:
+        return True
+    value: Any = row
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def _json_kind(value: Any) -> str:
+    """How JSON names ``value``'s type (``""`` as an empty string)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "an empty string"
+    if isinstance(value, float):
+        return f"the number {value!r}"
+    if isinstance(value, int):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
 def set_field(row: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
     """A copy of ``row`` with ``name`` (as ``get_field`` finds it) set to ``value``; the nested
     objects on the path are copied, ``row`` is not modified."""
@@ -113,12 +179,10 @@ class Schema:
         if isinstance(doc_id, int) and not isinstance(doc_id, bool):
             doc_id = str(doc_id)
         elif not isinstance(doc_id, str) or not doc_id:
-            raise CorpusError(
-                name, line, f"'{self.id_field}' must be a non-empty string or an integer"
-            )
+            raise CorpusError(name, line, field_problem(row, self.id_field, "id"))
         text = get_field(row, self.text_field)
         if not isinstance(text, str):
-            raise CorpusError(name, line, f"'{self.text_field}' must be a string")
+            raise CorpusError(name, line, field_problem(row, self.text_field, "text"))
         if not self.id_prefix:  # else the id is checked once prefixed (RecordReader)
             check_id(doc_id, name, line)
         return doc_id, text
@@ -221,7 +285,7 @@ class RecordReader:
                     else:
                         yield RawLine(source, number, line)
         except UnicodeDecodeError as exc:
-            raise CorpusError(name, None, f"not UTF-8 ({exc.reason})") from None
+            raise reread_utf8_error(name, source.open, source.fmt, exc) from None
         except (OSError, EOFError) as exc:
             raise CorpusError(name, None, f"cannot read: {exc}") from None
 

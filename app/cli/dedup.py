@@ -36,7 +36,7 @@ from neardup.app.cli.inputs import batches
 from neardup.app.cli.manifest import Manifest, write_manifest
 from neardup.app.cli.options import DedupOptions
 from neardup.app.cli.pause import pause_point
-from neardup.app.cli.progress import Progress
+from neardup.app.cli.progress import Ledger, Progress
 from neardup.app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
 from neardup.app.cli.tagging import (
     REASON_KEY,
@@ -205,12 +205,14 @@ def _signature_pass(
             rows = (columns.add(batch) for batch in chain(head, read))
             if taken:
                 rows = (texts[:0] for texts in rows)  # ids and checks only
+            # Bytes count once signed: the reader runs ahead of the pool's workers.
+            ledger = Ledger(progress, lambda: reader.bytes_done)
             # A spawn pool only once the texts read are worth one (a small run starts none).
-            stream = signature_stream(rows, params.minhash, params.workers)
+            stream = signature_stream(ledger.track(rows), params.minhash, params.workers)
             with closing(stream):
                 for chunk in stream:
                     sigs.write(chunk.tobytes())
-                    progress.advance_to(reader.bytes_done)
+                    ledger.settle()
                     pause_point("read")
         sigs.seek(0)
         matrix = np.fromfile(sigs, dtype=np.uint32).reshape(-1, params.minhash.num_perm)

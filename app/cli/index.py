@@ -23,7 +23,7 @@ import numpy as np
 from neardup.app.cli.inputs import batches
 from neardup.app.cli.options import default_workers
 from neardup.app.cli.pause import pause_point
-from neardup.app.cli.progress import Progress
+from neardup.app.cli.progress import Ledger, Progress
 from neardup.app.cli.version import neardup_version
 from neardup.core.engine import (
     DocIndex,
@@ -183,10 +183,12 @@ def _query(args: argparse.Namespace) -> int:
                 digests.append(text_digests(texts))
                 yield texts
 
-        with closing(signature_stream(texts(), params, workers)) as stream:
+        # Bytes count once signed: the reader runs ahead of the pool's workers.
+        ledger = Ledger(progress, lambda: reader.bytes_done)
+        with closing(signature_stream(ledger.track(texts()), params, workers)) as stream:
             for chunk in stream:
                 sigs.append(chunk)
-                progress.advance_to(reader.bytes_done)
+                ledger.settle()
     matrix = np.concatenate(sigs) if sigs else np.empty((0, params.num_perm), dtype=np.uint32)
     digest = np.concatenate(digests) if digests else np.empty((0, 2), dtype=np.uint64)
     found = lookup_index(index, matrix, digest)

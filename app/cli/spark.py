@@ -63,6 +63,7 @@ def dedup_spark(args: argparse.Namespace) -> int:
         for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram", "tokenizer")
         if getattr(args, n) is not None
     }
+    from neardup.app.cli.progress import StageProgress
     from neardup.app.spark.entry import dedup_on_spark
     from neardup.app.spark.job import SparkParams
 
@@ -84,5 +85,6 @@ def dedup_spark(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         removed=None if args.removed is None else str(args.removed),
         dry_run=args.dry_run,
+        progress=None if args.quiet else StageProgress,
     )
     return 0

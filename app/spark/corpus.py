@@ -240,10 +240,16 @@ def parquet_hint(spark: SparkSession, inputs: Sequence[str]) -> pa.Schema | None
 def _line_of(
     spark: SparkSession, file: str, reserved: str | None, schema: Schema | None
 ) -> int | None:
-    """The first line of a JSON Lines file that is not a document (an error path only)."""
-    lines = spark.read.text(file).rdd.zipWithIndex()
+    """The first line of a JSON Lines file that is not a document, or not UTF-8 (an error path
+    only; UTF-8 is checked by Spark, before its rows become Python strings)."""
+    from pyspark.sql import functions as F
+
+    text = spark.read.text(file)
+    lines = text.select(F.is_valid_utf8("value").alias("ok"), "value").rdd.zipWithIndex()
     shape = schema or Schema()
-    bad = lines.filter(lambda r: kernels.line_problem(r[0][0], reserved, shape) is not None)
+    bad = lines.filter(
+        lambda r: not r[0][0] or kernels.line_problem(r[0][1], reserved, shape) is not None
+    )
     first = bad.map(lambda r: r[1] + 1).take(1)  # zipWithIndex keeps the file's order
     return int(first[0]) if first else None
 

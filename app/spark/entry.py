@@ -7,18 +7,24 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, Protocol
 
 from neardup.app.spark.corpus import HadoopPath
 from neardup.app.spark.index import open_index
-from neardup.app.spark.job import SparkManifest, SparkParams, run_spark_dedup
+from neardup.app.spark.job import SparkManifest, SparkParams, StageWatch, run_spark_dedup
 from neardup.core.engine import ParameterError, index_record_line, nan_as_null_note
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["check_master", "dedup_on_spark", "spark_session"]
+__all__ = ["ProgressWatch", "check_master", "dedup_on_spark", "local_defaults", "spark_session"]
+
+
+class ProgressWatch(StageWatch, AbstractContextManager[Any], Protocol):
+    """A ``StageWatch`` that is closed when the run ends (its last stage's line)."""
+
 
 #: spark.sql.shuffle.partitions on a local master (Spark's configuration decides elsewhere).
 _LOCAL_SHUFFLE_PARTITIONS = 8
@@ -28,6 +34,13 @@ _THREADS = r"(\d+|\*)"
 _MASTER = re.compile(
     rf"local(\[{_THREADS}(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
     r"|spark://[^\s,/:]+:\d+(,[^\s,/:]+:\d+)*|k8s://\S+"
+)
+#: Where a local master's driver binds unless SPARK_LOCAL_IP says otherwise.
+_LOOPBACK = "127.0.0.1"
+#: Loggers set to ERROR (``_quiet_loggers``).
+_NOISY_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.FileStreamSink",  # Spark 4.0
+    "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",  # later Spark 4
 )
 #: Seconds to wait for a standalone master to accept a connection.
 _CONNECT_TIMEOUT = 5.0
@@ -57,6 +70,17 @@ def check_master(master: str) -> None:
     )
 
 
+def local_defaults(master: str | None) -> None:
+    """For a local master, the environment the JVM and the executors' Python start with,
+    where the user set none: executors run this interpreter (``PYSPARK_PYTHON``), and the
+    driver and its web UI listen on loopback (``SPARK_LOCAL_IP``), not on the address the host
+    name resolves to. ``SPARK_LOCAL_IP``, or ``spark.driver.bindAddress`` /
+    ``spark.driver.host`` in Spark's configuration, choose another address."""
+    if master is not None and master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", _LOOPBACK)
+
+
 def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     """The session: ``master`` if given, else whatever Spark's configuration says (so inside
     ``spark-submit`` the cluster's). A local master, given or the one Spark's configuration
@@ -75,16 +99,16 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
         ) from None
     if master is not None:
         check_master(master)
-    if master is not None and master.startswith("local"):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    local_defaults(master)
     builder = SparkSession.builder.appName("neardup dedup")
     if master is not None:
         builder = builder.master(master)
     if master is not None and master.startswith("local"):
         # One machine: a few shuffle partitions a core, not a cluster's default of 200.
         builder = builder.config("spark.sql.shuffle.partitions", str(_LOCAL_SHUFFLE_PARTITIONS))
-    if quiet:
-        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    # neardup's own progress (app.cli.progress) replaces Spark's console bar, which ends
+    # without a newline (the summary after it shared its line).
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # Spark's own refusal (a cluster manager's check, no Java...)
@@ -98,7 +122,25 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     if master is None and "PYSPARK_PYTHON" not in os.environ and chosen.startswith("local"):
         context.pythonExec = sys.executable
     context.setLogLevel("ERROR" if quiet else "WARN")
+    _quiet_loggers(spark)
     return spark
+
+
+def _quiet_loggers(spark: SparkSession) -> None:
+    """Spark's loggers that warn of what is not wrong, set to ERROR: ``FileStreamSink`` looks
+    for a streaming sink's metadata under every input path, and logs a page-long
+    FileNotFoundException trace for a glob (``shards/*.jsonl``), which is no directory."""
+    from py4j.protocol import Py4JError
+
+    jvm: Any = getattr(spark.sparkContext, "_jvm", None)
+    if jvm is None:  # no JVM of this process's own to configure
+        return
+    try:
+        level = jvm.org.apache.logging.log4j.Level.ERROR
+        for name in _NOISY_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+    except Py4JError:  # another logging backend: its traces stay
+        pass
 
 
 def dedup_on_spark(
@@ -112,11 +154,13 @@ def dedup_on_spark(
     quiet: bool = False,
     removed: str | None = None,
     dry_run: bool = False,
+    progress: Callable[[Any], ProgressWatch] | None = None,
 ) -> SparkManifest:
     """Run on Spark and write the manifest (default ``OUTPUT.manifest.json``, any Hadoop path).
     An ``--index`` is opened and checked (parameters, files) before any JVM starts. With
     ``dry_run`` nothing is written: the counts go to standard output as the local engine's
-    ``--dry-run`` report (the same keys)."""
+    ``--dry-run`` report (the same keys). ``progress``: made from Spark's status tracker, it
+    follows the run's stages (closed before the summary, which has its own line)."""
     params = params or SparkParams()
     if params.index is not None:
         open_index(params.index, params.index_mode, params.minhash)
@@ -127,11 +171,13 @@ def dedup_on_spark(
         body = json.dumps(manifest.as_json(), indent=2) + "\n"
         HadoopPath(spark, path).write_bytes(body.encode("utf-8"))
 
+    watch = None if progress is None else progress(spark.sparkContext.statusTracker())
     try:
-        manifest = run_spark_dedup(
-            spark, inputs, output, protected=protected, params=params, on_conflict=write,
-            removed=removed, dry_run=dry_run,
-        )  # fmt: skip
+        with watch if watch is not None else nullcontext():
+            manifest = run_spark_dedup(
+                spark, inputs, output, protected=protected, params=params, on_conflict=write,
+                removed=removed, dry_run=dry_run, watch=watch,
+            )  # fmt: skip
         if not dry_run:
             write(manifest)
     finally:

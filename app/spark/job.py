@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from neardup.app.spark import kernels
 from neardup.app.spark.components import star_roots
@@ -78,7 +78,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["SparkManifest", "SparkParams", "check_formats", "check_keep", "run_spark_dedup"]
+__all__ = [
+    "SparkManifest", "SparkParams", "StageWatch", "check_formats", "check_keep", "run_spark_dedup",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -146,19 +148,36 @@ class SparkManifest:
         return body
 
 
+class StageWatch(Protocol):
+    """What follows a run's stages (``app.cli.progress.StageProgress``: their progress)."""
+
+    def stage(self, name: str, group: str) -> None:
+        """Stage ``name`` starts; its Spark jobs run in the job group ``group``."""
+
+
 class _Clock:
     """Seconds per stage; each stage's Spark jobs in a job group named ``RUN:STAGE`` (``RUN``
-    this run's own, so a session's earlier runs do not count in its shuffle bytes)."""
+    this run's own, so a session's earlier runs do not count in its shuffle bytes), told to
+    ``watch`` as it starts."""
 
-    def __init__(self, spark: SparkSession, seconds: dict[str, float], first: str) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        seconds: dict[str, float],
+        first: str,
+        watch: StageWatch | None = None,
+    ) -> None:
         self.spark = spark
         self.seconds = seconds
         self.run = f"neardup-{uuid.uuid4().hex[:12]}:"
         self.started = time.perf_counter()
+        self.watch = watch
         self._group(first)
 
     def _group(self, stage: str) -> None:
         self.spark.sparkContext.setJobGroup(self.run + stage, f"neardup dedup: {stage}")
+        if self.watch is not None:
+            self.watch.stage(stage, self.run + stage)
 
     def lap(self, stage: str, following: str | None = None) -> None:
         now = time.perf_counter()
@@ -494,9 +513,11 @@ def run_spark_dedup(
     on_conflict: Callable[[SparkManifest], None] | None = None,
     removed: str | None = None,
     dry_run: bool = False,
+    watch: StageWatch | None = None,
 ) -> SparkManifest:
     """Exact dedup, near dedup and decontamination of ``inputs`` into the directory ``output``
-    (and every dropped row, with why, into the directory ``removed`` when given).
+    (and every dropped row, with why, into the directory ``removed`` when given); each stage
+    told to ``watch`` as it starts.
 
     With ``--index`` in append mode, a commit lost to another run (IndexConflictError, raised)
     first hands the manifest, saying so, to ``on_conflict`` (the output is written and valid).
@@ -531,7 +552,7 @@ def run_spark_dedup(
     reasons = params.keep_duplicates or removed is not None
     reserved = kernels.REASON_KEY if reasons else None
     hint = parquet_hint(spark, inputs) if fmt == ".parquet" and not dry_run else None
-    clock = _Clock(spark, manifest.seconds, "signatures")
+    clock = _Clock(spark, manifest.seconds, "signatures", watch)
     raw = read_corpus(spark, inputs, reserved=reserved, schema=params.schema)
     persisted: list[DataFrame] = []
     try:

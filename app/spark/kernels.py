@@ -367,6 +367,24 @@ def _labels(batch: pa.RecordBatch, schema: Schema, root: str | None) -> list[str
     return [file_label(f, root) for f in batch.column("file").to_pylist()]
 
 
+def _decoded(column: pa.Array) -> tuple[list[Any], dict[int, str]]:
+    """The lines of a text column, and why each one that is not UTF-8 is not (by position;
+    its line is None): Spark's text reader passes a file's bytes on as they are."""
+    try:
+        return column.to_pylist(), {}
+    except UnicodeDecodeError:
+        pass  # the slow path, on a batch holding a line that is not UTF-8
+    lines: list[Any] = []
+    problems: dict[int, str] = {}
+    for i, raw in enumerate(column.cast(pa.binary()).to_pylist()):
+        try:
+            lines.append(None if raw is None else raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            lines.append(None)
+            problems[i] = f"not UTF-8 ({exc.reason} at byte {exc.start} of the line)"
+    return lines, problems
+
+
 def line_documents(
     batch: pa.RecordBatch, reserved: str | None, schema: Schema = _SCHEMA, root: str | None = None
 ) -> pa.RecordBatch:
@@ -382,8 +400,11 @@ def line_documents(
     texts: list[str | None] = []
     bad: list[str | None] = []
     rows: list[str | None] = []
-    for i, line in enumerate(batch.column("value").to_pylist()):
+    lines, not_utf8 = _decoded(batch.column("value"))
+    for i, line in enumerate(lines):
         try:
+            if i in not_utf8:
+                raise CorpusError("", None, not_utf8[i])
             items = list(jsonl_items([line], ""))
             if not items:
                 continue  # a blank line, as the local reader skips it

@@ -94,8 +94,9 @@ def test_nan_in_a_corpus_line_is_refused_naming_the_line_and_field(tmp_path):
     ("line", "reason"),
     [
         ('{"id": "", "text": "x"}', "'id' must be a non-empty string"),
-        ('{"text": "x"}', "'id' must be a non-empty string"),
-        ('{"id": "a"}', "'text' must be a string"),
+        ('{"text": "x"}', "no 'id' field (its fields: text)"),
+        ('{"id": "a"}', "no 'text' field (its fields: id)"),
+        ('{"id": "a", "text": null}', "'text' must be a string"),
         ('{"id": "a", "text": "x", "meta": "m"}', "'meta' must be an object when present"),
     ],
 )
@@ -118,8 +119,10 @@ def test_a_corpus_that_is_not_utf8_is_named(tmp_path):
     path.write_bytes(b'{"id": "a", "text": "caf\xe9"}\n')
     with pytest.raises(CorpusError) as caught:
         list(read_docs(path))
-    assert str(caught.value) == f"{path}: not UTF-8 (invalid continuation byte)"
-    assert caught.value.line is None
+    assert str(caught.value) == (
+        f"{path}:1: not UTF-8 (invalid continuation byte at byte 24 of the line, byte 24 of the "
+        "file)"
+    )
 
 
 def test_parquet_corpora_number_their_rows_and_read_meta_as_struct_or_old_json_text(tmp_path):

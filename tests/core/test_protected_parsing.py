@@ -324,8 +324,6 @@ def test_a_sets_name_is_its_path_unless_given(tmp_path):
 @pytest.mark.parametrize(
     ("name", "data", "error"),
     [
-        ("bad.jsonl", b'{"t": "\xff"}\n', "not UTF-8 (invalid start byte)"),
-        ("bad.txt", b"ok \xc3", "not UTF-8 (unexpected end of data)"),
         ("bad.jsonl.gz", gzip.compress(b'{"t": "a b"}\n')[:-9],
          "cannot read: Compressed file ended before the end-of-stream marker was reached"),
         ("bad.csv.gz", b"not gzip at all", "cannot read: Not a gzipped file (b'no')"),
@@ -340,6 +338,25 @@ def test_a_file_that_cannot_be_read_is_an_error_naming_it(tmp_path, name, data, 
         read_protected_set(path, name="evals")
     assert str(caught.value).startswith(f"evals: {error}")
     assert caught.value.line is None
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "where"),
+    [
+        ("bad.jsonl", b'{"t": "a"}\n{"t": "\xff"}\n', ":2: not UTF-8 (invalid start byte at byte 7 "
+         "of the line, byte 18 of the file)"),
+        ("bad.txt", b"ok\r\nok \xc3", ":2: not UTF-8 (unexpected end of data at byte 3 of the "
+         "line, byte 7 of the file)"),
+        ("bad.txt.gz", gzip.compress(b"a\nb\nc \xe9t\xe9"), ":3: not UTF-8 (invalid "
+         "continuation byte at byte 2 of the line, byte 6 of the file)"),
+    ],
+)  # fmt: skip
+def test_a_protected_file_that_is_not_utf8_names_its_line_and_byte(tmp_path, name, data, where):
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(CorpusError) as caught:
+        read_protected_set(path, name="evals")
+    assert str(caught.value) == f"evals{where}"
 
 
 def test_an_error_of_the_parser_itself_is_not_disguised(tmp_path, monkeypatch):

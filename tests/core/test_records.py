@@ -3,6 +3,8 @@ fields read and written, the Parquet columns a schema needs, and what a reader s
 file it cannot read, and of how far it has read."""
 
 import gzip
+import io
+import json
 
 import fsspec
 import pyarrow as pa
@@ -83,7 +85,11 @@ def test_a_bad_row_is_named_by_file_and_line_exactly(tmp_path):
     path = tmp_path / "c.jsonl"
     path.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": 5}\n')
     error = reader_error(expand_inputs([str(path)]))
-    assert (error.path, error.line, error.reason) == (str(path), 2, "'text' must be a string")
+    assert (error.path, error.line, error.reason) == (
+        str(path),
+        2,
+        "'text' must be a string, got a number",
+    )
     path.write_text('{"id": "a", "text": "x"}\n\n{"id": "b" "text": 5}\n')
     error = reader_error(expand_inputs([str(path)]))
     assert (error.path, error.line) == (str(path), 3)
@@ -97,8 +103,10 @@ def test_a_bad_row_is_named_by_file_and_line_exactly(tmp_path):
 def test_files_that_cannot_be_read_say_why(tmp_path):
     (tmp_path / "latin.jsonl").write_bytes(b'{"id": "a", "text": "caf\xe9"}\n')
     error = reader_error(expand_inputs([str(tmp_path / "latin.jsonl")]))
-    assert str(error) == f"{tmp_path / 'latin.jsonl'}: not UTF-8 (invalid continuation byte)"
-    assert error.line is None
+    assert str(error) == (
+        f"{tmp_path / 'latin.jsonl'}:1: not UTF-8 (invalid continuation byte at byte 24 of the "
+        "line, byte 24 of the file)"
+    )
     (tmp_path / "bad.jsonl.gz").write_bytes(b"not gzip at all")
     error = reader_error(expand_inputs([str(tmp_path / "bad.jsonl.gz")]))
     assert str(error) == (f"{tmp_path / 'bad.jsonl.gz'}: cannot read: Not a gzipped file (b'no')")
@@ -127,7 +135,8 @@ def test_parquet_rows_are_numbered_and_read_with_the_fields_asked_for(tmp_path):
         0, "id", pa.array(["a", "b", ""])), tmp_path / "p.parquet")  # fmt: skip
     error = reader_error(expand_inputs([str(tmp_path / "p.parquet")]))
     assert (
-        str(error) == f"{tmp_path / 'p.parquet'}:3: 'id' must be a non-empty string or an integer"
+        str(error) == f"{tmp_path / 'p.parquet'}:3: 'id' must be a non-empty string or an integer, "
+        "got an empty string"
     )
 
 
@@ -154,3 +163,66 @@ def test_a_gzip_file_counts_its_compressed_bytes(tmp_path):
     reader = RecordReader(expand_inputs([str(tmp_path / "a.jsonl.gz")]), Schema())
     assert [r.id for r in reader] == ["a"]
     assert reader.bytes_done == reader.total_bytes == len(data)
+
+
+def test_a_missing_field_names_the_fields_the_row_has_and_the_flag(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "text": "x"}\n{"url": "u", "body": "b", "meta": {"id": 1}}\n')
+    error = reader_error(expand_inputs([str(path)]))
+    assert str(error) == (
+        f"{path}:2: no 'id' field (its fields: url, body, meta); name the id's field with "
+        "--id-field"
+    )
+    path.write_text('{"url": "u", "body": "b"}\n')
+    error = reader_error(expand_inputs([str(path)]), Schema(id_field="url"))
+    assert str(error) == (
+        f"{path}:1: no 'text' field (its fields: url, body); name the text's field with "
+        "--text-field"
+    )
+    wide = {f"f{i}": i for i in range(15)}
+    path.write_text(json.dumps({**wide, "text": "x"}) + "\n")
+    error = reader_error(expand_inputs([str(path)]), Schema(id_field="meta.id"))
+    assert error.reason == (
+        "no 'meta.id' field (its fields: f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11 and 4 "
+        "more); name the id's field with --id-field"
+    )
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ({"id": None, "text": "x"}, "'id' must be a non-empty string or an integer, got null"),
+        ({"id": True, "text": "x"}, "'id' must be a non-empty string or an integer, got a boolean"),
+        ({"id": 1.5, "text": "x"}, "'id' must be a non-empty string or an integer, got the "
+         "number 1.5"),
+        ({"id": [1], "text": "x"}, "'id' must be a non-empty string or an integer, got an array"),
+        ({"id": "a", "text": {}}, "'text' must be a string, got an object"),
+        ({"meta": {"id": None}, "text": "x"}, "'meta.id' must be a non-empty string or an "
+         "integer, got null"),
+    ],
+)  # fmt: skip
+def test_a_field_of_the_wrong_type_says_what_it_holds(row, reason):
+    field = "meta.id" if "meta" in row else "id"
+    with pytest.raises(CorpusError) as caught:
+        Schema(id_field=field).id_and_text(row, "c.jsonl", 7)
+    assert (caught.value.line, caught.value.reason) == (7, reason)
+
+
+def test_first_bad_utf8_finds_the_line_across_blocks(monkeypatch):
+    from neardup.core import _utf8
+
+    monkeypatch.setattr(_utf8, "_BLOCK", 4)  # lines, \r\n and characters cut across blocks
+    data = "é1\r\nline two\rthree\n".encode() + b"four \xc3\xa9\xff\n"
+    found = _utf8.first_bad_utf8(io.BytesIO(data))
+    assert found == (4, 7, len(data) - 2, "invalid start byte")
+    assert _utf8.first_bad_utf8(io.BytesIO(data[:-2])) is None
+    assert _utf8.first_bad_utf8(io.BytesIO(b"a\nb \xe9")) == (2, 2, 4, "unexpected end of data")
+
+
+def test_a_compressed_file_that_is_not_utf8_names_its_line(tmp_path):
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"id": "a", "text": "x"}\n{"id": "b", "text": "\xe9"}\n'))
+    error = reader_error(expand_inputs([str(path)]))
+    assert (error.line, error.reason) == (
+        2, "not UTF-8 (invalid continuation byte at byte 21 of the line, byte 46 of the file)"
+    )  # fmt: skip

@@ -3,6 +3,7 @@ down."""
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -122,3 +123,26 @@ def test_one_bad_protected_set_is_left_out_and_the_rest_serve(tmp_path):
         assert "cannot be parsed, left out" in server.log.read_text()
     finally:
         stop_server(server)
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_before_the_store_is_opened(tmp_path):
+    """Issue 33.5: the address is bound first; the data directory is not even created."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    cmd = [sys.executable, "-m", "neardup", "serve", "--port", str(port), "--data-dir", str(data)]
+    try:
+        done = subprocess.run(
+            cmd, cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=120
+        )
+    finally:
+        taken.close()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"neardup serve: cannot listen on 127.0.0.1:{port}: the port is in use (another neardup "
+        "serve, or another program); choose another with --port or NEARDUP_PORT"
+    ]
+    assert not data.exists()

@@ -167,3 +167,27 @@ def test_cli_spark_default_master_runs_this_interpreter_and_dry_runs_without_out
     report = json.loads(done.stdout)
     assert report["counts"]["read"] == 2 and report["dry_run"] is True
     assert sorted(p.name for p in work.iterdir()) == ["a.jsonl"]
+
+
+def test_cli_spark_run_shows_progress_per_stage_and_no_java_trace(tmp_path: Path) -> None:
+    """Issue 33.10 and 33.2: a glob input prints no FileNotFoundException trace (Spark's
+    FileStreamSink looks for a sink's metadata under it), Spark's console bar is off, each of
+    neardup's stages ends with its own done line counting tasks, and the summary after them has
+    a line of its own (Spark's bar ended without a newline)."""
+    (tmp_path / "shards").mkdir()
+    corpus = list(planted_corpus(5).docs.items())
+    for n in range(2):
+        write_docs(tmp_path / "shards" / f"s{n}.jsonl", [Doc(i, t) for i, t in corpus[n::2]])
+    run = neardup(
+        "dedup", "shards/*.jsonl", "--output", "out.jsonl", "--engine", "spark",
+        "--spark-master", "local[1]", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Exception" not in run.stderr and "\tat " not in run.stderr, run.stderr[-3000:]
+    assert "[Stage" not in run.stderr and "\r" not in run.stderr
+    lines = run.stderr.splitlines()
+    done = [line for line in lines if line.startswith("neardup: ") and ": done: " in line]
+    stages = [line.split(":")[1].strip() for line in done]
+    assert stages[:4] == ["signatures", "classes", "candidates", "components"], run.stderr
+    assert all(line.endswith("tasks/s)") for line in done)
+    assert lines[-1].startswith("neardup dedup (spark, local[1]): read 69, "), run.stderr

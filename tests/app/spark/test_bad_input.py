@@ -31,9 +31,15 @@ def _nothing_written(folder: Path) -> None:
     ("bad_line", "reason"),
     [
         ('{"id": "x", "text": "unterminated', "not valid JSON"),
-        ('{"text": "no id here"}', "'id' must be a non-empty string"),
+        (
+            '{"text": "no id here"}',
+            "no 'id' field (its fields: text); name the id's field with --id-field",
+        ),
         ('{"id": "", "text": "empty id"}', "'id' must be a non-empty string"),
-        ('{"id": "y"}', "'text' must be a string"),
+        (
+            '{"id": "y"}',
+            "no 'text' field (its fields: id); name the text's field with --text-field",
+        ),
         ('{"id": "z", "text": "t", "meta": [1, 2]}', "'meta' must be an object"),
     ],
 )
@@ -146,3 +152,17 @@ def test_spark_nan_is_bad_json_lines_input_and_null_from_parquet(
         ("d4", 2.0),
         ("d5", 3.0),
     ]
+
+
+def test_spark_input_not_utf8_names_file_and_line_and_writes_nothing(
+    spark: Any, tmp_path: Path
+) -> None:
+    good = [json.dumps(d) for d in GOOD]
+    bad = tmp_path / "latin.jsonl"
+    bad.write_bytes("\n".join([good[0], good[1]]).encode() + b'\n{"id": "l", "text": "caf\xe9"}\n')
+    with pytest.raises(CorpusError) as info:
+        run_spark_dedup(spark, [str(bad)], str(tmp_path / "out.jsonl"))
+    assert str(info.value) == (
+        f"{bad}:3: not UTF-8 (invalid continuation byte at byte 24 of the line)"
+    )
+    _nothing_written(tmp_path)

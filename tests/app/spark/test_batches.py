@@ -286,8 +286,8 @@ def test_line_documents_of_only_bad_or_blank_lines_keep_their_types() -> None:
     assert docs.column("n").to_pylist() == [9, 6]
     assert docs.column("row").to_pylist() == [lines[0], lines[3]]
     assert docs.column("bad").to_pylist() == [
-        "'text' must be a string",
-        "'id' must be a non-empty string or an integer",
+        "no 'text' field (its fields: id); name the text's field with --text-field",
+        "no 'id' field (its fields: text); name the id's field with --id-field",
     ]
     blank = kernels.line_documents(batch.slice(1, 2), None)
     assert len(blank) == 0 and blank.schema == docs.schema
@@ -318,8 +318,8 @@ def test_parquet_documents_check_rows_and_write_them_as_the_local_engine() -> No
     assert docs.column("id").to_pylist() == ["a", None, "c", None, "e"]
     assert docs.column("text").to_pylist() == ["one", None, "three", None, "five"]
     assert docs.column("bad").to_pylist() == [
-        None, "'id' must be a non-empty string or an integer", None, "'text' must be a string",
-        None,
+        None, "'id' must be a non-empty string or an integer, got null", None,
+        "'text' must be a string, got null", None,
     ]  # fmt: skip
     first = batch.select(columns).to_pylist()[0]
     assert docs.column("row").to_pylist()[0] == RowWriter.dumps(first)
@@ -491,3 +491,16 @@ def test_bucket_edges_of_a_bucket_of_exactly_and_just_over_big_bucket(extra: int
     out = pa.Table.from_batches(list(kernels.BucketEdges(PARAMS)(iter([rows]))))
     assert out.column("child").to_pylist() == [f"c{i:04d}" for i in range(1, m)]
     assert out.column("parent").to_pylist() == ["c0000"] * (m - 1)
+
+
+def test_line_documents_name_a_line_that_is_not_utf8() -> None:
+    """Spark's text reader passes a file's bytes on as they are: a line that is not UTF-8 is a
+    bad row saying where in the line (it was a UnicodeDecodeError trace, issue 33.6)."""
+    raw = pa.array([b'{"id": "a", "text": "x"}', b'{"id": "b", "text": "caf\xe9"}'], pa.binary())
+    batch = pa.RecordBatch.from_arrays([raw.view(pa.string())], ["value"])
+    docs = kernels.line_documents(batch, None)
+    assert docs.column("id").to_pylist() == ["a", None]
+    assert docs.column("bad").to_pylist() == [
+        None,
+        "not UTF-8 (invalid continuation byte at byte 24 of the line)",
+    ]

@@ -668,7 +668,7 @@ def test_spark_session_configures_a_local_master(monkeypatch: pytest.MonkeyPatch
     assert entry.spark_session("local[2]") is builder.session
     assert builder.told == {
         "app": "neardup dedup", "master": "local[2]", "spark.sql.shuffle.partitions": "8",
-        "log": "WARN",
+        "spark.ui.showConsoleProgress": "false", "log": "WARN",
     }  # fmt: skip
     import os
     import sys
@@ -689,11 +689,12 @@ def test_spark_session_leaves_a_cluster_to_its_configuration(
     builder = _Builder()
     _with_builder(monkeypatch, builder)
     entry.spark_session(None)
-    assert builder.told == {"app": "neardup dedup", "log": "WARN"}
+    off = {"spark.ui.showConsoleProgress": "false"}  # neardup's progress replaces Spark's bar
+    assert builder.told == {"app": "neardup dedup", "log": "WARN"} | off
     yarn = _Builder()
     _with_builder(monkeypatch, yarn)
     entry.spark_session("yarn")
-    assert yarn.told == {"app": "neardup dedup", "master": "yarn", "log": "WARN"}
+    assert yarn.told == {"app": "neardup dedup", "master": "yarn", "log": "WARN"} | off
     import os
 
     assert "PYSPARK_PYTHON" not in os.environ

@@ -3,11 +3,13 @@ ParameterError, and a standalone master must accept a connection."""
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 
 import pytest
 
-from neardup.app.spark.entry import check_master
+from neardup.app.spark.entry import check_master, local_defaults
 from neardup.core.engine import ParameterError
 
 
@@ -57,3 +59,19 @@ def test_the_errors_name_the_forms_and_every_address_tried() -> None:
         f"--spark-master spark://{a},{b}: cannot reach the Spark master "
         f"({a}: Connection refused; {b}: Connection refused)"
     )
+
+
+def test_a_local_master_binds_the_driver_on_loopback_unless_told_otherwise(monkeypatch) -> None:
+    """Issue 33.10: SPARK_LOCAL_IP defaults to 127.0.0.1 for local masters only; a value the
+    user set (the documented way to choose another address) is kept."""
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    local_defaults("yarn")
+    local_defaults(None)  # spark-submit's own configuration decides
+    assert "SPARK_LOCAL_IP" not in os.environ and "PYSPARK_PYTHON" not in os.environ
+    local_defaults("local[2]")
+    assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    monkeypatch.setenv("SPARK_LOCAL_IP", "10.1.2.3")
+    local_defaults("local-cluster[2,1,1024]")
+    assert os.environ["SPARK_LOCAL_IP"] == "10.1.2.3"
