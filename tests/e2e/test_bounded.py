@@ -11,11 +11,13 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from neardup.app.api.answers import answer_bound
 from tests.e2e.conftest import start_server, stop_server
 
 WORDS = [f"w{i}" for i in range(500)]
 BOILERPLATE = "answer the following question with one letter and nothing else before you think"
 FORM = {"content-type": "application/x-www-form-urlencoded"}
+JSON = {"content-type": "application/json"}
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -86,7 +88,8 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy, tmp
             # 1,000 texts, each sharing the boilerplate with all 2,000 items: 2,000,000 hits,
             # counted; 100 a text listed (an answer of ~10 MB, not the ~256 MB of every hit).
             boiler = {"texts": [f"{BOILERPLATE} {i}" for i in range(1000)], "sets": ["prompts"]}
-            crowded = client.post(f"{url}/v1/contamination", json=boiler)
+            boiler_bytes = json.dumps(boiler).encode()
+            crowded = client.post(f"{url}/v1/contamination", content=boiler_bytes, headers=JSON)
             # 2,000 documents, then the same again (a resumed ingest): matched in one pass.
             rng = random.Random(7)
             batch = {"documents": [{"id": f"resent-{i}", "text": _text(rng, 50)}
@@ -132,8 +135,12 @@ def test_healthz_answers_within_a_second_while_the_heaviest_work_runs(heavy, tmp
     assert crowded.status_code == 200, crowded.text
     results = crowded.json()["results"]
     assert {r["hit_count"] for r in results} == {2000}
-    assert {len(r["hits"]) for r in results} == {100}  # MAX_MATCHES
-    assert len(crowded.content) < 16_000_000
+    # 100 a text listed (MAX_MATCHES) while they fit the answer's bound, the one n-gram once.
+    listed = [len(r["hits"]) for r in results]
+    assert listed[0] == 100 and max(listed) == 100
+    assert crowded.json()["truncated"] is (sum(listed) < 100 * 1000)
+    assert crowded.json()["ngrams"] == [" ".join(BOILERPLATE.split()[:13])]
+    assert len(crowded.content) <= answer_bound(len(boiler_bytes), 1000)
     # Every kept piece or annotated document carries its own capped lists: the answers are
     # the documents' text and at most about 1 KB of meta each, not every window of every match.
     sent = sum(len(d["text"]) for d in docs)
