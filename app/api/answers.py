@@ -83,7 +83,6 @@ class Budget:
         return out
 
 
-
 def json_bytes(value: str) -> int:
     """The bytes ``value`` takes as a JSON string, at most (control characters as ``\\uXXXX``),
     plus one for the comma that follows it."""

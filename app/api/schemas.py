@@ -263,7 +263,7 @@ class DocumentsResponse(BaseModel):
     truncated: bool = Field(
         default=False,
         description="a list was cut to keep the answer within its bound (docs/api.md, "
-        "\"Bounded answers\"); every count is complete",
+        '"Bounded answers"); every count is complete',
     )
 
 
@@ -313,7 +313,7 @@ class QueryResponse(BaseModel):
     truncated: bool = Field(
         default=False,
         description="a list was cut to keep the answer within its bound (docs/api.md, "
-        "\"Bounded answers\"); every count is complete",
+        '"Bounded answers"); every count is complete',
     )
 
 
@@ -345,7 +345,7 @@ class ClustersResponse(BaseModel):
     truncated: bool = Field(
         default=False,
         description="a list was cut to keep the answer within its bound (docs/api.md, "
-        "\"Bounded answers\"); every count is complete",
+        '"Bounded answers"); every count is complete',
     )
 
 
@@ -412,7 +412,7 @@ class ContaminationResponse(BaseModel):
     truncated: bool = Field(
         default=False,
         description="a list was cut to keep the answer within its bound (docs/api.md, "
-        "\"Bounded answers\"); every count is complete",
+        '"Bounded answers"); every count is complete',
     )
 
 

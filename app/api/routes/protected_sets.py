@@ -123,16 +123,16 @@ async def put_set(name: SetName, request: Request, service: ServiceDep) -> Respo
     return await answer(request, lambda _: found, status_code=201)
 
 
-@router.get(
-    "/protected-sets", dependencies=[require("read")], response_model=list[ProtectedSetOut]
-)
+@router.get("/protected-sets", dependencies=[require("read")], response_model=list[ProtectedSetOut])
 async def list_sets(request: Request, service: ServiceDep) -> Response:
     """Every protected set's name and counts (at most MAX_PROTECTED_SETS)."""
     found = [_out(service, name) for name in sorted(service.protected)]
     return await answer(request, lambda _: found)
 
 
-@router.get("/protected-sets/{name}", dependencies=[require("read")], response_model=ProtectedSetOut)
+@router.get(
+    "/protected-sets/{name}", dependencies=[require("read")], response_model=ProtectedSetOut
+)
 async def get_set(request: Request, name: SetName, service: ServiceDep) -> Response:
     """One protected set's name and counts."""
     found = _out(service, name)
@@ -215,9 +215,7 @@ async def decontamination(
     docs = [Doc(d.id, d.text, d.meta) for d in body.documents]
     out, dropped, report = await service.decontamination(docs, body.sets, ask, caller.name)
     checked = [s.name for s in service.chosen_sets(body.sets)]
-    return await answer(
-        request, lambda _: _decontamination_answer(checked, out, dropped, report)
-    )
+    return await answer(request, lambda _: _decontamination_answer(checked, out, dropped, report))
 
 
 def _decontamination_answer(
