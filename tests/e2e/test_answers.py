@@ -33,7 +33,7 @@ def wide(i: int) -> str:
 #: One text stored 2,000 times under the widest ids (a cookie banner), and what is queried.
 BANNER = " ".join(f"cookie{i % 40} banner" for i in range(60))
 COPIES = 2000
-#: A prompt boilerplate of short words shared by 200 protected items, and one of 13 very long
+#: A prompt boilerplate of short words shared by 120 protected items, and one of 13 very long
 #: words (400 characters each) shared by 100.
 SHORT = "answer the following question with one letter and nothing else before you think"
 LONG = " ".join(chr(97 + i) * 400 for i in range(13))
@@ -123,7 +123,7 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
         Case(
             "PUT",
             "/v1/protected-sets/upload",
-            _set_body(SHORT, 20_000, "u"),
+            _set_body(SHORT, 2_000, "u"),
             "application/x-ndjson",
             bound=_constant,
         )
@@ -133,7 +133,7 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
         Case("GET", "/v1/protected-sets/short", bound=_constant)
     ],
     ("post", "/v1/contamination"): lambda: [
-        # 10,000 short texts sharing the boilerplate with 200 items: 2,000,000 hits.
+        # 10,000 short texts sharing the boilerplate with 120 items: 1,200,000 hits.
         Case(
             "POST",
             "/v1/contamination",
@@ -157,6 +157,7 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
                     "documents": [
                         {"id": f"d{i}", "text": f"{LONG} {SHORT} {i}"} for i in range(200)
                     ],
+                    "sets": ["short", "long"],
                     "mode": mode,
                     "window": 0,
                     "min_piece": 0,
@@ -180,12 +181,14 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
 @pytest.fixture(scope="module")
 def stocked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {"NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE": "1000000"}
+    t0 = time.time()
     server = start_server(tmp_path_factory.mktemp("answers"), "--workers", "1", env=env)
+    print("TIMING start", time.time() - t0)
     with httpx.Client(base_url=server.url, timeout=300) as client:
         stored = client.post("/v1/documents", content=_body({"documents": _copies_docs()}),
                              headers=JSON)  # fmt: skip
         assert stored.status_code == 200, stored.text
-        sets = {"short": _set_body(SHORT, 200, "s"), "long": _set_body(LONG, 100, "l")}
+        sets = {"short": _set_body(SHORT, 120, "s"), "long": _set_body(LONG, 100, "l")}
         for name, body in sets.items():
             put = client.put(f"/v1/protected-sets/{name}", content=body,
                              headers={"content-type": "application/x-ndjson"})  # fmt: skip
@@ -220,6 +223,7 @@ def test_every_route_keeps_the_loop_free_and_its_answer_within_its_bound(
                         headers={"content-type": case.content_type} if case.body else {},
                     )  # fmt: skip
                     windows.append((name, started, time.time()))
+                    print("TIMING", name, round(time.time() - started, 2), len(got.content))
                     assert got.is_success, f"{name}: {got.status_code} {got.text[:300]}"
                     sent = len(case.body or b"") + len(got.request.url.raw_path)
                     bound = case.bound(sent, case.items)

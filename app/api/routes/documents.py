@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response
 
-from neardup.app.api.answers import Budget, answer, json_bytes
+from neardup.app.api.answers import Budget, JSONObject, answer, json_bytes
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.deps import ServiceDep, require
 from neardup.app.api.schemas import (
@@ -15,11 +15,8 @@ from neardup.app.api.schemas import (
     DocumentResult,
     DocumentsRequest,
     DocumentsResponse,
-    Match,
-    QueryMatch,
     QueryRequest,
     QueryResponse,
-    QueryResult,
     ReplaceRequest,
 )
 from neardup.app.service import NewDoc, Registered
@@ -54,23 +51,22 @@ async def register(request: Request, body: DocumentsRequest, service: ServiceDep
     return await answer(request, lambda budget: _results(results, budget))
 
 
-def _results(results: list[Registered], budget: Budget) -> DocumentsResponse:
-    out = [_result(r, budget) for r in results]
-    return DocumentsResponse(results=out, truncated=budget.truncated)
+def _results(results: list[Registered], budget: Budget) -> JSONObject:
+    """A ``DocumentsResponse`` as plain JSON values, matches listed while they fit."""
+    return {"results": [_result(r, budget) for r in results], "truncated": budget.truncated}
 
 
 def _match_bytes(match: tuple[str, float]) -> int:
     return json_bytes(match[0]) + _FIXED_MATCH
 
 
-def _result(r: Registered, budget: Budget) -> DocumentResult:
-    return DocumentResult(
-        id=r.id,
-        cluster=r.cluster,
-        status=r.status,
-        match_count=r.matches.count,
-        matches=[Match(id=i, estimate=e) for i, e in budget.prefix(r.matches.best, _match_bytes)],
-    )
+def _result(r: Registered, budget: Budget) -> JSONObject:
+    """A ``DocumentResult`` as plain JSON values."""
+    listed = budget.prefix(r.matches.best, _match_bytes)
+    return {
+        "id": r.id, "cluster": r.cluster, "status": r.status, "match_count": r.matches.count,
+        "matches": [{"id": i, "estimate": e} for i, e in listed],
+    }  # fmt: skip
 
 
 @router.put(
@@ -102,18 +98,19 @@ def _query_match_bytes(match: tuple[str, float, str]) -> int:
 
 def _query_results(
     found: list[tuple[int, list[tuple[str, float, str]]]], budget: Budget
-) -> QueryResponse:
+) -> JSONObject:
+    """A ``QueryResponse`` as plain JSON values, matches listed while they fit."""
     results = [
-        QueryResult(
-            match_count=count,
-            matches=[
-                QueryMatch(id=i, estimate=e, cluster=c)
+        {
+            "match_count": count,
+            "matches": [
+                {"id": i, "estimate": e, "cluster": c}
                 for i, e, c in budget.prefix(best, _query_match_bytes)
             ],
-        )
+        }
         for count, best in found
     ]
-    return QueryResponse(results=results, truncated=budget.truncated)
+    return {"results": results, "truncated": budget.truncated}
 
 
 @router.get("/documents/{doc_id:path}", dependencies=[require("read")], response_model=DocumentOut)
