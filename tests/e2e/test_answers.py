@@ -181,9 +181,7 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
 @pytest.fixture(scope="module")
 def stocked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {"NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE": "1000000"}
-    t0 = time.time()
     server = start_server(tmp_path_factory.mktemp("answers"), "--workers", "1", env=env)
-    print("TIMING start", time.time() - t0)
     with httpx.Client(base_url=server.url, timeout=300) as client:
         stored = client.post("/v1/documents", content=_body({"documents": _copies_docs()}),
                              headers=JSON)  # fmt: skip
@@ -223,7 +221,6 @@ def test_every_route_keeps_the_loop_free_and_its_answer_within_its_bound(
                         headers={"content-type": case.content_type} if case.body else {},
                     )  # fmt: skip
                     windows.append((name, started, time.time()))
-                    print("TIMING", name, round(time.time() - started, 2), len(got.content))
                     assert got.is_success, f"{name}: {got.status_code} {got.text[:300]}"
                     sent = len(case.body or b"") + len(got.request.url.raw_path)
                     bound = case.bound(sent, case.items)
