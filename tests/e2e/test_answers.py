@@ -59,9 +59,15 @@ def _signatures_bound(request_bytes: int, items: int) -> int:
     return items * (11 * NUM_PERM + 3) + 64
 
 
+#: What the decontamination cases' documents hold: both boilerplates.
+DECONT_TEXT = f"{LONG} {SHORT}"
+
+
 def _decont_bound(request_bytes: int, items: int) -> int:
-    """docs/api.md: the request's texts again, each kept piece's meta, plus the base."""
-    return 2 * request_bytes + items * MAX_PIECES * DECONT_META_BYTES + BASE_BYTES
+    """docs/api.md: the request's texts again, each kept piece's meta, the base, and the
+    report's up to 1,000 items' first n-gram (each at most the longest text)."""
+    report = 1000 * len(DECONT_TEXT.encode("utf-8"))
+    return 2 * request_bytes + items * MAX_PIECES * DECONT_META_BYTES + BASE_BYTES + report
 
 
 def _constant(request_bytes: int, items: int) -> int:
@@ -155,7 +161,7 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
             _body(
                 {
                     "documents": [
-                        {"id": f"d{i}", "text": f"{LONG} {SHORT} {i}"} for i in range(200)
+                        {"id": f"d{i}", "text": f"{DECONT_TEXT} {i}"} for i in range(200)
                     ],
                     "sets": ["short", "long"],
                     "mode": mode,
