@@ -241,3 +241,13 @@ def test_every_route_keeps_the_loop_free_and_its_answer_within_its_bound(
     )
     assert probes and max(took for _, took in probes) < 1.0, f"/healthz held during {slow}"
     assert not over, over
+
+
+def test_the_contamination_page_grows_with_the_text_not_with_its_hits(stocked: Server) -> None:
+    """100 items share one n-gram of 400-character words with the text: the page shows it once
+    (it was 100 times: a 65 KB text gave a 6.6 MB page)."""
+    form = {"text": f"{LONG} tail", "sets": "long"}
+    page = httpx.post(f"{stocked.url}/ui/contamination", data=form, timeout=120)
+    assert page.status_code == 200 and "Contaminated: 100 protected item" in page.text
+    assert page.text.count("as row 1") == 99
+    assert len(page.content) < 4 * len(form["text"]) + 64 * 1024

@@ -27,4 +27,4 @@ async def signatures(request: Request, body: SignaturesRequest, service: Service
     """``core.minhash.signatures`` of the texts, computed in the process pool; the answer (a
     fixed size a text: NUM_PERM numbers) built and serialised off the event loop."""
     sigs = await service.signatures(body.texts)
-    return await answer(request, lambda _: SignaturesResponse(signatures=sigs.tolist()))
+    return await answer(request, lambda _: {"signatures": sigs.tolist()})
