@@ -9,8 +9,9 @@ function of its request, whatever is stored. Lists whose length depends on the s
 complete, and ``truncated`` says a list was cut). What each result must say besides (an id, a
 root, a status, a count) is at most ``PER_ITEM_BYTES`` per item of the request.
 
-A route answers with ``await answer(request, build)``: ``build`` makes the response model from
-the budget in a worker thread, and ``dump_json`` serialises it there, a list item at a time (one
+A route answers with ``await answer(request, build)``: ``build`` makes the response (a model, or
+its plain JSON values) from the budget in a worker thread, and ``dump_json`` serialises it
+there, a list item at a time (one
 C call over a 50 MB answer would hold the GIL, and so the loop, however it was started).
 ``StrictJSONRoute`` refuses, when the app is built, a route that returns anything but a
 prebuilt ``Response``: a new route cannot build its answer on the loop.
