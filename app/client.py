@@ -281,13 +281,20 @@ class Client:
     def contamination(
         self, texts: Sequence[str], *, sets: Sequence[str] | None = None
     ) -> list[dict[str, Any]]:
-        """Per text: whether it is contaminated, and the protected items it shares n-grams with."""
+        """Per text: whether it is contaminated, and the protected items it shares n-grams with
+        (each hit's ``ngram`` as text: the answer names it by its position in ``ngrams``)."""
         out: list[dict[str, Any]] = []
         for chunk in self._batched(texts):
             body: dict[str, Any] = {"texts": list(chunk)}
             if sets is not None:
                 body["sets"] = list(sets)
-            out += self._request("POST", "/v1/contamination", json=body)["results"]
+            answer = self._request("POST", "/v1/contamination", json=body)
+            ngrams = answer.get("ngrams", [])
+            for result in answer["results"]:
+                for hit in result["hits"]:
+                    if hit["ngram"] is not None:
+                        hit["ngram"] = ngrams[hit["ngram"]]
+            out += answer["results"]
         return out
 
     def stats(self) -> dict[str, Any]:

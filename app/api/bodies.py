@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, get_type_hints
 from urllib.parse import unquote_to_bytes
 
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from starlette.datastructures import FormData, UploadFile
 
+from neardup.app.api.answers import note_request_bytes
 from neardup.core.engine import JSONError, read_json
 
 __all__ = [
@@ -91,7 +92,19 @@ def _is_json(content_type: str) -> bool:
 
 
 class StrictJSONRoute(APIRoute):
-    """A route whose JSON body must be ``application/json`` (UTF-8) and strictly valid."""
+    """A route whose JSON body must be ``application/json`` (UTF-8) and strictly valid, and
+    whose endpoint returns a prebuilt ``Response`` (``app.api.answers.answer``: built and
+    serialised off the event loop, within the request's budget); any other return type is a
+    TypeError when the app is built. The request's size is noted for its answer's budget."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        returns = get_type_hints(endpoint).get("return")
+        if not (isinstance(returns, type) and issubclass(returns, Response)):
+            raise TypeError(
+                f"route {path!r} ({endpoint.__name__}) returns {returns!r}: return "
+                "`await answer(request, build)` (app.api.answers) and declare response_model"
+            )
+        super().__init__(path, endpoint, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         original = super().get_route_handler()
@@ -99,11 +112,14 @@ class StrictJSONRoute(APIRoute):
 
         async def handler(request: Request) -> Response:
             strict = _StrictJSONRequest(request.scope, request.receive)
+            size = int(request.headers.get("content-length") or 0)
             if has_body:
                 if not _is_json(strict.headers.get("content-type", "")):
                     raise HTTPException(415, "send the body as application/json (UTF-8)")
                 body = await strict.json()  # malformed bodies fail here, as 400
                 _check_batch(body, request.app.state.settings.max_batch)
+                size = len(await strict.body())
+            note_request_bytes(strict, size)
             return await original(strict)
 
         return handler

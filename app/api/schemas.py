@@ -260,6 +260,11 @@ class DocumentsResponse(BaseModel):
     """Results in request order."""
 
     results: list[DocumentResult]
+    truncated: bool = Field(
+        default=False,
+        description="a list was cut to keep the answer within its bound (docs/api.md, "
+        '"Bounded answers"); every count is complete',
+    )
 
 
 class QueryRequest(_Strict):
@@ -305,6 +310,11 @@ class QueryResponse(BaseModel):
     """Results in request order."""
 
     results: list[QueryResult]
+    truncated: bool = Field(
+        default=False,
+        description="a list was cut to keep the answer within its bound (docs/api.md, "
+        '"Bounded answers"); every count is complete',
+    )
 
 
 class DocumentOut(BaseModel):
@@ -320,7 +330,11 @@ class ClusterOut(BaseModel):
 
     root: str
     size: int
-    members: list[str]
+    members: list[str] = Field(description="sorted; those after `after`, as many as fit")
+    members_next: str | None = Field(
+        default=None,
+        description="more members follow: pass it as `after` to GET /v1/clusters/{root}",
+    )
 
 
 class ClustersResponse(BaseModel):
@@ -328,6 +342,11 @@ class ClustersResponse(BaseModel):
 
     clusters: list[ClusterOut]
     next: str | None
+    truncated: bool = Field(
+        default=False,
+        description="a list was cut to keep the answer within its bound (docs/api.md, "
+        '"Bounded answers"); every count is complete',
+    )
 
 
 class ProtectedSetOut(BaseModel):
@@ -360,8 +379,9 @@ class Hit(BaseModel):
 
     set: str
     item: str
-    ngram: str | None = Field(
-        description="the first shared n-gram; only for keys with the protect scope (or no keys)"
+    ngram: int | None = Field(
+        description="the first shared n-gram, as its position in the answer's `ngrams` (each "
+        "n-gram is sent once); only for keys with the protect scope (or no keys)"
     )
 
 
@@ -384,6 +404,16 @@ class ContaminationResponse(BaseModel):
         description="the protected sets checked, by name; empty means nothing was checked"
     )
     results: list[ContaminationResult]
+    ngrams: list[str] = Field(
+        default_factory=list,
+        description="every n-gram the hits name, once, in order of first mention (empty for "
+        "keys without the protect scope)",
+    )
+    truncated: bool = Field(
+        default=False,
+        description="a list was cut to keep the answer within its bound (docs/api.md, "
+        '"Bounded answers"); every count is complete',
+    )
 
 
 #: The most ``max_pieces`` a decontamination request may ask for (each piece is a document of

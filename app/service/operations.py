@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
@@ -88,6 +89,8 @@ __all__ = ["DecontRequest", "Hits", "NewDoc", "Registered", "Service"]
 log = logging.getLogger("neardup")
 _T = TypeVar("_T")
 
+#: Reads of the index off the event loop that a write may overlap before one waits for writers.
+READ_ATTEMPTS = 3
 #: Documents read from the store at a time while recovering.
 RECOVERY_CHUNK = 50_000
 #: While the disk is full, readiness probes the store for room at most this often.
@@ -511,10 +514,26 @@ class Service:
                 f"{chance:.2f}; ask for at least {floor:.4f} (GET /v1/config: query_threshold_min)"
             )
         sigs = await self.signatures(texts)
-        return [
-            (found.count, [(i, e, self.index.root_of(i)) for i, e in found.best])
-            for found in self.index.matches(sigs, threshold, limit)
-        ]
+        return await self.read_index(partial(_query_matches, sigs, threshold, limit))
+
+    async def read_index(self, read: Callable[[ServiceIndex], _T]) -> _T:
+        """``read(index)`` in a worker thread, as of one version of the index (readers never wait
+        for writers): run again if a write changed the index meanwhile (what it saw may mix two
+        versions; an error it raised then is discarded), and after READ_ATTEMPTS such tries
+        under the write lock."""
+        for _ in range(READ_ATTEMPTS):
+            index = self.index  # a compaction swaps in another index; this one stays as it is
+            version = index.version
+            try:
+                result = await asyncio.to_thread(read, index)
+            except Exception:
+                if index.version == version:
+                    raise
+                continue
+            if index.version == version:
+                return result
+        async with self._lock:
+            return await asyncio.to_thread(read, self.index)
 
     async def document(self, doc_id: str) -> tuple[str, str, dict[str, Any]]:
         """(id, cluster root, meta) of a registered document."""
@@ -590,12 +609,27 @@ class Service:
         self, min_size: int, limit: int, after: str | None
     ) -> tuple[list[list[str]], str | None]:
         """Clusters ordered by root id, ``limit`` from after ``after``; and the next cursor."""
-        roots = self._sorted_roots(min_size)
-        start = bisect_right(roots, after) if after is not None else 0
-        page = roots[start : start + limit]
-        groups = [self.index.members(root) for root in page]
-        more = start + limit < len(roots)
-        return groups, (page[-1] if more and page else None)
+        return _page(self._sorted_roots(min_size), self.index, limit, after)
+
+    async def clusters_page(
+        self, min_size: int, limit: int, after: str | None
+    ) -> tuple[list[list[str]], str | None]:
+        """``clusters``, read off the event loop (``read_index``)."""
+        key = max(min_size, 1)
+
+        def read(index: ServiceIndex) -> tuple[list[str], tuple[list[list[str]], str | None]]:
+            cached = self._roots_cache
+            if cached is not None and cached[0] == (index.version, key):
+                roots = cached[1]
+            else:
+                roots = _roots(index, min_size)
+            return roots, _page(roots, index, limit, after)
+
+        index = self.index
+        roots, page = await self.read_index(read)
+        if index is self.index:  # read as of index.version (read_index checked): keep the roots
+            self._roots_cache = ((index.version, key), roots)
+        return page
 
     def _sorted_roots(self, min_size: int) -> list[str]:
         """Root ids of clusters of at least ``min_size``, sorted; kept until the next write, so
@@ -603,18 +637,16 @@ class Service:
         key = (self.index.version, max(min_size, 1))
         if self._roots_cache is not None and self._roots_cache[0] == key:
             return self._roots_cache[1]
-        if min_size <= 1:
-            roots = sorted(self.index.roots())
-        else:
-            roots = sorted(self.index.clusters_by_size(min_size))
+        roots = _roots(self.index, min_size)
         self._roots_cache = (key, roots)
         return roots
 
-    def cluster(self, root: str) -> list[str]:
+    def cluster(self, root: str, index: ServiceIndex | None = None) -> list[str]:
         """The sorted member ids of the cluster rooted at ``root``."""
-        if not self.index.is_root(root):
+        index = self.index if index is None else index
+        if not index.is_root(root):
             raise NotFound(f"{root!r} is not the root of a cluster")
-        return self.index.members(root)
+        return index.members(root)
 
     def largest_clusters(self) -> list[tuple[str, int]]:
         """(root, size) of every cluster of two or more, largest first, then by root."""
@@ -1018,6 +1050,39 @@ def _hits(
                 for item, gram in hits[: max(room, 0)]
             )
     return [Hits(c, found) for c, found in zip(counts, listed, strict=True)]
+
+
+def _roots(index: ServiceIndex, min_size: int) -> list[str]:
+    """Root ids of the clusters of at least ``min_size`` members, sorted."""
+    if min_size <= 1:
+        return sorted(index.roots())
+    return sorted(index.clusters_by_size(min_size))
+
+
+def _page(
+    roots: list[str], index: ServiceIndex, limit: int, after: str | None
+) -> tuple[list[list[str]], str | None]:
+    """The members of the ``limit`` clusters of ``roots`` after ``after``; the next cursor."""
+    start = bisect_right(roots, after) if after is not None else 0
+    page = roots[start : start + limit]
+    groups = [index.members(root) for root in page]
+    more = start + limit < len(roots)
+    return groups, (page[-1] if more and page else None)
+
+
+def _query_matches(
+    sigs: NDArray[np.uint32], threshold: float | None, limit: int | None, index: ServiceIndex
+) -> list[tuple[int, list[tuple[str, float, str]]]]:
+    """Per signature, its matches' count and the best as (id, estimate, root); copies of one
+    text are looked up once and share one result."""
+    if not len(sigs):
+        return []
+    distinct, inverse = np.unique(sigs, axis=0, return_inverse=True)
+    found = [
+        (f.count, [(i, e, index.root_of(i)) for i, e in f.best])
+        for f in index.matches(distinct, threshold, limit)
+    ]
+    return [found[d] for d in inverse.reshape(-1).tolist()]
 
 
 def _recovery_progress(

@@ -45,6 +45,9 @@ COPIES_NAMED = 10
 DIFF_WORDS = 2000
 #: Characters of a checked text that are highlighted and shown (the check covers all of it).
 HIGHLIGHT_CHARS = 200_000
+#: Characters of a shared n-gram a contamination page's table shows (13 long words can be
+#: longer: the whole n-gram is marked in the text).
+NGRAM_CHARS = 300
 #: Texts longer than this get no exact Jaccard (its shingle sets would be this large too).
 JACCARD_CHARS = 1_000_000
 #: Members whose signatures are compared with the root's at a time (bounds the temporary).
@@ -116,6 +119,22 @@ class ContaminationView:
     checked: tuple[str, ...] = ()
     #: the text was empty (or only white space): nothing to check, no verdict
     empty: bool = False
+
+    def rows(self) -> list[tuple[str, str, str | None, int | None]]:
+        """The hits as table rows (set, item, n-gram, row showing it): each n-gram shown once,
+        on the first row sharing it and cut at NGRAM_CHARS (it is marked in the text above);
+        a later row names that row (from 1) instead. The page then grows with the text, not
+        with the hits times the n-gram's length."""
+        first: dict[str, int] = {}
+        out: list[tuple[str, str, str | None, int | None]] = []
+        for row, (name, item, gram) in enumerate(self.hits, start=1):
+            if gram in first:
+                out.append((name, item, None, first[gram]))
+                continue
+            first[gram] = row
+            shown = gram if len(gram) <= NGRAM_CHARS else gram[:NGRAM_CHARS] + "…"
+            out.append((name, item, shown, None))
+        return out
 
 
 #: Attempts at drawing a cluster page while writes keep changing the cluster under it.

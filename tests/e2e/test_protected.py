@@ -38,7 +38,8 @@ def test_upload_jsonl_and_check(srv):
     response = put(srv, "evals.v1", JSONL, "application/x-ndjson")
     assert response.status_code == 201
     assert response.json()["name"] == "evals.v1" and response.json()["items"] == 2
-    results = check(srv, [SHELL_HIT, "nothing protected here at all"]).json()["results"]
+    answer = check(srv, [SHELL_HIT, "nothing protected here at all"]).json()
+    results = answer["results"]
     assert results[0] == {
         "status": "contaminated",
         "contaminated": True,
@@ -46,9 +47,11 @@ def test_upload_jsonl_and_check(srv):
         "hits": [{
             "set": "evals.v1", "item": "math-001 the quick brown fox jumps over the lazy dog "
             "again and again today",
-            "ngram": "tom found a shiny red shell by the river and carried it home",
+            "ngram": 0,
         }],
     }  # fmt: skip
+    assert answer["ngrams"] == ["tom found a shiny red shell by the river and carried it home"]
+    assert answer["truncated"] is False
     assert results[1] == {"status": "clean", "contaminated": False, "hit_count": 0, "hits": []}
     # id-like keys are labels, not protected text
     assert not check(srv, [PROTECTED_ITEMS[1]["id"]]).json()["results"][0]["contaminated"]

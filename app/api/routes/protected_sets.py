@@ -4,23 +4,22 @@ mode (drop, cut, annotate) with a per-item and per-set report."""
 
 from __future__ import annotations
 
-import asyncio
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
+from neardup.app.api.answers import Budget, JSONObject, answer, json_bytes
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.deps import CallerDep, ServiceDep, require
 from neardup.app.api.schemas import (
     ERRORS,
     ContaminationRequest,
     ContaminationResponse,
-    ContaminationResult,
     DecontaminatedDoc,
     DecontaminationRequest,
     DecontaminationResponse,
     DroppedDoc,
-    Hit,
     ProtectedSetOut,
 )
 from neardup.app.api.uploads import RAW_TYPES, UploadFormat, read_upload, store_upload
@@ -86,7 +85,7 @@ def _out(service: Service, name: str) -> ProtectedSetOut:
 
 @router.put(
     "/protected-sets/{name}", status_code=201, dependencies=[require("protect")],
-    openapi_extra=_UPLOAD_BODY,
+    openapi_extra=_UPLOAD_BODY, response_model=ProtectedSetOut,
 )  # fmt: skip
 async def put_set(
     name: SetName,
@@ -94,23 +93,28 @@ async def put_set(
     service: ServiceDep,
     format: FormatQuery = None,
     allow_no_ngrams: AllowEmptyQuery = False,
-) -> ProtectedSetOut:
+) -> Response:
     """Create or atomically replace a protected set."""
     upload = await read_upload(request, format)
     await store_upload(service, name, upload, allow_no_ngrams=allow_no_ngrams)
-    return _out(service, name)
+    found = _out(service, name)
+    return await answer(request, lambda _: found, status_code=201)
 
 
-@router.get("/protected-sets", dependencies=[require("read")])
-async def list_sets(service: ServiceDep) -> list[ProtectedSetOut]:
-    """Every protected set's name and counts."""
-    return [_out(service, name) for name in sorted(service.protected)]
+@router.get("/protected-sets", dependencies=[require("read")], response_model=list[ProtectedSetOut])
+async def list_sets(request: Request, service: ServiceDep) -> Response:
+    """Every protected set's name and counts (at most MAX_PROTECTED_SETS)."""
+    found = [_out(service, name) for name in sorted(service.protected)]
+    return await answer(request, lambda _: found)
 
 
-@router.get("/protected-sets/{name}", dependencies=[require("read")])
-async def get_set(name: SetName, service: ServiceDep) -> ProtectedSetOut:
+@router.get(
+    "/protected-sets/{name}", dependencies=[require("read")], response_model=ProtectedSetOut
+)
+async def get_set(request: Request, name: SetName, service: ServiceDep) -> Response:
     """One protected set's name and counts."""
-    return _out(service, name)
+    found = _out(service, name)
+    return await answer(request, lambda _: found)
 
 
 @router.delete("/protected-sets/{name}", status_code=204, dependencies=[require("protect")])
@@ -122,44 +126,57 @@ async def delete_set(name: SetName, service: ServiceDep) -> Response:
 
 @router.post("/contamination", dependencies=[require("read")], response_model=ContaminationResponse)
 async def contamination(
-    body: ContaminationRequest, service: ServiceDep, caller: CallerDep
+    request: Request, body: ContaminationRequest, service: ServiceDep, caller: CallerDep
 ) -> Response:
     """For each text, the protected items sharing a word n-gram with it: all counted, the first
-    MAX_MATCHES listed. The shared n-gram is echoed only to keys with the protect scope: it
-    would tell a probing key which word of a protected text comes next. The answer is built and
-    serialised off the event loop."""
+    MAX_MATCHES listed, as many as the answer's budget holds. The shared n-gram is echoed only to
+    keys with the protect scope (each once, hits naming it by position): it would tell a probing
+    key which word of a protected text comes next."""
     echo = "protect" in caller.scopes
     found = await service.contamination(body.texts, body.sets, caller.name, protect=echo)
     checked = [s.name for s in service.chosen_sets(body.sets)]
-    answer = await asyncio.to_thread(_contamination_json, checked, found)
-    return Response(answer, media_type="application/json")
+    return await answer(request, partial(_contamination_answer, checked, found))
 
 
-def _contamination_json(checked: list[str], found: list[Hits]) -> bytes:
-    """The ``/v1/contamination`` answer, serialised (it grows with the request: off the loop)."""
-    return (
-        ContaminationResponse(
-            checked_sets=checked,
-            results=[
-                ContaminationResult(
-                    status="contaminated" if hits.total else "clean" if checked else "unchecked",
-                    contaminated=bool(hits.total),
-                    hit_count=hits.total,
-                    hits=[Hit(set=s, item=i, ngram=g) for s, i, g in hits.listed],
-                )
-                for hits in found
-            ],
-        )
-        .model_dump_json()
-        .encode("utf-8")
-    )
+#: A listed hit's JSON besides its set, item and n-gram (``{"set":,"item":,"ngram":123456},``).
+_FIXED_HIT = 40
+
+
+def _contamination_answer(checked: list[str], found: list[Hits], budget: Budget) -> JSONObject:
+    """The ``/v1/contamination`` answer (a ``ContaminationResponse``, as plain JSON values:
+    models cost ~10 us a hit): hits listed while they fit ``budget``, each n-gram sent once (in
+    ``ngrams``) and named by its position."""
+    ngrams: dict[str, int] = {}
+    results = []
+    for hits in found:
+        listed = []
+        for s, i, g in hits.listed:
+            ref = None if g is None else ngrams.get(g)
+            size = _FIXED_HIT + json_bytes(s) + json_bytes(i)
+            new = g is not None and ref is None
+            if g is not None and ref is None:  # its first hit sends it
+                size += json_bytes(g)
+            if not budget.take(size):
+                break
+            if g is not None and new:
+                ref = ngrams[g] = len(ngrams)
+            listed.append({"set": s, "item": i, "ngram": ref})
+        status = "contaminated" if hits.total else "clean" if checked else "unchecked"
+        results.append(
+            {"status": status, "contaminated": bool(hits.total), "hit_count": hits.total,
+             "hits": listed}
+        )  # fmt: skip
+    return {
+        "checked_sets": checked, "results": results, "ngrams": list(ngrams),
+        "truncated": budget.truncated,
+    }  # fmt: skip
 
 
 @router.post(
     "/decontamination", dependencies=[require("read")], response_model=DecontaminationResponse
 )
 async def decontamination(
-    body: DecontaminationRequest, service: ServiceDep, caller: CallerDep
+    request: Request, body: DecontaminationRequest, service: ServiceDep, caller: CallerDep
 ) -> Response:
     """Documents through a decontamination mode, and the contamination report (items by id;
     n-grams only to keys with the protect scope; kept documents' meta names none). Bounded as
@@ -175,21 +192,16 @@ async def decontamination(
     docs = [Doc(d.id, d.text, d.meta) for d in body.documents]
     out, dropped, report = await service.decontamination(docs, body.sets, ask, caller.name)
     checked = [s.name for s in service.chosen_sets(body.sets)]
-    answer = await asyncio.to_thread(_decontamination_json, checked, out, dropped, report)
-    return Response(answer, media_type="application/json")
+    return await answer(request, lambda _: _decontamination_answer(checked, out, dropped, report))
 
 
-def _decontamination_json(
+def _decontamination_answer(
     checked: list[str], out: list[Doc], dropped: list[dict[str, str]], report: dict[str, Any]
-) -> bytes:
-    """The ``/v1/decontamination`` answer, serialised (it grows with the request: off the loop)."""
-    return (
-        DecontaminationResponse(
-            checked_sets=checked,
-            documents=[DecontaminatedDoc(id=d.id, text=d.text, meta=d.meta) for d in out],
-            dropped=[DroppedDoc(**d) for d in dropped],
-            report=report,
-        )
-        .model_dump_json()
-        .encode("utf-8")
+) -> DecontaminationResponse:
+    """The ``/v1/decontamination`` answer (every list already capped: docs/api.md)."""
+    return DecontaminationResponse(
+        checked_sets=checked,
+        documents=[DecontaminatedDoc(id=d.id, text=d.text, meta=d.meta) for d in out],
+        dropped=[DroppedDoc(**d) for d in dropped],
+        report=report,
     )

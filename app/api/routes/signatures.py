@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
+from neardup.app.api.answers import answer
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.deps import ServiceDep, SettingsDep, require
 from neardup.app.api.schemas import ERRORS, ConfigResponse, SignaturesRequest, SignaturesResponse
@@ -11,18 +12,19 @@ from neardup.app.api.schemas import ERRORS, ConfigResponse, SignaturesRequest, S
 router = APIRouter(prefix="/v1", tags=["signatures"], route_class=StrictJSONRoute, responses=ERRORS)
 
 
-@router.get("/config", dependencies=[require("read")])
-async def config(settings: SettingsDep) -> ConfigResponse:
+@router.get("/config", dependencies=[require("read")], response_model=ConfigResponse)
+async def config(request: Request, settings: SettingsDep) -> Response:
     """The index parameters."""
     params = settings.params
-    return ConfigResponse(
+    return await answer(request, lambda _: ConfigResponse(
         **params.as_dict(), rows=params.rows, lsh_threshold=params.lsh_threshold,
         query_threshold_min=params.query_floor,
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
-@router.post("/signatures", dependencies=[require("read")])
-async def signatures(body: SignaturesRequest, service: ServiceDep) -> SignaturesResponse:
-    """``core.minhash.signatures`` of the texts, computed in the process pool."""
+@router.post("/signatures", dependencies=[require("read")], response_model=SignaturesResponse)
+async def signatures(request: Request, body: SignaturesRequest, service: ServiceDep) -> Response:
+    """``core.minhash.signatures`` of the texts, computed in the process pool; the answer (a
+    fixed size a text: NUM_PERM numbers) built and serialised off the event loop."""
     sigs = await service.signatures(body.texts)
-    return SignaturesResponse(signatures=sigs.tolist())
+    return await answer(request, lambda _: {"signatures": sigs.tolist()})

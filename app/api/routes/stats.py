@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from neardup.app.api.admission import Capacity
+from neardup.app.api.answers import answer
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.deps import AnyServiceDep, require
 from neardup.app.api.schemas import ERRORS
@@ -21,10 +22,11 @@ def _stats(request: Request, service: Service) -> dict[str, Any]:
     return {**service.stats(), **capacity.stats()}
 
 
-@router.get("/v1/stats", dependencies=[require("read")])
-async def stats(request: Request, service: AnyServiceDep) -> dict[str, Any]:
+@router.get("/v1/stats", dependencies=[require("read")], response_model=dict[str, Any])
+async def stats(request: Request, service: AnyServiceDep) -> Response:
     """Documents, clusters (two or more members), duplicates, protected sets, and more."""
-    return _stats(request, service)
+    counts = await service.read_index(lambda _: _stats(request, service))  # grows with clusters
+    return await answer(request, lambda _: counts)
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -280,6 +280,9 @@ def test_matches_list_up_to_the_limit_asked_and_a_compacted_index_keeps_its_cap_
     [capped], [one] = index.matches(sigs[:1]), index.matches(sigs[:1], None, 1)
     assert (capped.count, capped.best) == (4, [("a", 1.0), ("b", 0.96875)])
     assert (one.count, one.best) == (4, [("a", 1.0)])
+    # A caller's limit lowers the cap, never raises it past MAX_MATCHES.
+    [wide] = index.matches(sigs[:1], None, 50)
+    assert (wide.count, wide.best) == (capped.count, capped.best)
     index.remove("a")
     fresh = index.compacted()
     [compacted] = fresh.matches(sigs[:1])

@@ -140,11 +140,13 @@ def test_a_registered_id_with_another_text_is_a_conflict_and_nothing_is_stored(s
             batch = [NewDoc("new", OTHER, {})] + [NewDoc(i, f"{i} changed", {}) for i in ids]
             with pytest.raises(Conflict) as caught:
                 await service.register(batch)
-            return str(caught.value), service.store.document_count(), "new" in service.index
+            found = caught.value
+            return str(found), found.ids, service.store.document_count(), "new" in service.index
 
-    message, count, indexed = _run(run())
+    message, conflicts, count, indexed = _run(run())
     listed = ", ".join(f"id{i:02d}" for i in range(10))
-    assert message == f"already registered with a different text: {listed}"
+    assert message == f"already registered with a different text: {listed} and 2 more"
+    assert conflicts == [f"id{i:02d}" for i in range(12)]  # every one, for the 409's body
     assert count == 12 and not indexed
 
 
@@ -226,6 +228,56 @@ def test_query_counts_every_match_lists_the_limit_with_their_roots(service_in):
     assert every[0][0] == 5 and len(every[0][1]) == 5
     assert [b[:2] for b in every[0][1][:2]] == [b[:2] for b in best]
     assert high == [(0, [])]
+
+
+def test_query_of_copies_looks_each_text_up_once_and_answers_every_copy(service_in, monkeypatch):
+    looked_up = []
+    matches = index_module.ServiceIndex.matches
+
+    def spy(self, sigs, threshold=None, limit=None):
+        looked_up.append(len(sigs))
+        return matches(self, sigs, threshold, limit)
+
+    monkeypatch.setattr(index_module.ServiceIndex, "matches", spy)
+
+    async def run():
+        async with service_in() as service:
+            await service.register([NewDoc(f"c{i}", _near(i), {}) for i in range(5)])
+            return await service.query([_near(9), THIRD, _near(9), _near(9)], None, None)
+
+    found = _run(run())
+    assert looked_up == [2]  # two distinct texts
+    assert found[0] == found[2] == found[3] and found[0][0] == 5 and found[1] == (0, [])
+
+
+def test_read_index_reads_again_when_a_write_changed_the_index_meanwhile(service_in):
+    """A read runs in a thread while writes apply on the loop: what it saw while the version
+    changed is discarded (its error too) and it reads again; an error of a read that saw one
+    version is the caller's."""
+
+    async def run():
+        async with service_in() as service:
+            await service.register([NewDoc("a", BASE, {})])
+            seen = []
+
+            def read(index):
+                seen.append(index.version)
+                if len(seen) == 1:  # a write lands while the first read runs
+                    index.version += 1
+                    raise KeyError("half a change")
+                return len(index)
+
+            got = await service.read_index(read)
+
+            def broken(index):
+                raise KeyError("not there")
+
+            with pytest.raises(KeyError):
+                await service.read_index(broken)
+            return got, seen
+
+    got, seen = _run(run())
+    assert got == 1 and len(seen) == 2 and seen[1] == seen[0] + 1
 
 
 def test_query_below_the_bands_reach_is_out_of_reach(service_in):

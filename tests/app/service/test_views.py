@@ -395,6 +395,23 @@ def test_a_checked_text_names_and_marks_its_shared_ngrams_for_a_key_with_protect
     assert "".join(p.text for p in cut.pieces) == long[:200_000]
 
 
+def test_a_contamination_pages_rows_show_each_shared_ngram_once_and_cut():
+    long_gram = " ".join("w" * 100 for _ in range(13))
+    hits = [
+        ("s", "a", "one two"),
+        ("s", "b", long_gram),
+        ("t", "c", "one two"),
+        ("t", "d", long_gram),
+    ]
+    view = ContaminationView("text", [], hits, 0, True, ("s", "t"))
+    assert view.rows() == [
+        ("s", "a", "one two", None),
+        ("s", "b", long_gram[: views.NGRAM_CHARS] + "…", None),
+        ("t", "c", None, 1),
+        ("t", "d", None, 2),
+    ]
+
+
 # 100 distinct CJK characters (one "word" for the words tokenizer; 100 for multilingual), and
 # the same with its 51st character changed.
 HAN = "".join(chr(0x4E00 + i) for i in range(100))
