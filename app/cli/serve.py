@@ -26,7 +26,7 @@ def serve(args: argparse.Namespace) -> int:
     from neardup.app.config import Settings
     from neardup.app.main import create_app
     from neardup.app.service.access import KeysFileError
-    from neardup.app.service.store import open_store
+    from neardup.app.service.store import lock_settings, open_store
     from neardup.core.engine import NeardupError
 
     try:
@@ -50,11 +50,11 @@ def serve(args: argparse.Namespace) -> int:
         print(f"neardup serve: refusing to start: {exc}", file=sys.stderr)
         return 2
     try:
-        store.ensure_params(settings.params.index_params())
-        store.ensure_settings(settings.answer_settings())
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
         )
+        store.ensure_params(settings.params.index_params())
+        settings = lock_settings(store, settings)
         app = create_app(settings, store)
     except KeysFileError as exc:
         store.close()

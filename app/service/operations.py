@@ -55,6 +55,7 @@ from neardup.app.service.store import (
     ProtectedSetRow,
     Store,
     StoredDoc,
+    lock_settings,
     open_store,
 )
 from neardup.core.engine import (
@@ -210,7 +211,7 @@ class Service:
         store = open_store(settings) if store is None else store
         try:
             store.ensure_params(settings.params.index_params())
-            store.ensure_settings(settings.answer_settings())
+            settings = lock_settings(store, settings)
             pool = SignaturePool(settings.workers, settings.params)
         except BaseException:
             store.close()

@@ -45,7 +45,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
@@ -487,10 +487,13 @@ class PostgresStore:
 
         check_params(self.where, "the store", self._run(record), params)
 
-    def ensure_settings(self, settings: dict[str, str]) -> None:
+    def ensure_settings(
+        self, settings: dict[str, str], explicit: Collection[str] | None = None
+    ) -> dict[str, str]:
         """Record the answer settings the store lacks (the first replica's); refuse others
-        (SettingsMismatch); then follow them: once ``set_settings`` changes them, reading the
-        log (a write's, the follower's) raises SettingsChanged."""
+        among ``explicit`` (None: all of them; SettingsMismatch) and adopt the stored values of
+        the rest (returned: ``check_settings``); then follow them: once ``set_settings``
+        changes them, reading the log (a write's, the follower's) raises SettingsChanged."""
 
         def record(conn: _Conn) -> dict[str, str]:
             with conn.transaction():
@@ -503,8 +506,9 @@ class PostgresStore:
                         cur.executemany("INSERT INTO params VALUES (%s, %s)", missing)
                 return stored
 
-        check_settings(self.where, self._run(record), settings)
-        self._answers = dict(settings)
+        adopted = check_settings(self.where, self._run(record), settings, explicit)
+        self._answers = settings | adopted
+        return adopted
 
     def set_settings(self, settings: dict[str, str]) -> dict[str, str]:
         """Replace the recorded answer settings named in ``settings``, under the write lock,

@@ -14,8 +14,9 @@ back whole.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +44,11 @@ __all__ = [
     "StoredDoc",
     "check_params",
     "check_settings",
+    "lock_settings",
     "open_store",
 ]
+
+log = logging.getLogger("neardup")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS params (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -141,7 +145,9 @@ class Store(Protocol):
     """
 
     def ensure_params(self, params: dict[str, int | str]) -> None: ...
-    def ensure_settings(self, settings: dict[str, str]) -> None: ...
+    def ensure_settings(
+        self, settings: dict[str, str], explicit: Collection[str] | None = None
+    ) -> dict[str, str]: ...
     def set_settings(self, settings: dict[str, str]) -> dict[str, str]: ...
     def probe(self) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
@@ -191,11 +197,20 @@ def check_params(
         raise ParameterMismatch(f"{where}: " + "; ".join(wrong))
 
 
-def check_settings(where: str, stored: dict[str, str], settings: dict[str, str]) -> None:
-    """SettingsMismatch if ``stored`` records another value for any of ``settings``, naming
-    each, both values, and the two ways out: start with the store's, or change it for every
-    replica with ``neardup store-settings``."""
-    wrong = [(k, v, stored[k]) for k, v in settings.items() if k in stored and stored[k] != v]
+def check_settings(
+    where: str,
+    stored: dict[str, str],
+    settings: dict[str, str],
+    explicit: Collection[str] | None = None,
+) -> dict[str, str]:
+    """The stored values of those of ``settings`` the operator did not set (not in
+    ``explicit``; None: every one was set) that the store records otherwise: the replica
+    adopts them. SettingsMismatch if ``stored`` records another value for any that was set,
+    naming each, both values, and the two ways out: start with the store's, or change it for
+    every replica with ``neardup store-settings``."""
+    chosen = settings if explicit is None else {k: v for k, v in settings.items() if k in explicit}
+    adopted = {k: stored[k] for k in settings if k not in chosen and stored.get(k, settings[k]) != settings[k]}
+    wrong = [(k, v, stored[k]) for k, v in chosen.items() if k in stored and stored[k] != v]
     if wrong:
         told = "; ".join(
             f"{k.upper()} is {v} but the store's replicas answer with {was}" for k, v, was in wrong
@@ -206,6 +221,26 @@ def check_settings(where: str, stored: dict[str, str], settings: dict[str, str])
             f"{where}: {told}: start with {keep}, or change it for every replica with "
             f"neardup store-settings {change} (then restart them)"
         )
+    return adopted
+
+
+def lock_settings(store: Store, settings: Settings) -> Settings:
+    """``settings`` as the store locks them: the answer settings it lacks recorded, another
+    value of one the operator set refused (SettingsMismatch), and the store's value of one
+    not set adopted, with a log line naming it (after ``neardup store-settings``, a replica
+    started without the new value serves with it)."""
+    adopted = store.ensure_settings(settings.answer_settings(), settings.model_fields_set)
+    if not adopted:
+        return settings
+    for name, value in adopted.items():
+        log.info(
+            "adopting %s=%s from the store (NEARDUP_%s is not set; default %s)",
+            name.upper(), value, name.upper(), getattr(settings, name),
+        )  # fmt: skip
+    values = {name: type(getattr(settings, name))(value) for name, value in adopted.items()}
+    locked = settings.model_copy(update=values)
+    locked.params  # noqa: B018 - MinhashParams refuses a stored value it cannot take
+    return locked
 
 
 def changed_settings(where: str, stored: dict[str, str], settings: dict[str, str]) -> None:
@@ -273,14 +308,18 @@ class SQLiteStore:
             return
         check_params(str(self.path), "the data directory", stored, params)
 
-    def ensure_settings(self, settings: dict[str, str]) -> None:
-        """Record the answer settings the store lacks; refuse others (SettingsMismatch)."""
+    def ensure_settings(
+        self, settings: dict[str, str], explicit: Collection[str] | None = None
+    ) -> dict[str, str]:
+        """Record the answer settings the store lacks; refuse others among ``explicit`` (None:
+        all of them; SettingsMismatch); the stored values to adopt for the rest
+        (``check_settings``)."""
         stored = dict(self._db.execute("SELECT key, value FROM params").fetchall())
         missing = [(k, v) for k, v in settings.items() if k not in stored]
         if missing:
             with self._transaction():
                 self._db.executemany("INSERT INTO params VALUES (?, ?)", missing)
-        check_settings(str(self.path), stored, settings)
+        return check_settings(str(self.path), stored, settings, explicit)
 
     def set_settings(self, settings: dict[str, str]) -> dict[str, str]:
         """Replace the recorded answer settings named in ``settings``; the recorded values
