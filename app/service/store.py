@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from neardup.app.config import Settings
 
 __all__ = [
+    "BUDGET_FULL_AFTER",
+    "QUEUED_AT",
     "Change",
     "ProtectedSetRow",
     "SQLiteStore",
@@ -46,9 +50,11 @@ __all__ = [
     "check_settings",
     "lock_settings",
     "open_store",
+    "queued_call",
 ]
 
 log = logging.getLogger("neardup")
+_T = TypeVar("_T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS params (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,6 +78,47 @@ CREATE TABLE IF NOT EXISTS protected_sets (
 -- Room probes after a full disk: written, committed and deleted (see SQLiteStore.probe).
 CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
 """
+
+# The contamination budgets (``Store.take_budget``): a token bucket a (caller, unit), its level
+# and when it was last charged (seconds of the store's clock). One statement takes or refuses:
+# the level refilled since (a minute's worth a minute, at most a minute's worth), less the
+# amount if it is there; ``taken`` says which. Every right-hand side reads the row as it was.
+_BUDGET_SCHEMA = """
+CREATE TABLE IF NOT EXISTS budgets (
+    caller TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    level {real} NOT NULL,
+    at {real} NOT NULL,
+    taken BOOLEAN NOT NULL,
+    PRIMARY KEY (caller, unit)
+);
+"""
+_BUDGET_TAKE = """
+INSERT INTO budgets AS b (caller, unit, level, at, taken)
+    VALUES ({caller}, {unit}, {cap} - {amount}, {now}, true)
+ON CONFLICT (caller, unit) DO UPDATE SET
+    level = {refilled} - CASE WHEN {refilled} >= {amount} THEN {amount} ELSE 0 END,
+    taken = {refilled} >= {amount},
+    at = excluded.at
+RETURNING level, taken
+"""
+_BUDGET_REFILLED = "{least}({cap}, b.level + {greatest}(0, excluded.at - b.at) * {rate})"
+
+
+def budget_take_sql(
+    param: Callable[[str], str], now: str, least: str, greatest: str, real: str
+) -> str:
+    """``_BUDGET_TAKE`` in a dialect: ``param(name)`` spells a named parameter."""
+    names = {n: param(n) for n in ("caller", "unit", "cap", "amount", "rate")}
+    names["cap"] = f"CAST({names['cap']} AS {real})"
+    refilled = _BUDGET_REFILLED.format(least=least, greatest=greatest, **names)
+    return _BUDGET_TAKE.format(now=now, refilled=refilled, **names)
+
+
+def budget_schema(real: str) -> str:
+    """The budgets table in a dialect (``real``: its floating-point type)."""
+    return _BUDGET_SCHEMA.format(real=real)
+
 
 #: What a room probe writes: a write of this size must fit before /readyz says ready again.
 PROBE_BYTES = 64 << 10
@@ -170,8 +217,29 @@ class Store(Protocol):
     def position(self) -> int | None: ...
     def prune(self, retention: float, batch: int) -> int: ...
     def available(self) -> bool: ...
+    def take_budget(self, caller: str, unit: str, amount: int, per_minute: int) -> float | None: ...
     def close(self) -> None: ...
 
+
+#: When the store call running in this thread was queued (``time.monotonic()``), set by
+#: ``queued_call``: a call's deadline, STORE_TIMEOUT, counts from it (the shared store's).
+QUEUED_AT: ContextVar[float | None] = ContextVar("neardup_store_queued_at", default=None)
+
+
+def queued_call(queued: float, fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` in a store thread, its deadline counted from ``queued`` (``QUEUED_AT``)."""
+    token = QUEUED_AT.set(queued)
+    try:
+        return fn(*args)
+    finally:
+        QUEUED_AT.reset(token)
+
+
+#: Seconds after which a contamination budget's bucket is full again whatever its level (it
+#: refills a minute's worth a minute): such rows are as good as none, and are deleted.
+BUDGET_FULL_AFTER = 60.0
+#: How often (seconds) a store deletes the budget rows that are full again.
+BUDGET_SWEEP_SECONDS = 60.0
 
 #: Index parameters added after stores were first made, and what a store that predates one
 #: was made with (so it reopens unchanged).
@@ -208,8 +276,10 @@ def check_settings(
     adopts them. SettingsMismatch if ``stored`` records another value for any that was set,
     naming each, both values, and the two ways out: start with the store's, or change it for
     every replica with ``neardup store-settings``."""
-    chosen = settings if explicit is None else {k: v for k, v in settings.items() if k in explicit}
-    adopted = {k: stored[k] for k in settings if k not in chosen and stored.get(k, settings[k]) != settings[k]}
+    chosen = {k: v for k, v in settings.items() if explicit is None or k in explicit}
+    adopted = {
+        k: stored[k] for k, v in settings.items() if k not in chosen and stored.get(k, v) != v
+    }
     wrong = [(k, v, stored[k]) for k, v in chosen.items() if k in stored and stored[k] != v]
     if wrong:
         told = "; ".join(
@@ -265,9 +335,18 @@ class SQLiteStore:
     def __init__(self, data_dir: Path) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir / "neardup.sqlite3"
+        self.budgets_path = data_dir / "budgets.sqlite3"
         self._lock = DataDirLock(data_dir)
+        #: the budgets' clock: wall-clock seconds, so that a restart goes on from them
+        self.clock: Callable[[], float] = time.time
+        self._swept = 0.0
         try:
             self._db = _open(self.path)
+            try:
+                self._budgets = _open_budgets(self.budgets_path)
+            except BaseException:
+                self._db.close()
+                raise
         except BaseException:
             self._lock.release()
             raise
@@ -462,10 +541,33 @@ class SQLiteStore:
         """Always: the embedded store is a file of this process (a full disk is StoreFull)."""
         return True
 
+    def take_budget(self, caller: str, unit: str, amount: int, per_minute: int) -> float | None:
+        """Take ``amount`` ``unit``s from ``caller``'s bucket of ``per_minute`` a minute (full
+        when new), or take nothing: None if taken, else the units there are. In
+        ``budgets.sqlite3`` (its own file and connection, called from one thread: a check never
+        waits for a registration's transaction), so a restart goes on from it; its commits
+        are not fsynced (a process killed loses none; an OS crash may lose the last ones)."""
+        now = self.clock()
+        values = {"caller": caller, "unit": unit, "cap": per_minute, "amount": amount,
+                  "rate": per_minute / 60.0, "now": now}  # fmt: skip
+        try:
+            if now - self._swept >= BUDGET_SWEEP_SECONDS:
+                self._swept = now
+                self._budgets.execute(
+                    "DELETE FROM budgets WHERE at < ?", (now - BUDGET_FULL_AFTER,)
+                )
+            row = self._budgets.execute(_SQLITE_TAKE, values).fetchone()
+        except sqlite3.Error as exc:
+            if _primary_code(exc) in _DISK_TROUBLE:
+                raise StoreFull(f"{self.budgets_path}: {exc}; nothing was charged") from exc
+            raise
+        return None if row[1] else float(row[0])
+
     def close(self) -> None:
-        """Close the database (everything committed is already durable) and release the data
+        """Close the databases (everything committed is already durable) and release the data
         directory's lock. Idempotent."""
         try:
+            self._budgets.close()
             self._db.close()
         finally:
             self._lock.release()
@@ -511,6 +613,31 @@ def _open(path: Path) -> sqlite3.Connection:
         code = _primary_code(exc)
         if code in _DAMAGED:
             raise DamagedStore(f"{path} is damaged or not a neardup store: {exc}") from None
+        if code in _DISK_TROUBLE:
+            raise StoreFull(f"{path}: {exc}") from None
+        raise
+    return db
+
+
+_SQLITE_TAKE = budget_take_sql(lambda n: f":{n}", ":now", "min", "max", "REAL")
+
+
+def _open_budgets(path: Path) -> sqlite3.Connection:
+    """The contamination budgets' database, WAL, commits not fsynced (``synchronous=NORMAL``:
+    they survive the process, not necessarily the OS); DamagedStore for a damaged file."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(budget_schema("REAL"))
+    except sqlite3.Error as exc:
+        db.close()
+        code = _primary_code(exc)
+        if code in _DAMAGED:
+            raise DamagedStore(
+                f"{path} is damaged: it holds only the read keys' contamination budgets; "
+                f"remove it (every key then starts with a full minute) ({exc})"
+            ) from None
         if code in _DISK_TROUBLE:
             raise StoreFull(f"{path}: {exc}") from None
         raise
