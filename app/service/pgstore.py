@@ -671,9 +671,14 @@ class PostgresStore:
     def unlock_writes(self) -> None:
         """End the write transaction if no write committed it (rolled back: nothing stored)."""
         conn, self._tx = self._tx, None
-        if conn is not None:
-            with suppress(psycopg.Error), self._deadline(conn):
+        if conn is None:
+            return
+        try:
+            with self._deadline(conn):
                 _rollback(conn)
+        except psycopg.Error:  # no time left, or no answer: the server ends it with the session
+            with suppress(Exception):
+                conn.close()
 
     @contextmanager
     def _write(self) -> Iterator[_Conn]:

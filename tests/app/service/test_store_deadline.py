@@ -85,3 +85,20 @@ def test_a_reconnection_counts_against_the_calls_deadline(pg_url, monkeypatch):
         assert len(waits) == 1 and 0 < waits[0] <= 3
     finally:
         store.close()
+
+
+def test_a_write_ended_past_its_deadline_still_releases_the_write_lock(pg_url):
+    """Ending a write transaction with no time left closes its connection (the server rolls
+    it back and frees the write lock) rather than leaving it open and locked."""
+    store, other = PostgresStore(pg_url, timeout=5), PostgresStore(pg_url, timeout=5)
+    try:
+        store.lock_writes()
+        conn = store._tx
+        queued_call(time.monotonic() - 6, store.unlock_writes)
+        assert conn.closed
+        assert other.lock_writes() == []  # not left waiting for the lock
+        other.unlock_writes()
+        assert store.document_count() == 0  # the next call reconnects
+    finally:
+        store.close()
+        other.close()
