@@ -54,6 +54,12 @@ import psycopg.errors
 from psycopg import sql
 
 from neardup.app.config import redact
+from neardup.app.service.budget_sql import (
+    BUDGET_FULL_AFTER,
+    BUDGET_SWEEP_SECONDS,
+    budget_schema,
+    budget_take_sql,
+)
 from neardup.app.service.errors import (
     DamagedStore,
     LogPruned,
@@ -62,16 +68,12 @@ from neardup.app.service.errors import (
     StoreUnavailable,
 )
 from neardup.app.service.store import (
-    BUDGET_FULL_AFTER,
-    BUDGET_SWEEP_SECONDS,
     PROBE_BYTES,
     PRUNE_BATCH,
     QUEUED_AT,
     Change,
     ProtectedSetRow,
     StoredDoc,
-    budget_schema,
-    budget_take_sql,
     changed_settings,
     check_params,
     check_settings,
