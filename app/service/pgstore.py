@@ -350,14 +350,16 @@ class PostgresStore:
             )
         return StoreUnavailable(f"the store at {self.where} is unavailable: {said}")
 
-    def _connect(self) -> _Conn:
-        """A new autocommit connection with the store's settings (``_connect_kwargs``); once
-        open, within what is left of the call's STORE_TIMEOUT (``_connect_within``)."""
+    def _connect(self, durable: bool = True) -> _Conn:
+        """A new autocommit connection with the store's settings (``_connect_kwargs``; not
+        ``durable``: commits do not wait for the WAL's flush); once open, within what is left
+        of the call's STORE_TIMEOUT (``_connect_within``)."""
+        kwargs = _connect_kwargs(self._options, self.schema)
+        if not durable:
+            kwargs["options"] += " -c synchronous_commit=off"
 
         def connect() -> _Conn:
-            return psycopg.connect(
-                self._url, autocommit=True, **_connect_kwargs(self._options, self.schema)
-            )
+            return psycopg.connect(self._url, autocommit=True, **kwargs)
 
         return _connect_within(connect, self._left()) if self._opened else connect()
 
@@ -377,12 +379,11 @@ class PostgresStore:
             with suppress(Exception):
                 conn.close()
         if budget:
+            # A charge lost with the server's last fraction of a second gives a key little it
+            # could not have had a moment later: no wait for the WAL's flush.
             self._budget_db = None
-            self._budget_db = conn = self._connect()
-            # A charge lost with the server's last fraction of a second costs a key nothing
-            # it could not have had a moment later: no wait for the WAL's flush.
-            conn.execute("SET synchronous_commit = off")
-            return conn
+            self._budget_db = self._connect(durable=False)
+            return self._budget_db
         self._db = None
         self._db = self._connect()
         return self._db

@@ -149,3 +149,15 @@ def test_the_budgets_table_comes_with_the_layout_and_its_privileges_are_checked(
         versions = conn.execute("SELECT max(version) FROM schema_versions").fetchone()
         found = conn.execute("SELECT to_regclass('budgets') IS NOT NULL").fetchone()
     assert versions == (pgstore.SCHEMA_VERSION,) and found == (True,)
+
+
+def test_budget_charges_do_not_wait_for_the_wal_but_writes_do(pg_url):
+    store = PostgresStore(pg_url)
+    try:
+        store.take_budget("k", "words", 1, 10)
+        store.document_count()
+        show = "SHOW synchronous_commit"
+        assert store._budget_db.execute(show).fetchone() == ("off",)
+        assert store._db.execute(show).fetchone() == ("on",)
+    finally:
+        store.close()
