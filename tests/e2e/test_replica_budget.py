@@ -74,3 +74,30 @@ def test_replicas_share_a_read_keys_budget_and_a_restart_does_not_refill_it(tmp_
     finally:
         for server in servers:
             stop_server(server)
+
+
+def test_a_restart_on_sqlite_does_not_refill_a_read_keys_budget(tmp_path):
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"{READ_KEY} read\n{PROTECT_KEY} read,write,protect\n", encoding="utf-8")
+    args = ("--workers", "1", "--api-keys-file", str(keys),
+            "--contamination-words-per-minute", str(WORDS_PER_MINUTE))  # fmt: skip
+    data = tmp_path / "data"
+    server = start_server(tmp_path, *args, data_dir=data)
+    rate = WORDS_PER_MINUTE / 60.0
+    try:
+        put = httpx.put(
+            f"{server.url}/v1/protected-sets/evals",
+            content="an evaluation item that nobody should train on " * 3,
+            headers={"content-type": "text/plain", "authorization": f"Bearer {PROTECT_KEY}"},
+            timeout=30,
+        )
+        assert put.status_code == 201, put.text
+        assert _spend([server]) >= WORDS_PER_MINUTE - COST
+        spent = time.monotonic()
+        stop_server(server)
+        server = start_server(tmp_path, *args, data_dir=data)
+        again = _spend([server])
+        assert again <= rate * (time.monotonic() - spent) + COST, again
+        assert (data / "budgets.sqlite3").is_file()
+    finally:
+        stop_server(server)
