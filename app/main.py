@@ -23,7 +23,7 @@ from neardup.app.api.routes import clusters, documents, health, protected_sets, 
 from neardup.app.api.ui import decontamination, pages, protected, render
 from neardup.app.api.ui import documents as ui_documents
 from neardup.app.api.ui.security import SecurityHeaders, Sessions
-from neardup.app.config import Settings, get_settings
+from neardup.app.config import Settings, get_settings, redact
 from neardup.app.service import Service
 from neardup.app.service.access import Keyring
 from neardup.app.service.store import Store
@@ -48,6 +48,7 @@ async def _start(app: FastAPI, settings: Settings, store: Store | None) -> None:
         os.kill(os.getpid(), signal.SIGTERM)  # uvicorn shuts down as on Ctrl-C
         return
     app.state.service = service
+    app.state.settings = service.settings  # with the answer settings the store locks
     app.state.ready = True
     log.info("ready documents=%d", len(service.index))
     try:
@@ -55,6 +56,15 @@ async def _start(app: FastAPI, settings: Settings, store: Store | None) -> None:
     except Exception:
         log.exception("the signature workers could not start; stopping")
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _store_of(settings: Settings) -> str:
+    """Where the store is, for the log: the shared store's URL (no password) and schema, or
+    the data directory (unused with a shared store, so not named then)."""
+    if settings.store_url:
+        url = redact(settings.store_url, settings.store_url)
+        return f"store_url={url} store_schema={settings.store_schema}"
+    return f"data_dir={settings.data_dir}"
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
@@ -68,7 +78,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        log.info("starting data_dir=%s workers=%d", settings.data_dir, settings.workers)
+        log.info("starting %s workers=%d", _store_of(settings), settings.workers)
         # Listen while recovering: /readyz says "starting", other routes 503 until ready.
         starting = asyncio.create_task(_start(app, settings, handed.pop() if handed else None))
         try:

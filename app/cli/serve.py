@@ -67,7 +67,7 @@ def _serve_on(sockets: list[socket.socket], settings: Settings) -> int:
     from neardup.app.cli.protocol import timed_h11
     from neardup.app.main import create_app
     from neardup.app.service.access import KeysFileError
-    from neardup.app.service.store import open_store
+    from neardup.app.service.store import lock_settings, open_store
     from neardup.core.engine import NeardupError
 
     # Before serving, refuse a data directory that another server holds, that is damaged, or
@@ -79,11 +79,11 @@ def _serve_on(sockets: list[socket.socket], settings: Settings) -> int:
         print(f"neardup serve: refusing to start: {exc}", file=sys.stderr)
         return 2
     try:
-        store.ensure_params(settings.params.index_params())
-        store.ensure_settings(settings.answer_settings())
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
         )
+        store.ensure_params(settings.params.index_params())
+        settings = lock_settings(store, settings)
         app = create_app(settings, store)
     except KeysFileError as exc:
         store.close()

@@ -1,7 +1,8 @@
 """``neardup store-settings``: show, or change for every replica at once, the answer settings
 locked in a store (THRESHOLD, NGRAM, MAX_MATCHES: ``ANSWER_SETTINGS``).
 
-A store records them at its first start and refuses a replica (or a restart) with others. This
+A store records them at its first start, refuses a replica (or a restart) set to others, and
+gives one that does not set them the stored values. This
 command rewrites them: on PostgreSQL while replicas run (those serving the old values stop
 answering, 503 and not ready, until restarted with the new ones); on SQLite only while no
 server holds the data directory (its lock refuses otherwise).
@@ -53,8 +54,9 @@ def store_settings(args: argparse.Namespace) -> int:
         )
     if changed:
         print(
-            "neardup store-settings: restart every replica with these values (replicas still "
-            "serving the old ones answer 503 and are not ready)",
+            "neardup store-settings: restart every replica (those that set these settings "
+            "with the new values; those that do not adopt them from the store); replicas still "
+            "serving the old ones answer 503 and are not ready",
             file=sys.stderr,
         )
     sys.stdout.write(json.dumps(now) + "\n")

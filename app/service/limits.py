@@ -1,5 +1,6 @@
 """Batch limits: per batch its size, text lengths and estimated working memory (TooLarge), and
-the batches being computed or stored (the ``inflight`` stat; Overloaded past MAX_INFLIGHT).
+the batches being computed or stored (the ``inflight`` stat; Overloaded past MAX_INFLIGHT);
+the per-caller rate of contamination checks, whose buckets live in the store.
 
 The HTTP layer admits requests before reading their bodies (``app.api.admission``); the count
 here is what the service itself is busy with, and a backstop for callers that come another way
@@ -7,16 +8,18 @@ here is what the service itself is busy with, and a backstop for callers that co
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from neardup.app.config import Settings
 from neardup.app.service.errors import Overloaded, RateLimited, TooLarge
+from neardup.app.service.store import Store, queued_call
 
-__all__ = ["BatchLimits", "ProbeLimiter"]
+__all__ = ["BatchLimits", "Budgets", "ProbeLimiter"]
 
 # Working memory of a batch, estimated from its size: the tokeniser and hashing scratch per
 # character (UTF-32 codes, masks, byte buffers, 8-byte words) and the per-text arrays.
@@ -70,6 +73,28 @@ class BatchLimits:
             self.inflight -= 1
 
 
+class Budgets:
+    """The contamination budgets' buckets, in the store (``Store.take_budget``): shared by
+    every replica of a shared store, kept across restarts. One store call a check, on a
+    thread of its own (a check never waits for a registration's store calls), within
+    STORE_TIMEOUT from when it was queued."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="budget")
+
+    async def take(self, caller: str, unit: str, amount: int, per_minute: int) -> float | None:
+        """``Store.take_budget`` off the event loop: None if taken, else the units there are."""
+        queued = time.monotonic()
+        take = self._store.take_budget
+        args = (queued, take, caller, unit, amount, per_minute)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, queued_call, *args)
+
+    def close(self) -> None:
+        """Wait for the check in progress, if any; stop the thread."""
+        self._thread.shutdown(wait=True)
+
+
 class ProbeLimiter:
     """What a caller may check for contamination per minute: a token bucket per caller.
 
@@ -77,15 +102,15 @@ class ProbeLimiter:
     caller can extend a seed of protected text a word at a time by probing; the rate bounds how
     fast. Each check is charged ``unit``s (words, at least NGRAM a text, for keys without the
     protect scope; texts for keys with it); the bucket holds a minute's worth. Callers are named
-    by a digest of their key ("open" without keys); the least recently seen are forgotten past
-    ``callers``.
+    by a digest of their key ("open" without keys); their buckets live in the store
+    (``Budgets``), so every replica of a shared store charges the same ones, and a restart
+    does not refill them.
     """
 
     def __init__(
         self,
         per_minute: int,
-        callers: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
+        budgets: Budgets,
         *,
         unit: str = "texts",
         setting: str = "NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE",
@@ -93,32 +118,26 @@ class ProbeLimiter:
         self.per_minute = per_minute
         self.unit = unit
         self.setting = setting
-        self._callers = callers
-        self._clock = clock
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._budgets = budgets
 
-    def take(self, caller: str, amount: int) -> None:
+    async def take(self, caller: str, amount: int) -> None:
         """Spend ``amount`` units of ``caller``'s minute, or spend nothing and raise:
         RateLimited (with Retry-After: when they will be there) if short, TooLarge if more than
-        a whole minute's (never there: retrying could not help)."""
+        a whole minute's (never there: retrying could not help). StoreUnavailable (or
+        StoreFull) when the store cannot charge it: the check is refused, never free."""
         if amount > self.per_minute:
             raise TooLarge(
                 f"this check is {amount} {self.unit}; a key may check at most {self.per_minute} "
                 f"{self.unit} a minute for contamination ({self.setting}): send fewer or "
                 "shorter texts a request"
             )
-        now = self._clock()
+        there = await self._budgets.take(caller, self.unit, amount, self.per_minute)
+        if there is None:
+            return
         rate = self.per_minute / 60.0
-        tokens, then = self._buckets.pop(caller, (float(self.per_minute), now))
-        tokens = min(float(self.per_minute), tokens + (now - then) * rate)
-        if amount > tokens:
-            self._buckets[caller] = (tokens, now)
-            wait = max(1, math.ceil((amount - tokens) / rate))
-            raise RateLimited(
-                f"this key may check {self.per_minute} {self.unit} a minute for contamination "
-                f"and this check is {amount}; retry in {wait} s ({self.setting})",
-                retry_after=wait,
-            )
-        self._buckets[caller] = (tokens - amount, now)
-        while len(self._buckets) > self._callers:
-            self._buckets.popitem(last=False)
+        wait = max(1, math.ceil((amount - there) / rate))
+        raise RateLimited(
+            f"this key may check {self.per_minute} {self.unit} a minute for contamination "
+            f"and this check is {amount}; retry in {wait} s ({self.setting})",
+            retry_after=wait,
+        )

@@ -48,7 +48,7 @@ from neardup.app.service.errors import (
     StoreUnavailable,
 )
 from neardup.app.service.index import Found, ServiceIndex
-from neardup.app.service.limits import BatchLimits, ProbeLimiter
+from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
 from neardup.app.service.store import (
     PRUNE_BATCH,
@@ -56,7 +56,9 @@ from neardup.app.service.store import (
     ProtectedSetRow,
     Store,
     StoredDoc,
+    lock_settings,
     open_store,
+    queued_call,
 )
 from neardup.core.engine import (
     ContaminationReport,
@@ -161,9 +163,11 @@ class Service:
         self.limits = BatchLimits(settings)
         #: contamination checks per caller: keys with the protect scope by texts, others by
         #: words checked (``_charge``)
-        self.probes = ProbeLimiter(settings.contamination_texts_per_minute)
+        self.budgets = Budgets(store)
+        self.probes = ProbeLimiter(settings.contamination_texts_per_minute, self.budgets)
         self.word_probes = ProbeLimiter(
             settings.contamination_words_per_minute,
+            self.budgets,
             unit="words",
             setting="NEARDUP_CONTAMINATION_WORDS_PER_MINUTE",
         )
@@ -213,7 +217,7 @@ class Service:
         store = open_store(settings) if store is None else store
         try:
             store.ensure_params(settings.params.index_params())
-            store.ensure_settings(settings.answer_settings())
+            settings = lock_settings(store, settings)
             pool = SignaturePool(settings.workers, settings.params)
         except BaseException:
             store.close()
@@ -261,7 +265,9 @@ class Service:
             await self._warming
 
     async def _io_call(self, fn: Callable[..., _T], *args: Any) -> _T:
-        return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+        """``fn(*args)`` on the store's thread, its STORE_TIMEOUT counted from now."""
+        args = (time.monotonic(), fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._io, queued_call, *args)
 
     async def _write(self, fn: Callable[..., _T], *args: Any) -> _T:
         """A store write: StoreFull is remembered (the service is unready) until one succeeds."""
@@ -414,6 +420,7 @@ class Service:
         await asyncio.to_thread(self._listen.shutdown, True)
         async with self._lock:
             self.pool.close()
+            await asyncio.to_thread(self.budgets.close)
             await self._io_call(self.store.close)
         self._io.shutdown(wait=True)
 
@@ -940,11 +947,11 @@ class Service:
         if not chosen:
             return
         if protect:
-            self.probes.take(caller, len(texts))
+            await self.probes.take(caller, len(texts))
             return
         params = self.params
         charged = await asyncio.to_thread(charged_words, texts, params.ngram, params.tokenizer)
-        self.word_probes.take(caller, int(charged.sum()))
+        await self.word_probes.take(caller, int(charged.sum()))
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
@@ -54,6 +54,12 @@ import psycopg.errors
 from psycopg import sql
 
 from neardup.app.config import redact
+from neardup.app.service.budget_sql import (
+    BUDGET_FULL_AFTER,
+    BUDGET_SWEEP_SECONDS,
+    budget_schema,
+    budget_take_sql,
+)
 from neardup.app.service.errors import (
     DamagedStore,
     LogPruned,
@@ -64,6 +70,7 @@ from neardup.app.service.errors import (
 from neardup.app.service.store import (
     PROBE_BYTES,
     PRUNE_BATCH,
+    QUEUED_AT,
     Change,
     ProtectedSetRow,
     StoredDoc,
@@ -95,9 +102,11 @@ STATEMENT_TIMEOUT_MS = 30_000
 IDLE_IN_WRITE_MS = 60_000
 
 #: The version of the store's layout this neardup writes (``schema_versions``).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The tables the store reads and writes (the role needs SELECT, INSERT, UPDATE, DELETE).
-TABLES = ("params", "documents", "protected_sets", "changes", "probe", "schema_versions")
+TABLES = (
+    "params", "documents", "protected_sets", "changes", "probe", "schema_versions", "budgets",
+)  # fmt: skip
 
 # Version 1: the layout before versions were recorded (a store without ``schema_versions`` but
 # with these tables is of version 1).
@@ -145,7 +154,14 @@ MIGRATIONS: dict[int, str] = {
 ALTER TABLE changes ADD COLUMN IF NOT EXISTS at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp();
 CREATE INDEX IF NOT EXISTS documents_deleted ON documents (num) WHERE deleted;
 """,
+    # 3: the read keys' contamination budgets, shared by every replica (``take_budget``).
+    3: budget_schema("DOUBLE PRECISION"),
 }
+#: ``take_budget``'s statement: the clock is the server's, one for every replica.
+_TAKE = budget_take_sql(
+    lambda n: f"%({n})s", "extract(epoch FROM clock_timestamp())::float8", "least", "greatest",
+    "DOUBLE PRECISION",
+)  # fmt: skip
 
 #: Whether a pruning step would remove anything (read without the write lock, so that replicas
 #: with nothing to prune never make writers wait).
@@ -184,6 +200,11 @@ class PostgresStore:
         self._tx: _Conn | None = None  # the open write transaction (lock_writes .. commit)
         self._snapshot: _Conn | None = None  # recovery's repeatable-read snapshot
         self._listener: _Conn | None = None
+        #: ``take_budget``'s connection, used by the service's budget thread alone (a check
+        #: never waits for a write, nor runs in its transaction), with its own deadlines
+        self._budget_db: _Conn | None = None
+        self._budget_watchdog = _Watchdog()
+        self._swept = 0.0
         self._applied = 0
         #: the answer settings this replica serves with (``ensure_settings``): every read of
         #: the log checks that the store still holds them (SettingsChanged otherwise)
@@ -329,34 +350,59 @@ class PostgresStore:
             )
         return StoreUnavailable(f"the store at {self.where} is unavailable: {said}")
 
-    def _connect(self) -> _Conn:
-        """A new autocommit connection with the store's settings (``_connect_kwargs``)."""
-        return psycopg.connect(
-            self._url, autocommit=True, **_connect_kwargs(self._options, self.schema)
-        )
+    def _connect(self, durable: bool = True) -> _Conn:
+        """A new autocommit connection with the store's settings (``_connect_kwargs``; not
+        ``durable``: commits do not wait for the WAL's flush); once open, within what is left
+        of the call's STORE_TIMEOUT (``_connect_within``)."""
+        kwargs = _connect_kwargs(self._options, self.schema)
+        if not durable:
+            kwargs["options"] += " -c synchronous_commit=off"
 
-    def _connection(self) -> _Conn:
-        """The store's connection, opened (again) if there is none or it broke."""
-        conn = self._db
+        def connect() -> _Conn:
+            return psycopg.connect(self._url, autocommit=True, **kwargs)
+
+        return _connect_within(connect, self._left()) if self._opened else connect()
+
+    def _left(self) -> float:
+        """Seconds left of the current call's STORE_TIMEOUT, counted from when it was queued
+        for the store's thread (``QUEUED_AT``; from now for a call not queued so)."""
+        queued = QUEUED_AT.get()
+        return self._timeout if queued is None else queued + self._timeout - time.monotonic()
+
+    def _connection(self, budget: bool = False) -> _Conn:
+        """The store's connection (``budget``: the budget thread's), opened (again) if there
+        is none or it broke."""
+        conn = self._budget_db if budget else self._db
         if conn is not None and not conn.closed and not conn.broken:
             return conn
         if conn is not None:
             with suppress(Exception):
                 conn.close()
+        if budget:
+            # A charge lost with the server's last fraction of a second gives a key little it
+            # could not have had a moment later: no wait for the WAL's flush.
+            self._budget_db = None
+            self._budget_db = self._connect(durable=False)
+            return self._budget_db
         self._db = None
         self._db = self._connect()
         return self._db
 
     @contextmanager
-    def _deadline(self, conn: _Conn) -> Iterator[None]:
-        """The block's calls on ``conn`` abandoned after STORE_TIMEOUT seconds: a watchdog
-        shuts the connection's socket down, which ends a call waiting on a frozen server
-        (``_Overdue``, so StoreUnavailable and not ready; the next call reconnects). Not
-        while opening (a migration may take long) or recovering (one long snapshot)."""
+    def _deadline(self, conn: _Conn, budget: bool = False) -> Iterator[None]:
+        """The block's calls on ``conn`` abandoned once the call's STORE_TIMEOUT is spent
+        (``_left``): a watchdog (the budget thread's own for ``budget``) shuts the
+        connection's socket down, which ends a call waiting on a frozen server (``_Overdue``,
+        so StoreUnavailable and not ready; the next call reconnects). Not while opening (a
+        migration may take long) or recovering (one long snapshot)."""
         if not self._opened or conn is self._snapshot:
             yield
             return
-        fired = self._watchdog.arm(conn, self._timeout)
+        left = self._left()
+        if left <= 0:  # queued behind calls that took it all: the database is that slow
+            raise _Overdue(f"no answer within {self._timeout:g} s (STORE_TIMEOUT)")
+        watchdog = self._budget_watchdog if budget else self._watchdog
+        fired = watchdog.arm(conn, left)
         try:
             yield
         except (psycopg.OperationalError, psycopg.InterfaceError):
@@ -364,31 +410,60 @@ class PostgresStore:
                 raise _Overdue(f"no answer within {self._timeout:g} s (STORE_TIMEOUT)") from None
             raise
         finally:
-            self._watchdog.disarm()
+            watchdog.disarm()
 
-    def _run(self, fn: Callable[[_Conn], _T]) -> _T:
+    def _run(self, fn: Callable[[_Conn], _T], budget: bool = False) -> _T:
         """``fn`` on the connection of the open snapshot or write transaction if any; else on
-        the store's connection, once more on a fresh one if that had died meanwhile (``fn``
-        must be safe to repeat: reads, or a transaction it begins itself); each try within
-        STORE_TIMEOUT (``_deadline``)."""
+        the store's connection (``budget``: the budget thread's, never a transaction's), once
+        more on a fresh one if that had died meanwhile (``fn`` must be safe to repeat: reads,
+        or a transaction it begins itself); all within the call's STORE_TIMEOUT, connecting
+        included (``_deadline``, ``_connect``)."""
         with self._guard():
-            held = self._snapshot or self._tx
+            held = None if budget else self._snapshot or self._tx
             if held is not None:
                 with self._deadline(held):
                     return fn(held)
-            fresh = self._db is None or self._db.closed or self._db.broken
-            conn = self._connection()
+            before = self._budget_db if budget else self._db
+            fresh = before is None or before.closed or before.broken
+            conn = self._connection(budget)
             try:
-                with self._deadline(conn):
+                with self._deadline(conn, budget):
                     return fn(conn)
             except _Overdue:
                 raise  # it did not answer in time: trying again would wait as long
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if fresh or not conn.broken:
                     raise
-            conn = self._connection()
-            with self._deadline(conn):
+            conn = self._connection(budget)
+            with self._deadline(conn, budget):
                 return fn(conn)
+
+    # --- contamination budgets ----------------------------------------------------------------
+
+    def take_budget(self, caller: str, unit: str, amount: int, per_minute: int) -> float | None:
+        """Take ``amount`` ``unit``s from ``caller``'s bucket of ``per_minute`` a minute (full
+        when new), or take nothing: None if taken, else the units there are. One statement
+        (an upsert, atomic under the row's lock) on the budget thread's connection, shared by
+        every replica through the ``budgets`` table, on the server's clock; buckets full
+        again are deleted once a BUDGET_SWEEP_SECONDS."""
+        values = {"caller": caller, "unit": unit, "cap": per_minute, "amount": amount,
+                  "rate": per_minute / 60.0}  # fmt: skip
+        sweep = time.monotonic() - self._swept >= BUDGET_SWEEP_SECONDS
+
+        def take(conn: _Conn) -> tuple[Any, ...] | None:
+            if sweep:
+                conn.execute(
+                    "DELETE FROM budgets WHERE at < extract(epoch FROM clock_timestamp()) - %s",
+                    (BUDGET_FULL_AFTER,),
+                )
+            return conn.execute(_TAKE, values).fetchone()
+
+        row = self._run(take, budget=True)
+        if sweep:
+            self._swept = time.monotonic()
+        if row is None:
+            raise RuntimeError("the budget upsert returned no row")
+        return None if row[1] else float(row[0])
 
     # --- the schema ---------------------------------------------------------------------------
 
@@ -487,10 +562,13 @@ class PostgresStore:
 
         check_params(self.where, "the store", self._run(record), params)
 
-    def ensure_settings(self, settings: dict[str, str]) -> None:
+    def ensure_settings(
+        self, settings: dict[str, str], explicit: Collection[str] | None = None
+    ) -> dict[str, str]:
         """Record the answer settings the store lacks (the first replica's); refuse others
-        (SettingsMismatch); then follow them: once ``set_settings`` changes them, reading the
-        log (a write's, the follower's) raises SettingsChanged."""
+        among ``explicit`` (None: all of them; SettingsMismatch) and adopt the stored values of
+        the rest (returned: ``check_settings``); then follow them: once ``set_settings``
+        changes them, reading the log (a write's, the follower's) raises SettingsChanged."""
 
         def record(conn: _Conn) -> dict[str, str]:
             with conn.transaction():
@@ -503,8 +581,9 @@ class PostgresStore:
                         cur.executemany("INSERT INTO params VALUES (%s, %s)", missing)
                 return stored
 
-        check_settings(self.where, self._run(record), settings)
-        self._answers = dict(settings)
+        adopted = check_settings(self.where, self._run(record), settings, explicit)
+        self._answers = settings | adopted
+        return adopted
 
     def set_settings(self, settings: dict[str, str]) -> dict[str, str]:
         """Replace the recorded answer settings named in ``settings``, under the write lock,
@@ -595,9 +674,14 @@ class PostgresStore:
     def unlock_writes(self) -> None:
         """End the write transaction if no write committed it (rolled back: nothing stored)."""
         conn, self._tx = self._tx, None
-        if conn is not None:
-            with suppress(psycopg.Error), self._deadline(conn):
+        if conn is None:
+            return
+        try:
+            with self._deadline(conn):
                 _rollback(conn)
+        except psycopg.Error:  # no time left, or no answer: the server ends it with the session
+            with suppress(Exception):
+                conn.close()
 
     @contextmanager
     def _write(self) -> Iterator[_Conn]:
@@ -893,12 +977,13 @@ class PostgresStore:
         self._closed = True
         with suppress(Exception):
             self.unlock_writes()
-        for conn in (self._listener, self._db):
+        for conn in (self._listener, self._db, self._budget_db):
             if conn is not None:
                 with suppress(Exception):
                     conn.close()
-        self._listener = self._db = None
+        self._listener = self._db = self._budget_db = None
         self._watchdog.close()
+        self._budget_watchdog.close()
 
 
 class _Watchdog:
@@ -964,6 +1049,41 @@ def _shut_down(conn: _Conn) -> None:
 
 class _Overdue(psycopg.OperationalError):
     """A store call abandoned after STORE_TIMEOUT seconds (its connection shut down)."""
+
+
+def _connect_within(connect: Callable[[], _Conn], seconds: float) -> _Conn:
+    """``connect()`` in a thread of its own, given up (``_Overdue``) after ``seconds``: libpq's
+    connect_timeout counts whole seconds, at least 2, per address. An attempt given up goes on
+    until its own connect_timeout and closes the connection it may still make."""
+    lock = threading.Lock()
+    done = threading.Event()
+    outcome: list[_Conn | Exception] = []
+    given_up = False
+
+    def attempt() -> None:
+        try:
+            made: _Conn | Exception = connect()
+        except Exception as exc:
+            made = exc
+        with lock:
+            if given_up:
+                if not isinstance(made, Exception):
+                    with suppress(Exception):
+                        made.close()
+                return
+            outcome.append(made)
+        done.set()
+
+    threading.Thread(target=attempt, name="store-connect", daemon=True).start()
+    done.wait(max(seconds, 0.0))
+    with lock:
+        if not outcome:
+            given_up = True
+            raise _Overdue("no connection within STORE_TIMEOUT")
+    made = outcome[0]
+    if isinstance(made, Exception):
+        raise made
+    return made
 
 
 def _mark_deleted(conn: _Conn, num: int) -> str | None:

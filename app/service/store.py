@@ -14,13 +14,22 @@ back whole.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from neardup.app.service.budget_sql import (
+    BUDGET_FULL_AFTER,
+    BUDGET_SWEEP_SECONDS,
+    budget_schema,
+    budget_take_sql,
+)
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
     DamagedStore,
@@ -36,6 +45,7 @@ if TYPE_CHECKING:
     from neardup.app.config import Settings
 
 __all__ = [
+    "QUEUED_AT",
     "Change",
     "ProtectedSetRow",
     "SQLiteStore",
@@ -43,8 +53,13 @@ __all__ = [
     "StoredDoc",
     "check_params",
     "check_settings",
+    "lock_settings",
     "open_store",
+    "queued_call",
 ]
+
+log = logging.getLogger("neardup")
+_T = TypeVar("_T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS params (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -141,7 +156,9 @@ class Store(Protocol):
     """
 
     def ensure_params(self, params: dict[str, int | str]) -> None: ...
-    def ensure_settings(self, settings: dict[str, str]) -> None: ...
+    def ensure_settings(
+        self, settings: dict[str, str], explicit: Collection[str] | None = None
+    ) -> dict[str, str]: ...
     def set_settings(self, settings: dict[str, str]) -> dict[str, str]: ...
     def probe(self) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
@@ -164,7 +181,22 @@ class Store(Protocol):
     def position(self) -> int | None: ...
     def prune(self, retention: float, batch: int) -> int: ...
     def available(self) -> bool: ...
+    def take_budget(self, caller: str, unit: str, amount: int, per_minute: int) -> float | None: ...
     def close(self) -> None: ...
+
+
+#: When the store call running in this thread was queued (``time.monotonic()``), set by
+#: ``queued_call``: a call's deadline, STORE_TIMEOUT, counts from it (the shared store's).
+QUEUED_AT: ContextVar[float | None] = ContextVar("neardup_store_queued_at", default=None)
+
+
+def queued_call(queued: float, fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` in a store thread, its deadline counted from ``queued`` (``QUEUED_AT``)."""
+    token = QUEUED_AT.set(queued)
+    try:
+        return fn(*args)
+    finally:
+        QUEUED_AT.reset(token)
 
 
 #: Index parameters added after stores were first made, and what a store that predates one
@@ -191,11 +223,22 @@ def check_params(
         raise ParameterMismatch(f"{where}: " + "; ".join(wrong))
 
 
-def check_settings(where: str, stored: dict[str, str], settings: dict[str, str]) -> None:
-    """SettingsMismatch if ``stored`` records another value for any of ``settings``, naming
-    each, both values, and the two ways out: start with the store's, or change it for every
-    replica with ``neardup store-settings``."""
-    wrong = [(k, v, stored[k]) for k, v in settings.items() if k in stored and stored[k] != v]
+def check_settings(
+    where: str,
+    stored: dict[str, str],
+    settings: dict[str, str],
+    explicit: Collection[str] | None = None,
+) -> dict[str, str]:
+    """The stored values of those of ``settings`` the operator did not set (not in
+    ``explicit``; None: every one was set) that the store records otherwise: the replica
+    adopts them. SettingsMismatch if ``stored`` records another value for any that was set,
+    naming each, both values, and the two ways out: start with the store's, or change it for
+    every replica with ``neardup store-settings``."""
+    chosen = {k: v for k, v in settings.items() if explicit is None or k in explicit}
+    adopted = {
+        k: stored[k] for k, v in settings.items() if k not in chosen and stored.get(k, v) != v
+    }
+    wrong = [(k, v, stored[k]) for k, v in chosen.items() if k in stored and stored[k] != v]
     if wrong:
         told = "; ".join(
             f"{k.upper()} is {v} but the store's replicas answer with {was}" for k, v, was in wrong
@@ -206,6 +249,26 @@ def check_settings(where: str, stored: dict[str, str], settings: dict[str, str])
             f"{where}: {told}: start with {keep}, or change it for every replica with "
             f"neardup store-settings {change} (then restart them)"
         )
+    return adopted
+
+
+def lock_settings(store: Store, settings: Settings) -> Settings:
+    """``settings`` as the store locks them: the answer settings it lacks recorded, another
+    value of one the operator set refused (SettingsMismatch), and the store's value of one
+    not set adopted, with a log line naming it (after ``neardup store-settings``, a replica
+    started without the new value serves with it)."""
+    adopted = store.ensure_settings(settings.answer_settings(), settings.model_fields_set)
+    if not adopted:
+        return settings
+    for name, value in adopted.items():
+        log.info(
+            "adopting %s=%s from the store (NEARDUP_%s is not set; default %s)",
+            name.upper(), value, name.upper(), getattr(settings, name),
+        )  # fmt: skip
+    values = {name: type(getattr(settings, name))(value) for name, value in adopted.items()}
+    locked = settings.model_copy(update=values)
+    locked.params  # noqa: B018 - MinhashParams refuses a stored value it cannot take
+    return locked
 
 
 def changed_settings(where: str, stored: dict[str, str], settings: dict[str, str]) -> None:
@@ -230,9 +293,18 @@ class SQLiteStore:
     def __init__(self, data_dir: Path) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir / "neardup.sqlite3"
+        self.budgets_path = data_dir / "budgets.sqlite3"
         self._lock = DataDirLock(data_dir)
+        #: the budgets' clock: wall-clock seconds, so that a restart goes on from them
+        self.clock: Callable[[], float] = time.time
+        self._swept = 0.0
         try:
             self._db = _open(self.path)
+            try:
+                self._budgets = _open_budgets(self.budgets_path)
+            except BaseException:
+                self._db.close()
+                raise
         except BaseException:
             self._lock.release()
             raise
@@ -273,14 +345,18 @@ class SQLiteStore:
             return
         check_params(str(self.path), "the data directory", stored, params)
 
-    def ensure_settings(self, settings: dict[str, str]) -> None:
-        """Record the answer settings the store lacks; refuse others (SettingsMismatch)."""
+    def ensure_settings(
+        self, settings: dict[str, str], explicit: Collection[str] | None = None
+    ) -> dict[str, str]:
+        """Record the answer settings the store lacks; refuse others among ``explicit`` (None:
+        all of them; SettingsMismatch); the stored values to adopt for the rest
+        (``check_settings``)."""
         stored = dict(self._db.execute("SELECT key, value FROM params").fetchall())
         missing = [(k, v) for k, v in settings.items() if k not in stored]
         if missing:
             with self._transaction():
                 self._db.executemany("INSERT INTO params VALUES (?, ?)", missing)
-        check_settings(str(self.path), stored, settings)
+        return check_settings(str(self.path), stored, settings, explicit)
 
     def set_settings(self, settings: dict[str, str]) -> dict[str, str]:
         """Replace the recorded answer settings named in ``settings``; the recorded values
@@ -423,10 +499,33 @@ class SQLiteStore:
         """Always: the embedded store is a file of this process (a full disk is StoreFull)."""
         return True
 
+    def take_budget(self, caller: str, unit: str, amount: int, per_minute: int) -> float | None:
+        """Take ``amount`` ``unit``s from ``caller``'s bucket of ``per_minute`` a minute (full
+        when new), or take nothing: None if taken, else the units there are. In
+        ``budgets.sqlite3`` (its own file and connection, called from one thread: a check never
+        waits for a registration's transaction), so a restart goes on from it; its commits
+        are not fsynced (a process killed loses none; an OS crash may lose the last ones)."""
+        now = self.clock()
+        values = {"caller": caller, "unit": unit, "cap": per_minute, "amount": amount,
+                  "rate": per_minute / 60.0, "now": now}  # fmt: skip
+        try:
+            if now - self._swept >= BUDGET_SWEEP_SECONDS:
+                self._swept = now
+                self._budgets.execute(
+                    "DELETE FROM budgets WHERE at < ?", (now - BUDGET_FULL_AFTER,)
+                )
+            row = self._budgets.execute(_SQLITE_TAKE, values).fetchone()
+        except sqlite3.Error as exc:
+            if _primary_code(exc) in _DISK_TROUBLE:
+                raise StoreFull(f"{self.budgets_path}: {exc}; nothing was charged") from exc
+            raise
+        return None if row[1] else float(row[0])
+
     def close(self) -> None:
-        """Close the database (everything committed is already durable) and release the data
+        """Close the databases (everything committed is already durable) and release the data
         directory's lock. Idempotent."""
         try:
+            self._budgets.close()
             self._db.close()
         finally:
             self._lock.release()
@@ -472,6 +571,31 @@ def _open(path: Path) -> sqlite3.Connection:
         code = _primary_code(exc)
         if code in _DAMAGED:
             raise DamagedStore(f"{path} is damaged or not a neardup store: {exc}") from None
+        if code in _DISK_TROUBLE:
+            raise StoreFull(f"{path}: {exc}") from None
+        raise
+    return db
+
+
+_SQLITE_TAKE = budget_take_sql(lambda n: f":{n}", ":now", "min", "max", "REAL")
+
+
+def _open_budgets(path: Path) -> sqlite3.Connection:
+    """The contamination budgets' database, WAL, commits not fsynced (``synchronous=NORMAL``:
+    they survive the process, not necessarily the OS); DamagedStore for a damaged file."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(budget_schema("REAL"))
+    except sqlite3.Error as exc:
+        db.close()
+        code = _primary_code(exc)
+        if code in _DAMAGED:
+            raise DamagedStore(
+                f"{path} is damaged: it holds only the read keys' contamination budgets; "
+                f"remove it (every key then starts with a full minute) ({exc})"
+            ) from None
         if code in _DISK_TROUBLE:
             raise StoreFull(f"{path}: {exc}") from None
         raise

@@ -64,13 +64,16 @@ def test_replicas_with_other_answer_settings_are_refused_and_changed_together(tm
         write = {"documents": [{"id": "b", "text": "never stored at the old threshold"}]}
         assert httpx.post(f"{first.url}/v1/documents", json=write, timeout=30).status_code == 503
         assert httpx.get(f"{first.url}/metrics", timeout=10).status_code == 200
-        # A replica at the old value is refused now; one at the new value serves.
-        _one_line_refusal(_serve("--store-url", url), "THRESHOLD is 0.8 but")
-        second = start_server(tmp_path / "b", "--workers", "1", "--store-url", url,
-                              "--threshold", "0.6")  # fmt: skip
+        # A replica set to the old value is refused now; one not setting it adopts the new.
+        _one_line_refusal(_serve("--store-url", url, "--threshold", "0.8"), "THRESHOLD is 0.8 but")
+        second = start_server(tmp_path / "b", "--workers", "1", "--store-url", url)
         assert httpx.post(f"{second.url}/v1/documents", json=write, timeout=30).status_code == 200
         config = httpx.get(f"{second.url}/v1/config", timeout=10).json()
         assert config["threshold"] == 0.6
+        log = second.log.read_text()
+        assert "adopting THRESHOLD=0.6 from the store (NEARDUP_THRESHOLD is not set" in log
+        assert "adopting NGRAM" not in log and "adopting MAX_MATCHES" not in log
+        assert "data_dir" not in log and "starting store_url=postgresql://" in log
     finally:
         stop_server(first)
         if second is not None:

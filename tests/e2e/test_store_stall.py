@@ -1,7 +1,8 @@
 """A database that stalls (frozen, not refusing) costs a replica at most STORE_TIMEOUT per
-store call: writes and document reads answer 503 instead of hanging, /readyz turns 503 after
-an overdue call, and the follower's staleness (``neardup_log_lag_seconds``) shows; all of it
-comes back by itself once the database answers again."""
+store call: writes, document reads and contamination checks (charged in the store) answer 503
+instead of hanging, /readyz turns 503 after an overdue call, and the follower's staleness
+(``neardup_log_lag_seconds``) shows; all of it comes back by itself once the database answers
+again."""
 
 import os
 import signal
@@ -48,6 +49,11 @@ def test_a_frozen_database_is_a_503_and_unready_not_a_hang(tmp_path, postgres):
     with serving(tmp_path, "--workers", "1", "--store-url", url, "--store-timeout", "2") as server:
         doc = {"documents": [{"id": "a", "text": "a text stored before the database froze"}]}
         assert httpx.post(f"{server.url}/v1/documents", json=doc, timeout=30).status_code == 200
+        evals = " ".join(f"e{i}" for i in range(20))
+        put = httpx.put(f"{server.url}/v1/protected-sets/evals", content=evals,
+                        headers={"content-type": "text/plain"}, timeout=30)  # fmt: skip
+        assert put.status_code == 201, put.text
+        check = {"texts": [evals]}
         assert _ready(server) == (200, "ready")
         assert _metric(server, "neardup_log_lag_seconds") < 2
         _frozen(postgres, signal.SIGSTOP)
@@ -63,9 +69,14 @@ def test_a_frozen_database_is_a_503_and_unready_not_a_hang(tmp_path, postgres):
             assert lag >= 2
             query = {"texts": ["a text stored before the database froze"]}
             assert httpx.post(f"{server.url}/v1/query", json=query, timeout=30).status_code == 200
+            # A check is charged to the caller's budget in the store first: refused, not free.
+            charged = httpx.post(f"{server.url}/v1/contamination", json=check, timeout=30)
+            assert charged.status_code == 503 and charged.headers["retry-after"] == "1"
         finally:
             _frozen(postgres, signal.SIGCONT)
         assert _until(lambda: _ready(server), lambda r: r == (200, "ready")) == (200, "ready")
         assert _metric(server, "neardup_log_lag_seconds") < 2
         assert httpx.post(f"{server.url}/v1/documents", json=write, timeout=30).status_code == 200
         assert httpx.get(f"{server.url}/v1/documents/a", timeout=30).status_code == 200
+        checked = httpx.post(f"{server.url}/v1/contamination", json=check, timeout=30)
+        assert checked.status_code == 200 and checked.json()["results"][0]["hit_count"] == 1

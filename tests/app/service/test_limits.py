@@ -1,10 +1,13 @@
 """The per-caller rate of contamination checks."""
 
+import asyncio
+
 import pytest
 
 from neardup.app.config import Settings
 from neardup.app.service import Overloaded, RateLimited, TooLarge
-from neardup.app.service.limits import BatchLimits, ProbeLimiter
+from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
+from neardup.app.service.store import SQLiteStore
 
 
 class Clock:
@@ -15,79 +18,83 @@ class Clock:
         return self.now
 
 
-def test_probe_limiter_is_a_token_bucket_per_caller():
-    clock = Clock()
-    limiter = ProbeLimiter(60, clock=clock)  # one text a second
-    limiter.take("a", 60)
+def _take(limiter: ProbeLimiter, caller: str, amount: int) -> None:
+    asyncio.run(limiter.take(caller, amount))
+
+
+@pytest.fixture
+def budgets(tmp_path):
+    """Budgets in a SQLite store in ``tmp_path`` on a clock the test moves (``budgets.clock``)."""
+    store = SQLiteStore(tmp_path)
+    store.clock = Clock()
+    found = Budgets(store)
+    found.clock = store.clock
+    yield found
+    found.close()
+    store.close()
+
+
+def test_probe_limiter_is_a_token_bucket_per_caller(budgets):
+    limiter = ProbeLimiter(60, budgets)  # one text a second
+    _take(limiter, "a", 60)
     with pytest.raises(RateLimited) as refused:
-        limiter.take("a", 2)
+        _take(limiter, "a", 2)
     assert refused.value.retry_after == 2
-    limiter.take("b", 60)  # another caller has its own bucket
-    clock.now = 2.0
-    limiter.take("a", 2)
+    _take(limiter, "b", 60)  # another caller has its own bucket
+    budgets.clock.now = 2.0
+    _take(limiter, "a", 2)
     with pytest.raises(RateLimited):
-        limiter.take("a", 1)
+        _take(limiter, "a", 1)
 
 
-def test_a_check_over_a_whole_minute_is_too_large_and_one_refused_costs_nothing():
+def test_a_check_over_a_whole_minute_is_too_large_and_one_refused_costs_nothing(budgets):
     """More than the bucket holds could never pass (413, not a 429 to retry forever); a
     refused check spends nothing, so a smaller one still fits."""
-    clock = Clock()
-    limiter = ProbeLimiter(60, clock=clock, unit="words", setting="NEARDUP_X")
+    limiter = ProbeLimiter(60, budgets, unit="words", setting="NEARDUP_X")
     with pytest.raises(TooLarge) as refused:
-        limiter.take("c", 61)
+        _take(limiter, "c", 61)
     assert str(refused.value) == (
         "this check is 61 words; a key may check at most 60 words a minute for "
         "contamination (NEARDUP_X): send fewer or shorter texts a request"
     )
-    limiter.take("c", 50)
+    _take(limiter, "c", 50)
     with pytest.raises(RateLimited, match=r"for contamination and this check is 11.*NEARDUP_X"):
-        limiter.take("c", 11)
-    limiter.take("c", 10)
+        _take(limiter, "c", 11)
+    _take(limiter, "c", 10)
     with pytest.raises(RateLimited) as refused:
-        limiter.take("c", 1)
+        _take(limiter, "c", 1)
     assert refused.value.retry_after == 1
 
 
-def test_probe_limiter_forgets_the_least_recently_seen_callers():
-    clock = Clock()
-    limiter = ProbeLimiter(10, callers=2, clock=clock)
-    limiter.take("a", 10)
-    limiter.take("b", 1)
-    limiter.take("c", 1)  # "a" is forgotten: a full bucket again
-    limiter.take("a", 10)
+def test_the_two_rates_of_a_caller_are_two_buckets(budgets):
+    texts = ProbeLimiter(10, budgets)
+    words = ProbeLimiter(10, budgets, unit="words", setting="NEARDUP_X")
+    _take(texts, "a", 10)
+    _take(words, "a", 10)  # not charged to its texts' bucket
+    with pytest.raises(RateLimited):
+        _take(words, "a", 1)
 
 
-def test_probe_limiter_refills_at_its_rate_and_says_when_to_retry():
-    clock = Clock()
-    limiter = ProbeLimiter(120, clock=clock)  # two texts a second
-    limiter.take("a", 120)
-    clock.now = 1.5
-    limiter.take("a", 3)  # refilled 3
+def test_probe_limiter_refills_at_its_rate_and_says_when_to_retry(budgets):
+    limiter = ProbeLimiter(120, budgets)  # two texts a second
+    _take(limiter, "a", 120)
+    budgets.clock.now = 1.5
+    _take(limiter, "a", 3)  # refilled 3
     with pytest.raises(RateLimited) as empty:
-        limiter.take("a", 5)
+        _take(limiter, "a", 5)
     assert empty.value.retry_after == 3  # 5 texts at 2 a second
     assert str(empty.value) == (
         "this key may check 120 texts a minute for contamination and this check is 5; retry in 3 s "
         "(NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE)"
     )
-    clock.now = 2.0
+    budgets.clock.now = 2.0
     with pytest.raises(RateLimited) as short:
-        limiter.take("a", 5)  # 1 token back: 4 to wait for
+        _take(limiter, "a", 5)  # 1 token back: 4 to wait for
     assert short.value.retry_after == 2
-    clock.now = 12.0  # 21 tokens: a whole minute's worth still waits for the 99 missing
+    budgets.clock.now = 12.0  # 21 tokens: a whole minute's worth still waits for the 99 missing
     with pytest.raises(RateLimited) as whole:
-        limiter.take("a", 120)
+        _take(limiter, "a", 120)
     assert whole.value.retry_after == 50
-
-
-def test_probe_limiter_keeps_as_many_callers_as_it_may():
-    clock = Clock()
-    limiter = ProbeLimiter(10, callers=2, clock=clock)
-    limiter.take("a", 10)
-    limiter.take("b", 1)
-    with pytest.raises(RateLimited):
-        limiter.take("a", 1)  # both remembered: "a" is still empty
 
 
 def test_batch_limits_refuse_a_batch_a_text_or_a_working_memory_over_the_settings(tmp_path):

@@ -72,7 +72,8 @@ def test_a_role_with_only_table_privileges_serves_the_store_its_owner_made(postg
     with pytest.raises(StoreRefused) as refused:
         PostgresStore(url, "nd")
     said = _one_line(str(refused.value))
-    assert f"role {role} lacks DELETE on changes, INSERT on changes" in said
+    assert f"role {role} lacks DELETE on budgets, INSERT on budgets, UPDATE on budgets" in said
+    assert "DELETE on changes, INSERT on changes" in said
     assert "USAGE on probe_id_seq" in said
     assert f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA nd TO {role}" in said
     with psycopg.connect(admin_url, autocommit=True) as c:
@@ -347,7 +348,7 @@ def test_an_empty_schema_versions_table_is_version_1_and_migrated(postgres, capl
     with psycopg.connect(url) as c:
         versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
         dated = c.execute("SELECT count(*) FROM changes WHERE at IS NOT NULL").fetchone()
-    assert versions == [(2,)] and dated == (0,)
+    assert versions == [(2,), (3,)] and dated == (0,)
 
 
 def test_each_connection_has_the_durability_timeouts_and_keepalives_it_promises(postgres):

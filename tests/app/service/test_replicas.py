@@ -67,7 +67,7 @@ def test_writes_deletions_and_restart_give_core_clusters_on_either_store(store, 
             with pytest.raises(NotFound):
                 await service.delete(sorted(gone)[0])
             await service.put_protected_set(
-                "evals", "one two three four five\n", ProtectedFormat.TEXT
+                "evals", "one two three four five\n", ProtectedFormat.TEXT, allow_no_ngrams=True
             )
             before = _groups(service)
         finally:
@@ -110,7 +110,9 @@ def test_two_replicas_follow_each_other_and_agree_with_core(tmp_path, pg_url):
             texts = {i: CORPUS.docs[i] for i in ids if i not in deleted} | {
                 moved: CORPUS.docs[donor]
             }
-            await a.put_protected_set("p", "alpha beta gamma delta\n", ProtectedFormat.TEXT)
+            await a.put_protected_set(
+                "p", "alpha beta gamma delta\n", ProtectedFormat.TEXT, allow_no_ngrams=True
+            )
             await _converged([a, b])  # b follows without writing itself
             assert sorted(b.protected) == ["p"]
             await b.delete_protected_set("p")

@@ -614,3 +614,34 @@ def test_a_replace_without_a_text_stores_none(pg_url):
         assert store.document("a") == _doc(1, "a", None, {"v": 2}) and store.texts([1]) == {}
     finally:
         store.close()
+
+
+def test_answer_settings_not_set_are_adopted_from_the_store_and_set_ones_still_refused(
+    opener, caplog
+):
+    """After ``neardup store-settings``, a replica started without the new value serves with
+    the store's (and says so); one that sets another value is refused as before."""
+    from neardup.app.config import Settings
+    from neardup.app.service.store import lock_settings
+
+    first = opener()
+    first.ensure_params(PARAMS)
+    first.ensure_settings({"threshold": "0.8", "ngram": "13", "max_matches": "100"})
+    first.set_settings({"threshold": "0.85", "max_matches": "7"})
+    first.close()
+    store = opener()
+    settings = Settings(workers=1, ngram=13)  # THRESHOLD and MAX_MATCHES not set
+    with caplog.at_level("INFO", logger="neardup"):
+        locked = lock_settings(store, settings)
+    assert (locked.threshold, locked.ngram, locked.max_matches) == (0.85, 13, 7)
+    assert locked.params.threshold == 0.85
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("adopting")]
+    assert said == [
+        "adopting THRESHOLD=0.85 from the store (NEARDUP_THRESHOLD is not set; default 0.8)",
+        "adopting MAX_MATCHES=7 from the store (NEARDUP_MAX_MATCHES is not set; default 100)",
+    ]
+    assert store.changes() == []  # it follows the values it adopted: they still hold
+    assert lock_settings(store, locked) is locked  # nothing more to adopt
+    with pytest.raises(SettingsMismatch, match=r"^[^;]*THRESHOLD is 0\.8 but .* 0\.85: start"):
+        lock_settings(store, Settings(workers=1, threshold=0.8))
+    assert store.ensure_settings({"threshold": "0.85"}, explicit=()) == {}
