@@ -168,13 +168,22 @@ class IndexDamagedError(NeardupError, ValueError):
 class IndexConflictError(NeardupError, RuntimeError):
     """Another run committed the version this run meant to commit: nothing was added."""
 
-    def __init__(self, url: str, version: int, parts: list[str]) -> None:
-        names = ", ".join(parts) or "none"
-        super().__init__(
-            f"{url}: another run added version {version} (part {names}) while this run ran; "
-            "nothing was added to the index; this run's outputs are written and valid against "
-            f"version {version - 1}; rerun to dedup against it"
-        )
+    def __init__(
+        self, url: str, version: int, parts: list[str], *, compaction: bool = False
+    ) -> None:
+        added = f"part {', '.join(parts)}" if parts else "no new part"
+        if compaction:
+            super().__init__(
+                f"{url}: another run added version {version} ({added}) while this compaction "
+                "ran; nothing was committed and the compaction's new parts are removed; the "
+                "index is as that run left it; rerun `neardup index compact` to compact it"
+            )
+        else:
+            super().__init__(
+                f"{url}: another run added version {version} ({added}) while this run ran; "
+                "nothing was added to the index; this run's outputs are written and valid "
+                f"against version {version - 1}; rerun to dedup against it"
+            )
         self.url = url
         self.version = version
         self.parts = parts
