@@ -347,9 +347,10 @@ class _ListingCache(MemoryFileSystem):
             path = "" if parent == path else parent
 
     def _open(self, path, mode="rb", *args, **kwargs):
+        handle = super()._open(path, mode, *args, **kwargs)  # "xb" of an object there fails
         if mode != "rb":
             self.invalidate_cache(path)
-        return super()._open(path, mode, *args, **kwargs)
+        return handle
 
     def pipe_file(self, path, value, *args, **kwargs):
         self.invalidate_cache(path)
