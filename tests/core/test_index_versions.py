@@ -46,7 +46,8 @@ def _build(url: str, parts: int) -> DocIndex:
 
 
 def _tree(root: Path) -> list[tuple[str, bytes]]:
-    return sorted((str(p.relative_to(root)), p.read_bytes()) for p in root.rglob("*") if p.is_file())
+    files = (p for p in root.rglob("*") if p.is_file())
+    return sorted((str(p.relative_to(root)), p.read_bytes()) for p in files)
 
 
 def _damage(url: str, name: str) -> str:
@@ -101,7 +102,7 @@ def test_a_lost_version_between_the_first_and_the_newest_is_damage(tmp_path: Pat
     )
     (tmp_path / "idx" / "_index" / "00000002.json").write_text("{}")
     (tmp_path / "idx" / "_index" / "00000001.json").unlink()
-    with pytest.raises(IndexDamagedError, match="_index/00000001.json is missing"):
+    with pytest.raises(IndexDamagedError, match=r"_index/00000001\.json is missing"):
         DocIndex.open(url)
 
 
@@ -267,7 +268,7 @@ def test_a_commit_never_writes_a_malformed_manifest(tmp_path: Path) -> None:
     url = str(tmp_path / "idx")
     index = _build(url, 1)
     index.manifest["params"] = {**index_params(PARAMS), "k": "5"}
-    with pytest.raises(ValueError, match="00000002.json would be malformed: it is malformed"):
+    with pytest.raises(ValueError, match=r"00000002\.json would be malformed: it is malformed"):
         commit_index(index, PARAMS)
     assert [p.name for p in (tmp_path / "idx" / "_index").iterdir()] == ["00000001.json"]
 
@@ -406,5 +407,5 @@ def test_a_version_lost_behind_a_listing_cache_is_still_damage(cached) -> None:
     _build(mine, 2)
     assert DocIndex.open(mine).version == 2
     fsspec.filesystem("memory").rm(f"{theirs}/_index/00000002.json")
-    with pytest.raises(IndexDamagedError, match="_index/00000002.json is missing but"):
+    with pytest.raises(IndexDamagedError, match=r"_index/00000002\.json is missing but"):
         DocIndex.open(mine)

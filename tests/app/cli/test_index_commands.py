@@ -5,8 +5,8 @@ import json
 import random
 import re
 import shutil
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -249,15 +249,14 @@ def test_a_damaged_index_is_one_line_exit_2_and_left_as_it_is(idx, tmp_path, dam
     shutil.copytree(idx, tmp_path / "idx")
     problem = damage(tmp_path / "idx")
     write_docs(tmp_path / "q.jsonl", [Doc("q", "a text that is in no index part whatsoever here")])
-    tree = sorted(
-        (str(p), p.read_bytes()) for p in (tmp_path / "idx").rglob("*") if p.is_file()
-    )
+    tree = sorted((str(p), p.read_bytes()) for p in (tmp_path / "idx").rglob("*") if p.is_file())
     done = neardup(*command, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     name = " ".join(command[:2]) if command[0] == "index" else "dedup"
     assert line.startswith(f"neardup {name}: error: idx: the index is damaged: {problem}"), line
     assert not (tmp_path / "out.jsonl").exists()
-    assert sorted(
-        (str(p), p.read_bytes()) for p in (tmp_path / "idx").rglob("*") if p.is_file()
-    ) == tree
+    assert (
+        sorted((str(p), p.read_bytes()) for p in (tmp_path / "idx").rglob("*") if p.is_file())
+        == tree
+    )
