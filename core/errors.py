@@ -10,7 +10,7 @@ Every error is a subclass of a builtin, so callers that only know Python's tree 
      +-- CorpusError (ValueError)         a corpus or protected file that cannot be parsed;
      |                                    names the file and line
      +-- IndexIdError (ValueError)        input ids already in the index (names id and part)
-     +-- IndexDamagedError (ValueError)   a file the index lists is missing or wrong (names it)
+     +-- IndexDamagedError (ValueError)   a listed file or a version missing or wrong (names it)
      +-- IndexMissingError (FileNotFoundError)  no committed index at the location
      +-- IndexConflictError (RuntimeError)      another run committed the same version first
      |    +-- IndexChangedError               ... or removed files of the version being read
@@ -155,7 +155,8 @@ class IndexIdError(NeardupError, ValueError):
 
 class IndexDamagedError(NeardupError, ValueError):
     """A file an index's committed version lists is missing, of another size, unreadable, or
-    holds other rows than listed: never read as a smaller index."""
+    holds other rows than listed; or a committed version is missing or malformed: never read
+    as a smaller or older index, never with parameters it does not state."""
 
     def __init__(self, url: str, path: str, problem: str) -> None:
         problem = " ".join(problem.split())  # one line: Arrow's own messages end in a newline
