@@ -28,7 +28,7 @@ import os
 import posixpath
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, MutableMapping
 from contextlib import suppress
 from dataclasses import fields
 from typing import Any
@@ -98,11 +98,10 @@ def forget_listings(fs: Any, root: str) -> None:
     keep them per process: a stale one hides versions and files committed since)."""
     fs.invalidate_cache(root)  # root and its parents, on every filesystem
     cache = getattr(fs, "dircache", None)
-    if isinstance(cache, Mapping):
+    if isinstance(cache, MutableMapping):
         inside = root.rstrip("/") + "/"
         for key in [k for k in cache if str(k) == root or str(k).startswith(inside)]:
-            with suppress(KeyError):
-                del cache[key]  # type: ignore[attr-defined]
+            cache.pop(key, None)
 
 
 def versions(fs: Any, root: str) -> list[int]:
