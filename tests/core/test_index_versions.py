@@ -79,6 +79,21 @@ def test_a_lost_newest_version_is_damage_never_a_rollback_nor_a_leftover(tmp_pat
     assert _tree(tmp_path / "idx") == before
 
 
+@pytest.mark.parametrize("lost", [1, 2, 3, 4])
+def test_any_one_version_lost_of_appends_and_a_compaction_is_damage_naming_it(
+    tmp_path: Path, lost: int
+) -> None:
+    """Versions 1-3 appends, 4 a compaction of them all (their files removed)."""
+    url = str(tmp_path / "idx")
+    _build(url, 3)
+    assert compact_index(url, neardup="t").version == 4
+    (tmp_path / "idx" / "_index" / f"{lost:08d}.json").unlink()
+    with pytest.raises(IndexDamagedError) as caught:
+        DocIndex.open(url, missing_ok=True)
+    assert caught.value.path == f"_index/{lost:08d}.json"
+    assert caught.value.problem.startswith("is missing")
+
+
 def test_every_version_lost_over_committed_parts_is_damage_not_a_new_index(tmp_path: Path) -> None:
     url = str(tmp_path / "idx")
     index = _build(url, 1)
