@@ -31,7 +31,6 @@ from numpy.typing import NDArray
 from neardup.core._index_log import (
     FORMAT,
     FORMAT_VERSION,
-    LOG,
     PARTS,
     create_version,
     index_params,
@@ -74,8 +73,6 @@ __all__ = [
 
 #: The input names a part's ``run`` lists at most (then ``inputs_total`` counts them all).
 MAX_RUN_INPUTS = 100
-_LOG = LOG
-_PARTS = PARTS
 
 
 def run_info(
@@ -157,9 +154,6 @@ class IndexPart:
         return cls(str(item["name"]), int(item["rows"]), files, dict(item.get("run") or {}))
 
 
-_version_name = version_file
-
-
 class DocIndex:
     """One committed version of an index (or the empty index at a new location: version 0).
 
@@ -181,7 +175,7 @@ class DocIndex:
         if version or manifest:  # version 0 is the empty index: no manifest
             problem = manifest_problem(manifest, version)
             if problem is not None:
-                raise IndexDamagedError(url, _version_name(version), problem)
+                raise IndexDamagedError(url, version_file(version), problem)
         self.parts = [IndexPart.from_json(p) for p in manifest.get("parts", [])]
 
     @classmethod
@@ -425,7 +419,7 @@ def write_part(
     import pyarrow.parquet as pq
 
     name = part_name(index.version + 1)
-    relative = f"{_PARTS}/{name}/data-00000.parquet"
+    relative = f"{PARTS}/{name}/data-00000.parquet"
     path = index.path(relative)
     index.fs.makedirs(posixpath.dirname(path), exist_ok=True)
     # Sorted once, then written a slice at a time: the Arrow copy of a part is never whole.
