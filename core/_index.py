@@ -11,25 +11,36 @@ A commit writes the part's files first, then creates the next version's file exc
 link from a temporary name locally, which fails when the name exists; ``xb`` elsewhere): of two
 runs committing the same version one wins and the other gets ``IndexConflictError``, and no
 reader ever sees a part that is not complete. Files under ``parts/`` that no version lists are
-leftovers of killed runs, invisible to readers.
+leftovers of killed runs, invisible to readers. Which versions are committed, each manifest's
+checks and the commit itself are ``_index_log``'s (a lost version is damage, never a rollback).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import posixpath
-import re
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._index_log import (
+    FORMAT,
+    FORMAT_VERSION,
+    PARTS,
+    create_version,
+    index_params,
+    manifest_problem,
+    mark_committed,
+    part_name,
+    part_version,
+    read_latest,
+    version_file,
+)
 from neardup.core._index_parts import BATCH_ROWS, COLUMNS, PARQUET_OPTIONS, ROW_GROUP, part_table
 from neardup.core._params import MinhashParams
 from neardup.core._storage import _is_local, filesystem
@@ -60,18 +71,8 @@ __all__ = [
     "write_part",
 ]
 
-FORMAT = "neardup-index"
-FORMAT_VERSION = 1
 #: The input names a part's ``run`` lists at most (then ``inputs_total`` counts them all).
 MAX_RUN_INPUTS = 100
-_VERSION_FILE = re.compile(r"^(\d{8})\.json$")
-_LOG = "_index"
-_PARTS = "parts"
-
-
-def index_params(params: MinhashParams) -> dict[str, Any]:
-    """The parameters an index is locked to: every ``MinhashParams`` field but ``ngram``."""
-    return {f.name: getattr(params, f.name) for f in fields(params) if f.name != "ngram"}
 
 
 def run_info(
@@ -153,10 +154,6 @@ class IndexPart:
         return cls(str(item["name"]), int(item["rows"]), files, dict(item.get("run") or {}))
 
 
-def _version_name(version: int) -> str:
-    return f"{_LOG}/{version:08d}.json"
-
-
 class DocIndex:
     """One committed version of an index (or the empty index at a new location: version 0).
 
@@ -175,35 +172,22 @@ class DocIndex:
         self.root = root.rstrip("/") or root
         self.version = version
         self.manifest = manifest
-        try:
-            self.parts = [IndexPart.from_json(p) for p in manifest.get("parts", [])]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexDamagedError(url, _version_name(version), f"is malformed ({exc})") from None
+        if version or manifest:  # version 0 is the empty index: no manifest
+            problem = manifest_problem(manifest, version)
+            if problem is not None:
+                raise IndexDamagedError(url, version_file(version), problem)
+        self.parts = [IndexPart.from_json(p) for p in manifest.get("parts", [])]
 
     @classmethod
     def open(cls, url: str, *, missing_ok: bool = False) -> DocIndex:
-        """The latest committed version at ``url``; IndexMissingError when there is none (with
-        ``missing_ok``, the empty index of version 0 instead)."""
+        """The latest committed version at ``url``, read from fresh listings and checked whole
+        (``_index_log.read_latest``: IndexDamagedError for a missing version or a malformed
+        manifest); IndexMissingError when there is none (with ``missing_ok``, the empty index of
+        version 0 instead)."""
         fs, root = filesystem(url)
-        versions = _versions(fs, root)
-        if not versions:
-            if missing_ok:
-                return cls(url, fs, root, 0, {})
+        version, manifest = read_latest(url, fs, root)
+        if not version and not missing_ok:
             raise IndexMissingError(url)
-        version = versions[-1]
-        name = _version_name(version)
-        try:
-            with fs.open(posixpath.join(root, name), "rb") as handle:
-                manifest = json.loads(handle.read().decode("utf-8"))
-        except (OSError, ValueError) as exc:
-            raise IndexDamagedError(url, name, f"cannot be read ({exc})") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise IndexDamagedError(url, name, f"is not a {FORMAT} version file")
-        if manifest.get("format_version") != FORMAT_VERSION:
-            raise IndexDamagedError(
-                url, name, f"has format_version {manifest.get('format_version')!r}; this neardup "
-                f"reads {FORMAT_VERSION}"
-            )  # fmt: skip
         return cls(url, fs, root, version, manifest)
 
     @property
@@ -307,16 +291,19 @@ class DocIndex:
             yield part, f, parquet, groups[0], table
 
     def row_group_batches(
-        self, columns: Sequence[str], rows: int | None = None
+        self,
+        columns: Sequence[str],
+        rows: int | None = None,
+        parts: Sequence[IndexPart] | None = None,
     ) -> Iterator[tuple[IndexPart, IndexFile, Any, list[int], Any]]:
         """``(part, file, parquet file, row group numbers, table)``: consecutive row groups of
-        each file read together, about ``rows`` rows at a time (at least one group), in listing
-        order (``rows`` by default ``BATCH_ROWS``); IndexDamagedError naming a file that breaks
-        while read."""
+        each file of ``parts`` (by default all) read together, about ``rows`` rows at a time (at
+        least one group), in listing order (``rows`` by default ``BATCH_ROWS``);
+        IndexDamagedError naming a file that breaks while read."""
         import pyarrow as pa
 
         rows = BATCH_ROWS if rows is None else rows
-        for part in self.parts:
+        for part in self.parts if parts is None else parts:
             for f in part.files:
                 with self.parquet(f) as parquet:
                     meta = parquet.metadata
@@ -418,21 +405,6 @@ def _spans(sizes: Sequence[int], rows: int) -> Iterator[list[int]]:
         yield span
 
 
-def _versions(fs: Any, root: str) -> list[int]:
-    """The committed version numbers at ``root``, ascending."""
-    log = posixpath.join(root, _LOG)
-    try:
-        names = fs.ls(log, detail=False)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    found = []
-    for name in names:
-        match = _VERSION_FILE.match(posixpath.basename(str(name).rstrip("/")))
-        if match:
-            found.append(int(match.group(1)))
-    return sorted(found)
-
-
 def write_part(
     index: DocIndex,
     params: MinhashParams,
@@ -446,8 +418,8 @@ def write_part(
     ``commit_index`` commits it."""
     import pyarrow.parquet as pq
 
-    name = f"p{index.version + 1:08d}-{uuid.uuid4().hex[:12]}"
-    relative = f"{_PARTS}/{name}/data-00000.parquet"
+    name = part_name(index.version + 1)
+    relative = f"{PARTS}/{name}/data-00000.parquet"
     path = index.path(relative)
     index.fs.makedirs(posixpath.dirname(path), exist_ok=True)
     # Sorted once, then written a slice at a time: the Arrow copy of a part is never whole.
@@ -477,12 +449,22 @@ def commit_index(
     params: MinhashParams,
     add: Sequence[IndexPart] = (),
     drop: Sequence[str] = (),
+    *,
+    compaction: bool = False,
 ) -> int:
     """Commit version ``index.version + 1``: ``index``'s parts less ``drop`` (names), plus
-    ``add``. Returns the version; IndexConflictError if another run committed it first."""
+    ``add`` (parts written for that version: ``write_part``), then mark the added parts
+    committed. Returns the version; IndexConflictError if another run committed it first
+    (``compaction``: its message says what a losing compaction leaves)."""
+    version = index.version + 1
+    for part in add:
+        if part_version(part.name) != version:
+            raise ValueError(
+                f"{index.url}: part {part.name!r} is not named for version {version}: "
+                "write it with write_part against the version read"
+            )
     kept = [p for p in index.parts if p.name not in set(drop)]
     parts = [*kept, *add]
-    version = index.version + 1
     body = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -491,44 +473,10 @@ def commit_index(
         "parts": [p.as_json() for p in parts],
         "rows": sum(p.rows for p in parts),
     }
-    data = (json.dumps(body, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
-    index.fs.makedirs(index.path(_LOG), exist_ok=True)
-    if not _create_exclusive(index.fs, index.path(_version_name(version)), data):
-        winner = DocIndex.open(index.url)
+    if not create_version(index.url, index.fs, index.root, version, body):
+        winner = DocIndex.open(index.url)  # a fresh listing: never the version this run read
         known = {p.name for p in index.parts}
-        raise IndexConflictError(
-            index.url, version, [p.name for p in winner.parts if p.name not in known]
-        )
+        added = [p.name for p in winner.parts if p.name not in known]
+        raise IndexConflictError(index.url, version, added, compaction=compaction)
+    mark_committed(index.fs, index.root, [p.name for p in add], version)
     return version
-
-
-def _create_exclusive(fs: Any, path: str, data: bytes) -> bool:
-    """Create ``path`` holding ``data`` unless it exists (then False), all or nothing."""
-    if _is_local(fs):
-        local = fs._strip_protocol(path)
-        temp = posixpath.join(posixpath.dirname(local), f".tmp-{os.getpid()}-{uuid.uuid4().hex}")
-        with open(temp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temp, local)
-        except FileExistsError:
-            return False
-        finally:
-            with suppress(OSError):
-                os.unlink(temp)
-        return True
-    try:
-        with fs.open(path, "xb") as handle:
-            handle.write(data)
-        return True
-    except FileExistsError:
-        return False
-    except (ValueError, NotImplementedError, TypeError):
-        pass  # no exclusive create on this filesystem: one writer at a time (docs/index.md)
-    if fs.exists(path):
-        return False
-    with fs.open(path, "wb") as handle:
-        handle.write(data)
-    return True

@@ -25,15 +25,19 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from neardup.core._index import (
     DocIndex,
     IndexPart,
-    _versions,
     commit_index,
     run_info,
     write_part,
 )
-from neardup.core._index_parts import COLUMNS, binary_matrix
+from neardup.core._index_log import COMMITTED
+from neardup.core._index_log import versions as _versions
+from neardup.core._index_parts import binary_matrix
 from neardup.core.errors import IndexDamagedError
 
 __all__ = [
@@ -98,14 +102,17 @@ def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
     version does not list, and temporary files in ``_index/``, sorted by path."""
     now = time.time() if now is None else now
     listed = {f.path for p in index.parts for f in p.files}
+    names = {p.name for p in index.parts}
     root = index.root.rstrip("/") + "/"
     groups: dict[str, list[dict[str, Any]]] = {}
     for path, info in _files(index.fs, index.path(_PARTS)).items():
         relative = path[len(root) :] if path.startswith(root) else path
-        if relative in listed:
-            continue
         pieces = relative.split("/")
-        key = "/".join(pieces[:2]) if len(pieces) > 2 else relative  # parts/<part>
+        inside = len(pieces) > 2 and pieces[1] in names  # in a listed part's directory
+        if relative in listed or (inside and pieces[2:] == [COMMITTED]):
+            continue  # a listed file, or a listed part's marker
+        # parts/<part>, or a stray file alone where its directory is a listed part's
+        key = "/".join(pieces[:2]) if len(pieces) > 2 and not inside else relative
         groups.setdefault(key, []).append(info)
     for path, info in _files(index.fs, index.path(_LOG)).items():
         name = posixpath.basename(path)
@@ -216,25 +223,32 @@ def _groups(parts: Sequence[IndexPart], part_rows: int) -> list[list[IndexPart]]
     return groups
 
 
-def _read_rows(index: DocIndex, parts: Sequence[IndexPart]) -> tuple[list[str], Any, Any]:
-    """The ids, digests and signatures of every row of ``parts`` (each file checked)."""
-    import numpy as np
-
-    params = index.minhash_params()
+def _read_rows(
+    index: DocIndex, parts: Sequence[IndexPart]
+) -> tuple[list[str], NDArray[np.uint64], NDArray[np.uint32]]:
+    """The ids, digests and signatures of every row of ``parts``, read a batch of row groups at a
+    time into arrays sized once from the listing (``bands`` is not read: ``write_part`` computes
+    it again); IndexDamagedError naming a file that cannot be read or holds a null id or values
+    of the wrong width."""
+    num_perm = index.minhash_params().num_perm
+    total = sum(p.rows for p in parts)
+    digests = np.empty((total, 2), dtype=np.uint64)
+    sigs = np.empty((total, num_perm), dtype=np.uint32)
     ids: list[str] = []
-    digests, sigs = [], []
-    for part in parts:
-        for f in part.files:
-            with index.parquet(f) as parquet:
-                table = parquet.read(columns=list(COLUMNS))
-            digest = binary_matrix(table.column("digest"), 16, "<u8")
-            sig = binary_matrix(table.column("signature"), 4 * params.num_perm, "<u4")
-            if digest is None or sig is None:
-                raise IndexDamagedError(index.url, f.path, "holds values of the wrong width")
-            ids.extend(table.column("id").to_pylist())
-            digests.append(digest)
-            sigs.append(sig)
-    return ids, np.concatenate(digests), np.concatenate(sigs)
+    batches = index.row_group_batches(("id", "digest", "signature"), parts=parts)
+    for _, f, _, _, table in batches:
+        at, column = len(ids), table.column("id")
+        if column.null_count:
+            raise IndexDamagedError(index.url, f.path, "has a null id")
+        for name, width, target in (("digest", 16, digests), ("signature", 4 * num_perm, sigs)):
+            values = binary_matrix(table.column(name), width, target.dtype.str)
+            if values is None:
+                raise IndexDamagedError(
+                    index.url, f.path, f"has {name} values that are not {width} bytes"
+                )
+            target[at : at + len(values)] = values
+        ids.extend(column.to_pylist())
+    return ids, digests, sigs
 
 
 def _remove_tree(index: DocIndex, relative: str) -> None:
@@ -285,7 +299,7 @@ def compact_index(
             if before_commit is not None:
                 before_commit()
             merged = [p.name for g in groups for p in g]
-            version = commit_index(index, params, add=added, drop=merged)
+            version = commit_index(index, params, add=added, drop=merged, compaction=True)
     except BaseException:
         for part in added:  # never committed: nobody lists them
             _remove_tree(index, f"{_PARTS}/{part.name}")

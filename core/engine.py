@@ -43,8 +43,9 @@ engine computes the same signatures, candidates, confirmations and components th
 - A persistent index of kept documents (Parquet parts and a manifest log): ``DocIndex``
   (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``lookup``, ``verify``,
   ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
-  ``lookup_index``, ``write_part``, ``commit_index``, ``index_params``, ``run_info``,
-  ``index_record`` and ``index_record_line`` (a run's manifest record, and its line),
+  ``lookup_index``, ``write_part``, ``index_part_name``, ``commit_index``, ``index_params``,
+  ``run_info``, ``index_record`` and ``index_record_line`` (a run's manifest record, and its
+  line),
   ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
   ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``; what ``neardup index`` does to one: ``index_info``,
   ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``.
@@ -103,6 +104,7 @@ from neardup.core._index import (
     run_info,
     write_part,
 )
+from neardup.core._index_log import part_name as index_part_name
 from neardup.core._index_lookup import IndexLookup, lookup_index
 from neardup.core._index_ops import CompactResult, compact_index, index_info
 from neardup.core._index_ops import Leftover as IndexLeftover
@@ -282,6 +284,7 @@ __all__ = [
     "index_info",
     "index_leftovers",
     "index_params",
+    "index_part_name",
     "index_record",
     "index_record_line",
     "jaccard",

@@ -11,7 +11,7 @@ Every error is a subclass of a builtin, so callers that only know Python's tree 
      |                                    names the file and line
      +-- JSONError (ValueError)           a JSON text that cannot be read (where, and why)
      +-- IndexIdError (ValueError)        input ids already in the index (names id and part)
-     +-- IndexDamagedError (ValueError)   a file the index lists is missing or wrong (names it)
+     +-- IndexDamagedError (ValueError)   a listed file or a version missing or wrong (names it)
      +-- IndexMissingError (FileNotFoundError)  no committed index at the location
      +-- IndexConflictError (RuntimeError)      another run committed the same version first
      |    +-- IndexChangedError               ... or removed files of the version being read
@@ -180,7 +180,8 @@ class IndexIdError(NeardupError, ValueError):
 
 class IndexDamagedError(NeardupError, ValueError):
     """A file an index's committed version lists is missing, of another size, unreadable, or
-    holds other rows than listed: never read as a smaller index."""
+    holds other rows than listed; or a committed version is missing or malformed: never read
+    as a smaller or older index, never with parameters it does not state."""
 
     def __init__(self, url: str, path: str, problem: str) -> None:
         problem = " ".join(problem.split())  # one line: Arrow's own messages end in a newline
@@ -193,13 +194,22 @@ class IndexDamagedError(NeardupError, ValueError):
 class IndexConflictError(NeardupError, RuntimeError):
     """Another run committed the version this run meant to commit: nothing was added."""
 
-    def __init__(self, url: str, version: int, parts: list[str]) -> None:
-        names = ", ".join(parts) or "none"
-        super().__init__(
-            f"{url}: another run added version {version} (part {names}) while this run ran; "
-            "nothing was added to the index; this run's outputs are written and valid against "
-            f"version {version - 1}; rerun to dedup against it"
-        )
+    def __init__(
+        self, url: str, version: int, parts: list[str], *, compaction: bool = False
+    ) -> None:
+        added = f"part {', '.join(parts)}" if parts else "no new part"
+        if compaction:
+            super().__init__(
+                f"{url}: another run added version {version} ({added}) while this compaction "
+                "ran; nothing was committed and the compaction's new parts are removed; the "
+                "index is as that run left it; rerun `neardup index compact` to compact it"
+            )
+        else:
+            super().__init__(
+                f"{url}: another run added version {version} ({added}) while this run ran; "
+                "nothing was added to the index; this run's outputs are written and valid "
+                f"against version {version - 1}; rerun to dedup against it"
+            )
         self.url = url
         self.version = version
         self.parts = parts

@@ -28,7 +28,6 @@ from the driver.
 from __future__ import annotations
 
 import posixpath
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,6 +45,7 @@ from neardup.core.engine import (
     MinhashParams,
     NeardupError,
     commit_index,
+    index_part_name,
     index_record,
     run_info,
 )
@@ -332,7 +332,7 @@ def write_index_part(
     count = survivors.count()
     if count == 0:
         return None
-    name = f"p{index.version + 1:08d}-{uuid.uuid4().hex[:12]}"
+    name = index_part_name(index.version + 1)
     relative = f"parts/{name}"
     target = HadoopPath(spark, index.url.rstrip("/") + "/" + relative)
 

@@ -57,3 +57,12 @@ def test_a_tiny_run_measures_every_step_and_the_incremental_run_drops_the_plante
     assert "no persistent index" in text
     assert "| batch survivors, append vs full rerun | both " in text
     assert text.count(" wall s of every round | ") == 3  # no index, read and append, twice
+
+
+def test_the_compaction_memory_bench_measures_each_size_and_the_slope_between(capsys):
+    from bench.index.compact import main
+
+    assert main(["--docs", "300", "200", "--parts", "2", "--num-perm", "16"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" documents:")[0] for line in lines[:2]] == ["200", "300"]
+    assert lines[2].startswith("between the sizes: ") and lines[2].endswith(" MiB")

@@ -140,8 +140,18 @@ def test_a_lost_commit_race_names_the_version_the_outputs_are_valid_against():
         "rerun to dedup against it"
     )
     assert (error.url, error.version, error.parts) == ("memory://idx", 7, ["p1", "p2"])
-    assert "(part none)" in str(IndexConflictError("u", 2, []))
+    assert "version 2 (no new part) while" in str(IndexConflictError("u", 2, []))
     assert isinstance(error, RuntimeError)
+
+
+def test_a_lost_compaction_says_nothing_of_outputs_and_how_to_rerun():
+    error = IndexConflictError("u", 4, ["p3"], compaction=True)
+    assert str(error) == (
+        "u: another run added version 4 (part p3) while this compaction ran; nothing was "
+        "committed and the compaction's new parts are removed; the index is as that run left "
+        "it; rerun `neardup index compact` to compact it"
+    )
+    assert (error.version, error.parts) == (4, ["p3"])
 
 
 def test_a_file_removed_under_a_reader_names_both_versions():

@@ -166,8 +166,8 @@ def _damage(tmp_path: Path, how: str) -> DocIndex:
     elif how == "rows":
         version = tmp_path / "idx/_index/00000001.json"
         body = json.loads(version.read_text())
-        body["parts"][0]["files"][0]["rows"] = 3
-        version.write_text(json.dumps(body))
+        body["parts"][0]["files"][0]["rows"] = body["parts"][0]["rows"] = body["rows"] = 3
+        version.write_text(json.dumps(body))  # a whole manifest, but not the file's rows
     return DocIndex.open(str(tmp_path / "idx"))
 
 

@@ -379,7 +379,8 @@ def test_a_part_of_values_of_the_wrong_width_is_damage_and_nothing_changes(tmp_p
     with pytest.raises(IndexDamagedError) as caught:
         compact_index(url, neardup="t")
     assert str(caught.value) == (
-        f"{url}: the index is damaged: {listed.path} holds values of the wrong width"
+        f"{url}: the index is damaged: {listed.path} has {column} values that are not "
+        f"{16 if column == 'digest' else 4 * 32} bytes"
     )
     assert sorted(str(p) for p in Path(url).rglob("*")) == listing
 

@@ -6,6 +6,7 @@ import random
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,3 +190,73 @@ def test_every_index_flag_has_help_and_shows_its_default():
             assert action.help, f"index {command} {action.option_strings} has no help"
             if action.option_strings and action.default not in (None, False):
                 assert "default" in text, f"index {command} {action.option_strings}: {text}"
+
+
+def _lose_newest(idx: Path) -> str:
+    (idx / "_index" / "00000003.json").unlink()
+    return "_index/00000003.json is missing but parts/p00000003-"
+
+
+def _edit_newest(change) -> Any:
+    def damage(idx: Path) -> str:
+        path = idx / "_index" / "00000003.json"
+        body = json.loads(path.read_text())
+        problem = change(body)
+        path.write_text(json.dumps(body))
+        return f"_index/00000003.json is malformed ({problem}"
+
+    return damage
+
+
+def _no_params(body: dict) -> str:
+    del body["params"]
+    return "params is NoneType, not an object"
+
+
+def _part_twice(body: dict) -> str:
+    body["parts"].append(body["parts"][0])
+    body["rows"] += body["parts"][0]["rows"]
+    return f"part {body['parts'][0]['name']} is listed twice"
+
+
+def _corrupt_pages(idx: Path) -> str:
+    _, manifest = latest_manifest(idx)
+    listed = manifest["parts"][0]["files"][0]["path"]
+    data = bytearray((idx / listed).read_bytes())
+    data[4:200] = b"\xff" * 196  # data pages; the footer and the size intact
+    (idx / listed).write_bytes(bytes(data))
+    return f"{listed} cannot be read ("
+
+
+@pytest.mark.parametrize(
+    ("damage", "command"),
+    [
+        (_lose_newest, ["dedup", "q.jsonl", "--output", "out.jsonl", "--index", "idx"]),
+        (_lose_newest, ["index", "info", "idx"]),
+        (_lose_newest, ["index", "compact", "idx"]),
+        (_edit_newest(_no_params),
+         ["dedup", "q.jsonl", "--output", "out.jsonl", "--index", "idx", "--k", "3"]),
+        (_edit_newest(_no_params), ["index", "query", "idx", "q.jsonl"]),
+        (_edit_newest(_part_twice), ["index", "compact", "idx"]),
+        (_corrupt_pages, ["index", "compact", "idx"]),
+    ],
+    ids=["lost-dedup", "lost-info", "lost-compact", "params-dedup", "params-query",
+         "twice-compact", "pages-compact"],
+)  # fmt: skip
+def test_a_damaged_index_is_one_line_exit_2_and_left_as_it_is(idx, tmp_path, damage, command):
+    """Never a rollback, a new index, parameters taken from the run, duplicated rows or a
+    traceback (issue 32)."""
+    shutil.copytree(idx, tmp_path / "idx")
+    problem = damage(tmp_path / "idx")
+    write_docs(tmp_path / "q.jsonl", [Doc("q", "a text that is in no index part whatsoever here")])
+    tree = sorted((str(p), p.read_bytes()) for p in (tmp_path / "idx").rglob("*") if p.is_file())
+    done = neardup(*command, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    name = " ".join(command[:2]) if command[0] == "index" else "dedup"
+    assert line.startswith(f"neardup {name}: error: idx: the index is damaged: {problem}"), line
+    assert not (tmp_path / "out.jsonl").exists()
+    assert (
+        sorted((str(p), p.read_bytes()) for p in (tmp_path / "idx").rglob("*") if p.is_file())
+        == tree
+    )

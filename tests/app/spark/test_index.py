@@ -182,6 +182,10 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     # Spark writes its part's files zstd-compressed (core: the ids only) and, as core, without
     # dictionaries (docs/index.md: any compression reads).
     local_part, spark_part = DocIndex.open(str(index)).parts
+    # Committed by core's commit from the driver: marked as the local engine marks its parts.
+    for part, version in ((local_part, 1), (spark_part, 2)):
+        marker = index / "parts" / part.name / "_committed"
+        assert json.loads(marker.read_text()) == {"version": version}
     columns = ("id", "digest", "bands", "signature")
     assert _layout(index, spark_part) == {(c, "ZSTD", False) for c in columns}
     assert {dictionary for _, _, dictionary in _layout(index, local_part)} == {False}
