@@ -33,6 +33,7 @@ from contextlib import suppress
 from dataclasses import fields
 from typing import Any
 
+from neardup.core._json import read_json
 from neardup.core._params import MinhashParams
 from neardup.core._storage import _is_local
 from neardup.core.errors import IndexDamagedError, NeardupError
@@ -167,8 +168,8 @@ def read_latest(url: str, fs: Any, root: str) -> tuple[int, dict[str, Any]]:
     name = version_file(newest)
     try:
         with fs.open(posixpath.join(root, name), "rb") as handle:
-            manifest = json.loads(handle.read().decode("utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+            manifest = read_json(handle.read().decode("utf-8"))
+    except (OSError, ValueError) as exc:  # JSONError included: deep nesting, huge integers
         raise IndexDamagedError(url, name, f"cannot be read ({exc})") from None
     problem = manifest_problem(manifest, newest)
     if problem is not None:

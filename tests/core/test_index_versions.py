@@ -424,3 +424,17 @@ def test_a_version_lost_behind_a_listing_cache_is_still_damage(cached) -> None:
     fsspec.filesystem("memory").rm(f"{theirs}/_index/00000002.json")
     with pytest.raises(IndexDamagedError, match=r"_index/00000002\.json is missing but"):
         DocIndex.open(mine)
+
+
+@pytest.mark.parametrize(
+    "body", ['{"x": ' + "[" * 1000 + "]" * 1000 + "}", '{"version": ' + "9" * 5001 + "}"]
+)
+def test_a_manifest_nested_deep_or_with_a_huge_integer_is_damage_not_a_traceback(
+    tmp_path, body
+) -> None:
+    url = str(tmp_path / "idx")
+    _build(url, 1)
+    (tmp_path / "idx" / "_index" / "00000001.json").write_text(body, encoding="utf-8")
+    with pytest.raises(IndexDamagedError) as caught:
+        DocIndex.open(url)
+    assert str(caught.value).startswith(_damage(url, "_index/00000001.json") + "cannot be read (")

@@ -79,9 +79,9 @@ def test_a_folder_named_parts_outside_an_index_is_read(work: Path):
 
 
 def test_the_index_folders_skipped_are_the_ones_an_index_writes():
-    from neardup.core import _index, _storage
+    from neardup.core import _index_log, _storage
 
-    assert _storage.INDEX_DIRS == (_index._LOG, _index._PARTS)
+    assert _storage.INDEX_DIRS == (_index_log.LOG, _index_log.PARTS)
 
 
 def test_an_index_beside_a_corpus_is_still_read_but_not_written(work: Path, capsys):
