@@ -410,7 +410,8 @@ def index_decisions(
     engine decides against an index (docs/algorithm.md):
 
     - an exact copy of an indexed text is ``exact`` of the smallest such indexed id (1.0);
-    - else a copy of a new text is ``exact`` of that text's keeper (its smallest id);
+    - else a copy of a new text is ``exact`` of that text's keeper (its smallest id, 1.0), or
+      when the keeper is dropped as ``near``, of what the keeper names (its estimate);
     - else a row whose component holds an indexed document is ``near`` of the component's
       smallest indexed id;
     - else a row that is not its component's root is ``near`` of the root;
@@ -453,22 +454,20 @@ def index_decisions(
         .when(ihead | new_near, F.lit("near"))
         .alias("reason"),
         F.when(ix, F.col("ix"))
-        .when(new_exact, F.col("keeper"))
         .when(ihead, F.col("ihead"))
-        .when(new_near, F.col("own"))
+        .when(new_exact | new_near, F.col("own"))
         .alias("duplicate_of"),
-        F.when(ix, F.col("ix_part"))
-        .when(new_exact, F.lit(None))
-        .when(ihead, F.col("ihead_part"))
-        .alias("index_part"),
+        F.when(ix, F.col("ix_part")).when(ihead, F.col("ihead_part")).alias("index_part"),
+        # 1.0: the row's text is duplicate_of's (an indexed copy, or its kept keeper)
+        (ix | (new_exact & ~ihead & (F.col("own") == F.col("keeper")))).alias("same"),
     )
     if not reasons:
-        return decided.withColumn("estimate", F.lit(None).cast("double"))
+        return decided.drop("same").withColumn("estimate", F.lit(None).cast("double"))
 
     targets = classes.select("id", "sig").unionByName(
         probe.signatures.select(F.col("iid").alias("id"), F.col("isig").alias("sig"))
     )
-    pairs = decided.where(F.col("reason") == "near").select(
+    pairs = decided.where(F.col("reason").isNotNull() & ~F.col("same")).select(
         "id", F.col("duplicate_of").alias("target")
     )
     estimated = near_estimates(pairs, classes, targets, num_perm)
@@ -477,8 +476,6 @@ def index_decisions(
         "root",
         "reason",
         "duplicate_of",
-        F.when(F.col("reason") == "exact", F.lit(1.0))
-        .otherwise(F.col("estimate"))
-        .alias("estimate"),
+        F.when(F.col("same"), F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
         "index_part",
     )

@@ -270,18 +270,21 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
     dropped (``--keep-duplicates``, ``--removed``): (id, root, reason, duplicate_of, estimate),
     as the local engine says it: ``exact`` of the keeper (estimate 1.0), ``near`` of the
     cluster's survivor (the estimate of their signatures, one join on the survivor's id for the
-    rows that need it), null for survivors."""
+    rows that need it), null for survivors. ``duplicate_of`` is always a survivor: an exact copy
+    whose keeper the near stage dropped names the cluster's survivor (a text's identical copies
+    are one cluster), with the estimate to it."""
     from pyspark.sql import functions as F
 
     exact, near = ~F.col("exact"), F.col("exact") & (F.col("survivor") != F.col("id"))
-    pairs = tagged.where(near).select("id", F.col("survivor").alias("target"))
+    hop = exact & (F.col("keeper") != F.col("survivor"))  # the keeper is dropped as near
+    pairs = tagged.where(near | hop).select("id", F.col("survivor").alias("target"))
     estimated = near_estimates(pairs, classes, classes, params.num_perm)
     return tagged.join(estimated, "id", "left").select(
         "id",
         "root",
         F.when(exact, F.lit("exact")).when(near, F.lit("near")).alias("reason"),
-        F.when(exact, F.col("keeper")).when(near, F.col("survivor")).alias("duplicate_of"),
-        F.when(exact, F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
+        F.when(exact | near, F.col("survivor")).alias("duplicate_of"),
+        F.when(exact & ~hop, F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
     )
 
 

@@ -100,6 +100,9 @@ def _check_round(tmp: Path, name: str, rows, outcome: dict[str, Outcome], parts,
     for w in tagged:
         want = outcome[w["id"]]
         why = w["neardup"]
+        # Issue 33.12: duplicate_of leads to a document that is kept: a survivor of this
+        # round, or an indexed one (its part named), never a row dropped too.
+        assert why["duplicate_of"] in kept or why["duplicate_of"] in parts
         assert (why["reason"], why["duplicate_of"]) == (want.reason, want.duplicate_of)
         assert why["estimate"] == pytest.approx(want.estimate, abs=1e-12)
         assert why["index_part"] == (parts[want.duplicate_of] if want.indexed else None)
@@ -391,3 +394,30 @@ def test_index_with_other_id_and_text_fields(tmp_path):
     assert row["neardup"]["duplicate_of"] == "k1"
     table = pq.read_table(DocIndex.open(str(tmp_path / "idx")).file_urls())
     assert table.column("id").to_pylist() == ["k1", "k2"]
+
+
+def test_index_copy_of_a_dropped_keeper_names_the_indexed_document(tmp_path):
+    """Issue 33.12: n2 is a copy of n1, which is near the indexed i1: n2 names i1 (what was
+    kept), with n1's estimate, not n1 (dropped too)."""
+    edited = LONG + " x1 x2"
+    assert _edges(edited, LONG)
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    assert _run(tmp_path, "b", [New("n1", edited), New("n2", edited)]) == 0
+    removed = {r["id"]: r["neardup"] for r in _read(tmp_path / "b.removed.jsonl")}
+    part = DocIndex.open(str(tmp_path / "idx")).parts[0].name
+    assert removed["n1"]["reason"] == "near" and removed["n1"]["duplicate_of"] == "i1"
+    assert removed["n2"] == {**removed["n1"], "reason": "exact"}
+    assert removed["n2"]["index_part"] == part and removed["n2"]["estimate"] < 1.0
+
+
+def test_copy_of_a_near_dropped_keeper_names_the_survivor(tmp_path):
+    """Without an index: c copies b, b is near a (kept): c names a, with b's estimate."""
+    edited = LONG + " x1 x2"
+    rows = [New("a", LONG), New("b", edited), New("c", edited)]
+    _write_rows(tmp_path / "in.jsonl", rows)
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "o.jsonl"),
+                 "--removed", str(tmp_path / "r.jsonl"), *FLAGS]) == 0  # fmt: skip
+    removed = {r["id"]: r["neardup"] for r in _read(tmp_path / "r.jsonl")}
+    assert [r["id"] for r in _read(tmp_path / "o.jsonl")] == ["a"]
+    assert removed["b"]["reason"] == "near" and removed["b"]["duplicate_of"] == "a"
+    assert removed["c"] == {**removed["b"], "reason": "exact"}
