@@ -43,7 +43,11 @@ engine computes the same signatures, candidates, confirmations and components th
   ``index_record`` and ``index_record_line`` (a run's manifest record, and its line),
   ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
   ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``; what ``neardup index`` does to one: ``index_info``,
-  ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``.
+  ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``; re-crawled
+  ids (a new row whose id is indexed): ``indexed_documents``, ``IndexedDocs``,
+  ``recrawl_verdicts`` (``RECRAWL_SAME``, ``RECRAWL_NEAR``, ``RECRAWL_CHANGED``),
+  ``RECRAWL_POLICIES``, ``recrawl_policy``, ``derived_id``, ``derived_ids``,
+  ``rewrite_without``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -99,7 +103,7 @@ from neardup.core._index import (
     run_info,
     write_part,
 )
-from neardup.core._index_lookup import IndexLookup, lookup_index
+from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
 from neardup.core._index_ops import CompactResult, compact_index, index_info
 from neardup.core._index_ops import Leftover as IndexLeftover
 from neardup.core._index_ops import leftovers as index_leftovers
@@ -116,6 +120,19 @@ from neardup.core._protected import (
     protected_as_jsonl,
     read_protected_set,
 )
+from neardup.core._recrawl import (
+    RECRAWL_POLICIES,
+    IndexedDocs,
+    derived_id,
+    derived_ids,
+    indexed_documents,
+    recrawl_policy,
+    recrawl_verdicts,
+    rewrite_without,
+)
+from neardup.core._recrawl import CHANGED as RECRAWL_CHANGED
+from neardup.core._recrawl import NEAR as RECRAWL_NEAR
+from neardup.core._recrawl import SAME as RECRAWL_SAME
 from neardup.core._records import (
     ID_PATTERN,
     RawLine,
@@ -184,6 +201,10 @@ __all__ = [
     "INDEX_KEYS",
     "INDEX_PARAMS_KEY",
     "KEEP_POLICIES",
+    "RECRAWL_CHANGED",
+    "RECRAWL_NEAR",
+    "RECRAWL_POLICIES",
+    "RECRAWL_SAME",
     "MAX_ITEMS",
     "MAX_LISTED",
     "STDIO",
@@ -208,6 +229,7 @@ __all__ = [
     "IndexMissingError",
     "IndexParameterError",
     "IndexPart",
+    "IndexedDocs",
     "KeepPolicy",
     "Match",
     "Matches",
@@ -254,6 +276,8 @@ __all__ = [
     "corpus_format",
     "decontaminate_modes",
     "decontaminate_with",
+    "derived_id",
+    "derived_ids",
     "drop_rule",
     "empty_rows",
     "estimate",
@@ -268,6 +292,7 @@ __all__ = [
     "id_problem",
     "id_rank",
     "in_order",
+    "indexed_documents",
     "index_info",
     "index_leftovers",
     "index_params",
@@ -276,6 +301,7 @@ __all__ = [
     "jaccard",
     "jsonl_items",
     "lookup_index",
+    "lookup_without",
     "lsh_probability",
     "lsh_threshold",
     "match_summary",
@@ -294,6 +320,9 @@ __all__ = [
     "raise_worker_error",
     "read_docs",
     "read_protected_set",
+    "recrawl_policy",
+    "recrawl_verdicts",
+    "rewrite_without",
     "run_info",
     "sample_capped",
     "set_field",

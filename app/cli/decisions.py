@@ -35,15 +35,16 @@ from neardup.core.engine import (
     min_label_components,
 )
 
-__all__ = ["EXACT", "KEPT", "NEAR", "Decisions", "decide"]
+__all__ = ["EXACT", "KEPT", "NEAR", "RECRAWLED", "Decisions", "decide"]
 
-#: Row outcomes of the dedup stages.
-KEPT, EXACT, NEAR = 0, 1, 2
+#: Row outcomes of the dedup stages; RECRAWLED: a re-crawled id whose text changed beyond the
+#: threshold, dropped by ``--recrawled keep-indexed`` (``app.cli.recrawl``).
+KEPT, EXACT, NEAR, RECRAWLED = 0, 1, 2, 3
 
 
 @dataclass
 class Decisions:
-    """Per row: outcome (KEPT, EXACT, NEAR), cluster root row, the row it duplicates and the
+    """Per row: outcome (KEPT, EXACT, NEAR, RECRAWLED), cluster root row, the row it duplicates and the
     estimate to it. A root or duplicate ``n + j`` (n rows) is the indexed document
     ``indexed_ids[j]`` of part ``indexed_parts[j]``, whose own root is ``indexed_root[j]``."""
 

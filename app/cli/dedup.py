@@ -25,7 +25,6 @@ from array import array
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass
-from itertools import chain, islice
 from typing import IO
 
 import numpy as np
@@ -37,6 +36,7 @@ from neardup.app.cli.manifest import Manifest, write_manifest
 from neardup.app.cli.options import DedupOptions
 from neardup.app.cli.pause import pause_point
 from neardup.app.cli.progress import Progress
+from neardup.app.cli.recrawl import RecrawlPlan, isolate, merge, plan_recrawl
 from neardup.app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
 from neardup.app.cli.tagging import (
     REASON_KEY,
@@ -53,6 +53,7 @@ from neardup.core.engine import (
     DocIndex,
     IndexConflictError,
     IndexLookup,
+    IndexPart,
     Output,
     ParameterError,
     RawLine,
@@ -72,7 +73,9 @@ from neardup.core.engine import (
     index_record,
     nan_as_null_note,
     parquet_schema,
+    lookup_without,
     piece_source,
+    rewrite_without,
     run_info,
     signature_stream,
     text_digests,
@@ -179,12 +182,8 @@ class _Columns:
         )
 
 
-def _signature_pass(
-    sources: list[Source], options: DedupOptions, index: DocIndex | None = None
-) -> _Pass1:
-    """Pass 1 (``_Pass1``). When an id of the first batch is in ``index`` the run is bound to
-    stop at the id check after this pass (``DocIndex.check_ids`` names them all): the rest is
-    read for that check and the input's own (ids, rows), but no signature is computed."""
+def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
+    """Pass 1 (``_Pass1``)."""
     params = options.params
     extra = [params.keep.field] if params.keep.field else []
     if options.writes_reasons:  # a Parquet `neardup` column is read, to be refused
@@ -192,19 +191,13 @@ def _signature_pass(
     reader = RecordReader(sources, options.schema, fields=extra)
     columns = _Columns(options)
     read = batches(reader, BATCH)
-    head = list(islice(read, 1))
-    # One id lookup of one batch: none of the index is read for ids named apart, one row group
-    # for ids in the index's order, at most its id column (once) when they interleave.
-    taken = bool(head and index is not None and index.id_parts([r.id for r in head[0]]))
     # Signatures go to a temporary file as they come and are read back as one matrix: a list
     # of chunks joined at the end would hold the matrix twice.
     with tempfile.TemporaryFile(prefix="neardup-signatures-") as sigs:
         with Progress(
             "signatures", total=reader.total_bytes, unit="B", quiet=options.quiet
         ) as progress:
-            rows = (columns.add(batch) for batch in chain(head, read))
-            if taken:
-                rows = (texts[:0] for texts in rows)  # ids and checks only
+            rows = (columns.add(batch) for batch in read)
             # A spawn pool only once the texts read are worth one (a small run starts none).
             stream = signature_stream(rows, params.minhash, params.workers)
             with closing(stream):
@@ -297,6 +290,8 @@ def _spliced_pass(
     def spliced(raw: str, i: int, outcome: int, shape: int) -> bool:
         """Write (or skip) row ``i`` from its line; False if it must be parsed."""
         if shape == GENERAL or (shape == SKIP and (outcome == KEPT or keep_all or removing)):
+            return False
+        if i in tagger.renamed:  # written under a derived id: parsed
             return False
         if outcome != KEPT and not keep_all:
             tagger.dropped(outcome)
@@ -461,26 +456,33 @@ def _append(
     tagger: Tagger,
     sources: list[Source],
     record: dict[str, object],
+    plan: RecrawlPlan,
 ) -> None:
-    """Add the survivors that passed the protected-set check to the index as one new part."""
+    """Add the survivors that passed the protected-set check to the index as one new part; with
+    ``--recrawled replace``, the parts holding replaced documents are swapped in the same
+    version for parts without them."""
     clean = np.array([r not in tagger.contaminated for r in kept.rows.tolist()], dtype=np.bool_)
     rows = kept.rows[clean]
-    if len(rows) == 0:
+    if len(rows) == 0 and not plan.replaced:
         return
     params = options.params.minhash
     run = run_info("local", neardup_version(), [s.name for s in sources])
-    part = write_part(
-        index, params, [ids[i] for i in rows.tolist()], kept.digests[clean],
-        kept.signatures(clean), run,
-    )  # fmt: skip
-    record.update(part=part.name)
+    added: list[IndexPart] = []
+    if len(rows):
+        added.append(write_part(
+            index, params, [ids[i] for i in rows.tolist()], kept.digests[clean],
+            kept.signatures(clean), run,
+        ))  # fmt: skip
+        record.update(part=added[0].name)
+    rewritten, dropped = rewrite_without(index, params, plan.replaced, run)
     pause_point("commit")
     try:
-        record["version_written"] = commit_index(index, params, [part])
+        record["version_written"] = commit_index(index, params, [*added, *rewritten], dropped)
     except IndexConflictError as exc:
         record.update(part=None, conflict=str(exc))
         raise
     record["rows_added"] = len(rows)
+    record["rows_replaced"] = len(plan.replaced)
 
 
 def _index_record(options: DedupOptions, index: DocIndex, lookup: IndexLookup) -> dict[str, object]:
@@ -513,22 +515,30 @@ def run_dedup(options: DedupOptions) -> Manifest:
     sets = load_protected(options, manifest)
     manifest.seconds["protected"] = time.perf_counter() - started
     started = time.perf_counter()
-    first = _signature_pass(sources, options, index)
+    first = _signature_pass(sources, options)
     manifest.seconds["signatures"] = time.perf_counter() - started
     if first.values is not None:
         _check_keep_field(first.values, options, manifest)
     lookup = None
+    plan = RecrawlPlan(options.recrawled)
+    ids = isolated = first.ids
     if index is not None:
         started = time.perf_counter()
-        index.check_ids(first.ids)
-        lookup = index.lookup(first.sigs, first.digests)
+        plan = plan_recrawl(
+            index, first.ids, first.digests, first.sigs, options.params.minhash.threshold,
+            options.recrawled,
+        )  # fmt: skip
+        ids = plan.ids(first.ids)
+        isolated = isolate(plan, ids, first.digests, first.sigs)
+        lookup = lookup_without(index.lookup(first.sigs, first.digests), set(plan.replaced))
         manifest.index = _index_record(options, index, lookup)
+        manifest.index["recrawled"] = plan.record()
         manifest.seconds["index_lookup"] = time.perf_counter() - started
     started = time.perf_counter()
     decisions: Decisions = decide(
-        first.ids, first.digests, first.sigs, options.params, first.lengths, first.values,
-        lookup,
+        isolated, first.digests, first.sigs, options.params, first.lengths, first.values, lookup
     )  # fmt: skip
+    merge(decisions, plan, len(ids))
     kept = _survivors(options, first, decisions)
     del first.sigs  # pass 2 needs ids and decisions only (the survivors' are in a file)
     try:
@@ -538,9 +548,9 @@ def run_dedup(options: DedupOptions) -> Manifest:
         started = time.perf_counter()
         params = options.params
         tagger = Tagger(
-            first.ids, decisions, sets, params.keep_duplicates,
+            ids, decisions, sets, params.keep_duplicates,
             decont=params.decont, item_cap=params.item_cap, schema=options.schema,
-            indexed=index is not None,
+            indexed=index is not None, renamed=plan.renamed,
         )  # fmt: skip
         pause_point("signatures")
         _write_pass(sources, options, first, tagger, manifest)
@@ -548,7 +558,7 @@ def run_dedup(options: DedupOptions) -> Manifest:
         try:
             if index is not None and kept is not None and manifest.index is not None:
                 started = time.perf_counter()
-                _append(index, options, first.ids, kept, tagger, sources, manifest.index)
+                _append(index, options, ids, kept, tagger, sources, manifest.index, plan)
                 manifest.seconds["index_append"] = time.perf_counter() - started
         finally:
             if not options.dry_run and (target := options.manifest_target) is not None:

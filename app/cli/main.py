@@ -20,6 +20,8 @@ __all__ = ["MINHASH_DEFAULTS", "build_parser", "main"]
 
 #: ``neardup.core.engine.TOKENIZERS`` (tests hold them equal; core is not imported up front).
 TOKENIZERS = ("words", "multilingual")
+#: ``neardup.core.engine.RECRAWL_POLICIES``, the default first (tests hold them equal).
+RECRAWL_POLICIES = ("keep-both", "keep-indexed", "replace")
 _TOKENIZER_HELP = (
     "how texts are cut into words: words (\\w+ runs), or multilingual (also a word per "
     "character, with its marks, in scripts written without spaces: Chinese, Japanese, Thai, ...)"
@@ -227,6 +229,12 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         "--index-mode", choices=("append", "read"), default="append",
         help="append: add the survivors to --index as a new part; read: only dedup against it",
     )  # fmt: skip
+    dedup.add_argument(
+        "--recrawled", choices=RECRAWL_POLICIES, default=RECRAWL_POLICIES[0],
+        help="a new row whose id is indexed with a text it neither equals nor near-duplicates: "
+        "keep-both (keep it under ID#rev-HASH), keep-indexed (drop it) or replace (it becomes "
+        "the indexed document of its id); the same or a near text is dropped as its duplicate",
+    )  # fmt: skip
     dedup.add_argument("--manifest", help="default: OUTPUT.manifest.json (none when OUTPUT is '-')")
     dedup.add_argument("--dry-run", action="store_true", help="report the counts, write nothing")
     dedup.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -417,7 +425,7 @@ def _dedup(args: argparse.Namespace) -> int:
         removed=args.removed, manifest=args.manifest,
         schema=Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file"),
         params=params, dry_run=args.dry_run, quiet=args.quiet, command=tuple(args.command_line),
-        index=args.index, index_mode=args.index_mode,
+        index=args.index, index_mode=args.index_mode, recrawled=args.recrawled,
     )  # fmt: skip
     manifest = run_dedup(options)
     counts = manifest.counts

@@ -72,6 +72,10 @@ ENGINE_NAMES = {
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
     "IndexParameterError",
     "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
+    # re-crawled ids decided against the indexed document of the id (issue 33)
+    "indexed_documents", "IndexedDocs", "recrawl_verdicts", "RECRAWL_SAME", "RECRAWL_NEAR",
+    "RECRAWL_CHANGED", "RECRAWL_POLICIES", "recrawl_policy", "derived_id", "derived_ids",
+    "rewrite_without", "lookup_without",
 }  # fmt: skip
 
 

@@ -253,44 +253,118 @@ def test_index_parameter_mismatch_is_exit_2_naming_it(tmp_path, capsys, flag, va
         _nothing_written(tmp_path, "b", ["00000001.json"])
 
 
-def test_index_id_collision_is_exit_2_naming_id_and_part(tmp_path, capsys):
-    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", "other words here")]) == 0
+def _removed(tmp: Path, name: str) -> dict[str, dict]:
+    return {r["id"]: r["neardup"] for r in _read(tmp / f"{name}.removed.jsonl")}
+
+
+def _index_texts(tmp: Path) -> dict[str, bytes]:
+    """id -> digest of every indexed document."""
+    table = pq.read_table(DocIndex.open(str(tmp / "idx")).file_urls())
+    return dict(zip(table.column("id").to_pylist(), table.column("digest").to_pylist(),
+                    strict=True))  # fmt: skip
+
+
+def _digest(text: str) -> bytes:
+    return text_digests([text])[0].astype("<u8").tobytes()
+
+
+EDITED = LONG + " x1 x2"  # near LONG
+OTHER = "entirely different words about gardens and rivers in spring"
+
+
+@pytest.mark.parametrize("policy", ["keep-both", "keep-indexed", "replace"])
+@pytest.mark.parametrize("mode", ["append", "read"])
+def test_index_recrawled_ids_are_decided_against_their_indexed_document(tmp_path, policy, mode):
+    """Issue 33.1: a re-crawled id with the same or a near text is dropped as a duplicate of
+    the indexed document of its id; a changed one goes as --recrawled says (default keep-both);
+    read mode decides the same and adds nothing."""
+    greek = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"
+    assert _edges(greek + " x1 x2", greek) and not _edges(OTHER, LONG)
+    assert not _edges(greek, LONG) and not _edges(OTHER, greek)
+    assert _run(tmp_path, "a", [New("u1", LONG), New("u2", greek), New("u3", OTHER)]) == 0
     part = DocIndex.open(str(tmp_path / "idx")).parts[0].name
+    rows = [New("u1", LONG), New("u2", greek + " x1 x2"), New("u3", "a fresh text"),
+            New("u4", "brand new page")]  # fmt: skip
+    extra = [] if policy == "keep-both" else ["--recrawled", policy]  # keep-both: the default
+    assert _run(tmp_path, "b", rows, "--index-mode", mode, *extra) == 0
+    removed = _removed(tmp_path, "b")
+    assert (removed["u1"]["reason"], removed["u1"]["duplicate_of"]) == ("exact", "u1")
+    assert (removed["u2"]["reason"], removed["u2"]["duplicate_of"]) == ("near", "u2")
+    assert removed["u1"]["index_part"] == removed["u2"]["index_part"] == part
+    sig = batch_signatures([greek + " x1 x2", greek], PARAMS)
+    assert removed["u2"]["estimate"] == float((sig[0] == sig[1]).mean())
+    written = [r["id"] for r in _read(tmp_path / "b.out.jsonl")]
+    derived = "u3#rev-" + _digest("a fresh text").hex()[:12]
+    manifest = json.loads((tmp_path / "b.out.jsonl.manifest.json").read_text())
+    assert manifest["index"]["recrawled"] == {
+        "policy": policy, "same": 1, "near": 1, "changed": 1,
+        "renamed": int(policy == "keep-both"), "replaced": int(policy == "replace"),
+    }  # fmt: skip
+    if policy == "keep-both":
+        assert written == [derived, "u4"] and "u3" not in removed
+    elif policy == "keep-indexed":
+        assert written == ["u4"]
+        assert (removed["u3"]["reason"], removed["u3"]["duplicate_of"]) == ("recrawled", "u3")
+        assert removed["u3"]["index_part"] == part and removed["u3"]["estimate"] < 0.5
+        assert manifest["counts"]["recrawled_dropped"] == 1
+    else:
+        assert written == ["u3", "u4"] and "u3" not in removed
+    index = _index_texts(tmp_path)
+    if mode == "read":
+        assert sorted(index) == ["u1", "u2", "u3"] and DocIndex.open(str(tmp_path / "idx")).version == 1
+        return
+    want = {"u1": _digest(LONG), "u2": _digest(greek), "u3": _digest(OTHER),
+            "u4": _digest("brand new page")}  # fmt: skip
+    if policy == "keep-both":
+        want[derived] = _digest("a fresh text")
+    elif policy == "replace":
+        want["u3"] = _digest("a fresh text")  # the new text is the indexed document of u3
+    assert index == want
+    opened = DocIndex.open(str(tmp_path / "idx"))
+    assert opened.version == 2 and opened.rows == len(want)
+
+
+def test_index_recrawled_keep_both_twice_is_an_exact_copy_of_the_derived_id(tmp_path):
+    """The same changed text again next month: its derived id is indexed with that text, so the
+    row is dropped as its exact copy; the index holds each text once."""
+    assert _run(tmp_path, "a", [New("u", LONG)]) == 0
+    assert _run(tmp_path, "b", [New("u", OTHER)]) == 0
+    derived = "u#rev-" + _digest(OTHER).hex()[:12]
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == [derived]
+    assert _run(tmp_path, "c", [New("u", OTHER)]) == 0
+    assert _read(tmp_path / "c.out.jsonl") == []
+    assert _removed(tmp_path, "c")["u"] | {"index_part": None} == {
+        "reason": "exact", "duplicate_of": derived, "estimate": 1.0, "set": None, "item": None,
+        "ngram": None, "index_part": None,
+    }  # fmt: skip
+    assert sorted(_index_texts(tmp_path)) == ["u", derived]
+
+
+def test_index_recrawled_derived_id_of_another_row_is_exit_2(tmp_path, capsys):
+    assert _run(tmp_path, "a", [New("u", LONG)]) == 0
+    derived = "u#rev-" + _digest(OTHER).hex()[:12]
     capsys.readouterr()
-    assert _run(tmp_path, "b", [New("n1", "fresh"), New("i2", "new text")]) == 2
-    assert f"'i2' (part {part}) already in the index" in capsys.readouterr().err
+    assert _run(tmp_path, "b", [New("u", OTHER), New(derived, "x y z")]) == 2
+    assert repr(derived) in capsys.readouterr().err
     _nothing_written(tmp_path, "b", ["00000001.json"])
-    # --id-prefix file: the same rows go in under other ids.
+
+
+def test_index_recrawled_rows_link_nothing_else(tmp_path):
+    """A dropped re-crawled row takes no further part: a new row near it (and not near the
+    indexed document) is kept, and a new copy of it is decided against the index alone."""
+    far = EDITED + " x3 x4 x5 x6"
+    assert _edges(far, EDITED) and not _edges(far, LONG)
+    assert _run(tmp_path, "a", [New("u", LONG)]) == 0
+    assert _run(tmp_path, "b", [New("u", EDITED), New("v", far)]) == 0
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["v"]
+    assert _removed(tmp_path, "b")["u"]["duplicate_of"] == "u"
+
+
+def test_index_id_prefix_file_still_names_shards_apart(tmp_path):
+    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", "other words here")]) == 0
     assert _run(tmp_path, "b", [New("n1", "fresh"), New("i2", "new text")], "--id-prefix",
                 "file") == 0  # fmt: skip
-
-
-def test_index_id_collision_in_the_first_batch_signs_nothing(tmp_path, capsys, monkeypatch):
-    import neardup.app.cli.dedup as dedup
-
-    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", "other words here")]) == 0
-    part = DocIndex.open(str(tmp_path / "idx")).parts[0].name
-    signed: list[int] = []
-    real = dedup.signature_stream
-
-    def counting(*args, **kwargs):
-        for chunk in real(*args, **kwargs):
-            signed.append(len(chunk))
-            yield chunk
-
-    monkeypatch.setattr(dedup, "signature_stream", counting)
-    fresh = [New(f"n{i:05d}", f"fresh text {i}") for i in range(dedup.BATCH)]
-    for first, name in ((New("i2", "new text"), "b"), (New("n-first", "new text"), "c")):
-        capsys.readouterr()
-        signed.clear()
-        # The second batch holds an indexed id too: the error names both when the first does.
-        assert _run(tmp_path, name, [first, *fresh, New("i1", "again")]) == 2
-        err = capsys.readouterr().err
-        assert f"'i1' (part {part})" in err
-        assert (f"'i2' (part {part})" in err) == (first.id == "i2")
-        # A collision in the first batch: no signature; only in a later one: found after pass 1.
-        assert sum(signed) == (0 if first.id == "i2" else dedup.BATCH + 2)
-        _nothing_written(tmp_path, name, ["00000001.json"])
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["b.jsonl/n1", "b.jsonl/i2"]
 
 
 def test_index_outputs_apart_from_the_index(tmp_path, capsys):
