@@ -192,7 +192,9 @@ def rewrite_without(
             with index.parquet(f) as parquet:
                 table = parquet.read(columns=list(COLUMNS))
             keep = np.array([i not in gone for i in table.column("id").to_pylist()], dtype=bool)
-            keep_ids.extend(i for i, k in zip(table.column("id").to_pylist(), keep, strict=True) if k)
+            keep_ids.extend(
+                i for i, k in zip(table.column("id").to_pylist(), keep, strict=True) if k
+            )
             digests.append(_matrix(index, f, table, "digest", 16, "<u8")[keep])
             sigs.append(_matrix(index, f, table, "signature", 4 * params.num_perm, "<u4")[keep])
         dropped.append(part.name)

@@ -46,8 +46,8 @@ engine computes the same signatures, candidates, confirmations and components th
   ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``; re-crawled
   ids (a new row whose id is indexed): ``indexed_documents``, ``IndexedDocs``,
   ``recrawl_verdicts`` (``RECRAWL_SAME``, ``RECRAWL_NEAR``, ``RECRAWL_CHANGED``),
-  ``RECRAWL_POLICIES``, ``recrawl_policy``, ``derived_id``, ``derived_ids``,
-  ``rewrite_without``.
+  ``RECRAWL_POLICIES``, ``recrawl_policy``, ``derived_id`` (``RECRAWL_REVISION``),
+  ``derived_ids``, ``rewrite_without``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -120,19 +120,6 @@ from neardup.core._protected import (
     protected_as_jsonl,
     read_protected_set,
 )
-from neardup.core._recrawl import (
-    RECRAWL_POLICIES,
-    IndexedDocs,
-    derived_id,
-    derived_ids,
-    indexed_documents,
-    recrawl_policy,
-    recrawl_verdicts,
-    rewrite_without,
-)
-from neardup.core._recrawl import CHANGED as RECRAWL_CHANGED
-from neardup.core._recrawl import NEAR as RECRAWL_NEAR
-from neardup.core._recrawl import SAME as RECRAWL_SAME
 from neardup.core._records import (
     ID_PATTERN,
     RawLine,
@@ -144,6 +131,20 @@ from neardup.core._records import (
     parquet_schema,
     set_field,
 )
+from neardup.core._recrawl import CHANGED as RECRAWL_CHANGED
+from neardup.core._recrawl import NEAR as RECRAWL_NEAR
+from neardup.core._recrawl import (
+    RECRAWL_POLICIES,
+    IndexedDocs,
+    derived_id,
+    derived_ids,
+    indexed_documents,
+    recrawl_policy,
+    recrawl_verdicts,
+    rewrite_without,
+)
+from neardup.core._recrawl import REVISION as RECRAWL_REVISION
+from neardup.core._recrawl import SAME as RECRAWL_SAME
 from neardup.core._report import MAX_ITEMS, ContaminationReport, Thresholds
 from neardup.core._signature_index import Matches, Placement, SignatureIndex, batch_matches
 from neardup.core._signatures import (
@@ -201,12 +202,13 @@ __all__ = [
     "INDEX_KEYS",
     "INDEX_PARAMS_KEY",
     "KEEP_POLICIES",
+    "MAX_ITEMS",
+    "MAX_LISTED",
     "RECRAWL_CHANGED",
     "RECRAWL_NEAR",
     "RECRAWL_POLICIES",
+    "RECRAWL_REVISION",
     "RECRAWL_SAME",
-    "MAX_ITEMS",
-    "MAX_LISTED",
     "STDIO",
     "TOKENIZERS",
     "BandBuckets",
@@ -292,12 +294,12 @@ __all__ = [
     "id_problem",
     "id_rank",
     "in_order",
-    "indexed_documents",
     "index_info",
     "index_leftovers",
     "index_params",
     "index_record",
     "index_record_line",
+    "indexed_documents",
     "jaccard",
     "jsonl_items",
     "lookup_index",

@@ -6,8 +6,8 @@ have words, one band of their signatures is equal and the estimate reaches the t
 documents always survive; a new document of a component holding indexed documents is dropped
 naming the smallest indexed id; components without one keep their preferred row under
 ``--keep``. A copy of a new text whose kept row is dropped too names what that row names: every
-``duplicate_of`` is a survivor or an indexed document. No numpy past the signatures, no code of the engine's decisions: a Python
-union-find and loops.
+``duplicate_of`` is a survivor or an indexed document. No numpy past the signatures, no code of
+the engine's decisions: a Python union-find and loops.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ KEPT, EXACT, NEAR, RECRAWLED = 0, 1, 2, 3
 
 @dataclass
 class Decisions:
-    """Per row: outcome (KEPT, EXACT, NEAR, RECRAWLED), cluster root row, the row it duplicates and the
-    estimate to it. A root or duplicate ``n + j`` (n rows) is the indexed document
+    """Per row: outcome (KEPT, EXACT, NEAR, RECRAWLED), cluster root row, the row it duplicates
+    and the estimate to it. A root or duplicate ``n + j`` (n rows) is the indexed document
     ``indexed_ids[j]`` of part ``indexed_parts[j]``, whose own root is ``indexed_root[j]``."""
 
     outcome: NDArray[np.int8]

@@ -187,8 +187,10 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
     _schema_flags(dedup)
     dedup.add_argument(
-        "--id-prefix", choices=["none", "file"], default="none",
-        help="'file': prefix each id with its file's name and '/'",
+        "--id-prefix", default="none", metavar="PREFIX",
+        help="'file': prefix each id with its file's name and '/'; any other text is put before "
+        "every id, with {file} replaced by the file's name (e.g. 'cc-2024-10/' or "
+        "'cc-2024-10/{file}/'); default none",
     )  # fmt: skip
     dedup.add_argument(
         "--keep", default="smallest-id", metavar="POLICY",
@@ -394,7 +396,7 @@ def _dedup(args: argparse.Namespace) -> int:
 
         return dedup_spark(args)
     from neardup.app.cli.dedup import run_dedup
-    from neardup.app.cli.options import DedupOptions, DedupParams, default_workers
+    from neardup.app.cli.options import DedupOptions, DedupParams, default_workers, id_prefix
     from neardup.core.engine import (
         DecontParams,
         KeepPolicy,
@@ -423,7 +425,7 @@ def _dedup(args: argparse.Namespace) -> int:
     options = DedupOptions(
         inputs=tuple(args.inputs), output=args.output, protected=tuple(args.protected),
         removed=args.removed, manifest=args.manifest,
-        schema=Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file"),
+        schema=Schema(args.id_field, args.text_field, id_prefix=id_prefix(args.id_prefix)),
         params=params, dry_run=args.dry_run, quiet=args.quiet, command=tuple(args.command_line),
         index=args.index, index_mode=args.index_mode, recrawled=args.recrawled,
     )  # fmt: skip

@@ -20,10 +20,16 @@ from neardup.core.engine import (
     recrawl_policy,
 )
 
-__all__ = ["INDEX_MODES", "DedupOptions", "DedupParams", "default_workers"]
+__all__ = ["INDEX_MODES", "DedupOptions", "DedupParams", "default_workers", "id_prefix"]
 
 #: What a run does with its ``--index``: add its survivors to it, or only read it.
 INDEX_MODES = ("append", "read")
+
+
+def id_prefix(spelled: str) -> bool | str:
+    """``--id-prefix`` as ``Schema`` takes it: ``none`` False, ``file`` True, else a template
+    (checked by ``Schema``)."""
+    return {"none": False, "file": True}.get(spelled, spelled)
 
 
 def default_workers() -> int:

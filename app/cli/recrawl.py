@@ -33,6 +33,8 @@ from neardup.core.minhash import MERSENNE31
 __all__ = ["RecrawlPlan", "isolate", "merge", "plan_recrawl"]
 
 _OUTCOME = {RECRAWL_SAME: EXACT, RECRAWL_NEAR: NEAR, RECRAWL_CHANGED: RECRAWLED}
+#: The verdicts as the manifest counts them.
+_NAMES = ("same", "near", "changed")
 
 
 @dataclass
@@ -74,9 +76,6 @@ class RecrawlPlan:
         for row, new in self.renamed.items():
             out[row] = new
         return out
-
-
-_NAMES = ("same", "near", "changed")
 
 
 def plan_recrawl(

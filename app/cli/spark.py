@@ -63,7 +63,9 @@ def dedup_spark(args: argparse.Namespace) -> int:
     check_keep(keep, args.index)
     if args.index is None and args.index_mode != "append":
         raise ParameterError("--index-mode needs --index")
-    schema = Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file")
+    from neardup.app.cli.options import id_prefix
+
+    schema = Schema(args.id_field, args.text_field, id_prefix=id_prefix(args.id_prefix))
     given = {
         n: getattr(args, n)
         for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram", "tokenizer")

@@ -75,7 +75,7 @@ ENGINE_NAMES = {
     # re-crawled ids decided against the indexed document of the id (issue 33)
     "indexed_documents", "IndexedDocs", "recrawl_verdicts", "RECRAWL_SAME", "RECRAWL_NEAR",
     "RECRAWL_CHANGED", "RECRAWL_POLICIES", "recrawl_policy", "derived_id", "derived_ids",
-    "rewrite_without", "lookup_without",
+    "rewrite_without", "lookup_without", "RECRAWL_REVISION",
 }  # fmt: skip
 
 

@@ -311,7 +311,10 @@ def test_index_recrawled_ids_are_decided_against_their_indexed_document(tmp_path
         assert written == ["u3", "u4"] and "u3" not in removed
     index = _index_texts(tmp_path)
     if mode == "read":
-        assert sorted(index) == ["u1", "u2", "u3"] and DocIndex.open(str(tmp_path / "idx")).version == 1
+        assert (
+            sorted(index) == ["u1", "u2", "u3"]
+            and DocIndex.open(str(tmp_path / "idx")).version == 1
+        )
         return
     want = {"u1": _digest(LONG), "u2": _digest(greek), "u3": _digest(OTHER),
             "u4": _digest("brand new page")}  # fmt: skip
@@ -358,6 +361,34 @@ def test_index_recrawled_rows_link_nothing_else(tmp_path):
     assert _run(tmp_path, "b", [New("u", EDITED), New("v", far)]) == 0
     assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["v"]
     assert _removed(tmp_path, "b")["u"]["duplicate_of"] == "u"
+
+
+def test_index_dated_id_prefix_names_each_months_shards_apart(tmp_path, capsys):
+    """Issue 33: shard names repeat month after month; a template prefix with the dump's date
+    makes ids unique across months (a page's copy is then an exact duplicate by its text)."""
+    for month in ("10", "11"):
+        folder = tmp_path / f"dump-{month}"
+        folder.mkdir()
+        _write_rows(folder / "shard-0.jsonl", [New("p1", LONG), New(f"p{month}", f"only {month}")])
+        assert main(["dedup", str(folder), "--output", str(tmp_path / f"o{month}.jsonl"),
+                     "--removed", str(tmp_path / f"r{month}.jsonl"), "--index",
+                     str(tmp_path / "idx"), "--id-prefix", f"cc-2024-{month}/{{file}}/",
+                     *FLAGS]) == 0  # fmt: skip
+    assert [r["id"] for r in _read(tmp_path / "o11.jsonl")] == ["cc-2024-11/shard-0.jsonl/p11"]
+    (row,) = _read(tmp_path / "r11.jsonl")
+    assert row["id"] == "cc-2024-11/shard-0.jsonl/p1"
+    assert row["neardup"]["duplicate_of"] == "cc-2024-10/shard-0.jsonl/p1"
+    assert sorted(_index_texts(tmp_path)) == [
+        "cc-2024-10/shard-0.jsonl/p1", "cc-2024-10/shard-0.jsonl/p10",
+        "cc-2024-11/shard-0.jsonl/p11",
+    ]  # fmt: skip
+    # A literal prefix; a template naming another field is refused before anything is read.
+    assert _run(tmp_path, "b", [New("p1", "fresh words")], "--id-prefix", "cc-2024-12/") == 0
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["cc-2024-12/p1"]
+    capsys.readouterr()
+    assert _run(tmp_path, "c", [New("p1", "x")], "--id-prefix", "cc-{date}/") == 2
+    assert "--id-prefix 'cc-{date}/'" in capsys.readouterr().err
+    assert not (tmp_path / "c.out.jsonl").exists()
 
 
 def test_index_id_prefix_file_still_names_shards_apart(tmp_path):
