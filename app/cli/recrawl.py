@@ -117,7 +117,19 @@ def plan_recrawl(
     plan.parts = [[*(parts[j] for j in taken.tolist()), *plan.parts][k] for k in order.tolist()]
     for row in extra:
         del plan.renamed[row]
+    _check_renamed(ids, plan)
     return plan
+
+
+def _check_renamed(ids: list[str], plan: RecrawlPlan) -> None:
+    """DuplicateIdError when a derived id is the id of a row that goes on (not dropped here)."""
+    if not plan.renamed:
+        return
+    gone = set(plan.rows.tolist()) | set(plan.renamed)
+    going = {doc_id for i, doc_id in enumerate(ids) if i not in gone}
+    clash = going & set(plan.renamed.values())
+    if clash:
+        raise DuplicateIdError(*sorted(clash))
 
 
 def _derive(
@@ -129,12 +141,8 @@ def _derive(
 ) -> None:
     """``keep-both``: the derived id of every changed row in ``rows``. One already indexed holds
     the same text (the id carries its hash): the row is dropped as its exact copy; with another
-    text (a hash collision, or an input that names its ids so), IndexIdError. One that is an
-    input id: DuplicateIdError."""
+    text (a hash collision, or an input that names its ids so), IndexIdError."""
     names = derived_ids([ids[r] for r in rows.tolist()], digests[rows])
-    taken = set(ids) & set(names)
-    if taken:
-        raise DuplicateIdError(*sorted(taken))
     found = indexed_documents(index, names)
     at = found.position()
     same_rows, same_parts, same_names = [], [], []

@@ -764,7 +764,7 @@ def _counts(
 ) -> None:
     """The manifest's counts per stage."""
     exact_dropped, near_dropped = (0, 0) if stats is None else (stats[0], stats[1])
-    kept_count = read if keep_all else read - exact_dropped - near_dropped
+    kept_count = read if keep_all else read - sum(stats or ())  # recrawled_dropped too
     manifest.counts = {
         "read": read,
         "exact_dropped": 0 if keep_all else exact_dropped,

@@ -526,3 +526,14 @@ def test_copy_of_a_near_dropped_keeper_names_the_survivor(tmp_path):
     assert [r["id"] for r in _read(tmp_path / "o.jsonl")] == ["a"]
     assert removed["b"]["reason"] == "near" and removed["b"]["duplicate_of"] == "a"
     assert removed["c"] == {**removed["b"], "reason": "exact"}
+
+
+def test_recrawled_flag_spells_the_engines_policies(tmp_path, capsys):
+    from neardup.app.cli.main import RECRAWL_POLICIES as cli_policies
+    from neardup.core.engine import RECRAWL_POLICIES
+
+    assert cli_policies == RECRAWL_POLICIES and RECRAWL_POLICIES[0] == "keep-both"
+    assert _run(tmp_path, "a", [New("u", LONG)]) == 0
+    with pytest.raises(SystemExit) as stopped:
+        _run(tmp_path, "b", [New("u", OTHER)], "--recrawled", "newest")
+    assert stopped.value.code == 2 and "--recrawled" in capsys.readouterr().err

@@ -321,7 +321,14 @@ _RECRAWL_NEW = [
     {"id": "z1", "text": _words("g") + " more"},
     {"id": "z2", "text": _words("g") + " more"},
 ]  # fmt: skip
-_COUNTS = ("read", "exact_dropped", "near_dropped", "recrawled_dropped", "written")
+_COUNTS = (
+    "read",
+    "exact_dropped",
+    "near_dropped",
+    "recrawled_dropped",
+    "decontaminated",
+    "written",
+)
 
 
 def _local_run(inputs: list[str], tmp: Path, name: str, index: Path, **kw: Any) -> Any:
@@ -383,3 +390,24 @@ def test_spark_recrawled_ids_and_resolved_chains_equal_the_local_engine(
     assert _unnamed(part_lines(tmp_path / "s-again.removed.jsonl", ordered=True)) == _unnamed(mine)
     assert json.loads(mine[0])["neardup"]["duplicate_of"].startswith("u3#rev-")
     assert got.index is not None and got.index["version_written"] is None
+
+
+def test_spark_copy_of_a_near_dropped_keeper_names_the_survivor_as_locally(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Issue 33.12 without an index: z2 copies z1, which the near stage drops for z0; z2 names
+    z0 (the survivor) with z1's estimate, on Spark as on the local engine, byte for byte."""
+    from neardup.app.cli.dedup import run_dedup
+    from neardup.app.cli.options import DedupOptions
+
+    new = write_shards(tmp_path / "new", _RECRAWL_NEW, 2)
+    run_dedup(DedupOptions(inputs=tuple(new), output=str(tmp_path / "l.jsonl"),
+                           removed=str(tmp_path / "l.removed.jsonl"), quiet=True))  # fmt: skip
+    run_spark_dedup(
+        spark, new, str(tmp_path / "s.jsonl"), removed=str(tmp_path / "s.removed.jsonl")
+    )
+    mine = (tmp_path / "l.removed.jsonl").read_text(encoding="utf-8").splitlines()
+    assert part_lines(tmp_path / "s.removed.jsonl", ordered=True) == mine
+    why = {json.loads(x)["id"]: json.loads(x)["neardup"] for x in mine}
+    assert (why["z2"]["reason"], why["z2"]["duplicate_of"]) == ("exact", "z0")
+    assert why["z2"]["estimate"] == why["z1"]["estimate"] < 1.0
