@@ -214,22 +214,30 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     assert sum(w["reason"] == "near" and w["index_part"] is not None for w in why) >= 4
 
 
-def test_spark_id_in_the_index_stops_the_run_before_anything_is_written(
-    spark: Any, local_rounds: dict[str, Any], tmp_path: Path
+def test_spark_derived_id_indexed_with_another_text_stops_the_run_before_anything_is_written(
+    spark: Any, tmp_path: Path
 ) -> None:
+    """Issue 33: a re-crawled id is no error; the one left is a ``keep-both`` derived id that
+    the index holds with another text: IndexIdError naming it and its part (exit 2), before
+    anything is written, on Spark as on the local engine."""
+    import hashlib
+
+    new_text = _words("h")
+    derived = "u#rev-" + hashlib.sha256(new_text.encode()).hexdigest()[:12]
+    base = write_shards(tmp_path / "base", [{"id": "u", "text": _words("a")},
+                                            {"id": derived, "text": _words("c")}], 1)  # fmt: skip
     index = tmp_path / "idx"
-    shutil.copytree(local_rounds["after_first"], index)
-    opened = DocIndex.open(str(index))
-    part = opened.parts[0].name
-    # Round 0 again: every indexed id collides; 20 are named and the rest counted.
-    again = [{"id": "zz-new", "text": "a new text of its own"}, *map(dict, ROUNDS[0])]
-    inputs = write_shards(tmp_path / "in", again, 1)
+    _local_run(base, tmp_path, "base", index)
+    part = DocIndex.open(str(index)).parts[0].name
+    inputs = write_shards(tmp_path / "in", [{"id": "u", "text": new_text}], 1)
+    with pytest.raises(IndexIdError) as local:
+        _local_run(inputs, tmp_path, "l", index)
     with pytest.raises(IndexIdError) as caught:
         _spark(spark, inputs, tmp_path / "out.jsonl", index, 0)
     assert isinstance(caught.value, NeardupError)  # exit 2
-    assert f"'chain-2' (part {part})" in str(caught.value)
-    assert f" and {opened.rows - 20} more already in the index" in str(caught.value)
-    assert not (tmp_path / "out.jsonl").exists()
+    assert str(caught.value) == str(local.value)
+    assert f"{derived!r} (part {part})" in str(caught.value)
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "l.jsonl").exists()
     assert [p.name for p in (index / "_index").iterdir() if p.suffix == ".json"] == [
         "00000001.json"
     ]
