@@ -537,3 +537,81 @@ def test_recrawled_flag_spells_the_engines_policies(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
         _run(tmp_path, "b", [New("u", OTHER)], "--recrawled", "newest")
     assert stopped.value.code == 2 and "--recrawled" in capsys.readouterr().err
+
+
+@st.composite
+def recrawls(draw):
+    """1 to 4 rounds whose ids come back (a small pool): texts copied, edited or new, with a
+    policy and a mode each."""
+    rounds = draw(st.integers(1, 4))
+    texts: list[str] = []
+    out = []
+    for _ in range(rounds):
+        ids = draw(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=5, unique=True))
+        rows = []
+        for doc_id in ids:
+            how = draw(st.sampled_from(["fresh", "copy", "edit"] if texts else ["fresh"]))
+            if how == "fresh":
+                text = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=7)))
+            else:
+                text = draw(st.sampled_from(texts))
+                if how == "edit":
+                    text = f"{text} {draw(st.sampled_from(WORDS))}"
+            texts.append(text)
+            rows.append(New(doc_id, text))
+        policy = draw(st.sampled_from(["keep-both", "keep-indexed", "replace"]))
+        out.append((rows, policy, draw(st.sampled_from(["append", "append", "read"]))))
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds=recrawls())
+def test_index_recrawl_rounds_name_kept_documents_and_keep_ids_unique(tmp_path_factory, rounds):
+    """Issues 33.1 and 33.12, any corpus, ids coming back round after round under every policy:
+    every duplicate_of names a survivor of its round or a document indexed before it; a
+    re-crawled row is decided against its own id's document; the index holds each id once, and
+    exactly what the rounds kept (less what replace took out)."""
+    tmp = tmp_path_factory.mktemp("recrawl")
+    indexed: dict[str, str] = {}
+    for k, (rows, policy, mode) in enumerate(rounds):
+        name = f"r{k}"
+        code = _run(tmp, name, rows, "--index-mode", mode, "--recrawled", policy)
+        if mode == "read" and not indexed:
+            assert code == 2
+            continue
+        assert code == 0
+        out = {r["id"]: r for r in _read(tmp / f"{name}.out.jsonl")}
+        removed = _removed(tmp, name)
+        sigs = {r.id: batch_signatures([r.text], PARAMS)[0] for r in rows}
+        replaced = set()
+        assert len(out) + len(removed) == len(rows)
+        for why in removed.values():
+            assert why["duplicate_of"] in out or why["duplicate_of"] in indexed
+        for r in rows:
+            why = removed.get(r.id)
+            if r.id not in indexed:
+                continue
+            old = batch_signatures([indexed[r.id]], PARAMS)[0]
+            live = (sigs[r.id] != 2**31 - 1).any() and (old != 2**31 - 1).any()
+            near = bool(live and (sigs[r.id] == old).mean() >= PARAMS.threshold)
+            if r.text == indexed[r.id] or near:  # its own id's duplicate
+                assert why is not None and why["duplicate_of"] == r.id
+                assert why["reason"] == ("exact" if r.text == indexed[r.id] else "near")
+            elif policy == "keep-indexed":
+                assert why["reason"] == "recrawled" and why["duplicate_of"] == r.id
+            elif policy == "replace":
+                replaced.add(r.id)
+            else:  # keep-both: on under its derived id (kept, or dropped as any new row)
+                derived = f"{r.id}#rev-" + _digest(r.text).hex()[:12]
+                assert r.id not in out and why is None
+                assert (derived in out) != (derived in removed)
+        if mode == "append":
+            for doc_id in replaced:
+                del indexed[doc_id]
+            for doc_id, row in out.items():
+                assert doc_id not in indexed
+                indexed[doc_id] = row["text"]
+    if indexed:
+        assert _index_texts(tmp) == {i: _digest(t) for i, t in indexed.items()}
+        table = pq.read_table(DocIndex.open(str(tmp / "idx")).file_urls())
+        assert table.num_rows == len(indexed)  # each id once
