@@ -8,12 +8,13 @@ order, and with ``--removed`` every dropped row with why; every file is written 
 temporary name and renamed when complete.
 
 With ``--index IDX`` (docs/algorithm.md, incremental runs): before any signature the index is
-opened and its parameters checked; after pass 1 the new ids are checked against it (a collision
-stops the run before anything is written; one in the first batch, looked up before its
-signatures, leaves pass 1 computing none) and the rows are looked up in it; the decisions take
-the indexed documents in; after pass 2 (outputs committed), in append mode, the survivors become
-one new part and the next version is committed (none when there is no survivor). Their
-signatures wait in a temporary file meanwhile: pass 2 holds no signature.
+opened and its parameters checked; after pass 1 the rows whose id is indexed (re-crawled) are
+decided against that id's document (``app.cli.recrawl``: ``--recrawled``), the other rows are
+looked up in it; the decisions take the indexed documents in; after pass 2 (outputs
+committed), in append mode, the survivors become one new part and the next version is committed
+(with ``--recrawled replace``, the parts holding replaced documents swapped for rewritten ones;
+none when there is nothing to add). The survivors' signatures wait in a temporary file
+meanwhile: pass 2 holds no signature.
 """
 
 from __future__ import annotations
