@@ -483,7 +483,6 @@ def _append(
         record.update(part=None, conflict=str(exc))
         raise
     record["rows_added"] = len(rows)
-    record["rows_replaced"] = len(plan.replaced)
 
 
 def _index_record(options: DedupOptions, index: DocIndex, lookup: IndexLookup) -> dict[str, object]:

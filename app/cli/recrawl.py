@@ -113,8 +113,10 @@ def plan_recrawl(
     plan.rows = np.concatenate((rows[taken], plan.rows))[order]
     plan.outcome = np.concatenate((outcome[taken], plan.outcome))[order]
     plan.estimate = np.concatenate((estimate[taken], plan.estimate))[order]
-    plan.target = [[*(target[j] for j in taken.tolist()), *plan.target][k] for k in order.tolist()]
-    plan.parts = [[*(parts[j] for j in taken.tolist()), *plan.parts][k] for k in order.tolist()]
+    targets = [*(target[j] for j in taken.tolist()), *plan.target]
+    named = [*(parts[j] for j in taken.tolist()), *plan.parts]
+    plan.target = [targets[k] for k in order.tolist()]
+    plan.parts = [named[k] for k in order.tolist()]
     for row in extra:
         del plan.renamed[row]
     _check_renamed(ids, plan)
