@@ -22,7 +22,7 @@ from neardup.core._index import DocIndex, IndexFile
 from neardup.core._index_parts import binary_matrix
 from neardup.core.errors import IndexDamagedError, SignatureError
 
-__all__ = ["IndexLookup", "lookup_index"]
+__all__ = ["IndexLookup", "lookup_index", "lookup_without"]
 
 
 @dataclass(frozen=True)
@@ -277,3 +277,22 @@ def _read_rows(
         ids.extend(table.column("id").to_pylist())
         sigs.append(_column(index, file, table, "signature", 4 * num_perm, "<u4"))
     return ids, np.ascontiguousarray(np.concatenate(sigs), dtype=np.uint32)
+
+
+def lookup_without(lookup: IndexLookup, names: set[str]) -> IndexLookup:
+    """``lookup`` less the indexed documents ``names`` (taken out of the index by this run:
+    ``--recrawled replace``): their matches dropped, the others renumbered."""
+    if not names or not any(i in names for i in lookup.ids):
+        return lookup
+    keep = np.array([i not in names for i in lookup.ids], dtype=np.bool_)
+    renumber = np.full(len(keep) + 1, -1, dtype=np.int64)  # the last: "no match" (-1) stays -1
+    renumber[np.flatnonzero(keep)] = np.arange(int(keep.sum()))
+    exact = renumber[lookup.exact]
+    taken = keep[lookup.pairs[:, 1]] if len(lookup.pairs) else np.empty(0, dtype=np.bool_)
+    pairs = lookup.pairs[taken]
+    pairs = np.stack((pairs[:, 0], renumber[pairs[:, 1]]), axis=1) if len(pairs) else pairs
+    return IndexLookup(
+        [i for i, k in zip(lookup.ids, keep.tolist(), strict=True) if k],
+        [p for p, k in zip(lookup.parts, keep.tolist(), strict=True) if k],
+        lookup.sigs[keep], exact, pairs, lookup.estimate[taken],
+    )  # fmt: skip

@@ -160,17 +160,29 @@ class Schema:
     Attributes:
         id_field: field name or dotted path of the id (default ``id``).
         text_field: field name or dotted path of the text (default ``text``).
-        id_prefix: prefix every id with ``<file label>/`` (``--id-prefix file``).
+        id_prefix: what goes before every id: nothing (False), ``<file label>/`` (True:
+            ``--id-prefix file``), or a template (``--id-prefix cc-2024-10/``,
+            ``cc-2024-10/{file}/``): its text, with ``{file}`` the file's label.
     """
 
     id_field: str = "id"
     text_field: str = "text"
-    id_prefix: bool = False
+    id_prefix: bool | str = False
 
     def __post_init__(self) -> None:
         for flag, value in (("id_field", self.id_field), ("text_field", self.text_field)):
             if not value or any(not part for part in value.split(".")):
                 raise ParameterError(f"{flag} {value!r} is not a field name or dotted path")
+        if isinstance(self.id_prefix, str):
+            _check_template(self.id_prefix)
+
+    def prefixed(self, label: str, doc_id: str) -> str:
+        """``doc_id`` with the prefix of a file labelled ``label`` (``id_prefix``)."""
+        if self.id_prefix is True:
+            return f"{label}/{doc_id}"
+        if isinstance(self.id_prefix, str):
+            return self.id_prefix.replace(FILE_FIELD, label) + doc_id
+        return doc_id
 
     def id_and_text(self, row: dict[str, Any], name: str, line: int | None) -> tuple[str, str]:
         """The row's id (an integer as its decimal string) and text, before any ``id_prefix``;
@@ -195,6 +207,24 @@ class Schema:
             if column in names and column not in wanted:
                 wanted.append(column)
         return wanted
+
+
+#: What an ``--id-prefix`` template puts the file's label in place of.
+FILE_FIELD = "{file}"
+
+
+def _check_template(template: str) -> None:
+    """ParameterError for an ``--id-prefix`` template that is empty, names a field other than
+    ``{file}`` (a brace left over), or makes ids no id may be."""
+    rest = template.replace(FILE_FIELD, "")
+    if not template or "{" in rest or "}" in rest:
+        raise ParameterError(
+            f"--id-prefix {template!r}: give 'file', or a prefix whose only field is {FILE_FIELD} "
+            "(e.g. 'cc-2024-10/' or 'cc-2024-10/{file}/')"
+        )
+    problem = id_problem(template.replace(FILE_FIELD, "x") + "x")
+    if problem is not None:
+        raise ParameterError(f"--id-prefix {template!r} makes ids that {problem}")
 
 
 class Record(NamedTuple):
@@ -293,7 +323,7 @@ class RecordReader:
         schema = self.schema
         doc_id, text = schema.id_and_text(row, source.name, line)
         if schema.id_prefix:
-            doc_id = f"{source.label}/{doc_id}"
+            doc_id = schema.prefixed(source.label, doc_id)
             row = set_field(row, schema.id_field, doc_id)
             check_id(doc_id, source.name, line)
         return Record(doc_id, text, row, source.name, line, raw)

@@ -48,7 +48,11 @@ engine computes the same signatures, candidates, confirmations and components th
   line),
   ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
   ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``; what ``neardup index`` does to one: ``index_info``,
-  ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``.
+  ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``; re-crawled
+  ids (a new row whose id is indexed): ``indexed_documents``, ``IndexedDocs``,
+  ``recrawl_verdicts`` (``RECRAWL_SAME``, ``RECRAWL_NEAR``, ``RECRAWL_CHANGED``),
+  ``RECRAWL_POLICIES``, ``recrawl_policy``, ``derived_id`` (``RECRAWL_REVISION``),
+  ``derived_ids``, ``rewrite_without``.
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -105,7 +109,7 @@ from neardup.core._index import (
     write_part,
 )
 from neardup.core._index_log import part_name as index_part_name
-from neardup.core._index_lookup import IndexLookup, lookup_index
+from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
 from neardup.core._index_ops import CompactResult, compact_index, index_info
 from neardup.core._index_ops import Leftover as IndexLeftover
 from neardup.core._index_ops import leftovers as index_leftovers
@@ -136,6 +140,20 @@ from neardup.core._records import (
     parquet_schema,
     set_field,
 )
+from neardup.core._recrawl import CHANGED as RECRAWL_CHANGED
+from neardup.core._recrawl import NEAR as RECRAWL_NEAR
+from neardup.core._recrawl import (
+    RECRAWL_POLICIES,
+    IndexedDocs,
+    derived_id,
+    derived_ids,
+    indexed_documents,
+    recrawl_policy,
+    recrawl_verdicts,
+    rewrite_without,
+)
+from neardup.core._recrawl import REVISION as RECRAWL_REVISION
+from neardup.core._recrawl import SAME as RECRAWL_SAME
 from neardup.core._report import MAX_ITEMS, ContaminationReport, Thresholds
 from neardup.core._signature_index import Matches, Placement, SignatureIndex, batch_matches
 from neardup.core._signatures import (
@@ -196,6 +214,11 @@ __all__ = [
     "MAX_ITEMS",
     "MAX_JSON_DEPTH",
     "MAX_LISTED",
+    "RECRAWL_CHANGED",
+    "RECRAWL_NEAR",
+    "RECRAWL_POLICIES",
+    "RECRAWL_REVISION",
+    "RECRAWL_SAME",
     "STDIO",
     "TOKENIZERS",
     "BandBuckets",
@@ -218,6 +241,7 @@ __all__ = [
     "IndexMissingError",
     "IndexParameterError",
     "IndexPart",
+    "IndexedDocs",
     "JSONError",
     "KeepPolicy",
     "Match",
@@ -267,6 +291,8 @@ __all__ = [
     "corpus_format",
     "decontaminate_modes",
     "decontaminate_with",
+    "derived_id",
+    "derived_ids",
     "drop_rule",
     "empty_rows",
     "estimate",
@@ -287,9 +313,11 @@ __all__ = [
     "index_part_name",
     "index_record",
     "index_record_line",
+    "indexed_documents",
     "jaccard",
     "jsonl_items",
     "lookup_index",
+    "lookup_without",
     "lsh_probability",
     "lsh_threshold",
     "match_summary",
@@ -311,6 +339,9 @@ __all__ = [
     "read_docs",
     "read_json",
     "read_protected_set",
+    "recrawl_policy",
+    "recrawl_verdicts",
+    "rewrite_without",
     "run_info",
     "sample_capped",
     "set_field",

@@ -5,8 +5,9 @@ have words, one band of their signatures is equal and the estimate reaches the t
 (pairs of two indexed documents are not looked at: an index made by neardup has none). Indexed
 documents always survive; a new document of a component holding indexed documents is dropped
 naming the smallest indexed id; components without one keep their preferred row under
-``--keep``. No numpy past the signatures, no code of the engine's decisions: a Python
-union-find and loops.
+``--keep``. A copy of a new text whose kept row is dropped too names what that row names: every
+``duplicate_of`` is a survivor or an indexed document. No numpy past the signatures, no code of
+the engine's decisions: a Python union-find and loops.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ def oracle(
     for x in range(len(names)):
         members.setdefault(find(x), []).append(x)
     pref = _preference(keep, new)
-    out = {}
-    for i in range(n):
+    out: dict[str, Outcome] = {}
+    for i in sorted(range(n), key=lambda i: _is_copy(i, new, texts, n, pref)):
         comp = members[find(i)]
         cluster = min(names[x] for x in comp)
         same_indexed = [names[j] for j in range(n, len(names)) if texts[j] == texts[i]]
@@ -98,7 +99,15 @@ def oracle(
         if same_indexed:
             out[new[i].id] = Outcome("exact", cluster, min(same_indexed), 1.0, True)
         elif min(same_new, key=pref) != i:
-            out[new[i].id] = Outcome("exact", cluster, names[min(same_new, key=pref)], 1.0)
+            # Its text's kept row, or what that row names when it is dropped too (decided
+            # first: the copies come last in this loop).
+            keeper = out[new[min(same_new, key=pref)].id]
+            if keeper.reason == "kept":
+                out[new[i].id] = Outcome("exact", cluster, names[min(same_new, key=pref)], 1.0)
+            else:
+                out[new[i].id] = Outcome(
+                    "exact", cluster, keeper.duplicate_of, keeper.estimate, keeper.indexed
+                )
         elif in_index:
             first = min(in_index, key=lambda x: names[x])
             est = _estimate(sigs[i], sigs[first])
@@ -111,3 +120,9 @@ def oracle(
                 est = _estimate(sigs[i], sigs[best])
                 out[new[i].id] = Outcome("near", cluster, names[best], est)
     return out
+
+
+def _is_copy(i: int, new: list[New], texts: list[str], n: int, pref) -> bool:
+    """Whether new row ``i`` is a copy of another new row's text that is preferred to it."""
+    same_new = [j for j in range(n) if texts[j] == texts[i]]
+    return min(same_new, key=pref) != i

@@ -1,9 +1,11 @@
 """What happens to every row of a batch run, decided from the signature pass's arrays.
 
 The exact stage keeps the preferred row of each group of identical texts; the near stage the
-preferred row of each cluster (``KeepPolicy``). A dropped row names the row it duplicates: for
-``exact``, the kept row with the same text (estimate 1.0); for ``near``, its cluster's survivor
-(the estimate of their signatures). The cluster's identity stays its smallest id.
+preferred row of each cluster (``KeepPolicy``). A dropped row names the document kept in its
+place: for ``exact``, the kept row with the same text (estimate 1.0), or when the near stage
+dropped that row too, what it names (its estimate); for ``near``, its cluster's survivor (the
+estimate of their signatures). ``duplicate_of`` is never a dropped row. The cluster's identity
+stays its smallest id.
 
 Against an index (``IndexLookup``: the indexed documents the rows match), the indexed documents
 join the graph and always survive (docs/algorithm.md, incremental runs): a row with the text of
@@ -33,16 +35,17 @@ from neardup.core.engine import (
     min_label_components,
 )
 
-__all__ = ["EXACT", "KEPT", "NEAR", "Decisions", "decide"]
+__all__ = ["EXACT", "KEPT", "NEAR", "RECRAWLED", "Decisions", "decide"]
 
-#: Row outcomes of the dedup stages.
-KEPT, EXACT, NEAR = 0, 1, 2
+#: Row outcomes of the dedup stages; RECRAWLED: a re-crawled id whose text changed beyond the
+#: threshold, dropped by ``--recrawled keep-indexed`` (``app.cli.recrawl``).
+KEPT, EXACT, NEAR, RECRAWLED = 0, 1, 2, 3
 
 
 @dataclass
 class Decisions:
-    """Per row: outcome (KEPT, EXACT, NEAR), cluster root row, the row it duplicates and the
-    estimate to it. A root or duplicate ``n + j`` (n rows) is the indexed document
+    """Per row: outcome (KEPT, EXACT, NEAR, RECRAWLED), cluster root row, the row it duplicates
+    and the estimate to it. A root or duplicate ``n + j`` (n rows) is the indexed document
     ``indexed_ids[j]`` of part ``indexed_parts[j]``, whose own root is ``indexed_root[j]``."""
 
     outcome: NDArray[np.int8]
@@ -112,7 +115,25 @@ def decide(
     decisions = Decisions(outcome, root, duplicate_of, estimate)
     if lookup is not None and lookup.ids:
         _against_index(decisions, ids, sigs, lookup)
+    _resolve_chains(decisions)
     return decisions
+
+
+def _resolve_chains(decisions: Decisions) -> None:
+    """Make every ``duplicate_of`` name a kept row or an indexed document: an exact copy whose
+    text's kept row a later stage dropped too names what that row names, with its estimate
+    (their texts, so their signatures, are identical). The targets of ``near`` rows are kept or
+    indexed already, so each step shortens a chain; the loop ends."""
+    n = len(decisions.outcome)
+    target = decisions.duplicate_of
+    for _ in range(n + 1):  # a chain is at most n rows long
+        dropped = np.flatnonzero((decisions.outcome != KEPT) & (target < n))
+        hop = dropped[decisions.outcome[target[dropped]] != KEPT]
+        if len(hop) == 0:
+            return
+        via = target[hop]
+        target[hop] = target[via]
+        decisions.estimate[hop] = decisions.estimate[via]
 
 
 def _against_index(

@@ -8,12 +8,13 @@ order, and with ``--removed`` every dropped row with why; every file is written 
 temporary name and renamed when complete.
 
 With ``--index IDX`` (docs/algorithm.md, incremental runs): before any signature the index is
-opened and its parameters checked; after pass 1 the new ids are checked against it (a collision
-stops the run before anything is written; one in the first batch, looked up before its
-signatures, leaves pass 1 computing none) and the rows are looked up in it; the decisions take
-the indexed documents in; after pass 2 (outputs committed), in append mode, the survivors become
-one new part and the next version is committed (none when there is no survivor). Their
-signatures wait in a temporary file meanwhile: pass 2 holds no signature.
+opened and its parameters checked; after pass 1 the rows whose id is indexed (re-crawled) are
+decided against that id's document (``app.cli.recrawl``: ``--recrawled``), the other rows are
+looked up in it; the decisions take the indexed documents in; after pass 2 (outputs
+committed), in append mode, the survivors become one new part and the next version is committed
+(with ``--recrawled replace``, the parts holding replaced documents swapped for rewritten ones;
+none when there is nothing to add). The survivors' signatures wait in a temporary file
+meanwhile: pass 2 holds no signature.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from array import array
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass
-from itertools import chain, islice
 from typing import IO
 
 import numpy as np
@@ -37,6 +37,7 @@ from neardup.app.cli.manifest import Manifest, write_manifest
 from neardup.app.cli.options import DedupOptions
 from neardup.app.cli.pause import pause_point
 from neardup.app.cli.progress import Ledger, Progress
+from neardup.app.cli.recrawl import RecrawlPlan, isolate, merge, plan_recrawl
 from neardup.app.cli.splice import GENERAL, SKIP, classify, tagged_line, with_reason_line
 from neardup.app.cli.tagging import (
     REASON_KEY,
@@ -53,6 +54,7 @@ from neardup.core.engine import (
     DocIndex,
     IndexConflictError,
     IndexLookup,
+    IndexPart,
     Output,
     ParameterError,
     RawLine,
@@ -70,9 +72,11 @@ from neardup.core.engine import (
     expand_inputs,
     get_field,
     index_record,
+    lookup_without,
     nan_as_null_note,
     parquet_schema,
     piece_source,
+    rewrite_without,
     run_info,
     signature_stream,
     text_digests,
@@ -179,12 +183,8 @@ class _Columns:
         )
 
 
-def _signature_pass(
-    sources: list[Source], options: DedupOptions, index: DocIndex | None = None
-) -> _Pass1:
-    """Pass 1 (``_Pass1``). When an id of the first batch is in ``index`` the run is bound to
-    stop at the id check after this pass (``DocIndex.check_ids`` names them all): the rest is
-    read for that check and the input's own (ids, rows), but no signature is computed."""
+def _signature_pass(sources: list[Source], options: DedupOptions) -> _Pass1:
+    """Pass 1 (``_Pass1``)."""
     params = options.params
     extra = [params.keep.field] if params.keep.field else []
     if options.writes_reasons:  # a Parquet `neardup` column is read, to be refused
@@ -192,19 +192,13 @@ def _signature_pass(
     reader = RecordReader(sources, options.schema, fields=extra)
     columns = _Columns(options)
     read = batches(reader, BATCH)
-    head = list(islice(read, 1))
-    # One id lookup of one batch: none of the index is read for ids named apart, one row group
-    # for ids in the index's order, at most its id column (once) when they interleave.
-    taken = bool(head and index is not None and index.id_parts([r.id for r in head[0]]))
     # Signatures go to a temporary file as they come and are read back as one matrix: a list
     # of chunks joined at the end would hold the matrix twice.
     with tempfile.TemporaryFile(prefix="neardup-signatures-") as sigs:
         with Progress(
             "signatures", total=reader.total_bytes, unit="B", quiet=options.quiet
         ) as progress:
-            rows = (columns.add(batch) for batch in chain(head, read))
-            if taken:
-                rows = (texts[:0] for texts in rows)  # ids and checks only
+            rows = (columns.add(batch) for batch in read)
             # Bytes count once signed: the reader runs ahead of the pool's workers.
             ledger = Ledger(progress, lambda: reader.bytes_done)
             # A spawn pool only once the texts read are worth one (a small run starts none).
@@ -299,6 +293,8 @@ def _spliced_pass(
     def spliced(raw: str, i: int, outcome: int, shape: int) -> bool:
         """Write (or skip) row ``i`` from its line; False if it must be parsed."""
         if shape == GENERAL or (shape == SKIP and (outcome == KEPT or keep_all or removing)):
+            return False
+        if i in tagger.renamed:  # written under a derived id: parsed
             return False
         if outcome != KEPT and not keep_all:
             tagger.dropped(outcome)
@@ -463,22 +459,28 @@ def _append(
     tagger: Tagger,
     sources: list[Source],
     record: dict[str, object],
+    plan: RecrawlPlan,
 ) -> None:
-    """Add the survivors that passed the protected-set check to the index as one new part."""
+    """Add the survivors that passed the protected-set check to the index as one new part; with
+    ``--recrawled replace``, the parts holding replaced documents are swapped in the same
+    version for parts without them."""
     clean = np.array([r not in tagger.contaminated for r in kept.rows.tolist()], dtype=np.bool_)
     rows = kept.rows[clean]
-    if len(rows) == 0:
+    if len(rows) == 0 and not plan.replaced:
         return
     params = options.params.minhash
     run = run_info("local", neardup_version(), [s.name for s in sources])
-    part = write_part(
-        index, params, [ids[i] for i in rows.tolist()], kept.digests[clean],
-        kept.signatures(clean), run,
-    )  # fmt: skip
-    record.update(part=part.name)
+    added: list[IndexPart] = []
+    if len(rows):
+        added.append(write_part(
+            index, params, [ids[i] for i in rows.tolist()], kept.digests[clean],
+            kept.signatures(clean), run,
+        ))  # fmt: skip
+        record.update(part=added[0].name)
+    rewritten, dropped = rewrite_without(index, params, plan.replaced, run)
     pause_point("commit")
     try:
-        record["version_written"] = commit_index(index, params, [part])
+        record["version_written"] = commit_index(index, params, [*added, *rewritten], dropped)
     except IndexConflictError as exc:
         record.update(part=None, conflict=str(exc))
         raise
@@ -515,22 +517,30 @@ def run_dedup(options: DedupOptions) -> Manifest:
     sets = load_protected(options, manifest)
     manifest.seconds["protected"] = time.perf_counter() - started
     started = time.perf_counter()
-    first = _signature_pass(sources, options, index)
+    first = _signature_pass(sources, options)
     manifest.seconds["signatures"] = time.perf_counter() - started
     if first.values is not None:
         _check_keep_field(first.values, options, manifest)
     lookup = None
+    plan = RecrawlPlan(options.recrawled)
+    ids = isolated = first.ids
     if index is not None:
         started = time.perf_counter()
-        index.check_ids(first.ids)
-        lookup = index.lookup(first.sigs, first.digests)
+        plan = plan_recrawl(
+            index, first.ids, first.digests, first.sigs, options.params.minhash.threshold,
+            options.recrawled,
+        )  # fmt: skip
+        ids = plan.ids(first.ids)
+        isolated = isolate(plan, ids, first.digests, first.sigs)
+        lookup = lookup_without(index.lookup(first.sigs, first.digests), set(plan.replaced))
         manifest.index = _index_record(options, index, lookup)
+        manifest.index["recrawled"] = plan.record()
         manifest.seconds["index_lookup"] = time.perf_counter() - started
     started = time.perf_counter()
     decisions: Decisions = decide(
-        first.ids, first.digests, first.sigs, options.params, first.lengths, first.values,
-        lookup,
+        isolated, first.digests, first.sigs, options.params, first.lengths, first.values, lookup
     )  # fmt: skip
+    merge(decisions, plan, len(ids))
     kept = _survivors(options, first, decisions)
     del first.sigs  # pass 2 needs ids and decisions only (the survivors' are in a file)
     try:
@@ -541,9 +551,9 @@ def run_dedup(options: DedupOptions) -> Manifest:
         started = time.perf_counter()
         params = options.params
         tagger = Tagger(
-            first.ids, decisions, sets, params.keep_duplicates,
+            ids, decisions, sets, params.keep_duplicates,
             decont=params.decont, item_cap=params.item_cap, schema=options.schema,
-            indexed=index is not None,
+            indexed=index is not None, renamed=plan.renamed,
         )  # fmt: skip
         pause_point("signatures")
         _write_pass(sources, options, first, tagger, manifest)
@@ -551,7 +561,7 @@ def run_dedup(options: DedupOptions) -> Manifest:
         try:
             if index is not None and kept is not None and manifest.index is not None:
                 started = time.perf_counter()
-                _append(index, options, first.ids, kept, tagger, sources, manifest.index)
+                _append(index, options, ids, kept, tagger, sources, manifest.index, plan)
                 manifest.seconds["index_append"] = time.perf_counter() - started
         finally:
             if not options.dry_run and (target := options.manifest_target) is not None:

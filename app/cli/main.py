@@ -21,6 +21,8 @@ __all__ = ["MINHASH_DEFAULTS", "build_parser", "main"]
 
 #: ``neardup.core.engine.TOKENIZERS`` (tests hold them equal; core is not imported up front).
 TOKENIZERS = ("words", "multilingual")
+#: ``neardup.core.engine.RECRAWL_POLICIES``, the default first (tests hold them equal).
+RECRAWL_POLICIES = ("keep-both", "keep-indexed", "replace")
 _TOKENIZER_HELP = (
     "how texts are cut into words: words (\\w+ runs), or multilingual (also a word per "
     "character, with its marks, in scripts written without spaces: Chinese, Japanese, Thai, ...)"
@@ -194,8 +196,10 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     ))  # fmt: skip
     _schema_flags(dedup)
     dedup.add_argument(
-        "--id-prefix", choices=["none", "file"], default="none",
-        help="'file': prefix each id with its file's name and '/'",
+        "--id-prefix", default="none", metavar="PREFIX",
+        help="'file': prefix each id with its file's name and '/'; any other text is put before "
+        "every id, with {file} replaced by the file's name (e.g. 'cc-2024-10/' or "
+        "'cc-2024-10/{file}/'); default none",
     )  # fmt: skip
     dedup.add_argument(
         "--keep", default="smallest-id", metavar="POLICY",
@@ -235,6 +239,12 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     dedup.add_argument(
         "--index-mode", choices=("append", "read"), default="append",
         help="append: add the survivors to --index as a new part; read: only dedup against it",
+    )  # fmt: skip
+    dedup.add_argument(
+        "--recrawled", choices=RECRAWL_POLICIES, default=RECRAWL_POLICIES[0],
+        help="a new row whose id is indexed with a text it neither equals nor near-duplicates: "
+        "keep-both (keep it under ID#rev-HASH), keep-indexed (drop it) or replace (it becomes "
+        "the indexed document of its id); the same or a near text is dropped as its duplicate",
     )  # fmt: skip
     paths.writes(
         dedup.add_argument(
@@ -417,7 +427,7 @@ def _dedup(args: argparse.Namespace) -> int:
 
         return dedup_spark(args)
     from neardup.app.cli.dedup import run_dedup
-    from neardup.app.cli.options import DedupOptions, DedupParams, default_workers
+    from neardup.app.cli.options import DedupOptions, DedupParams, default_workers, id_prefix
     from neardup.core.engine import (
         DecontParams,
         KeepPolicy,
@@ -446,9 +456,9 @@ def _dedup(args: argparse.Namespace) -> int:
     options = DedupOptions(
         inputs=tuple(args.inputs), output=args.output, protected=tuple(args.protected),
         removed=args.removed, manifest=args.manifest,
-        schema=Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file"),
+        schema=Schema(args.id_field, args.text_field, id_prefix=id_prefix(args.id_prefix)),
         params=params, dry_run=args.dry_run, quiet=args.quiet, command=tuple(args.command_line),
-        index=args.index, index_mode=args.index_mode,
+        index=args.index, index_mode=args.index_mode, recrawled=args.recrawled,
     )  # fmt: skip
     manifest = run_dedup(options)
     counts = manifest.counts

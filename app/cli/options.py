@@ -10,12 +10,26 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from neardup.core.engine import DecontParams, KeepPolicy, MinhashParams, ParameterError, Schema
+from neardup.core.engine import (
+    RECRAWL_POLICIES,
+    DecontParams,
+    KeepPolicy,
+    MinhashParams,
+    ParameterError,
+    Schema,
+    recrawl_policy,
+)
 
-__all__ = ["INDEX_MODES", "DedupOptions", "DedupParams", "default_workers"]
+__all__ = ["INDEX_MODES", "DedupOptions", "DedupParams", "default_workers", "id_prefix"]
 
 #: What a run does with its ``--index``: add its survivors to it, or only read it.
 INDEX_MODES = ("append", "read")
+
+
+def id_prefix(spelled: str) -> bool | str:
+    """``--id-prefix`` as ``Schema`` takes it: ``none`` False, ``file`` True, else a template
+    (checked by ``Schema``)."""
+    return {"none": False, "file": True}.get(spelled, spelled)
 
 
 def default_workers() -> int:
@@ -62,6 +76,8 @@ class DedupOptions:
         command: the command line, for the manifest.
         index: the persistent index to dedup against (``--index``), or None.
         index_mode: ``append`` (add the survivors to the index as a new part) or ``read``.
+        recrawled: what a new row whose id is indexed, with a text changed beyond the threshold,
+            becomes (``--recrawled``: ``keep-both``, ``keep-indexed`` or ``replace``).
     """
 
     inputs: tuple[str, ...]
@@ -76,8 +92,10 @@ class DedupOptions:
     command: tuple[str, ...] = ()
     index: str | None = None
     index_mode: str = "append"
+    recrawled: str = RECRAWL_POLICIES[0]
 
     def __post_init__(self) -> None:
+        recrawl_policy(self.recrawled)
         if self.index_mode not in INDEX_MODES:
             raise ParameterError(
                 f"--index-mode {self.index_mode!r}: use one of {', '.join(INDEX_MODES)}"
@@ -127,6 +145,8 @@ class DedupOptions:
         for name in ("protected", "removed", "manifest", "dry_run", "index"):
             if getattr(self, name):
                 out.add(name)
+        if self.recrawled != RECRAWL_POLICIES[0]:
+            out.add("recrawled")
         for part, default in (("schema", Schema()), ("params", DedupParams())):
             for f in fields(default):
                 if getattr(getattr(self, part), f.name) != getattr(default, f.name):

@@ -14,7 +14,7 @@ SPARK_FLAGS = frozenset(
         "command", "inputs", "output", "protected", "num_perm", "bands", "threshold", "k",
         "seed", "ngram", "tokenizer", "manifest", "quiet", "engine", "spark_master",
         "keep_duplicates", "dedup_parser", "index", "index_mode", "removed", "id_field",
-        "text_field", "id_prefix", "dry_run", "keep",
+        "text_field", "id_prefix", "dry_run", "keep", "recrawled",
     }
 )  # fmt: skip
 #: Why a flag the Spark engine refuses is refused, by argparse dest (default: not on Spark).
@@ -57,7 +57,9 @@ def dedup_spark(args: argparse.Namespace) -> int:
     check_keep(keep, args.index)
     if args.index is None and args.index_mode != "append":
         raise ParameterError("--index-mode needs --index")
-    schema = Schema(args.id_field, args.text_field, id_prefix=args.id_prefix == "file")
+    from neardup.app.cli.options import id_prefix
+
+    schema = Schema(args.id_field, args.text_field, id_prefix=id_prefix(args.id_prefix))
     given = {
         n: getattr(args, n)
         for n in ("num_perm", "bands", "threshold", "k", "seed", "ngram", "tokenizer")
@@ -72,6 +74,7 @@ def dedup_spark(args: argparse.Namespace) -> int:
         keep_duplicates=args.keep_duplicates,
         index=None if args.index is None else str(args.index),
         index_mode=args.index_mode,
+        recrawled=args.recrawled,
         schema=schema,
         keep=keep,
     )

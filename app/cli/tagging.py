@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from neardup.app.cli.decisions import EXACT, KEPT, NEAR, Decisions
+from neardup.app.cli.decisions import EXACT, KEPT, NEAR, RECRAWLED, Decisions
 from neardup.app.cli.manifest import Manifest
 from neardup.app.cli.options import DedupOptions
 from neardup.app.cli.progress import Progress
@@ -55,7 +55,7 @@ __all__ = ["REASON_KEY", "Tagger", "arrow_hint", "check_reserved", "load_protect
 
 #: The field a dropped (or, with --keep-duplicates, would-be-dropped) row says why in.
 REASON_KEY = "neardup"
-_REASONS = {EXACT: "exact", NEAR: "near"}
+_REASONS = {EXACT: "exact", NEAR: "near", RECRAWLED: "recrawled"}
 _REASON_KEYS = ("duplicate_of", "estimate", "set", "item", "ngram")
 
 
@@ -132,8 +132,11 @@ class Tagger:
         item_cap: int | None = None,
         schema: Schema | None = None,
         indexed: bool = False,
+        renamed: dict[int, str] | None = None,
     ) -> None:
         self.ids = ids
+        #: rows written under another id (``--recrawled keep-both``'s derived ids), in ``ids``
+        self.renamed = renamed or {}
         #: every reason says ``index_part`` (a run with an index)
         self.indexed = indexed
         #: rows the protected-set check found contaminated (never added to an index)
@@ -147,6 +150,8 @@ class Tagger:
         self.report = ContaminationReport(self.protection) if self.protection else None
         self.counts = {"read": len(ids), "exact_dropped": 0, "near_dropped": 0,
                        "decontaminated": 0}  # fmt: skip
+        if indexed:  # --recrawled keep-indexed: changed re-crawled rows
+            self.counts["recrawled_dropped"] = 0
         if self.decont.mode is DecontMode.CUT:
             self.counts.update(cut=0, pieces=0)
         elif self.decont.mode is DecontMode.ANNOTATE:
@@ -155,6 +160,8 @@ class Tagger:
     def rows(self, batch: list[tuple[Record, int]]) -> Iterator[tuple[dict[str, Any], bool]]:
         """(row, kept) for every record of a batch (increasing row numbers): kept rows go to the
         output, the others to ``--removed``."""
+        if self.renamed:
+            batch = [(self._renamed(r, i), i) for r, i in batch]
         lo = batch[0][1] if batch else 0
         hi = batch[-1][1] + 1 if batch else 0
         # One slice per batch as Python ints: no numpy scalar per row.
@@ -210,6 +217,13 @@ class Tagger:
             if outcome != KEPT:  # --keep-duplicates: still says why it would be dropped
                 row = _with_reason(record, self._duplicate(i), row)
             yield row, True
+
+    def _renamed(self, record: Record, i: int) -> Record:
+        """``record`` under its derived id (in its id field too) when it has one."""
+        new = self.renamed.get(i)
+        if new is None:
+            return record
+        return record._replace(id=new, row=set_field(record.row, self.schema.id_field, new))
 
     def dropped(self, outcome: int) -> None:
         """Count a row the dedup stages drop (``outcome`` EXACT or NEAR)."""

@@ -47,12 +47,15 @@ from neardup.core.engine import (
     commit_index,
     index_part_name,
     index_record,
+    rewrite_without,
     run_info,
 )
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+
+    from neardup.app.spark.recrawl import Recrawl
 
 __all__ = [
     "BROADCAST_KEYS",
@@ -152,15 +155,21 @@ def _filter(classes: DataFrame, live: DataFrame, params: MinhashParams) -> kerne
 
 
 def probe_index(
-    spark: SparkSession, index: DocIndex, classes: DataFrame, params: MinhashParams
+    spark: SparkSession,
+    index: DocIndex,
+    classes: DataFrame,
+    params: MinhashParams,
+    replaced: Sequence[str] = (),
 ) -> IndexProbe:
-    """The new batch (``classes``: id, cid, live, digest, sig) against ``index``: ids already
-    there (IndexIdError, before anything is written), exact copies, and confirmed pairs."""
+    """The new batch (``classes``: id, cid, live, digest, sig) against ``index`` less the
+    documents ``replaced`` (``--recrawled replace``): ids still there (IndexIdError, before
+    anything is written; re-crawled ids are decided before, ``app.spark.recrawl``), exact
+    copies, and confirmed pairs."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     urls = index.file_urls()
-    rows = _index_rows(spark, urls)
+    rows = _without(spark, _index_rows(spark, urls), replaced)
     live = classes.where(F.col("live") & (F.col("id") == F.col("cid"))).select("cid", "sig")
     limit = int(spark.conf.get(BROADCAST_KEYS_CONF, str(BROADCAST_KEYS)) or BROADCAST_KEYS)
     broadcast = live.count() * params.bands <= limit
@@ -219,7 +228,7 @@ def probe_index(
             else (urls if candidates else [])
         )
         signatures = (
-            _index_rows(spark, files if files else urls[:1])
+            _without(spark, _index_rows(spark, files if files else urls[:1]), replaced)
             .where(F.lit(bool(files)))
             .select(F.col("id").alias("iid"), F.col("signature").alias("isig"), "part")
             .join(wanted, "iid")
@@ -245,6 +254,14 @@ def probe_index(
     return IndexProbe(exact, edges, signatures, broadcast, candidates, spread, matched, persisted)
 
 
+def _without(spark: SparkSession, rows: DataFrame, ids: Sequence[str]) -> DataFrame:
+    """``rows`` (index rows) less those whose id is one of ``ids``."""
+    if not ids:
+        return rows
+    gone = spark.createDataFrame([(i,) for i in ids], "id string")
+    return rows.join(gone, "id", "left_anti")
+
+
 def _matched(classes: DataFrame, exact: DataFrame, edges: DataFrame) -> tuple[int, int]:
     """The distinct indexed ids of ``exact`` (ix) and ``edges`` (parent), and the distinct new
     ids of ``classes`` whose digest is in ``exact`` or whose class is a child in ``edges``:
@@ -266,10 +283,13 @@ def _matched(classes: DataFrame, exact: DataFrame, edges: DataFrame) -> tuple[in
     return counts.get(False, 0), counts.get(True, 0)
 
 
-def indexed_roots(probe: IndexProbe, classes: DataFrame, tagged: DataFrame) -> DataFrame:
+def indexed_roots(
+    probe: IndexProbe, classes: DataFrame, tagged: DataFrame, recrawled: Recrawl | None = None
+) -> DataFrame:
     """(root): one row for each indexed document the new batch matched (``_matched``'s), the
-    ``root`` of the new rows linked to it (an exact copy or a confirmed pair), so that the
-    manifest's clusters count it as a member, as the local engine's do (``Decisions``)."""
+    ``root`` of the new rows linked to it (an exact copy or a confirmed pair), and for each
+    indexed document a dropped re-crawled row names (``recrawled``), so that the manifest's
+    clusters count it as a member, as the local engine's do (``Decisions``)."""
     from pyspark.sql import functions as F
 
     by_pair = probe.edges.select(F.col("child").alias("cid"), F.col("parent").alias("iid")).join(
@@ -279,6 +299,10 @@ def indexed_roots(probe: IndexProbe, classes: DataFrame, tagged: DataFrame) -> D
         classes.select("id", "digest"), "digest"
     )
     linked = by_pair.select("id", "iid").unionByName(by_text.select("id", "iid"))
+    if recrawled is not None:
+        linked = linked.unionByName(
+            recrawled.dropped.select("id", F.col("duplicate_of").alias("iid"))
+        )
     return (
         linked.join(tagged.select("id", "root"), "id")
         .select("iid", "root")
@@ -383,10 +407,20 @@ def _bytes_of(index: DocIndex, path: str) -> int:
     return int(index.fs.size(index.path(path)))
 
 
-def commit_part(index: DocIndex, params: MinhashParams, part: IndexPart) -> int:
-    """Commit ``part`` as the version after the one read (IndexConflictError when another run
-    committed it first)."""
-    return commit_index(index, params, add=[part])
+def commit_part(
+    index: DocIndex,
+    params: MinhashParams,
+    part: IndexPart | None,
+    replaced: Sequence[str] = (),
+    inputs: Sequence[str] = (),
+) -> int:
+    """Commit ``part`` (if any) as the version after the one read, with the parts holding the
+    ``replaced`` documents swapped for parts without them (core's ``rewrite_without``, from the
+    driver); IndexConflictError when another run committed it first."""
+    rewritten, dropped = rewrite_without(
+        index, params, replaced, run_info("spark", _version(), list(inputs))
+    )
+    return commit_index(index, params, add=[*([part] if part else []), *rewritten], drop=dropped)
 
 
 def index_summary(index: DocIndex, mode: str, probe: IndexProbe | None) -> dict[str, Any]:
@@ -410,7 +444,8 @@ def index_decisions(
     engine decides against an index (docs/algorithm.md):
 
     - an exact copy of an indexed text is ``exact`` of the smallest such indexed id (1.0);
-    - else a copy of a new text is ``exact`` of that text's keeper (its smallest id);
+    - else a copy of a new text is ``exact`` of that text's keeper (its smallest id, 1.0), or
+      when the keeper is dropped as ``near``, of what the keeper names (its estimate);
     - else a row whose component holds an indexed document is ``near`` of the component's
       smallest indexed id;
     - else a row that is not its component's root is ``near`` of the root;
@@ -453,22 +488,20 @@ def index_decisions(
         .when(ihead | new_near, F.lit("near"))
         .alias("reason"),
         F.when(ix, F.col("ix"))
-        .when(new_exact, F.col("keeper"))
         .when(ihead, F.col("ihead"))
-        .when(new_near, F.col("own"))
+        .when(new_exact | new_near, F.col("own"))
         .alias("duplicate_of"),
-        F.when(ix, F.col("ix_part"))
-        .when(new_exact, F.lit(None))
-        .when(ihead, F.col("ihead_part"))
-        .alias("index_part"),
+        F.when(ix, F.col("ix_part")).when(ihead, F.col("ihead_part")).alias("index_part"),
+        # 1.0: the row's text is duplicate_of's (an indexed copy, or its kept keeper)
+        (ix | (new_exact & ~ihead & (F.col("own") == F.col("keeper")))).alias("same"),
     )
     if not reasons:
-        return decided.withColumn("estimate", F.lit(None).cast("double"))
+        return decided.drop("same").withColumn("estimate", F.lit(None).cast("double"))
 
     targets = classes.select("id", "sig").unionByName(
         probe.signatures.select(F.col("iid").alias("id"), F.col("isig").alias("sig"))
     )
-    pairs = decided.where(F.col("reason") == "near").select(
+    pairs = decided.where(F.col("reason").isNotNull() & ~F.col("same")).select(
         "id", F.col("duplicate_of").alias("target")
     )
     estimated = near_estimates(pairs, classes, targets, num_perm)
@@ -477,8 +510,6 @@ def index_decisions(
         "root",
         "reason",
         "duplicate_of",
-        F.when(F.col("reason") == "exact", F.lit(1.0))
-        .otherwise(F.col("estimate"))
-        .alias("estimate"),
+        F.when(F.col("same"), F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
         "index_part",
     )

@@ -61,7 +61,9 @@ from neardup.app.spark.index import (
     write_index_part,
 )
 from neardup.app.spark.metrics import shuffle_bytes
+from neardup.app.spark.recrawl import Recrawl, recrawl, renamed_rows
 from neardup.core.engine import (
+    RECRAWL_POLICIES,
     CorpusError,
     IndexConflictError,
     MinhashParams,
@@ -98,6 +100,8 @@ class SparkParams:
     #: ``--keep``: which member of a cluster survives (``smallest-id``, ``first``, ``longest``;
     #: ties by smallest id), not with ``index``.
     keep: str = "smallest-id"
+    #: ``--recrawled``: what a new row whose id is indexed with a changed text becomes.
+    recrawled: str = RECRAWL_POLICIES[0]
 
     def as_dict(self) -> dict[str, Any]:
         """Flat, as the flags are spelled (for the manifest)."""
@@ -107,7 +111,7 @@ class SparkParams:
             "keep": self.keep,
         }
         if self.index is not None:
-            flat.update(index=self.index, index_mode=self.index_mode)
+            flat.update(index=self.index, index_mode=self.index_mode, recrawled=self.recrawled)
         return flat
 
 
@@ -293,18 +297,21 @@ def _with_reasons(tagged: DataFrame, classes: DataFrame, params: MinhashParams) 
     dropped (``--keep-duplicates``, ``--removed``): (id, root, reason, duplicate_of, estimate),
     as the local engine says it: ``exact`` of the keeper (estimate 1.0), ``near`` of the
     cluster's survivor (the estimate of their signatures, one join on the survivor's id for the
-    rows that need it), null for survivors."""
+    rows that need it), null for survivors. ``duplicate_of`` is always a survivor: an exact copy
+    whose keeper the near stage dropped names the cluster's survivor (a text's identical copies
+    are one cluster), with the estimate to it."""
     from pyspark.sql import functions as F
 
     exact, near = ~F.col("exact"), F.col("exact") & (F.col("survivor") != F.col("id"))
-    pairs = tagged.where(near).select("id", F.col("survivor").alias("target"))
+    hop = exact & (F.col("keeper") != F.col("survivor"))  # the keeper is dropped as near
+    pairs = tagged.where(near | hop).select("id", F.col("survivor").alias("target"))
     estimated = near_estimates(pairs, classes, classes, params.num_perm)
     return tagged.join(estimated, "id", "left").select(
         "id",
         "root",
         F.when(exact, F.lit("exact")).when(near, F.lit("near")).alias("reason"),
-        F.when(exact, F.col("keeper")).when(near, F.col("survivor")).alias("duplicate_of"),
-        F.when(exact, F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
+        F.when(exact | near, F.col("survivor")).alias("duplicate_of"),
+        F.when(exact & ~hop, F.lit(1.0)).otherwise(F.col("estimate")).alias("estimate"),
     )
 
 
@@ -562,15 +569,23 @@ def run_spark_dedup(
         read = signed.count()
         check_rows(spark, signed, reserved, params.schema)
         check_unique_ids(signed)
+        batch, recrawled = signed, None
+        if index is not None and index.parts:  # re-crawled ids decided first (app.spark.recrawl)
+            recrawled = recrawl(spark, index, signed, params.minhash, params.recrawled)
+            persisted.extend(recrawled.persisted)
+            batch = recrawled.batch
+            if recrawled.renamed is not None:  # a derived id may not be another row's
+                check_unique_ids(batch)
         clock.lap("signatures", "classes")
-        classes = _classes(signed, digest=index is not None)
+        classes = _classes(batch, digest=index is not None)
         classes = classes.persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(classes)
         classes.count()
         signed.unpersist()
         if index is not None and index.parts:
             clock.lap("classes", "index")
-            probe = probe_index(spark, index, classes, params.minhash)
+            replaced = () if recrawled is None else recrawled.replaced
+            probe = probe_index(spark, index, classes, params.minhash, replaced)
             clock.lap("index", "candidates")
         else:
             clock.lap("classes", "candidates")
@@ -584,9 +599,10 @@ def run_spark_dedup(
             graph = edges.unionByName(probe.edges.select("child", "parent"))
         roots, manifest.component_rounds = star_roots(graph, reliable)
         if probe is not None:
-            decided = index_decisions(
-                classes, roots, probe, params.minhash.num_perm, reasons
-            ).persist(StorageLevel.MEMORY_AND_DISK)
+            decided = index_decisions(classes, roots, probe, params.minhash.num_perm, reasons)
+            if recrawled is not None:
+                decided = decided.unionByName(_recrawl_rows(recrawled, roots, reasons))
+            decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(decided)
             tagged = decided.select("id", "root", "reason")
         else:
@@ -598,6 +614,7 @@ def run_spark_dedup(
             row = tagged.agg(
                 F.count(F.when(F.col("reason") == "exact", 1)).alias("exact_dropped"),
                 F.count(F.when(F.col("reason") == "near", 1)).alias("near"),
+                F.count(F.when(F.col("reason") == "recrawled", 1)).alias("recrawled"),
             ).first()
         else:
             row = tagged.agg(
@@ -606,10 +623,10 @@ def run_spark_dedup(
                     "near"
                 ),
             ).first()
-        stats = None if row is None else (int(row[0]), int(row[1]))
+        stats = None if row is None else tuple(int(v) for v in row)
         members = tagged.select("root")
         if probe is not None:  # the indexed documents the rows reach are members, as locally
-            members = members.unionByName(indexed_roots(probe, classes, tagged))
+            members = members.unionByName(indexed_roots(probe, classes, tagged, recrawled))
         sizes = members.groupBy("root").count().groupBy("count").count().collect()
         manifest.cluster_sizes = {str(r[0]): int(r[1]) for r in sorted(sizes) if r[0] >= 2}
         manifest.clusters = sum(manifest.cluster_sizes.values())
@@ -632,6 +649,8 @@ def run_spark_dedup(
             kept = kept.withColumn("index_part", F.lit(None).cast("string"))
         # The second pass over the inputs: the kept documents' whole rows.
         rows = read_corpus(spark, inputs, rows=True, schema=params.schema)
+        if recrawled is not None and recrawled.renamed is not None:
+            rows = renamed_rows(rows, recrawled.renamed, params.schema)
         appending = index is not None and params.index_mode == "append" and not dry_run
         lines = _output_lines(
             spark,
@@ -663,9 +682,16 @@ def run_spark_dedup(
                     "rows": removed_rows,
                 }  # fmt: skip
         _counts(manifest, stats, read, written, edge_count, params.keep_duplicates)
+        if index is not None:  # as the local engine counts them
+            dropped = 0 if stats is None or len(stats) < 3 else stats[2]
+            manifest.counts["recrawled_dropped"] = 0 if params.keep_duplicates else dropped
         if nulls:  # as the local engine counts them
             manifest.counts["nan_as_null"] = nulls
         summary = None if index is None else index_summary(index, params.index_mode, probe)
+        if summary is not None:
+            summary["recrawled"] = (
+                _no_recrawl(params.recrawled) if recrawled is None else recrawled.record
+            )
         if appending and index is not None and summary is not None:
             clock.lap("write", "index_part")
             survivors = (
@@ -674,17 +700,20 @@ def run_spark_dedup(
                 .join(classes.select("id", "digest", "sig"), "id")
             )
             part = write_index_part(spark, index, survivors, params.minhash, list(inputs))
-            if part is not None:
-                summary["part"] = part.name
+            replaced = [] if recrawled is None else recrawled.replaced
+            if part is not None or replaced:
+                summary["part"] = None if part is None else part.name
                 try:
-                    summary["version_written"] = commit_part(index, params.minhash, part)
+                    summary["version_written"] = commit_part(
+                        index, params.minhash, part, replaced, list(inputs)
+                    )
                 except IndexConflictError as exc:
                     summary.update(part=None, conflict=str(exc))
                     manifest.index = summary
                     if on_conflict is not None:
                         on_conflict(manifest)
                     raise
-                summary["rows_added"] = part.rows
+                summary["rows_added"] = 0 if part is None else part.rows
             clock.lap("index_part")
         else:
             clock.lap("write")
@@ -696,6 +725,28 @@ def run_spark_dedup(
             df.unpersist()
     manifest.shuffle_bytes = shuffle_bytes(spark, clock.run)
     return manifest
+
+
+def _no_recrawl(policy: str) -> dict[str, Any]:
+    """The manifest's ``index.recrawled`` of a run that found no indexed id (a new index)."""
+    return {"policy": policy, "same": 0, "near": 0, "changed": 0, "renamed": 0, "replaced": 0}
+
+
+def _recrawl_rows(recrawled: Recrawl, roots: DataFrame, reasons: bool) -> DataFrame:
+    """(id, root, reason, duplicate_of, estimate, index_part) of the rows ``--recrawled``
+    dropped, as ``index_decisions`` has the others: each a member of its indexed document's
+    cluster (the root of that document's component, or the document itself)."""
+    from pyspark.sql import functions as F
+
+    named = roots.select(F.col("node").alias("duplicate_of"), F.col("root").alias("r"))
+    return recrawled.dropped.join(named, "duplicate_of", "left").select(
+        "id",
+        F.coalesce("r", "duplicate_of").alias("root"),
+        "reason",
+        "duplicate_of",
+        (F.col("estimate") if reasons else F.lit(None).cast("double")).alias("estimate"),
+        "index_part",
+    )
 
 
 def check_formats(fmt: str, keep_duplicates: bool, removed: str | None) -> None:
@@ -733,7 +784,7 @@ def check_keep(keep: str, index: str | None) -> None:
 
 def _counts(
     manifest: SparkManifest,
-    stats: tuple[int, int] | None,
+    stats: tuple[int, ...] | None,
     read: int,
     written: int,
     edges: int,
@@ -741,7 +792,7 @@ def _counts(
 ) -> None:
     """The manifest's counts per stage."""
     exact_dropped, near_dropped = (0, 0) if stats is None else (stats[0], stats[1])
-    kept_count = read if keep_all else read - exact_dropped - near_dropped
+    kept_count = read if keep_all else read - sum(stats or ())  # recrawled_dropped too
     manifest.counts = {
         "read": read,
         "exact_dropped": 0 if keep_all else exact_dropped,

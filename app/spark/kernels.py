@@ -45,6 +45,7 @@ from neardup.core.engine import (
     id_problem,
     jsonl_items,
     min_label_components,
+    recrawl_verdicts,
     set_field,
 )
 
@@ -72,6 +73,8 @@ __all__ = [
     "part_batch",
     "probe_batch",
     "reason_object",
+    "recrawl_batch",
+    "renamed_batch",
     "route_rows",
     "row_schema",
     "signature_batch",
@@ -340,7 +343,7 @@ def _prefixed(
     checks it) and the row holding it in its id field; else the id and None."""
     if label is None or not schema.id_prefix:
         return doc_id, None
-    doc_id = f"{label}/{doc_id}"
+    doc_id = schema.prefixed(label, doc_id)
     problem = id_problem(doc_id)
     if problem is not None:  # as the local reader says it
         raise CorpusError("", None, f"the id {doc_id!r} {problem}")
@@ -699,4 +702,33 @@ def part_batch(batch: pa.RecordBatch, params: MinhashParams) -> pa.RecordBatch:
             binary_rows(sigs.astype("<u4")),
         ],
         names=["id", "digest", "bands", "signature"],
+    )
+
+
+def recrawl_batch(batch: pa.RecordBatch, params: MinhashParams) -> pa.RecordBatch:
+    """(id, digest, sig, idigest, isig) of re-crawled rows and the indexed documents of their
+    ids -> (id, verdict, estimate): core's ``recrawl_verdicts`` (same, near or changed)."""
+    digests = _matrix(batch.column("digest").cast(pa.binary()), 2, np.uint64)
+    indexed = _matrix(batch.column("idigest").cast(pa.binary()), 2, np.uint64)
+    sigs = _matrix(batch.column("sig"), params.num_perm, np.uint32)
+    isigs = _matrix(batch.column("isig").cast(pa.binary()), params.num_perm, np.uint32)
+    verdict, estimate = recrawl_verdicts(digests, sigs, indexed, isigs, params.threshold)
+    return pa.RecordBatch.from_arrays(
+        [batch.column("id"), pa.array(verdict.astype(np.int32)), pa.array(estimate, pa.float64())],
+        names=["id", "verdict", "estimate"],
+    )
+
+
+def renamed_batch(batch: pa.RecordBatch, id_field: str) -> pa.RecordBatch:
+    """(id, row, pos, new) -> (id, row, pos): a row with a ``new`` id (``--recrawled
+    keep-both``'s derived id) gets it as its id and in its id field (``set_field``, written
+    back with ``RowWriter.dumps``, as the local engine's writer has it)."""
+    ids, rows, new = (batch.column(c).to_pylist() for c in ("id", "row", "new"))
+    for i, name in enumerate(new):
+        if name is not None:
+            ids[i] = name
+            rows[i] = RowWriter.dumps(set_field(json.loads(rows[i]), id_field, name))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(ids, pa.string()), pa.array(rows, pa.string()), batch.column("pos")],
+        names=["id", "row", "pos"],
     )

@@ -419,3 +419,67 @@ def test_files_another_run_removed_first_are_no_error(tmp_path):
     assert done.merged == tuple(p.name for p in index.parts) and done.rows == 5
     assert sorted(os.listdir(Path(url) / "parts")) == list(done.added)
     _remove_tree(index, "parts/never-there")  # nothing to remove: no error
+
+
+# --- re-crawled ids (issue 33): documents read by id, verdicts, derived ids, rewritten parts --
+
+
+def test_indexed_documents_reads_the_ids_asked_for_with_their_digest_and_signature(tmp_path):
+    from neardup.core.engine import indexed_documents
+
+    url = str(tmp_path / "idx")
+    _add(url, ["b", "a"], ["beta text here", "alpha text here"])
+    _add(url, ["c"], ["gamma text here"])
+    index = DocIndex.open(url)
+    found = indexed_documents(index, ["c", "zz", "a"])
+    assert found.ids == ["a", "c"]
+    assert found.parts == [index.parts[0].name, index.parts[1].name]
+    texts = ["alpha text here", "gamma text here"]
+    assert (found.digests == text_digests(texts)).all()
+    assert (found.sigs == batch_signatures(texts, PARAMS)).all()
+    assert indexed_documents(index, []).ids == []
+
+
+def test_recrawl_verdicts_same_near_changed_and_wordless():
+    from neardup.core.engine import RECRAWL_CHANGED, RECRAWL_NEAR, RECRAWL_SAME, recrawl_verdicts
+
+    long = " ".join(WORDS)
+    new = [long, long + " omega", "x y z", "!!"]
+    old = [long, long, long, "??"]  # "!!" and "??" have no words: never near, though equal sigs
+    verdict, estimate = recrawl_verdicts(
+        text_digests(new), batch_signatures(new, PARAMS), text_digests(old),
+        batch_signatures(old, PARAMS), PARAMS.threshold,
+    )  # fmt: skip
+    assert verdict.tolist() == [RECRAWL_SAME, RECRAWL_NEAR, RECRAWL_CHANGED, RECRAWL_CHANGED]
+    assert estimate[0] == 1.0 and 0.5 <= estimate[1] < 1.0 and estimate[3] == 1.0
+
+
+def test_derived_id_is_the_id_and_twelve_hex_digits_of_the_texts_sha256():
+    import hashlib
+
+    from neardup.core.engine import derived_id, derived_ids
+
+    text = "a page that changed"
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    assert derived_ids(["https://ex.com/a"], text_digests([text])) == [
+        derived_id("https://ex.com/a", sha)
+    ] == [f"https://ex.com/a#rev-{sha[:12]}"]  # fmt: skip
+
+
+def test_rewrite_without_swaps_only_the_parts_holding_the_ids(tmp_path):
+    from neardup.core.engine import rewrite_without
+
+    url = str(tmp_path / "idx")
+    _add(url, ["a", "b"])
+    _add(url, ["c"])
+    _add(url, ["d"])
+    index = DocIndex.open(url)
+    before = _rows(url)
+    added, dropped = rewrite_without(index, PARAMS, ["b", "d"], run_info("local", "t", []))
+    assert dropped == [index.parts[0].name, index.parts[2].name]  # "d" alone: no empty part
+    assert len(added) == 1 and added[0].run["mode"] == "replace"
+    assert added[0].run["from_parts"] == [index.parts[0].name]
+    commit_index(index, PARAMS, added, dropped)
+    assert _rows(url) == [r for r in before if r[0] not in ("b", "d")]
+    assert [p.name for p in DocIndex.open(url).parts] == [index.parts[1].name, added[0].name]
+    assert rewrite_without(DocIndex.open(url), PARAMS, [], {}) == ([], [])

@@ -78,6 +78,10 @@ ENGINE_NAMES = {
     "read_json", "JSONError", "MAX_JSON_DEPTH",
     # Parquet eval sets through the service; a plain text that is plainly items (issue 33)
     "parquet_as_jsonl", "plain_text_shape", "PlainShape",
+    # re-crawled ids decided against the indexed document of the id (issue 33)
+    "indexed_documents", "IndexedDocs", "recrawl_verdicts", "RECRAWL_SAME", "RECRAWL_NEAR",
+    "RECRAWL_CHANGED", "RECRAWL_POLICIES", "recrawl_policy", "derived_id", "derived_ids",
+    "rewrite_without", "lookup_without", "RECRAWL_REVISION",
 }  # fmt: skip
 
 

@@ -278,7 +278,9 @@ def test_parameters_differing_from_the_index_are_exit_2_naming_the_parameter(
     assert snapshot(idx) == before
 
 
-def test_an_id_already_in_the_index_is_exit_2_naming_it_and_its_part(built, tmp_path):
+def test_an_id_already_in_the_index_is_decided_against_its_document(built, tmp_path):
+    """Issue 33: a re-crawled id is no longer an error: the row is decided against the indexed
+    document of its id (here a changed text: --recrawled keep-indexed removes it, naming it)."""
     idx = _copy(built, tmp_path)
     before = snapshot(idx)
     _, manifest = latest_manifest(idx)
@@ -287,10 +289,14 @@ def test_an_id_already_in_the_index_is_exit_2_naming_it_and_its_part(built, tmp_
     lines = (built / "b.jsonl").read_text().splitlines()
     lines[7] = lines[7].replace(lines[7].split('"')[3], indexed, 1)
     (tmp_path / "clash.jsonl").write_text("\n".join(lines) + "\n")
-    done = neardup("dedup", "clash.jsonl", "--output", "out.jsonl", "--index", idx,
+    done = neardup("dedup", "clash.jsonl", "--output", "out.jsonl", "--removed", "why.jsonl",
+                   "--index", idx, "--index-mode", "read", "--recrawled", "keep-indexed",
                    "--workers", "1", "--quiet", cwd=tmp_path)  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    [line] = done.stderr.strip().splitlines()
-    assert f"{indexed!r} (part {part['name']})" in line and "already in the index" in line
-    assert not (tmp_path / "out.jsonl").exists()
+    assert done.returncode == 0, done.stderr
+    why = [json.loads(x) for x in (tmp_path / "why.jsonl").read_text().splitlines()]
+    (row,) = [w["neardup"] for w in why if w["id"] == indexed]
+    assert row["duplicate_of"] == indexed and row["index_part"] == part["name"]
+    assert row["reason"] in ("exact", "near", "recrawled")
+    out = [json.loads(x)["id"] for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert indexed not in out
     assert snapshot(idx) == before

@@ -100,6 +100,9 @@ def _check_round(tmp: Path, name: str, rows, outcome: dict[str, Outcome], parts,
     for w in tagged:
         want = outcome[w["id"]]
         why = w["neardup"]
+        # Issue 33.12: duplicate_of leads to a document that is kept: a survivor of this
+        # round, or an indexed one (its part named), never a row dropped too.
+        assert why["duplicate_of"] in kept or why["duplicate_of"] in parts
         assert (why["reason"], why["duplicate_of"]) == (want.reason, want.duplicate_of)
         assert why["estimate"] == pytest.approx(want.estimate, abs=1e-12)
         assert why["index_part"] == (parts[want.duplicate_of] if want.indexed else None)
@@ -250,44 +253,149 @@ def test_index_parameter_mismatch_is_exit_2_naming_it(tmp_path, capsys, flag, va
         _nothing_written(tmp_path, "b", ["00000001.json"])
 
 
-def test_index_id_collision_is_exit_2_naming_id_and_part(tmp_path, capsys):
-    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", "other words here")]) == 0
+def _removed(tmp: Path, name: str) -> dict[str, dict]:
+    return {r["id"]: r["neardup"] for r in _read(tmp / f"{name}.removed.jsonl")}
+
+
+def _index_texts(tmp: Path) -> dict[str, bytes]:
+    """id -> digest of every indexed document."""
+    table = pq.read_table(DocIndex.open(str(tmp / "idx")).file_urls())
+    return dict(zip(table.column("id").to_pylist(), table.column("digest").to_pylist(),
+                    strict=True))  # fmt: skip
+
+
+def _digest(text: str) -> bytes:
+    return text_digests([text])[0].astype("<u8").tobytes()
+
+
+EDITED = LONG + " x1 x2"  # near LONG
+OTHER = "entirely different words about gardens and rivers in spring"
+
+
+@pytest.mark.parametrize("policy", ["keep-both", "keep-indexed", "replace"])
+@pytest.mark.parametrize("mode", ["append", "read"])
+def test_index_recrawled_ids_are_decided_against_their_indexed_document(tmp_path, policy, mode):
+    """Issue 33.1: a re-crawled id with the same or a near text is dropped as a duplicate of
+    the indexed document of its id; a changed one goes as --recrawled says (default keep-both);
+    read mode decides the same and adds nothing."""
+    greek = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"
+    assert _edges(greek + " x1 x2", greek) and not _edges(OTHER, LONG)
+    assert not _edges(greek, LONG) and not _edges(OTHER, greek)
+    assert _run(tmp_path, "a", [New("u1", LONG), New("u2", greek), New("u3", OTHER)]) == 0
     part = DocIndex.open(str(tmp_path / "idx")).parts[0].name
+    rows = [New("u1", LONG), New("u2", greek + " x1 x2"), New("u3", "a fresh text"),
+            New("u4", "brand new page")]  # fmt: skip
+    extra = [] if policy == "keep-both" else ["--recrawled", policy]  # keep-both: the default
+    assert _run(tmp_path, "b", rows, "--index-mode", mode, *extra) == 0
+    removed = _removed(tmp_path, "b")
+    assert (removed["u1"]["reason"], removed["u1"]["duplicate_of"]) == ("exact", "u1")
+    assert (removed["u2"]["reason"], removed["u2"]["duplicate_of"]) == ("near", "u2")
+    assert removed["u1"]["index_part"] == removed["u2"]["index_part"] == part
+    sig = batch_signatures([greek + " x1 x2", greek], PARAMS)
+    assert removed["u2"]["estimate"] == float((sig[0] == sig[1]).mean())
+    written = [r["id"] for r in _read(tmp_path / "b.out.jsonl")]
+    derived = "u3#rev-" + _digest("a fresh text").hex()[:12]
+    manifest = json.loads((tmp_path / "b.out.jsonl.manifest.json").read_text())
+    assert manifest["index"]["recrawled"] == {
+        "policy": policy, "same": 1, "near": 1, "changed": 1,
+        "renamed": int(policy == "keep-both"), "replaced": int(policy == "replace"),
+    }  # fmt: skip
+    if policy == "keep-both":
+        assert written == [derived, "u4"] and "u3" not in removed
+    elif policy == "keep-indexed":
+        assert written == ["u4"]
+        assert (removed["u3"]["reason"], removed["u3"]["duplicate_of"]) == ("recrawled", "u3")
+        assert removed["u3"]["index_part"] == part and removed["u3"]["estimate"] < 0.5
+        assert manifest["counts"]["recrawled_dropped"] == 1
+    else:
+        assert written == ["u3", "u4"] and "u3" not in removed
+    index = _index_texts(tmp_path)
+    if mode == "read":
+        assert (
+            sorted(index) == ["u1", "u2", "u3"]
+            and DocIndex.open(str(tmp_path / "idx")).version == 1
+        )
+        return
+    want = {"u1": _digest(LONG), "u2": _digest(greek), "u3": _digest(OTHER),
+            "u4": _digest("brand new page")}  # fmt: skip
+    if policy == "keep-both":
+        want[derived] = _digest("a fresh text")
+    elif policy == "replace":
+        want["u3"] = _digest("a fresh text")  # the new text is the indexed document of u3
+    assert index == want
+    opened = DocIndex.open(str(tmp_path / "idx"))
+    assert opened.version == 2 and opened.rows == len(want)
+
+
+def test_index_recrawled_keep_both_twice_is_an_exact_copy_of_the_derived_id(tmp_path):
+    """The same changed text again next month: its derived id is indexed with that text, so the
+    row is dropped as its exact copy; the index holds each text once."""
+    assert _run(tmp_path, "a", [New("u", LONG)]) == 0
+    assert _run(tmp_path, "b", [New("u", OTHER)]) == 0
+    derived = "u#rev-" + _digest(OTHER).hex()[:12]
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == [derived]
+    assert _run(tmp_path, "c", [New("u", OTHER)]) == 0
+    assert _read(tmp_path / "c.out.jsonl") == []
+    assert _removed(tmp_path, "c")["u"] | {"index_part": None} == {
+        "reason": "exact", "duplicate_of": derived, "estimate": 1.0, "set": None, "item": None,
+        "ngram": None, "index_part": None,
+    }  # fmt: skip
+    assert sorted(_index_texts(tmp_path)) == ["u", derived]
+
+
+def test_index_recrawled_derived_id_of_another_row_is_exit_2(tmp_path, capsys):
+    assert _run(tmp_path, "a", [New("u", LONG)]) == 0
+    derived = "u#rev-" + _digest(OTHER).hex()[:12]
     capsys.readouterr()
-    assert _run(tmp_path, "b", [New("n1", "fresh"), New("i2", "new text")]) == 2
-    assert f"'i2' (part {part}) already in the index" in capsys.readouterr().err
+    assert _run(tmp_path, "b", [New("u", OTHER), New(derived, "x y z")]) == 2
+    assert repr(derived) in capsys.readouterr().err
     _nothing_written(tmp_path, "b", ["00000001.json"])
-    # --id-prefix file: the same rows go in under other ids.
+
+
+def test_index_recrawled_rows_link_nothing_else(tmp_path):
+    """A dropped re-crawled row takes no further part: a new row near it (and not near the
+    indexed document) is kept, and a new copy of it is decided against the index alone."""
+    far = EDITED + " x3 x4 x5 x6"
+    assert _edges(far, EDITED) and not _edges(far, LONG)
+    assert _run(tmp_path, "a", [New("u", LONG)]) == 0
+    assert _run(tmp_path, "b", [New("u", EDITED), New("v", far)]) == 0
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["v"]
+    assert _removed(tmp_path, "b")["u"]["duplicate_of"] == "u"
+
+
+def test_index_dated_id_prefix_names_each_months_shards_apart(tmp_path, capsys):
+    """Issue 33: shard names repeat month after month; a template prefix with the dump's date
+    makes ids unique across months (a page's copy is then an exact duplicate by its text)."""
+    for month in ("10", "11"):
+        folder = tmp_path / f"dump-{month}"
+        folder.mkdir()
+        _write_rows(folder / "shard-0.jsonl", [New("p1", LONG), New(f"p{month}", f"only {month}")])
+        assert main(["dedup", str(folder), "--output", str(tmp_path / f"o{month}.jsonl"),
+                     "--removed", str(tmp_path / f"r{month}.jsonl"), "--index",
+                     str(tmp_path / "idx"), "--id-prefix", f"cc-2024-{month}/{{file}}/",
+                     *FLAGS]) == 0  # fmt: skip
+    assert [r["id"] for r in _read(tmp_path / "o11.jsonl")] == ["cc-2024-11/shard-0.jsonl/p11"]
+    (row,) = _read(tmp_path / "r11.jsonl")
+    assert row["id"] == "cc-2024-11/shard-0.jsonl/p1"
+    assert row["neardup"]["duplicate_of"] == "cc-2024-10/shard-0.jsonl/p1"
+    assert sorted(_index_texts(tmp_path)) == [
+        "cc-2024-10/shard-0.jsonl/p1", "cc-2024-10/shard-0.jsonl/p10",
+        "cc-2024-11/shard-0.jsonl/p11",
+    ]  # fmt: skip
+    # A literal prefix; a template naming another field is refused before anything is read.
+    assert _run(tmp_path, "b", [New("p1", "fresh words")], "--id-prefix", "cc-2024-12/") == 0
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["cc-2024-12/p1"]
+    capsys.readouterr()
+    assert _run(tmp_path, "c", [New("p1", "x")], "--id-prefix", "cc-{date}/") == 2
+    assert "--id-prefix 'cc-{date}/'" in capsys.readouterr().err
+    assert not (tmp_path / "c.out.jsonl").exists()
+
+
+def test_index_id_prefix_file_still_names_shards_apart(tmp_path):
+    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", "other words here")]) == 0
     assert _run(tmp_path, "b", [New("n1", "fresh"), New("i2", "new text")], "--id-prefix",
                 "file") == 0  # fmt: skip
-
-
-def test_index_id_collision_in_the_first_batch_signs_nothing(tmp_path, capsys, monkeypatch):
-    import neardup.app.cli.dedup as dedup
-
-    assert _run(tmp_path, "a", [New("i1", LONG), New("i2", "other words here")]) == 0
-    part = DocIndex.open(str(tmp_path / "idx")).parts[0].name
-    signed: list[int] = []
-    real = dedup.signature_stream
-
-    def counting(*args, **kwargs):
-        for chunk in real(*args, **kwargs):
-            signed.append(len(chunk))
-            yield chunk
-
-    monkeypatch.setattr(dedup, "signature_stream", counting)
-    fresh = [New(f"n{i:05d}", f"fresh text {i}") for i in range(dedup.BATCH)]
-    for first, name in ((New("i2", "new text"), "b"), (New("n-first", "new text"), "c")):
-        capsys.readouterr()
-        signed.clear()
-        # The second batch holds an indexed id too: the error names both when the first does.
-        assert _run(tmp_path, name, [first, *fresh, New("i1", "again")]) == 2
-        err = capsys.readouterr().err
-        assert f"'i1' (part {part})" in err
-        assert (f"'i2' (part {part})" in err) == (first.id == "i2")
-        # A collision in the first batch: no signature; only in a later one: found after pass 1.
-        assert sum(signed) == (0 if first.id == "i2" else dedup.BATCH + 2)
-        _nothing_written(tmp_path, name, ["00000001.json"])
+    assert [r["id"] for r in _read(tmp_path / "b.out.jsonl")] == ["b.jsonl/n1", "b.jsonl/i2"]
 
 
 def test_index_outputs_apart_from_the_index(tmp_path, capsys):
@@ -391,3 +499,119 @@ def test_index_with_other_id_and_text_fields(tmp_path):
     assert row["neardup"]["duplicate_of"] == "k1"
     table = pq.read_table(DocIndex.open(str(tmp_path / "idx")).file_urls())
     assert table.column("id").to_pylist() == ["k1", "k2"]
+
+
+def test_index_copy_of_a_dropped_keeper_names_the_indexed_document(tmp_path):
+    """Issue 33.12: n2 is a copy of n1, which is near the indexed i1: n2 names i1 (what was
+    kept), with n1's estimate, not n1 (dropped too)."""
+    edited = LONG + " x1 x2"
+    assert _edges(edited, LONG)
+    assert _run(tmp_path, "a", [New("i1", LONG)]) == 0
+    assert _run(tmp_path, "b", [New("n1", edited), New("n2", edited)]) == 0
+    removed = {r["id"]: r["neardup"] for r in _read(tmp_path / "b.removed.jsonl")}
+    part = DocIndex.open(str(tmp_path / "idx")).parts[0].name
+    assert removed["n1"]["reason"] == "near" and removed["n1"]["duplicate_of"] == "i1"
+    assert removed["n2"] == {**removed["n1"], "reason": "exact"}
+    assert removed["n2"]["index_part"] == part and removed["n2"]["estimate"] < 1.0
+
+
+def test_copy_of_a_near_dropped_keeper_names_the_survivor(tmp_path):
+    """Without an index: c copies b, b is near a (kept): c names a, with b's estimate."""
+    edited = LONG + " x1 x2"
+    rows = [New("a", LONG), New("b", edited), New("c", edited)]
+    _write_rows(tmp_path / "in.jsonl", rows)
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "o.jsonl"),
+                 "--removed", str(tmp_path / "r.jsonl"), *FLAGS]) == 0  # fmt: skip
+    removed = {r["id"]: r["neardup"] for r in _read(tmp_path / "r.jsonl")}
+    assert [r["id"] for r in _read(tmp_path / "o.jsonl")] == ["a"]
+    assert removed["b"]["reason"] == "near" and removed["b"]["duplicate_of"] == "a"
+    assert removed["c"] == {**removed["b"], "reason": "exact"}
+
+
+def test_recrawled_flag_spells_the_engines_policies(tmp_path, capsys):
+    from neardup.app.cli.main import RECRAWL_POLICIES as cli_policies
+    from neardup.core.engine import RECRAWL_POLICIES
+
+    assert cli_policies == RECRAWL_POLICIES and RECRAWL_POLICIES[0] == "keep-both"
+    assert _run(tmp_path, "a", [New("u", LONG)]) == 0
+    with pytest.raises(SystemExit) as stopped:
+        _run(tmp_path, "b", [New("u", OTHER)], "--recrawled", "newest")
+    assert stopped.value.code == 2 and "--recrawled" in capsys.readouterr().err
+
+
+@st.composite
+def recrawls(draw):
+    """1 to 4 rounds whose ids come back (a small pool): texts copied, edited or new, with a
+    policy and a mode each."""
+    rounds = draw(st.integers(1, 4))
+    texts: list[str] = []
+    out = []
+    for _ in range(rounds):
+        ids = draw(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=5, unique=True))
+        rows = []
+        for doc_id in ids:
+            how = draw(st.sampled_from(["fresh", "copy", "edit"] if texts else ["fresh"]))
+            if how == "fresh":
+                text = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=7)))
+            else:
+                text = draw(st.sampled_from(texts))
+                if how == "edit":
+                    text = f"{text} {draw(st.sampled_from(WORDS))}"
+            texts.append(text)
+            rows.append(New(doc_id, text))
+        policy = draw(st.sampled_from(["keep-both", "keep-indexed", "replace"]))
+        out.append((rows, policy, draw(st.sampled_from(["append", "append", "read"]))))
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds=recrawls())
+def test_index_recrawl_rounds_name_kept_documents_and_keep_ids_unique(tmp_path_factory, rounds):
+    """Issues 33.1 and 33.12, any corpus, ids coming back round after round under every policy:
+    every duplicate_of names a survivor of its round or a document indexed before it; a
+    re-crawled row is decided against its own id's document; the index holds each id once, and
+    exactly what the rounds kept (less what replace took out)."""
+    tmp = tmp_path_factory.mktemp("recrawl")
+    indexed: dict[str, str] = {}
+    for k, (rows, policy, mode) in enumerate(rounds):
+        name = f"r{k}"
+        code = _run(tmp, name, rows, "--index-mode", mode, "--recrawled", policy)
+        if mode == "read" and not indexed:
+            assert code == 2
+            continue
+        assert code == 0
+        out = {r["id"]: r for r in _read(tmp / f"{name}.out.jsonl")}
+        removed = _removed(tmp, name)
+        sigs = {r.id: batch_signatures([r.text], PARAMS)[0] for r in rows}
+        replaced = set()
+        assert len(out) + len(removed) == len(rows)
+        for why in removed.values():
+            assert why["duplicate_of"] in out or why["duplicate_of"] in indexed
+        for r in rows:
+            why = removed.get(r.id)
+            if r.id not in indexed:
+                continue
+            old = batch_signatures([indexed[r.id]], PARAMS)[0]
+            live = (sigs[r.id] != 2**31 - 1).any() and (old != 2**31 - 1).any()
+            near = bool(live and (sigs[r.id] == old).mean() >= PARAMS.threshold)
+            if r.text == indexed[r.id] or near:  # its own id's duplicate
+                assert why is not None and why["duplicate_of"] == r.id
+                assert why["reason"] == ("exact" if r.text == indexed[r.id] else "near")
+            elif policy == "keep-indexed":
+                assert why["reason"] == "recrawled" and why["duplicate_of"] == r.id
+            elif policy == "replace":
+                replaced.add(r.id)
+            else:  # keep-both: on under its derived id (kept, or dropped as any new row)
+                derived = f"{r.id}#rev-" + _digest(r.text).hex()[:12]
+                assert r.id not in out and why is None
+                assert (derived in out) != (derived in removed)
+        if mode == "append":
+            for doc_id in replaced:
+                del indexed[doc_id]
+            for doc_id, row in out.items():
+                assert doc_id not in indexed
+                indexed[doc_id] = row["text"]
+    if indexed:
+        assert _index_texts(tmp) == {i: _digest(t) for i, t in indexed.items()}
+        table = pq.read_table(DocIndex.open(str(tmp / "idx")).file_urls())
+        assert table.num_rows == len(indexed)  # each id once

@@ -21,7 +21,7 @@ NOT_FILES = {
     "serve": {"host", "allowed_hosts", "forwarded_allow_ips", "store_url", "store_schema",
               "data_dir"},  # the store's own directory: the store writes in it, never over a file
     "store-settings": {"data_dir", "store_url", "store_schema"},
-    "dedup": {"id_field", "text_field", "keep", "spark_master"},
+    "dedup": {"id_field", "text_field", "id_prefix", "keep", "spark_master"},
     "contamination": {"id_field", "text_field"},
     "push": {"url", "api_key", "id_field", "text_field"},
     "query": {"url", "api_key", "id_field", "text_field"},

@@ -472,6 +472,21 @@ def test_id_prefix_labels_each_row_by_its_file_under_the_inputs_root() -> None:
     assert unlabelled.column("id").to_pylist() == ["a", "7"]
 
 
+def test_id_prefix_template_puts_its_text_and_the_label_before_each_id() -> None:
+    """``--id-prefix 'cc-2024-10/{file}/'`` (issue 33): the template's text, the file's label in
+    place of ``{file}``; a literal prefix without it; as the local reader has them."""
+    files = pa.array(["file:/d/sub/x.jsonl", "file:/d/z.jsonl"])
+    lines = pa.array(['{"id": "a", "text": "t"}', '{"id": 7, "text": "u"}'])
+    batch = pa.RecordBatch.from_arrays([lines, files], ["value", "file"])
+    for template, want in (
+        ("cc-2024-10/{file}/", ["cc-2024-10/sub/x.jsonl/a", "cc-2024-10/z.jsonl/7"]),
+        ("cc-2024-10/", ["cc-2024-10/a", "cc-2024-10/7"]),
+    ):
+        docs = kernels.line_documents(batch, None, Schema(id_prefix=template), "/d")
+        assert docs.column("id").to_pylist() == want
+        assert [json.loads(r)["id"] for r in docs.column("row").to_pylist()] == want
+
+
 def test_line_documents_refuse_the_reserved_field() -> None:
     lines = ['{"id": "a", "text": "t", "neardup": null}', '{"id": "b", "text": "t"}']
     docs = kernels.line_documents(

@@ -147,7 +147,7 @@ def test_spark_params_as_flags_and_the_manifest_as_json() -> None:
     indexed = job.SparkParams(minhash=PARAMS, index="idx", index_mode="read")
     assert indexed.as_dict() == {
         **PARAMS.as_dict(), "keep_duplicates": False, "keep": "smallest-id", "index": "idx",
-        "index_mode": "read",
+        "index_mode": "read", "recrawled": "keep-both",
     }  # fmt: skip
     default = job.SparkParams()
     assert default.index is None and default.index_mode == "append"

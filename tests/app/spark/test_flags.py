@@ -278,3 +278,35 @@ def test_cli_hands_the_flags_to_spark_and_a_dry_run_reports_as_local(
         "singletons": 1,
     }  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_cli_hands_recrawled_and_an_id_prefix_template_to_spark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33: ``--recrawled`` and ``--id-prefix TEMPLATE`` reach the Spark run as given."""
+    from neardup.app.cli.main import main
+    from neardup.app.spark import entry
+    from neardup.app.spark.job import SparkManifest
+
+    got: dict[str, Any] = {}
+
+    class Session:
+        def stop(self) -> None:
+            pass
+
+    def run(spark: Any, inputs: list[str], output: str, **options: Any) -> SparkManifest:
+        got.update(options)
+        return SparkManifest("spark", "4", "local[1]", {}, inputs, [], counts={"read": 0})
+
+    monkeypatch.setattr(entry, "spark_session", lambda master, quiet=False: Session())
+    monkeypatch.setattr(entry, "run_spark_dedup", run)
+    (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = main([
+        "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", "--index", "idx",
+        "--recrawled", "replace", "--id-prefix", "cc-2024-10/{file}/", "--dry-run",
+    ])  # fmt: skip
+    assert code == 0
+    assert got["params"].recrawled == "replace"
+    assert got["params"].schema == Schema(id_prefix="cc-2024-10/{file}/")
+    assert got["params"].as_dict()["recrawled"] == "replace"

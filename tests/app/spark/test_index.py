@@ -221,22 +221,30 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     assert sum(w["reason"] == "near" and w["index_part"] is not None for w in why) >= 4
 
 
-def test_spark_id_in_the_index_stops_the_run_before_anything_is_written(
-    spark: Any, local_rounds: dict[str, Any], tmp_path: Path
+def test_spark_derived_id_indexed_with_another_text_stops_the_run_before_anything_is_written(
+    spark: Any, tmp_path: Path
 ) -> None:
+    """Issue 33: a re-crawled id is no error; the one left is a ``keep-both`` derived id that
+    the index holds with another text: IndexIdError naming it and its part (exit 2), before
+    anything is written, on Spark as on the local engine."""
+    import hashlib
+
+    new_text = _words("h")
+    derived = "u#rev-" + hashlib.sha256(new_text.encode()).hexdigest()[:12]
+    base = write_shards(tmp_path / "base", [{"id": "u", "text": _words("a")},
+                                            {"id": derived, "text": _words("c")}], 1)  # fmt: skip
     index = tmp_path / "idx"
-    shutil.copytree(local_rounds["after_first"], index)
-    opened = DocIndex.open(str(index))
-    part = opened.parts[0].name
-    # Round 0 again: every indexed id collides; 20 are named and the rest counted.
-    again = [{"id": "zz-new", "text": "a new text of its own"}, *map(dict, ROUNDS[0])]
-    inputs = write_shards(tmp_path / "in", again, 1)
+    _local_run(base, tmp_path, "base", index)
+    part = DocIndex.open(str(index)).parts[0].name
+    inputs = write_shards(tmp_path / "in", [{"id": "u", "text": new_text}], 1)
+    with pytest.raises(IndexIdError) as local:
+        _local_run(inputs, tmp_path, "l", index)
     with pytest.raises(IndexIdError) as caught:
         _spark(spark, inputs, tmp_path / "out.jsonl", index, 0)
     assert isinstance(caught.value, NeardupError)  # exit 2
-    assert f"'chain-2' (part {part})" in str(caught.value)
-    assert f" and {opened.rows - 20} more already in the index" in str(caught.value)
-    assert not (tmp_path / "out.jsonl").exists()
+    assert str(caught.value) == str(local.value)
+    assert f"{derived!r} (part {part})" in str(caught.value)
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "l.jsonl").exists()
     assert [p.name for p in (index / "_index").iterdir() if p.suffix == ".json"] == [
         "00000001.json"
     ]
@@ -302,3 +310,119 @@ def test_spark_commit_lost_to_another_run_adds_nothing_and_says_so(
     assert record is not None and record["part"] is None and "version 2" in record["conflict"]
     opened = DocIndex.open(str(index))
     assert opened.version == 2 and [p.run["engine"] for p in opened.parts] == ["local", "local"]
+
+
+# --- Re-crawled ids (issue 33.1) and duplicate_of leading to a kept document (33.12) ---------
+
+
+def _words(tag: str, n: int = 40) -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+_RECRAWL_BASE = [
+    {"id": "u1", "text": _words("a")}, {"id": "u2", "text": _words("b")},
+    {"id": "u3", "text": _words("c")}, {"id": "i9", "text": _words("d")},
+]  # fmt: skip
+_RECRAWL_NEW = [
+    {"id": "u1", "text": _words("a")},  # the same text: exact of u1
+    {"id": "u2", "text": _words("b") + " more"},  # near its indexed text
+    {"id": "u3", "text": _words("e")},  # changed
+    {"id": "u4", "text": _words("f")},
+    # 33.12: n2 copies n1, which is near the indexed i9: n2 names i9
+    {"id": "n1", "text": _words("d") + " more"},
+    {"id": "n2", "text": _words("d") + " more"},
+    # without the index: z0 is kept, z1 near it, z2 copies z1: z2 names z0
+    {"id": "z0", "text": _words("g")},
+    {"id": "z1", "text": _words("g") + " more"},
+    {"id": "z2", "text": _words("g") + " more"},
+]  # fmt: skip
+_COUNTS = (
+    "read",
+    "exact_dropped",
+    "near_dropped",
+    "recrawled_dropped",
+    "decontaminated",
+    "written",
+)
+
+
+def _local_run(inputs: list[str], tmp: Path, name: str, index: Path, **kw: Any) -> Any:
+    from neardup.app.cli.dedup import run_dedup
+    from neardup.app.cli.options import DedupOptions
+
+    options = DedupOptions(
+        inputs=tuple(inputs), output=str(tmp / f"{name}.jsonl"),
+        removed=str(tmp / f"{name}.removed.jsonl"), quiet=True, index=str(index), **kw,
+    )  # fmt: skip
+    return run_dedup(options)
+
+
+def test_spark_recrawled_ids_and_resolved_chains_equal_the_local_engine(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Each --recrawled policy, in append and read mode, then keep-both's derived id met again:
+    Spark's outputs, --removed rows, index tables and manifests are the local engine's."""
+    base = write_shards(tmp_path / "base", _RECRAWL_BASE, 1)
+    new = write_shards(tmp_path / "new", _RECRAWL_NEW, 2)
+    origin = tmp_path / "origin"
+    _local_run(base, tmp_path, "base", origin)
+    cases = [("keep-both", "append"), ("keep-indexed", "read"), ("replace", "append")]
+    for policy, mode in cases:
+        local_idx, spark_idx = tmp_path / f"l-{policy}", tmp_path / f"s-{policy}"
+        shutil.copytree(origin, local_idx)
+        shutil.copytree(origin, spark_idx)
+        local = _local_run(new, tmp_path, f"l-{policy}", local_idx, index_mode=mode,
+                           recrawled=policy)  # fmt: skip
+        params = SparkParams(index=str(spark_idx), index_mode=mode, recrawled=policy)
+        got = run_spark_dedup(spark, new, str(tmp_path / f"s-{policy}.jsonl"), params=params,
+                              removed=str(tmp_path / f"s-{policy}.removed.jsonl"))  # fmt: skip
+        for kind in ("", ".removed"):
+            mine = (tmp_path / f"l-{policy}{kind}.jsonl").read_text(encoding="utf-8").splitlines()
+            theirs = part_lines(tmp_path / f"s-{policy}{kind}.jsonl", ordered=True)
+            assert _unnamed(theirs) == _unnamed(mine), (policy, kind)
+        assert _index_table(spark_idx).equals(_index_table(local_idx)), policy
+        assert got.index is not None and local.index is not None
+        assert got.index["recrawled"] == local.index["recrawled"], policy
+        assert {k: got.index[k] for k in _COMPARED + _MATCHED} == {
+            k: local.index[k] for k in _COMPARED + _MATCHED
+        }
+        assert {k: got.counts[k] for k in _COUNTS} == {k: local.counts[k] for k in _COUNTS}
+        assert (got.clusters, got.cluster_sizes) == (local.clusters, local.cluster_sizes)
+        lines = (tmp_path / f"l-{policy}.removed.jsonl").read_text().splitlines()
+        why = {json.loads(x)["id"]: json.loads(x)["neardup"] for x in lines}
+        assert (why["u1"]["reason"], why["u1"]["duplicate_of"]) == ("exact", "u1")
+        assert (why["u2"]["reason"], why["u2"]["duplicate_of"]) == ("near", "u2")
+        assert (why["n2"]["reason"], why["n2"]["duplicate_of"]) == ("exact", "i9")  # 33.12
+        assert (why["z2"]["reason"], why["z2"]["duplicate_of"]) == ("exact", "z0")  # 33.12
+        assert ("u3" in why) == (policy == "keep-indexed")
+    # keep-both's derived id, met again: the same changed text is its exact copy.
+    again = write_shards(tmp_path / "again", [_RECRAWL_NEW[2]], 1)
+    local = _local_run(again, tmp_path, "l-again", tmp_path / "l-keep-both")
+    params = SparkParams(index=str(tmp_path / "s-keep-both"))
+    got = run_spark_dedup(spark, again, str(tmp_path / "s-again.jsonl"), params=params,
+                          removed=str(tmp_path / "s-again.removed.jsonl"))  # fmt: skip
+    mine = (tmp_path / "l-again.removed.jsonl").read_text(encoding="utf-8").splitlines()
+    assert _unnamed(part_lines(tmp_path / "s-again.removed.jsonl", ordered=True)) == _unnamed(mine)
+    assert json.loads(mine[0])["neardup"]["duplicate_of"].startswith("u3#rev-")
+    assert got.index is not None and got.index["version_written"] is None
+
+
+def test_spark_copy_of_a_near_dropped_keeper_names_the_survivor_as_locally(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Issue 33.12 without an index: z2 copies z1, which the near stage drops for z0; z2 names
+    z0 (the survivor) with z1's estimate, on Spark as on the local engine, byte for byte."""
+    from neardup.app.cli.dedup import run_dedup
+    from neardup.app.cli.options import DedupOptions
+
+    new = write_shards(tmp_path / "new", _RECRAWL_NEW, 2)
+    run_dedup(DedupOptions(inputs=tuple(new), output=str(tmp_path / "l.jsonl"),
+                           removed=str(tmp_path / "l.removed.jsonl"), quiet=True))  # fmt: skip
+    run_spark_dedup(
+        spark, new, str(tmp_path / "s.jsonl"), removed=str(tmp_path / "s.removed.jsonl")
+    )
+    mine = (tmp_path / "l.removed.jsonl").read_text(encoding="utf-8").splitlines()
+    assert part_lines(tmp_path / "s.removed.jsonl", ordered=True) == mine
+    why = {json.loads(x)["id"]: json.loads(x)["neardup"] for x in mine}
+    assert (why["z2"]["reason"], why["z2"]["duplicate_of"]) == ("exact", "z0")
+    assert why["z2"]["estimate"] == why["z1"]["estimate"] < 1.0
