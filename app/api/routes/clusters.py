@@ -40,8 +40,12 @@ async def clusters(
 def _page(groups: list[list[str]], next_root: str | None, budget: Budget) -> ClustersResponse:
     listed: list[ClusterOut] = []
     for members in groups:
-        if listed and not budget.take(_FIXED_CLUSTER + json_bytes(members[0])):
+        # Listed only with its first member (its root again): a cluster listed with no member
+        # and no ``members_next`` would have its members on no page (``next`` goes past it).
+        if listed and budget.left < _FIXED_CLUSTER + 2 * json_bytes(members[0]):
+            budget.truncated = True
             return ClustersResponse(clusters=listed, next=listed[-1].root, truncated=True)
+        budget.take(_FIXED_CLUSTER + json_bytes(members[0]))
         out = _cluster(members[0], members, None, MAX_MEMBERS, budget)
         listed.append(out)
         if out.members_next is not None:  # the budget is spent: the page ends here

@@ -105,3 +105,27 @@ def test_dump_json_gives_pydantics_bytes_an_item_at_a_time():
     assert dump_json(value) == pydantic_core.to_json(value)
     assert dump_json(model) == model.model_dump_json().encode("utf-8")
     assert dump_json([1, "a", None]) == b'[1,"a",null]'
+
+
+def test_paging_clusters_by_next_and_members_next_lists_every_member_whatever_the_budget():
+    """Wherever a page's budget runs out, a cluster is listed with its first members and
+    ``members_next``, or left to the next page: never listed with no members and no cursor
+    (its members were then on no page: ``next`` went on after it)."""
+    groups = [["a" * 10], ["b" * 10, "b" * 10 + "x", "b" * 10 + "y"], ["c" * 10], ["d" * 10]]
+    by_root = {g[0]: g for g in groups}
+    for size in range(200, 800):  # (a real budget, 1 MiB at least, holds any first cluster)
+        got: dict[str, list[str]] = {}
+        after: str | None = None
+        for _ in range(20):
+            page = _page([g for g in groups if after is None or g[0] > after], None, Budget(size))
+            for out in page.clusters:
+                members, cursor = list(out.members), out.members_next
+                while cursor is not None:
+                    more = _cluster(out.root, by_root[out.root], cursor, 10, Budget(10**6))
+                    members += more.members
+                    cursor = more.members_next
+                got[out.root] = members
+            after = page.next
+            if after is None:
+                break
+        assert got == by_root, size
