@@ -20,6 +20,10 @@ router = APIRouter(prefix="/v1", tags=["clusters"], route_class=StrictJSONRoute,
 _FIXED_CLUSTER = 80
 #: The most members one answer lists (and the default ``limit`` of a cluster's members).
 MAX_MEMBERS = 10_000
+#: What an answer holds besides its clusters' members, roots and keys: a page's ``next`` and
+#: one ``members_next`` (an answer ends where one is set), ids of up to 256 characters of 4
+#: bytes, and the JSON around them; taken from the budget first, so the answer is within it.
+_CURSORS = 2 * (4 * 256 + 3) + 64
 
 
 @router.get("/clusters", dependencies=[require("read")], response_model=ClustersResponse)
@@ -38,6 +42,7 @@ async def clusters(
 
 
 def _page(groups: list[list[str]], next_root: str | None, budget: Budget) -> ClustersResponse:
+    budget.take(_CURSORS)
     listed: list[ClusterOut] = []
     for members in groups:
         # Listed only with its first member (its root again): a cluster listed with no member
@@ -82,4 +87,12 @@ async def cluster(
     after ``after``, at most ``limit`` and as many as the answer's budget holds
     (``members_next`` goes on)."""
     members = await service.read_index(partial(service.cluster, root))
-    return await answer(request, partial(_cluster, root, members, after, limit))
+    return await answer(request, partial(_cluster_answer, root, members, after, limit))
+
+
+def _cluster_answer(
+    root: str, members: list[str], after: str | None, limit: int, budget: Budget
+) -> ClusterOut:
+    """``_cluster`` as one cluster's answer: its cursor and keys taken from the budget first."""
+    budget.take(_CURSORS)
+    return _cluster(root, members, after, limit, budget)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from neardup.app.api.answers import Budget, dump_json, json_bytes
 from neardup.app.api.bodies import StrictJSONRoute
-from neardup.app.api.routes.clusters import _cluster, _page
+from neardup.app.api.routes.clusters import _cluster, _cluster_answer, _page
 from neardup.app.api.routes.documents import _query_results, _results
 from neardup.app.api.routes.protected_sets import _contamination_answer
 from neardup.app.api.schemas import (
@@ -129,3 +129,16 @@ def test_paging_clusters_by_next_and_members_next_lists_every_member_whatever_th
             if after is None:
                 break
         assert got == by_root, size
+
+
+def test_a_clusters_answer_is_within_its_budget_cursors_and_all():
+    """docs/api.md's bound of both cluster routes is the budget itself (``8 R + 1 MiB``): the
+    page's ``next``, a ``members_next`` and the JSON around them are counted too (ids of 256
+    four-byte characters, where it shows most)."""
+    wide = "\U0001f600" * 250
+    groups = [[f"{wide}{c}{i:05d}" for i in range(n)] for c, n in (("a", 3), ("b", 40), ("c", 2))]
+    for limit in range(20_000, 60_000, 997):
+        page = dump_json(_page(groups, f"{wide}d", Budget(limit)))
+        assert len(page) <= limit, limit
+        one = dump_json(_cluster_answer(groups[1][0], groups[1], groups[1][0], 40, Budget(limit)))
+        assert len(one) <= limit, limit
