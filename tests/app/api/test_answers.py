@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.app.api.answers import Budget, dump_json, json_bytes
+from neardup.app.api.answers import PER_ITEM_BYTES, Budget, dump_json, json_bytes
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.routes.clusters import _cluster, _cluster_answer, _page
 from neardup.app.api.routes.documents import _query_results, _results
@@ -142,3 +142,14 @@ def test_a_clusters_answer_is_within_its_budget_cursors_and_all():
         assert len(page) <= limit, limit
         one = dump_json(_cluster_answer(groups[1][0], groups[1], groups[1][0], 40, Budget(limit)))
         assert len(one) <= limit, limit
+
+
+def test_a_contamination_answer_counts_its_checked_sets_against_its_budget():
+    """Checked without naming sets, every stored set is named in ``checked_sets`` (100 of 128
+    characters: 13 KB) though the request did not send them: one text's answer stays within
+    the budget plus PER_ITEM_BYTES, docs/api.md's bound (it was 13 KB over)."""
+    checked = [f"{i:03d}" + "s" * 125 for i in range(100)]
+    found = [Hits(5000, [(checked[i % 100], f"item{i}", None) for i in range(5000)])]
+    for limit in range(20_000, 200_000, 9_973):
+        value = _contamination_answer(checked, found, Budget(limit))
+        assert len(dump_json(value)) <= limit + PER_ITEM_BYTES, limit
