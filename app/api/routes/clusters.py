@@ -20,6 +20,10 @@ router = APIRouter(prefix="/v1", tags=["clusters"], route_class=StrictJSONRoute,
 _FIXED_CLUSTER = 80
 #: The most members one answer lists (and the default ``limit`` of a cluster's members).
 MAX_MEMBERS = 10_000
+#: What an answer holds besides its clusters' members, roots and keys: a page's ``next`` and
+#: one ``members_next`` (an answer ends where one is set), ids of up to 256 characters of 4
+#: bytes, and the JSON around them; taken from the budget first, so the answer is within it.
+_CURSORS = 2 * (4 * 256 + 3) + 64
 
 
 @router.get("/clusters", dependencies=[require("read")], response_model=ClustersResponse)
@@ -38,10 +42,15 @@ async def clusters(
 
 
 def _page(groups: list[list[str]], next_root: str | None, budget: Budget) -> ClustersResponse:
+    budget.take(_CURSORS)
     listed: list[ClusterOut] = []
     for members in groups:
-        if listed and not budget.take(_FIXED_CLUSTER + json_bytes(members[0])):
+        # Listed only with its first member (its root again): a cluster listed with no member
+        # and no ``members_next`` would have its members on no page (``next`` goes past it).
+        if listed and budget.left < _FIXED_CLUSTER + 2 * json_bytes(members[0]):
+            budget.truncated = True
             return ClustersResponse(clusters=listed, next=listed[-1].root, truncated=True)
+        budget.take(_FIXED_CLUSTER + json_bytes(members[0]))
         out = _cluster(members[0], members, None, MAX_MEMBERS, budget)
         listed.append(out)
         if out.members_next is not None:  # the budget is spent: the page ends here
@@ -78,4 +87,12 @@ async def cluster(
     after ``after``, at most ``limit`` and as many as the answer's budget holds
     (``members_next`` goes on)."""
     members = await service.read_index(partial(service.cluster, root))
-    return await answer(request, partial(_cluster, root, members, after, limit))
+    return await answer(request, partial(_cluster_answer, root, members, after, limit))
+
+
+def _cluster_answer(
+    root: str, members: list[str], after: str | None, limit: int, budget: Budget
+) -> ClusterOut:
+    """``_cluster`` as one cluster's answer: its cursor and keys taken from the budget first."""
+    budget.take(_CURSORS)
+    return _cluster(root, members, after, limit, budget)

@@ -146,6 +146,7 @@ def _contamination_answer(checked: list[str], found: list[Hits], budget: Budget)
     """The ``/v1/contamination`` answer (a ``ContaminationResponse``, as plain JSON values:
     models cost ~10 us a hit): hits listed while they fit ``budget``, each n-gram sent once (in
     ``ngrams``) and named by its position."""
+    budget.take(sum(map(json_bytes, checked)))  # every stored set, when none were named
     ngrams: dict[str, int] = {}
     results = []
     for hits in found:

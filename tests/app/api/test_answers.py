@@ -9,9 +9,9 @@ from fastapi import APIRouter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.app.api.answers import Budget, dump_json, json_bytes
+from neardup.app.api.answers import PER_ITEM_BYTES, Budget, dump_json, json_bytes
 from neardup.app.api.bodies import StrictJSONRoute
-from neardup.app.api.routes.clusters import _cluster, _page
+from neardup.app.api.routes.clusters import _cluster, _cluster_answer, _page
 from neardup.app.api.routes.documents import _query_results, _results
 from neardup.app.api.routes.protected_sets import _contamination_answer
 from neardup.app.api.schemas import (
@@ -105,3 +105,51 @@ def test_dump_json_gives_pydantics_bytes_an_item_at_a_time():
     assert dump_json(value) == pydantic_core.to_json(value)
     assert dump_json(model) == model.model_dump_json().encode("utf-8")
     assert dump_json([1, "a", None]) == b'[1,"a",null]'
+
+
+def test_paging_clusters_by_next_and_members_next_lists_every_member_whatever_the_budget():
+    """Wherever a page's budget runs out, a cluster is listed with its first members and
+    ``members_next``, or left to the next page: never listed with no members and no cursor
+    (its members were then on no page: ``next`` went on after it)."""
+    groups = [["a" * 10], ["b" * 10, "b" * 10 + "x", "b" * 10 + "y"], ["c" * 10], ["d" * 10]]
+    by_root = {g[0]: g for g in groups}
+    for size in range(200, 800):  # (a real budget, 1 MiB at least, holds any first cluster)
+        got: dict[str, list[str]] = {}
+        after: str | None = None
+        for _ in range(20):
+            page = _page([g for g in groups if after is None or g[0] > after], None, Budget(size))
+            for out in page.clusters:
+                members, cursor = list(out.members), out.members_next
+                while cursor is not None:
+                    more = _cluster(out.root, by_root[out.root], cursor, 10, Budget(10**6))
+                    members += more.members
+                    cursor = more.members_next
+                got[out.root] = members
+            after = page.next
+            if after is None:
+                break
+        assert got == by_root, size
+
+
+def test_a_clusters_answer_is_within_its_budget_cursors_and_all():
+    """docs/api.md's bound of both cluster routes is the budget itself (``8 R + 1 MiB``): the
+    page's ``next``, a ``members_next`` and the JSON around them are counted too (ids of 256
+    four-byte characters, where it shows most)."""
+    wide = "\U0001f600" * 250
+    groups = [[f"{wide}{c}{i:05d}" for i in range(n)] for c, n in (("a", 3), ("b", 40), ("c", 2))]
+    for limit in range(20_000, 60_000, 997):
+        page = dump_json(_page(groups, f"{wide}d", Budget(limit)))
+        assert len(page) <= limit, limit
+        one = dump_json(_cluster_answer(groups[1][0], groups[1], groups[1][0], 40, Budget(limit)))
+        assert len(one) <= limit, limit
+
+
+def test_a_contamination_answer_counts_its_checked_sets_against_its_budget():
+    """Checked without naming sets, every stored set is named in ``checked_sets`` (100 of 128
+    characters: 13 KB) though the request did not send them: one text's answer stays within
+    the budget plus PER_ITEM_BYTES, docs/api.md's bound (it was 13 KB over)."""
+    checked = [f"{i:03d}" + "s" * 125 for i in range(100)]
+    found = [Hits(5000, [(checked[i % 100], f"item{i}", None) for i in range(5000)])]
+    for limit in range(20_000, 200_000, 9_973):
+        value = _contamination_answer(checked, found, Budget(limit))
+        assert len(dump_json(value)) <= limit + PER_ITEM_BYTES, limit
