@@ -78,6 +78,8 @@ ENGINE_NAMES = {
     "read_json", "JSONError", "MAX_JSON_DEPTH",
     # Parquet eval sets through the service; a plain text that is plainly items (issue 33)
     "parquet_as_jsonl", "plain_text_shape", "PlainShape",
+    # a protected-set upload that is not UTF-8 names its line, as the CLI does (issue 33.6)
+    "utf8_error",
 }  # fmt: skip
 
 
