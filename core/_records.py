@@ -105,11 +105,15 @@ def missing_field(row: dict[str, Any], field: str) -> str:
     >>> missing_field({"url": "u"}, "id")
     "no 'id' field (its fields: url)"
     """
-    names = list(row)
+    return f"no '{field}' field (its fields: {_shown(list(row))})"
+
+
+def _shown(names: Sequence[str]) -> str:
+    """``a, b, ...``: the first ``_SHOWN_FIELDS`` names, the rest counted."""
     shown = ", ".join(names[:_SHOWN_FIELDS]) or "none"
     if len(names) > _SHOWN_FIELDS:
         shown += f" and {len(names) - _SHOWN_FIELDS} more"
-    return f"no '{field}' field (its fields: {shown})"
+    return shown
 
 
 def _has_field(row: dict[str, Any], name: str) -> bool:
@@ -198,6 +202,18 @@ class Schema:
         if not self.id_prefix:  # else the id is checked once prefixed (RecordReader)
             check_id(doc_id, name, line)
         return doc_id, text
+
+    def column_problem(self, names: Sequence[str]) -> str | None:
+        """Why a Parquet file of the top-level columns ``names`` holds no id or no text (``no
+        'id' column (its columns: url, body); name the id's field with --id-field``), or None.
+        """
+        for field, role in ((self.id_field, "id"), (self.text_field, "text")):
+            if field not in names and field.split(".", 1)[0] not in names:
+                return (
+                    f"no '{field}' column (its columns: {_shown(names)}); "
+                    f"name the {role}'s field with --{role}-field"
+                )
+        return None
 
     def columns(self, names: Sequence[str], *extra: str) -> list[str]:
         """The top-level Parquet columns the id, the text and ``extra`` fields live in."""
@@ -340,6 +356,9 @@ def _parquet_rows(
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise CorpusError(source.name, None, f"cannot read Parquet: {exc}") from None
     names = parquet.schema_arrow.names
+    problem = reader.schema.column_problem(names)
+    if problem is not None:
+        raise CorpusError(source.name, None, problem)
     columns = None
     if reader.fields is not None:
         columns = reader.schema.columns(names, *reader.fields)

@@ -182,6 +182,7 @@ from neardup.core._survivors import (
 )
 from neardup.core._text import TOKENIZERS, jaccard, ngrams, shingles, words
 from neardup.core._tokens import Utf8Texts
+from neardup.core._utf8 import utf8_error
 from neardup.core._writer import RowWriter, nan_as_null, nan_as_null_note
 from neardup.core.errors import (
     CorpusError,
@@ -351,6 +352,7 @@ __all__ = [
     "spawn_pool",
     "text_digest",
     "text_digests",
+    "utf8_error",
     "value_ranks",
     "warm_worker",
     "word_spans",

@@ -13,6 +13,7 @@ text anyway. Parquet is read into the JSON Lines of its rows, as a JSON array or
 from __future__ import annotations
 
 import asyncio
+import io
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,6 +26,7 @@ from neardup.core.engine import (
     ProtectedSet,
     parquet_as_jsonl,
     plain_text_shape,
+    utf8_error,
 )
 
 __all__ = [
@@ -134,7 +136,8 @@ def _as_text(name: str, upload: Upload) -> tuple[str, ProtectedFormat]:
         try:
             text = upload.raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise HTTPException(400, f"the file is not UTF-8 (byte {exc.start})") from None
+            # Its line and byte, as the CLI names a protected file's (an error path only).
+            raise HTTPException(400, str(utf8_error(name, io.BytesIO(upload.raw), exc))) from None
         fmt = ProtectedFormat(upload.format)
     if not text.strip():
         raise HTTPException(422, "the protected set is empty")

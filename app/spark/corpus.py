@@ -188,11 +188,9 @@ def _read_parquet(
     except AnalysisException as exc:
         raise _missing(spark, path, exc) from None
     columns = list(df.columns)
-    needed = [schema.id_field, schema.text_field]
-    if len(schema.columns(columns)) < len({f.split(".", 1)[0] for f in needed}):
-        raise CorpusError(
-            path, None, f"a Parquet corpus needs the columns {needed[0]!r} and {needed[1]!r}"
-        )
+    problem = schema.column_problem(columns)
+    if problem is not None:
+        raise CorpusError(path, None, problem)
 
     def documents(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -188,6 +188,24 @@ def test_a_missing_field_names_the_fields_the_row_has_and_the_flag(tmp_path):
     )
 
 
+@pytest.mark.parametrize("fields", [None, ()])
+def test_a_parquet_file_without_the_column_names_its_columns_and_the_flag(tmp_path, fields):
+    """Read whole or only the id's and text's columns (dedup's first pass), a Parquet file
+    without them names the columns it has (was "its fields: none" when projected)."""
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"url": ["u"], "body": ["b"]}), path)
+    with pytest.raises(CorpusError) as caught:
+        list(RecordReader(expand_inputs([str(path)]), Schema(), fields=fields))
+    assert str(caught.value) == (
+        f"{path}: no 'id' column (its columns: url, body); name the id's field with --id-field"
+    )
+    with pytest.raises(CorpusError) as caught:
+        list(RecordReader(expand_inputs([str(path)]), Schema(id_field="url.x"), fields=fields))
+    assert caught.value.reason == (
+        "no 'text' column (its columns: url, body); name the text's field with --text-field"
+    )
+
+
 @pytest.mark.parametrize(
     ("row", "reason"),
     [

@@ -129,6 +129,18 @@ def test_upload_of_bytes_that_are_not_parquet_is_422(c):
     assert answer.status_code == 422 and "cannot read as Parquet" in answer.json()["detail"]
 
 
+def test_upload_that_is_not_utf8_names_its_line_and_byte(c):
+    """As the CLI names a protected file's bad line (issue 33.6), not only a byte of the body."""
+    body = JSONL.encode() + '{"id": "late", "question": "caf\xe9 au lait"}\n'.encode("latin-1")
+    answer = c.put("/v1/protected-sets/evals", files={"file": ("evals.jsonl", body)})
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == (
+        f"evals:21: not UTF-8 (invalid continuation byte at byte 31 of the line, byte "
+        f"{len(JSONL.encode()) + 31} of the file)"
+    )
+    assert _stored(c) == []
+
+
 def test_upload_of_a_semicolon_csv_reads_its_columns(c):
     body = CSV.replace(",", ";")
     answer = c.put("/v1/protected-sets/evals", content=body, headers={"content-type": "text/csv"})

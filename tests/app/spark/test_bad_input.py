@@ -66,7 +66,8 @@ def test_spark_repeated_id_is_named(spark: Any, tmp_path: Path) -> None:
 
 def test_spark_parquet_without_text_column_and_missing_input(spark: Any, tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), tmp_path / "t.parquet")
-    with pytest.raises(CorpusError, match="columns 'id' and 'text'"):
+    with pytest.raises(CorpusError, match=r"no 'text' column \(its columns: id, body\); name the "
+                       "text's field with --text-field"):  # fmt: skip
         run_spark_dedup(spark, [str(tmp_path / "t.parquet")], str(tmp_path / "out.jsonl"))
     with pytest.raises(CorpusError, match="no such file"):
         run_spark_dedup(spark, [str(tmp_path / "nope.jsonl")], str(tmp_path / "out.jsonl"))
