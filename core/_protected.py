@@ -270,7 +270,7 @@ CSV_DELIMITERS = ",;\t|"
 
 
 def csv_delimiter(body: str) -> str:
-    """The delimiter of a CSV text: what ``csv.Sniffer`` finds among CSV_DELIMITERS in its header
+    r"""The delimiter of a CSV text: what ``csv.Sniffer`` finds among CSV_DELIMITERS in its header
     (its first rows: a delimiter is one the rows use alike; of several, the sniffer prefers
     comma, tab, semicolon), else a comma.
 

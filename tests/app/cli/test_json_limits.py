@@ -22,7 +22,9 @@ SAYS = {"integer": "an integer of 5,001 digits", "deep": "the JSON nests deeper 
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "good.jsonl").write_text("".join(json.dumps(r) + "\n" for r in GOOD))
-    (tmp_path / "eval.jsonl").write_text('{"text": "an eval question"}\n')
+    (tmp_path / "eval.jsonl").write_text(  # 13 words or more: a set that protects something
+        '{"text": "an eval question long enough to protect an n-gram of thirteen words here"}\n'
+    )
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
@@ -248,6 +249,11 @@ def test_cli_hands_the_flags_to_spark_and_a_dry_run_reports_as_local(
     got: dict[str, Any] = {}
 
     class Session:
+        # the CLI's per-stage progress reads Spark's status tracker: no job has run here
+        sparkContext = SimpleNamespace(
+            statusTracker=lambda: SimpleNamespace(getJobIdsForGroup=lambda group: [])
+        )
+
         def stop(self) -> None:
             got["stopped"] = True
 
