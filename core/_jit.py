@@ -11,6 +11,9 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   context, ``_lowered_sigma``); it stops at a text ``str.lower`` must lower, and reads the
   lowered text in its place. With the multilingual table, a character of a script written
   without spaces starts a word of its own and keeps the continuations after it.
+- ``segment``: the multilingual tokenizer's words of a batch's normalized UTF-8, in one pass:
+  each character decoded and looked up in ``core._scripts.char_classes``, clusters cut by
+  UAX #29's rules as ``core._multilingual.word_edges`` cuts them.
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
@@ -30,8 +33,26 @@ import numba
 import numpy as np
 
 from neardup.core._hashing import FNV_OFFSET, FNV_PRIME, MERSENNE31
+from neardup.core._scripts import (
+    CONSONANT,
+    EXTEND,
+    GCB_MASK,
+    HL,
+    HLV,
+    HLVT,
+    HT,
+    HV,
+    INCB_EXTEND,
+    INCB_SHIFT,
+    LINKER,
+    PREPEND,
+    SPACING,
+    UNSPACED_BIT,
+    WORD_BIT,
+    ZWJ,
+)
 
-__all__ = ["minima", "shingle_spans", "shingle_values", "tokenise"]
+__all__ = ["minima", "segment", "shingle_spans", "shingle_values", "tokenise"]
 
 _P = MERSENNE31
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -146,6 +167,8 @@ def warm_up() -> None:
     tokenise(src, one, src, -1, ascii, table, 1, buf, edges, np.empty(2, np.int64), state)
     # Word starts and ends are every other edge: strided views.
     shingle_spans(edges[0::2], edges[1::2], one, 5, one - 1, one - 1)
+    classes = np.zeros(256, dtype=np.uint16)
+    segment(src, one, classes, buf, edges, np.empty(2, np.int64), np.zeros(2, np.int64))
 
 
 # The bits of ``core._tokens.kernel_table`` (kept in step with it; tests/core/test_tokens.py).
@@ -382,3 +405,97 @@ def tokenise(
     state[OUT] = o
     state[EDGE] = e
     return stop
+
+
+@numba.njit(inline="always")
+def _stays(prev: Any, gcb: Any, incb: Any, joined: bool) -> bool:
+    """Whether UAX #29 keeps a character of Grapheme_Cluster_Break ``gcb`` and
+    Indic_Conjunct_Break ``incb`` in the cluster of the one before (``prev``); ``joined``: a
+    Consonant, then Extend and Linker characters with a Linker among them, precede it.
+    (Chains of ``==``, not ``in`` tuples: numba compiles them to plain compares.)"""
+    # GB9, GB9a, GB9b
+    if gcb == EXTEND or gcb == ZWJ or gcb == SPACING or prev == PREPEND:  # noqa: SIM109
+        return True
+    # GB6, GB7, GB8: Hangul syllables
+    if prev == HL and (gcb == HL or gcb == HV or gcb == HLV or gcb == HLVT):  # noqa: SIM109
+        return True
+    if (prev == HLV or prev == HV) and (gcb == HV or gcb == HT):  # noqa: SIM109
+        return True
+    if (prev == HLVT or prev == HT) and gcb == HT:  # noqa: SIM109
+        return True
+    return incb == CONSONANT and joined  # GB9c
+
+
+@_jit
+def segment(
+    src: Any, ends: Any, table: Any, buf: Any, edges: Any, doc_edges: Any, state: Any
+) -> None:
+    """The multilingual tokenizer's words of normalized UTF-8 documents, each word followed by
+    one space (``core._multilingual.token_arrays`` is the numpy form; they agree exactly).
+
+    Args:
+        src: uint8, the documents' normalized UTF-8 one after another; ends: int64, where each
+            ends.
+        table: uint16 per code point (``core._scripts.char_classes``).
+        buf: uint8, room for ``2 * len(src)`` bytes; edges: int64, as many.
+        doc_edges: int64, ``len(ends) + 1``: the first edge of each document, then the end.
+        state: int64 (bytes written, edges written), written at the end.
+    """
+    o = 0
+    e = 0
+    p = 0
+    for d in range(ends.shape[0]):
+        doc_edges[d] = e
+        end = ends[d]
+        in_word = False
+        unspaced = False  # the current cluster's first character is of an unspaced script
+        prev = 0
+        consonant = False  # the last character not Extend or Linker (InCB) is a Consonant
+        linked = False  # and a Linker came after it
+        while p < end:
+            if src[p] < 0x80:
+                cp, width = np.uint32(src[p]), 1
+            else:
+                cp, width = _decode(src, p)
+            info = table[cp]
+            gcb = info & GCB_MASK
+            incb = (info >> INCB_SHIFT) & 3
+            if info & WORD_BIT:
+                here = (info & UNSPACED_BIT) != 0
+                if not in_word:
+                    edges[e] = o
+                    e += 1
+                    unspaced = here
+                elif not _stays(prev, gcb, incb, consonant and linked):
+                    if unspaced or here:  # a cluster of an unspaced script is a word
+                        buf[o] = 0x20
+                        edges[e] = o
+                        edges[e + 1] = o + 1
+                        e += 2
+                        o += 1
+                    unspaced = here
+                for i in range(width):
+                    buf[o + i] = src[p + i]
+                o += width
+                in_word = True
+            elif in_word:
+                buf[o] = 0x20
+                edges[e] = o
+                e += 1
+                o += 1
+                in_word = False
+            if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
+                linked = linked or incb == LINKER
+            else:
+                consonant = incb == CONSONANT
+                linked = False
+            prev = gcb
+            p += width
+        if in_word:
+            buf[o] = 0x20
+            edges[e] = o
+            e += 1
+            o += 1
+    doc_edges[ends.shape[0]] = e
+    state[0] = o
+    state[1] = e
