@@ -32,7 +32,9 @@ from numpy.typing import NDArray
 
 from neardup.core._index_parts import BATCH_ROWS, COLUMNS, PARQUET_OPTIONS, ROW_GROUP, part_table
 from neardup.core._params import MinhashParams
+from neardup.core._scripts import tokenizer_name, tokenizer_version
 from neardup.core._storage import _is_local, filesystem
+from neardup.core._text import TOKENIZERS
 from neardup.core.errors import (
     IndexChangedError,
     IndexConflictError,
@@ -70,8 +72,10 @@ _PARTS = "parts"
 
 
 def index_params(params: MinhashParams) -> dict[str, Any]:
-    """The parameters an index is locked to: every ``MinhashParams`` field but ``ngram``."""
-    return {f.name: getattr(params, f.name) for f in fields(params) if f.name != "ngram"}
+    """The parameters an index is locked to: every ``MinhashParams`` field but ``ngram``, the
+    tokenizer with its version (``multilingual-2@17.0.0``)."""
+    locked = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "ngram"}
+    return {**locked, "tokenizer": params.tokenizer_version}
 
 
 def run_info(
@@ -218,8 +222,14 @@ class DocIndex:
         return dict(params) if isinstance(params, dict) else None
 
     def minhash_params(self) -> MinhashParams:
-        """The index's parameters as ``MinhashParams`` (``ngram`` at its default)."""
-        return MinhashParams(**(self.params or {}))
+        """The index's parameters as ``MinhashParams`` (``ngram`` at its default);
+        IndexParameterError if it was built with another version of its tokenizer."""
+        params = dict(self.params or {})
+        recorded = str(params.get("tokenizer", "words"))
+        name = tokenizer_name(recorded)
+        if name in TOKENIZERS and recorded != tokenizer_version(name):
+            raise IndexParameterError(self.url, "tokenizer", recorded, tokenizer_version(name))
+        return MinhashParams(**{**params, "tokenizer": name})
 
     def check_params(self, params: MinhashParams) -> None:
         """IndexParameterError naming the first parameter (sorted) that differs from the

@@ -23,6 +23,7 @@ __all__ = [
     "TABLE_VERSION",
     "UNSPACED_SCRIPTS",
     "char_classes",
+    "tokenizer_name",
     "tokenizer_version",
 ]
 
@@ -116,6 +117,17 @@ def tokenizer_version(tokenizer: str) -> str:
     if tokenizer == "words":
         return tokenizer
     return f"{tokenizer}-{_REVISION}@{TABLE_VERSION}"
+
+
+def tokenizer_name(recorded: str) -> str:
+    """The tokenizer a lock's ``recorded`` value names (``tokenizer_version``'s inverse, for any
+    revision): ``multilingual-2@17.0.0`` and ``multilingual`` (revision 1, which recorded no
+    version) are both ``multilingual``.
+
+    >>> tokenizer_name("multilingual-2@17.0.0"), tokenizer_name("words")
+    ('multilingual', 'words')
+    """
+    return recorded.partition("-")[0] if "@" in recorded else recorded
 
 
 @cache

@@ -188,6 +188,11 @@ def check_params(
         if stored[k] != str(v)
     ]
     if wrong:
+        if "tokenizer" in params and stored["tokenizer"] != str(params["tokenizer"]):
+            wrong.append(
+                "a store is never extended under another tokenizer or version of it: start with "
+                "the store's, or build a new store from the documents (docs/index.md)"
+            )
         raise ParameterMismatch(f"{where}: " + "; ".join(wrong))
 
 

@@ -17,7 +17,7 @@ async def config(settings: SettingsDep) -> ConfigResponse:
     params = settings.params
     return ConfigResponse(
         **params.as_dict(), rows=params.rows, lsh_threshold=params.lsh_threshold,
-        query_threshold_min=params.query_floor,
+        query_threshold_min=params.query_floor, tokenizer_version=params.tokenizer_version,
     )  # fmt: skip
 
 
