@@ -17,6 +17,7 @@ ASCII text is only lowered), then a few numpy passes over the batch's code point
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from functools import cache
@@ -48,7 +49,9 @@ from neardup.core._scripts import (
 
 __all__ = ["normalize", "original_spans", "token_arrays", "word_edges", "words_of"]
 
-_DROP = {code: None for lo, hi in DROPPED_RANGES for code in range(lo, hi + 1)}
+# One C scan finds them (``str.translate`` with a dict looks every character up: 5x slower).
+_DROP = re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+                                 for lo, hi in DROPPED_RANGES) + "]+")  # fmt: skip
 
 
 def normalize(text: str) -> str:
@@ -60,8 +63,9 @@ def normalize(text: str) -> str:
     if text.isascii():
         return text.lower()
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    kept = folded.translate(_DROP)
-    return kept if len(kept) == len(folded) else unicodedata.normalize("NFKC", kept)
+    if _DROP.search(folded) is None:
+        return folded
+    return unicodedata.normalize("NFKC", _DROP.sub("", folded))
 
 
 def _codes(text: str) -> NDArray[np.uint32]:
