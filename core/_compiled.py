@@ -40,7 +40,7 @@ class Compiled(NamedTuple):
     minima: Callable[..., None]
     tokenise: Callable[..., Any]
     shingle_spans: Callable[..., None]
-    segment: Callable[..., None]
+    segment: Callable[..., Any]
 
 
 class _State:

@@ -168,7 +168,10 @@ def warm_up() -> None:
     # Word starts and ends are every other edge: strided views.
     shingle_spans(edges[0::2], edges[1::2], one, 5, one - 1, one - 1)
     classes = np.zeros(256, dtype=np.uint16)
-    segment(src, one, classes, buf, edges, np.empty(2, np.int64), np.zeros(2, np.int64))
+    fold = np.zeros(256, dtype=np.uint32)
+    room = np.empty(4, dtype=np.uint8)
+    fresh = np.zeros(3, dtype=np.int64)
+    segment(src, one, src, -1, fold, classes, room, edges, np.empty(2, np.int64), fresh)
 
 
 # The bits of ``core._tokens.kernel_table`` (kept in step with it; tests/core/test_tokens.py).
@@ -180,6 +183,11 @@ _IGNORABLE = np.uint32(1 << 24)
 _UNSPACED = np.uint32(1 << 25)
 _CONTINUATION = np.uint32(1 << 26)
 _SCRIPT_BITS = _UNSPACED | _CONTINUATION
+#: The bits of ``core._multilingual.fold_table`` (kept in step with it).
+_FOLD_SPECIAL = np.uint32(1 << 21)
+_FOLD_MAYBE = np.uint32(1 << 22)
+_FOLD_FIRST = np.uint32(1 << 23)
+_FOLD_SKIP = np.uint32((1 << 21) - 1)
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3
 _FINAL_SIGMA = np.uint32(0x3C2)
@@ -428,35 +436,86 @@ def _stays(prev: Any, gcb: Any, incb: Any, joined: bool) -> bool:
 
 @_jit
 def segment(
-    src: Any, ends: Any, table: Any, buf: Any, edges: Any, doc_edges: Any, state: Any
-) -> None:
-    """The multilingual tokenizer's words of normalized UTF-8 documents, each word followed by
-    one space (``core._multilingual.token_arrays`` is the numpy form; they agree exactly).
+    src: Any,
+    ends: Any,
+    alt: Any,
+    alt_doc: int,
+    fold: Any,
+    table: Any,
+    buf: Any,
+    edges: Any,
+    doc_edges: Any,
+    state: Any,
+) -> int:
+    """The multilingual tokenizer's words of UTF-8 documents, each word followed by one space
+    (``core._multilingual.token_arrays`` is the numpy form; they agree exactly).
+
+    A document is normalized on the way (``core._multilingual.fold_table``: each character
+    folded as ``normalize`` folds it, while the text stays one NFKC leaves alone); at a
+    character that needs ``unicodedata`` the kernel stops, that document not written, and the
+    caller passes it back normalized as ``alt`` (read as it is).
 
     Args:
-        src: uint8, the documents' normalized UTF-8 one after another; ends: int64, where each
-            ends.
-        table: uint16 per code point (``core._scripts.char_classes``).
-        buf: uint8, room for ``2 * len(src)`` bytes; edges: int64, as many.
-        doc_edges: int64, ``len(ends) + 1``: the first edge of each document, then the end.
-        state: int64 (bytes written, edges written), written at the end.
+        src: uint8, the documents' UTF-8 one after another; ends: int64, where each ends.
+        alt, alt_doc: uint8, the normalized UTF-8 read in place of document ``alt_doc``.
+        fold: uint32 per code point (``fold_table``); table: uint16 per code point
+            (``core._scripts.char_classes``).
+        buf: uint8; edges: int64 (word starts and ends in turn); doc_edges: int64,
+            ``len(ends) + 1``: the first edge of each document, then the end.
+        state: int64 (``DOC``, ``OUT``, ``EDGE``), zeros at first; where to go on.
+
+    Returns:
+        ``DONE``; ``ROOM`` if the next document might not fit ``buf`` or ``edges``;
+        ``SPECIAL`` if document ``state[DOC]`` needs ``unicodedata``.
     """
-    o = 0
-    e = 0
-    p = 0
-    for d in range(ends.shape[0]):
+    d = state[DOC]
+    o = state[OUT]
+    e = state[EDGE]
+    stop = DONE
+    while d < ends.shape[0]:
+        folding = d != alt_doc
+        if folding:
+            data = src
+            p = ends[d - 1] if d > 0 else 0
+            end = ends[d]
+        else:
+            data = alt
+            p = 0
+            end = alt.shape[0]
+        # A byte out a byte in (folding keeps UTF-8 lengths), a space after a one-byte word.
+        if o + 2 * (end - p) + 1 > buf.shape[0] or e + 2 * (end - p) + 2 > edges.shape[0]:
+            stop = ROOM
+            break
         doc_edges[d] = e
-        end = ends[d]
+        first_byte = o
         in_word = False
         unspaced = False  # the current cluster's first character is of an unspaced script
         prev = 0
         consonant = False  # the last character not Extend or Linker (InCB) is a Consonant
         linked = False  # and a Linker came after it
+        last_class = 0  # the canonical combining class of the character before
+        composes = False  # the last starter may compose with a character after it
         while p < end:
-            if src[p] < 0x80:
-                cp, width = np.uint32(src[p]), 1
+            if data[p] < 0x80:
+                cp, width = np.uint32(data[p]), 1
             else:
-                cp, width = _decode(src, p)
+                cp, width = _decode(data, p)
+            if folding:
+                f = fold[cp]
+                ccc = f >> np.uint32(24)
+                if f & _FOLD_SPECIAL or (f & _FOLD_MAYBE and composes):
+                    stop = SPECIAL
+                    break
+                if f & _CODE_POINT == _FOLD_SKIP:  # dropped: as if it were not there
+                    p += width
+                    continue
+                if ccc != 0 and ccc < last_class:
+                    stop = SPECIAL
+                    break
+                last_class = ccc
+                if ccc == 0:
+                    composes = (f & _FOLD_FIRST) != 0
+                cp = f & _CODE_POINT
             info = table[cp]
             gcb = info & GCB_MASK
             incb = (info >> INCB_SHIFT) & 3
@@ -474,9 +533,7 @@ def segment(
                         e += 2
                         o += 1
                     unspaced = here
-                for i in range(width):
-                    buf[o + i] = src[p + i]
-                o += width
+                o = _put(buf, o, cp, width)
                 in_word = True
             elif in_word:
                 buf[o] = 0x20
@@ -491,11 +548,38 @@ def segment(
                 linked = False
             prev = gcb
             p += width
+        if stop == SPECIAL:
+            e = doc_edges[d]
+            o = first_byte
+            break
         if in_word:
             buf[o] = 0x20
             edges[e] = o
             e += 1
             o += 1
-    doc_edges[ends.shape[0]] = e
-    state[0] = o
-    state[1] = e
+        d += 1
+    doc_edges[d] = e
+    state[DOC] = d
+    state[OUT] = o
+    state[EDGE] = e
+    return stop
+
+
+@numba.njit(inline="always")
+def _put(buf: Any, o: int, cp: Any, width: int) -> int:
+    """Write ``cp`` as UTF-8 of ``width`` bytes at ``buf[o]``; where the next byte goes."""
+    if width == 1:
+        buf[o] = cp
+    elif width == 2:
+        buf[o] = 0xC0 | (cp >> np.uint32(6))
+        buf[o + 1] = 0x80 | (cp & np.uint32(0x3F))
+    elif width == 3:
+        buf[o] = 0xE0 | (cp >> np.uint32(12))
+        buf[o + 1] = 0x80 | ((cp >> np.uint32(6)) & np.uint32(0x3F))
+        buf[o + 2] = 0x80 | (cp & np.uint32(0x3F))
+    else:
+        buf[o] = 0xF0 | (cp >> np.uint32(18))
+        buf[o + 1] = 0x80 | ((cp >> np.uint32(12)) & np.uint32(0x3F))
+        buf[o + 2] = 0x80 | ((cp >> np.uint32(6)) & np.uint32(0x3F))
+        buf[o + 3] = 0x80 | (cp & np.uint32(0x3F))
+    return o + width

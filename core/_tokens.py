@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core import _compiled
-from neardup.core._multilingual import normalize, token_arrays
+from neardup.core._multilingual import fold_table, normalize, token_arrays
 from neardup.core._scripts import char_classes
 from neardup.core._text import check_tokenizer
 from neardup.core.errors import ParameterError
@@ -328,26 +328,40 @@ def _numpy_tokens(texts: Sequence[str]) -> _TokenArrays:
 def _multilingual_tokens(
     texts: Sequence[str] | Utf8Texts, kernels: _compiled.Compiled | None
 ) -> _TokenArrays:
-    """The multilingual tokenizer's arrays: every text normalized (``core._multilingual``;
-    ASCII texts only lowered), then its words read by the compiled kernel (``core._jit.
-    segment``) or by numpy (``core._multilingual.token_arrays``), which agree exactly. A text
-    that does not encode is refused first, as every other path refuses it."""
-    plain = texts.texts() if isinstance(texts, Utf8Texts) else texts
-    _utf8(plain)
-    normalized = [normalize(text) for text in plain]
+    """The multilingual tokenizer's arrays: numpy (``core._multilingual.token_arrays``) over
+    every text normalized (``normalize``), or the compiled ``core._jit.segment``, which folds
+    the texts as it reads them and hands back those that need ``unicodedata``; they agree
+    exactly. A text that does not encode is refused first, as every other path refuses it."""
     if kernels is None:
-        return token_arrays(normalized)
-    utf8 = Utf8Texts.encode(normalized)
+        plain = texts.texts() if isinstance(texts, Utf8Texts) else texts
+        _utf8(plain)
+        return token_arrays([normalize(text) for text in plain])
+    utf8 = texts if isinstance(texts, Utf8Texts) else Utf8Texts.encode(texts)
+    text_of = utf8.text if isinstance(texts, Utf8Texts) else texts.__getitem__
+    ends = utf8.ends
+    n = len(ends)
     src = np.frombuffer(utf8.data, dtype=np.uint8)
-    n = len(normalized)
-    # Out: a byte a byte in, and a space after a word of one byte; two edges a word.
+    fold, table = fold_table(), char_classes()
     buf = np.empty(2 * len(src) + n, dtype=np.uint8)
     edges = np.empty(2 * len(src) + 2, dtype=np.int64)
     doc_edges = np.empty(n + 1, dtype=np.int64)
-    state = np.zeros(2, dtype=np.int64)
-    kernels.segment(src, utf8.ends, char_classes(), buf, edges, doc_edges, state)
-    used = int(state[1])
-    return buf[: state[0]], edges[0:used:2], edges[1:used:2], np.diff(doc_edges) // 2
+    state = np.zeros(3, dtype=np.int64)
+    alt, alt_doc = src, -1
+    while stop := kernels.segment(
+        src, ends, alt, alt_doc, fold, table, buf, edges, doc_edges, state
+    ):
+        d, written, used = state.tolist()
+        if stop == _ROOM:  # this text (normalized, if it is read) and all after it
+            start = int(ends[d - 1]) if d else 0
+            here = len(alt) if d == alt_doc else int(ends[d]) - start
+            rest = 2 * (here + int(ends[-1] - ends[d])) + 2 * (n - d)
+            buf = _grown(buf, written, rest)
+            edges = _grown(edges, used, rest)
+        else:
+            alt = np.frombuffer(normalize(text_of(d)).encode("utf-8"), dtype=np.uint8)
+            alt_doc = d
+    used = int(state[_EDGE])
+    return buf[: state[_OUT]], edges[0:used:2], edges[1:used:2], np.diff(doc_edges) // 2
 
 
 def _compiled_tokens(

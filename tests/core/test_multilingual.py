@@ -357,3 +357,50 @@ def test_the_numpy_path_never_reads_a_text_character_by_character(monkeypatch):
     batch = ["中文 हिन्दी", "ok", "ក្នុង"]
     _tokens.Tokens(batch, jit=False, tokenizer=M)
     assert calls == [len("\n".join(normalize(t) for t in batch))]
+
+
+#: Texts the compiled kernel must hand to ``unicodedata``: decomposed and compatibility forms,
+#: marks out of canonical order, jamo that compose, dropped characters between a letter and
+#: its mark, case folds of another length.
+NORMALIZING = [
+    unicodedata.normalize("NFD", "Tiếng Việt 한국어 Ελληνικά が"),
+    "a\u0301\u0323 a\u0323\u0301",
+    "\u1100\u1161\u11a8 \uac00\u11a8",
+    "e\u200d\u0301 a\u0592\u0301 ক\u09c7\u09be",
+    "Straße İstanbul ﬁ ＡＢＣ ｶﾞ ㍿",
+    "\u0627\u0653 \u0627\u0640\u0653",  # alef and maddah compose before the maddah drops
+]
+#: Dropped characters the kernel skips itself, full-width punctuation it reads as separators.
+SKIPPED = ["مُحَمَّد كَتَبَ العـــربية שָׁלוֹם 中\ufe0f ab\u00adcd", "中文，（注意）…"]
+
+
+def test_texts_that_need_unicodedata_are_normalized_on_every_path(jit):
+    texts = NORMALIZING + SKIPPED
+    expected = [multilingual_words(t) for t in texts]
+    for use_jit in (True, False):
+        assert doc_words(_tokens.Tokens(texts, jit=use_jit, tokenizer=M)) == expected
+
+
+def test_the_kernel_normalizes_only_the_texts_that_need_it(jit, monkeypatch):
+    # Text NFKC leaves alone (case aside) is folded by the kernel itself; only the texts of
+    # NORMALIZING go to unicodedata, one call each.
+    calls = []
+    monkeypatch.setattr(_tokens, "normalize", lambda t: calls.append(t) or normalize(t))
+    plain = ["Grösse ΣΑΣ Москва हिन्दी বাংলা தமிழ் 中文 ក្នុង", "café ñandú", "한국어 문장", *SKIPPED]
+    tokens = _tokens.Tokens(plain + NORMALIZING, jit=True, tokenizer=M)
+    assert calls == NORMALIZING
+    assert doc_words(tokens) == [multilingual_words(t) for t in plain + NORMALIZING]
+
+
+def test_the_fold_table_folds_as_normalize_does():
+    fold = _multilingual.fold_table()
+    special = _multilingual.FOLD_SPECIAL
+    for char in "AÉΣςЖ":
+        assert not fold[ord(char)] & special
+        assert chr(fold[ord(char)] & 0x1FFFFF) == normalize(char), char
+    for char in "ßİﬁＡǅ\u0340\u0653\ud800":
+        assert fold[ord(char)] & special, hex(ord(char))
+    for char in "\u200d\u0640\u0651\u05b8\ufe0f":  # dropped, skipped by the kernel
+        assert fold[ord(char)] & 0x3FFFFF == _multilingual.FOLD_SKIP, hex(ord(char))
+    assert not fold[ord("，")] & special and chr(fold[ord("，")] & 0x1FFFFF) == "，"
+    assert fold[0x301] & _multilingual.FOLD_MAYBE and fold[ord("e")] & _multilingual.FOLD_FIRST
