@@ -9,11 +9,12 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   the bytes: ASCII through a byte table without a branch on the content, other characters
   decoded and looked up in ``core._tokens.kernel_table`` (capital sigmas lowered by their
   context, ``_lowered_sigma``); it stops at a text ``str.lower`` must lower, and reads the
-  lowered text in its place. With the multilingual table, a character of a script written
-  without spaces starts a word of its own and keeps the continuations after it.
-- ``segment``: the multilingual tokenizer's words of a batch's normalized UTF-8, in one pass:
-  each character decoded and looked up in ``core._scripts.char_classes``, clusters cut by
-  UAX #29's rules as ``core._multilingual.word_edges`` cuts them.
+  lowered text in its place. (Its ``_UNSPACED``/``_CONTINUATION`` branches served the first
+  multilingual tokenizer; no table sets those bits now, so they are never taken.)
+- ``segment``: the multilingual tokenizer's words of a batch, in one pass: each character
+  decoded, folded and NFKC-checked by ``core._multilingual.fold_table`` (a text that needs
+  ``unicodedata`` is handed back), looked up in ``core._scripts.char_classes``, clusters cut
+  by UAX #29's rules as ``core._multilingual.word_edges`` cuts them.
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
@@ -274,18 +275,18 @@ def tokenise(
     written lowered (of the same UTF-8 length), any other as one space; a capital sigma
     lowered by its context (``_lowered_sigma``). At any other special character (``str.lower``
     must lower the text) the kernel stops, that document not written; the caller lowers it and
-    passes it back as ``alt``. The multilingual tokenizer's table also marks the characters
-    that start a word of their own (``_UNSPACED``) and the continuations (``_CONTINUATION``)
-    that stay in the word of the one before them if that started one (its grapheme cluster);
-    the words tokenizer's marks neither, and then those branches are never taken.
+    passes it back as ``alt``. A table marking characters that start a word of their own
+    (``_UNSPACED``) and continuations (``_CONTINUATION``) would cut grapheme clusters (the
+    first multilingual tokenizer's); ``kernel_table`` marks neither, so those branches are
+    never taken.
 
     Args:
         src: uint8, the documents' UTF-8 one after another (valid, as ``str.encode`` makes it).
         ends: int64, where each document ends in ``src``.
         alt, alt_doc: uint8 UTF-8 read in place of document ``alt_doc`` (-1: none).
         ascii: uint8[256]; table: uint32, per code point (see above).
-        grow: the most output bytes (and edges) a byte in may make: 1, or 2 for the
-            multilingual table (a word of one byte, then a space).
+        grow: the most output bytes (and edges) a byte in may make: 1 (2 would be needed by
+            a table with ``_UNSPACED`` bits: a word of one byte, then a space).
         buf: uint8: the output; each document's words joined by single spaces, then a space
             (after a word) and a newline.
         edges: int64: the offsets in ``buf`` where words start and end, in turn.
