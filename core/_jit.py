@@ -12,7 +12,7 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   lowered text in its place. (Its ``_UNSPACED``/``_CONTINUATION`` branches served the first
   multilingual tokenizer; no table sets those bits now, so they are never taken.)
 - ``segment``: the multilingual tokenizer's words of a batch, in one pass: each character
-  decoded, folded and NFKC-checked by ``core._multilingual.fold_table`` (a text that needs
+  decoded, folded and NFKC-checked by ``core._fold.fold_table`` (a text that needs
   ``unicodedata`` is handed back), looked up in ``core._scripts.char_classes``, clusters cut
   by UAX #29's rules as ``core._multilingual.word_edges`` cuts them.
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
@@ -184,7 +184,7 @@ _IGNORABLE = np.uint32(1 << 24)
 _UNSPACED = np.uint32(1 << 25)
 _CONTINUATION = np.uint32(1 << 26)
 _SCRIPT_BITS = _UNSPACED | _CONTINUATION
-#: The bits of ``core._multilingual.fold_table`` (kept in step with it).
+#: The bits of ``core._fold.fold_table`` (kept in step with it).
 _FOLD_SPECIAL = np.uint32(1 << 21)
 _FOLD_MAYBE = np.uint32(1 << 22)
 _FOLD_FIRST = np.uint32(1 << 23)
@@ -451,7 +451,7 @@ def segment(
     """The multilingual tokenizer's words of UTF-8 documents, each word followed by one space
     (``core._multilingual.token_arrays`` is the numpy form; they agree exactly).
 
-    A document is normalized on the way (``core._multilingual.fold_table``: each character
+    A document is normalized on the way (``core._fold.fold_table``: each character
     folded as ``normalize`` folds it, while the text stays one NFKC leaves alone); at a
     character that needs ``unicodedata`` the kernel stops, that document not written, and the
     caller passes it back normalized as ``alt`` (read as it is).

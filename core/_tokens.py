@@ -49,7 +49,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core import _compiled
-from neardup.core._multilingual import fold_table, normalize, token_arrays
+from neardup.core._fold import fold_table
+from neardup.core._multilingual import normalize, token_arrays
 from neardup.core._scripts import char_classes
 from neardup.core._text import check_tokenizer
 from neardup.core.errors import ParameterError

@@ -13,7 +13,7 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.core import _multilingual, _scripts, _tokens
+from neardup.core import _fold, _multilingual, _scripts, _tokens
 from neardup.core._matches import word_spans
 from neardup.core._multilingual import normalize, word_edges
 from neardup.core._text import ngrams, shingles, words
@@ -393,14 +393,14 @@ def test_the_kernel_normalizes_only_the_texts_that_need_it(jit, monkeypatch):
 
 
 def test_the_fold_table_folds_as_normalize_does():
-    fold = _multilingual.fold_table()
-    special = _multilingual.FOLD_SPECIAL
+    fold = _fold.fold_table()
+    special = _fold.FOLD_SPECIAL
     for char in "AÉΣςЖ":
         assert not fold[ord(char)] & special
         assert chr(fold[ord(char)] & 0x1FFFFF) == normalize(char), char
     for char in "ßİﬁＡǅ\u0340\u0653\ud800":
         assert fold[ord(char)] & special, hex(ord(char))
     for char in "\u200d\u0640\u0651\u05b8\ufe0f":  # dropped, skipped by the kernel
-        assert fold[ord(char)] & 0x3FFFFF == _multilingual.FOLD_SKIP, hex(ord(char))
+        assert fold[ord(char)] & 0x3FFFFF == _fold.FOLD_SKIP, hex(ord(char))
     assert not fold[ord("，")] & special and chr(fold[ord("，")] & 0x1FFFFF) == "，"
-    assert fold[0x301] & _multilingual.FOLD_MAYBE and fold[ord("e")] & _multilingual.FOLD_FIRST
+    assert fold[0x301] & _fold.FOLD_MAYBE and fold[ord("e")] & _fold.FOLD_FIRST
