@@ -172,6 +172,13 @@ class Store(Protocol):
 PREDATING = {"tokenizer": "words"}
 
 
+#: What a refusal adds for a parameter a store can only be rebuilt for.
+_WAY_OUT = {
+    "tokenizer": " (a store is never extended under another tokenizer or version of it: start "
+    "with the store's, or build a new store from the documents, docs/index.md)"
+}
+
+
 def check_params(
     where: str, what: str, stored: dict[str, str], params: dict[str, int | str]
 ) -> None:
@@ -183,16 +190,11 @@ def check_params(
     if missing:
         raise DamagedStore(f"{where}: its params table lacks {', '.join(missing)}")
     wrong = [
-        f"{k.upper()} is {v} but {what} was created with {stored[k]}"
+        f"{k.upper()} is {v} but {what} was created with {stored[k]}" + _WAY_OUT.get(k, "")
         for k, v in params.items()
         if stored[k] != str(v)
     ]
     if wrong:
-        if "tokenizer" in params and stored["tokenizer"] != str(params["tokenizer"]):
-            wrong.append(
-                "a store is never extended under another tokenizer or version of it: start with "
-                "the store's, or build a new store from the documents (docs/index.md)"
-            )
         raise ParameterMismatch(f"{where}: " + "; ".join(wrong))
 
 

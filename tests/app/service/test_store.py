@@ -137,8 +137,8 @@ def test_a_new_store_records_its_parameters_and_refuses_each_changed_one(tmp_pat
         with pytest.raises(ParameterMismatch) as refused:
             store.ensure_params({**params, key: value})
         hint = (
-            "; a store is never extended under another tokenizer or version of it: start with "
-            "the store's, or build a new store from the documents (docs/index.md)"
+            " (a store is never extended under another tokenizer or version of it: start with "
+            "the store's, or build a new store from the documents, docs/index.md)"
         )
         assert str(refused.value) == (
             f"{store.path}: {key.upper()} is {value} but the data directory was created with "
@@ -253,9 +253,9 @@ def test_a_store_made_before_the_tokenizer_parameter_holds_words(tmp_path):
     with pytest.raises(ParameterMismatch) as other:
         check_params("old", "the data directory", older, {**params, "tokenizer": "multilingual"})
     assert str(other.value) == (
-        "old: TOKENIZER is multilingual but the data directory was created with words; a store "
+        "old: TOKENIZER is multilingual but the data directory was created with words (a store "
         "is never extended under another tokenizer or version of it: start with the store's, or "
-        "build a new store from the documents (docs/index.md)"
+        "build a new store from the documents, docs/index.md)"
     )
     with pytest.raises(DamagedStore) as damaged:
         check_params(
@@ -278,8 +278,8 @@ def test_a_store_of_the_previous_multilingual_tokenizer_is_refused_naming_both(t
         store.close()
     assert str(caught.value).endswith(
         ": TOKENIZER is multilingual-2@17.0.0 but the data directory was created with "
-        "multilingual; a store is never extended under another tokenizer or version of it: "
-        "start with the store's, or build a new store from the documents (docs/index.md)"
+        "multilingual (a store is never extended under another tokenizer or version of it: "
+        "start with the store's, or build a new store from the documents, docs/index.md)"
     )
     store = SQLiteStore(tmp_path / "new")
     try:
