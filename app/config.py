@@ -14,9 +14,17 @@ from urllib.parse import unquote, unquote_plus
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from neardup.core.engine import MinhashParams
+from neardup.core.engine import MinhashParams, ParameterError
 
-__all__ = ["ANSWER_SETTINGS", "Settings", "get_settings", "redact", "url_secrets"]
+__all__ = [
+    "ANSWER_SETTINGS",
+    "BatchSettings",
+    "Settings",
+    "env_tokenizer",
+    "get_settings",
+    "redact",
+    "url_secrets",
+]
 
 log = logging.getLogger("neardup")
 
@@ -38,6 +46,30 @@ STORE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psy
 _USERINFO = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:%]*")
 #: A PostgreSQL schema name neardup accepts: a plain lower-case identifier.
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+class BatchSettings(BaseSettings):
+    """What the batch commands (``neardup dedup``, ``neardup contamination``) read from the
+    environment; a flag wins. Only ``NEARDUP_TOKENIZER``, which docs/algorithm.md gives as
+    ``--tokenizer``'s equivalent (the service reads it through ``Settings``)."""
+
+    model_config = SettingsConfigDict(env_prefix="NEARDUP_", extra="ignore")
+
+    tokenizer: Literal["words", "multilingual"] = "words"
+
+
+def env_tokenizer() -> str:
+    """``NEARDUP_TOKENIZER`` (``words`` if unset); ParameterError naming it if it is no
+    tokenizer."""
+    from pydantic import ValidationError
+
+    try:
+        return BatchSettings().tokenizer
+    except ValidationError:
+        given = os.environ.get("NEARDUP_TOKENIZER", "")
+        raise ParameterError(
+            f"NEARDUP_TOKENIZER={given!r}: tokenizer must be one of words, multilingual"
+        ) from None
 
 
 class Settings(BaseSettings):

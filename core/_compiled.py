@@ -33,13 +33,14 @@ JIT_VARIABLE = "NEARDUP_JIT"
 
 
 class Compiled(NamedTuple):
-    """The compiled kernels (``core._jit``); see there for their arguments. ``tokenise`` and
-    ``shingle_spans`` are driven by ``core._tokens``."""
+    """The compiled kernels (``core._jit``); see there for their arguments. ``tokenise``,
+    ``segment`` and ``shingle_spans`` are driven by ``core._tokens``."""
 
     shingle_values: Callable[..., None]
     minima: Callable[..., None]
     tokenise: Callable[..., Any]
     shingle_spans: Callable[..., None]
+    segment: Callable[..., Any]
 
 
 class _State:
@@ -83,7 +84,9 @@ def _load() -> Compiled | None:
     try:
         from neardup.core import _jit  # numba is imported only when it pays
 
-        kernels = Compiled(_jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans)
+        kernels = Compiled(
+            _jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans, _jit.segment
+        )
         _jit.warm_up()
     except Exception:  # numba missing, or failing on this platform: numpy computes the same
         return None

@@ -43,7 +43,9 @@ from neardup.core._index_log import (
 )
 from neardup.core._index_parts import BATCH_ROWS, COLUMNS, PARQUET_OPTIONS, ROW_GROUP, part_table
 from neardup.core._params import MinhashParams
+from neardup.core._scripts import tokenizer_name, tokenizer_version
 from neardup.core._storage import _is_local, filesystem
+from neardup.core._text import TOKENIZERS
 from neardup.core.errors import (
     IndexChangedError,
     IndexConflictError,
@@ -202,8 +204,14 @@ class DocIndex:
         return dict(params) if isinstance(params, dict) else None
 
     def minhash_params(self) -> MinhashParams:
-        """The index's parameters as ``MinhashParams`` (``ngram`` at its default)."""
-        return MinhashParams(**(self.params or {}))
+        """The index's parameters as ``MinhashParams`` (``ngram`` at its default);
+        IndexParameterError if it was built with another version of its tokenizer."""
+        params = dict(self.params or {})
+        recorded = str(params.get("tokenizer", "words"))
+        name = tokenizer_name(recorded)
+        if name in TOKENIZERS and recorded != tokenizer_version(name):
+            raise IndexParameterError(self.url, "tokenizer", recorded, tokenizer_version(name))
+        return MinhashParams(**{**params, "tokenizer": name})
 
     def check_params(self, params: MinhashParams) -> None:
         """IndexParameterError naming the first parameter (sorted) that differs from the

@@ -35,6 +35,7 @@ from typing import Any
 
 from neardup.core._json import read_json
 from neardup.core._params import MinhashParams
+from neardup.core._scripts import tokenizer_name
 from neardup.core._storage import _is_local
 from neardup.core.errors import IndexDamagedError, NeardupError
 
@@ -74,8 +75,10 @@ _PARAM_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def index_params(params: MinhashParams) -> dict[str, Any]:
-    """The parameters an index is locked to: every ``MinhashParams`` field but ``ngram``."""
-    return {f.name: getattr(params, f.name) for f in fields(params) if f.name != "ngram"}
+    """The parameters an index is locked to: every ``MinhashParams`` field but ``ngram``, the
+    tokenizer with its version (``multilingual-2@17.0.0``)."""
+    locked = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "ngram"}
+    return {**locked, "tokenizer": params.tokenizer_version}
 
 
 def version_file(version: int) -> str:
@@ -193,8 +196,8 @@ def _params_problem(params: object) -> str | None:
     unknown = sorted(set(params) - set(_PARAM_TYPES))
     if unknown:
         return f"params has {unknown[0]!r}, which this neardup does not know"
-    try:
-        MinhashParams(**params)
+    try:  # the tokenizer as recorded with its version (any revision: checked when opened)
+        MinhashParams(**{**params, "tokenizer": tokenizer_name(params["tokenizer"])})
     except NeardupError as exc:
         return f"params are not valid: {exc}"
     return None

@@ -9,8 +9,12 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   the bytes: ASCII through a byte table without a branch on the content, other characters
   decoded and looked up in ``core._tokens.kernel_table`` (capital sigmas lowered by their
   context, ``_lowered_sigma``); it stops at a text ``str.lower`` must lower, and reads the
-  lowered text in its place. With the multilingual table, a character of a script written
-  without spaces starts a word of its own and keeps the continuations after it.
+  lowered text in its place. (Its ``_UNSPACED``/``_CONTINUATION`` branches served the first
+  multilingual tokenizer; no table sets those bits now, so they are never taken.)
+- ``segment``: the multilingual tokenizer's words of a batch, in one pass: each character
+  decoded, folded and NFKC-checked by ``core._fold.fold_table`` (a text that needs
+  ``unicodedata`` is handed back), looked up in ``core._scripts.char_classes``, clusters cut
+  by UAX #29's rules as ``core._multilingual.word_edges`` cuts them.
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
@@ -30,8 +34,26 @@ import numba
 import numpy as np
 
 from neardup.core._hashing import FNV_OFFSET, FNV_PRIME, MERSENNE31
+from neardup.core._scripts import (
+    CONSONANT,
+    EXTEND,
+    GCB_MASK,
+    HL,
+    HLV,
+    HLVT,
+    HT,
+    HV,
+    INCB_EXTEND,
+    INCB_SHIFT,
+    LINKER,
+    PREPEND,
+    SPACING,
+    UNSPACED_BIT,
+    WORD_BIT,
+    ZWJ,
+)
 
-__all__ = ["minima", "shingle_spans", "shingle_values", "tokenise"]
+__all__ = ["minima", "segment", "shingle_spans", "shingle_values", "tokenise"]
 
 _P = MERSENNE31
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -146,6 +168,11 @@ def warm_up() -> None:
     tokenise(src, one, src, -1, ascii, table, 1, buf, edges, np.empty(2, np.int64), state)
     # Word starts and ends are every other edge: strided views.
     shingle_spans(edges[0::2], edges[1::2], one, 5, one - 1, one - 1)
+    classes = np.zeros(256, dtype=np.uint16)
+    fold = np.zeros(256, dtype=np.uint32)
+    room = np.empty(4, dtype=np.uint8)
+    fresh = np.zeros(3, dtype=np.int64)
+    segment(src, one, src, -1, fold, classes, room, edges, np.empty(2, np.int64), fresh)
 
 
 # The bits of ``core._tokens.kernel_table`` (kept in step with it; tests/core/test_tokens.py).
@@ -157,6 +184,11 @@ _IGNORABLE = np.uint32(1 << 24)
 _UNSPACED = np.uint32(1 << 25)
 _CONTINUATION = np.uint32(1 << 26)
 _SCRIPT_BITS = _UNSPACED | _CONTINUATION
+#: The bits of ``core._fold.fold_table`` (kept in step with it).
+_FOLD_SPECIAL = np.uint32(1 << 21)
+_FOLD_MAYBE = np.uint32(1 << 22)
+_FOLD_FIRST = np.uint32(1 << 23)
+_FOLD_SKIP = np.uint32((1 << 21) - 1)
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3
 _FINAL_SIGMA = np.uint32(0x3C2)
@@ -243,18 +275,18 @@ def tokenise(
     written lowered (of the same UTF-8 length), any other as one space; a capital sigma
     lowered by its context (``_lowered_sigma``). At any other special character (``str.lower``
     must lower the text) the kernel stops, that document not written; the caller lowers it and
-    passes it back as ``alt``. The multilingual tokenizer's table also marks the characters
-    that start a word of their own (``_UNSPACED``) and the continuations (``_CONTINUATION``)
-    that stay in the word of the one before them if that started one (its grapheme cluster);
-    the words tokenizer's marks neither, and then those branches are never taken.
+    passes it back as ``alt``. A table marking characters that start a word of their own
+    (``_UNSPACED``) and continuations (``_CONTINUATION``) would cut grapheme clusters (the
+    first multilingual tokenizer's); ``kernel_table`` marks neither, so those branches are
+    never taken.
 
     Args:
         src: uint8, the documents' UTF-8 one after another (valid, as ``str.encode`` makes it).
         ends: int64, where each document ends in ``src``.
         alt, alt_doc: uint8 UTF-8 read in place of document ``alt_doc`` (-1: none).
         ascii: uint8[256]; table: uint32, per code point (see above).
-        grow: the most output bytes (and edges) a byte in may make: 1, or 2 for the
-            multilingual table (a word of one byte, then a space).
+        grow: the most output bytes (and edges) a byte in may make: 1 (2 would be needed by
+            a table with ``_UNSPACED`` bits: a word of one byte, then a space).
         buf: uint8: the output; each document's words joined by single spaces, then a space
             (after a word) and a newline.
         edges: int64: the offsets in ``buf`` where words start and end, in turn.
@@ -382,3 +414,173 @@ def tokenise(
     state[OUT] = o
     state[EDGE] = e
     return stop
+
+
+@numba.njit(inline="always")
+def _stays(prev: Any, gcb: Any, incb: Any, joined: bool) -> bool:
+    """Whether UAX #29 keeps a character of Grapheme_Cluster_Break ``gcb`` and
+    Indic_Conjunct_Break ``incb`` in the cluster of the one before (``prev``); ``joined``: a
+    Consonant, then Extend and Linker characters with a Linker among them, precede it.
+    (Chains of ``==``, not ``in`` tuples: numba compiles them to plain compares.)"""
+    # GB9, GB9a, GB9b
+    if gcb == EXTEND or gcb == ZWJ or gcb == SPACING or prev == PREPEND:  # noqa: SIM109
+        return True
+    # GB6, GB7, GB8: Hangul syllables
+    if prev == HL and (gcb == HL or gcb == HV or gcb == HLV or gcb == HLVT):  # noqa: SIM109
+        return True
+    if (prev == HLV or prev == HV) and (gcb == HV or gcb == HT):  # noqa: SIM109
+        return True
+    if (prev == HLVT or prev == HT) and gcb == HT:  # noqa: SIM109
+        return True
+    return incb == CONSONANT and joined  # GB9c
+
+
+@_jit
+def segment(
+    src: Any,
+    ends: Any,
+    alt: Any,
+    alt_doc: int,
+    fold: Any,
+    table: Any,
+    buf: Any,
+    edges: Any,
+    doc_edges: Any,
+    state: Any,
+) -> int:
+    """The multilingual tokenizer's words of UTF-8 documents, each word followed by one space
+    (``core._multilingual.token_arrays`` is the numpy form; they agree exactly).
+
+    A document is normalized on the way (``core._fold.fold_table``: each character
+    folded as ``normalize`` folds it, while the text stays one NFKC leaves alone); at a
+    character that needs ``unicodedata`` the kernel stops, that document not written, and the
+    caller passes it back normalized as ``alt`` (read as it is).
+
+    Args:
+        src: uint8, the documents' UTF-8 one after another; ends: int64, where each ends.
+        alt, alt_doc: uint8, the normalized UTF-8 read in place of document ``alt_doc``.
+        fold: uint32 per code point (``fold_table``); table: uint16 per code point
+            (``core._scripts.char_classes``).
+        buf: uint8; edges: int64 (word starts and ends in turn); doc_edges: int64,
+            ``len(ends) + 1``: the first edge of each document, then the end.
+        state: int64 (``DOC``, ``OUT``, ``EDGE``), zeros at first; where to go on.
+
+    Returns:
+        ``DONE``; ``ROOM`` if the next document might not fit ``buf`` or ``edges``;
+        ``SPECIAL`` if document ``state[DOC]`` needs ``unicodedata``.
+    """
+    d = state[DOC]
+    o = state[OUT]
+    e = state[EDGE]
+    stop = DONE
+    while d < ends.shape[0]:
+        folding = d != alt_doc
+        if folding:
+            data = src
+            p = ends[d - 1] if d > 0 else 0
+            end = ends[d]
+        else:
+            data = alt
+            p = 0
+            end = alt.shape[0]
+        # A byte out a byte in (folding keeps UTF-8 lengths), a space after a one-byte word.
+        if o + 2 * (end - p) + 1 > buf.shape[0] or e + 2 * (end - p) + 2 > edges.shape[0]:
+            stop = ROOM
+            break
+        doc_edges[d] = e
+        first_byte = o
+        in_word = False
+        unspaced = False  # the current cluster's first character is of an unspaced script
+        prev = 0
+        consonant = False  # the last character not Extend or Linker (InCB) is a Consonant
+        linked = False  # and a Linker came after it
+        last_class = 0  # the canonical combining class of the character before
+        composes = False  # the last starter may compose with a character after it
+        while p < end:
+            if data[p] < 0x80:
+                cp, width = np.uint32(data[p]), 1
+            else:
+                cp, width = _decode(data, p)
+            if folding:
+                f = fold[cp]
+                ccc = f >> np.uint32(24)
+                if f & _FOLD_SPECIAL or (f & _FOLD_MAYBE and composes):
+                    stop = SPECIAL
+                    break
+                if f & _CODE_POINT == _FOLD_SKIP:  # dropped: as if it were not there
+                    p += width
+                    continue
+                if ccc != 0 and ccc < last_class:
+                    stop = SPECIAL
+                    break
+                last_class = ccc
+                if ccc == 0:
+                    composes = (f & _FOLD_FIRST) != 0
+                cp = f & _CODE_POINT
+            info = table[cp]
+            gcb = info & GCB_MASK
+            incb = (info >> INCB_SHIFT) & 3
+            if info & WORD_BIT:
+                here = (info & UNSPACED_BIT) != 0
+                if not in_word:
+                    edges[e] = o
+                    e += 1
+                    unspaced = here
+                elif not _stays(prev, gcb, incb, consonant and linked):
+                    if unspaced or here:  # a cluster of an unspaced script is a word
+                        buf[o] = 0x20
+                        edges[e] = o
+                        edges[e + 1] = o + 1
+                        e += 2
+                        o += 1
+                    unspaced = here
+                o = _put(buf, o, cp, width)
+                in_word = True
+            elif in_word:
+                buf[o] = 0x20
+                edges[e] = o
+                e += 1
+                o += 1
+                in_word = False
+            if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
+                linked = linked or incb == LINKER
+            else:
+                consonant = incb == CONSONANT
+                linked = False
+            prev = gcb
+            p += width
+        if stop == SPECIAL:
+            e = doc_edges[d]
+            o = first_byte
+            break
+        if in_word:
+            buf[o] = 0x20
+            edges[e] = o
+            e += 1
+            o += 1
+        d += 1
+    doc_edges[d] = e
+    state[DOC] = d
+    state[OUT] = o
+    state[EDGE] = e
+    return stop
+
+
+@numba.njit(inline="always")
+def _put(buf: Any, o: int, cp: Any, width: int) -> int:
+    """Write ``cp`` as UTF-8 of ``width`` bytes at ``buf[o]``; where the next byte goes."""
+    if width == 1:
+        buf[o] = cp
+    elif width == 2:
+        buf[o] = 0xC0 | (cp >> np.uint32(6))
+        buf[o + 1] = 0x80 | (cp & np.uint32(0x3F))
+    elif width == 3:
+        buf[o] = 0xE0 | (cp >> np.uint32(12))
+        buf[o + 1] = 0x80 | ((cp >> np.uint32(6)) & np.uint32(0x3F))
+        buf[o + 2] = 0x80 | (cp & np.uint32(0x3F))
+    else:
+        buf[o] = 0xF0 | (cp >> np.uint32(18))
+        buf[o + 1] = 0x80 | ((cp >> np.uint32(12)) & np.uint32(0x3F))
+        buf[o + 2] = 0x80 | ((cp >> np.uint32(6)) & np.uint32(0x3F))
+        buf[o + 3] = 0x80 | (cp & np.uint32(0x3F))
+    return o + width

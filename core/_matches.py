@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neardup.core._multilingual import original_spans
 from neardup.core._protected import ProtectedSet
-from neardup.core._text import ngrams, word_re
+from neardup.core._text import check_tokenizer, ngrams, word_re
 from neardup.core.errors import ParameterError
 
 __all__ = ["MAX_LISTED", "Match", "Protection", "merged_spans", "sample_capped", "word_spans"]
@@ -28,7 +29,10 @@ MAX_LISTED = 10
 
 def word_spans(text: str, tokenizer: str = "words") -> tuple[list[str], list[tuple[int, int]]]:
     """The words of ``text`` (exactly ``words(text, tokenizer)``) and each one's [start, end)
-    in ``text``."""
+    in ``text`` (the original text, also where the multilingual tokenizer normalized it)."""
+    if tokenizer != "words":
+        check_tokenizer(tokenizer)
+        return original_spans(text)
     lowered = text.lower()
     found = [(m.group(), m.start(), m.end()) for m in word_re(tokenizer).finditer(lowered)]
     if len(lowered) == len(text):

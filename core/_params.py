@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from neardup.core._banding import lsh_reach
+from neardup.core._scripts import tokenizer_version
 from neardup.core._text import check_tokenizer
 from neardup.core.errors import ParameterError
 
@@ -20,7 +21,8 @@ _SEED_LIMIT = 2**64
 
 #: The parameters a stored index is built with: signatures and buckets depend on them, so a
 #: store refuses to be reopened with other values. (threshold and ngram may change freely.)
-#: The tokenizer is one too: it decides the shingles and the protected n-grams.
+#: The tokenizer is one too: it decides the shingles and the protected n-grams; it is recorded
+#: with its version (``tokenizer_version``), so another version of it is refused too.
 INDEX_KEYS = ("num_perm", "bands", "k", "seed", "tokenizer")
 
 
@@ -101,9 +103,17 @@ class MinhashParams:
         pair is a candidate with probability 1/2), or the confirmation threshold if lower."""
         return min(lsh_reach(self.bands, self.rows), float(self.threshold))
 
+    @property
+    def tokenizer_version(self) -> str:
+        """The tokenizer with its version, as locks, manifests and reports record it:
+        ``words``, or ``multilingual-2@17.0.0`` (docs/algorithm.md section 1a)."""
+        return tokenizer_version(self.tokenizer)
+
     def index_params(self) -> dict[str, int | str]:
-        """The values a stored index is locked to (``INDEX_KEYS``)."""
-        return {key: getattr(self, key) for key in INDEX_KEYS}
+        """The values a stored index is locked to (``INDEX_KEYS``), the tokenizer with its
+        version."""
+        locked = {key: getattr(self, key) for key in INDEX_KEYS}
+        return {**locked, "tokenizer": self.tokenizer_version}
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, for manifests and ``/v1/config``."""

@@ -27,6 +27,7 @@ import numpy as np
 from neardup.core._corpus import Doc
 from neardup.core._matches import MAX_LISTED, Match, Protection
 from neardup.core._protected import ProtectedSet
+from neardup.core._scripts import tokenizer_version
 from neardup.core.errors import ParameterError
 
 __all__ = ["MAX_ITEMS", "SUBSETS", "ContaminationReport", "Thresholds"]
@@ -190,6 +191,7 @@ class ContaminationReport:
                                "coverage": i["coverage"]} for i in mine[: self.top]],
             })  # fmt: skip
         return {
+            "tokenizer": tokenizer_version(self.protection.tokenizer),
             "ngram": self.protection.n,
             "item_cap": self.protection.item_cap,
             "thresholds": {

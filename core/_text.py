@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Set
 
-from neardup.core._scripts import multilingual_re
+from neardup.core._multilingual import words_of
 from neardup.core.errors import ParameterError
 
 __all__ = [
@@ -25,8 +25,9 @@ __all__ = [
 
 #: A word is a maximal run of Unicode word characters (``str.isalnum()`` or ``_``).
 WORD_RE = re.compile(r"\w+")
-#: The tokenizers: ``words`` (``\w+`` runs, the default) and ``multilingual`` (the same, but
-#: text in a script written without spaces is one word per grapheme cluster).
+#: The tokenizers: ``words`` (``\w+`` runs, the default) and ``multilingual`` (normalized text,
+#: whole orthographic words with their marks, and one word per grapheme cluster in a script
+#: written without spaces: ``core._multilingual``).
 TOKENIZERS = ("words", "multilingual")
 
 
@@ -37,25 +38,31 @@ def check_tokenizer(tokenizer: str) -> None:
 
 
 def word_re(tokenizer: str = "words") -> re.Pattern[str]:
-    """The pattern whose matches in the lower-cased text are its words under ``tokenizer``."""
+    """The pattern whose matches in the lower-cased text are its words under ``words``; the
+    ``multilingual`` tokenizer has none (``core._multilingual``: it normalizes first)."""
     check_tokenizer(tokenizer)
-    return WORD_RE if tokenizer == "words" else multilingual_re()
+    if tokenizer != "words":
+        raise ParameterError(
+            "the multilingual tokenizer is no pattern: call words(text, tokenizer)"
+        )
+    return WORD_RE
 
 
 def words(text: str, tokenizer: str = "words") -> list[str]:
     """The lower-cased words of ``text``: ``re.findall(r"\\w+", text.lower())``; with
-    ``tokenizer="multilingual"``, every character of a script written without spaces (with the
-    marks that follow it, its grapheme cluster) is a word of its own (docs/algorithm.md
-    section 1).
+    ``tokenizer="multilingual"``, the words of the text normalized (NFKC, case folding, vowel
+    points and invisible joiners dropped): letters with their marks, and every grapheme cluster
+    of a script written without spaces a word of its own (docs/algorithm.md section 1).
 
     >>> words("The CAT, sat!")
     ['the', 'cat', 'sat']
-    >>> words("abc中文def สวัสดี", "multilingual")
-    ['abc', '中', '文', 'def', 'ส', 'วั', 'ส', 'ดี']
+    >>> words("abc中文def สวัสดี हिन्दी", "multilingual")
+    ['abc', '中', '文', 'def', 'ส', 'วั', 'ส', 'ดี', 'हिन्दी']
     """
     if tokenizer == "words":
         return WORD_RE.findall(text.lower())
-    return word_re(tokenizer).findall(text.lower())
+    check_tokenizer(tokenizer)
+    return words_of(text)
 
 
 def shingles(text: str, k: int = 5, tokenizer: str = "words") -> set[str]:

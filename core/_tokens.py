@@ -30,11 +30,11 @@ the same way (nothing that ``str.lower`` returns is lowered further); the numpy 
 sigma with ``str.lower`` over the words around it, the compiled one from the table's bits.
 ``core._text`` holds the scalar reference definitions these must agree with.
 
-The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``): the compiled
-kernel reads ``kernel_table("multilingual")``, whose entries also say whether the lowered
-character starts a grapheme cluster of a script written without spaces or continues one
-(``core._scripts``), and writes each cluster as a word of its own; the numpy path of a batch
-that is not all ASCII runs the scalar reference's own ``re`` pattern over each lowered text.
+The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``) normalizes every
+text first (``core._multilingual.normalize``: ``unicodedata`` per text, C loops), then reads
+the words of the normalized UTF-8 with the compiled ``core._jit.segment`` or, in numpy, with
+``core._multilingual.token_arrays``; both read the shipped table ``core._scripts.char_classes``
+and agree exactly (tests/core/test_multilingual.py).
 """
 
 from __future__ import annotations
@@ -49,8 +49,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core import _compiled
-from neardup.core._scripts import script_tables
-from neardup.core._text import check_tokenizer, word_re
+from neardup.core._fold import fold_table
+from neardup.core._multilingual import normalize, token_arrays
+from neardup.core._scripts import char_classes
+from neardup.core._text import check_tokenizer
 from neardup.core.errors import ParameterError
 
 __all__ = [
@@ -128,8 +130,6 @@ _WORD_BIT = np.uint32(1 << 21)
 _SPECIAL_BIT = np.uint32(1 << 22)
 _CASED_BIT = np.uint32(1 << 23)
 _IGNORABLE_BIT = np.uint32(1 << 24)
-_UNSPACED_BIT = np.uint32(1 << 25)
-_CONTINUATION_BIT = np.uint32(1 << 26)
 _CODE_POINT_BITS = np.uint32((1 << 21) - 1)
 
 
@@ -146,24 +146,14 @@ def char_table() -> NDArray[np.uint32]:
 
 
 @cache
-def kernel_table(tokenizer: str = "words") -> NDArray[np.uint32]:
+def kernel_table() -> NDArray[np.uint32]:
     """``char_table`` with what the capital sigma's context makes of each code point
     (``_CASED_BIT``, ``_IGNORABLE_BIT``: see ``sigma_context``), for the compiled kernel, which
-    lowers capital sigmas itself; built once a process, when it first runs. For the
-    ``multilingual`` tokenizer, also whether the lowered character starts a word of its own
-    (``_UNSPACED_BIT``) or continues a grapheme cluster (``_CONTINUATION_BIT``), from
-    ``core._scripts.script_tables``."""
-    if tokenizer == "words":
-        table = char_table().copy()
-        cased, ignorable = sigma_context()
-        table[cased] |= _CASED_BIT
-        table[ignorable] |= _IGNORABLE_BIT
-        return table
-    table = kernel_table().copy()
-    unspaced, continuation = script_tables()
-    lowered = table & _CODE_POINT_BITS
-    table[unspaced.take(lowered)] |= _UNSPACED_BIT
-    table[continuation.take(lowered)] |= _CONTINUATION_BIT
+    lowers capital sigmas itself; built once a process, when it first runs."""
+    table = char_table().copy()
+    cased, ignorable = sigma_context()
+    table[cased] |= _CASED_BIT
+    table[ignorable] |= _IGNORABLE_BIT
     return table
 
 
@@ -305,16 +295,19 @@ class Tokens:
         declines the batch) with numpy."""
         check_tokenizer(tokenizer)
         kernels = _compiled.load() if jit else None if jit is False else _compiled.loaded()
+        if tokenizer != "words":
+            self.kernels = kernels
+            self.buf, self.word_start, self.word_end, self.doc_words = _multilingual_tokens(
+                texts, kernels
+            )
+            return
         arrays = None
         if kernels is not None:
-            arrays = _compiled_tokens(texts, kernels.tokenise, tokenizer)
+            arrays = _compiled_tokens(texts, kernels.tokenise)
         if arrays is None:
             kernels = None
             plain = texts.texts() if isinstance(texts, Utf8Texts) else texts
-            if tokenizer == "words" or all(map(str.isascii, plain)):
-                arrays = _numpy_tokens(plain)
-            else:
-                arrays = _pattern_tokens(plain, word_re(tokenizer))
+            arrays = _numpy_tokens(plain)
         self.kernels = kernels
         self.buf, self.word_start, self.word_end, self.doc_words = arrays
 
@@ -333,18 +326,47 @@ def _numpy_tokens(texts: Sequence[str]) -> _TokenArrays:
     return _words(codes, len(texts))
 
 
-def _pattern_tokens(texts: Sequence[str], pattern: re.Pattern[str]) -> _TokenArrays:
-    """The words of each lower-cased text by ``pattern`` (the scalar reference's own), joined
-    by spaces, the texts by newlines: the numpy tokeniser of the multilingual tokenizer.
-    A text that does not encode is refused first (a lone surrogate is no word character, so
-    the words alone would encode), as every other path refuses it."""
-    _utf8(texts)
-    joined = "\n".join(" ".join(pattern.findall(text.lower())) for text in texts)
-    return _words(np.frombuffer(joined.encode("utf-8"), dtype=np.uint8), len(texts))
+def _multilingual_tokens(
+    texts: Sequence[str] | Utf8Texts, kernels: _compiled.Compiled | None
+) -> _TokenArrays:
+    """The multilingual tokenizer's arrays: numpy (``core._multilingual.token_arrays``) over
+    every text normalized (``normalize``), or the compiled ``core._jit.segment``, which folds
+    the texts as it reads them and hands back those that need ``unicodedata``; they agree
+    exactly. A text that does not encode is refused first, as every other path refuses it."""
+    if kernels is None:
+        plain = texts.texts() if isinstance(texts, Utf8Texts) else texts
+        _utf8(plain)
+        return token_arrays([normalize(text) for text in plain])
+    utf8 = texts if isinstance(texts, Utf8Texts) else Utf8Texts.encode(texts)
+    text_of = utf8.text if isinstance(texts, Utf8Texts) else texts.__getitem__
+    ends = utf8.ends
+    n = len(ends)
+    src = np.frombuffer(utf8.data, dtype=np.uint8)
+    fold, table = fold_table(), char_classes()
+    buf = np.empty(2 * len(src) + n, dtype=np.uint8)
+    edges = np.empty(2 * len(src) + 2, dtype=np.int64)
+    doc_edges = np.empty(n + 1, dtype=np.int64)
+    state = np.zeros(3, dtype=np.int64)
+    alt, alt_doc = src, -1
+    while stop := kernels.segment(
+        src, ends, alt, alt_doc, fold, table, buf, edges, doc_edges, state
+    ):
+        d, written, used = state.tolist()
+        if stop == _ROOM:  # this text (normalized, if it is read) and all after it
+            start = int(ends[d - 1]) if d else 0
+            here = len(alt) if d == alt_doc else int(ends[d]) - start
+            rest = 2 * (here + int(ends[-1] - ends[d])) + 2 * (n - d)
+            buf = _grown(buf, written, rest)
+            edges = _grown(edges, used, rest)
+        else:
+            alt = np.frombuffer(normalize(text_of(d)).encode("utf-8"), dtype=np.uint8)
+            alt_doc = d
+    used = int(state[_EDGE])
+    return buf[: state[_OUT]], edges[0:used:2], edges[1:used:2], np.diff(doc_edges) // 2
 
 
 def _compiled_tokens(
-    texts: Sequence[str] | Utf8Texts, tokenise: Callable[..., int], tokenizer: str = "words"
+    texts: Sequence[str] | Utf8Texts, tokenise: Callable[..., int]
 ) -> _TokenArrays | None:
     """The compiled tokeniser (``core._jit.tokenise``) over the texts' UTF-8, in one pass; a
     text holding a special character is lowered by ``str.lower`` and read in its place. None
@@ -354,9 +376,8 @@ def _compiled_tokens(
     ends = utf8.ends
     n = len(ends)
     src = np.frombuffer(utf8.data, dtype=np.uint8)
-    table = kernel_table(tokenizer)
-    # Bytes (and edges) out a byte in, at most: a word of one byte and a space after it.
-    grow = 1 if tokenizer == "words" else 2
+    table = kernel_table()
+    grow = 1  # bytes (and edges) out a byte in, at most
     buf = np.empty(grow * len(src) + n, dtype=np.uint8)
     # Two edges a word: room for a word every fourth byte at first, more if needed.
     edges = np.empty(len(src) // 2 + 16, dtype=np.int64)

@@ -146,9 +146,15 @@ class IndexParameterError(ParameterError):
         def shown(v: object) -> str:
             return "no value" if v is None else repr(v)
 
+        way_out = "run with the index's value, or use another index"
+        if name == "tokenizer" and indexed is not None and given is not None:
+            way_out = (
+                "an index is never extended under another tokenizer version: build it again "
+                "with this one, or use another index (docs/index.md)"
+            )
         super().__init__(
             f"{url}: parameter {name} is locked to the index: the index has {shown(indexed)}, "
-            f"this run {shown(given)} (run with the index's value, or use another index)"
+            f"this run {shown(given)} ({way_out})"
         )
         self.url = url
         self.name = name

@@ -1,8 +1,10 @@
 """Brute-force oracles the engine is held against: plain dicts and loops, written from
-docs/algorithm.md alone and sharing no code with core's banding or union-find."""
+docs/algorithm.md (and UAX #29) alone and sharing no code with core's banding or union-find."""
 
 from __future__ import annotations
 
+import functools
+import unicodedata
 from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
@@ -63,3 +65,99 @@ def components(nodes: Iterable[Hashable], edges: Iterable[tuple[Hashable, Hashab
         smallest = min(seen)
         root.update(dict.fromkeys(seen, smallest))
     return root
+
+
+# --- The multilingual tokenizer, from docs/algorithm.md section 1 and UAX #29 -----------------
+# Character by character, properties read off the ``regex`` module at the pinned version (the
+# one the shipped table was generated from), nothing of core's table, arrays or kernel.
+
+_UNSPACED = ("Han", "Hiragana", "Katakana", "Bopomofo", "Thai", "Lao", "Khmer", "Myanmar")
+_UNSPACED += ("Tibetan",)
+_BREAKS = ("Extend", "SpacingMark", "Prepend", "ZWJ", "L", "V", "T", "LV", "LVT", "Control", "CR")
+_BREAKS += ("LF", "Regional_Indicator")
+
+
+@functools.cache
+def char_props(char: str) -> tuple[str, str, bool, bool]:
+    """(Grapheme_Cluster_Break, Indic_Conjunct_Break, word material, unspaced script)."""
+    import regex
+
+    gcb = next(
+        (n for n in _BREAKS if regex.match(rf"\p{{Grapheme_Cluster_Break={n}}}", char)), "Other"
+    )
+    incb = next(
+        name
+        for name in ("Consonant", "Linker", "Extend", "None")
+        if name == "None" or regex.match(rf"\p{{Indic_Conjunct_Break={name}}}", char)
+    )
+    word = bool(regex.match(r"[\p{L}\p{M}\p{N}_]", char))
+    unspaced = any(regex.match(rf"\p{{Script={s}}}", char) for s in _UNSPACED)
+    return gcb, incb, word, unspaced
+
+
+def _dropped(char: str) -> bool:
+    from neardup.core._scripts import DROPPED_RANGES  # the documented list
+
+    return any(lo <= ord(char) <= hi for lo, hi in DROPPED_RANGES)
+
+
+def multilingual_normalize(text: str) -> str:
+    """NFKC, case folding, NFKC; dropped characters removed; NFKC again."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return unicodedata.normalize("NFKC", "".join(c for c in folded if not _dropped(c)))
+
+
+def _no_break(chars: str, i: int) -> bool:
+    """Whether UAX #29 (GB6-GB9c) keeps chars[i - 1] and chars[i] in one cluster."""
+    before, here = char_props(chars[i - 1])[0], char_props(chars[i])[0]
+    if here in ("Extend", "ZWJ", "SpacingMark") or before == "Prepend":
+        return True
+    if before == "L" and here in ("L", "V", "LV", "LVT"):
+        return True
+    if before in ("LV", "V") and here in ("V", "T"):
+        return True
+    if before in ("LVT", "T") and here == "T":
+        return True
+    if char_props(chars[i])[1] != "Consonant":
+        return False
+    j, linker = i - 1, False
+    while j >= 0 and char_props(chars[j])[1] in ("Extend", "Linker"):
+        linker = linker or char_props(chars[j])[1] == "Linker"
+        j -= 1
+    return linker and j >= 0 and char_props(chars[j])[1] == "Consonant"
+
+
+def multilingual_words(text: str) -> list[str]:
+    """The multilingual tokenizer's words: runs of word material, each extended grapheme
+    cluster that starts with a character of a script written without spaces cut out alone."""
+    norm = multilingual_normalize(text)
+    out: list[str] = []
+    clusters: list[tuple[str, bool]] = []  # the current run's clusters: (text, unspaced)
+    for i, char in enumerate(norm + " "):
+        if i == len(norm) or not char_props(char)[2]:
+            word = ""
+            for cluster, unspaced in clusters:
+                if unspaced:
+                    out.extend(w for w in (word, cluster) if w)
+                    word = ""
+                else:
+                    word += cluster
+            out.extend([word] if word else [])
+            clusters = []
+        elif clusters and _no_break(norm, i):
+            clusters[-1] = (clusters[-1][0] + char, clusters[-1][1])
+        else:
+            clusters.append((char, char_props(char)[3]))
+    return out
+
+
+def grapheme_clusters(text: str) -> list[str]:
+    """``text`` cut into extended grapheme clusters by GB6-GB9c and GB999 alone (text of word
+    characters: no controls, no emoji or regional indicators)."""
+    out: list[str] = []
+    for i, char in enumerate(text):
+        if out and _no_break(text, i):
+            out[-1] += char
+        else:
+            out.append(char)
+    return out

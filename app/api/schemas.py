@@ -168,7 +168,12 @@ class ConfigResponse(BaseModel):
     ngram: int
     tokenizer: Literal["words", "multilingual"] = Field(
         description="how texts are cut into words (shingles and n-grams): `words`, or "
-        "`multilingual` (a word per grapheme cluster in scripts written without spaces)"
+        "`multilingual` (normalized text; whole words with their marks; a word per grapheme "
+        "cluster in scripts written without spaces)"
+    )
+    tokenizer_version: str = Field(
+        description="the tokenizer with its version, as the store locks it: `words`, or "
+        "`multilingual-2@17.0.0` (revision 2, tables at Unicode 17.0.0)"
     )
     lsh_threshold: float = Field(description="(1/bands) ** (1/rows): where the S-curve is steepest")
     query_threshold_min: float = Field(

@@ -24,8 +24,9 @@ TOKENIZERS = ("words", "multilingual")
 #: ``neardup.core.engine.RECRAWL_POLICIES``, the default first (tests hold them equal).
 RECRAWL_POLICIES = ("keep-both", "keep-indexed", "replace")
 _TOKENIZER_HELP = (
-    "how texts are cut into words: words (\\w+ runs), or multilingual (also a word per "
-    "character, with its marks, in scripts written without spaces: Chinese, Japanese, Thai, ...)"
+    "how texts are cut into words: words (\\w+ runs), or multilingual (normalized text, whole "
+    "words with their marks in every script, and a word per grapheme cluster in scripts written "
+    "without spaces: Chinese, Japanese, Thai, ...)"
 )
 
 _DESCRIPTION = "neardup: near-duplicate detection and decontamination for LLM training data"
@@ -65,6 +66,16 @@ def _index_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tokenizer", choices=TOKENIZERS, help=_TOKENIZER_HELP + " (default words)"
     )
+
+
+def _tokenizer_flag(parser: argparse.ArgumentParser) -> None:
+    """``--tokenizer`` of a batch command: unset, ``main`` takes ``NEARDUP_TOKENIZER``, else
+    ``words`` (``app.config.env_tokenizer``), for every command that adds it here."""
+    parser.add_argument(
+        "--tokenizer", choices=TOKENIZERS,
+        help=_TOKENIZER_HELP + " (default: NEARDUP_TOKENIZER, else words)",
+    )  # fmt: skip
+    parser.set_defaults(tokenizer_from_env=True)
 
 
 def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
@@ -218,7 +229,7 @@ def _dedup_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     ):  # fmt: skip
         default = MINHASH_DEFAULTS[name.replace("-", "_")]
         dedup.add_argument(f"--{name}", type=kind, default=default, help=text)
-    dedup.add_argument("--tokenizer", choices=TOKENIZERS, default="words", help=_TOKENIZER_HELP)
+    _tokenizer_flag(dedup)
     dedup.add_argument(
         "--decontamination", choices=["drop", "cut", "annotate"], default="drop",
         help="a contaminated row: dropped, its matches cut out (GPT-3), or annotated in meta",
@@ -288,7 +299,7 @@ def _contamination_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         )
     )
     cont.add_argument("--ngram", type=int, default=13, help="n-gram length")
-    cont.add_argument("--tokenizer", choices=TOKENIZERS, default="words", help=_TOKENIZER_HELP)
+    _tokenizer_flag(cont)
     _cap_flags(cont)
     paths.reads(cont.add_argument(
         "--sample", action="append", default=[], metavar="FILE",
@@ -578,6 +589,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.command_line = ["neardup", *argv]
     name = " ".join([args.command, *([args.index_command] if args.command == "index" else [])])
     try:
+        if getattr(args, "tokenizer_from_env", False) and args.tokenizer is None:
+            from neardup.app.config import env_tokenizer
+
+            args.tokenizer = env_tokenizer()
         paths.guard(parser, args)  # every file flag declared in the parser, checked apart here
         return _COMMANDS[args.command](args)
     except IndexConflictError as exc:  # exit 3: "retry", apart from 2, "bad input"

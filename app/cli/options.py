@@ -52,7 +52,8 @@ class DedupParams:
     def as_dict(self) -> dict[str, Any]:
         """Flat, as the flags are spelled (for the manifest)."""
         d = self.decont
-        return {**self.minhash.as_dict(), "workers": self.workers,
+        return {**self.minhash.as_dict(), "tokenizer_version": self.minhash.tokenizer_version,
+                "workers": self.workers,
                 "keep_duplicates": self.keep_duplicates, "keep": str(self.keep),
                 "decontamination": d.mode.value, "cut_window": d.window,
                 "min_piece": d.min_piece, "max_pieces": d.max_pieces,

@@ -204,6 +204,13 @@ def queued_call(queued: float, fn: Callable[..., _T], *args: Any) -> _T:
 PREDATING = {"tokenizer": "words"}
 
 
+#: What a refusal adds for a parameter a store can only be rebuilt for.
+_WAY_OUT = {
+    "tokenizer": " (a store is never extended under another tokenizer or version of it: start "
+    "with the store's, or build a new store from the documents, docs/index.md)"
+}
+
+
 def check_params(
     where: str, what: str, stored: dict[str, str], params: dict[str, int | str]
 ) -> None:
@@ -215,7 +222,7 @@ def check_params(
     if missing:
         raise DamagedStore(f"{where}: its params table lacks {', '.join(missing)}")
     wrong = [
-        f"{k.upper()} is {v} but {what} was created with {stored[k]}"
+        f"{k.upper()} is {v} but {what} was created with {stored[k]}" + _WAY_OUT.get(k, "")
         for k, v in params.items()
         if stored[k] != str(v)
     ]

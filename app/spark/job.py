@@ -107,6 +107,7 @@ class SparkParams:
         """Flat, as the flags are spelled (for the manifest)."""
         flat = {
             **self.minhash.as_dict(),
+            "tokenizer_version": self.minhash.tokenizer_version,
             "keep_duplicates": self.keep_duplicates,
             "keep": self.keep,
         }

@@ -299,7 +299,7 @@ def test_load_reads_neardup_jit(fresh_state, monkeypatch, jit, value, numpy):
         assert kernels is None
     else:
         assert kernels == _compiled.Compiled(
-            _jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans
+            _jit.shingle_values, _jit.minima, _jit.tokenise, _jit.shingle_spans, _jit.segment
         )
 
 

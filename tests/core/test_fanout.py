@@ -147,13 +147,13 @@ def test_a_worker_that_died_otherwise_is_a_worker_error_saying_why():
 
 
 def test_warm_worker_builds_the_tables_of_its_tokenizer_in_this_process():
-    tables = (_tokens.kernel_table, _scripts.multilingual_re, _scripts.script_tables)
+    tables = (_tokens.kernel_table, _scripts.char_classes)
     for table in tables:
         table.cache_clear()
     assert warm_worker() is True  # numba is a dependency: the compiled kernels load
-    assert _scripts.script_tables.cache_info().currsize == 0  # words need no script tables
+    assert _scripts.char_classes.cache_info().currsize == 0  # words need no script table
     warm_worker("multilingual")
-    assert _scripts.script_tables.cache_info().currsize == 1
+    assert _scripts.char_classes.cache_info().currsize == 1
 
 
 def test_ordered_map_reads_ahead_at_most_ahead_batches_a_worker_and_keeps_order():

@@ -133,7 +133,7 @@ def test_a_text_still_special_once_lowered_is_left_to_numpy(jit, monkeypatch):
     # No character stays special once lowered; a table that says "é" is, makes one.
     table = _tokens.kernel_table().copy()
     table[ord("é")] |= _tokens._SPECIAL_BIT
-    monkeypatch.setattr(_tokens, "kernel_table", lambda tokenizer="words": table)
+    monkeypatch.setattr(_tokens, "kernel_table", lambda: table)
     assert _tokens._compiled_tokens(["plain", "Été"], jit.tokenise) is None
     assert _tokens._compiled_tokens(["plain", "ete"], jit.tokenise) is not None
 
@@ -148,9 +148,9 @@ def test_the_compiled_tokeniser_runs_only_once_loaded(jit, monkeypatch):
     calls = []
     real = _tokens._compiled_tokens
 
-    def counting(texts, tokenise, tokenizer):
+    def counting(texts, tokenise):
         calls.append(len(texts))
-        return real(texts, tokenise, tokenizer)
+        return real(texts, tokenise)
 
     monkeypatch.setattr(_tokens, "_compiled_tokens", counting)
     monkeypatch.setattr(_compiled._State, "kernels", None)

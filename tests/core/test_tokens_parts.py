@@ -298,16 +298,15 @@ _DONE, _ROOM, _SPECIAL = 0, 1, 2
         (["İstanbul", "ok"], "words", [_SPECIAL, _DONE]),
         (["Ⱥ" * 100, "ok"], "words", [_ROOM, _SPECIAL, _ROOM, _DONE]),  # lowered: 1.5x longer
         (["x" * 100, "Ⱥ" * 100, "a b c"], "words", [_ROOM, _SPECIAL, _DONE]),
-        (["a中" * 100], "multilingual", [_ROOM, _DONE]),
-        (["中文 ok", "Ⱥ"], "multilingual", [_SPECIAL, _DONE]),
     ],
 )
 @pytest.mark.parametrize("as_utf8", [False, True])
 def test_the_compiled_tokeniser_stops_only_to_grow_or_to_read_a_lowered_text(
     jit, batch, tokenizer, stops, as_utf8
 ):
-    # Its first buffers: a byte out a byte in (two for the multilingual tokenizer) and a
-    # newline a text; two edges every fourth byte and 16. Grown once for all the rest.
+    # Its first buffers: a byte out a byte in and a newline a text; two edges every fourth
+    # byte and 16. Grown once for all the rest. (The multilingual tokenizer has its own kernel,
+    # ``segment``: tests/core/test_multilingual.py.)
     calls = []
 
     def tokenise(src, ends, alt, alt_doc, ascii, table, grow, buf, edges, doc_edges, state):
@@ -316,13 +315,13 @@ def test_the_compiled_tokeniser_stops_only_to_grow_or_to_read_a_lowered_text(
                             state)  # fmt: skip
         calls.append((stop, before, alt_doc, alt.tobytes(), len(buf), len(edges), grow))
         assert len(doc_edges) == len(batch) + 1 and ascii is _tokens._ASCII
-        assert table is _tokens.kernel_table(tokenizer)
+        assert table is _tokens.kernel_table()
         return stop
 
     texts = _tokens.Utf8Texts.encode(batch) if as_utf8 else batch
-    out = _tokens._compiled_tokens(texts, tokenise, tokenizer)
+    out = _tokens._compiled_tokens(texts, tokenise)
     assert [stop for stop, *_ in calls] == stops
-    size, grow = sum(len(t.encode()) for t in batch), 1 if tokenizer == "words" else 2
+    size, grow = sum(len(t.encode()) for t in batch), 1
     assert calls[0][1:] == ([0, 0, 0], -1, b"".join(t.encode() for t in batch),
                             grow * size + len(batch), size // 2 + 16, grow)  # fmt: skip
     for (stop, _, alt_doc, *_), (_, state, next_alt_doc, alt, *_) in pairwise(calls):
@@ -343,15 +342,15 @@ def test_the_compiled_tokeniser_stops_only_to_grow_or_to_read_a_lowered_text(
     [
         (["Plain ASCII"], "words", "numpy"),
         (["Ünïcode 中文"], "words", "numpy"),
-        (["Plain ASCII", ""], "multilingual", "numpy"),
-        (["ascii", "中文"], "multilingual", "pattern"),
+        (["Plain ASCII", ""], "multilingual", "multilingual"),
+        (["ascii", "中文"], "multilingual", "multilingual"),
     ],
 )
-def test_without_the_kernels_words_take_numpy_and_unspaced_scripts_the_pattern(
+def test_without_the_kernels_each_tokenizer_takes_its_numpy_path(
     monkeypatch, batch, tokenizer, path
 ):
     taken = []
-    for name in ("_numpy_tokens", "_pattern_tokens"):
+    for name in ("_numpy_tokens", "_multilingual_tokens"):
         real = getattr(_tokens, name)
         monkeypatch.setattr(
             _tokens, name, lambda *args, real=real, name=name: taken.append(name) or real(*args)
@@ -369,7 +368,7 @@ def test_a_batch_the_kernel_declines_is_tokenised_by_numpy_with_no_kernels(jit, 
     # No character stays special once lowered; a table that says "é" is, makes one.
     table = _tokens.kernel_table().copy()
     table[ord("é")] |= _tokens._SPECIAL_BIT
-    monkeypatch.setattr(_tokens, "kernel_table", lambda tokenizer="words": table)
+    monkeypatch.setattr(_tokens, "kernel_table", lambda: table)
     tokens = _tokens.Tokens(["plain", "Été"], jit=True)
     assert tokens.kernels is None
     assert tokens.doc_words.tolist() == [1, 1]

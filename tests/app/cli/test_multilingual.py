@@ -63,6 +63,7 @@ def test_multilingual_dedup_finds_near_copies_in_every_language(copies):
     assert "de-0~near" not in out["words"]
     manifest = json.loads((copies / "multilingual.jsonl.manifest.json").read_text())
     assert manifest["parameters"]["tokenizer"] == "multilingual"
+    assert manifest["parameters"]["tokenizer_version"] == "multilingual-2@17.0.0"
 
 
 ZH_ITEM = MESSAGES["zh_CN"][30]
@@ -122,3 +123,62 @@ def test_an_unknown_tokenizer_is_one_line_and_exit_2(tmp_path):
         assert done.returncode == 2
         assert "argument --tokenizer: invalid choice: 'chars'" in done.stderr
         assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_neardup_tokenizer_is_read_by_dedup_and_contamination_and_a_flag_wins(planted, monkeypatch):
+    # A Thai or Chinese run with NEARDUP_TOKENIZER=multilingual and no flag found almost
+    # nothing: the batch commands ignored the variable. Each report names what ran.
+    monkeypatch.setenv("NEARDUP_TOKENIZER", "multilingual")
+    found, ran = {}, {}
+    for flag in ((), ("--tokenizer", "words")):
+        out = f"env{len(flag)}.json"
+        done = neardup("contamination", "corpus.jsonl", "--protected", "evals.jsonl", *flag,
+                       "--output", out, "--quiet", cwd=planted)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        report = json.loads((planted / out).read_text("utf-8"))
+        found[flag], ran[flag] = {i["item"] for i in report["items"]}, report["tokenizer"]
+    assert found == {(): {"zh1", "ja1"}, ("--tokenizer", "words"): set()}
+    assert ran == {(): "multilingual-2@17.0.0", ("--tokenizer", "words"): "words"}
+    done = neardup("dedup", "corpus.jsonl", "--protected", "evals.jsonl", "--output", "env.jsonl",
+                   "--workers", "1", "--quiet", cwd=planted)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert {r["id"] for r in rows(planted / "env.jsonl")} == {"clean"}  # both items dropped
+    manifest = json.loads((planted / "env.jsonl.manifest.json").read_text())
+    assert manifest["parameters"]["tokenizer"] == "multilingual"
+    assert manifest["parameters"]["tokenizer_version"] == "multilingual-2@17.0.0"
+    assert manifest["contamination"]["tokenizer"] == "multilingual-2@17.0.0"
+
+
+def test_an_unknown_neardup_tokenizer_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    write(tmp_path / "c.jsonl", [{"id": "a", "text": "x"}])
+    monkeypatch.setenv("NEARDUP_TOKENIZER", "chars")
+    for command in (("dedup", "c.jsonl", "--output", "o.jsonl"), ("contamination", "c.jsonl",
+                    "--protected", "c.jsonl")):  # fmt: skip
+        done = neardup(*command, cwd=tmp_path)
+        assert done.returncode == 2
+        assert done.stderr == (
+            f"neardup {command[0]}: error: NEARDUP_TOKENIZER='chars': tokenizer must be one of "
+            "words, multilingual\n"
+        )
+        assert not (tmp_path / "o.jsonl").exists()
+    assert neardup(*command, "--tokenizer", "words", cwd=tmp_path).returncode == 0
+
+
+def test_an_index_of_the_previous_multilingual_tokenizer_is_refused_naming_both(planted):
+    # The first multilingual tokenizer recorded its plain name; its index is never extended.
+    flags = ("--tokenizer", "multilingual", "--workers", "1", "--quiet")
+    done = neardup("dedup", "corpus.jsonl", "--output", "i.jsonl", "--index", "idx", *flags,
+                   cwd=planted)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [version] = (planted / "idx" / "_index").glob("*.json")
+    body = json.loads(version.read_text())
+    assert body["params"]["tokenizer"] == "multilingual-2@17.0.0"
+    version.write_text(
+        json.dumps({**body, "params": {**body["params"], "tokenizer": "multilingual"}})
+    )
+    done = neardup("dedup", "corpus.jsonl", "--output", "j.jsonl", "--index", "idx", *flags,
+                   cwd=planted)  # fmt: skip
+    assert done.returncode == 2
+    assert "the index has 'multilingual', this run 'multilingual-2@17.0.0'" in done.stderr
+    assert "build it again with this one" in done.stderr
+    assert not (planted / "j.jsonl").exists()

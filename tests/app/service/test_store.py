@@ -136,9 +136,13 @@ def test_a_new_store_records_its_parameters_and_refuses_each_changed_one(tmp_pat
     for key, value in changed:
         with pytest.raises(ParameterMismatch) as refused:
             store.ensure_params({**params, key: value})
+        hint = (
+            " (a store is never extended under another tokenizer or version of it: start with "
+            "the store's, or build a new store from the documents, docs/index.md)"
+        )
         assert str(refused.value) == (
             f"{store.path}: {key.upper()} is {value} but the data directory was created with "
-            f"{params[key]}"
+            f"{params[key]}" + (hint if key == "tokenizer" else "")
         )
     store.ensure_params(params)
     store.close()
@@ -249,13 +253,40 @@ def test_a_store_made_before_the_tokenizer_parameter_holds_words(tmp_path):
     with pytest.raises(ParameterMismatch) as other:
         check_params("old", "the data directory", older, {**params, "tokenizer": "multilingual"})
     assert str(other.value) == (
-        "old: TOKENIZER is multilingual but the data directory was created with words"
+        "old: TOKENIZER is multilingual but the data directory was created with words (a store "
+        "is never extended under another tokenizer or version of it: start with the store's, or "
+        "build a new store from the documents, docs/index.md)"
     )
     with pytest.raises(DamagedStore) as damaged:
         check_params(
             "old", "it", {k: v for k, v in older.items() if k not in ("k", "bands")}, params
         )
     assert str(damaged.value) == "old: its params table lacks BANDS, K"
+
+
+def test_a_store_of_the_previous_multilingual_tokenizer_is_refused_naming_both(tmp_path):
+    """The lock records the tokenizer with its version; a store made by the first multilingual
+    tokenizer (which recorded its plain name) is never opened with the second."""
+    params = MinhashParams(tokenizer="multilingual").index_params()
+    assert params["tokenizer"] == "multilingual-2@17.0.0"
+    store = SQLiteStore(tmp_path)
+    try:
+        store.ensure_params({**params, "tokenizer": "multilingual"})
+        with pytest.raises(ParameterMismatch) as caught:
+            store.ensure_params(params)
+    finally:
+        store.close()
+    assert str(caught.value).endswith(
+        ": TOKENIZER is multilingual-2@17.0.0 but the data directory was created with "
+        "multilingual (a store is never extended under another tokenizer or version of it: "
+        "start with the store's, or build a new store from the documents, docs/index.md)"
+    )
+    store = SQLiteStore(tmp_path / "new")
+    try:
+        store.ensure_params(params)
+        store.ensure_params(params)  # reopened by the same version
+    finally:
+        store.close()
 
 
 def test_reads_of_many_documents_are_chunked_and_signatures_come_in_batches(tmp_path):

@@ -143,11 +143,14 @@ def _spark() -> Any:
 
 def test_spark_params_as_flags_and_the_manifest_as_json() -> None:
     params = job.SparkParams(minhash=PARAMS, keep_duplicates=True)
-    assert params.as_dict() == {**PARAMS.as_dict(), "keep_duplicates": True, "keep": "smallest-id"}
+    version = {"tokenizer_version": PARAMS.tokenizer_version}
+    assert params.as_dict() == {
+        **PARAMS.as_dict(), **version, "keep_duplicates": True, "keep": "smallest-id"
+    }  # fmt: skip
     indexed = job.SparkParams(minhash=PARAMS, index="idx", index_mode="read")
     assert indexed.as_dict() == {
-        **PARAMS.as_dict(), "keep_duplicates": False, "keep": "smallest-id", "index": "idx",
-        "index_mode": "read", "recrawled": "keep-both",
+        **PARAMS.as_dict(), **version, "keep_duplicates": False, "keep": "smallest-id",
+        "index": "idx", "index_mode": "read", "recrawled": "keep-both",
     }  # fmt: skip
     default = job.SparkParams()
     assert default.index is None and default.index_mode == "append"

@@ -1,0 +1,120 @@
+"""The compiled multilingual kernel's fast path (``core._jit.segment``): ``fold_table`` says,
+per code point, what ``core._multilingual.normalize`` makes of it when a text needs no more
+than character-by-character folding, and which characters make a text need ``unicodedata``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.core._scripts import DROP_BIT, WORD_BIT, char_classes
+
+__all__ = [
+    "FOLD_FIRST",
+    "FOLD_MAYBE",
+    "FOLD_SKIP",
+    "FOLD_SPECIAL",
+    "compositions",
+    "fold_table",
+]
+
+
+def _codes(text: str) -> NDArray[np.uint32]:
+    return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
+
+
+def _utf8_width(codes: NDArray[np.uint32]) -> NDArray[np.int64]:
+    return 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
+
+
+#: ``fold_table``'s bits: a text holding the code point is normalized by ``normalize``; it may
+#: compose with a starter before it (NFKC_Quick_Check Maybe); it is a starter that may.
+FOLD_SPECIAL = 1 << 21
+FOLD_MAYBE = 1 << 22
+FOLD_FIRST = 1 << 23
+#: (With ``FOLD_SPECIAL`` clear and the code point 0:) a dropped character the kernel skips.
+FOLD_SKIP = np.uint32(0x1FFFFF)
+_FOLD_CCC_SHIFT = 24
+
+
+def compositions(chars: str) -> tuple[list[int], list[int]]:
+    """The first and second parts of every primary canonical composition (and Hangul's)."""
+    firsts = [*range(0x1100, 0x1113), *range(0xAC00, 0xD7A4, 28)]  # L jamo, LV syllables
+    seconds = [*range(0x1161, 0x1176), *range(0x11A8, 0x11C3)]  # V and T jamo
+    for char, decomposition in zip(chars, map(unicodedata.decomposition, chars), strict=True):
+        parts = decomposition.split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            pair = "".join(chr(int(p, 16)) for p in parts)
+            if unicodedata.normalize("NFC", pair) == char:
+                firsts.append(int(parts[0], 16))
+                seconds.append(int(parts[1], 16))
+    return firsts, seconds
+
+
+@cache
+def fold_table() -> NDArray[np.uint32]:
+    """Per code point, for the compiled kernel's fast path: the code point ``normalize`` makes
+    of it (low 21 bits) when a text is normalized one character at a time, its canonical
+    combining class (from bit 24), whether it may compose with a starter before it
+    (``FOLD_MAYBE``) or is a starter that may (``FOLD_FIRST``), and ``FOLD_SPECIAL`` where it
+    is not so mapped: it changes under NFKC, folds to several characters or to one of another
+    UTF-8 length or class, or is dropped. A text with no ``FOLD_SPECIAL``, no ``FOLD_MAYBE``
+    after a ``FOLD_FIRST`` starter and no decreasing nonzero combining classes is NFKC already
+    (Unicode's quick check), and ``normalize`` maps it character by character. Read off
+    ``unicodedata`` itself once a process (~0.5 s), so it agrees with ``normalize``."""
+    top = 0x30000  # nothing above decomposes, folds or combines
+    codes = np.arange(top, dtype="<u4")
+    codes[0xD800:0xE000] = ord("a")  # no str holds a surrogate
+    codes[0] = ord("a")  # NUL separates the characters below (it is set to itself after)
+    chars = codes.tobytes().decode("utf-32-le")
+    once = unicodedata.normalize("NFKC", "\0".join(chars))
+    pieces = unicodedata.normalize("NFKC", once.casefold()).split("\0")
+    plain = np.array([len(p) == 1 for p in pieces], dtype=np.bool_)
+    folded = codes.copy()
+    folded[plain] = _codes("".join(p for p in pieces if len(p) == 1))
+    combining = np.fromiter(map(unicodedata.combining, chars), dtype=np.uint32, count=top)
+    firsts, seconds = compositions(chars)
+    alone = np.array([unicodedata.is_normalized("NFKC", c) for c in chars], dtype=np.bool_)
+    special = ~plain | ~alone
+    special[plain] |= ~alone[folded[plain]] | (combining[folded[plain]] != combining[plain])
+    special |= _utf8_width(folded) != _utf8_width(codes)
+    out = np.arange(0x110000, dtype=np.uint32)
+    out[:top] = np.where(special, codes, folded) | (combining << _FOLD_CCC_SHIFT)
+    out[:top][special] |= FOLD_SPECIAL
+    # Composition bits of what the kernel reads after folding: the folded character's own.
+    out[seconds] |= FOLD_MAYBE
+    out[firsts] |= FOLD_FIRST
+    mapped = out[:top] & 0x1FFFFF
+    out[:top] |= out.take(mapped) & np.uint32(FOLD_MAYBE | FOLD_FIRST)
+    classes = char_classes()
+    _separators(out, pieces, classes)
+    out[0] = 0
+    out[0xD800:0xE000] = np.arange(0xD800, 0xE000, dtype=np.uint32) | FOLD_SPECIAL
+    # A dropped character NFKC leaves alone, composing with nothing, is skipped: the kernel
+    # reads the text as if it were not there (its neighbours' checks meet across it).
+    dropped = np.flatnonzero((classes & DROP_BIT) != 0)
+    skip = (out[dropped] & np.uint32(FOLD_SPECIAL | FOLD_MAYBE | FOLD_FIRST)) == 0
+    out[dropped[skip]] = (out[dropped[skip]] & np.uint32(0xFF << _FOLD_CCC_SHIFT)) | FOLD_SKIP
+    out[dropped[~skip]] |= FOLD_SPECIAL
+    return out
+
+
+def _separators(out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]) -> None:
+    """Clear ``FOLD_SPECIAL`` of the non-word characters that normalize to non-word starters
+    only (full-width punctuation, the ellipsis): as a separator either way, the kernel reads
+    them as they are; ``FOLD_FIRST`` if any of what they become may compose."""
+    for code in np.flatnonzero(out[: len(pieces)] & np.uint32(FOLD_SPECIAL)).tolist():
+        piece = pieces[code]
+        if not piece or classes[code] & (WORD_BIT | DROP_BIT) or out[code] & FOLD_MAYBE:
+            continue
+        parts = [ord(c) for c in piece]
+        if any(classes[c] & (WORD_BIT | DROP_BIT | 0x30) or out[c] >> 24 for c in parts):
+            continue
+        if any(out[c] & (FOLD_MAYBE | FOLD_SPECIAL) for c in parts if c < len(pieces)):
+            continue
+        first = any(out[c] & FOLD_FIRST for c in parts)
+        out[code] = (out[code] & ~np.uint32(FOLD_SPECIAL)) | (FOLD_FIRST if first else 0)

@@ -1,0 +1,212 @@
+"""The ``multilingual`` tokenizer (docs/algorithm.md section 1), revision 2: normalization,
+then words read off the shipped code-point table (``core._scripts``), vectorised over a batch.
+
+1. ``normalize``: NFKC, case folding, NFKC again (Unicode's NFKC_Casefold closure), then the
+   characters of ``DROPPED_RANGES`` are removed (and NFKC once more if any was): so NFC, NFD and
+   NFKC spellings, full-width forms, vowel points and invisible joiners make one text. Python's
+   ``unicodedata`` normalizes; by Unicode's stability policies its result on every character
+   assigned in its own version is the same in every later one.
+2. ``word_edges``: a word is a maximal run of word characters (letters, marks, numbers, ``_``:
+   a combining mark, virama or vowel sign stays in its word in every script), except that an
+   extended grapheme cluster (UAX #29, its rules GB6-GB9c at the table's version) whose first
+   character is of a script written without spaces is a word of its own.
+
+Costs: two NFKC passes and a case fold per non-ASCII text (C loops in ``unicodedata``; an
+ASCII text is only lowered), then a few numpy passes over the batch's code points.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.core._fold import compositions
+from neardup.core._scripts import (
+    CONSONANT,
+    DROP_BIT,
+    DROPPED_RANGES,
+    EXTEND,
+    GCB_MASK,
+    HL,
+    HLV,
+    HLVT,
+    HT,
+    HV,
+    INCB_EXTEND,
+    INCB_SHIFT,
+    LINKER,
+    PREPEND,
+    SPACING,
+    UNSPACED_BIT,
+    WORD_BIT,
+    ZWJ,
+    char_classes,
+)
+
+__all__ = [
+    "normalize",
+    "original_spans",
+    "token_arrays",
+    "word_edges",
+    "words_of",
+]
+
+# One C scan finds them (``str.translate`` with a dict looks every character up: 5x slower).
+_DROP = re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+                                 for lo, hi in DROPPED_RANGES) + "]+")  # fmt: skip
+
+
+def normalize(text: str) -> str:
+    """``text`` as the multilingual tokenizer reads it (see the module docstring).
+
+    >>> normalize("Ｃａｆé ﬁ ẞ")
+    'café fi ss'
+    """
+    if text.isascii():
+        return text.lower()
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    if _DROP.search(folded) is None:
+        return folded
+    return unicodedata.normalize("NFKC", _DROP.sub("", folded))
+
+
+def _codes(text: str) -> NDArray[np.uint32]:
+    return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
+
+
+def word_edges(codes: NDArray[np.uint32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``[start, end)`` (code point indices) of every word of normalized text's code points."""
+    info = char_classes().take(codes)
+    word = (info & WORD_BIT) != 0
+    n = len(codes)
+    pos = np.arange(n, dtype=np.int64)
+    # Whether UAX #29 keeps codes[i - 1] and codes[i] in one cluster, for i >= 1.
+    gcb = info & GCB_MASK
+    prev, cur = gcb[:-1], gcb[1:]
+    stay = (cur == EXTEND) | (cur == ZWJ) | (cur == SPACING) | (prev == PREPEND)  # GB9-9b
+    stay |= (prev == HL) & ((cur == HL) | (cur == HV) | (cur == HLV) | (cur == HLVT))  # GB6
+    stay |= ((prev == HLV) | (prev == HV)) & ((cur == HV) | (cur == HT))  # GB7
+    stay |= ((prev == HLVT) | (prev == HT)) & (cur == HT)  # GB8
+    # GB9c: Consonant [Extend Linker]* Linker [Extend Linker]* x Consonant.
+    incb = (info >> INCB_SHIFT) & 3
+    joining = (incb == LINKER) | (incb == INCB_EXTEND)
+    last = np.maximum.accumulate(np.where(joining, -1, pos))[:-1]  # at or before i - 1
+    base = np.maximum(last, 0)
+    links = np.cumsum(incb == LINKER)
+    stay |= (
+        (incb[1:] == CONSONANT)
+        & (last >= 0)
+        & (incb[base] == CONSONANT)
+        & (links[:-1] > links[base])
+    )
+    both = word[:-1] & word[1:]
+    broken = both & ~stay
+    starts_cluster = np.ones(n, dtype=np.bool_)
+    starts_cluster[1:] = ~both | broken
+    first = np.maximum.accumulate(np.where(starts_cluster, pos, 0))
+    unspaced = ((info & UNSPACED_BIT) != 0)[first]
+    split = broken & (unspaced[:-1] | unspaced[1:])
+    starts = word.copy()
+    starts[1:] &= ~word[:-1] | split
+    ends = word.copy()
+    ends[:-1] &= ~word[1:] | split
+    return np.flatnonzero(starts), np.flatnonzero(ends) + 1
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` (``words(text, "multilingual")``)."""
+    norm = normalize(text)
+    start, end = word_edges(_codes(norm))
+    return [norm[s:e] for s, e in zip(start.tolist(), end.tolist(), strict=True)]
+
+
+_TokenArrays = tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
+
+
+def _utf8_width(codes: NDArray[np.uint32]) -> NDArray[np.int64]:
+    return 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
+
+
+def token_arrays(normalized: Sequence[str]) -> _TokenArrays:
+    """``core._tokens.Tokens``' arrays of normalized texts, in numpy: the words of each text
+    joined by single spaces (each word followed by one), their byte offsets, words per text."""
+    codes = _codes("\n".join(normalized))
+    start, end = word_edges(codes)
+    length = end - start
+    word = np.zeros(len(codes) + 1, dtype=np.int64)  # +1 at a start, -1 at an end
+    np.add.at(word, start, 1)
+    np.add.at(word, end, -1)
+    kept = codes[np.cumsum(word[:-1]) > 0]
+    out = np.insert(kept, np.cumsum(length), np.uint32(0x20))
+    at = np.cumsum(length + 1) - length - 1  # each word's first character in ``out``
+    offset = np.zeros(len(out) + 1, dtype=np.int64)
+    np.cumsum(_utf8_width(out), out=offset[1:])
+    buf = out.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
+    lengths = np.fromiter(map(len, normalized), dtype=np.int64, count=len(normalized)) + 1
+    doc_start = np.cumsum(lengths) - lengths
+    bounds = np.append(np.searchsorted(start, doc_start), len(start))
+    return (
+        np.frombuffer(buf, dtype=np.uint8),
+        offset[at],
+        offset[at + length],
+        np.diff(bounds),
+    )
+
+
+@cache
+def _segment_starts() -> NDArray[np.bool_]:
+    """Per code point, whether normalizing a text never joins it to what precedes it: a
+    starter (combining class 0) that no canonical composition takes as its second part, whose
+    NFKC begins with such a starter, and which is not dropped. Built once a process (~0.1 s)."""
+    top = 0x30000  # no code point above has a decomposition or a combining class (but 0)
+    chars = [chr(c) for c in range(top)]
+    safe = np.fromiter((unicodedata.combining(c) == 0 for c in chars), dtype=np.bool_, count=top)
+    safe[0xD800:0xE000] = False
+    seconds = set(compositions("".join(chars))[1])
+    safe[sorted(seconds)] = False
+    for code in np.flatnonzero(safe).tolist():
+        head = unicodedata.normalize("NFKC", chr(code))[:1]
+        if head and (unicodedata.combining(head) or ord(head) in seconds):
+            safe[code] = False
+    out = np.ones(0x110000, dtype=np.bool_)
+    out[:top] = safe
+    out &= (char_classes() & DROP_BIT) == 0
+    return out
+
+
+def original_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """The words of ``text`` (exactly ``words_of``) and each one's [start, end) in ``text``
+    itself: the text is cut where normalization never joins characters, each piece normalized
+    on its own, and a word spans the pieces its characters came from (a word made of part of
+    one character, as ``㍿`` makes four, spans that whole character)."""
+    norm = normalize(text)
+    start, end = word_edges(_codes(norm))
+    found = [norm[s:e] for s, e in zip(start.tolist(), end.tolist(), strict=True)]
+    if text.isascii() or not found:
+        return found, list(zip(start.tolist(), end.tolist(), strict=True))
+    codes = _codes(text)
+    cut = _segment_starts().take(codes)
+    cut[:1] = True
+    lo = np.flatnonzero(cut)
+    hi = np.append(lo[1:], len(text))
+    sep = _unused_separator(text)
+    pieces = normalize(sep.join(text[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)))
+    sizes = np.fromiter(map(len, pieces.split(sep)), dtype=np.int64, count=len(lo))
+    if pieces.replace(sep, "") != norm:  # never seen; then every word spans the whole text
+        lo, hi, sizes = lo[:1], hi[-1:], np.array([len(norm)], dtype=np.int64)
+    piece = np.repeat(np.arange(len(lo)), sizes)
+    spans = list(zip(lo[piece[start]].tolist(), hi[piece[end - 1]].tolist(), strict=True))
+    return found, spans
+
+
+def _unused_separator(text: str) -> str:
+    """A private-use character not in ``text`` (normalization leaves it, and never joins it)."""
+    code = 0xE000
+    while chr(code) in text:
+        code += 1
+    return chr(code)
