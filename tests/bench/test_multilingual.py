@@ -14,7 +14,7 @@ COLUMNS = (
     "| language | items | tokenizer | n | short | false flags | false flags, English | ratio "
     "| quotes caught | quotes caught, English | goal |",
     "| language | MB | words, compiled | multilingual, compiled | ratio | words, numpy "
-    "| multilingual, numpy | ratio | signature ratio, compiled |",
+    "| multilingual, numpy | ratio | normalization | signature ratio, compiled |",
 )
 
 
