@@ -1,17 +1,16 @@
 """Real multilingual text from the translation catalogs installed on this machine.
 
-Every GNU gettext catalog (``.mo``) under ``/usr/share/locale*/LANG/LC_MESSAGES`` holds the
-translated messages of a program (``msgstr``): real sentences in dozens of languages. They are
-read at run time (never committed) and made into a corpus per language group:
+Every GNU gettext catalog (``.mo``) under ``/usr/share/locale*/LANG/LC_MESSAGES`` (``ROOTS``)
+holds the translated messages of a program: each English source (``msgid``) with its
+translation (``msgstr``), real sentences in dozens of languages. They are read at run time
+(never committed). A language whose locale has no catalog here is reported as not installed
+(on Debian and Ubuntu, the ``*-l10n`` and ``language-pack-*`` packages and most programs'
+packages ship them); nothing fails.
 
-- documents: consecutive messages of one catalog joined by a space until the document reaches
-  ``TARGET_CHARS`` of its group (about the same number of multilingual words everywhere);
-- near copies: a share of the documents copied with 1 % of their words (by the multilingual
-  tokenizer: a Chinese or Japanese character, a Thai cluster, a German word) replaced by
-  another word of the same document, at least one;
-- exact copies: a share copied as they are.
-
-Which catalogs exist depends on what is installed, so the counts are reported with the results.
+English (``en``) is the English source of the German catalogs' messages. Every other language
+keeps each message's English source beside it, so that a document's length and a quote's length
+are counted in English words, the same amount of text in every language, and the same
+messages can be measured in English as a baseline.
 """
 
 from __future__ import annotations
@@ -20,32 +19,56 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from neardup.core.engine import ParameterError
 
 __all__ = [
-    "GROUPS",
-    "Corpus",
-    "build",
+    "LANGUAGES",
+    "ROOTS",
+    "Message",
     "catalogs",
+    "documents",
+    "english_words",
+    "language_messages",
     "messages",
-    "near_copy",
     "read_mo",
 ]
 
-#: Language groups and the catalog locales they are read from.
-GROUPS: dict[str, tuple[str, ...]] = {
-    "Latin": ("de", "fr", "es"),
-    "Cyrillic": ("ru", "uk"),
-    "Chinese": ("zh_CN", "zh_TW"),
-    "Japanese": ("ja",),
-    "Thai": ("th",),
+#: The languages measured, each with the locale its catalogs are read from (``en``: the
+#: English sources of the German catalogs).
+LANGUAGES: dict[str, str] = {
+    "zh_CN": "zh_CN",
+    "zh_TW": "zh_TW",
+    "ja": "ja",
+    "ko": "ko",
+    "th": "th",
+    "km": "km",
+    "my": "my",
+    "lo": "lo",
+    "bo": "bo",
+    "hi": "hi",
+    "bn": "bn",
+    "ta": "ta",
+    "si": "si",
+    "ar": "ar",
+    "he": "he",
+    "el": "el",
+    "vi": "vi",
+    "ru": "ru",
+    "de": "de",
+    "en": "de",
 }
-#: Characters a document of the group reaches (a Chinese character carries about what a Latin
-#: word does; a Thai cluster is about one character and a half).
-TARGET_CHARS = {"Latin": 1200, "Cyrillic": 1200, "Chinese": 400, "Japanese": 500, "Thai": 700}
-_ROOTS = ("/usr/share/locale", "/usr/share/locale-langpack", "/usr/local/share/locale")
+#: Where catalogs are looked for: ``ROOT/LOCALE/LC_MESSAGES/*.mo``.
+ROOTS = ("/usr/share/locale", "/usr/share/locale-langpack", "/usr/local/share/locale")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message: its English source and its text in the language measured (the same for
+    ``en``), and the catalog it is from."""
+
+    english: str
+    text: str
+    catalog: str
 
 
 def read_mo(path: str | Path) -> list[tuple[str, str]]:
@@ -71,109 +94,71 @@ def read_mo(path: str | Path) -> list[tuple[str, str]]:
     return out
 
 
-def catalogs(locale: str) -> list[Path]:
+def catalogs(locale: str, roots: tuple[str, ...] = ROOTS) -> list[Path]:
     """Every ``.mo`` catalog installed for ``locale``, sorted by name."""
     found: list[Path] = []
-    for root in _ROOTS:
+    for root in roots:
         found.extend(Path(root, locale, "LC_MESSAGES").glob("*.mo"))
     return sorted(found, key=lambda p: (p.name, str(p)))
 
 
-def messages(path: Path, min_chars: int = 8) -> list[str]:
-    """The translated messages of a catalog, in its order: the first plural form, whitespace
-    collapsed, the header and those shorter than ``min_chars`` left out."""
+def _flat(text: str) -> str:
+    return " ".join(text.split("\0")[0].split())
+
+
+def messages(path: Path, min_chars: int = 8) -> list[tuple[str, str]]:
+    """The (English source, translation) pairs of a catalog, in its order: the first plural
+    form, whitespace collapsed; the header, unreadable ones and translations shorter than
+    ``min_chars`` left out."""
     out = []
-    for msgid, msgstr in read_mo(path):
+    try:
+        pairs = read_mo(path)
+    except (OSError, ParameterError, struct.error):
+        return []
+    for msgid, msgstr in pairs:
         if not msgid or not msgstr:
             continue
-        text = " ".join(msgstr.split("\0")[0].split())
-        if len(text) >= min_chars and "\ufffd" not in text:
-            out.append(text)
+        english, text = _flat(msgid), _flat(msgstr)
+        if len(text) >= min_chars and "\ufffd" not in text + english:
+            out.append((english, text))
     return out
 
 
-@dataclass
-class Corpus:
-    """A language group's corpus: texts, ids, and the planted copies (copy -> original).
-
-    Attributes:
-        texts, ids: the documents (originals first, then the copies), ids ``LOCALE/DOMAIN/N``
-            and ``...~near`` / ``...~exact``.
-        near, exact: planted copies as (copy row, original row).
-        catalogs: how many catalogs were read.
-    """
-
-    group: str
-    texts: list[str]
-    ids: list[str]
-    near: list[tuple[int, int]]
-    exact: list[tuple[int, int]]
-    catalogs: int
+def english_words(text: str) -> int:
+    """Words of an English text as a reader counts them: runs between spaces."""
+    return len(text.split())
 
 
-def near_copy(text: str, share: float, rng: np.random.Generator) -> str:
-    """``text`` with ``share`` of its multilingual words (at least one) replaced, each by another
-    word of the text that differs from it."""
-    from neardup.core.engine import word_spans
-
-    found, spans = word_spans(text, "multilingual")
-    if len(set(found)) < 2:
-        return text + " x"
-    edits = max(1, round(share * len(found)))
-    chosen = sorted(rng.choice(len(found), size=min(edits, len(found)), replace=False).tolist())
-    pieces, pos = [], 0
-    for i in chosen:
-        start, end = spans[i]
-        other = found[int(rng.integers(len(found)))]
-        while other == found[i]:
-            other = found[int(rng.integers(len(found)))]
-        pieces += [text[pos:start], other]
-        pos = end
-    return "".join(pieces) + text[pos:]
+def language_messages(language: str, roots: tuple[str, ...] = ROOTS) -> tuple[list[Message], int]:
+    """Every message of the language's catalogs in catalog order (a message whose English
+    source was seen before is left out: catalogs share many), and how many catalogs were read."""
+    locale = LANGUAGES[language]
+    found = catalogs(locale, roots)
+    out: list[Message] = []
+    seen: set[str] = set()
+    for path in found:
+        for english, text in messages(path):
+            if english in seen:
+                continue
+            seen.add(english)
+            out.append(Message(english, english if language == "en" else text, path.stem))
+    return out, len(found)
 
 
-def build(
-    group: str,
-    docs: int,
-    *,
-    near_share: float = 0.2,
-    exact_share: float = 0.05,
-    edit_share: float = 0.01,
-    seed: int = 0,
-) -> Corpus:
-    """Up to ``docs`` documents of the group's catalogs (in turn, one catalog after another),
-    then the planted near and exact copies of a seeded sample of them."""
-    target = TARGET_CHARS[group]
-    texts: list[str] = []
-    ids: list[str] = []
-    read = 0
-    sources = [(loc, path) for loc in GROUPS[group] for path in catalogs(loc)]
-    for locale, path in sources:
-        if len(texts) >= docs:
-            break
-        read += 1
-        current: list[str] = []
-        size = 0
-        for message in messages(path):
-            current.append(message)
-            size += len(message) + 1
-            if size >= target:
-                ids.append(f"{locale}/{path.stem}/{len(texts)}")
-                texts.append(" ".join(current))
-                current, size = [], 0
-                if len(texts) >= docs:
-                    break
-    rng = np.random.default_rng([seed, len(texts)])
-    order = rng.permutation(len(texts)).tolist()
-    n_near = int(near_share * len(texts))
-    n_exact = int(exact_share * len(texts))
-    near, exact = [], []
-    for row in order[:n_near]:
-        near.append((len(texts), row))
-        ids.append(f"{ids[row]}~near")
-        texts.append(near_copy(texts[row], edit_share, rng))
-    for row in order[n_near : n_near + n_exact]:
-        exact.append((len(texts), row))
-        ids.append(f"{ids[row]}~exact")
-        texts.append(texts[row])
-    return Corpus(group, texts, ids, near, exact, read)
+def documents(found: list[Message], docs: int, english_target: int = 120) -> list[list[Message]]:
+    """Up to ``docs`` documents: consecutive messages of one catalog until their English
+    sources hold ``english_target`` words (the same amount of text in every language)."""
+    out: list[list[Message]] = []
+    current: list[Message] = []
+    size = 0
+    for message in found:
+        if current and message.catalog != current[-1].catalog:
+            current, size = [], 0
+        current.append(message)
+        size += english_words(message.english)
+        if size >= english_target:
+            out.append(current)
+            current, size = [], 0
+            if len(out) >= docs:
+                break
+    return out

@@ -1,0 +1,75 @@
+"""``bench.multilingual`` at a tiny size, on catalogs written here: every table and column is
+printed, and a language without catalogs is a "not installed" row, not a failure."""
+
+import struct
+
+import pytest
+
+from bench.multilingual.__main__ import main
+from tests.catalogs import MESSAGES
+
+COLUMNS = (
+    "| language | catalogs | documents | copies | tokenizer | 1 % | 3 % | 5 % | diacritics | NFD "
+    "| full-width | confirmed pairs | false merges |",
+    "| language | items | tokenizer | n | short | false flags | false flags, English | ratio "
+    "| quotes caught | quotes caught, English | goal |",
+    "| language | MB | words, compiled | multilingual, compiled | ratio | words, numpy "
+    "| multilingual, numpy | ratio | normalization | signature ratio, compiled |",
+)
+
+
+def write_mo(path, pairs):
+    """A little-endian GNU ``.mo`` file of (msgid, msgstr) pairs (no hash table)."""
+    pairs = sorted(pairs)
+    ids = [m.encode() for m, _ in pairs]
+    strs = [t.encode() for _, t in pairs]
+    start = 28 + 16 * len(pairs)
+    blob, table = b"", []
+    for raw in ids + strs:
+        table.append((len(raw), start + len(blob)))
+        blob += raw + b"\0"
+    head = struct.pack("<7I", 0x950412DE, 0, len(pairs), 28, 28 + 8 * len(pairs), 0, 0)
+    body = b"".join(struct.pack("<II", n, off) for n, off in table)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(head + body + blob)
+
+
+@pytest.fixture
+def roots(tmp_path):
+    """Catalogs of German, Chinese and Thai, each message with a 14-word English source (so
+    that documents are about nine messages and every message can be an eval item), and one of
+    a single Japanese message."""
+    for locale in ("de", "zh_CN", "th"):
+        pairs = [
+            (f"message {i} of the {locale} test catalog says what this program does now", text)
+            for i, text in enumerate(MESSAGES[locale])
+        ]
+        write_mo(tmp_path / locale / "LC_MESSAGES" / "test.mo", pairs)
+    # Two short messages: a catalog, but too little text for one document.
+    write_mo(tmp_path / "ja" / "LC_MESSAGES" / "test.mo", [("Yes", MESSAGES["ja"][0])])
+    return str(tmp_path)
+
+
+def test_a_quick_run_prints_every_column_and_a_missing_language(roots, capsys):
+    sizes = ["--docs", "4", "--copies", "2", "--items", "3", "--clean", "2", "--speed-kb", "5"]
+    assert main(["--quick", "--markdown", "--catalogs", roots, "--languages",
+                 "de,zh_CN,th,km,ja,en", *sizes]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    for header in COLUMNS:
+        assert header in out
+    lines = out.splitlines()
+    for table, header in enumerate(COLUMNS):
+        rows = lines[lines.index(header) + 2 :]
+        rows = rows[: next((i for i, r in enumerate(rows) if not r), len(rows))]
+        width = header.count("|")
+        assert rows and all(r.count("|") == width for r in rows)
+        langs = {r.split("|")[1].strip() for r in rows}
+        # The speed table leaves a language without text out; the others say why.
+        assert langs == ({"de", "zh_CN", "th", "en"} | (set() if table == 2 else {"km", "ja"}))
+        if table < 2:
+            assert any("not installed" in r for r in rows if r.startswith("| km |"))
+            assert any("too little text (1 messages" in r for r in rows if r.startswith("| ja |"))
+    quality = lines[lines.index(COLUMNS[0]) + 2 :]
+    zh = next(r for r in quality if r.startswith("| zh_CN |") and "| multilingual |" in r)
+    assert zh.split("|")[11].strip() != "-"  # full-width copies of Chinese are planted
+    assert roots in out  # the record says where the catalogs were read
