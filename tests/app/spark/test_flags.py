@@ -284,6 +284,18 @@ def test_cli_hands_the_flags_to_spark_and_a_dry_run_reports_as_local(
         "singletons": 1,
     }  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+    # a dry run needs no --output on this engine either: nothing is written, as locally
+    assert main(["dedup", "a.jsonl", "--engine", "spark", "--id-field", "k", "--text-field", "t",
+                 "--dry-run", "--quiet"]) == 0  # fmt: skip
+    assert got["output"] == "-" and got["dry_run"] is True
+    from neardup.app.spark.corpus import dry_format
+    from neardup.core.engine import CorpusError
+
+    assert dry_format("-", True) == ".jsonl" and dry_format("o.parquet", True) == ".parquet"
+    with pytest.raises(CorpusError, match="unknown output format"):
+        dry_format("-", False)  # a real run still needs an output the engine writes
+    assert json.loads(capsys.readouterr().out)["singletons"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
 
 
 def test_cli_hands_recrawled_and_an_id_prefix_template_to_spark(
@@ -297,6 +309,10 @@ def test_cli_hands_recrawled_and_an_id_prefix_template_to_spark(
     got: dict[str, Any] = {}
 
     class Session:
+        sparkContext = SimpleNamespace(  # the CLI's per-stage progress reads its tracker
+            statusTracker=lambda: SimpleNamespace(getJobIdsForGroup=lambda group: [])
+        )
+
         def stop(self) -> None:
             pass
 
