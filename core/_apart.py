@@ -50,6 +50,9 @@ def check_apart(
     replace it), nor another output. No output may lie inside the index, and no input may be
     the index, lie inside it or hold it.
     """
+    for flag, target in writes:
+        if target is not None and target != STDIO:
+            _check_not_pattern(flag, target)
     named = [(flag, t, _identity(t)) for flag, t in writes if t is not None and t != STDIO]
     for (flag_a, a, key_a), (flag_b, b, key_b) in itertools.combinations(named, 2):
         if _same(key_a, key_b):
@@ -70,6 +73,19 @@ def check_apart(
                     )
     if index is not None:
         _check_index_apart(reads, named, index)
+
+
+def _check_not_pattern(flag: str, target: str) -> None:
+    """ParameterError for an output spelt as a glob: an output is one file (or one directory
+    of parts), and a ``*``, ``?`` or ``[`` would be written into its name literally."""
+    _, path = filesystem(target)
+    magic = sorted(_MAGIC & set(path))
+    if magic:
+        raise ParameterError(
+            f"{flag} {target}: an output names one file, not a pattern "
+            f"({' '.join(repr(c) for c in magic)} would be written into its name); "
+            "give it a plain name"
+        )
 
 
 def _check_index_apart(

@@ -176,8 +176,9 @@ class IndexIdError(NeardupError, ValueError):
         left = (len(found) if total is None else total) - len(named)
         more = f" and {left} more" if left > 0 else ""
         super().__init__(
-            f"{url}: id {shown}{more} already in the index: ids must be unique across the index "
-            "and the new inputs (--id-prefix file prefixes each id with its file's name)"
+            f"{url}: id {shown}{more} already in the index: ids must be "
+            "unique across the index and the new inputs (--id-prefix names a dump's ids apart: "
+            "--id-prefix 'cc-2024-10/{file}/')"
         )
         self.url = url
         self.found = found

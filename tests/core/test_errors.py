@@ -101,7 +101,7 @@ def test_a_parameter_locked_to_the_index_names_both_values(indexed, given, shown
 
 TAIL = (
     " already in the index: ids must be unique across the index and the new inputs (--id-prefix "
-    "file prefixes each id with its file's name)"
+    "names a dump's ids apart: --id-prefix 'cc-2024-10/{file}/')"
 )
 
 

@@ -91,3 +91,25 @@ def test_check_apart_names_both_flags(tmp_path: Path):
     check_apart([("INPUT", "memory://a.jsonl")], [("--output", "memory://b.jsonl")])
     with pytest.raises(ParameterError, match=r"memory://a\.jsonl"):
         check_apart([("INPUT", "memory://a.jsonl")], [("--output", "memory://a.jsonl")])
+
+
+#: Outputs spelt as patterns (a shell quoting a glob, a copied input spelling): issue 32's
+#: left item, `--output 'sub/*.jsonl'` wrote a file literally named `*.jsonl`.
+PATTERNS = {
+    "output glob": "dedup data/a.jsonl --output out/*.jsonl",
+    "removed with ?": "dedup data/a.jsonl --output o.jsonl --removed gone?.jsonl",
+    "manifest with [": "dedup data/a.jsonl --output o.jsonl --manifest m[1].json",
+    "spark output glob": "dedup data/a.jsonl --output out/* --engine spark",
+    "report glob": "contamination data/a.jsonl --protected eval.jsonl --output r*.json",
+}
+
+
+@pytest.mark.parametrize("command", PATTERNS.values(), ids=PATTERNS.keys())
+def test_an_output_spelt_as_a_pattern_is_refused(work: Path, command: str):
+    (work / "out").mkdir()
+    before = _files(work)
+    ran = neardup(*command.split(), cwd=work)
+    assert ran.returncode == 2, ran.stderr
+    [line] = ran.stderr.splitlines()
+    assert "an output names one file, not a pattern" in line, line
+    assert _files(work) == before and not any((work / "out").iterdir())
