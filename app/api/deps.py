@@ -25,6 +25,11 @@ __all__ = [
 
 
 def _settings(request: Request) -> Settings:
+    """This replica's settings; SettingsChanged (503) once the store's answer settings differ
+    from them (another replica's THRESHOLD, say): then they describe no answer it gives."""
+    service: Service | None = request.app.state.service
+    if service is not None and service.settings_changed is not None:
+        raise SettingsChanged(service.settings_changed)
     settings: Settings = request.app.state.settings
     return settings
 

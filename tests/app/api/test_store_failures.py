@@ -202,3 +202,16 @@ class _Proxy:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._real, name)
+
+
+def test_a_replica_whose_settings_changed_shows_no_stale_config(tmp_path):
+    """Once the store's answer settings differ from a replica's, /v1/config answers 503 with
+    the change, as the answering routes do, not the replica's old threshold."""
+    with client(tmp_path) as c:
+        assert c.get("/v1/config").json()["threshold"] == 0.8
+        c.app.state.service.settings_changed = "THRESHOLD changed from 0.8 to 0.9"  # type: ignore[attr-defined]
+        for path in ("/v1/config", "/v1/clusters"):
+            response = c.get(path)
+            assert response.status_code == 503, (path, response.text)
+            assert "THRESHOLD changed from 0.8 to 0.9" in response.json()["detail"]
+        assert c.get("/healthz").status_code == 200
