@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -35,6 +36,9 @@ _MASTER = re.compile(
     rf"local(\[{_THREADS}(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
     r"|spark://[^\s,/:]+:\d+(,[^\s,/:]+:\d+)*|k8s://\S+"
 )
+#: ``spark.master`` in spark-defaults.conf (a Java properties line: key, then blanks, ``=`` or
+#: ``:``, then the value).
+_CONF_MASTER = re.compile(r"spark\.master(?:\s*[=:]\s*|\s+)(\S.*)")
 #: Where a local master's driver binds unless SPARK_LOCAL_IP says otherwise.
 _LOOPBACK = "127.0.0.1"
 #: Loggers set to ERROR (``_quiet_loggers``).
@@ -70,6 +74,35 @@ def check_master(master: str) -> None:
     )
 
 
+def configured_master() -> str | None:
+    """The master Spark will choose when none is named, read before its JVM starts as Spark
+    reads it: ``--master`` in ``PYSPARK_SUBMIT_ARGS``, else ``spark.master`` in
+    ``spark-defaults.conf`` (``SPARK_CONF_DIR``, else ``SPARK_HOME/conf``), else Spark's
+    default ``local[*]``. None inside ``spark-submit`` (its JVM is already running: its own
+    configuration decided)."""
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for i, arg in enumerate(args):
+        if arg == "--master" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--master="):
+            return arg.partition("=")[2]
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
+    )
+    if conf_dir is not None:
+        try:
+            with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as conf:
+                for line in conf:
+                    found = _CONF_MASTER.match(line.strip())
+                    if found:
+                        return found.group(1).strip()
+        except OSError:  # no such file: Spark's default
+            pass
+    return "local[*]"
+
+
 def local_defaults(master: str | None) -> None:
     """For a local master, the environment the JVM and the executors' Python start with,
     where the user set none: executors run this interpreter (``PYSPARK_PYTHON``), and the
@@ -99,7 +132,7 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
         ) from None
     if master is not None:
         check_master(master)
-    local_defaults(master)
+    local_defaults(master if master is not None else configured_master())
     builder = SparkSession.builder.appName("neardup dedup")
     if master is not None:
         builder = builder.master(master)

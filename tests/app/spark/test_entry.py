@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from neardup.app.spark.entry import check_master, local_defaults
+from neardup.app.spark.entry import check_master, configured_master, local_defaults
 from neardup.core.engine import ParameterError
 
 
@@ -75,3 +75,27 @@ def test_a_local_master_binds_the_driver_on_loopback_unless_told_otherwise(monke
     monkeypatch.setenv("SPARK_LOCAL_IP", "10.1.2.3")
     local_defaults("local-cluster[2,1,1024]")
     assert os.environ["SPARK_LOCAL_IP"] == "10.1.2.3"
+
+
+def test_without_a_named_master_the_one_spark_would_choose_is_read_before_its_jvm(
+    monkeypatch, tmp_path
+) -> None:
+    """Spark's default master (no --spark-master, no configuration) is local[*]: the driver then
+    binds on loopback as for a named local master (it listened on the host's address); a
+    configured master (PYSPARK_SUBMIT_ARGS, spark-defaults.conf) is read as Spark reads it, and
+    inside spark-submit (a running JVM) nothing is guessed."""
+    for name in ("PYSPARK_GATEWAY_PORT", "PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert configured_master() == "local[*]"
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert configured_master() == "local[*]"  # no spark-defaults.conf there
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# a comment\nspark.masterless x\nspark.master   yarn\n"
+    )
+    assert configured_master() == "yarn"
+    (tmp_path / "spark-defaults.conf").write_text("spark.master=spark://h:7077\n")
+    assert configured_master() == "spark://h:7077"
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 4g --master local[3] pyspark-shell")
+    assert configured_master() == "local[3]"
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "4321")
+    assert configured_master() is None
