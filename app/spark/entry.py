@@ -10,6 +10,7 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from neardup.app.spark.corpus import HadoopPath
@@ -36,9 +37,6 @@ _MASTER = re.compile(
     rf"local(\[{_THREADS}(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
     r"|spark://[^\s,/:]+:\d+(,[^\s,/:]+:\d+)*|k8s://\S+"
 )
-#: ``spark.master`` in spark-defaults.conf (a Java properties line: key, then blanks, ``=`` or
-#: ``:``, then the value).
-_CONF_MASTER = re.compile(r"spark\.master(?:\s*[=:]\s*|\s+)(\S.*)")
 #: Where a local master's driver binds unless SPARK_LOCAL_IP says otherwise.
 _LOOPBACK = "127.0.0.1"
 #: Loggers set to ERROR (``_quiet_loggers``).
@@ -74,6 +72,41 @@ def check_master(master: str) -> None:
     )
 
 
+def _conf_dir() -> str | None:
+    """Spark's configuration directory: ``SPARK_CONF_DIR``, else ``SPARK_HOME/conf``."""
+    if os.environ.get("SPARK_CONF_DIR"):
+        return os.environ["SPARK_CONF_DIR"]
+    home = os.environ.get("SPARK_HOME")
+    return os.path.join(home, "conf") if home else None
+
+
+def _configured(key: str, flag: str) -> str | None:
+    """The value Spark's launcher will give ``key``: ``flag`` (``--master``) or ``--conf
+    KEY=VALUE`` in ``PYSPARK_SUBMIT_ARGS``, else ``KEY`` in ``spark-defaults.conf``; None."""
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for i, arg in enumerate(args):
+        following = args[i + 1] if i + 1 < len(args) else ""
+        if arg == flag and following:
+            return following
+        if arg.startswith(flag + "="):
+            return arg.partition("=")[2]
+        if arg == "--conf" and following.startswith(key + "="):
+            return following.partition("=")[2]
+    conf_dir = _conf_dir()
+    if conf_dir is None:
+        return None
+    line_of = re.compile(re.escape(key) + r"(?:\s*[=:]\s*|\s+)(\S.*)")
+    try:
+        with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as conf:
+            for line in conf:
+                found = line_of.fullmatch(line.strip())
+                if found:
+                    return found.group(1).strip()
+    except OSError:  # no such file: Spark's defaults
+        pass
+    return None
+
+
 def configured_master() -> str | None:
     """The master Spark will choose when none is named, read before its JVM starts as Spark
     reads it: ``--master`` in ``PYSPARK_SUBMIT_ARGS``, else ``spark.master`` in
@@ -82,25 +115,24 @@ def configured_master() -> str | None:
     configuration decided)."""
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
         return None
-    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
-    for i, arg in enumerate(args):
-        if arg == "--master" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--master="):
-            return arg.partition("=")[2]
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
-        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
-    )
-    if conf_dir is not None:
-        try:
-            with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as conf:
-                for line in conf:
-                    found = _CONF_MASTER.match(line.strip())
-                    if found:
-                        return found.group(1).strip()
-        except OSError:  # no such file: Spark's default
-            pass
-    return "local[*]"
+    return _configured("spark.master", "--master") or "local[*]"
+
+
+def quiet_logging() -> str | None:
+    """The driver's Java options that make neardup's own log4j2 profile (app/spark/log4j2
+    .properties: warnings, none of Spark's start-up banner or the native-Hadoop notice) the
+    JVM's, or None where the user configured logging or the driver's Java options (a
+    ``log4j2.properties`` in Spark's configuration directory, ``spark.driver.extraJavaOptions``
+    or ``--driver-java-options``), or the JVM already runs (``spark-submit``)."""
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    if _configured("spark.driver.extraJavaOptions", "--driver-java-options") is not None:
+        return None
+    conf_dir = _conf_dir()
+    if conf_dir is not None and os.path.exists(os.path.join(conf_dir, "log4j2.properties")):
+        return None
+    profile = Path(__file__).with_name("log4j2.properties")
+    return f"-Dlog4j2.configurationFile={profile.as_uri()}"
 
 
 def local_defaults(master: str | None) -> None:
@@ -142,6 +174,9 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     # neardup's own progress (app.cli.progress) replaces Spark's console bar, which ends
     # without a newline (the summary after it shared its line).
     builder = builder.config("spark.ui.showConsoleProgress", "false")
+    java_options = quiet_logging()
+    if java_options is not None:
+        builder = builder.config("spark.driver.extraJavaOptions", java_options)
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # Spark's own refusal (a cluster manager's check, no Java...)

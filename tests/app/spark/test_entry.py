@@ -6,10 +6,18 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 
-from neardup.app.spark.entry import check_master, configured_master, local_defaults
+from neardup.app.spark.entry import (
+    check_master,
+    configured_master,
+    local_defaults,
+    quiet_logging,
+)
 from neardup.core.engine import ParameterError
 
 
@@ -99,3 +107,34 @@ def test_without_a_named_master_the_one_spark_would_choose_is_read_before_its_jv
     assert configured_master() == "local[3]"
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "4321")
     assert configured_master() is None
+
+
+def test_the_driver_logs_through_neardups_profile_unless_the_user_configured_logging(
+    monkeypatch, tmp_path
+) -> None:
+    """Spark's start-up banner and the native-Hadoop notice are not printed on every run: the
+    driver gets app/spark/log4j2.properties, except where the user set the driver's Java
+    options or a log4j2.properties of their own, or spark-submit started the JVM."""
+    for name in ("PYSPARK_GATEWAY_PORT", "PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    option = quiet_logging()
+    assert option is not None and option.startswith("-Dlog4j2.configurationFile=file:")
+    profile = Path(url2pathname(urlparse(option.partition("=")[2]).path))
+    text = profile.read_text()
+    assert "rootLogger.level = warn" in text
+    assert "org.apache.hadoop.util.NativeCodeLoader" in text
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert quiet_logging() == option  # a configuration directory without logging settings
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Dx=1\n")
+    assert quiet_logging() is None
+    (tmp_path / "spark-defaults.conf").unlink()
+    (tmp_path / "log4j2.properties").write_text("rootLogger.level = info\n")
+    assert quiet_logging() is None
+    (tmp_path / "log4j2.properties").unlink()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options -Dy=2 pyspark-shell")
+    assert quiet_logging() is None
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.extraJavaOptions=-Dy=2 x")
+    assert quiet_logging() is None
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS")
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "4321")
+    assert quiet_logging() is None
