@@ -164,6 +164,7 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
         ) from None
     if master is not None:
         check_master(master)
+    user_python = os.environ.get("PYSPARK_PYTHON")
     local_defaults(master if master is not None else configured_master())
     builder = SparkSession.builder.appName("neardup dedup")
     if master is not None:
@@ -187,7 +188,7 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     # executors run this interpreter (a cluster's nodes have their own). The context read its
     # Python from the environment when it started; every task is sent with this one.
     chosen = str(getattr(context, "master", ""))
-    if master is None and "PYSPARK_PYTHON" not in os.environ and chosen.startswith("local"):
+    if master is None and user_python is None and chosen.startswith("local"):
         context.pythonExec = sys.executable
     context.setLogLevel("ERROR" if quiet else "WARN")
     _quiet_loggers(spark)

@@ -672,6 +672,7 @@ def test_spark_session_configures_a_local_master(monkeypatch: pytest.MonkeyPatch
     assert builder.told == {
         "app": "neardup dedup", "master": "local[2]", "spark.sql.shuffle.partitions": "8",
         "spark.ui.showConsoleProgress": "false", "log": "WARN",
+        "spark.driver.extraJavaOptions": entry.quiet_logging(),  # no start-up banner
     }  # fmt: skip
     import os
     import sys
@@ -689,10 +690,12 @@ def test_spark_session_leaves_a_cluster_to_its_configuration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--master yarn pyspark-shell")  # configured
     builder = _Builder()
     _with_builder(monkeypatch, builder)
     entry.spark_session(None)
     off = {"spark.ui.showConsoleProgress": "false"}  # neardup's progress replaces Spark's bar
+    off["spark.driver.extraJavaOptions"] = str(entry.quiet_logging())
     assert builder.told == {"app": "neardup dedup", "log": "WARN"} | off
     yarn = _Builder()
     _with_builder(monkeypatch, yarn)
