@@ -50,8 +50,9 @@ from neardup.core._formats import (
 )
 from neardup.core._ngrams import NgramIndex, check_n
 from neardup.core._storage import filesystem
-from neardup.core._text import check_tokenizer, ngrams, words
+from neardup.core._text import check_tokenizer, words
 from neardup.core._utf8 import reread_utf8_error
+from neardup.core._windows import text_grams, window_grams
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -189,14 +190,15 @@ class ProtectedSet:
     def hits(self, text: str) -> list[tuple[str, str]]:
         """(item, first shared n-gram) for every item sharing an n-gram with ``text``."""
         found: dict[str, str] = {}
-        for gram in ngrams(words(text, self.tokenizer), self.n):
+        for gram in text_grams(words(text, self.tokenizer), self.n, self.tokenizer):
             for item in self.grams.get(gram, ()):
                 found.setdefault(item, gram)
         return list(found.items())
 
     def shared(self, text: str) -> set[str]:
         """The n-grams of ``text`` that the set protects."""
-        return {g for g in ngrams(words(text, self.tokenizer), self.n) if g in self.grams}
+        grams = text_grams(words(text, self.tokenizer), self.n, self.tokenizer)
+        return {g for g in grams if g in self.grams}
 
 
 def parse_protected_set(
@@ -452,7 +454,7 @@ def _add(
 ) -> None:
     w = words(text, tokenizer)
     lo = len(windows)
-    windows.extend(ngrams(w, n))
+    windows.extend(window_grams(w, n, tokenizer))
     for gram in windows[lo:]:
         labels = grams.setdefault(gram, [])
         # Usually the label is the last one added: skip the scan of the list then.

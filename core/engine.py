@@ -164,6 +164,7 @@ from neardup.core._signatures import (
 )
 from neardup.core._sketch import estimate
 from neardup.core._stages import CLUSTER_KEY
+from neardup.core._windows import window_version, windows
 from neardup.core._storage import (
     STDIO,
     Output,
@@ -355,6 +356,8 @@ __all__ = [
     "utf8_error",
     "value_ranks",
     "warm_worker",
+    "window_version",
+    "windows",
     "word_spans",
     "words",
     "write_docs",
