@@ -132,8 +132,8 @@ def windows(w: Sequence[str], n: int, tokenizer: str = "words") -> list[tuple[in
 
     >>> windows(["a", "b", "c"], 2)
     [(0, 2), (1, 3)]
-    >>> windows(["ก"] * 6, 1, "multilingual")  # a Thai cluster weighs 15/64 of a word
-    [(0, 5), (1, 6)]
+    >>> windows(["ก"] * 4, 1, "multilingual")  # a Thai cluster weighs 21/64 of a word
+    [(0, 4)]
     """
     if tokenizer == "words":
         return [(i, i + n) for i in range(len(w) - n + 1)]
