@@ -115,7 +115,9 @@ def buffer_weights(buf: NDArray[np.uint8], word_start: NDArray[np.int64]) -> NDA
     return weight_table().take(code)
 
 
-def window_ends(weights: NDArray[np.int64], doc_words: NDArray[np.int64], n: int) -> NDArray[np.int64]:
+def window_ends(
+    weights: NDArray[np.int64], doc_words: NDArray[np.int64], n: int
+) -> NDArray[np.int64]:
     """For every word of a batch (``doc_words`` words a document), one past the last word of
     the window starting at it, or -1 where the rest of its document weighs under ``n`` English
     words: the first end whose weights from the start reach ``n * WEIGHT_UNIT``."""

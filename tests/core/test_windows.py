@@ -5,8 +5,8 @@ and the corpus paths, and a quote of any protected window is flagged."""
 from __future__ import annotations
 
 import json
+import re
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,6 +28,7 @@ from neardup.core.engine import (
     Protection,
     parse_protected_set,
 )
+from tests.strategies import any_text
 
 M = "multilingual"
 
@@ -63,6 +64,7 @@ def multilingual_text(draw: st.DrawFn, max_runs: int = 12) -> str:
 def _reference_windows(w: list[str], n: int) -> list[tuple[int, int]]:
     """Written from the definition with plain loops: from every word, the fewest words whose
     weights (by ``SCRIPT_WEIGHTS``, else one unit word) reach ``n`` English words."""
+
     def weight(word: str) -> int:
         for _, value, ranges in SCRIPT_WEIGHTS:
             if any(lo <= ord(word[0]) <= hi for lo, hi in ranges):
@@ -112,6 +114,23 @@ def test_words_windows_are_the_contracts_n_grams(w: list[str], n: int):
     # ``words`` is untouched: every run of n words, whatever script the words are of
     assert windows(w, n) == [(i, i + n) for i in range(len(w) - n + 1)]
     assert window_grams(w, n) == list(ngrams(w, n))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(any_text, min_size=1, max_size=4), st.integers(1, 6))
+def test_words_mode_is_the_contract_in_every_path(texts: list[str], n: int):
+    """Under ``words`` a window is n words of ``re.findall(r"\\w+", text.lower())`` (the
+    contract, docs/algorithm.md), in the scalar and the batch paths alike."""
+    contract = [re.findall(r"\w+", t.lower()) for t in texts]
+    expected = [[" ".join(w[i : i + n]) for i in range(len(w) - n + 1)] for w in contract]
+    assert [window_grams(words(t), n) for t in texts] == expected
+    tokens = Tokens(texts)
+    start, end, doc = window_spans(tokens, n)
+    buf = tokens.buf.tobytes()
+    got: list[list[str]] = [[] for _ in texts]
+    for s, e, d in zip(start.tolist(), end.tolist(), doc.tolist(), strict=True):
+        got[d].append(buf[s:e].decode("utf-8"))
+    assert got == expected
 
 
 @settings(max_examples=80, deadline=None)
