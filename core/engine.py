@@ -164,7 +164,6 @@ from neardup.core._signatures import (
 )
 from neardup.core._sketch import estimate
 from neardup.core._stages import CLUSTER_KEY
-from neardup.core._windows import window_version, windows
 from neardup.core._storage import (
     STDIO,
     Output,
@@ -184,6 +183,7 @@ from neardup.core._survivors import (
 from neardup.core._text import TOKENIZERS, jaccard, ngrams, shingles, words
 from neardup.core._tokens import Utf8Texts
 from neardup.core._utf8 import utf8_error
+from neardup.core._windows import window_version, windows
 from neardup.core._writer import RowWriter, nan_as_null, nan_as_null_note
 from neardup.core.errors import (
     CorpusError,

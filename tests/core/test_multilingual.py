@@ -17,8 +17,8 @@ from neardup.core import _fold, _multilingual, _scripts, _tokens
 from neardup.core._matches import word_spans
 from neardup.core._multilingual import normalize, word_edges
 from neardup.core._text import shingles, words
-from neardup.core._windows import window_grams
 from neardup.core._unicode_build import REGEX_VERSION, UNICODE_VERSION, build
+from neardup.core._windows import window_grams
 from neardup.core.engine import (
     DecontParams,
     Doc,
