@@ -52,7 +52,7 @@ from neardup.core._ngrams import NgramIndex, check_n
 from neardup.core._storage import filesystem
 from neardup.core._text import check_tokenizer, words
 from neardup.core._utf8 import reread_utf8_error
-from neardup.core._windows import text_grams, window_grams
+from neardup.core._windows import text_grams, window_grams, window_version
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -167,6 +167,14 @@ class ProtectedSet:
             return (
                 f"it protects nothing: its {self.items} item(s) hold no text (no string outside "
                 f"the keys {keys})"
+            )
+        if self.tokenizer != "words":
+            return (
+                f"it protects nothing: every text of its {self.items} item(s) is under "
+                f"{self.n} English words' worth of text (the longest has {longest} words), and "
+                f"a text is protected by its windows of {self.n} English words' worth (words "
+                f"weighed by script, {window_version(self.tokenizer)}: a Thai or Chinese "
+                "text needs about 40 or 14 characters a window at n = 13)"
             )
         return (
             f"it protects nothing: every text of its {self.items} item(s) is under {self.n} "
