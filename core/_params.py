@@ -123,6 +123,11 @@ class MinhashParams:
         locked = {key: getattr(self, key) for key in INDEX_KEYS}
         return {**locked, "tokenizer": self.tokenizer_version}
 
+    def store_params(self) -> dict[str, int | str]:
+        """What a service store records and checks: ``index_params`` and the window definition
+        (``window_version``), which every replica of one store must share."""
+        return {**self.index_params(), "windows": self.window_version}
+
     def as_dict(self) -> dict[str, Any]:
         """Every field, for manifests and ``/v1/config``."""
         return asdict(self)
