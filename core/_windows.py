@@ -95,8 +95,10 @@ def weight_table() -> NDArray[np.int64]:
 
 def word_weights(words: Sequence[str]) -> NDArray[np.int64]:
     """The weight of every word (none empty) of a text."""
-    firsts = np.fromiter(map(ord, (w[0] for w in words)), dtype=np.int64, count=len(words))
-    return weight_table().take(firsts)
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype="<u4")
+    found: NDArray[np.int64] = weight_table().take(codes[np.cumsum(lengths) - lengths])
+    return found
 
 
 def buffer_weights(buf: NDArray[np.uint8], word_start: NDArray[np.int64]) -> NDArray[np.int64]:

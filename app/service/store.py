@@ -52,11 +52,11 @@ __all__ = [
     "Store",
     "StoredDoc",
     "check_params",
-    "unrecorded",
     "check_settings",
     "lock_settings",
     "open_store",
     "queued_call",
+    "unrecorded",
 ]
 
 log = logging.getLogger("neardup")
