@@ -60,7 +60,8 @@ def first_shared_ngram(
 
 def contaminated(text: str, grams: Set[str], n: int = 13, tokenizer: str = "words") -> bool:
     """Whether any word n-gram of ``text`` (its words by ``tokenizer``) is in ``grams``; case
-    and punctuation never matter.
+    and punctuation never matter. Under ``multilingual`` an n-gram is a window of ``n`` English
+    words' worth of words weighed by script (``core._windows``).
 
     >>> grams = set(text_grams(words("Tom found a shiny red shell by the river and carried "
     ...                              "it home to show his sister."), 13))

@@ -395,7 +395,8 @@ def protected_ngrams(
     included, except under the keys ``case_id``, ``id``, ``tags``, ``scorer_args``; a line that
     is not a JSON object raises CorpusError with its line number, and so does a name that
     cannot be read as items. A ``.txt`` file is one protected text. A text of fewer than ``n``
-    words contributes nothing.
+    words contributes nothing (under ``multilingual``: of less than ``n`` English words' worth,
+    its windows being words weighed by script, ``core._windows``).
     """
     check_n(n)
     grams: set[str] = set()
