@@ -17,7 +17,8 @@ import numpy as np
 
 from neardup.core._multilingual import original_spans
 from neardup.core._protected import ProtectedSet
-from neardup.core._text import check_tokenizer, ngrams, word_re
+from neardup.core._text import check_tokenizer, word_re
+from neardup.core._windows import windows
 from neardup.core.errors import ParameterError
 
 __all__ = ["MAX_LISTED", "Match", "Protection", "merged_spans", "sample_capped", "word_spans"]
@@ -111,11 +112,12 @@ class Protection:
         """Every protected window of ``text``, in text order (one per set protecting it)."""
         w, spans = word_spans(text, self.tokenizer)
         out: list[Match] = []
-        for i, gram in enumerate(ngrams(w, self.n)):
+        for lo, hi in windows(w, self.n, self.tokenizer):
+            gram = " ".join(w[lo:hi])
             for s in self.sets:
                 labels = s.grams.get(gram)
                 if labels and gram not in self.capped[s.name]:
-                    start, end = spans[i][0], spans[i + self.n - 1][1]
+                    start, end = spans[lo][0], spans[hi - 1][1]
                     out.append(Match(s.name, tuple(labels), gram, start, end))
         return out
 

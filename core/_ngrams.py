@@ -9,8 +9,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core._fnv import fnv1a64_spans
-from neardup.core._text import check_tokenizer, ngrams, words
+from neardup.core._text import check_tokenizer, words
 from neardup.core._tokens import Tokens, shingle_spans
+from neardup.core._windows import buffer_weights, text_grams, window_ends
 from neardup.core.errors import ParameterError
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "contaminated",
     "first_shared_ngram",
     "gram_hashes",
+    "window_spans",
 ]
 
 
@@ -48,8 +50,9 @@ def charged_words(texts: Sequence[str], n: int = 13, tokenizer: str = "words") -
 def first_shared_ngram(
     text: str, grams: Set[str], n: int = 13, tokenizer: str = "words"
 ) -> str | None:
-    """The first word n-gram of ``text`` that is in ``grams`` (every window, the last included)."""
-    for gram in ngrams(words(text, tokenizer), n):
+    """The first word n-gram of ``text`` that is in ``grams`` (every window, the last included;
+    ``core._windows``: under ``multilingual`` a window is ``n`` English words' worth)."""
+    for gram in text_grams(words(text, tokenizer), n, tokenizer):
         if gram in grams:
             return gram
     return None
@@ -57,10 +60,11 @@ def first_shared_ngram(
 
 def contaminated(text: str, grams: Set[str], n: int = 13, tokenizer: str = "words") -> bool:
     """Whether any word n-gram of ``text`` (its words by ``tokenizer``) is in ``grams``; case
-    and punctuation never matter.
+    and punctuation never matter. Under ``multilingual`` an n-gram is a window of ``n`` English
+    words' worth of words weighed by script (``core._windows``).
 
-    >>> grams = set(ngrams(words("Tom found a shiny red shell by the river and carried it "
-    ...                          "home to show his sister."), 13))
+    >>> grams = set(text_grams(words("Tom found a shiny red shell by the river and carried "
+    ...                              "it home to show his sister."), 13))
     >>> contaminated("and then TOM FOUND A SHINY, RED shell by the river and carried it "
     ...              "home to show", grams)
     True
@@ -108,11 +112,26 @@ class NgramIndex:
         if not texts or not len(self.hashes):
             return out
         tokens = Tokens(texts, tokenizer=self.tokenizer)
-        start, end, per_doc = shingle_spans(tokens, self.n)
-        # A text of 1 to n-1 words has one "shingle" of all its words, but no n-gram.
-        whole = np.repeat(tokens.doc_words >= self.n, per_doc)
-        found = self.contains(fnv1a64_spans(tokens.buf, start, end)) & whole
-        doc = np.repeat(np.arange(len(texts)), per_doc)
+        start, end, doc = window_spans(tokens, self.n, self.tokenizer)
+        found = self.contains(fnv1a64_spans(tokens.buf, start, end))
         for i in np.unique(doc[found]).tolist():
             out[i] = contaminated(texts[i], self.grams, self.n, self.tokenizer)
         return out
+
+
+def window_spans(
+    tokens: Tokens, n: int, tokenizer: str = "words"
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Byte spans ``[start, end)`` in ``tokens.buf`` of every window of the batch (its words
+    joined by single spaces, as ``text_grams`` joins them), and the document of each."""
+    if tokenizer == "words":
+        start, end, per_doc = shingle_spans(tokens, n)
+        # A text of 1 to n-1 words has one "shingle" of all its words, but no n-gram.
+        whole = np.repeat(tokens.doc_words >= n, per_doc)
+        doc = np.repeat(np.arange(len(tokens.doc_words)), per_doc)
+        return start[whole], end[whole], doc[whole]
+    weights = buffer_weights(tokens.buf, tokens.word_start)
+    ends = window_ends(weights, tokens.doc_words, n)
+    found = np.flatnonzero(ends >= 0)
+    doc = np.repeat(np.arange(len(tokens.doc_words)), tokens.doc_words)
+    return tokens.word_start[found], tokens.word_end[ends[found] - 1], doc[found]

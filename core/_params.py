@@ -13,6 +13,7 @@ from typing import Any
 from neardup.core._banding import lsh_reach
 from neardup.core._scripts import tokenizer_version
 from neardup.core._text import check_tokenizer
+from neardup.core._windows import window_version
 from neardup.core.errors import ParameterError
 
 __all__ = ["INDEX_KEYS", "MinhashParams", "check_signature_params"]
@@ -109,11 +110,23 @@ class MinhashParams:
         ``words``, or ``multilingual-2@17.0.0`` (docs/algorithm.md section 1a)."""
         return tokenizer_version(self.tokenizer)
 
+    @property
+    def window_version(self) -> str:
+        """How its decontamination windows are made, as manifests, reports and ``/v1/config``
+        record it: ``words`` (``ngram`` words) or ``weighted-1`` (``ngram`` English words' worth
+        of words weighed by script, docs/algorithm.md section 5)."""
+        return window_version(self.tokenizer)
+
     def index_params(self) -> dict[str, int | str]:
         """The values a stored index is locked to (``INDEX_KEYS``), the tokenizer with its
         version."""
         locked = {key: getattr(self, key) for key in INDEX_KEYS}
         return {**locked, "tokenizer": self.tokenizer_version}
+
+    def store_params(self) -> dict[str, int | str]:
+        """What a service store records and checks: ``index_params`` and the window definition
+        (``window_version``), which every replica of one store must share."""
+        return {**self.index_params(), "windows": self.window_version}
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, for manifests and ``/v1/config``."""

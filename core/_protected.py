@@ -50,8 +50,9 @@ from neardup.core._formats import (
 )
 from neardup.core._ngrams import NgramIndex, check_n
 from neardup.core._storage import filesystem
-from neardup.core._text import check_tokenizer, ngrams, words
+from neardup.core._text import check_tokenizer, words
 from neardup.core._utf8 import reread_utf8_error
+from neardup.core._windows import text_grams, window_grams, window_version
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -167,6 +168,14 @@ class ProtectedSet:
                 f"it protects nothing: its {self.items} item(s) hold no text (no string outside "
                 f"the keys {keys})"
             )
+        if self.tokenizer != "words":
+            return (
+                f"it protects nothing: every text of its {self.items} item(s) is under "
+                f"{self.n} English words' worth of text (the longest has {longest} words), and "
+                f"a text is protected by its windows of {self.n} English words' worth (words "
+                f"weighed by script, {window_version(self.tokenizer)}: a Thai or Chinese "
+                "text needs about 40 or 14 characters a window at n = 13)"
+            )
         return (
             f"it protects nothing: every text of its {self.items} item(s) is under {self.n} "
             f"words (the longest has {longest}), and a text is protected by its {self.n}-word "
@@ -189,14 +198,15 @@ class ProtectedSet:
     def hits(self, text: str) -> list[tuple[str, str]]:
         """(item, first shared n-gram) for every item sharing an n-gram with ``text``."""
         found: dict[str, str] = {}
-        for gram in ngrams(words(text, self.tokenizer), self.n):
+        for gram in text_grams(words(text, self.tokenizer), self.n, self.tokenizer):
             for item in self.grams.get(gram, ()):
                 found.setdefault(item, gram)
         return list(found.items())
 
     def shared(self, text: str) -> set[str]:
         """The n-grams of ``text`` that the set protects."""
-        return {g for g in ngrams(words(text, self.tokenizer), self.n) if g in self.grams}
+        grams = text_grams(words(text, self.tokenizer), self.n, self.tokenizer)
+        return {g for g in grams if g in self.grams}
 
 
 def parse_protected_set(
@@ -385,7 +395,8 @@ def protected_ngrams(
     included, except under the keys ``case_id``, ``id``, ``tags``, ``scorer_args``; a line that
     is not a JSON object raises CorpusError with its line number, and so does a name that
     cannot be read as items. A ``.txt`` file is one protected text. A text of fewer than ``n``
-    words contributes nothing.
+    words contributes nothing (under ``multilingual``: of less than ``n`` English words' worth,
+    its windows being words weighed by script, ``core._windows``).
     """
     check_n(n)
     grams: set[str] = set()
@@ -452,7 +463,7 @@ def _add(
 ) -> None:
     w = words(text, tokenizer)
     lo = len(windows)
-    windows.extend(ngrams(w, n))
+    windows.extend(window_grams(w, n, tokenizer))
     for gram in windows[lo:]:
         labels = grams.setdefault(gram, [])
         # Usually the label is the last one added: skip the scan of the list then.

@@ -28,6 +28,7 @@ from neardup.core._corpus import Doc
 from neardup.core._matches import MAX_LISTED, Match, Protection
 from neardup.core._protected import ProtectedSet
 from neardup.core._scripts import tokenizer_version
+from neardup.core._windows import window_version
 from neardup.core.errors import ParameterError
 
 __all__ = ["MAX_ITEMS", "SUBSETS", "ContaminationReport", "Thresholds"]
@@ -135,7 +136,6 @@ class ContaminationReport:
     def _item(self, protected: ProtectedSet, item: str, ngrams: bool) -> dict[str, Any]:
         """One matched item's numbers (per-window Python: matched items are few)."""
         found = self.found[protected.name]
-        n = protected.n
         covered = total_words = 0
         distinct: set[str] = set()
         for words, lo, hi in protected.layout.get(item, []):
@@ -143,11 +143,14 @@ class ContaminationReport:
             windows = protected.windows[lo:hi]
             distinct.update(windows)
             matched = np.fromiter((g in found for g in windows), dtype=np.bool_, count=hi - lo)
-            # Words covered: each matched window covers its n words.
+            # Words covered: each matched window covers its words (the k-th starts at word k;
+            # its words are one more than its spaces: n under ``words``).
             delta = np.zeros(words + 1, dtype=np.int64)
             starts = np.flatnonzero(matched)
+            lengths = np.fromiter((windows[k].count(" ") + 1 for k in starts.tolist()),
+                                  dtype=np.int64, count=len(starts))  # fmt: skip
             np.add.at(delta, starts, 1)
-            np.add.at(delta, starts + n, -1)
+            np.add.at(delta, starts + lengths, -1)
             covered += int(np.count_nonzero(np.cumsum(delta)[:words]))
         grams_found = len(distinct & found)
         coverage = covered / total_words if total_words else 0.0
@@ -192,6 +195,7 @@ class ContaminationReport:
             })  # fmt: skip
         return {
             "tokenizer": tokenizer_version(self.protection.tokenizer),
+            "windows": window_version(self.protection.tokenizer),
             "ngram": self.protection.n,
             "item_cap": self.protection.item_cap,
             "thresholds": {

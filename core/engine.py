@@ -183,6 +183,7 @@ from neardup.core._survivors import (
 from neardup.core._text import TOKENIZERS, jaccard, ngrams, shingles, words
 from neardup.core._tokens import Utf8Texts
 from neardup.core._utf8 import utf8_error
+from neardup.core._windows import window_version, windows
 from neardup.core._writer import RowWriter, nan_as_null, nan_as_null_note
 from neardup.core.errors import (
     CorpusError,
@@ -355,6 +356,8 @@ __all__ = [
     "utf8_error",
     "value_ranks",
     "warm_worker",
+    "window_version",
+    "windows",
     "word_spans",
     "words",
     "write_docs",

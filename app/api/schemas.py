@@ -175,6 +175,11 @@ class ConfigResponse(BaseModel):
         description="the tokenizer with its version, as the store locks it: `words`, or "
         "`multilingual-2@17.0.0` (revision 2, tables at Unicode 17.0.0)"
     )
+    window_version: str = Field(
+        description="how contamination n-grams are made: `words` (`ngram` consecutive words), "
+        "or `weighted-1` under `multilingual` (the shortest run of words weighing `ngram` "
+        "English words, each word weighed by its script: docs/algorithm.md section 5)"
+    )
     lsh_threshold: float = Field(description="(1/bands) ** (1/rows): where the S-curve is steepest")
     query_threshold_min: float = Field(
         description="the smallest `threshold` /v1/query takes: the bands' reach, the similarity "

@@ -53,6 +53,7 @@ class DedupParams:
         """Flat, as the flags are spelled (for the manifest)."""
         d = self.decont
         return {**self.minhash.as_dict(), "tokenizer_version": self.minhash.tokenizer_version,
+                "window_version": self.minhash.window_version,
                 "workers": self.workers,
                 "keep_duplicates": self.keep_duplicates, "keep": str(self.keep),
                 "decontamination": d.mode.value, "cut_window": d.window,

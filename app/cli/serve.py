@@ -82,7 +82,7 @@ def _serve_on(sockets: list[socket.socket], settings: Settings) -> int:
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
         )
-        store.ensure_params(settings.params.index_params())
+        store.ensure_params(settings.params.store_params())
         settings = lock_settings(store, settings)
         app = create_app(settings, store)
     except KeysFileError as exc:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Set
 from dataclasses import dataclass
 
-from neardup.core.engine import word_spans
+from neardup.core.engine import windows, word_spans
 
 __all__ = ["Piece", "highlight_ngrams", "word_diff", "words_end"]
 
@@ -61,9 +61,9 @@ def highlight_ngrams(text: str, grams: Set[str], n: int, tokenizer: str = "words
     found, at = word_spans(text, tokenizer)
     spans = [(start, end, word) for word, (start, end) in zip(found, at, strict=True)]
     covered = [False] * len(spans)
-    for i in range(len(spans) - n + 1):
-        if " ".join(w for _, _, w in spans[i : i + n]) in grams:
-            for j in range(i, i + n):
+    for lo, hi in windows(found, n, tokenizer):
+        if " ".join(found[lo:hi]) in grams:
+            for j in range(lo, hi):
                 covered[j] = True
     pieces: list[Piece] = []
     pos = 0

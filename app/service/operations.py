@@ -216,7 +216,7 @@ class Service:
         """
         store = open_store(settings) if store is None else store
         try:
-            store.ensure_params(settings.params.index_params())
+            store.ensure_params(settings.params.store_params())
             settings = lock_settings(store, settings)
             pool = SignaturePool(settings.workers, settings.params)
         except BaseException:

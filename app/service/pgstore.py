@@ -77,6 +77,7 @@ from neardup.app.service.store import (
     changed_settings,
     check_params,
     check_settings,
+    unrecorded,
 )
 from neardup.core.engine import ProtectedFormat
 
@@ -545,7 +546,13 @@ class PostgresStore:
                 rows = conn.execute("SELECT key, value FROM params").fetchall()
                 stored: dict[str, str] = {str(k): str(v) for k, v in rows}
                 if stored:
-                    return stored
+                    added = unrecorded(stored, params)
+                    with conn.cursor() as cur:  # none: nothing is sent
+                        cur.executemany(
+                            "INSERT INTO params VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
+                            list(added.items()),
+                        )
+                    return {**stored, **added}
                 has_docs = conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone()
                 has_sets = conn.execute("SELECT 1 FROM protected_sets LIMIT 1").fetchone()
                 if has_docs is not None or has_sets is not None:

@@ -56,6 +56,7 @@ __all__ = [
     "lock_settings",
     "open_store",
     "queued_call",
+    "unrecorded",
 ]
 
 log = logging.getLogger("neardup")
@@ -204,11 +205,23 @@ def queued_call(queued: float, fn: Callable[..., _T], *args: Any) -> _T:
 PREDATING = {"tokenizer": "words"}
 
 
+#: Parameters a store records on first use, and a store that predates one records on its next
+#: start: they change nothing stored (the store keeps protected sets as their files and parses
+#: them at every start), but every replica of the store must then agree on them.
+RECORDED_ON_OPEN = ("windows",)
+
 #: What a refusal adds for a parameter a store can only be rebuilt for.
 _WAY_OUT = {
     "tokenizer": " (a store is never extended under another tokenizer or version of it: start "
-    "with the store's, or build a new store from the documents, docs/index.md)"
+    "with the store's, or build a new store from the documents, docs/index.md)",
+    "windows": " (the store's replicas would flag other texts as contamination: run every "
+    "replica with the neardup version that recorded it, or build a new store, docs/index.md)",
 }
+
+
+def unrecorded(stored: dict[str, str], params: dict[str, int | str]) -> dict[str, str]:
+    """The values of ``RECORDED_ON_OPEN`` that ``params`` has and a store's ``stored`` lacks."""
+    return {k: str(params[k]) for k in RECORDED_ON_OPEN if k in params and k not in stored}
 
 
 def check_params(
@@ -350,7 +363,11 @@ class SQLiteStore:
                     "INSERT INTO params VALUES (?, ?)", [(k, str(v)) for k, v in params.items()]
                 )
             return
-        check_params(str(self.path), "the data directory", stored, params)
+        added = unrecorded(stored, params)
+        if added:
+            with self._transaction():
+                self._db.executemany("INSERT INTO params VALUES (?, ?)", list(added.items()))
+        check_params(str(self.path), "the data directory", {**stored, **added}, params)
 
     def ensure_settings(
         self, settings: dict[str, str], explicit: Collection[str] | None = None

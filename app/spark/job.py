@@ -108,6 +108,7 @@ class SparkParams:
         flat = {
             **self.minhash.as_dict(),
             "tokenizer_version": self.minhash.tokenizer_version,
+            "window_version": self.minhash.window_version,
             "keep_duplicates": self.keep_duplicates,
             "keep": self.keep,
         }

@@ -287,11 +287,13 @@ def _decont_table(rows: list[Language]) -> list[str]:
         "",
         "Eval items: messages of 13 to 20 English words; clean documents (about 120 English "
         "words) quote none; a quote is one whole item inserted into a clean document. `n`: "
-        "the n-gram length core used (its default for the tokenizer). English: the same items "
+        "the n-gram length core used (its default for the tokenizer: under `multilingual` a "
+        "window is the shortest run of words weighing n English words, each word weighed by its "
+        "script, docs/algorithm.md section 5). English: the same items "
         "and documents in their English source. Ratio: the language's false-flag rate over "
         "English's. Goal (scripts written without spaces): at most twice English's false flags "
         "(2 allowed when English has 0 or 1) and at least as many quotes caught as in English. "
-        "`short`: items with fewer words than `n` under the tokenizer (they have no n-gram: "
+        "`short`: items too short for one window under the tokenizer (they have no n-gram: "
         "never caught).",
         "",
         "| language | items | tokenizer | n | short | false flags | false flags, English | ratio "
@@ -387,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- command: `{command}`")
         for key, value in facts(start).items():
             print(f"- {key}: {value}")
-        version = MinhashParams(tokenizer="multilingual").tokenizer_version
+        params = MinhashParams(tokenizer="multilingual")
+        version = f"{params.tokenizer_version}`, its windows `{params.window_version}"
         print(
             f"- corpus: the gettext catalogs under {', '.join(roots)} (`LOCALE/LC_MESSAGES/*.mo`),"
             " each message with its English source; `en` is the English sources of the `de` "

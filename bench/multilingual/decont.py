@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.multilingual.catalogs import Message, documents, english_words
-from neardup.core.engine import ProtectedFormat, parse_protected_set, words
+from neardup.core.engine import ProtectedFormat, parse_protected_set, windows, words
 
 __all__ = ["DecontCase", "Flags", "case", "flags"]
 
@@ -40,7 +40,7 @@ class DecontCase:
 @dataclass(frozen=True)
 class Flags:
     """Clean documents flagged and quotes caught, of how many, with the n-gram length used and
-    the items too short for one n-gram (never caught)."""
+    the items too short for one n-gram window (never caught)."""
 
     n: int
     short: int
@@ -92,6 +92,7 @@ def flags(data: DecontCase, tokenizer: str, english: bool) -> Flags:
         for i, hits in enumerate(protected.hits_many(quotes))
     )
     short = sum(
-        len(words(m.english if english else m.text, tokenizer)) < protected.n for m in data.items
+        not windows(words(m.english if english else m.text, tokenizer), protected.n, tokenizer)
+        for m in data.items
     )
     return Flags(protected.n, short, flagged, len(clean), caught, len(quotes))

@@ -220,7 +220,7 @@ def _protection(n=13, tokenizer="words", texts=(WORDS13,)):
 
 
 def test_drop_rule_of_each_mode():
-    prot = _protection(2, "multilingual", ["中文"])
+    prot = _protection(1, "multilingual", ["中文"])
     text = "a" * 30 + " 中文 " + "b" * 30
     doc, matches = Doc("d", text), prot.matches(text)
     assert [(m.start, m.end) for m in matches] == [(31, 33)]
@@ -237,7 +237,7 @@ def test_drop_rule_of_each_mode():
 
 
 def test_a_cut_falls_between_the_matches_tokenizers_words():
-    prot = _protection(2, "multilingual", ["文字"])
+    prot = _protection(1, "multilingual", ["文字"])
     text = "x" * 10 + " 中文字 " + "y" * 10
     doc, matches = Doc("d", text), prot.matches(text)
     params = P(DecontMode.CUT, window=0, min_piece=1)
@@ -303,7 +303,7 @@ def test_decontaminate_modes_default_to_drop_and_read_batch_by_batch():
 
 
 def test_decontaminate_modes_cut_by_the_protections_tokenizer():
-    prot = _protection(2, "multilingual", ["文字"])
+    prot = _protection(1, "multilingual", ["文字"])
     text = "x" * 10 + " 中文字 " + "y" * 10
     params = P(DecontMode.CUT, window=0, min_piece=1)
     out = list(decontaminate_modes([Doc("d", text)], prot, params))

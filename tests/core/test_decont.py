@@ -232,8 +232,9 @@ def test_decontaminate_uses_13_grams_and_the_tokenizer_it_is_given(story, tmp_pa
     thirteen = "tom found a shiny red shell by the river and carried it home"
     docs = [Doc("13", f"so {thirteen} fast"), Doc("12", " ".join(thirteen.split()[:12]))]
     assert [d.id for d in decontaminate(docs, [story])] == ["12"]
-    # Thai is written without spaces: 13 graphemes are 13 words only to the multilingual tokenizer.
-    thai = "กขคงจฉชซฌญฎฏฐ"
+    # Thai is written without spaces: to the multilingual tokenizer a grapheme cluster is a
+    # word weighing 21/64 of an English word, so 40 of them are one window of 13 English words.
+    thai = ("กขคงจฉชซฌญฎฏฐ" * 4)[:40]
     path = tmp_path / "thai.txt"
     path.write_text(thai, encoding="utf-8")
     docs = [Doc("t", f"x {thai} y")]
@@ -241,6 +242,8 @@ def test_decontaminate_uses_13_grams_and_the_tokenizer_it_is_given(story, tmp_pa
     assert [d.id for d in decontaminate(docs, [path], tokenizer="multilingual")] == []
     index = NgramIndex(protected_ngrams([path], tokenizer="multilingual"), tokenizer="multilingual")
     assert [d.id for d in decontaminate_with(docs, index)] == []
+    path.write_text(thai[:39], encoding="utf-8")  # 39 clusters: short of one window
+    assert protected_ngrams([path], tokenizer="multilingual") == set()
 
 
 def test_a_set_of_ngrams_is_refused_with_the_way_to_use_them(grams):

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from neardup.core import _fold, _multilingual, _scripts, _tokens
 from neardup.core._matches import word_spans
 from neardup.core._multilingual import normalize, word_edges
-from neardup.core._text import ngrams, shingles, words
+from neardup.core._text import shingles, words
 from neardup.core._unicode_build import REGEX_VERSION, UNICODE_VERSION, build
+from neardup.core._windows import window_grams
 from neardup.core.engine import (
     DecontParams,
     Doc,
@@ -293,11 +294,13 @@ def test_signatures_take_the_tokenizer():
     assert not (signatures([chinese], tokenizer=M) == signatures([chinese])).all()
 
 
-def test_a_forty_character_chinese_item_gives_28_thirteen_grams():
+def test_a_forty_character_chinese_item_gives_27_windows_of_14_characters():
+    # A Han character weighs 63/64 of an English word: 14 of them are 13 English words.
     item = "在计算机科学中，哈希函数是一种将任意长度的数据映射为固定长度值的函数，常用于快速查找。"
     han = [c for c in item if c not in "，。"]
-    grams = set(ngrams(words(item, M), 13))
-    assert len(han) == 40 and len(grams) == 28
+    grams = set(window_grams(words(item, M), 13, M))
+    assert len(han) == 40 and len(grams) == 27
+    assert {len(g.split()) for g in grams} == {14}
     planted = "前面是一些无关的文字。" + item[5:30] + "后面还有更多的内容。"
     assert contaminated(planted, grams, 13, M)
     index = NgramIndex(grams, 13, M)
@@ -308,7 +311,7 @@ def test_copies_differing_only_in_points_and_tatweel_are_found():
     item = "ذهب الولد إلى المدرسة في الصباح الباكر وعاد إلى البيت بعد الظهر مع أصدقائه"
     pointed = "ذَهَبَ الوَلَدُ إِلَى المَدْرَسَةِ فِي الصَّبَاحِ البَاكِرِ وَعَادَ إِلَى البَيْتِ بَعْدَ الظُّهْرِ مَعَ أَصْدِقَائِهِ"
     assert words(pointed, M) == words(item, M)
-    grams = set(ngrams(words(item, M), 13))
+    grams = set(window_grams(words(item, M), 13, M))
     assert grams and contaminated("مقدمة " + pointed.replace("ل", "لـ"), grams, 13, M)
 
 

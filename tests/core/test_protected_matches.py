@@ -109,8 +109,8 @@ def test_matches_many_scan_what_any_sets_filter_flags():
     texts = ["x y", "nothing", "so p q", "", "中文 x y"]
     assert prot.matches_many(texts) == [prot.matches(t) for t in texts]
     assert [len(m) for m in prot.matches_many(texts)] == [1, 0, 1, 0, 1]
-    cjk = Protection([_set("c", ["文字"], tokenizer="multilingual")])
-    assert (cjk.n, cjk.tokenizer) == (2, "multilingual")
+    cjk = Protection([_set("c", ["文字"], n=1, tokenizer="multilingual")])
+    assert (cjk.n, cjk.tokenizer) == (1, "multilingual")
     assert cjk.matches_many(["中文字"]) == [[Match("c", ("c0",), "文 字", 1, 3)]]
 
 
@@ -176,9 +176,11 @@ def test_first_shared_ngram_and_contaminated_by_their_defaults():
     assert first_shared_ngram("a b c d", grams, 2) == "b c"
     assert first_shared_ngram("a b", grams, 2) is None
     assert contaminated("x " + WORDS13, grams) and not contaminated("a b c", grams)
-    assert first_shared_ngram("中文", {"中 文"}, 2, "multilingual") == "中 文"
+    # two Han characters weigh 126/64 English words: one window of 1, none of 2
+    assert first_shared_ngram("中文", {"中 文"}, 1, "multilingual") == "中 文"
+    assert first_shared_ngram("中文", {"中 文"}, 2, "multilingual") is None
     assert first_shared_ngram("中文", {"中 文"}, 2) is None
-    assert contaminated("中文", {"中 文"}, 2, "multilingual")
+    assert contaminated("中文", {"中 文"}, 1, "multilingual")
     assert not contaminated("中文", {"中 文"}, 2)
 
 
@@ -207,8 +209,8 @@ def test_contains_is_a_search_in_the_sorted_hashes():
 
 
 def test_contaminated_many_matches_contaminated_text_by_text():
-    grams = {"中 文", "b c"}
-    texts = ["b c", "a b", "中文", "", "b", "x b c y", "中"]
+    grams = {"中 文 字", "b c"}
+    texts = ["b c", "a b", "中文字", "", "b", "x b c y", "中文"]
     for tokenizer in ("words", "multilingual"):
         index = NgramIndex(grams, 2, tokenizer)
         got = index.contaminated_many(texts).tolist()
@@ -227,11 +229,12 @@ def test_decontaminate_reads_13_gram_words_by_default(tmp_path: Path):
     docs = [Doc("a", WORDS13), Doc("b", WORDS13[:-3]), Doc("c", "检查"), Doc("d", "请检")]
     assert [d.id for d in decontaminate(docs, [path])] == ["b", "c", "d"]
     assert [d.id for d in decontaminate(docs, [path], 2)] == ["c", "d"]
-    assert [d.id for d in decontaminate(docs, [path], 2, "multilingual")] == []
+    assert [d.id for d in decontaminate(docs, [path], 2, "multilingual")] == ["c", "d"]
+    assert [d.id for d in decontaminate(docs, [path], 1, "multilingual")] == []
     assert [d.id for d in decontaminate(docs, [path], n=1)] == ["c", "d"]
     with pytest.raises(ParameterError, match="got 0"):
         decontaminate(docs, [path], 0)
-    index = NgramIndex({"检 查"}, 2, "multilingual")
+    index = NgramIndex({"检 查"}, 1, "multilingual")
     assert [d.id for d in decontaminate_with(docs, index)] == ["a", "b", "d"]
 
 

@@ -48,6 +48,7 @@ def test_a_report_worked_by_hand():
           "coverage": 1.0, "subsets": ["not clean", "dirty"]}  # fmt: skip
     assert report.as_dict() == {
         "tokenizer": "words",
+        "windows": "words",
         "ngram": 2,
         "item_cap": None,
         "thresholds": {"clean_below": 0.2, "dirty_from": 0.8},
@@ -101,7 +102,7 @@ def test_a_report_of_no_sets_and_the_defaults():
     report, entries = _report(Protection([]))
     assert entries == [None] * 4
     assert report.as_dict() == {
-        "tokenizer": "words", "ngram": 13, "item_cap": None,
+        "tokenizer": "words", "windows": "words", "ngram": 13, "item_cap": None,
         "thresholds": {"clean_below": 0.2, "dirty_from": 0.8},
         "documents": 4, "contaminated": 0, "contaminated_ids": [], "items_matched": 0,
         "sets": [], "items": [],

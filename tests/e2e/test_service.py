@@ -16,6 +16,7 @@ def test_config_reports_the_index_parameters(server):
     assert body["num_perm"] == 128 and body["bands"] == 16 and body["rows"] == 8
     assert body["threshold"] == 0.8 and body["k"] == 5 and body["seed"] == 0
     assert body["ngram"] == 13 and round(body["lsh_threshold"], 4) == 0.7071
+    assert body["window_version"] == "words"
 
 
 def test_signatures_over_http_equal_core(server):

@@ -53,7 +53,7 @@ def test_s_curve_of_the_default_configuration():
 def test_highlight_marks_the_characters_of_a_multilingual_ngram():
     grams = {"哈 希 函 数"}
     text = "在计算机科学中，哈希函数是一种函数。"
-    pieces = highlight_ngrams(text, grams, 4, "multilingual")
+    pieces = highlight_ngrams(text, grams, 3, "multilingual")  # 3 words' worth: 4 Han
     assert "".join(p.text for p in pieces if p.kind == "hit") == "哈希函数"
     assert "".join(p.text for p in pieces) == text
     assert not [p for p in highlight_ngrams(text, grams, 4) if p.kind == "hit"]
@@ -82,7 +82,7 @@ def test_highlight_pieces_cover_the_text_exactly_with_no_empty_piece():
         Piece(", ", "same"), Piece("red", "hit"), Piece(" ", "same"), Piece("shell", "same"),
         Piece(".", "same"),
     ]  # fmt: skip
-    pieces = highlight_ngrams("科学中，哈希函数", {"哈 希 函 数"}, 4, "multilingual")
+    pieces = highlight_ngrams("科学中，哈希函数", {"哈 希 函 数"}, 3, "multilingual")
     assert pieces == [
         Piece("科", "same"), Piece("学", "same"), Piece("中", "same"), Piece("，", "same"),
         Piece("哈", "hit"), Piece("希", "hit"), Piece("函", "hit"), Piece("数", "hit"),

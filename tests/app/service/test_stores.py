@@ -62,6 +62,28 @@ def _write(store, fn, *args):
         store.unlock_writes()
 
 
+def test_a_store_records_the_window_definition_and_refuses_another_naming_both(opener):
+    """A store made before windows were recorded (index parameters only) records the running
+    definition on its next start; a replica of another definition is then refused."""
+    store = opener()
+    store.ensure_params(PARAMS)  # as a store made before window_version existed
+    params = MinhashParams().store_params()
+    assert params == {**PARAMS, "windows": "words"}
+    store.ensure_params(params)
+    store.close()
+    store = opener()
+    try:
+        store.ensure_params(params)  # reopened by the same definition
+        with pytest.raises(ParameterMismatch) as caught:
+            store.ensure_params({**params, "windows": "weighted-0"})
+    finally:
+        store.close()
+    assert ": WINDOWS is weighted-0 but the " in str(caught.value)
+    assert " was created with words (the store's replicas would flag other texts" in str(
+        caught.value
+    )
+
+
 def test_documents_round_trip_through_either_store(opener):
     store = opener()
     store.ensure_params(PARAMS)

@@ -424,7 +424,7 @@ def test_a_multilingual_service_pages_and_marks_by_characters_and_rates_each_cal
 
     async def run():
         async with service_in(
-            tokenizer="multilingual", ngram=4, contamination_texts_per_minute=2
+            tokenizer="multilingual", ngram=3, contamination_texts_per_minute=2
         ) as service:
             await service.register([NewDoc("h1", HAN, {})])
             await service.register([NewDoc("h2", HAN_EDITED, {})])

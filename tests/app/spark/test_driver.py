@@ -143,7 +143,7 @@ def _spark() -> Any:
 
 def test_spark_params_as_flags_and_the_manifest_as_json() -> None:
     params = job.SparkParams(minhash=PARAMS, keep_duplicates=True)
-    version = {"tokenizer_version": PARAMS.tokenizer_version}
+    version = {"tokenizer_version": PARAMS.tokenizer_version, "window_version": "words"}
     assert params.as_dict() == {
         **PARAMS.as_dict(), **version, "keep_duplicates": True, "keep": "smallest-id"
     }  # fmt: skip

@@ -3,6 +3,7 @@ against brute force (huge buckets and buckets split across batches), and the row
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,16 +13,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.app.spark import kernels
+from neardup.core._ngrams import contaminated
 from neardup.core.engine import (
     MinhashParams,
     NgramIndex,
+    ProtectedFormat,
     ProtectedSet,
     Protection,
     RowWriter,
     batch_signatures,
     min_label_components,
+    parse_protected_set,
 )
 from tests.app.spark.conftest import run_local
+from tests.core.test_windows import multilingual_text
 
 PARAMS = MinhashParams(num_perm=16, bands=4, threshold=0.5)
 
@@ -215,6 +220,30 @@ def test_clean_batch_is_true_for_the_texts_sharing_no_protected_ngram():
     everything = kernels.clean_batch(texts, None)
     assert everything.dtype == np.bool_ and everything.tolist() == [True, True]
     assert kernels.clean_batch(texts, NgramIndex({"a b c"}, n=3)).tolist() == [False, True]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    item=multilingual_text(),
+    others=st.lists(multilingual_text(max_runs=4), min_size=1, max_size=6),
+    n=st.integers(1, 13),
+)
+def test_the_kernels_verdicts_and_reasons_are_the_local_engines_under_weighted_windows(
+    item: str, others: list[str], n: int
+) -> None:
+    """Under ``multilingual`` (windows of n English words' worth, core._windows) the executors'
+    batch functions give the local engine's verdicts and first matches, quotes among them."""
+    body = json.dumps({"id": "q", "text": item})
+    protected = parse_protected_set("eval", body, ProtectedFormat.JSONL, n, "multilingual")
+    texts = [*others, *(f"{o} {item}" for o in others)]
+    protection = Protection([protected])
+    clean = kernels.clean_batch(texts, protected.index).tolist()
+    assert clean == [not contaminated(t, set(protected.grams), n, "multilingual") for t in texts]
+    reasons = kernels.contamination_reasons(texts, protection)
+    local = [protection.matches(t) for t in texts]
+    assert [r is None for r in reasons] == [not m for m in local] == clean
+    assert [r and r["ngram"] for r in reasons] == [m[0].ngram if m else None for m in local]
+    assert not any(clean[len(others) :]) or not protected.grams
 
 
 def test_line_problem_says_why_a_line_is_not_a_document():

@@ -1,0 +1,159 @@
+"""Decontamination windows: which runs of words are a text's protected n-grams
+(docs/algorithm.md section 5).
+
+Under ``words`` a window is ``n`` consecutive words, exactly as the contract says. Under
+``multilingual`` a word covers a different amount of text in every script (one Thai grapheme
+cluster is about a sixth of an English word, one Tamil word about a word and a half), so every
+word weighs ``WEIGHT_UNIT``-ths of an English word by the script of its first character
+(``SCRIPT_WEIGHTS``), and the window starting at each word is the shortest run of words from it
+whose weights add up to ``n`` English words (``n * WEIGHT_UNIT``); a text whose remaining
+words weigh less has no window starting there. A window depends on its own words alone, so a
+quoted passage makes the same windows in an eval set and in the corpus quoting it. A window is
+its words joined by single spaces, as an n-gram of ``words`` is, and hashed alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.core._text import ngrams
+
+__all__ = [
+    "SCRIPT_WEIGHTS",
+    "WEIGHT_UNIT",
+    "WINDOWS_REVISION",
+    "buffer_weights",
+    "text_grams",
+    "window_ends",
+    "window_grams",
+    "window_version",
+    "windows",
+    "word_weights",
+]
+
+#: Weights are whole numbers of this fraction of an English word (fixed point: integer sums,
+#: the same on every machine and in every engine).
+WEIGHT_UNIT = 64
+#: The revision of ``SCRIPT_WEIGHTS``' definition; with it, what reports and manifests record.
+WINDOWS_REVISION = 1
+
+#: (name, weight in WEIGHT_UNIT-ths of an English word, code-point ranges (inclusive)) of
+#: every script whose words are not one English word each, by the first character of a word of
+#: the normalized text; every other word (Latin, digits, ...) weighs WEIGHT_UNIT. Measured on
+#: the gettext catalogs (``python -m bench.multilingual.ratios``: words of the translation per
+#: word of its English source, over every message), then lowered by about a sixth so that a
+#: quote of 13 English words holds a whole window even where its translation is terser than
+#: the catalog's mean; docs/algorithm.md section 5 gives the figures. Scripts of the same family
+#: without a catalog here take the family's weight (Indic scripts Bengali's and Tamil's mean).
+SCRIPT_WEIGHTS: tuple[tuple[str, int, tuple[tuple[int, int], ...]], ...] = (
+    ("Han", 63, ((0x2E80, 0x2FDF), (0x3005, 0x3007), (0x3021, 0x3029), (0x3038, 0x303B),
+                 (0x3100, 0x312F), (0x31A0, 0x31BF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
+                 (0xF900, 0xFAFF), (0x20000, 0x3FFFF))),
+    ("Kana", 29, ((0x3041, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F), (0x1B000, 0x1B16F))),
+    ("Thai", 21, ((0x0E00, 0x0E7F),)),
+    ("Lao", 21, ((0x0E80, 0x0EFF),)),
+    ("Khmer", 35, ((0x1780, 0x17FF), (0x19E0, 0x19FF))),
+    ("Myanmar", 29, ((0x1000, 0x109F), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F))),
+    ("Tibetan", 27, ((0x0F00, 0x0FFF),)),
+    ("Hangul", 125, ((0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xAC00, 0xD7FF))),
+    ("Arabic", 128, ((0x0600, 0x06FF), (0x0750, 0x077F), (0x08A0, 0x08FF), (0xFB50, 0xFDFF),
+                    (0xFE70, 0xFEFF))),
+    ("Hebrew", 130, ((0x0590, 0x05FF), (0xFB1D, 0xFB4F))),
+    ("Devanagari", 98, ((0x0900, 0x097F), (0xA8E0, 0xA8FF))),
+    ("Bengali", 114, ((0x0980, 0x09FF),)),
+    ("Indic", 117, ((0x0A00, 0x0B7F), (0x0C00, 0x0D7F))),
+    ("Tamil", 141, ((0x0B80, 0x0BFF),)),
+    ("Sinhala", 117, ((0x0D80, 0x0DFF),)),
+    ("Cyrillic", 114, ((0x0400, 0x052F), (0x1C80, 0x1C8F), (0x2DE0, 0x2DFF), (0xA640, 0xA69F))),
+    ("Greek", 98, ((0x0370, 0x03FF), (0x1F00, 0x1FFF))),
+)  # fmt: skip
+
+
+def window_version(tokenizer: str) -> str:
+    """What reports, manifests and ``/v1/config`` record of how windows are made: ``words``
+    (``n`` consecutive words, the contract) or ``weighted-1`` (``SCRIPT_WEIGHTS``' revision).
+
+    >>> window_version("words"), window_version("multilingual")
+    ('words', 'weighted-1')
+    """
+    return "words" if tokenizer == "words" else f"weighted-{WINDOWS_REVISION}"
+
+
+@cache
+def weight_table() -> NDArray[np.int64]:
+    """The weight of a word by its first code point (every code point), built once a process."""
+    table = np.full(0x110000, WEIGHT_UNIT, dtype=np.int64)
+    for _, weight, ranges in SCRIPT_WEIGHTS:
+        for lo, hi in ranges:
+            table[lo : hi + 1] = weight
+    return table
+
+
+def word_weights(words: Sequence[str]) -> NDArray[np.int64]:
+    """The weight of every word (none empty) of a text."""
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype="<u4")
+    found: NDArray[np.int64] = weight_table().take(codes[np.cumsum(lengths) - lengths])
+    return found
+
+
+def buffer_weights(buf: NDArray[np.uint8], word_start: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The weight of every word of a ``Tokens`` buffer (UTF-8), by the code point its bytes at
+    ``word_start`` begin, decoded in numpy."""
+    lead = buf.take(word_start).astype(np.int64)
+    code = lead.copy()
+    width = 1 + (lead >= 0xC0) + (lead >= 0xE0) + (lead >= 0xF0)
+    code[width == 2] &= 0x1F
+    code[width == 3] &= 0x0F
+    code[width == 4] &= 0x07
+    for i in range(1, 4):
+        more = width > i
+        following = buf.take(word_start[more] + i, mode="clip").astype(np.int64) & 0x3F
+        code[more] = (code[more] << 6) | following
+    return weight_table().take(code)
+
+
+def window_ends(
+    weights: NDArray[np.int64], doc_words: NDArray[np.int64], n: int
+) -> NDArray[np.int64]:
+    """For every word of a batch (``doc_words`` words a document), one past the last word of
+    the window starting at it, or -1 where the rest of its document weighs under ``n`` English
+    words: the first end whose weights from the start reach ``n * WEIGHT_UNIT``."""
+    total = np.zeros(len(weights) + 1, dtype=np.int64)
+    np.cumsum(weights, out=total[1:])
+    ends = np.searchsorted(total, total[:-1] + n * WEIGHT_UNIT, side="left")
+    doc_end = np.repeat(np.cumsum(doc_words), doc_words)
+    return np.where(ends <= doc_end, ends, -1).astype(np.int64)
+
+
+def windows(w: Sequence[str], n: int, tokenizer: str = "words") -> list[tuple[int, int]]:
+    """``[lo, hi)`` word indices of every window of the word list ``w``, in order (see the
+    module docstring): under ``words`` every run of ``n`` words, the last included.
+
+    >>> windows(["a", "b", "c"], 2)
+    [(0, 2), (1, 3)]
+    >>> windows(["ก"] * 4, 1, "multilingual")  # a Thai cluster weighs 21/64 of a word
+    [(0, 4)]
+    """
+    if tokenizer == "words":
+        return [(i, i + n) for i in range(len(w) - n + 1)]
+    ends = window_ends(word_weights(w), np.array([len(w)], dtype=np.int64), n)
+    found = np.flatnonzero(ends >= 0)
+    return list(zip(found.tolist(), ends[found].tolist(), strict=True))
+
+
+def window_grams(w: Sequence[str], n: int, tokenizer: str = "words") -> list[str]:
+    """Every window of ``w`` as its words joined by single spaces (``ngrams`` under ``words``)."""
+    return [" ".join(w[lo:hi]) for lo, hi in windows(w, n, tokenizer)]
+
+
+def text_grams(w: list[str], n: int, tokenizer: str = "words") -> Iterator[str]:
+    """``window_grams`` one at a time: under ``words`` lazily (``ngrams``), so that a scan
+    stopping at the first match joins no more windows than it reads."""
+    if tokenizer == "words":
+        return ngrams(w, n)
+    return iter(window_grams(w, n, tokenizer))

@@ -1,0 +1,197 @@
+"""Decontamination windows (core._windows): ``words`` keeps the contract's n consecutive words;
+``multilingual`` windows weigh n English words in every script, are the same in the protected
+and the corpus paths, and a quote of any protected window is flagged."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.core._ngrams import NgramIndex, contaminated, window_spans
+from neardup.core._text import ngrams, words
+from neardup.core._tokens import Tokens
+from neardup.core._windows import (
+    SCRIPT_WEIGHTS,
+    WEIGHT_UNIT,
+    window_grams,
+    window_version,
+    windows,
+    word_weights,
+)
+from neardup.core.engine import (
+    MinhashParams,
+    ProtectedFormat,
+    Protection,
+    parse_protected_set,
+)
+from tests.strategies import any_text
+
+M = "multilingual"
+
+#: Words of several scripts, each a whole word of the multilingual tokenizer (unspaced scripts:
+#: one grapheme cluster), as they read after normalization.
+PIECES = {
+    "latin": ["tom", "found", "a", "shell", "river", "42"],
+    "cyrillic": ["дом", "река", "нашёл"],
+    "arabic": ["البيت", "الولد", "مع"],
+    "tamil": ["தமிழ்", "நாடு"],
+    "hangul": ["한국어", "사람"],
+    "han": ["中", "文", "字", "计", "算"],
+    "kana": ["か", "な", "カ", "ナ"],
+    "thai": ["ก", "ข", "ดี", "วั"],
+    "khmer": ["ក", "ខ្ម", "ង"],
+    "myanmar": ["က", "ခ", "မြ"],
+}
+_UNSPACED = {"han", "kana", "thai", "khmer", "myanmar"}
+
+
+@st.composite
+def multilingual_text(draw: st.DrawFn, max_runs: int = 12) -> str:
+    """Runs of words of random scripts: words of a spaced script apart, clusters of an
+    unspaced one written together, runs apart."""
+    runs = []
+    for _ in range(draw(st.integers(1, max_runs))):
+        script = draw(st.sampled_from(sorted(PIECES)))
+        drawn = draw(st.lists(st.sampled_from(PIECES[script]), min_size=1, max_size=30))
+        runs.append(("" if script in _UNSPACED else " ").join(drawn))
+    return " ".join(runs)
+
+
+def _reference_windows(w: list[str], n: int) -> list[tuple[int, int]]:
+    """Written from the definition with plain loops: from every word, the fewest words whose
+    weights (by ``SCRIPT_WEIGHTS``, else one unit word) reach ``n`` English words."""
+
+    def weight(word: str) -> int:
+        for _, value, ranges in SCRIPT_WEIGHTS:
+            if any(lo <= ord(word[0]) <= hi for lo, hi in ranges):
+                return value
+        return WEIGHT_UNIT
+
+    out = []
+    for lo in range(len(w)):
+        total = 0
+        for hi in range(lo, len(w)):
+            total += weight(w[hi])
+            if total >= n * WEIGHT_UNIT:
+                out.append((lo, hi + 1))
+                break
+    return out
+
+
+def test_window_version_names_both_definitions():
+    assert window_version("words") == "words"
+    assert window_version(M) == "weighted-1"
+    assert MinhashParams().window_version == "words"
+    assert MinhashParams(tokenizer=M).window_version == "weighted-1"
+
+
+def test_weights_follow_the_script_of_a_words_first_character():
+    got = word_weights(["the", "中", "か", "ก", "ខ្ម", "한국어", "дом", "தமிழ்"]).tolist()
+    assert got == [64, 63, 29, 21, 35, 125, 114, 141]
+    # every weight is at least 1: a window always ends
+    assert min(value for _, value, _ in SCRIPT_WEIGHTS) >= 1
+
+
+def test_a_window_covers_13_english_words_worth_in_every_script():
+    thai = words("ก" * 40, M)
+    assert windows(thai, 13, M) == [(0, 40)]  # 40 x 21 = 840 >= 13 x 64 = 832; 39 are short
+    assert windows(thai[:39], 13, M) == []
+    han = words("中" * 14, M)
+    assert windows(han, 13, M) == [(0, 14)]  # 14 x 63 = 882; 13 x 63 = 819 is short
+    tamil = ["தமிழ்"] * 6
+    assert windows(tamil, 13, M) == [(0, 6)]  # 6 x 141 = 846
+    mixed = ["中"] * 10 + ["tom", "found", "a"]  # 630 + 192 = 822, short; one more word reaches
+    assert windows(mixed, 13, M) == []
+    assert windows([*mixed, "shell"], 13, M) == [(0, 14)]
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "中", "ก"]), max_size=30), st.integers(1, 15))
+def test_words_windows_are_the_contracts_n_grams(w: list[str], n: int):
+    # ``words`` is untouched: every run of n words, whatever script the words are of
+    assert windows(w, n) == [(i, i + n) for i in range(len(w) - n + 1)]
+    assert window_grams(w, n) == list(ngrams(w, n))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(any_text, min_size=1, max_size=4), st.integers(1, 6))
+def test_words_mode_is_the_contract_in_every_path(texts: list[str], n: int):
+    """Under ``words`` a window is n words of ``re.findall(r"\\w+", text.lower())`` (the
+    contract, docs/algorithm.md), in the scalar and the batch paths alike."""
+    contract = [re.findall(r"\w+", t.lower()) for t in texts]
+    expected = [[" ".join(w[i : i + n]) for i in range(len(w) - n + 1)] for w in contract]
+    assert [window_grams(words(t), n) for t in texts] == expected
+    tokens = Tokens(texts)
+    start, end, doc = window_spans(tokens, n)
+    buf = tokens.buf.tobytes()
+    got: list[list[str]] = [[] for _ in texts]
+    for s, e, d in zip(start.tolist(), end.tolist(), doc.tolist(), strict=True):
+        got[d].append(buf[s:e].decode("utf-8"))
+    assert got == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(multilingual_text(), st.integers(1, 13))
+def test_multilingual_windows_match_the_definition(text: str, n: int):
+    w = words(text, M)
+    assert windows(w, n, M) == _reference_windows(w, n)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@settings(max_examples=40, deadline=None)
+@given(texts=st.lists(multilingual_text(), min_size=1, max_size=5), n=st.integers(1, 13))
+def test_batch_windows_are_the_scalar_windows(jit: bool, texts: list[str], n: int):
+    """The protected path (``window_grams`` of ``words``) and the corpus path (byte spans of a
+    batch's buffer, numpy or compiled tokens) make the very same windows."""
+    tokens = Tokens(texts, jit=jit, tokenizer=M)
+    assert (tokens.kernels is not None) == jit
+    start, end, doc = window_spans(tokens, n, M)
+    buf = tokens.buf.tobytes()
+    got = [[] for _ in texts]
+    for s, e, d in zip(start.tolist(), end.tolist(), doc.tolist(), strict=True):
+        got[d].append(buf[s:e].decode("utf-8"))
+    assert got == [window_grams(words(t, M), n, M) for t in texts]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    item=multilingual_text(),
+    before=multilingual_text(max_runs=3),
+    after=multilingual_text(max_runs=3),
+    n=st.integers(1, 13),
+    pick=st.integers(0, 10**6),
+)
+def test_a_quote_of_any_protected_window_is_flagged(
+    item: str, before: str, after: str, n: int, pick: int
+):
+    protected = parse_protected_set(
+        "eval", json.dumps({"id": "q", "text": item}), ProtectedFormat.JSONL, n, M
+    )
+    found = windows(words(item, M), n, M)
+    if not found:
+        assert protected.grams == {}
+        return
+    # the quote: the words of one protected window, as they are written, between other text
+    w = words(item, M)
+    lo, hi = found[pick % len(found)]
+    quote = " ".join(w[lo:hi])
+    doc = f"{before} {quote} {after}"
+    assert contaminated(doc, set(protected.grams), n, M)
+    assert protected.index.contaminated_many([doc, before]).tolist()[0]
+    # the match names the window and points at the quote in the text
+    matches = Protection([protected]).matches(doc)
+    at = len(before) + 1
+    assert any(m.ngram == quote and (m.start, m.end) == (at, at + len(quote)) for m in matches)
+
+
+def test_weighted_windows_are_not_13_tokens():
+    """The bug the weights fix: 13 Thai clusters (about 2 English words) are no window."""
+    thai = "กขคงจฉชซฌญฎฏฐ"
+    body = json.dumps({"id": "q", "text": thai})
+    protected = parse_protected_set("eval", body, ProtectedFormat.JSONL, 13, M)
+    assert protected.grams == {}
+    index = NgramIndex({" ".join(words(thai, M))}, 13, M)
+    assert index.contaminated_many([f"x {thai} y"]).tolist() == [False]
