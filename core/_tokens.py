@@ -356,8 +356,12 @@ def _multilingual_tokens(
             start = int(ends[d - 1]) if d else 0
             here = len(alt) if d == alt_doc else int(ends[d]) - start
             rest = 2 * (here + int(ends[-1] - ends[d])) + 2 * (n - d)
-            buf = _grown(buf, written, rest)
-            edges = _grown(edges, used, rest)
+            # A text's expansions may need more than that (the kernel stops where one would
+            # not fit): the arrays double at least, so every call gets further.
+            buf = _grown(buf, written, max(rest, len(buf) + 1 - written))
+            edges = _grown(edges, used, max(rest, len(edges) + 1 - used))
+        elif d == alt_doc:  # never: the kernel reads a normalized text as it is
+            raise AssertionError(f"the multilingual kernel stopped at text {d} normalized")
         else:
             alt = np.frombuffer(normalize(text_of(d)).encode("utf-8"), dtype=np.uint8)
             alt_doc = d
