@@ -125,7 +125,7 @@ def fold_table() -> NDArray[np.uint32]:
     skip = (out[dropped] & np.uint32(FOLD_SPECIAL | FOLD_MAYBE | FOLD_FIRST)) == 0
     out[dropped[skip]] = (out[dropped[skip]] & np.uint32(0xFF << _FOLD_CCC_SHIFT)) | FOLD_SKIP
     out[dropped[~skip]] |= FOLD_SPECIAL
-    return np.concatenate((out, _expansions(out, pieces, firsts, seconds, classes)))
+    return np.concatenate((out, _expansions(out, pieces, classes)))
 
 
 def _separators(out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]) -> None:
@@ -146,59 +146,33 @@ def _separators(out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.
 
 
 def _expansions(
-    out: NDArray[np.uint32],
-    pieces: list[str],
-    firsts: list[int],
-    seconds: list[int],
-    classes: NDArray[np.uint16],
+    out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]
 ) -> NDArray[np.uint32]:
     """Make ``FOLD_EXPAND`` entries of the special characters whose fold is a piece of text
     the kernel can read in their place (``ß`` ss, ``ﬁ`` fi, Thai ``ำ`` ํา, Bengali ``য়`` য়,
-    ``Ａ`` a, ``㎏`` kg, ``Ⅻ`` xii), and return the lists they point to. Such a character ``c``:
-
-    - is a starter that composes with nothing, is not dropped, and its full decomposition
-      ``NFKD(c)`` starts with a starter no composition takes second: normalizing never joins
-      it to what precedes;
-    - folds to ``casefold(NFKD(c))``, fully decomposed, of characters the table maps to
-      themselves (not special, not dropped): nothing in it recomposes, so a text holding it
-      normalizes as one holding that piece (a normalized text's NFKC depends only on its
-      full decomposition);
-    - ends, from its last starter on, with the same combining marks as ``NFKD(c)``, after a
-      starter that may compose if ``NFKD(c)``'s may: what follows meets in the piece what it
-      meets in ``c``'s decomposition, so the kernel's checks on the piece hold for ``c``.
-    """
+    ``Ａ`` a, ``㎏`` kg, ``Ⅻ`` xii), and return the lists they point to. Such a character ``c``
+    is a starter that is not dropped, and folds to ``casefold(NFKD(c))``, fully decomposed,
+    of characters the table maps to themselves (not special, not dropped). Nothing in the
+    piece recomposes, so a text holding ``c`` normalizes as one holding the piece (NFKC
+    depends only on the full decomposition, and case folding goes character by character):
+    the kernel reads the piece in its place and checks it as any other text, composition
+    and order of marks at its edges included. (A combining mark is no such character: it
+    would be ordered by its own class, not its piece's, as ``\u0345`` folding to ``ι``.)"""
     tail: list[int] = []
-    first_set, second_set = set(firsts), set(seconds)
     base = len(out)
     plain = (out & (FOLD_SPECIAL | np.uint32(0x1FFFFF))) == np.arange(len(out), dtype=np.uint32)
+    plain &= (classes & DROP_BIT) == 0
     for code in np.flatnonzero(out[: len(pieces)] & FOLD_SPECIAL).tolist():
         char = chr(code)
         if 0xD800 <= code < 0xE000 or classes[code] & DROP_BIT or unicodedata.combining(char):
             continue
-        if code in first_set or code in second_set:
-            continue
-        whole = unicodedata.normalize("NFKD", char)
         piece = pieces[code]
         if (
-            not piece
-            or unicodedata.combining(whole[0])
-            or ord(whole[0]) in second_set
-            or piece != whole.casefold()
-            or piece != unicodedata.normalize("NFKD", piece)
-            or not all(plain[ord(p)] and not classes[ord(p)] & DROP_BIT for p in piece)
-            or not _same_end(whole, piece, first_set)
+            piece
+            and piece == unicodedata.normalize("NFKD", char).casefold()
+            and piece == unicodedata.normalize("NFKD", piece)
+            and all(plain[ord(p)] for p in piece)
         ):
-            continue
-        out[code] = FOLD_SPECIAL | FOLD_EXPAND | np.uint32(base + len(tail))
-        tail += [len(piece), *map(ord, piece)]
+            out[code] = FOLD_SPECIAL | FOLD_EXPAND | np.uint32(base + len(tail))
+            tail += [len(piece), *map(ord, piece)]
     return np.array(tail, dtype=np.uint32)
-
-
-def _same_end(whole: str, piece: str, firsts: set[int]) -> bool:
-    """Whether ``piece`` ends with the combining marks ``whole`` ends with, after its last
-    starter, and that starter may compose if ``whole``'s may."""
-    i, j = (max((i for i, c in enumerate(t) if not unicodedata.combining(c)), default=-1)
-            for t in (whole, piece))  # fmt: skip
-    if i < 0 or j < 0 or whole[i + 1 :] != piece[j + 1 :]:
-        return False
-    return ord(whole[i]) not in firsts or ord(piece[j]) in firsts

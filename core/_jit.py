@@ -558,7 +558,9 @@ def segment(
                     continue
                 cp = f & _CODE_POINT
                 if ccc != 0 and ccc < last_class:
-                    if composes or not plain_marks or not _plain_mark(table[cp]):
+                    # Nothing composes: were the last starter to (``composes``), no mark after
+                    # it would be one that may (``_FOLD_MAYBE``, checked above).
+                    if not plain_marks or not _plain_mark(table[cp]):
                         stop = SPECIAL
                         break
                     mark = _mark_place(buf, marks, o, ccc, fold)
