@@ -514,10 +514,8 @@ def segment(
         while p < end or left:
             if not left and simple and data[p] < 0x80:
                 p, o, e, in_word, c = _ascii_run(data, p, end, ascii, buf, o, edges, e, in_word)
-                f = fold[c]
-                info = table[f & _CODE_POINT]
-                composes = (f & _FOLD_FIRST) != 0
-                prev = info & GCB_MASK
+                composes = (fold[c] & _FOLD_FIRST) != 0
+                prev = 0  # Other, Control, CR or LF: no rule of ``_stays`` looks at these
                 unspaced = consonant = linked = False
                 last_class = 0
                 marks = o
@@ -536,6 +534,31 @@ def segment(
             mark = -1  # where an out-of-order combining mark goes
             if folding:
                 f = fold[cp]
+                if not f & _FOLD_BUSY and in_word and f & _CODE_POINT != _FOLD_SKIP:
+                    # The common case: a letter after a word character, folded to one of the
+                    # same length, composing with nothing before it, of Grapheme_Cluster_Break
+                    # Other and no Indic conjunct part: a cluster of its own unless the one
+                    # before is Prepend (GB9b), and only an unspaced script's is a word.
+                    cp = f & _CODE_POINT
+                    info = table[cp]
+                    if info & _WORD_CHECKED == WORD_BIT:
+                        if prev != PREPEND:
+                            here = (info & UNSPACED_BIT) != 0
+                            if unspaced or here:
+                                buf[o] = 0x20
+                                edges[e] = o
+                                edges[e + 1] = o + 1
+                                e += 2
+                                o += 1
+                            unspaced = here
+                        o = _put(buf, o, cp, _width(cp))
+                        composes = (f & _FOLD_FIRST) != 0
+                        consonant = linked = False
+                        prev = last_class = 0
+                        marks = o
+                        plain_marks = True
+                        simple = cp < 0x80 and not unspaced
+                        continue
                 ccc = f >> np.uint32(24)
                 if f & _FOLD_SPECIAL:
                     if ccc != _FOLD_EXPAND_CLASS:
@@ -631,6 +654,11 @@ def segment(
 
 #: ``core._fold.FOLD_EXPAND``'s value in the combining-class field.
 _FOLD_EXPAND_CLASS = np.uint32(0xFF)
+#: A fold entry with none of these bits maps its character to one starter that may compose
+#: with nothing before it; ``char_classes`` bits that leave only ``WORD_BIT`` of these make a
+#: word character of Grapheme_Cluster_Break Other and no Indic conjunct part.
+_FOLD_BUSY = np.uint32(0xFF << 24) | _FOLD_SPECIAL | _FOLD_MAYBE
+_WORD_CHECKED = WORD_BIT | GCB_MASK | (3 << INCB_SHIFT)
 
 
 @numba.njit(inline="always")
