@@ -535,14 +535,15 @@ def segment(
             if folding:
                 f = fold[cp]
                 if not f & _FOLD_BUSY and in_word and f & _CODE_POINT != _FOLD_SKIP:
-                    # The common case: a letter after a word character, folded to one of the
-                    # same length, composing with nothing before it, of Grapheme_Cluster_Break
-                    # Other and no Indic conjunct part: a cluster of its own unless the one
-                    # before is Prepend (GB9b), and only an unspaced script's is a word.
+                    # The common case: a word character after one, folded to one of the same
+                    # length, a starter composing with nothing before it (what follows, less
+                    # the checks such a character passes).
                     cp = f & _CODE_POINT
                     info = table[cp]
-                    if info & _WORD_CHECKED == WORD_BIT:
-                        if prev != PREPEND:
+                    if info & WORD_BIT:
+                        gcb = info & GCB_MASK
+                        incb = (info >> INCB_SHIFT) & 3
+                        if not _stays(prev, gcb, incb, consonant and linked):
                             here = (info & UNSPACED_BIT) != 0
                             if unspaced or here:
                                 buf[o] = 0x20
@@ -552,9 +553,14 @@ def segment(
                                 o += 1
                             unspaced = here
                         o = _put(buf, o, cp, _width(cp))
+                        if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
+                            linked = linked or incb == LINKER
+                        else:
+                            consonant = incb == CONSONANT
+                            linked = False
                         composes = (f & _FOLD_FIRST) != 0
-                        consonant = linked = False
-                        prev = last_class = 0
+                        prev = gcb
+                        last_class = 0
                         marks = o
                         plain_marks = True
                         simple = cp < 0x80 and not unspaced
@@ -654,11 +660,9 @@ def segment(
 
 #: ``core._fold.FOLD_EXPAND``'s value in the combining-class field.
 _FOLD_EXPAND_CLASS = np.uint32(0xFF)
-#: A fold entry with none of these bits maps its character to one starter that may compose
-#: with nothing before it; ``char_classes`` bits that leave only ``WORD_BIT`` of these make a
-#: word character of Grapheme_Cluster_Break Other and no Indic conjunct part.
+#: A fold entry with none of these bits maps its character to one starter (of the same UTF-8
+#: length) that may compose with nothing before it.
 _FOLD_BUSY = np.uint32(0xFF << 24) | _FOLD_SPECIAL | _FOLD_MAYBE
-_WORD_CHECKED = WORD_BIT | GCB_MASK | (3 << INCB_SHIFT)
 
 
 @numba.njit(inline="always")
