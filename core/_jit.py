@@ -507,7 +507,6 @@ def segment(
         last_class = 0  # the canonical combining class of the character before
         composes = False  # the last starter may compose with a character after it
         marks = o  # where the combining marks after the last starter start in ``buf``
-        plain_marks = True  # and whether they are all ``_plain_mark``s
         at = 0  # the next character of an expansion in ``fold``
         left = 0  # and how many are left
         simple = True  # an ASCII character here needs nothing of what came before
@@ -519,7 +518,6 @@ def segment(
                 unspaced = consonant = linked = False
                 last_class = 0
                 marks = o
-                plain_marks = True
                 continue
             if left:
                 cp = fold[at]
@@ -562,7 +560,6 @@ def segment(
                         prev = gcb
                         last_class = 0
                         marks = o
-                        plain_marks = True
                         simple = cp < 0x80 and not unspaced
                         continue
                 ccc = f >> np.uint32(24)
@@ -589,10 +586,14 @@ def segment(
                 if ccc != 0 and ccc < last_class:
                     # Nothing composes: were the last starter to (``composes``), no mark after
                     # it would be one that may (``_FOLD_MAYBE``, checked above).
-                    if not plain_marks or not _plain_mark(table[cp]):
+                    mark = (
+                        _mark_place(buf, marks, o, ccc, fold, table)
+                        if _plain_mark(table[cp])
+                        else -1
+                    )
+                    if mark < 0:
                         stop = SPECIAL
                         break
-                    mark = _mark_place(buf, marks, o, ccc, fold)
                 else:
                     last_class = ccc
                 if ccc == 0:
@@ -615,13 +616,9 @@ def segment(
                         e += 2
                         o += 1
                     unspaced = here
-                if mark >= 0:  # the bytes from ``mark`` on move up to make room
-                    for i in range(o - 1, mark - 1, -1):
-                        buf[i + width] = buf[i]
-                    _put(buf, mark, cp, width)
-                    o += width
-                else:
-                    o = _put(buf, o, cp, width)
+                o = _put(buf, o, cp, width)
+                if mark >= 0:  # it goes at ``mark``: the marks from there move up
+                    _rotate(buf, mark, o, width)
                 in_word = True
             elif in_word:
                 buf[o] = 0x20
@@ -635,11 +632,8 @@ def segment(
                 consonant = incb == CONSONANT
                 linked = False
             prev = gcb
-            if folding and last_class == 0:
+            if last_class == 0:
                 marks = o
-                plain_marks = True
-            elif mark < 0:
-                plain_marks = plain_marks and _plain_mark(info)
             simple = not in_word or (cp < 0x80 and not unspaced)
         if stop != DONE:
             e = doc_edges[d]
@@ -685,16 +679,29 @@ def _plain_mark(info: Any) -> bool:
 
 
 @numba.njit(inline="always")
-def _mark_place(buf: Any, lo: int, hi: int, ccc: Any, fold: Any) -> int:
+def _mark_place(buf: Any, lo: int, hi: int, ccc: Any, fold: Any, table: Any) -> int:
     """Where in ``buf[lo:hi]`` (combining marks in canonical order) a mark of combining
-    class ``ccc`` goes: before the first of a higher class (canonical ordering is stable)."""
+    class ``ccc`` goes: before the first of a higher class (canonical ordering is stable);
+    -1 if one of them is no ``_plain_mark``."""
+    place = -1
     q = lo
     while q < hi:
         cp, width = _decode(buf, q)
-        if fold[cp] >> np.uint32(24) > ccc:
-            break
+        if not _plain_mark(table[cp]):
+            return -1
+        if place < 0 and fold[cp] >> np.uint32(24) > ccc:
+            place = q
         q += width
-    return q
+    return place
+
+
+@_jit
+def _rotate(buf: Any, lo: int, hi: int, width: int) -> None:
+    """Move the last ``width`` bytes of ``buf[lo:hi]`` to ``lo``, the others up."""
+    last = buf[hi - width : hi].copy()
+    for i in range(hi - width - 1, lo - 1, -1):
+        buf[i + width] = buf[i]
+    buf[lo : lo + width] = last
 
 
 @numba.njit(inline="always")
