@@ -110,6 +110,7 @@ def test_folds_real_text_needs_are_read_by_the_kernel_itself(jit, monkeypatch):
         "\u0130\u0323",  # İ: i, dot below, dot above
         "\u1019\u103a\u1037\u1039",
         "x\u0301\u0323\u0301 a\u0334\u0301",
+        "q\u0316\u0301\u0323",  # the two below (220) keep their order, before the acute
         "b\u0345\u0334",  # ypogegrammeni (240) folds to iota, but goes after the overlay (1)
     ],
 )
