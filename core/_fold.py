@@ -149,15 +149,18 @@ def _expansions(
     out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]
 ) -> NDArray[np.uint32]:
     """Make ``FOLD_EXPAND`` entries of the special characters whose fold is a piece of text
-    the kernel can read in their place (``ß`` ss, ``ﬁ`` fi, Thai ``ำ`` ํา, Bengali ``য়`` য়,
-    ``Ａ`` a, ``㎏`` kg, ``Ⅻ`` xii), and return the lists they point to. Such a character ``c``
-    is a starter that is not dropped, and folds to ``casefold(NFKD(c))``, fully decomposed,
-    of characters the table maps to themselves (not special, not dropped). Nothing in the
-    piece recomposes, so a text holding ``c`` normalizes as one holding the piece (NFKC
-    depends only on the full decomposition, and case folding goes character by character):
-    the kernel reads the piece in its place and checks it as any other text, composition
-    and order of marks at its edges included. (A combining mark is no such character: it
-    would be ordered by its own class, not its piece's, as ``\u0345`` folding to ``ι``.)"""
+    the kernel can read in their place (``ß`` ss, ``ﬁ`` fi, Thai ``ำ`` ํา, Bengali ``য়``
+    য়, full-width A a, ``㎏`` kg, ``Ⅻ`` xii), and return the lists they point to.
+
+    Such a character ``c`` is a starter that is not dropped, and folds to
+    ``casefold(NFKD(c))``, fully decomposed, of characters the table maps to themselves (not
+    special, not dropped). Nothing in the piece recomposes, so a text holding ``c`` normalizes
+    as one holding the piece (NFKC depends only on the full decomposition, and case folding
+    goes character by character): the kernel reads the piece in its place and checks it as
+    any other text, composition and order of marks at its edges included. (A combining mark
+    is no such character: it would be ordered by its own class, not its piece's, as U+0345
+    folding to a Greek iota.)
+    """
     tail: list[int] = []
     base = len(out)
     plain = (out & (FOLD_SPECIAL | np.uint32(0x1FFFFF))) == np.arange(len(out), dtype=np.uint32)

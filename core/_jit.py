@@ -12,9 +12,13 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   lowered text in its place. (Its ``_UNSPACED``/``_CONTINUATION`` branches served the first
   multilingual tokenizer; no table sets those bits now, so they are never taken.)
 - ``segment``: the multilingual tokenizer's words of a batch, in one pass: each character
-  decoded, folded and NFKC-checked by ``core._fold.fold_table`` (a text that needs
-  ``unicodedata`` is handed back), looked up in ``core._scripts.char_classes``, clusters cut
-  by UAX #29's rules as ``core._multilingual.word_edges`` cuts them.
+  decoded, folded (to one character, or to the list of a multi-character fold) and
+  NFKC-checked by ``core._fold.fold_table``, marks out of canonical order moved back where
+  nothing composes (a text that needs more of ``unicodedata`` is handed back), looked up in
+  ``core._scripts.char_classes``, clusters cut by UAX #29's rules as
+  ``core._multilingual.word_edges`` cuts them; ASCII runs through a byte table as in
+  ``tokenise``, and a word character after one that folds to one starter composing with
+  nothing takes a short lane.
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
@@ -671,11 +675,12 @@ def _plain_mark(info: Any) -> bool:
     another such one without changing the words: word material that stays in its cluster
     (Grapheme_Cluster_Break Extend) and leaves the Indic conjunct state as it is."""
     incb = (info >> INCB_SHIFT) & 3
-    return (
+    plain: bool = (
         (info & WORD_BIT) != 0
         and (info & GCB_MASK) == EXTEND
         and (incb == LINKER or incb == INCB_EXTEND)  # noqa: SIM109
     )
+    return plain
 
 
 @numba.njit(inline="always")

@@ -30,11 +30,14 @@ the same way (nothing that ``str.lower`` returns is lowered further); the numpy 
 sigma with ``str.lower`` over the words around it, the compiled one from the table's bits.
 ``core._text`` holds the scalar reference definitions these must agree with.
 
-The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``) normalizes every
-text first (``core._multilingual.normalize``: ``unicodedata`` per text, C loops), then reads
-the words of the normalized UTF-8 with the compiled ``core._jit.segment`` or, in numpy, with
-``core._multilingual.token_arrays``; both read the shipped table ``core._scripts.char_classes``
-and agree exactly (tests/core/test_multilingual.py).
+The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``): the compiled
+``core._jit.segment`` normalizes the texts' UTF-8 itself as it reads the words (folds of one
+character or several from ``core._fold.fold_table``, marks put in canonical order), and hands
+back only a text that needs more of ``unicodedata`` (``core._multilingual.normalize``), read
+normalized in its place; the numpy path normalizes every text with ``normalize``, then reads
+the words with ``core._multilingual.token_arrays``. Both read the shipped table
+``core._scripts.char_classes`` and agree exactly (tests/core/test_multilingual.py,
+tests/core/test_multilingual_fold.py).
 """
 
 from __future__ import annotations
