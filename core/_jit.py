@@ -17,8 +17,8 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   nothing composes (a text that needs more of ``unicodedata`` is handed back), looked up in
   ``core._scripts.char_classes``, clusters cut by UAX #29's rules as
   ``core._multilingual.word_edges`` cuts them; ASCII runs through a byte table as in
-  ``tokenise``, and a word character after one that folds to one starter composing with
-  nothing takes a short lane.
+  ``tokenise``, and a character that folds to one starter composing with nothing takes a
+  short lane (one fold check).
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
@@ -536,18 +536,22 @@ def segment(
             mark = -1  # where an out-of-order combining mark goes
             if folding:
                 f = fold[cp]
-                if not f & _FOLD_BUSY and in_word and f & _CODE_POINT != _FOLD_SKIP:
-                    # The common case: a word character after one, folded to one of the same
-                    # length, a starter composing with nothing before it (what follows, less
-                    # the checks such a character passes).
+                if not f & _FOLD_BUSY and f & _CODE_POINT != _FOLD_SKIP:
+                    # The common case: a character folded to one of the same length, a starter
+                    # composing with nothing before it (what follows, less the checks such a
+                    # character passes).
                     cp = f & _CODE_POINT
                     info = table[cp]
+                    gcb = info & GCB_MASK
+                    incb = (info >> INCB_SHIFT) & 3
                     if info & WORD_BIT:
-                        gcb = info & GCB_MASK
-                        incb = (info >> INCB_SHIFT) & 3
-                        if not _stays(prev, gcb, incb, consonant and linked):
-                            here = (info & UNSPACED_BIT) != 0
-                            if unspaced or here:
+                        here = (info & UNSPACED_BIT) != 0
+                        if not in_word:
+                            edges[e] = o
+                            e += 1
+                            unspaced = here
+                        elif not _stays(prev, gcb, incb, consonant and linked):
+                            if unspaced or here:  # a cluster of an unspaced script is a word
                                 buf[o] = 0x20
                                 edges[e] = o
                                 edges[e + 1] = o + 1
@@ -555,17 +559,24 @@ def segment(
                                 o += 1
                             unspaced = here
                         o = _put(buf, o, cp, _width(cp))
-                        if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
-                            linked = linked or incb == LINKER
-                        else:
-                            consonant = incb == CONSONANT
-                            linked = False
-                        composes = (f & _FOLD_FIRST) != 0
-                        prev = gcb
-                        last_class = 0
-                        marks = o
-                        simple = cp < 0x80 and not unspaced
-                        continue
+                        in_word = True
+                    elif in_word:
+                        buf[o] = 0x20
+                        edges[e] = o
+                        e += 1
+                        o += 1
+                        in_word = False
+                    if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
+                        linked = linked or incb == LINKER
+                    else:
+                        consonant = incb == CONSONANT
+                        linked = False
+                    composes = (f & _FOLD_FIRST) != 0
+                    prev = gcb
+                    last_class = 0
+                    marks = o
+                    simple = not in_word or (cp < 0x80 and not unspaced)
+                    continue
                 ccc = f >> np.uint32(24)
                 if f & _FOLD_SPECIAL:
                     if ccc != _FOLD_EXPAND_CLASS:
