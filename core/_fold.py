@@ -1,6 +1,7 @@
 """The compiled multilingual kernel's fast path (``core._jit.segment``): ``fold_table`` says,
 per code point, what ``core._multilingual.normalize`` makes of it when a text needs no more
-than character-by-character folding, and which characters make a text need ``unicodedata``.
+than character-by-character folding (one character, or several: ``_expansions``), and which
+characters make a text need ``unicodedata``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from numpy.typing import NDArray
 from neardup.core._scripts import DROP_BIT, WORD_BIT, char_classes
 
 __all__ = [
+    "FOLD_EXPAND",
     "FOLD_FIRST",
     "FOLD_MAYBE",
     "FOLD_SKIP",
@@ -32,13 +34,18 @@ def _utf8_width(codes: NDArray[np.uint32]) -> NDArray[np.int64]:
 
 
 #: ``fold_table``'s bits: a text holding the code point is normalized by ``normalize``; it may
-#: compose with a starter before it (NFKC_Quick_Check Maybe); it is a starter that may.
+#: compose with a starter before it (NFKC_Quick_Check Maybe); it is a starter that may, or one
+#: whose decomposition ends in marks that a mark after it may go before.
 FOLD_SPECIAL = 1 << 21
 FOLD_MAYBE = 1 << 22
 FOLD_FIRST = 1 << 23
 #: (With ``FOLD_SPECIAL`` clear and the code point 0:) a dropped character the kernel skips.
 FOLD_SKIP = np.uint32(0x1FFFFF)
 _FOLD_CCC_SHIFT = 24
+#: (With ``FOLD_SPECIAL``, in the combining-class field, which no character's reaches:) the
+#: code point folds to the characters listed in the table past ``0x10FFFF`` at the low 21 bits
+#: (their count, then each one), which the kernel reads in its place.
+FOLD_EXPAND = np.uint32(0xFF << _FOLD_CCC_SHIFT)
 
 
 def compositions(chars: str) -> tuple[list[int], list[int]]:
@@ -55,17 +62,32 @@ def compositions(chars: str) -> tuple[list[int], list[int]]:
     return firsts, seconds
 
 
+def _hiding_marks(chars: str) -> list[int]:
+    """The starters among ``chars`` (every code point from 0) whose full decomposition holds a
+    combining mark."""
+    return [
+        code
+        for code, char in enumerate(chars)
+        if unicodedata.decomposition(char)
+        and not unicodedata.combining(char)
+        and any(map(unicodedata.combining, unicodedata.normalize("NFKD", char)))
+    ]
+
+
 @cache
 def fold_table() -> NDArray[np.uint32]:
     """Per code point, for the compiled kernel's fast path: the code point ``normalize`` makes
     of it (low 21 bits) when a text is normalized one character at a time, its canonical
     combining class (from bit 24), whether it may compose with a starter before it
-    (``FOLD_MAYBE``) or is a starter that may (``FOLD_FIRST``), and ``FOLD_SPECIAL`` where it
+    (``FOLD_MAYBE``) or is a starter that may, or whose decomposition ends in marks a mark after
+    it may go before (``FOLD_FIRST``), and ``FOLD_SPECIAL`` where it
     is not so mapped: it changes under NFKC, folds to several characters or to one of another
     UTF-8 length or class, or is dropped. A text with no ``FOLD_SPECIAL``, no ``FOLD_MAYBE``
     after a ``FOLD_FIRST`` starter and no decreasing nonzero combining classes is NFKC already
-    (Unicode's quick check), and ``normalize`` maps it character by character. Read off
-    ``unicodedata`` itself once a process (~0.5 s), so it agrees with ``normalize``."""
+    (Unicode's quick check), and ``normalize`` maps it character by character. A special
+    character with ``FOLD_EXPAND`` folds to several characters, or one of another UTF-8
+    length, listed past ``0x10FFFF`` (``_expansions``). Read off ``unicodedata`` itself once a
+    process (~0.5 s), so it agrees with ``normalize``."""
     top = 0x30000  # nothing above decomposes, folds or combines
     codes = np.arange(top, dtype="<u4")
     codes[0xD800:0xE000] = ord("a")  # no str holds a surrogate
@@ -88,6 +110,9 @@ def fold_table() -> NDArray[np.uint32]:
     # Composition bits of what the kernel reads after folding: the folded character's own.
     out[seconds] |= FOLD_MAYBE
     out[firsts] |= FOLD_FIRST
+    # A starter that decomposes into one with marks after it (é) is one too: a mark of a lower
+    # class after it goes before its own marks, and may compose with what they follow.
+    out[_hiding_marks(chars)] |= FOLD_FIRST
     mapped = out[:top] & 0x1FFFFF
     out[:top] |= out.take(mapped) & np.uint32(FOLD_MAYBE | FOLD_FIRST)
     classes = char_classes()
@@ -100,7 +125,7 @@ def fold_table() -> NDArray[np.uint32]:
     skip = (out[dropped] & np.uint32(FOLD_SPECIAL | FOLD_MAYBE | FOLD_FIRST)) == 0
     out[dropped[skip]] = (out[dropped[skip]] & np.uint32(0xFF << _FOLD_CCC_SHIFT)) | FOLD_SKIP
     out[dropped[~skip]] |= FOLD_SPECIAL
-    return out
+    return np.concatenate((out, _expansions(out, pieces, classes)))
 
 
 def _separators(out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]) -> None:
@@ -118,3 +143,39 @@ def _separators(out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.
             continue
         first = any(out[c] & FOLD_FIRST for c in parts)
         out[code] = (out[code] & ~np.uint32(FOLD_SPECIAL)) | (FOLD_FIRST if first else 0)
+
+
+def _expansions(
+    out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]
+) -> NDArray[np.uint32]:
+    """Make ``FOLD_EXPAND`` entries of the special characters whose fold is a piece of text
+    the kernel can read in their place (``ß`` ss, ``ﬁ`` fi, Thai ``ำ`` ํา, Bengali ``য়``
+    য়, full-width A a, ``㎏`` kg, ``Ⅻ`` xii), and return the lists they point to.
+
+    Such a character ``c`` is a starter that is not dropped, and folds to
+    ``casefold(NFKD(c))``, fully decomposed, of characters the table maps to themselves (not
+    special, not dropped). Nothing in the piece recomposes, so a text holding ``c`` normalizes
+    as one holding the piece (NFKC depends only on the full decomposition, and case folding
+    goes character by character): the kernel reads the piece in its place and checks it as
+    any other text, composition and order of marks at its edges included. (A combining mark
+    is no such character: it would be ordered by its own class, not its piece's, as U+0345
+    folding to a Greek iota.)
+    """
+    tail: list[int] = []
+    base = len(out)
+    plain = (out & (FOLD_SPECIAL | np.uint32(0x1FFFFF))) == np.arange(len(out), dtype=np.uint32)
+    plain &= (classes & DROP_BIT) == 0
+    for code in np.flatnonzero(out[: len(pieces)] & FOLD_SPECIAL).tolist():
+        char = chr(code)
+        if 0xD800 <= code < 0xE000 or classes[code] & DROP_BIT or unicodedata.combining(char):
+            continue
+        piece = pieces[code]
+        if (
+            piece
+            and piece == unicodedata.normalize("NFKD", char).casefold()
+            and piece == unicodedata.normalize("NFKD", piece)
+            and all(plain[ord(p)] for p in piece)
+        ):
+            out[code] = FOLD_SPECIAL | FOLD_EXPAND | np.uint32(base + len(tail))
+            tail += [len(piece), *map(ord, piece)]
+    return np.array(tail, dtype=np.uint32)

@@ -12,9 +12,13 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   lowered text in its place. (Its ``_UNSPACED``/``_CONTINUATION`` branches served the first
   multilingual tokenizer; no table sets those bits now, so they are never taken.)
 - ``segment``: the multilingual tokenizer's words of a batch, in one pass: each character
-  decoded, folded and NFKC-checked by ``core._fold.fold_table`` (a text that needs
-  ``unicodedata`` is handed back), looked up in ``core._scripts.char_classes``, clusters cut
-  by UAX #29's rules as ``core._multilingual.word_edges`` cuts them.
+  decoded, folded (to one character, or to the list of a multi-character fold) and
+  NFKC-checked by ``core._fold.fold_table``, marks out of canonical order moved back where
+  nothing composes (a text that needs more of ``unicodedata`` is handed back), looked up in
+  ``core._scripts.char_classes``, clusters cut by UAX #29's rules as
+  ``core._multilingual.word_edges`` cuts them; ASCII runs through a byte table as in
+  ``tokenise``, and a character that folds to one starter composing with nothing takes a
+  short lane (one fold check).
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
@@ -451,24 +455,33 @@ def segment(
     """The multilingual tokenizer's words of UTF-8 documents, each word followed by one space
     (``core._multilingual.token_arrays`` is the numpy form; they agree exactly).
 
-    A document is normalized on the way (``core._fold.fold_table``: each character
-    folded as ``normalize`` folds it, while the text stays one NFKC leaves alone); at a
-    character that needs ``unicodedata`` the kernel stops, that document not written, and the
-    caller passes it back normalized as ``alt`` (read as it is).
+    A document is normalized on the way (``core._fold.fold_table``: each character folded as
+    ``normalize`` folds it, to one character or to the several of a ``FOLD_EXPAND`` entry,
+    read in its place, while the text stays one NFKC leaves alone; a combining mark out of
+    canonical order moved back among the marks before it where nothing can compose and
+    nothing the words depend on moves, ``_plain_mark``); at a character that needs
+    ``unicodedata`` the kernel stops, that document not written, and the caller passes it back
+    normalized as ``alt`` (read as it is). Runs of ASCII go through a byte table with no
+    branch on the content (``_ascii_run``).
 
     Args:
         src: uint8, the documents' UTF-8 one after another; ends: int64, where each ends.
         alt, alt_doc: uint8, the normalized UTF-8 read in place of document ``alt_doc``.
-        fold: uint32 per code point (``fold_table``); table: uint16 per code point
-            (``core._scripts.char_classes``).
+        fold: uint32 per code point (``fold_table``), then the expansions' lists; table:
+            uint16 per code point (``core._scripts.char_classes``).
         buf: uint8; edges: int64 (word starts and ends in turn); doc_edges: int64,
             ``len(ends) + 1``: the first edge of each document, then the end.
         state: int64 (``DOC``, ``OUT``, ``EDGE``), zeros at first; where to go on.
 
     Returns:
-        ``DONE``; ``ROOM`` if the next document might not fit ``buf`` or ``edges``;
-        ``SPECIAL`` if document ``state[DOC]`` needs ``unicodedata``.
+        ``DONE``; ``ROOM`` if the next document might not fit ``buf`` or ``edges`` (call again
+        with larger ones: twice as large always makes progress); ``SPECIAL`` if document
+        ``state[DOC]`` needs ``unicodedata``.
     """
+    ascii = np.empty(128, dtype=np.uint8)  # an ASCII character's folded byte, or a space
+    for c in range(128):
+        low = fold[c] & _CODE_POINT
+        ascii[c] = low if table[low] & WORD_BIT else _SPACE
     d = state[DOC]
     o = state[OUT]
     e = state[EDGE]
@@ -483,7 +496,8 @@ def segment(
             data = alt
             p = 0
             end = alt.shape[0]
-        # A byte out a byte in (folding keeps UTF-8 lengths), a space after a one-byte word.
+        # A byte out a byte in (folding keeps UTF-8 lengths), a space after a one-byte word;
+        # an expansion checks for its own room.
         if o + 2 * (end - p) + 1 > buf.shape[0] or e + 2 * (end - p) + 2 > edges.shape[0]:
             stop = ROOM
             break
@@ -496,30 +510,113 @@ def segment(
         linked = False  # and a Linker came after it
         last_class = 0  # the canonical combining class of the character before
         composes = False  # the last starter may compose with a character after it
-        while p < end:
-            if data[p] < 0x80:
-                cp, width = np.uint32(data[p]), 1
+        marks = o  # where the combining marks after the last starter start in ``buf``
+        at = 0  # the next character of an expansion in ``fold``
+        left = 0  # and how many are left
+        simple = True  # an ASCII character here needs nothing of what came before
+        while p < end or left:
+            if not left and simple and data[p] < 0x80:
+                p, o, e, in_word, c = _ascii_run(data, p, end, ascii, buf, o, edges, e, in_word)
+                composes = (fold[c] & _FOLD_FIRST) != 0
+                prev = 0  # Other, Control, CR or LF: no rule of ``_stays`` looks at these
+                unspaced = consonant = linked = False
+                last_class = 0
+                marks = o
+                continue
+            if left:
+                cp = fold[at]
+                at += 1
+                left -= 1
             else:
-                cp, width = _decode(data, p)
+                if data[p] < 0x80:
+                    cp, width = np.uint32(data[p]), 1
+                else:
+                    cp, width = _decode(data, p)
+                p += width
+            mark = -1  # where an out-of-order combining mark goes
             if folding:
                 f = fold[cp]
+                if not f & _FOLD_BUSY and f & _CODE_POINT != _FOLD_SKIP:
+                    # The common case: a character folded to one of the same length, a starter
+                    # composing with nothing before it (what follows, less the checks such a
+                    # character passes).
+                    cp = f & _CODE_POINT
+                    info = table[cp]
+                    gcb = info & GCB_MASK
+                    incb = (info >> INCB_SHIFT) & 3
+                    if info & WORD_BIT:
+                        here = (info & UNSPACED_BIT) != 0
+                        if not in_word:
+                            edges[e] = o
+                            e += 1
+                            unspaced = here
+                        elif not _stays(prev, gcb, incb, consonant and linked):
+                            if unspaced or here:  # a cluster of an unspaced script is a word
+                                buf[o] = 0x20
+                                edges[e] = o
+                                edges[e + 1] = o + 1
+                                e += 2
+                                o += 1
+                            unspaced = here
+                        o = _put(buf, o, cp, _width(cp))
+                        in_word = True
+                    elif in_word:
+                        buf[o] = 0x20
+                        edges[e] = o
+                        e += 1
+                        o += 1
+                        in_word = False
+                    if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
+                        linked = linked or incb == LINKER
+                    else:
+                        consonant = incb == CONSONANT
+                        linked = False
+                    composes = (f & _FOLD_FIRST) != 0
+                    prev = gcb
+                    last_class = 0
+                    marks = o
+                    simple = not in_word or (cp < 0x80 and not unspaced)
+                    continue
                 ccc = f >> np.uint32(24)
-                if f & _FOLD_SPECIAL or (f & _FOLD_MAYBE and composes):
+                if f & _FOLD_SPECIAL:
+                    if ccc != _FOLD_EXPAND_CLASS:
+                        stop = SPECIAL
+                        break
+                    at = f & _CODE_POINT
+                    left = fold[at]
+                    at += 1
+                    if (
+                        o + 5 * left + 2 * (end - p) + 1 > buf.shape[0]
+                        or e + 2 * left + 2 * (end - p) + 2 > edges.shape[0]
+                    ):
+                        stop = ROOM
+                        break
+                    continue
+                if f & _FOLD_MAYBE and composes:
                     stop = SPECIAL
                     break
                 if f & _CODE_POINT == _FOLD_SKIP:  # dropped: as if it were not there
-                    p += width
                     continue
+                cp = f & _CODE_POINT
                 if ccc != 0 and ccc < last_class:
-                    stop = SPECIAL
-                    break
-                last_class = ccc
+                    # Nothing composes: were the last starter to (``composes``), no mark after
+                    # it would be one that may (``_FOLD_MAYBE``, checked above).
+                    mark = (
+                        _mark_place(buf, marks, o, ccc, fold, table)
+                        if _plain_mark(table[cp])
+                        else -1
+                    )
+                    if mark < 0:
+                        stop = SPECIAL
+                        break
+                else:
+                    last_class = ccc
                 if ccc == 0:
                     composes = (f & _FOLD_FIRST) != 0
-                cp = f & _CODE_POINT
             info = table[cp]
             gcb = info & GCB_MASK
             incb = (info >> INCB_SHIFT) & 3
+            width = _width(cp)
             if info & WORD_BIT:
                 here = (info & UNSPACED_BIT) != 0
                 if not in_word:
@@ -535,6 +632,8 @@ def segment(
                         o += 1
                     unspaced = here
                 o = _put(buf, o, cp, width)
+                if mark >= 0:  # it goes at ``mark``: the marks from there move up
+                    _rotate(buf, mark, o, width)
                 in_word = True
             elif in_word:
                 buf[o] = 0x20
@@ -548,8 +647,10 @@ def segment(
                 consonant = incb == CONSONANT
                 linked = False
             prev = gcb
-            p += width
-        if stop == SPECIAL:
+            if last_class == 0:
+                marks = o
+            simple = not in_word or (cp < 0x80 and not unspaced)
+        if stop != DONE:
             e = doc_edges[d]
             o = first_byte
             break
@@ -564,6 +665,84 @@ def segment(
     state[OUT] = o
     state[EDGE] = e
     return stop
+
+
+#: ``core._fold.FOLD_EXPAND``'s value in the combining-class field.
+_FOLD_EXPAND_CLASS = np.uint32(0xFF)
+#: A fold entry with none of these bits maps its character to one starter (of the same UTF-8
+#: length) that may compose with nothing before it.
+_FOLD_BUSY = np.uint32(0xFF << 24) | _FOLD_SPECIAL | _FOLD_MAYBE
+
+
+@numba.njit(inline="always")
+def _width(cp: Any) -> int:
+    """The length of ``cp`` in UTF-8."""
+    return 1 + int(cp >= 0x80) + int(cp >= 0x800) + int(cp >= 0x10000)
+
+
+@numba.njit(inline="always")
+def _plain_mark(info: Any) -> bool:
+    """Whether a combining mark of ``char_classes`` bits ``info`` may change places with
+    another such one without changing the words: word material that stays in its cluster
+    (Grapheme_Cluster_Break Extend) and leaves the Indic conjunct state as it is."""
+    incb = (info >> INCB_SHIFT) & 3
+    plain: bool = (
+        (info & WORD_BIT) != 0
+        and (info & GCB_MASK) == EXTEND
+        and (incb == LINKER or incb == INCB_EXTEND)  # noqa: SIM109
+    )
+    return plain
+
+
+@numba.njit(inline="always")
+def _mark_place(buf: Any, lo: int, hi: int, ccc: Any, fold: Any, table: Any) -> int:
+    """Where in ``buf[lo:hi]`` (combining marks in canonical order) a mark of combining
+    class ``ccc`` goes: before the first of a higher class (canonical ordering is stable);
+    -1 if one of them is no ``_plain_mark``."""
+    place = -1
+    q = lo
+    while q < hi:
+        cp, width = _decode(buf, q)
+        if not _plain_mark(table[cp]):
+            return -1
+        if place < 0 and fold[cp] >> np.uint32(24) > ccc:
+            place = q
+        q += width
+    return place
+
+
+@_jit
+def _rotate(buf: Any, lo: int, hi: int, width: int) -> None:
+    """Move the last ``width`` bytes of ``buf[lo:hi]`` to ``lo``, the others up."""
+    last = buf[hi - width : hi].copy()
+    for i in range(hi - width - 1, lo - 1, -1):
+        buf[i + width] = buf[i]
+    buf[lo : lo + width] = last
+
+
+@numba.njit(inline="always")
+def _ascii_run(
+    data: Any, p: int, end: int, ascii: Any, buf: Any, o: int, edges: Any, e: int, in_word: bool
+) -> Any:
+    """Read ASCII from ``data[p]`` on, as ``tokenise`` does: every byte written through
+    ``ascii``, the output and the edges moving on by whether it continues or ends a word.
+    Returns where it stopped (the end, or a non-ASCII byte), the output and edge counts,
+    whether a word is open, and the last byte read."""
+    prev = int(in_word)
+    c = data[p]
+    while True:
+        b = ascii[c]
+        word = int(b != _SPACE)
+        buf[o] = b
+        edges[e] = o
+        e += word ^ prev
+        o += word | prev
+        prev = word
+        p += 1
+        if p == end or data[p] >= 0x80:
+            break
+        c = data[p]
+    return p, o, e, prev == 1, c
 
 
 @numba.njit(inline="always")

@@ -30,11 +30,14 @@ the same way (nothing that ``str.lower`` returns is lowered further); the numpy 
 sigma with ``str.lower`` over the words around it, the compiled one from the table's bits.
 ``core._text`` holds the scalar reference definitions these must agree with.
 
-The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``) normalizes every
-text first (``core._multilingual.normalize``: ``unicodedata`` per text, C loops), then reads
-the words of the normalized UTF-8 with the compiled ``core._jit.segment`` or, in numpy, with
-``core._multilingual.token_arrays``; both read the shipped table ``core._scripts.char_classes``
-and agree exactly (tests/core/test_multilingual.py).
+The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``): the compiled
+``core._jit.segment`` normalizes the texts' UTF-8 itself as it reads the words (folds of one
+character or several from ``core._fold.fold_table``, marks put in canonical order), and hands
+back only a text that needs more of ``unicodedata`` (``core._multilingual.normalize``), read
+normalized in its place; the numpy path normalizes every text with ``normalize``, then reads
+the words with ``core._multilingual.token_arrays``. Both read the shipped table
+``core._scripts.char_classes`` and agree exactly (tests/core/test_multilingual.py,
+tests/core/test_multilingual_fold.py).
 """
 
 from __future__ import annotations
@@ -356,8 +359,12 @@ def _multilingual_tokens(
             start = int(ends[d - 1]) if d else 0
             here = len(alt) if d == alt_doc else int(ends[d]) - start
             rest = 2 * (here + int(ends[-1] - ends[d])) + 2 * (n - d)
-            buf = _grown(buf, written, rest)
-            edges = _grown(edges, used, rest)
+            # A text's expansions may need more than that (the kernel stops where one would
+            # not fit): the arrays double at least, so every call gets further.
+            buf = _grown(buf, written, max(rest, len(buf) + 1 - written))
+            edges = _grown(edges, used, max(rest, len(edges) + 1 - used))
+        elif d == alt_doc:  # never: the kernel reads a normalized text as it is
+            raise AssertionError(f"the multilingual kernel stopped at text {d} normalized")
         else:
             alt = np.frombuffer(normalize(text_of(d)).encode("utf-8"), dtype=np.uint8)
             alt_doc = d

@@ -1,0 +1,134 @@
+"""The compiled multilingual kernel's own folding (``core._fold.fold_table``, read by
+``core._jit.segment``): multi-character and other-length folds, marks put back in canonical
+order, ASCII runs. Its words must be the reference's (tests/reference.py) for every input, and
+the texts real catalogs hold (ß, Thai ำ, Bengali য়, Burmese asat before dot below) must not go
+to ``unicodedata`` at all."""
+
+import threading
+import unicodedata
+from functools import cache
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neardup.core import _fold, _tokens
+from neardup.core._multilingual import normalize
+from tests.core.test_multilingual import any_script_text
+from tests.core.test_tokens import doc_words
+from tests.reference import multilingual_words
+from tests.strategies import tricky_char
+
+M = "multilingual"
+
+#: Combining marks of many canonical classes (230, 220, 1, 240, 7, 9, 107, 8, 129, 202, ...),
+#: composition seconds that are starters (Hangul jamo, Bengali aa), and dropped ones.
+MARKS = (
+    "\u0301\u0300\u0307\u0323\u0327\u0334\u0345\u0308\u030c\u093c\u094d\u09bc\u09be\u09cd\u0e48"
+    "\u0e4d\u1037\u103a\u1039\u1161\u11a8\u3099\u309a\u0f71\u0f72\u05b0\u064e\u0651\u200d"
+)
+
+
+@cache
+def expanding() -> list[str]:
+    """Every character the kernel folds to a list (``FOLD_EXPAND``)."""
+    fold = _fold.fold_table()[:0x110000]
+    flags = np.uint32(_fold.FOLD_SPECIAL | _fold.FOLD_EXPAND)
+    return [chr(c) for c in np.flatnonzero((fold & flags) == flags).tolist()]
+
+
+#: Folds of another length and other hard cases, by name: the kernel reads some itself,
+#: hands the others to ``unicodedata``; the words must be the reference's either way.
+FOLDS = list("ßẞﬁﬂﬃǰⅫⅻ㎏㍿ﷺＡｚ０ｶﾞﾟİŉΐǅǄǈ\u0e33\u0eb3\u09dc\u09dd\u09df\u0958\u095d\u0f43")
+
+#: Letters whose decomposition ends in marks, and marks of lower classes that go before those
+#: and may compose with the letter then (below: dot, diaeresis, ring, comma, cedilla, ...).
+PRECOMPOSED = list("éÉốǰÅḉỗάῶǘ\u1e17\u0390")
+BELOW = "\u0323\u0324\u0325\u0326\u0327\u0328\u032d\u032e\u0330\u0331"
+
+folding_char = st.one_of(
+    st.sampled_from(FOLDS),
+    st.tuples(st.sampled_from(PRECOMPOSED), st.sampled_from(BELOW + MARKS)).map("".join),
+    st.sampled_from(MARKS),
+    st.builds(lambda: expanding()).flatmap(st.sampled_from),
+    tricky_char,
+)
+folding_text = st.tuples(
+    st.lists(st.one_of(folding_char, any_script_text), max_size=8).map("".join),
+    st.sampled_from([None, None, "NFC", "NFD", "NFKD"]),
+).map(lambda t: unicodedata.normalize(t[1], t[0]) if t[1] else t[0])
+
+
+@given(st.lists(folding_text, max_size=5))
+def test_the_kernels_folds_equal_the_reference(jit, batch):
+    expected = [multilingual_words(t) for t in batch]
+    for texts in (batch, _tokens.Utf8Texts.encode(batch)):
+        tokens = _tokens.Tokens(texts, jit=True, tokenizer=M)
+        assert tokens.kernels is not None
+        assert doc_words(tokens) == expected
+
+
+def test_every_expanding_character_in_every_context_has_the_references_words(jit):
+    # Each character after a letter that composes, before each mark and before a letter.
+    contexts = [f"e{{}}{m}" for m in ("", *MARKS)] + ["{}a", "a{}b{}"]
+    texts = [" ".join(c.format(x, x) for c in contexts) for x in expanding()]
+    assert len(texts) > 4000
+    tokens = _tokens.Tokens(texts, jit=True, tokenizer=M)
+    got = doc_words(tokens)
+    wrong = [t for t, words in zip(texts, got, strict=True) if words != multilingual_words(t)]
+    assert wrong == []
+
+
+#: What real catalogs hold that NFKC changes: the kernel normalizes these itself.
+KERNEL_FOLDS = [
+    "Straße GRÖẞE Ⅻ ㎏ ﬁnden ＦＵＬＬ ｗｉｄｔｈ",
+    "ภาษาไทย ทำ น้ำ คำ",
+    "\u09ac\u09be\u0982\u09b2\u09be\u09df \u09aa\u09dc\u09c7 \u0986\u09b7\u09be\u09dd",
+    "\u0958\u093f\u0932\u093e \u095b\u093f\u0902\u0926\u0917\u0940 \u095d",
+    "\u1019\u103a\u1037 \u1004\u103a\u1037 \u1000\u103b\u103a\u1037",  # asat, then dot below
+]
+
+
+def test_folds_real_text_needs_are_read_by_the_kernel_itself(jit, monkeypatch):
+    def refuse(text: str) -> str:
+        raise AssertionError(f"handed to unicodedata: {text!r}")
+
+    expected = [multilingual_words(t) for t in KERNEL_FOLDS]
+    assert [t for t in KERNEL_FOLDS if normalize(t) == t] == []
+    monkeypatch.setattr(_tokens, "normalize", refuse)
+    assert doc_words(_tokens.Tokens(KERNEL_FOLDS, jit=True, tokenizer=M)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u00e9\u0323",  # é's own acute goes after the dot below, which composes with e
+        "\u1ed1\u0323",  # ố, then a dot below: ộ and an acute
+        "\u00df\u0323",  # ss, then a dot below that composes with the second s
+        "\uff21\u0301",  # full-width A, then an acute: á
+        "\u0130\u0323",  # İ: i, dot below, dot above
+        "\u1019\u103a\u1037\u1039",
+        "x\u0301\u0323\u0301 a\u0334\u0301",
+        "q\u0316\u0301\u0323",  # the two below (220) keep their order, before the acute
+        "b\u0345\u0334",  # ypogegrammeni (240) folds to iota, but goes after the overlay (1)
+    ],
+)
+def test_marks_after_folded_and_precomposed_letters_are_ordered_as_nfkc_orders_them(jit, text):
+    tokens = _tokens.Tokens([text, text.upper()], jit=True, tokenizer=M)
+    assert doc_words(tokens) == [multilingual_words(text), multilingual_words(text.upper())]
+
+
+def test_a_text_that_expands_many_times_over_is_read_whole(jit):
+    # Each ﷺ (3 bytes) is 18 characters (33 bytes): more than the room a byte in is given, so
+    # the kernel stops for room in the middle of a text, and must be given more each time
+    # (given what a byte in needs, it would stop there again for ever: run in a thread).
+    texts = ["a", "ﷺ" * 2000, "㍿" * 3000 + " end", "b"]
+    out: list[_tokens.Tokens] = []
+    worker = threading.Thread(
+        target=lambda: out.append(_tokens.Tokens(texts, jit=True, tokenizer=M)), daemon=True
+    )
+    worker.start()
+    worker.join(timeout=300)  # well under a second when it works
+    assert out, "the compiled tokeniser never finished"
+    assert doc_words(out[0]) == [multilingual_words(t) for t in texts]
