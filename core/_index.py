@@ -18,7 +18,6 @@ checks and the commit itself are ``_index_log``'s (a lost version is damage, nev
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
@@ -46,7 +45,6 @@ from neardup.core._index_keys import KEYS_FILE, KeyBuilder
 from neardup.core._index_parts import (
     BATCH_ROWS,
     COLUMNS,
-    PARAMS_KEY,
     PARQUET_OPTIONS,
     ROW_GROUP,
     binary_matrix,
@@ -528,23 +526,17 @@ def _with_keys(index: DocIndex, part: IndexPart, keys: KeyBuilder) -> IndexPart:
     return IndexPart(part.name, part.rows, part.files, part.run, listed)
 
 
-def write_part_keys(index: DocIndex, part: IndexPart) -> IndexPart:
+def write_part_keys(index: DocIndex, part: IndexPart, params: MinhashParams) -> IndexPart:
     """``part`` (written, not yet committed: the Spark engine's) with a key table built from
     its data files, read in listing order: the same bytes ``write_part`` writes for its rows."""
-    bands = (index.params or {}).get("bands")
-    builder: KeyBuilder | None = None
+    builder = KeyBuilder(params.bands)
+    width = 8 * params.bands
     for _, f, _, _, table in index.row_group_batches(("digest", "bands"), parts=[part]):
-        if builder is None:
-            schema_params = json.loads(table.schema.metadata[PARAMS_KEY.encode()])
-            builder = KeyBuilder(int(bands or schema_params["bands"]))
-        width = 8 * builder.bands
         digest = binary_matrix(table.column("digest"), 16, "<u8")
         band_keys = binary_matrix(table.column("bands"), width, "<u8")
         if digest is None or band_keys is None:
             raise IndexDamagedError(index.url, f.path, "has digests or bands of another width")
         builder.add(digest, band_keys)
-    if builder is None:
-        raise ValueError(f"part {part.name} has no rows")
     return _with_keys(index, part, builder)
 
 

@@ -138,7 +138,8 @@ class KeyBuilder:
             fences = self._fences()
             meta = {
                 META_KEY: json.dumps(
-                    {"page_rows": PAGE_ROWS, "batch_rows": BATCH_ROWS, "bands": self.bands}
+                    {"page_rows": PAGE_ROWS, "batch_rows": BATCH_ROWS, "bands": self.bands,
+                     "rows": self.rows * (self.bands + 1)}
                 ).encode(),
                 FENCES_KEY: fences.astype("<i8").tobytes(),
             }
@@ -215,6 +216,8 @@ class KeyTable:
             raise KeyTableError(f"is not a key table of this layout ({names}, {layout})")
         if layout.get("batch_rows") != BATCH_ROWS:
             raise KeyTableError(f"has batches of {layout.get('batch_rows')} rows")
+        if layout.get("rows") != rows:
+            raise KeyTableError(f"holds {layout.get('rows')} keys, the index lists {rows}")
         batches = self._reader.num_record_batches
         self.rows = rows
         expected_batches = -(-rows // BATCH_ROWS)

@@ -74,7 +74,9 @@ def test_info_json_is_the_manifest_summed_and_lists_are_capped(idx, tmp_path):
     assert (info["version"], info["rows"], info["parts_total"]) == (version, 6, 3)
     assert (info["versions_total"], info["versions"]) == (3, [2, 3])
     assert [p["name"] for p in info["parts"]] == [p["name"] for p in manifest["parts"][:2]]
-    assert info["bytes"] == sum(f["bytes"] for p in manifest["parts"] for f in p["files"])
+    assert info["bytes"] == sum(
+        f["bytes"] for p in manifest["parts"] for f in [*p["files"], p["keys"]]
+    )
     assert info["params"] == manifest["params"]
     assert info["parts"][0]["run"] == manifest["parts"][0]["run"]
     assert info["leftovers_total"] == 0
