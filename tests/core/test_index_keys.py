@@ -35,13 +35,12 @@ ALPHABET = 3
 
 
 @contextmanager
-def _small_pages(page: int = 4, batch: int = 8, chunk: int = 3) -> Iterator[None]:
-    """Pages of ``page`` keys, batches of ``batch`` and query chunks of ``chunk``: tiny indexes
-    then span many pages and batches."""
+def _small_pages(page: int = 4, batch: int = 8) -> Iterator[None]:
+    """Pages of ``page`` keys and batches of ``batch``: tiny indexes then span many pages and
+    batches."""
     with (
         mock.patch.object(_index_keys, "PAGE_ROWS", page),
         mock.patch.object(_index_keys, "BATCH_ROWS", batch),
-        mock.patch.object(_index_keys, "_QUERY_CHUNK", chunk),
     ):
         yield
 
