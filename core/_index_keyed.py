@@ -36,7 +36,10 @@ def new_keys(
         (np.ascontiguousarray(digests[:, 0], dtype="<u8").view("<i8"), bd.T.reshape(-1).view("<i8"))
     )
     band = np.concatenate(
-        (np.full(n, DIGEST_BAND, dtype=np.int16), np.repeat(np.arange(bands, dtype=np.int16), len(live)))
+        (
+            np.full(n, DIGEST_BAND, dtype=np.int16),
+            np.repeat(np.arange(bands, dtype=np.int16), len(live)),
+        )
     )
     new = np.concatenate((np.arange(n, dtype=np.int64), np.tile(live, bands)))
     order = np.argsort(keys, kind="stable")
@@ -63,7 +66,11 @@ def keyed_lookup(
         if int(rows.max()) >= part.rows or int(rows.min()) < 0:
             from neardup.core.errors import IndexDamagedError
 
-            raise IndexDamagedError(index.url, part.keys.path if part.keys else part.name, "names a row the part has not")
+            raise IndexDamagedError(
+                index.url,
+                part.keys.path if part.keys else part.name,
+                "names a row the part has not",
+            )
         wanted = np.unique(rows)
         cand_ids, cand_sigs, cand_digests = _rows_of(index, part, wanted, params.num_perm)
         at = np.searchsorted(wanted, rows)
@@ -72,9 +79,7 @@ def keyed_lookup(
         same = (cand_digests[e_at] == digests[e_new]).all(axis=1)
         l_at, l_new = at[~is_digest], new[query[~is_digest]]
         l_band = band[query[~is_digest]].astype(np.int64)
-        confirmed = _confirmed(
-            sigs, cand_sigs, l_at, l_new, l_band, params.rows, params.threshold
-        )
+        confirmed = _confirmed(sigs, cand_sigs, l_at, l_new, l_band, params.rows, params.threshold)
         found.add(part.name, cand_ids, cand_sigs, (e_at[same], e_new[same]), confirmed)
 
 

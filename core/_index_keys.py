@@ -101,7 +101,7 @@ class KeyBuilder:
             self._flush()
 
     def _bucket_path(self, bucket: int) -> Path:
-        assert self._spill is not None  # noqa: S101 (only called once spilling)
+        assert self._spill is not None
         return Path(self._spill.name) / f"{bucket:03d}.bin"
 
     def _flush(self) -> None:
@@ -136,8 +136,12 @@ class KeyBuilder:
             fences = self._fences()
             meta = {
                 META_KEY: json.dumps(
-                    {"page_rows": PAGE_ROWS, "batch_rows": BATCH_ROWS, "bands": self.bands,
-                     "rows": self.rows * (self.bands + 1)}
+                    {
+                        "page_rows": PAGE_ROWS,
+                        "batch_rows": BATCH_ROWS,
+                        "bands": self.bands,
+                        "rows": self.rows * (self.bands + 1),
+                    }
                 ).encode(),
                 FENCES_KEY: fences.astype("<i8").tobytes(),
             }
@@ -282,8 +286,10 @@ class KeyTable:
             return none, none
         count = span[hit]
         query = np.repeat(hit, count)
-        at = np.repeat(lo[hit], count) + np.arange(len(query)) - np.repeat(
-            np.cumsum(count) - count, count
+        at = (
+            np.repeat(lo[hit], count)
+            + np.arange(len(query))
+            - np.repeat(np.cumsum(count) - count, count)
         )
         band = np.empty(len(at), dtype=np.int16)
         row = np.empty(len(at), dtype=np.int64)

@@ -271,9 +271,7 @@ def _scan(
         wanted = np.unique(np.concatenate((e_at, l_at)))
         cand_ids, cand_sigs, _ = _read_rows(index, file, parquet, groups, wanted, params.num_perm)
         local = np.searchsorted(wanted, l_at)
-        confirmed = _confirmed(
-            sigs, cand_sigs, local, l_new, l_band, params.rows, params.threshold
-        )
+        confirmed = _confirmed(sigs, cand_sigs, local, l_new, l_band, params.rows, params.threshold)
         found.add(part.name, cand_ids, cand_sigs, (np.searchsorted(wanted, e_at), e_new), confirmed)
 
 
@@ -300,8 +298,8 @@ def _read_rows(
     rows: NDArray[np.int64],
     num_perm: int,
 ) -> tuple[list[str], NDArray[np.uint32], NDArray[np.uint64]]:
-    """The ids, signatures and text digests of ``rows`` (sorted, numbered from the first of ``groups``),
-    reading only the row groups that hold one."""
+    """The ids, signatures and text digests of ``rows`` (sorted, numbered from the first of
+    ``groups``), reading only the row groups that hold one."""
     import pyarrow as pa
 
     sizes = [parquet.metadata.row_group(g).num_rows for g in groups]

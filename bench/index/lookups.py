@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -89,13 +91,17 @@ def build(url: str, docs: int, part_docs: int, texts: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def _neardup(*args: str) -> float:
+def _neardup(*args: str) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of a ``neardup`` process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "neardup", *args], check=True, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )  # fmt: skip
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _latest(url: Path) -> int:
@@ -131,15 +137,18 @@ def _disk(url: Path) -> tuple[int, int]:
     return data, keys
 
 
-def _layout_runs(url: Path, work: Path, repeat: int) -> dict[str, float]:
-    """Seconds of a one-document query (median) and of each append, on the index as it is."""
+def _layout_runs(url: Path, work: Path, repeat: int) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) seconds of a one-document query (medians) and of each append, on the index
+    as it is."""
     version = _latest(url)
     query = [
         _neardup("index", "query", str(url), str(work / "one.jsonl"), "--output",
                  str(work / "answer.jsonl"), "--quiet")
         for _ in range(repeat)
     ]  # fmt: skip
-    got: dict[str, float] = {"query": statistics.median(query)}
+    got = {
+        "query": (statistics.median(q[0] for q in query), statistics.median(q[1] for q in query))
+    }
     answer = json.loads((work / "answer.jsonl").read_text().splitlines()[0])
     if answer["match_count"] < 1:
         raise RuntimeError(f"the query found nothing: {answer}")
@@ -179,22 +188,27 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
     lines = [
         "## Index lookups by band key (`bench.index.lookups`)",
         "",
-        f"{now()}; `{command}`. Synthetic indexes (128 permutations, 16 bands) built through "
-        "the writer in parts of 1,000,000 documents; wall seconds of whole `neardup` "
-        "processes; *key tables* = this layout, *scan* = the same parts read as the first "
-        "layout (no key table).",
+        f"{now()}; `{command}`; load average {os.getloadavg()[0]:.1f} at the end. Synthetic "
+        "indexes (128 permutations, 16 bands) built through the writer in parts of 1,000,000 "
+        "documents (plus 2,000 real texts that the query and appends copy). Whole `neardup` "
+        "processes: CPU seconds (user + system) / wall seconds; *keys* = parts with key "
+        "tables, *scan* = the same parts read as the first layout (no key table).",
         "",
-        "| indexed | build (s / M docs) | data B/doc | key table B/doc | index query: key tables "
-        "| scan | append 1,000: key tables | scan | append 100,000: key tables | scan |",
+        "| indexed | build s / M docs | data B/doc | keys B/doc | `index query` 1 doc: keys "
+        "| scan | append 1,000: keys | scan | append 100,000: keys | scan |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def cell(run: tuple[float, float]) -> str:
+        return f"{run[1]:.2f} / {run[0]:.2f}"
+
     for r in results:
         n, new, old = r["docs"], r["new"], r["old"]
         lines.append(
             f"| {n:,} | {r['build_s'] / n * 1e6:,.0f} | {r['data_bytes'] / n:,.0f} "
-            f"| {r['keys_bytes'] / n:,.0f} | {new['query']:.2f} | {old['query']:.2f} "
-            f"| {new['append_1000']:.2f} | {old['append_1000']:.2f} "
-            f"| {new['append_100000']:.2f} | {old['append_100000']:.2f} |"
+            f"| {r['keys_bytes'] / n:,.0f} | {cell(new['query'])} | {cell(old['query'])} "
+            f"| {cell(new['append_1000'])} | {cell(old['append_1000'])} "
+            f"| {cell(new['append_100000'])} | {cell(old['append_100000'])} |"
         )
     return "\n".join(lines) + "\n"
 

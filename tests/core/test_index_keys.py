@@ -92,7 +92,9 @@ def _build(url: str, spec: dict) -> DocIndex:
         commit_index(index, PARAMS, [part])
     index = DocIndex.open(url)
     if spec["replaced"]:
-        added, dropped = rewrite_without(index, PARAMS, spec["replaced"], run_info("local", "t", []))
+        added, dropped = rewrite_without(
+            index, PARAMS, spec["replaced"], run_info("local", "t", [])
+        )
         commit_index(index, PARAMS, add=added, drop=dropped)
     return DocIndex.open(url)
 
@@ -213,5 +215,7 @@ def test_a_key_table_of_other_rows_is_damage_naming_it(tmp_path: Path) -> None:
     size = (Path(url) / part.keys.path).stat().st_size
     part = dataclasses.replace(part, keys=dataclasses.replace(part.keys, bytes=size))
     commit_index(index, PARAMS, [part])
-    with pytest.raises(IndexDamagedError, match=f"{part.keys.path} holds 5 keys, the index lists 10"):
+    with pytest.raises(
+        IndexDamagedError, match=f"{part.keys.path} holds 5 keys, the index lists 10"
+    ):
         DocIndex.open(url).lookup(sigs, digests)

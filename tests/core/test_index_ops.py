@@ -199,8 +199,14 @@ def test_info_names_each_part_with_its_rows_bytes_files_and_run(tmp_path):
     index = DocIndex.open(url)
     info = index_info(url)
     assert info["parts"] == [
-        {"name": p.name, "rows": p.rows, "bytes": p.files[0].bytes + p.keys.bytes, "files": 1,
-         "layout": 2, "run": p.run}
+        {
+            "name": p.name,
+            "rows": p.rows,
+            "bytes": p.files[0].bytes + p.keys.bytes,
+            "files": 1,
+            "layout": 2,
+            "run": p.run,
+        }
         for p in index.parts
     ]
     assert [p["rows"] for p in info["parts"]] == [2, 3]
@@ -262,7 +268,10 @@ def test_groups_are_runs_of_consecutive_parts_that_fit_together(rows, files, par
 
     parts = [
         IndexPart(
-            f"p{i}", n, tuple(IndexFile(f"parts/p{i}/{j}", 1, 1) for j in range(abs(k))), {},
+            f"p{i}",
+            n,
+            tuple(IndexFile(f"parts/p{i}/{j}", 1, 1) for j in range(abs(k))),
+            {},
             None if k < 0 else IndexFile(f"parts/p{i}/keys", 1, 1),
         )
         for i, (n, k) in enumerate(zip(rows, files, strict=True))

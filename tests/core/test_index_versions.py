@@ -187,7 +187,9 @@ def test_a_listed_parts_marker_is_no_leftover_and_a_stray_file_beside_it_goes_al
     assert found == [f"parts/{index.parts[0].name}/.data-00000.parquet.crc"]
     compact_index(url, neardup="t", part_rows=3, leftover_age=0)  # nothing to merge
     assert sorted(p.name for p in part.iterdir()) == [
-        "_committed", "data-00000.parquet", "keys-00000.arrow"
+        "_committed",
+        "data-00000.parquet",
+        "keys-00000.arrow",
     ]
     assert DocIndex.open(url).rows == 6
 

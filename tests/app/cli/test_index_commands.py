@@ -161,11 +161,22 @@ def test_errors_are_one_line_and_exit_2(idx, tmp_path, args, message):
     assert (tmp_path / "q.jsonl").read_text().startswith('{"id": "q"')
 
 
-def _doc_snippet(heading: str) -> str:
-    """The first python block after ``heading`` in docs/index.md."""
+def _doc_snippet(heading: str, nth: int = 0) -> str:
+    """The ``nth`` python block after ``heading`` in docs/index.md."""
     text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
     section = text[text.index(heading) :]
-    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    return re.findall(r"```python\n(.*?)```", section, re.DOTALL)[nth]
+
+
+def test_the_band_key_snippet_of_the_docs_finds_the_first_row_by_its_key(idx):
+    scope = {"IDX": str(idx)}
+    heading = "## Reading an index without neardup"
+    exec(_doc_snippet(heading), scope)  # the pyarrow snippet (the DuckDB one, 1, needs duckdb)
+    exec(_doc_snippet(heading, 2), scope)
+    first = scope["table"]["id"][0].as_py()
+    # The first row shares its own band 3 key: found through the key table, with its id.
+    assert first in scope["ids"] and 0 in scope["rows"].tolist()
+    assert len(scope["ids"]) == len(scope["rows"]) >= 1
 
 
 def test_the_pyarrow_snippet_of_the_docs_reads_an_index_built_by_dedup(idx):
