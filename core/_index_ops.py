@@ -129,11 +129,15 @@ def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
 
 def check_files(index: DocIndex) -> None:
     """IndexDamagedError naming the first listed file that is missing, of another size, not
-    Parquet (its footer is read), without the columns, or of other rows than listed."""
+    Parquet (its footer is read), without the columns, or of other rows than listed; or a key
+    table that is not one of its part's rows."""
     index.verify()
     for part in index.parts:
         for f in part.files:
             with index.parquet(f):
+                pass
+        if part.keys is not None:  # its footer, layout and fences
+            with index.key_table(part):
                 pass
 
 

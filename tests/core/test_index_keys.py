@@ -219,3 +219,23 @@ def test_a_key_table_of_other_rows_is_damage_naming_it(tmp_path: Path) -> None:
         IndexDamagedError, match=f"{part.keys.path} holds 5 keys, the index lists 10"
     ):
         DocIndex.open(url).lookup(sigs, digests)
+
+
+def test_a_garbled_key_table_is_damage_for_info_compact_and_lookups(tmp_path: Path) -> None:
+    from neardup.core.engine import IndexDamagedError, index_info
+
+    url = str(tmp_path / "idx")
+    ids, digests, sigs = ["a", "b"], np.zeros((2, 2), np.uint64), np.ones((2, 8), np.uint32)
+    index = DocIndex.open(url, missing_ok=True)
+    part = write_part(index, PARAMS, ids, digests, sigs, run_info("local", "t", []))
+    commit_index(index, PARAMS, [part])
+    path = Path(url) / part.keys.path
+    path.write_bytes(b"x" * path.stat().st_size)  # the listed size: only reading tells
+    for read in (
+        lambda: index_info(url),
+        lambda: compact_index(url, neardup="t"),
+        lambda: DocIndex.open(url).lookup(sigs, digests),
+    ):
+        with pytest.raises(IndexDamagedError, match=f"{part.keys.path} is not a readable key"):
+            read()
+    assert lookup_index(DocIndex.open(url), sigs, digests, scan=True).ids == ["a", "b"]
