@@ -239,3 +239,23 @@ def test_a_garbled_key_table_is_damage_for_info_compact_and_lookups(tmp_path: Pa
         with pytest.raises(IndexDamagedError, match=f"{part.keys.path} is not a readable key"):
             read()
     assert lookup_index(DocIndex.open(url), sigs, digests, scan=True).ids == ["a", "b"]
+
+
+def test_key_tables_on_another_filesystem_are_read_by_range_and_answer_as_the_scan() -> None:
+    """An fsspec URL (memory://): the tables are read a batch at a time through the file."""
+    import uuid
+
+    url = f"memory://keys-{uuid.uuid4().hex}/idx"
+    rng = np.random.default_rng(5)
+    for p in range(2):
+        index = DocIndex.open(url, missing_ok=True)
+        ids = [f"p{p}-{i:05d}" for i in range(3000)]
+        sigs = rng.integers(0, 3, size=(3000, 8), dtype=np.uint32)
+        digests = rng.integers(0, 4, size=(3000, 2), dtype=np.uint64)
+        part = write_part(index, PARAMS, ids, digests, sigs, run_info("local", "t", []))
+        commit_index(index, PARAMS, [part])
+    index = DocIndex.open(url)
+    assert all(p.keys is not None for p in index.parts)
+    keyed = lookup_index(index, sigs[:40], digests[:40])
+    assert len(keyed.ids) > 40
+    assert _answers(keyed) == _answers(lookup_index(index, sigs[:40], digests[:40], scan=True))

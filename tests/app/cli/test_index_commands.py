@@ -66,6 +66,33 @@ def test_info_prints_the_version_parameters_parts_and_leftovers(idx, tmp_path):
     assert lines[-1] == "leftovers of killed runs: none"
 
 
+def test_info_names_parts_of_the_first_layout_and_compact_rewrites_them(idx, tmp_path):
+    """A part without a key table (an index an older neardup wrote) is said to be scanned;
+    ``index compact`` rewrites it with one, and queries answer the same before and after."""
+    old = tmp_path / "old"
+    shutil.copytree(idx, old)
+    version, manifest = latest_manifest(old)
+    path = old / "_index" / f"{version:08d}.json"
+    for part in manifest["parts"]:
+        (old / part.pop("keys")["path"]).unlink()
+    manifest["format_version"] = 1
+    path.write_text(json.dumps(manifest))
+    lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
+    assert all("first layout (scanned; compact it)" in line for line in lines[3:6])
+    write_docs(tmp_path / "q.jsonl", [Doc("q", _near(BASE[1]))])
+    before = neardup("index", "query", old, "q.jsonl", cwd=tmp_path)
+    assert before.returncode == 0 and '"match_count": 1' in before.stdout, before.stderr
+    done = neardup("index", "compact", old, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    _, after = latest_manifest(old)
+    assert after["format_version"] == 2 and all("keys" in p for p in after["parts"])
+    lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
+    assert not any("first layout" in line for line in lines)
+    again = neardup("index", "query", old, "q.jsonl", cwd=tmp_path)
+    part = re.compile(r'"part": "p\d{8}-[0-9a-f]{12}"')
+    assert part.sub("", again.stdout) == part.sub("", before.stdout)
+
+
 def test_info_json_is_the_manifest_summed_and_lists_are_capped(idx, tmp_path):
     done = neardup("index", "info", idx, "--json", "--limit", "2", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
