@@ -137,7 +137,9 @@ def _disk(url: Path) -> tuple[int, int]:
     return data, keys
 
 
-def _layout_runs(url: Path, work: Path, repeat: int) -> dict[str, tuple[float, float]]:
+def _layout_runs(
+    url: Path, work: Path, repeat: int, appends: Sequence[int]
+) -> dict[str, tuple[float, float]]:
     """(wall, CPU) seconds of a one-document query (medians) and of each append, on the index
     as it is."""
     version = _latest(url)
@@ -152,7 +154,7 @@ def _layout_runs(url: Path, work: Path, repeat: int) -> dict[str, tuple[float, f
     answer = json.loads((work / "answer.jsonl").read_text().splitlines()[0])
     if answer["match_count"] < 1:
         raise RuntimeError(f"the query found nothing: {answer}")
-    for n in APPENDS:
+    for n in appends:
         got[f"append_{n}"] = _neardup(
             "dedup", str(work / f"new-{n}.jsonl"), "--output", str(work / f"out-{n}.jsonl"),
             "--index", str(url), "--quiet",
@@ -164,7 +166,9 @@ def _layout_runs(url: Path, work: Path, repeat: int) -> dict[str, tuple[float, f
     return got
 
 
-def measure(docs: int, part_docs: int, work: Path, repeat: int) -> dict[str, Any]:
+def measure(
+    docs: int, part_docs: int, work: Path, repeat: int, appends: Sequence[int] = APPENDS
+) -> dict[str, Any]:
     """Build an index of ``docs`` documents, then time lookups in both layouts."""
     rng = np.random.default_rng(1)
     texts = [_text(i, rng) for i in range(REAL_DOCS)]
@@ -172,19 +176,20 @@ def measure(docs: int, part_docs: int, work: Path, repeat: int) -> dict[str, Any
     seconds = build(str(url), docs, part_docs, texts)
     data, keys = _disk(url)
     _write_jsonl(work / "one.jsonl", [("q-0", texts[7] + " changed")])
-    for n in APPENDS:  # a few copies of indexed texts, the rest new
+    for n in appends:  # a few copies of indexed texts, the rest new
         new = [(f"new-{i}", texts[i] if i < 50 else _text(10**7 + i, rng)) for i in range(n)]
         _write_jsonl(work / f"new-{n}.jsonl", new)
     result: dict[str, Any] = {"docs": docs, "build_s": seconds, "data_bytes": data,
                               "keys_bytes": keys}  # fmt: skip
-    result["new"] = _layout_runs(url, work, repeat)
+    result["new"] = _layout_runs(url, work, repeat, appends)
     _first_layout(url)
-    result["old"] = _layout_runs(url, work, repeat)
+    result["old"] = _layout_runs(url, work, repeat, appends)
     shutil.rmtree(url)
     return result
 
 
-def markdown(results: list[dict[str, Any]], command: str) -> str:
+def markdown(results: list[dict[str, Any]], command: str, appends: Sequence[int] = APPENDS) -> str:
+    """The section bench/RESULTS.md holds."""
     lines = [
         "## Index lookups by band key (`bench.index.lookups`)",
         "",
@@ -195,8 +200,8 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
         "tables, *scan* = the same parts read as the first layout (no key table).",
         "",
         "| indexed | build s / M docs | data B/doc | keys B/doc | `index query` 1 doc: keys "
-        "| scan | append 1,000: keys | scan | append 100,000: keys | scan |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| scan |" + "".join(f" append {n:,}: keys | scan |" for n in appends),
+        "|---:" * (6 + 2 * len(appends)) + "|",
     ]
 
     def cell(run: tuple[float, float]) -> str:
@@ -204,12 +209,14 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
 
     for r in results:
         n, new, old = r["docs"], r["new"], r["old"]
-        lines.append(
+        row = (
             f"| {n:,} | {r['build_s'] / n * 1e6:,.0f} | {r['data_bytes'] / n:,.0f} "
-            f"| {r['keys_bytes'] / n:,.0f} | {cell(new['query'])} | {cell(old['query'])} "
-            f"| {cell(new['append_1000'])} | {cell(old['append_1000'])} "
-            f"| {cell(new['append_100000'])} | {cell(old['append_100000'])} |"
+            f"| {r['keys_bytes'] / n:,.0f} | {cell(new['query'])} | {cell(old['query'])} |"
         )
+        row += "".join(
+            f" {cell(new[f'append_{a}'])} | {cell(old[f'append_{a}'])} |" for a in appends
+        )
+        lines.append(row)
     return "\n".join(lines) + "\n"
 
 
@@ -220,16 +227,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=None, help="where the indexes are built")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--appends", type=int, nargs="+", default=list(APPENDS))
     parser.add_argument("--quick", action="store_true", help="100,000 documents only")
     args = parser.parse_args(argv)
     sizes = [100_000] if args.quick else sorted(args.docs)
     with tempfile.TemporaryDirectory(prefix="neardup-bench-lookups-", dir=args.work) as work:
         results = []
         for n in sizes:
-            results.append(measure(n, args.part_docs, Path(work), args.repeat))
+            results.append(measure(n, args.part_docs, Path(work), args.repeat, args.appends))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     command = "python -m bench.index.lookups " + " ".join(argv or sys.argv[1:])
-    print(markdown(results, command.strip()))
+    print(markdown(results, command.strip(), args.appends))
     return 0
 
 
