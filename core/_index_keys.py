@@ -43,8 +43,10 @@ PAGE_ROWS = 1 << 10
 #: Keys per record batch (a whole number of pages, so no page spans two batches; ~900 KB, one
 #: range read on object storage).
 BATCH_ROWS = 1 << 16
-#: Keys held in memory while building (235 MB); past it, runs are spilled to disk by key range.
-SPILL_ROWS = 1 << 24
+#: Keys held in memory while building (59 MB); past it, they are spilled to disk by key range
+#: (a part of a million documents at 16 bands: 17M keys, in 4 spills), each range then sorted
+#: alone: measured faster than one sort in memory, at a third of the peak memory.
+SPILL_ROWS = 1 << 22
 #: Key ranges (buckets of the top key bits) a spilled build sorts one at a time.
 SPILL_BUCKETS = 256
 #: Schema metadata keys: the layout (JSON) and the fences (little-endian int64).
