@@ -28,6 +28,7 @@ MODULES = (
     "bench.service.replicas",
     "bench.batch",
     "bench.index",
+    "bench.index.lookups",
     "bench.decont",
     "bench.probing",
     "bench.coldstart",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._index_keys import KEYS_FILE, KeyBuilder
 from neardup.core._index_log import (
     FORMAT,
     FORMAT_VERSION,
@@ -41,7 +42,14 @@ from neardup.core._index_log import (
     read_latest,
     version_file,
 )
-from neardup.core._index_parts import BATCH_ROWS, COLUMNS, PARQUET_OPTIONS, ROW_GROUP, part_table
+from neardup.core._index_parts import (
+    BATCH_ROWS,
+    COLUMNS,
+    PARQUET_OPTIONS,
+    ROW_GROUP,
+    binary_matrix,
+    part_table,
+)
 from neardup.core._params import MinhashParams
 from neardup.core._scripts import tokenizer_name, tokenizer_version
 from neardup.core._storage import _is_local, filesystem
@@ -56,6 +64,7 @@ from neardup.core.errors import (
 )
 
 if TYPE_CHECKING:
+    from neardup.core._index_keys import KeyTable
     from neardup.core._index_lookup import IndexLookup
 
 __all__ = [
@@ -71,6 +80,7 @@ __all__ = [
     "index_record_line",
     "run_info",
     "write_part",
+    "write_part_keys",
 ]
 
 #: The input names a part's ``run`` lists at most (then ``inputs_total`` counts them all).
@@ -141,11 +151,25 @@ class IndexPart:
     rows: int
     files: tuple[IndexFile, ...]
     run: dict[str, Any] = field(default_factory=dict)
+    #: Its key table (``_index_keys``); None for a part of the first layout, read by a scan.
+    keys: IndexFile | None = None
+
+    @property
+    def all_files(self) -> tuple[IndexFile, ...]:
+        """Every file the part lists: its data files, then its key table if it has one."""
+        return (*self.files, *([self.keys] if self.keys is not None else []))
 
     def as_json(self) -> dict[str, Any]:
         """The part as a version file lists it."""
         files = [{"path": f.path, "rows": f.rows, "bytes": f.bytes} for f in self.files]
-        return {"name": self.name, "rows": self.rows, "files": files, "run": self.run}
+        body = {"name": self.name, "rows": self.rows, "files": files, "run": self.run}
+        if self.keys is not None:
+            body["keys"] = {
+                "path": self.keys.path,
+                "rows": self.keys.rows,
+                "bytes": self.keys.bytes,
+            }
+        return body
 
     @classmethod
     def from_json(cls, item: dict[str, Any]) -> IndexPart:
@@ -153,7 +177,10 @@ class IndexPart:
         files = tuple(
             IndexFile(str(f["path"]), int(f["rows"]), int(f["bytes"])) for f in item["files"]
         )
-        return cls(str(item["name"]), int(item["rows"]), files, dict(item.get("run") or {}))
+        k = item.get("keys")
+        keys = None if k is None else IndexFile(str(k["path"]), int(k["rows"]), int(k["bytes"]))
+        run = dict(item.get("run") or {})
+        return cls(str(item["name"]), int(item["rows"]), files, run, keys)
 
 
 class DocIndex:
@@ -239,7 +266,7 @@ class DocIndex:
     def verify(self) -> None:
         """IndexDamagedError naming the first listed file that is missing or of another size."""
         for part in self.parts:
-            for f in part.files:
+            for f in part.all_files:
                 try:
                     size = int(self.fs.size(self.path(f.path)))
                 except (OSError, FileNotFoundError):
@@ -254,7 +281,7 @@ class DocIndex:
         longer lists it (compacted away while this run read the index), else damage."""
         with suppress(Exception):
             latest = DocIndex.open(self.url)
-            listed = {g.path for p in latest.parts for g in p.files}
+            listed = {g.path for p in latest.parts for g in p.all_files}
             if latest.version > self.version and f.path not in listed:
                 return IndexChangedError(self.url, self.version, latest.version, f.path)
         return IndexDamagedError(self.url, f.path, "is missing")
@@ -289,6 +316,31 @@ class DocIndex:
                     f"holds {parquet.metadata.num_rows} rows, the index lists {f.rows}",
                 )
             yield parquet
+
+    @contextmanager
+    def key_table(self, part: IndexPart) -> Iterator[KeyTable]:
+        """The key table of a part of the second layout (memory-mapped locally), checked against
+        the listing: IndexDamagedError if it is missing or not the table of the part's rows."""
+        from neardup.core._index_keys import KeyTable, KeyTableError, open_local
+
+        f = part.keys
+        if f is None:
+            raise ValueError(f"part {part.name} has no key table")
+        path = self.path(f.path)
+        try:
+            if _is_local(self.fs):
+                if not os.path.exists(path):
+                    raise self._missing(f)
+                yield open_local(path, f.rows)
+                return
+            try:
+                handle = self.fs.open(path, "rb")
+            except (OSError, FileNotFoundError):
+                raise self._missing(f) from None
+            with handle:
+                yield KeyTable(handle, f.rows)
+        except KeyTableError as exc:
+            raise IndexDamagedError(self.url, f.path, str(exc)) from None
 
     def row_groups(
         self, columns: Sequence[str]
@@ -340,7 +392,7 @@ class DocIndex:
         if not ids or not self.parts:
             return {}
         ordered = sorted(ids)
-        wanted = pa.array(ordered, type=pa.string())
+        wanted = set(ordered)
         found: dict[str, str] = {}
         for part in self.parts:
             for f in part.files:
@@ -356,11 +408,8 @@ class DocIndex:
                             raise IndexDamagedError(
                                 self.url, f.path, f"cannot be read ({exc})"
                             ) from None
-                        # Imported only here: pyarrow.compute takes ~0.5 s to import.
-                        import pyarrow.compute as pc
-
-                        hits = pc.filter(column, pc.is_in(column, value_set=wanted))
-                        for doc_id in hits.to_pylist():
+                        # Not pyarrow.compute: it takes ~0.5 s to import.
+                        for doc_id in sorted(wanted.intersection(column.to_pylist())):
                             found[doc_id] = part.name
         return found
 
@@ -432,6 +481,7 @@ def write_part(
     index.fs.makedirs(posixpath.dirname(path), exist_ok=True)
     # Sorted once, then written a slice at a time: the Arrow copy of a part is never whole.
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+    keys = KeyBuilder(params.bands)
     with index.fs.open(path, "wb") as handle:
         writer = None
         for lo in range(0, max(len(order), 1), BATCH_ROWS):
@@ -443,13 +493,52 @@ def write_part(
             if writer is None:
                 writer = pq.ParquetWriter(handle, table.schema, **PARQUET_OPTIONS)
             writer.write_table(table, row_group_size=ROW_GROUP)
+            keys.add(digests[rows], _matrix(table, "bands", 8 * params.bands))
         if writer is not None:
             writer.close()
-    if _is_local(index.fs):  # on disk before a version lists it (the version is fsynced too)
+    _sync(index, path)
+    size = int(index.fs.size(path))
+    return _with_keys(
+        index, IndexPart(name, len(ids), (IndexFile(relative, len(ids), size),), run), keys
+    )
+
+
+def _matrix(table: Any, column: str, width: int) -> NDArray[np.uint64]:
+    values = binary_matrix(table.column(column), width, "<u8")
+    if values is None:  # only a part written with other parameters: never one neardup wrote
+        raise ValueError(f"{column} values are not {width} bytes")
+    return values
+
+
+def _sync(index: DocIndex, path: str) -> None:
+    """On disk before a version lists it (the version is fsynced too)."""
+    if _is_local(index.fs):
         with open(index.fs._strip_protocol(path), "rb+") as written:
             os.fsync(written.fileno())
-    size = int(index.fs.size(path))
-    return IndexPart(name, len(ids), (IndexFile(relative, len(ids), size),), run)
+
+
+def _with_keys(index: DocIndex, part: IndexPart, keys: KeyBuilder) -> IndexPart:
+    """``part`` with the key table ``keys`` written in its directory."""
+    relative = f"{PARTS}/{part.name}/{KEYS_FILE}"
+    path = index.path(relative)
+    rows = keys.write(index.fs, path)
+    _sync(index, path)
+    listed = IndexFile(relative, rows, int(index.fs.size(path)))
+    return IndexPart(part.name, part.rows, part.files, part.run, listed)
+
+
+def write_part_keys(index: DocIndex, part: IndexPart, params: MinhashParams) -> IndexPart:
+    """``part`` (written, not yet committed: the Spark engine's) with a key table built from
+    its data files, read in listing order: the same bytes ``write_part`` writes for its rows."""
+    builder = KeyBuilder(params.bands)
+    width = 8 * params.bands
+    for _, f, _, _, table in index.row_group_batches(("digest", "bands"), parts=[part]):
+        digest = binary_matrix(table.column("digest"), 16, "<u8")
+        band_keys = binary_matrix(table.column("bands"), width, "<u8")
+        if digest is None or band_keys is None:
+            raise IndexDamagedError(index.url, f.path, "has digests or bands of another width")
+        builder.add(digest, band_keys)
+    return _with_keys(index, part, builder)
 
 
 def commit_index(

@@ -43,6 +43,7 @@ __all__ = [
     "COMMITTED",
     "FORMAT",
     "FORMAT_VERSION",
+    "FORMAT_VERSIONS",
     "LOG",
     "PARTS",
     "create_version",
@@ -58,7 +59,11 @@ __all__ = [
 ]
 
 FORMAT = "neardup-index"
-FORMAT_VERSION = 1
+#: The version this neardup writes: 2 lists a part's key table (``keys``, docs/index.md); a
+#: part without one (every part of a version 1 file) is read by a scan.
+FORMAT_VERSION = 2
+#: The format versions this neardup reads.
+FORMAT_VERSIONS = (1, 2)
 #: The directory of the version files, and that of the parts.
 LOG = "_index"
 PARTS = "parts"
@@ -235,14 +240,38 @@ def _part_problem(item: object, at: int, version: int) -> str | None:
     return None
 
 
+def _keys_problem(item: dict[str, Any], format_version: int, bands: int) -> str | None:
+    """What is wrong with a part's ``keys`` entry (its key table), if it has one."""
+    name, keys = item["name"], item.get("keys")
+    if keys is None:
+        return None
+    if format_version < 2:
+        return f"part {name} lists a key table, which format_version {format_version} has not"
+    path = keys.get("path") if isinstance(keys, dict) else None
+    if not isinstance(keys, dict) or not isinstance(path, str):
+        return f"part {name} has keys without a path"
+    pieces = path.split("/")
+    if pieces[:2] != [PARTS, name] or len(pieces) != 3 or pieces[2] in {"", ".", ".."}:
+        return f"part {name} lists keys {path!r}, not a file under {PARTS}/{name}/"
+    if not (_count(keys.get("rows")) and _count(keys.get("bytes"))):
+        return f"part {name} lists keys {path} without whole rows and bytes"
+    if keys["rows"] != item["rows"] * (bands + 1):
+        return (
+            f"part {name} lists {keys['rows']} keys, not {bands + 1} a row "
+            f"({item['rows'] * (bands + 1)})"
+        )
+    return None
+
+
 def manifest_problem(body: object, version: int) -> str | None:
     """What is wrong with a manifest meant to be version ``version`` (None: nothing), as the end
     of an IndexDamagedError: every field is checked before any is used."""
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         return f"is not a {FORMAT} version file"
     found = body.get("format_version")
-    if found != FORMAT_VERSION or isinstance(found, bool):
-        return f"has format_version {found!r}; this neardup reads {FORMAT_VERSION}"
+    if found not in FORMAT_VERSIONS or isinstance(found, bool):
+        known = " and ".join(map(str, FORMAT_VERSIONS))
+        return f"has format_version {found!r}; this neardup reads {known}"
     problem = _manifest_body_problem(body, version)
     return None if problem is None else f"is malformed ({problem})"
 
@@ -269,6 +298,13 @@ def _manifest_body_problem(body: dict[str, Any], version: int) -> str | None:
             if f["path"] in paths:
                 return f"{f['path']} is listed twice"
             paths.add(f["path"])
+        problem = _keys_problem(item, body["format_version"], body["params"]["bands"])
+        if problem is not None:
+            return problem
+        if item.get("keys") is not None:
+            if item["keys"]["path"] in paths:
+                return f"{item['keys']['path']} is listed twice"
+            paths.add(item["keys"]["path"])
     rows = body.get("rows")
     if not _count(rows) or rows != sum(p["rows"] for p in parts):
         return f"rows is {rows!r}, its parts hold {sum(p['rows'] for p in parts)}"

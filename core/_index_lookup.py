@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core._banding import band_digests, empty_rows
-from neardup.core._index import DocIndex, IndexFile
+from neardup.core._index import DocIndex, IndexFile, IndexPart
 from neardup.core._index_parts import binary_matrix
 from neardup.core.errors import IndexDamagedError, SignatureError
 
@@ -168,11 +168,67 @@ def _confirmed(
     return at[ok], new[ok], est[ok].astype(np.float64)
 
 
+class _Found:
+    """The matched indexed rows gathered part by part, renumbered in id order at the end."""
+
+    def __init__(self, rows: int, num_perm: int) -> None:
+        self.rows, self.num_perm = rows, num_perm
+        self.ids: list[str] = []
+        self.parts: list[str] = []
+        self.sigs: list[NDArray[np.uint32]] = []
+        self.exact: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
+        self.pairs: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]] = []
+
+    def add(
+        self,
+        part: str,
+        cand_ids: list[str],
+        cand_sigs: NDArray[np.uint32],
+        exact: tuple[NDArray[np.int64], NDArray[np.int64]],
+        pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
+    ) -> None:
+        """Candidates ``cand_*`` of one read, with the exact ``(candidate, new row)`` and the
+        confirmed ``(candidate, new row, estimate)`` among them; only those used are kept."""
+        (e_at, e_new), (c_at, c_new, c_est) = exact, pairs
+        used = np.unique(np.concatenate((e_at, c_at)))
+        remap = np.full(len(cand_ids), -1, dtype=np.int64)
+        remap[used] = len(self.ids) + np.arange(len(used))
+        self.ids.extend(cand_ids[u] for u in used.tolist())
+        self.parts.extend([part] * len(used))
+        self.sigs.append(cand_sigs[used])
+        self.exact.append((e_new, remap[e_at]))
+        self.pairs.append((c_new, remap[c_at], c_est))
+
+    def lookup(self) -> IndexLookup:
+        n = self.rows
+        if not self.ids:
+            return IndexLookup.empty(n, self.num_perm)
+        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        renumber = np.empty(len(order), dtype=np.int64)
+        renumber[np.array(order, dtype=np.int64)] = np.arange(len(order))
+        exact = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        e_new = np.concatenate([e[0] for e in self.exact])
+        e_at = np.concatenate([e[1] for e in self.exact])
+        np.minimum.at(exact, e_new, renumber[e_at])
+        exact[exact == np.iinfo(np.int64).max] = -1
+        p_new = np.concatenate([p[0] for p in self.pairs])
+        p_at = np.concatenate([p[1] for p in self.pairs])
+        est = np.concatenate([p[2] for p in self.pairs])
+        pairs = np.stack((p_new, renumber[p_at]), axis=1)
+        by = np.lexsort((pairs[:, 1], pairs[:, 0]))
+        return IndexLookup(
+            [self.ids[i] for i in order], [self.parts[i] for i in order],
+            np.concatenate(self.sigs)[np.array(order, dtype=np.int64)], exact,
+            pairs[by], est[by],
+        )  # fmt: skip
+
+
 def lookup_index(
-    index: DocIndex, sigs: NDArray[np.uint32], digests: NDArray[np.uint64]
+    index: DocIndex, sigs: NDArray[np.uint32], digests: NDArray[np.uint64], *, scan: bool = False
 ) -> IndexLookup:
     """Every exact copy and confirmed near pair of the new rows (``sigs``, ``digests``) in
-    ``index``, under the index's parameters."""
+    ``index``, under the index's parameters: through each part's key table, or by a scan of the
+    parts without one (all with ``scan``: the reference the key tables are tested against)."""
     n = len(sigs)
     if not index.parts or n == 0:  # nothing to match (a new index has no parameters yet)
         return IndexLookup.empty(n, sigs.shape[1] if sigs.ndim == 2 else 0)
@@ -181,17 +237,31 @@ def lookup_index(
         raise SignatureError(
             f"signatures have shape {sigs.shape}, the index takes {params.num_perm} entries"
         )
+    found = _Found(n, params.num_perm)
+    keyed = [p for p in index.parts if p.keys is not None and not scan]
+    scanned = [p for p in index.parts if p.keys is None or scan]
+    if keyed:
+        from neardup.core._index_keyed import keyed_lookup
+
+        keyed_lookup(index, keyed, sigs, digests, found)
+    if scanned:
+        _scan(index, scanned, sigs, digests, found)
+    return found.lookup()
+
+
+def _scan(
+    index: DocIndex,
+    parts: list[IndexPart],
+    sigs: NDArray[np.uint32],
+    digests: NDArray[np.uint64],
+    found: _Found,
+) -> None:
+    """Look the new rows up in ``parts`` by reading their digests and bands whole."""
+    params = index.minhash_params()
     side = _NewSide(sigs, digests, params.bands)
-    found_ids: list[str] = []
-    found_parts: list[str] = []
-    found_sigs: list[NDArray[np.uint32]] = []
-    exact_new: list[NDArray[np.int64]] = []
-    exact_at: list[NDArray[np.int64]] = []
-    pair_new: list[NDArray[np.int64]] = []
-    pair_at: list[NDArray[np.int64]] = []
-    pair_est: list[NDArray[np.float64]] = []
-    base = 0
-    for part, file, parquet, groups, table in index.row_group_batches(["digest", "bands"]):
+    for part, file, parquet, groups, table in index.row_group_batches(
+        ["digest", "bands"], parts=parts
+    ):
         digest = _column(index, file, table, "digest", 16, "<u8")
         bands = _column(index, file, table, "bands", 8 * params.bands, "<u8")
         e_at, e_new = side.exact(digest)
@@ -199,41 +269,10 @@ def lookup_index(
         if len(e_at) == 0 and len(l_at) == 0:
             continue
         wanted = np.unique(np.concatenate((e_at, l_at)))
-        cand_ids, cand_sigs = _read_rows(index, file, parquet, groups, wanted, params.num_perm)
+        cand_ids, cand_sigs, _ = _read_rows(index, file, parquet, groups, wanted, params.num_perm)
         local = np.searchsorted(wanted, l_at)
-        c_at, c_new, c_est = _confirmed(
-            sigs, cand_sigs, local, l_new, l_band, params.rows, params.threshold
-        )
-        e_local = np.searchsorted(wanted, e_at)
-        used = np.unique(np.concatenate((e_local, c_at)))
-        remap = np.full(len(wanted), -1, dtype=np.int64)
-        remap[used] = base + np.arange(len(used))
-        base += len(used)
-        found_ids.extend(cand_ids[u] for u in used.tolist())
-        found_parts.extend([part.name] * len(used))
-        found_sigs.append(cand_sigs[used])
-        exact_new.append(e_new)
-        exact_at.append(remap[e_local])
-        pair_new.append(c_new)
-        pair_at.append(remap[c_at])
-        pair_est.append(c_est)
-    if not found_ids:
-        return IndexLookup.empty(n, params.num_perm)
-    # Renumber the matched documents in id order.
-    order = sorted(range(len(found_ids)), key=found_ids.__getitem__)
-    renumber = np.empty(len(order), dtype=np.int64)
-    renumber[np.array(order, dtype=np.int64)] = np.arange(len(order))
-    exact = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(exact, np.concatenate(exact_new), renumber[np.concatenate(exact_at)])
-    exact[exact == np.iinfo(np.int64).max] = -1
-    pairs = np.stack((np.concatenate(pair_new), renumber[np.concatenate(pair_at)]), axis=1)
-    est = np.concatenate(pair_est)
-    by = np.lexsort((pairs[:, 1], pairs[:, 0]))
-    return IndexLookup(
-        [found_ids[i] for i in order], [found_parts[i] for i in order],
-        np.concatenate(found_sigs)[np.array(order, dtype=np.int64)], exact,
-        pairs[by], est[by],
-    )  # fmt: skip
+        confirmed = _confirmed(sigs, cand_sigs, local, l_new, l_band, params.rows, params.threshold)
+        found.add(part.name, cand_ids, cand_sigs, (np.searchsorted(wanted, e_at), e_new), confirmed)
 
 
 def _column(
@@ -247,6 +286,10 @@ def _column(
     return values
 
 
+#: Rows of a group past which their ids are read by converting the group's whole column.
+_FEW_ROWS = 64
+
+
 def _read_rows(
     index: DocIndex,
     file: IndexFile,
@@ -254,9 +297,9 @@ def _read_rows(
     groups: list[int],
     rows: NDArray[np.int64],
     num_perm: int,
-) -> tuple[list[str], NDArray[np.uint32]]:
-    """The ids and signatures of ``rows`` (sorted, numbered from the first of ``groups``),
-    reading only the row groups that hold one."""
+) -> tuple[list[str], NDArray[np.uint32], NDArray[np.uint64]]:
+    """The ids, signatures and text digests of ``rows`` (sorted, numbered from the first of
+    ``groups``), reading only the row groups that hold one."""
     import pyarrow as pa
 
     sizes = [parquet.metadata.row_group(g).num_rows for g in groups]
@@ -264,19 +307,31 @@ def _read_rows(
     group_of = np.searchsorted(starts, rows, side="right") - 1
     ids: list[str] = []
     sigs: list[NDArray[np.uint32]] = []
+    digests: list[NDArray[np.uint64]] = []
     for k in np.unique(group_of).tolist():
         local = rows[group_of == k] - starts[k]
         try:
             table = parquet.read_row_group(
-                groups[k], columns=["id", "signature"], use_threads=False
-            ).take(pa.array(local))
+                groups[k], columns=["id", "digest", "signature"], use_threads=False
+            )
         except (OSError, ValueError, pa.ArrowException) as exc:
             raise IndexDamagedError(index.url, file.path, f"cannot be read ({exc})") from None
-        if table.column("id").null_count:
+        column = table.column("id")
+        if column.null_count:
             raise IndexDamagedError(index.url, file.path, "has a null id")
-        ids.extend(table.column("id").to_pylist())
-        sigs.append(_column(index, file, table, "signature", 4 * num_perm, "<u4"))
-    return ids, np.ascontiguousarray(np.concatenate(sigs), dtype=np.uint32)
+        # Not Table.take: it imports pyarrow.compute (~0.5 s of a one-document query).
+        if len(local) > _FEW_ROWS:
+            every = column.to_pylist()
+            ids.extend(every[i] for i in local.tolist())
+        else:
+            ids.extend(column[i].as_py() for i in local.tolist())
+        sigs.append(_column(index, file, table, "signature", 4 * num_perm, "<u4")[local])
+        digests.append(_column(index, file, table, "digest", 16, "<u8")[local])
+    return (
+        ids,
+        np.ascontiguousarray(np.concatenate(sigs), dtype=np.uint32),
+        np.ascontiguousarray(np.concatenate(digests), dtype=np.uint64),
+    )
 
 
 def lookup_without(lookup: IndexLookup, names: set[str]) -> IndexLookup:

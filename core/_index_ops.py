@@ -101,7 +101,7 @@ def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
     """The leftovers under ``index``: part directories (or stray files) under ``parts/`` that its
     version does not list, and temporary files in ``_index/``, sorted by path."""
     now = time.time() if now is None else now
-    listed = {f.path for p in index.parts for f in p.files}
+    listed = {f.path for p in index.parts for f in p.all_files}
     names = {p.name for p in index.parts}
     root = index.root.rstrip("/") + "/"
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -129,11 +129,15 @@ def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
 
 def check_files(index: DocIndex) -> None:
     """IndexDamagedError naming the first listed file that is missing, of another size, not
-    Parquet (its footer is read), without the columns, or of other rows than listed."""
+    Parquet (its footer is read), without the columns, or of other rows than listed; or a key
+    table that is not one of its part's rows."""
     index.verify()
     for part in index.parts:
         for f in part.files:
             with index.parquet(f):
+                pass
+        if part.keys is not None:  # its footer, layout and fences
+            with index.key_table(part):
                 pass
 
 
@@ -151,8 +155,8 @@ def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
     found = leftovers(index)
     versions = _versions(index.fs, index.root)
     parts = [
-        {"name": p.name, "rows": p.rows, "bytes": sum(f.bytes for f in p.files),
-         "files": len(p.files), "run": p.run}
+        {"name": p.name, "rows": p.rows, "bytes": sum(f.bytes for f in p.all_files),
+         "files": len(p.files), "layout": 1 if p.keys is None else 2, "run": p.run}
         for p in index.parts
     ]  # fmt: skip
     return {
@@ -206,12 +210,13 @@ class CompactResult:
 
 def _groups(parts: Sequence[IndexPart], part_rows: int) -> list[list[IndexPart]]:
     """Runs of consecutive parts to rewrite as one: each holds at most ``part_rows`` rows (a part
-    as large alone stays as it is) and more than one file (a single one-file part is left)."""
+    as large alone stays as it is) and more than one file, or a part without a key table (the
+    first layout, rewritten in the second); a single one-file part with one is left."""
     groups: list[list[IndexPart]] = []
     current: list[IndexPart] = []
 
     def close() -> None:
-        if sum(len(p.files) for p in current) > 1:
+        if sum(len(p.files) for p in current) > 1 or any(p.keys is None for p in current):
             groups.append(list(current))
         current.clear()
 

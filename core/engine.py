@@ -107,6 +107,7 @@ from neardup.core._index import (
     index_record_line,
     run_info,
     write_part,
+    write_part_keys,
 )
 from neardup.core._index_log import part_name as index_part_name
 from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
@@ -362,4 +363,5 @@ __all__ = [
     "words",
     "write_docs",
     "write_part",
+    "write_part_keys",
 ]

@@ -91,7 +91,8 @@ def info_text(info: dict[str, Any]) -> str:
     for p in info["parts"]:
         lines.append(
             f"  {p['name']}  {p['rows']:,} rows  {_size(p['bytes'])}  {p['files']} file(s)  "
-            f"{_run(p['run'])}"
+            + ("" if p.get("layout", 2) == 2 else "first layout (scanned; compact it)  ")
+            + f"{_run(p['run'])}"
         )
     if info["parts_total"] > len(info["parts"]):
         lines.append(f"  ... and {info['parts_total'] - len(info['parts']):,} more (--limit)")

@@ -49,6 +49,7 @@ from neardup.core.engine import (
     index_record,
     rewrite_without,
     run_info,
+    write_part_keys,
 )
 
 if TYPE_CHECKING:
@@ -384,7 +385,9 @@ def write_index_part(
     if got != count:
         raise IndexDamagedError(index.url, relative, f"holds {got} rows, {count} were written")
     run = run_info("spark", _version(), list(inputs))
-    return IndexPart(name, count, tuple(listed), run)
+    # The key table from the driver, read back from the part's files in order: the bytes the
+    # local engine writes for the same rows (bounded memory: core spills sorted runs).
+    return write_part_keys(index, IndexPart(name, count, tuple(listed), run), params)
 
 
 def _version() -> str:

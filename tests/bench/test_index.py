@@ -66,3 +66,16 @@ def test_the_compaction_memory_bench_measures_each_size_and_the_slope_between(ca
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" documents:")[0] for line in lines[:2]] == ["200", "300"]
     assert lines[2].startswith("between the sizes: ") and lines[2].endswith(" MiB")
+
+
+def test_a_tiny_lookups_run_times_both_layouts_with_key_tables_of_238_bytes_a_doc(tmp_path):
+    """``bench.index.lookups`` at 3,000 documents: every cell filled (the query finds its copy)."""
+    from bench.index import lookups
+
+    result = lookups.measure(3_000, 1_000, tmp_path, 1, appends=(50,))
+    assert 17 * 14 <= result["keys_bytes"] / (3_000 + lookups.REAL_DOCS) < 17 * 14 + 40
+    for layout in ("new", "old"):
+        assert set(result[layout]) == {"query", "append_50"}
+        assert all(wall > 0 and cpu > 0 for wall, cpu in result[layout].values())
+    table = lookups.markdown([result], "cmd", (50,)).splitlines()
+    assert table[-1].startswith("| 3,000 |") and table[-1].count("|") == 9

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from neardup.core import _index
 from neardup.core._banding import band_digest
+from neardup.core._index_lookup import lookup_index
 from neardup.core.engine import (
     INDEX_PARAMS_KEY,
     DocIndex,
@@ -58,7 +59,7 @@ def test_index_commit_writes_a_version_readable_without_neardup(tmp_path: Path) 
     assert index.version == 2
     assert index.rows == 4 and len(index.parts) == 2
     body = json.loads((tmp_path / "idx/_index/00000002.json").read_text())
-    assert body["format"] == "neardup-index" and body["format_version"] == 1
+    assert body["format"] == "neardup-index" and body["format_version"] == 2
     assert body["params"] == index_params(PARAMS) and "ngram" not in body["params"]
     assert body["parts"][0]["name"].startswith("p00000001-")
     assert body["parts"][1]["run"]["inputs"] == ["in"]
@@ -191,6 +192,7 @@ def _damage(tmp_path: Path, how: str) -> DocIndex:
         version = tmp_path / "idx/_index/00000001.json"
         body = json.loads(version.read_text())
         body["parts"][0]["files"][0]["rows"] = body["parts"][0]["rows"] = body["rows"] = 3
+        body["parts"][0]["keys"]["rows"] = 3 * (PARAMS.bands + 1)
         version.write_text(json.dumps(body))  # a whole manifest, but not the file's rows
     return DocIndex.open(str(tmp_path / "idx"))
 
@@ -199,13 +201,15 @@ def _damage(tmp_path: Path, how: str) -> DocIndex:
 def test_index_damage_is_an_error_naming_the_file(tmp_path: Path, how: str) -> None:
     index = _damage(tmp_path, how)
     name = index.parts[0].files[0].path
+    keys = index.parts[0].keys.path
     sigs = batch_signatures(["one two"], PARAMS)
-    for read in (
-        lambda: index.id_parts(["a"]),
-        lambda: index.lookup(sigs, text_digests(["one two"])),
-    ):
-        with pytest.raises(IndexDamagedError, match=name):
-            read()
+    with pytest.raises(IndexDamagedError, match=name):
+        index.id_parts(["a"])
+    # A lookup opens the key table first: it holds the rows it was built for, not the listing's.
+    with pytest.raises(IndexDamagedError, match=keys if how == "rows" else name):
+        index.lookup(sigs, text_digests(["one two"]))
+    with pytest.raises(IndexDamagedError, match=name):
+        lookup_index(index, sigs, text_digests(["one two"]), scan=True)
     if how in ("missing", "truncated"):  # verify() checks names and sizes only
         with pytest.raises(IndexDamagedError, match=name):
             index.verify()
@@ -438,7 +442,8 @@ def test_index_values_of_the_wrong_width_are_damage_naming_index_file_and_column
     version.write_text(json.dumps(body))
     sigs = batch_signatures(["one two three"], PARAMS)
     with pytest.raises(IndexDamagedError) as caught:
-        DocIndex.open(url).lookup(sigs, text_digests(["one two three"]))
+        # bands are read by a scan only (the key table holds them for a lookup)
+        lookup_index(DocIndex.open(url), sigs, text_digests(["one two three"]), scan=True)
     assert str(caught.value) == f"{url}: the index is damaged: {name} {problem}"
 
 
@@ -510,11 +515,11 @@ def test_an_index_of_another_format_version_is_refused_naming_both(tmp_path: Pat
     _add(url, ["a"], ["one two"])
     version = Path(url) / "_index" / "00000001.json"
     body = json.loads(version.read_text())
-    body["format_version"] = 2
+    body["format_version"] = 3
     version.write_text(json.dumps(body))
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
     assert str(caught.value) == (
-        f"{url}: the index is damaged: _index/00000001.json has format_version 2; "
-        "this neardup reads 1"
+        f"{url}: the index is damaged: _index/00000001.json has format_version 3; "
+        "this neardup reads 1 and 2"
     )

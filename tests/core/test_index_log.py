@@ -204,7 +204,7 @@ def test_commit_writes_the_version_body_byte_for_byte(tmp_path: Path) -> None:
     assert commit_index(first, other, [extra], drop=["nothing"]) == 2
     raw = (Path(url) / "_index" / "00000002.json").read_bytes()
     body = {
-        "format": "neardup-index", "format_version": 1, "version": 2,
+        "format": "neardup-index", "format_version": 2, "version": 2,
         "params": index_params(PARAMS),  # the index's, not the committing run's
         "parts": [part.as_json(), extra.as_json()], "rows": 7,
     }  # fmt: skip
@@ -598,4 +598,11 @@ def test_id_checks_and_lookups_read_only_the_columns_they_need(
     texts = ["text of a here"]
     found = index.lookup(batch_signatures(texts, PARAMS), text_digests(texts))
     assert found.ids == ["a"]
-    assert read == [("groups", ["digest", "bands"]), ("group", ["id", "signature"])]
+    # Through the key table: no digest or band column read, only the found rows' group.
+    assert read == [("group", ["id", "digest", "signature"])]
+    read.clear()
+    from neardup.core._index_lookup import lookup_index
+
+    scanned = lookup_index(index, batch_signatures(texts, PARAMS), text_digests(texts), scan=True)
+    assert scanned.ids == ["a"]
+    assert read == [("groups", ["digest", "bands"]), ("group", ["id", "digest", "signature"])]

@@ -186,7 +186,11 @@ def test_a_listed_parts_marker_is_no_leftover_and_a_stray_file_beside_it_goes_al
     found = [x.path for x in index_leftovers(index)]
     assert found == [f"parts/{index.parts[0].name}/.data-00000.parquet.crc"]
     compact_index(url, neardup="t", part_rows=3, leftover_age=0)  # nothing to merge
-    assert sorted(p.name for p in part.iterdir()) == ["_committed", "data-00000.parquet"]
+    assert sorted(p.name for p in part.iterdir()) == [
+        "_committed",
+        "data-00000.parquet",
+        "keys-00000.arrow",
+    ]
     assert DocIndex.open(url).rows == 6
 
 
@@ -251,6 +255,17 @@ def _file_twice(body: dict) -> None:
         (lambda b: b["parts"][0].__setitem__("rows", 4), "part {name} has 4 rows but its files 3"),
         (lambda b: b["parts"][0].__setitem__("run", []),
          "part {name} has a run that is not an object"),
+        (lambda b: b["parts"][0]["keys"].__setitem__("rows", 3),
+         "part {name} lists 3 keys, not 5 a row (15)"),
+        (lambda b: b["parts"][0]["keys"].__setitem__("path", "parts/x/keys-00000.arrow"),
+         "part {name} lists keys 'parts/x/keys-00000.arrow', not a file under parts/{name}/"),
+        (lambda b: b["parts"][0]["keys"].__setitem__("bytes", None),
+         "part {name} lists keys parts/{name}/keys-00000.arrow without whole rows and bytes"),
+        (lambda b: b["parts"][0]["keys"].__setitem__("path", b["parts"][0]["files"][0]["path"]),
+         "parts/{name}/data-00000.parquet is listed twice"),
+        (lambda b: b["parts"][0].__setitem__("keys", []), "part {name} has keys without a path"),
+        (_set("format_version", 1),
+         "part {name} lists a key table, which format_version 1 has not"),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )  # fmt: skip

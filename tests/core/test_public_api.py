@@ -69,6 +69,7 @@ ENGINE_NAMES = {
     # the persistent index of kept documents (issue 20)
     "INDEX_FORMAT", "INDEX_FORMAT_VERSION", "INDEX_COLUMNS", "INDEX_PARAMS_KEY", "DocIndex",
     "IndexFile", "IndexPart", "IndexLookup", "lookup_index", "write_part", "commit_index",
+    "write_part_keys",
     "index_params", "index_part_name", "index_record", "index_record_line", "run_info",
     "part_table", "binary_matrix", "IndexConflictError",
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",

@@ -66,6 +66,33 @@ def test_info_prints_the_version_parameters_parts_and_leftovers(idx, tmp_path):
     assert lines[-1] == "leftovers of killed runs: none"
 
 
+def test_info_names_parts_of_the_first_layout_and_compact_rewrites_them(idx, tmp_path):
+    """A part without a key table (an index an older neardup wrote) is said to be scanned;
+    ``index compact`` rewrites it with one, and queries answer the same before and after."""
+    old = tmp_path / "old"
+    shutil.copytree(idx, old)
+    version, manifest = latest_manifest(old)
+    path = old / "_index" / f"{version:08d}.json"
+    for part in manifest["parts"]:
+        (old / part.pop("keys")["path"]).unlink()
+    manifest["format_version"] = 1
+    path.write_text(json.dumps(manifest))
+    lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
+    assert all("first layout (scanned; compact it)" in line for line in lines[3:6])
+    write_docs(tmp_path / "q.jsonl", [Doc("q", _near(BASE[1]))])
+    before = neardup("index", "query", old, "q.jsonl", cwd=tmp_path)
+    assert before.returncode == 0 and '"match_count": 1' in before.stdout, before.stderr
+    done = neardup("index", "compact", old, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    _, after = latest_manifest(old)
+    assert after["format_version"] == 2 and all("keys" in p for p in after["parts"])
+    lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
+    assert not any("first layout" in line for line in lines)
+    again = neardup("index", "query", old, "q.jsonl", cwd=tmp_path)
+    part = re.compile(r'"part": "p\d{8}-[0-9a-f]{12}"')
+    assert part.sub("", again.stdout) == part.sub("", before.stdout)
+
+
 def test_info_json_is_the_manifest_summed_and_lists_are_capped(idx, tmp_path):
     done = neardup("index", "info", idx, "--json", "--limit", "2", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -74,7 +101,9 @@ def test_info_json_is_the_manifest_summed_and_lists_are_capped(idx, tmp_path):
     assert (info["version"], info["rows"], info["parts_total"]) == (version, 6, 3)
     assert (info["versions_total"], info["versions"]) == (3, [2, 3])
     assert [p["name"] for p in info["parts"]] == [p["name"] for p in manifest["parts"][:2]]
-    assert info["bytes"] == sum(f["bytes"] for p in manifest["parts"] for f in p["files"])
+    assert info["bytes"] == sum(
+        f["bytes"] for p in manifest["parts"] for f in [*p["files"], p["keys"]]
+    )
     assert info["params"] == manifest["params"]
     assert info["parts"][0]["run"] == manifest["parts"][0]["run"]
     assert info["leftovers_total"] == 0
@@ -159,11 +188,22 @@ def test_errors_are_one_line_and_exit_2(idx, tmp_path, args, message):
     assert (tmp_path / "q.jsonl").read_text().startswith('{"id": "q"')
 
 
-def _doc_snippet(heading: str) -> str:
-    """The first python block after ``heading`` in docs/index.md."""
+def _doc_snippet(heading: str, nth: int = 0) -> str:
+    """The ``nth`` python block after ``heading`` in docs/index.md."""
     text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
     section = text[text.index(heading) :]
-    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    return re.findall(r"```python\n(.*?)```", section, re.DOTALL)[nth]
+
+
+def test_the_band_key_snippet_of_the_docs_finds_the_first_row_by_its_key(idx):
+    scope = {"IDX": str(idx)}
+    heading = "## Reading an index without neardup"
+    exec(_doc_snippet(heading), scope)  # the pyarrow snippet (the DuckDB one, 1, needs duckdb)
+    exec(_doc_snippet(heading, 2), scope)
+    first = scope["table"]["id"][0].as_py()
+    # The first row shares its own band 3 key: found through the key table, with its id.
+    assert first in scope["ids"] and 0 in scope["rows"].tolist()
+    assert len(scope["ids"]) == len(scope["rows"]) >= 1
 
 
 def test_the_pyarrow_snippet_of_the_docs_reads_an_index_built_by_dedup(idx):

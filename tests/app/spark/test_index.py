@@ -73,6 +73,13 @@ def _index_table(index: Path) -> pa.Table:
     return pa.concat_tables(tables).sort_by("id")
 
 
+def _key_tables(index: Path) -> list[bytes]:
+    """The bytes of every part's key table, in listing order (they hold no part name)."""
+    opened = DocIndex.open(str(index))
+    assert all(part.keys is not None for part in opened.parts)
+    return [(index / part.keys.path).read_bytes() for part in opened.parts]
+
+
 def _layout(index: Path, part: Any) -> set[tuple[str, str, bool]]:
     """(column, compression, dictionary page) of every column chunk of a part's files."""
     chunks = set()
@@ -118,13 +125,16 @@ def local_rounds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     manifests' index records, and a copy of the index after the first round."""
     root = tmp_path_factory.mktemp("local")
     index = root / "idx"
-    got: dict[str, Any] = {"inputs": [], "lines": [], "tables": [], "records": [], "sizes": []}
+    got: dict[str, Any] = {
+        "inputs": [], "lines": [], "tables": [], "keys": [], "records": [], "sizes": [],
+    }  # fmt: skip
     for r in range(3):
         inputs = _inputs(root, r)
         manifest = _local(inputs, root / f"out{r}.jsonl", index, r)
         got["inputs"].append(inputs)
         got["lines"].append((root / f"out{r}.jsonl").read_text(encoding="utf-8").splitlines())
         got["tables"].append(_index_table(index))
+        got["keys"].append(_key_tables(index))
         got["records"].append(manifest.index)
         got["sizes"].append((manifest.clusters, manifest.cluster_sizes, manifest.singletons))
         if r == 0:
@@ -146,6 +156,8 @@ def test_spark_rounds_taking_turns_with_the_local_engine_equal_local_rounds(
     def same_as_local(lines: list[str], index: Path, r: int) -> None:
         assert _unnamed(lines) == _unnamed(local_rounds["lines"][r]), r
         assert _index_table(index).equals(local_rounds["tables"][r]), r
+        # Each part's key table byte for byte (Spark's built on the driver from its files).
+        assert _key_tables(index) == local_rounds["keys"][r], r
 
     def same_record(manifest: SparkManifest, r: int) -> dict[str, Any]:
         record, local = manifest.index, local_rounds["records"][r]

@@ -1,0 +1,107 @@
+"""New documents against the parts that have a key table: found by key, not by a scan.
+
+The new rows' keys (each text digest's first 8 bytes, and each live row's band digests) are
+looked up in each part's key table (``_index_keys.KeyTable.find``: O(keys) pages read), then
+only the rows found have their ``id``, ``digest`` and ``signature`` read, by row position, and
+are decided by the same rules as a scan (``_index_lookup``): the full 16-byte digest for an
+exact copy, the band's entries and the estimate for a near pair.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.core._banding import band_digests, empty_rows
+from neardup.core._index_keys import DIGEST_BAND
+
+if TYPE_CHECKING:
+    from neardup.core._index import DocIndex, IndexPart
+    from neardup.core._index_lookup import _Found
+
+__all__ = ["keyed_lookup", "new_keys"]
+
+
+def new_keys(
+    sigs: NDArray[np.uint32], digests: NDArray[np.uint64], bands: int
+) -> tuple[NDArray[np.int64], NDArray[np.int16], NDArray[np.int64]]:
+    """``(key, band, new row)`` of the new rows' lookups, sorted by key: every text digest
+    (band ``DIGEST_BAND``), and the band digests of every live row."""
+    n = len(sigs)
+    live = np.flatnonzero(~empty_rows(sigs))
+    bd = np.ascontiguousarray(band_digests(sigs[live], bands), dtype="<u8")
+    keys = np.concatenate(
+        (np.ascontiguousarray(digests[:, 0], dtype="<u8").view("<i8"), bd.T.reshape(-1).view("<i8"))
+    )
+    band = np.concatenate(
+        (
+            np.full(n, DIGEST_BAND, dtype=np.int16),
+            np.repeat(np.arange(bands, dtype=np.int16), len(live)),
+        )
+    )
+    new = np.concatenate((np.arange(n, dtype=np.int64), np.tile(live, bands)))
+    order = np.argsort(keys, kind="stable")
+    return keys[order], band[order], new[order]
+
+
+def keyed_lookup(
+    index: DocIndex,
+    parts: list[IndexPart],
+    sigs: NDArray[np.uint32],
+    digests: NDArray[np.uint64],
+    found: _Found,
+) -> None:
+    """Add to ``found`` what the new rows match in ``parts`` (each with a key table)."""
+    from neardup.core._index_lookup import _confirmed
+
+    params = index.minhash_params()
+    keys, band, new = new_keys(sigs, digests, params.bands)
+    for part in parts:
+        with index.key_table(part) as table:
+            query, rows = table.find(keys, band)
+        if len(rows) == 0:
+            continue
+        if int(rows.max()) >= part.rows or int(rows.min()) < 0:
+            from neardup.core.errors import IndexDamagedError
+
+            raise IndexDamagedError(
+                index.url,
+                part.keys.path if part.keys else part.name,
+                "names a row the part has not",
+            )
+        wanted = np.unique(rows)
+        cand_ids, cand_sigs, cand_digests = _rows_of(index, part, wanted, params.num_perm)
+        at = np.searchsorted(wanted, rows)
+        is_digest = band[query] == DIGEST_BAND
+        e_at, e_new = at[is_digest], new[query[is_digest]]
+        same = (cand_digests[e_at] == digests[e_new]).all(axis=1)
+        l_at, l_new = at[~is_digest], new[query[~is_digest]]
+        l_band = band[query[~is_digest]].astype(np.int64)
+        confirmed = _confirmed(sigs, cand_sigs, l_at, l_new, l_band, params.rows, params.threshold)
+        found.add(part.name, cand_ids, cand_sigs, (e_at[same], e_new[same]), confirmed)
+
+
+def _rows_of(
+    index: DocIndex, part: IndexPart, rows: NDArray[np.int64], num_perm: int
+) -> tuple[list[str], NDArray[np.uint32], NDArray[np.uint64]]:
+    """The ids, signatures and digests of a part's ``rows`` (sorted, numbered across its files
+    in listing order), reading only the row groups that hold one."""
+    from neardup.core._index_lookup import _read_rows
+
+    starts = np.cumsum([0, *(f.rows for f in part.files)])
+    ids: list[str] = []
+    sigs: list[NDArray[np.uint32]] = []
+    digests: list[NDArray[np.uint64]] = []
+    for k, f in enumerate(part.files):
+        local = rows[(rows >= starts[k]) & (rows < starts[k + 1])] - starts[k]
+        if len(local) == 0:
+            continue
+        with index.parquet(f) as parquet:
+            groups = list(range(parquet.metadata.num_row_groups))
+            i, s, d = _read_rows(index, f, parquet, groups, local, num_perm)
+        ids.extend(i)
+        sigs.append(s)
+        digests.append(d)
+    return ids, np.concatenate(sigs), np.concatenate(digests)
