@@ -175,18 +175,18 @@ def read_json(
     except json.JSONDecodeError as exc:
         raise JSONError(exc.msg, "syntax", exc.lineno, exc.colno) from None
     except _Constant as exc:
-        field = getattr(exc, "field", None)
-        found = _constant_message(str(exc), field) if field is not None else constant_problem(text)
+        path: str | None = getattr(exc, "field", None)
+        found = _constant_message(str(exc), path) if path is not None else constant_problem(text)
         raise JSONError(found or f"{exc} is not JSON", "constant") from None
     except _OutOfRange as exc:
-        field = getattr(exc, "field", None)
-        found = _range_message(str(exc), field) if field is not None else None
+        path = getattr(exc, "field", None)
+        found = _range_message(str(exc), path) if path is not None else None
         raise JSONError(found or _range_problem(text, str(exc)), "range") from None
     except _Duplicate as exc:
         raise JSONError(str(exc), "duplicate") from None
     except RecursionError:
         raise _too_deep() from None
-    except ValueError as exc:  # the only other one the scanner raises: an integer past the digit limit
+    except ValueError as exc:  # the only other one the scanner raises: an integer too long
         raise _long_integer(text, getattr(exc, "pos", 0)) from None
     if _may_nest_deeper(text) and _depth(value) > MAX_JSON_DEPTH:
         raise _too_deep()

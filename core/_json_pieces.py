@@ -16,12 +16,11 @@ is raised where it is scanned alone, with the field path that leads to it (``fie
 
 from __future__ import annotations
 
+import json.decoder
 import re
 from collections.abc import Callable, Collection
-from typing import Any
-
 from json import JSONDecodeError
-from json.decoder import scanstring
+from typing import Any
 
 __all__ = [
     "PIECE_CHARS",
@@ -48,6 +47,8 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER_GOES_ON = frozenset("0123456789.eE+-")
 Scan = Callable[[str, int], tuple[Any, int]]
 Container = list[Any] | dict[str, Any]
+#: The C string scanner json's decoder uses (not in typeshed): (text, after the quote, strict).
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = vars(json.decoder)["scanstring"]
 
 
 class DuplicateKey(ValueError):
@@ -196,7 +197,7 @@ class _Reader:
         text = self.text
         if text[pos : pos + 1] != '"':
             raise JSONDecodeError("Expecting property name enclosed in double quotes", text, pos)
-        key, pos = scanstring(text, pos + 1, True)
+        key, pos = _scanstring(text, pos + 1, True)
         if self.keys is not None and len(self.stack) == 1 and key not in self.keys:
             raise UnknownKey(key)
         if self.unique_keys and key in frame.container:

@@ -72,7 +72,8 @@ def _parse(body: bytes, model: type[BaseModel], limits: BodyLimits) -> Any:
             raise _unknown_field(exc.field or "") from None
         if exc.kind == "values":
             setting = _SETTING.get(exc.field or "", "MAX_JSON_VALUES")
-            raise HTTPException(413, f"the body is over a limit: {exc.reason} ({setting})") from None
+            detail = f"the body is over a limit: {exc.reason} ({setting})"
+            raise HTTPException(413, detail) from None
         where = f" at line {exc.line} column {exc.column}" if exc.kind == "syntax" else ""
         raise HTTPException(400, f"invalid JSON{where}: {exc.reason}") from None
 
@@ -150,4 +151,4 @@ def _item_adapter(model: type[BaseModel], field: str) -> TypeAdapter[Any]:
     (item,) = get_args(model.model_fields[field].annotation)
     if isinstance(item, type) and issubclass(item, BaseModel):
         return TypeAdapter(item)
-    return TypeAdapter(item, config=ConfigDict(strict=model.model_config.get("strict")))
+    return TypeAdapter(item, config=ConfigDict(strict=bool(model.model_config.get("strict"))))

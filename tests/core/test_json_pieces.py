@@ -41,9 +41,9 @@ def _texts(seed: int, count: int) -> list[str]:
     return out
 
 
-def _outcome(read: Any) -> Any:
+def _outcome(read: Any, *args: Any, **kwargs: Any) -> Any:
     try:
-        return "value", json.dumps(read())
+        return "value", json.dumps(read(*args, **kwargs))
     except json.JSONDecodeError as exc:
         return "syntax", str(exc)
     except (ValueError, RecursionError) as exc:
@@ -55,11 +55,10 @@ def test_read_pieces_gives_the_value_and_syntax_errors_of_one_scan(unique: bool)
     """Windows of 1 to 40 characters cut every value, string and number somewhere."""
     scan = _json._scanner("refuse", unique, unique)
     for text in _texts(7, 1500):
-        whole = _outcome(lambda: _json._loads(text, scan))
+        whole = _outcome(_json._loads, text, scan)
         for piece in (1, 3, 8, 40):
             got = _outcome(
-                lambda: read_pieces(text, scan, max_depth=MAX_JSON_DEPTH, unique_keys=unique,
-                                    piece=piece)  # fmt: skip
+                read_pieces, text, scan, max_depth=MAX_JSON_DEPTH, unique_keys=unique, piece=piece
             )
             if whole[0] == "refused":  # NaN, 1e999, a key twice: refused, then named below
                 assert got[0] == "refused", (text, piece, got)
@@ -83,17 +82,19 @@ class _Scans:
 @pytest.mark.parametrize(
     "body",
     [
-        {"documents": [{"id": f"d{i}", "text": "t", "meta": {"n": list(range(300))}}
-                       for i in range(300)]},  # fmt: skip
+        {"documents": [{"id": f"d{i}", "meta": {"n": list(range(300))}} for i in range(300)]},
         {"texts": ["a"], "junk": [[0]] * 100_000},
         {"documents": [{"id": "x", "meta": {"a": {"b": [1] * 200_000}}}]},
     ],
     ids=["meta", "small-arrays", "one-long-array"],
 )
-def test_no_scanner_call_reads_more_than_a_piece(body: dict[str, Any]):
+def test_no_scanner_call_reads_more_than_a_piece(
+    body: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+):
     text = json.dumps(body)
     scans = _Scans()
-    assert read_pieces(text, scans, max_depth=MAX_JSON_DEPTH, unique_keys=True) == body
+    monkeypatch.setattr(_json, "_scanner", lambda *_: scans)
+    assert read_json(text, finite=True, unique_keys=True) == body
     assert 0 < scans.longest <= PIECE_CHARS < len(text)
 
 
@@ -120,7 +121,8 @@ def test_a_long_text_names_the_field_of_a_nan_or_a_number_out_of_range():
     with pytest.raises(JSONError) as caught:
         read_json(_long("1e999"), finite=True)
     assert caught.value.kind == "range"
-    assert "1e999 is beyond a float's range (field 'documents[3].meta.score')" in caught.value.reason
+    field = "(field 'documents[3].meta.score')"
+    assert f"1e999 is beyond a float's range {field}" in caught.value.reason
 
 
 def test_a_long_text_says_where_an_integer_is_too_long_and_refuses_depth():
@@ -136,11 +138,12 @@ def test_a_long_text_says_where_an_integer_is_too_long_and_refuses_depth():
 
 
 def test_a_long_text_with_a_key_twice_is_refused():
-    text = _long("1, \"score\": 2")
+    text = _long('1, "score": 2')
     with pytest.raises(JSONError) as caught:
         read_json(text, unique_keys=True)
     assert (caught.value.kind, caught.value.reason) == (
-        "duplicate", "duplicate key 'score' in one object"
+        "duplicate",
+        "duplicate key 'score' in one object",
     )
 
 

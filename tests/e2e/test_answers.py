@@ -201,7 +201,7 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
             "application/x-ndjson",
             bound=_constant,
             status=201,
-        )
+        ),
     ],
     ("get", "/v1/protected-sets"): lambda: [Case("GET", "/v1/protected-sets", bound=_constant)],
     ("get", "/v1/protected-sets/{name}"): lambda: [
