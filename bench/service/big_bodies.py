@@ -8,6 +8,7 @@ its size, status, how long it took, and the slowest and median probe during it:
   (49 MB; the reviewer's case of issue 32);
 - ``unknown``: ``POST /v1/query`` with an unknown top-level field of 4M small arrays;
 - ``unknown-nested``: the same arrays in an unknown field of one document (parsed, then 422);
+- ``put-meta``: ``PUT /v1/documents/{id}`` of one document with 13 M numbers of meta;
 - ``array``: ``PUT /v1/protected-sets/{name}`` of a JSON array near 64 MiB.
 """
 
@@ -50,10 +51,12 @@ def bodies() -> list[tuple[str, str, str, bytes, str]]:
     rows = [{"id": f"r{i}", "text": f"{words} {i}", "meta": {"n": numbers[:40]}}
             for i in range(160_000)]  # fmt: skip
     array = json.dumps(rows).encode()
+    big_meta = json.dumps({"text": "much meta", "meta": {"n": [100] * 13_000_000}}).encode()
     return [
         ("meta", "POST", "/v1/documents", json.dumps(meta).encode(), "application/json"),
         ("unknown", "POST", "/v1/query", unknown, "application/json"),
         ("unknown-nested", "POST", "/v1/documents", nested, "application/json"),
+        ("put-meta", "PUT", "/v1/documents/big", big_meta, "application/json"),
         ("array", "PUT", "/v1/protected-sets/big", array, "application/json"),
     ]
 

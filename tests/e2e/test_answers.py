@@ -68,8 +68,8 @@ class Case:
     items: int = 0
     #: the documented bound of the answer, from the request's bytes and items
     bound: Callable[[int, int], int] = answer_bound
-    #: the status expected
-    status: int = 200
+    #: the status expected (None: any 2xx)
+    status: int | None = None
 
 
 def _signatures_bound(request_bytes: int, items: int) -> int:
@@ -309,7 +309,8 @@ def test_every_route_keeps_the_loop_free_and_its_answer_within_its_bound(
             for case in cases():
                 name = f"{method.upper()} {template} ({len(case.body or b'')} bytes)"
                 got, slowest = _run(client, case, stocked.url, stop)
-                assert got.status_code == case.status, f"{name}: {got.status_code} {got.text[:300]}"
+                ok = got.is_success if case.status is None else got.status_code == case.status
+                assert ok, f"{name}: {got.status_code} {got.text[:300]}"
                 if slowest >= 1.0:  # once more: a loaded machine may stall once
                     got, again = _run(client, case, stocked.url, stop)
                     if again >= 1.0:
@@ -327,7 +328,8 @@ def test_a_cluster_larger_than_the_budget_is_paged(stocked: Server) -> None:
     members are listed, with the cursor of the rest, and the size is complete."""
     got = httpx.get(f"{stocked.url}/v1/clusters/{wide(0)}", timeout=120)
     cluster = got.json()
-    assert got.status_code == 200 and cluster["size"] == COPIES + EXTRA_COPIES
+    stored = COPIES + EXTRA_COPIES  # less the one the DELETE case removes, if it ran before
+    assert got.status_code == 200 and cluster["size"] in (stored, stored - 1)
     assert 0 < len(cluster["members"]) < cluster["size"] and cluster["members_next"]
     assert len(got.content) <= BASE_BYTES + 8 * len(got.request.url.raw_path)
 
