@@ -146,8 +146,11 @@ class _Reader:
     def read(self) -> Any:
         text, stack = self.text, self.stack
         pos = _past_space(text, 0)
+        # With ``keys``, the top-level object is opened whatever its length: its keys checked.
+        first = self.keys is not None and text[pos : pos + 1] == "{"
         while True:
-            got = self._run(pos) or self._value(pos)
+            got = None if first else self._run(pos) or self._value(pos)
+            first = False
             if got is None:  # a long array or object: opened, its first item next
                 pos = self._open(pos)
                 if pos >= 0:

@@ -169,4 +169,7 @@ def test_an_unknown_top_level_key_is_refused_before_its_value_is_read():
         read_json(text, keys={"texts"})
     assert (caught.value.kind, caught.value.field) == ("key", "junk")
     assert read_json('{"texts": ["a"]}', keys={"texts"}) == {"texts": ["a"]}
+    with pytest.raises(JSONError) as caught:  # a short text too
+        read_json('{"texts": ["a"], "junk": [}', keys={"texts"})
+    assert (caught.value.kind, caught.value.field) == ("key", "junk")
     assert read_json('{"a": {"junk": 1}}', keys={"a"}) == {"a": {"junk": 1}}  # top level only
