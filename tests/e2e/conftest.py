@@ -46,8 +46,9 @@ def wait_inflight(server: Server, at_least: int = 1, timeout: float = 60.0) -> N
 
 #: Probes ``URL/healthz`` every 0.25 s until the file STOP exists, then prints [[when, seconds
 #: it took], ...]. A connection the server dropped (a keep-alive one it closed late, while its
-#: loop was held) counts as a probe of the time it took. In a process of its own: a thread of the test's process would also measure
-#: this process's garbage collections and GIL (a full suite's heap made one probe look 4 s long).
+#: loop was held) counts as a probe of the time it took. In a process of its own: a thread of
+#: the test's process would also measure this process's garbage collections and GIL (a full
+#: suite's heap made one probe look 4 s long).
 _PROBE = """
 import json, os, sys, time, httpx
 url, stop, took = sys.argv[1], sys.argv[2], []
