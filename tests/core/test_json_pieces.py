@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from neardup.core import _json
-from neardup.core._json import MAX_JSON_DEPTH, PIECE_CHARS, read_json
+from neardup.core._json import MAX_JSON_DEPTH, PIECE_CHARS, json_text, read_json
 from neardup.core._json_pieces import read_pieces
 from neardup.core.errors import JSONError
 
@@ -173,3 +173,16 @@ def test_an_unknown_top_level_key_is_refused_before_its_value_is_read():
         read_json('{"texts": ["a"], "junk": [}', keys={"texts"})
     assert (caught.value.kind, caught.value.field) == ("key", "junk")
     assert read_json('{"a": {"junk": 1}}', keys={"a"}) == {"a": {"junk": 1}}  # top level only
+
+
+def test_json_text_writes_what_json_dumps_writes():
+    """Long arrays are encoded a slice at a time (nested ones too), to the same text."""
+    values = [
+        {"n": list(range(10_000)), "m": [{"a": [1.5] * 5_000}, "x", None], "s": 'é"\n'},
+        [[0]] * 5_000,
+        list(range(4_097)),
+        {"k": float("nan"), "e": [], "o": {}},
+        "text",
+    ]
+    for value in values:
+        assert json_text(value) == json.dumps(value)
