@@ -24,13 +24,28 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import cache
 from typing import Any, Literal
 
+from neardup.core._json_pieces import (
+    PIECE_CHARS,
+    DuplicateKey,
+    TooDeep,
+    TooManyValues,
+    UnknownKey,
+    read_pieces,
+)
 from neardup.core.errors import JSONError
 
-__all__ = ["MAX_JSON_DEPTH", "constant_problem", "finite_value", "read_json"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "PIECE_CHARS",
+    "constant_problem",
+    "finite_value",
+    "json_text",
+    "read_json",
+]
 
 #: The deepest nesting of arrays and objects read (a row is an object: depth 1). Far past any
 #: real row or protected item, and far below the ~1,000 levels Python's stack allows, so a text
@@ -49,8 +64,7 @@ class _OutOfRange(ValueError):
     """A number beyond a float's range (``1e999``)."""
 
 
-class _Duplicate(ValueError):
-    """A key twice in one object."""
+_Duplicate = DuplicateKey
 
 
 def _refuse_constant(token: str) -> Any:
@@ -111,10 +125,25 @@ def _loads(text: str, scan: _Scan = _PLAIN) -> Any:
 
 
 def read_json(
-    text: str, *, constants: Constants = "refuse", finite: bool = False, unique_keys: bool = False
+    text: str,
+    *,
+    constants: Constants = "refuse",
+    finite: bool = False,
+    unique_keys: bool = False,
+    max_values: int | None = None,
+    max_containers: int | None = None,
+    keys: Collection[str] | None = None,
 ) -> Any:
     """The JSON value of ``text``; JSONError for anything neardup does not read (see the module
-    docstring).
+    docstring). A text longer than PIECE_CHARS is read a piece at a time (core._json_pieces:
+    no C call holds the GIL for more than a piece, so a thread reading a 64 MB request body
+    leaves the event loop free); the value and the errors are the same.
+
+    With ``max_values``: JSONError (kind ``values``) once the text holds more values (every
+    number, string, true, false, null, array and object counts one); with ``max_containers``,
+    more arrays and objects (each is tracked by the garbage collector, whose full passes over
+    millions of them hold the GIL for a second). With ``keys``: JSONError
+    (kind ``key``) for a key of the top-level object not among them, before its value is read.
 
     >>> read_json('{"id": "a", "n": [1, 2.5, null]}')
     {'id': 'a', 'n': [1, 2.5, None]}
@@ -125,20 +154,41 @@ def read_json(
     ...
     neardup.core.errors.JSONError: -Infinity is not JSON (field 'a[1]'): write null, a number or a string instead
     """  # noqa: E501
+    scan = _scanner(constants, finite, unique_keys)
+    limited = max_values is not None or max_containers is not None or keys is not None
+    piecewise = len(text) > PIECE_CHARS or limited
     try:
-        value = _loads(text, _scanner(constants, finite, unique_keys))
+        if piecewise:
+            if text.startswith("\ufeff"):
+                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+            return read_pieces(
+                text, scan, max_depth=MAX_JSON_DEPTH, unique_keys=unique_keys,
+                max_values=max_values, max_containers=max_containers, keys=keys,
+            )  # fmt: skip
+        value = _loads(text, scan)
+    except TooManyValues as exc:
+        field = "values" if exc.what == "JSON values" else "containers"
+        raise JSONError(f"the JSON holds {exc}", "values", field=field) from None
+    except UnknownKey as exc:
+        raise JSONError(str(exc), "key", field=exc.key) from None
+    except TooDeep:
+        raise _too_deep() from None
     except json.JSONDecodeError as exc:
         raise JSONError(exc.msg, "syntax", exc.lineno, exc.colno) from None
     except _Constant as exc:
-        raise JSONError(constant_problem(text) or f"{exc} is not JSON", "constant") from None
+        path: str | None = getattr(exc, "field", None)
+        found = _constant_message(str(exc), path) if path is not None else constant_problem(text)
+        raise JSONError(found or f"{exc} is not JSON", "constant") from None
     except _OutOfRange as exc:
-        raise JSONError(_range_problem(text, str(exc)), "range") from None
+        path = getattr(exc, "field", None)
+        found = _range_message(str(exc), path) if path is not None else None
+        raise JSONError(found or _range_problem(text, str(exc)), "range") from None
     except _Duplicate as exc:
         raise JSONError(str(exc), "duplicate") from None
     except RecursionError:
         raise _too_deep() from None
-    except ValueError:  # the only other one the scanner raises: an integer past the digit limit
-        raise _long_integer(text) from None
+    except ValueError as exc:  # the only other one the scanner raises: an integer too long
+        raise _long_integer(text, getattr(exc, "pos", 0)) from None
     if _may_nest_deeper(text) and _depth(value) > MAX_JSON_DEPTH:
         raise _too_deep()
     return value
@@ -148,9 +198,9 @@ def _too_deep() -> JSONError:
     return JSONError(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels", "depth")
 
 
-def _long_integer(text: str) -> JSONError:
+def _long_integer(text: str, start: int = 0) -> JSONError:
     limit = sys.get_int_max_str_digits()
-    found = re.search(rf"\d{{{limit + 1},}}", text)
+    found = re.compile(rf"\d{{{limit + 1},}}").search(text, start)
     line = column = None
     if found is not None:
         line = text.count("\n", 0, found.start()) + 1
@@ -245,9 +295,20 @@ def constant_problem(text: str) -> str | None:
         return None
     if not tokens:
         return None
+    return _constant_message(tokens[0], field)
+
+
+def _constant_message(token: str, field: str | None) -> str:
     return (
-        f"{tokens[0]} is not JSON (field {field or '(top level)'!r}): write null, a number or a "
+        f"{token} is not JSON (field {field or '(top level)'!r}): write null, a number or a "
         "string instead"
+    )
+
+
+def _range_message(token: str, field: str | None) -> str:
+    return (
+        f"{token} is beyond a float's range (field {field or '(top level)'!r}): write a "
+        "smaller number, null or a string instead"
     )
 
 
@@ -261,7 +322,32 @@ def _range_problem(text: str, token: str) -> str:
         field = finite_value(json.loads(text))
     except (ValueError, RecursionError):
         field = None
-    return (
-        f"{token} is beyond a float's range (field {field or '(top level)'!r}): write a "
-        "smaller number, null or a string instead"
+    return _range_message(token, field)
+
+
+#: The most items of one array that ``json_text`` encodes in one call.
+_TEXT_ITEMS = 4096
+
+
+def json_text(value: Any) -> str:
+    """``json.dumps(value)``'s text, but no call encodes more than ``_TEXT_ITEMS`` items of one
+    array (a 13 M-number ``meta`` in one call holds the GIL for a second, thread or not).
+
+    >>> json_text({"n": list(range(5000))}) == json.dumps({"n": list(range(5000))})
+    True
+    """
+    if not isinstance(value, list | dict):
+        return json.dumps(value)
+    children = value.values() if isinstance(value, dict) else value
+    kinds = set(map(type, children))
+    nested = list in kinds or dict in kinds
+    if not nested and len(value) <= _TEXT_ITEMS:
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {json_text(v)}" for k, v in value.items()) + "}"
+    if nested:
+        return "[" + ", ".join(map(json_text, value)) + "]"
+    slices = (
+        json.dumps(value[i : i + _TEXT_ITEMS])[1:-1] for i in range(0, len(value), _TEXT_ITEMS)
     )
+    return "[" + ", ".join(slices) + "]"

@@ -117,7 +117,13 @@ from neardup.core._index_ops import leftovers as index_leftovers
 from neardup.core._index_parts import COLUMNS as INDEX_COLUMNS
 from neardup.core._index_parts import PARAMS_KEY as INDEX_PARAMS_KEY
 from neardup.core._index_parts import binary_matrix, part_table
-from neardup.core._json import MAX_JSON_DEPTH, constant_problem, finite_value, read_json
+from neardup.core._json import (
+    MAX_JSON_DEPTH,
+    constant_problem,
+    finite_value,
+    json_text,
+    read_json,
+)
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex, charged_words
 from neardup.core._params import INDEX_KEYS, MinhashParams
@@ -318,6 +324,7 @@ __all__ = [
     "index_record_line",
     "indexed_documents",
     "jaccard",
+    "json_text",
     "jsonl_items",
     "lookup_index",
     "lookup_without",

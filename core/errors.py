@@ -87,19 +87,29 @@ class JSONError(NeardupError, ValueError):
 
     Attributes:
         reason: what is wrong, in one line (also the message).
-        kind: ``syntax``, ``constant``, ``integer``, ``depth``, ``range`` or ``duplicate``.
+        kind: ``syntax``, ``constant``, ``integer``, ``depth``, ``range`` or ``duplicate``;
+            where asked, ``values`` (more values than allowed) or ``key`` (an unknown
+            top-level key).
         line: the 1-based line, when known (always for ``syntax``).
         column: the 1-based column, when known.
+        field: for ``key``, the key.
     """
 
     def __init__(
-        self, reason: str, kind: str, line: int | None = None, column: int | None = None
+        self,
+        reason: str,
+        kind: str,
+        line: int | None = None,
+        column: int | None = None,
+        *,
+        field: str | None = None,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
         self.line = line
         self.column = column
+        self.field = field
 
 
 class WorkerError(NeardupError, RuntimeError):

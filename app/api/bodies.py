@@ -1,11 +1,13 @@
 """Strict JSON request bodies: UTF-8 only, no NaN/Infinity (nor 1e999), no duplicate keys,
-no integer longer than Python reads, bounded depth (core's ``read_json``).
+no integer longer than Python reads, bounded depth (core's ``read_json``), bounded values.
 
-FastAPI's default parsing accepts ``NaN``, silently keeps the last of duplicate keys and turns
-some malformed bodies into 500s; ``StrictJSONRoute`` parses every JSON body itself first and
-answers 400 (malformed), 415 (not JSON) or 413 (a batch over MAX_BATCH, counted before pydantic
-builds a model per item) with a clear ``detail`` before any handler runs. Bodies over
-``THREAD_BYTES`` are decoded and parsed off the event loop.
+FastAPI's default parsing accepts ``NaN``, silently keeps the last of duplicate keys, turns some
+malformed bodies into 500s, and validates the model on the event loop; ``StrictJSONRoute``
+reads every JSON body into its route's model itself first (``app.api.json_bodies``: a piece
+at a time, a batch an item at a time; off the event loop for bodies over ``THREAD_BYTES``) and
+answers 400 (malformed), 413 (a batch over MAX_BATCH, counted before pydantic builds a model per
+item; more values than MAX_JSON_VALUES), 415 (not JSON) or 422 with a clear ``detail`` before
+any handler runs; FastAPI then takes the model as it is.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from urllib.parse import unquote_to_bytes
 
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from starlette.datastructures import FormData, UploadFile
 
 from neardup.app.api.answers import note_request_bytes
-from neardup.core.engine import JSONError, read_json
+from neardup.app.api.json_bodies import BATCH_FIELDS, BodyLimits, read_body, strict_json
 
 __all__ = [
     "BATCH_FIELDS",
@@ -31,55 +34,20 @@ __all__ = [
     "strict_json",
 ]
 
-#: The top-level lists that are batches: at most MAX_BATCH items.
-BATCH_FIELDS = ("documents", "texts")
-#: Bodies larger than this are parsed in a thread (a 30 MB body takes seconds to parse).
-THREAD_BYTES = 256 * 1024
-
-
-def strict_json(text: str) -> Any:
-    """The JSON value of ``text``, strictly (core's ``read_json``: no NaN, Infinity or number
-    beyond a float's range, no integer longer than Python reads, at most MAX_JSON_DEPTH levels,
-    no duplicate key); JSONError saying what and where."""
-    return read_json(text, finite=True, unique_keys=True)
-
-
-def _parse(body: bytes) -> Any:
-    """The JSON value of ``body``; HTTPException 400 naming what is wrong with it."""
-    if not body.strip():
-        raise HTTPException(400, "the request body is empty; send a JSON object")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HTTPException(400, f"the body is not valid UTF-8 (byte {exc.start})") from None
-    try:
-        return strict_json(text)
-    except JSONError as exc:  # bad syntax, NaN/Infinity, 1e999, duplicate keys, long integers
-        where = f" at line {exc.line} column {exc.column}" if exc.kind == "syntax" else ""
-        raise HTTPException(400, f"invalid JSON{where}: {exc.reason}") from None
-
-
-def _check_batch(value: Any, max_batch: int) -> None:
-    """413 for a batch field holding over ``max_batch`` items."""
-    if not isinstance(value, dict):
-        return
-    for field in BATCH_FIELDS:
-        items = value.get(field)
-        if isinstance(items, list) and len(items) > max_batch:
-            raise HTTPException(
-                413, f"a batch holds at most {max_batch} items, got {len(items)} in '{field}'"
-            )
+#: Bodies larger than this are read in a thread (well under a millisecond's work below it).
+THREAD_BYTES = 64 * 1024
 
 
 class _StrictJSONRequest(Request):
+    """A request whose ``json()`` is its body already read into the route's model."""
+
     async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            body = await self.body()
-            if len(body) > THREAD_BYTES:
-                self._json = await asyncio.to_thread(_parse, body)
-            else:
-                self._json = _parse(body)
         return self._json
+
+
+def _limits(request: Request) -> BodyLimits:
+    settings = request.app.state.settings
+    return BodyLimits(settings.max_batch, settings.max_json_values, settings.max_json_containers)
 
 
 def _is_json(content_type: str) -> bool:
@@ -108,21 +76,37 @@ class StrictJSONRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         original = super().get_route_handler()
-        has_body = self.body_field is not None
+        model = _body_model(self)
 
         async def handler(request: Request) -> Response:
             strict = _StrictJSONRequest(request.scope, request.receive)
             size = int(request.headers.get("content-length") or 0)
-            if has_body:
+            if model is not None:
                 if not _is_json(strict.headers.get("content-type", "")):
                     raise HTTPException(415, "send the body as application/json (UTF-8)")
-                body = await strict.json()  # malformed bodies fail here, as 400
-                _check_batch(body, request.app.state.settings.max_batch)
-                size = len(await strict.body())
+                body = await strict.body()
+                limits = _limits(request)
+                if len(body) > THREAD_BYTES:  # malformed bodies fail here, as 400, 413 or 422
+                    strict._json = await asyncio.to_thread(read_body, body, model, limits)
+                else:
+                    strict._json = read_body(body, model, limits)
+                size = len(body)
             note_request_bytes(strict, size)
             return await original(strict)
 
         return handler
+
+
+def _body_model(route: APIRoute) -> type[BaseModel] | None:
+    """The model of ``route``'s JSON body (None without one); TypeError for a body that is not
+    one pydantic model (it could not be read and validated off the event loop)."""
+    params = route.dependant.body_params
+    if not params:
+        return None
+    model = params[0].field_info.annotation
+    if len(params) > 1 or not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"route {route.path!r}: take the JSON body as ONE pydantic model")
+    return model
 
 
 #: The most fields a posted form may hold (Starlette's own limit).

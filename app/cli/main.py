@@ -110,6 +110,13 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     serve.add_argument("--max-batch", type=int, help="items per request (default 10000)")
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 64 MiB)")
     serve.add_argument("--max-text-chars", type=int, help="characters per text (default 16 Mi)")
+    serve.add_argument(
+        "--max-json-values", type=int, help="values a JSON body may hold (default 16 Mi)"
+    )
+    serve.add_argument(
+        "--max-json-containers", type=int,
+        help="arrays and objects a JSON body may hold (default 1 Mi)",
+    )  # fmt: skip
     serve.add_argument("--max-inflight", type=int, help="batches in flight before 503 (8)")
     serve.add_argument(
         "--max-buffered-bytes", type=int, help="request bodies held at once before 503 (512 MiB)"

@@ -38,7 +38,6 @@ to grant it, in one line, and never the password (docs/postgres.md).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -79,7 +78,7 @@ from neardup.app.service.store import (
     check_settings,
     unrecorded,
 )
-from neardup.core.engine import ProtectedFormat
+from neardup.core.engine import ProtectedFormat, json_text, read_json
 
 __all__ = ["SCHEMA_VERSION", "WRITE_LOCK", "PostgresStore"]
 
@@ -727,7 +726,7 @@ class PostgresStore:
             with conn.cursor().copy(sql) as copy:
                 for d in docs:
                     text = None if d.text is None else d.text.encode("utf-8")
-                    copy.write_row((d.num, d.id, d.digest, d.sig, json.dumps(d.meta), text))
+                    copy.write_row((d.num, d.id, d.digest, d.sig, json_text(d.meta), text))
             seq = self._log(conn, "add", lo, lo + len(docs))
         self._applied = seq
 
@@ -754,7 +753,7 @@ class PostgresStore:
             conn.execute(
                 "INSERT INTO documents (num, id, digest, sig, meta, text) "
                 "VALUES (%s, %s, %s, %s, %s, %s)",
-                (doc.num, doc.id, doc.digest, doc.sig, json.dumps(doc.meta), text),
+                (doc.num, doc.id, doc.digest, doc.sig, json_text(doc.meta), text),
             )
             self._log(conn, "delete", old, old + 1, old_id)
             seq = self._log(conn, "add", doc.num, doc.num + 1)
@@ -912,7 +911,9 @@ class PostgresStore:
         if row is None:
             return None
         text = None if row[5] is None else bytes(row[5]).decode("utf-8")
-        return StoredDoc(row[0], row[1], bytes(row[2]), bytes(row[3]), json.loads(row[4]), text)
+        return StoredDoc(
+            row[0], row[1], bytes(row[2]), bytes(row[3]), read_json(row[4], constants="null"), text
+        )
 
     def texts(self, nums: Sequence[int]) -> dict[int, str]:
         """The stored texts of those documents (when texts are stored)."""

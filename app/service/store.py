@@ -13,7 +13,6 @@ back whole.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import time
@@ -39,7 +38,7 @@ from neardup.app.service.errors import (
     StoreFull,
     StoreUnavailable,
 )
-from neardup.core.engine import ProtectedFormat
+from neardup.core.engine import ProtectedFormat, json_text, read_json
 
 if TYPE_CHECKING:
     from neardup.app.config import Settings
@@ -415,7 +414,7 @@ class SQLiteStore:
         with self._transaction():
             self._db.executemany(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
-                [(d.num, d.id, d.digest, d.sig, json.dumps(d.meta), d.text) for d in docs],
+                [(d.num, d.id, d.digest, d.sig, json_text(d.meta), d.text) for d in docs],
             )
 
     def delete_document(self, num: int) -> None:
@@ -429,7 +428,7 @@ class SQLiteStore:
             self._db.execute("DELETE FROM documents WHERE num = ?", (old,))
             self._db.execute(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
-                (doc.num, doc.id, doc.digest, doc.sig, json.dumps(doc.meta), doc.text),
+                (doc.num, doc.id, doc.digest, doc.sig, json_text(doc.meta), doc.text),
             )
 
     def document(self, doc_id: str) -> StoredDoc | None:
@@ -439,7 +438,9 @@ class SQLiteStore:
         ).fetchone()
         if row is None:
             return None
-        return StoredDoc(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5])
+        return StoredDoc(
+            row[0], row[1], row[2], row[3], read_json(row[4], constants="null"), row[5]
+        )
 
     def texts(self, nums: Sequence[int]) -> dict[int, str]:
         """The stored texts of those documents (when texts are stored)."""

@@ -106,8 +106,6 @@ def test_a_protected_set_is_a_corpus_error(fmt, row):
 ALLOWED = {
     "core/_json.py": "the reader itself",
     "app/service/dirlock.py": "the lock file this process family writes",
-    "app/service/store.py": "meta the service stored after read_json read it",
-    "app/service/pgstore.py": "meta the service stored after read_json read it",
     "app/spark/kernels.py": "rows line_documents read through read_json first",
     "app/spark/job.py": "rows line_documents read through read_json first",
 }

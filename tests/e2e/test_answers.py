@@ -2,6 +2,13 @@
 event loop free (``/healthz`` answers within a second, probed every 0.25 s from another
 process) and answers within its documented bound (docs/api.md, "Bounded answers").
 
+The worst requests are among them (docs/api.md, "Bounded requests"): bodies at MAX_BODY_BYTES of
+meta, an unknown field of millions of small arrays (top level, and inside a document), a JSON
+array of protected items, one document's meta of 13 M numbers. A case slower than a second is
+run once more (a loaded machine may stall once), and fails if it is slow again. With the body
+read in one call (core's ``read_json`` as one scan, counted after), ``/healthz`` was held 17 to
+22 s by the unknown fields, 1.4 to 2 s by the document's meta and 1.5 s by the JSON array.
+
 A route without a registered worst case fails ``test_every_route_has_a_worst_case``: a route
 added later must say how it is attacked here, and what bounds its answer. The server runs
 without keys: every caller has the widest scopes (``protect``: n-grams echoed, the largest
@@ -26,6 +33,11 @@ from neardup.app.api.schemas import MAX_PIECES
 from neardup.app.service.operations import DECONT_META_BYTES
 from tests.e2e.conftest import Server, probe_healthz, start_server, stop_server
 
+#: MAX_BODY_BYTES, the default.
+MAX_BODY = 64 * 2**20
+#: Stored besides the COPIES: as many copies again, so that one cluster's members (5,000
+#: widest ids, 1.3 MB) are more than a small request's budget (1 MiB).
+EXTRA_COPIES = 3000
 #: The widest document id (256 characters, the limit), numbered.
 WIDE = "w" * 250
 
@@ -56,6 +68,8 @@ class Case:
     items: int = 0
     #: the documented bound of the answer, from the request's bytes and items
     bound: Callable[[int, int], int] = answer_bound
+    #: the status expected (None: any 2xx)
+    status: int | None = None
 
 
 def _signatures_bound(request_bytes: int, items: int) -> int:
@@ -86,6 +100,51 @@ def _copies_docs() -> list[dict[str, str]]:
     return [{"id": wide(i), "text": BANNER} for i in range(COPIES)]
 
 
+def _numbers(size: int) -> list[int]:
+    """Numbers of 3 digits whose JSON list takes about ``size`` bytes (5 bytes each)."""
+    return [100 + i % 900 for i in range(size // 5)]
+
+
+def _meta_docs() -> bytes:
+    """10,000 documents (MAX_BATCH) whose meta fills MAX_BODY_BYTES: 13 M values."""
+    per_doc = _numbers((MAX_BODY - 2**20) // 10_000)
+    docs = [{"id": f"meta{i}", "text": f"meta {i} words", "meta": {"n": per_doc}}
+            for i in range(10_000)]  # fmt: skip
+    body = _body({"documents": docs})
+    assert len(body) <= MAX_BODY, len(body)
+    return body
+
+
+def _small_arrays(size: int) -> str:
+    """A JSON array of ``[0]`` arrays taking ``size`` bytes."""
+    return "[" + ",".join(["[0]"] * (size // 4)) + "]"
+
+
+def _unknown_top_level() -> bytes:
+    """An unknown top-level field of 16 M small arrays: refused before it is read."""
+    return ('{"texts": ["a b c"], "junk": ' + _small_arrays(MAX_BODY - 1024) + "}").encode()
+
+
+def _unknown_in_a_document() -> bytes:
+    """An unknown field of small arrays inside a document: over MAX_JSON_CONTAINERS (413)."""
+    arrays = _small_arrays(MAX_BODY - 1024)
+    return ('{"documents": [{"id": "x", "text": "a b", "junk": ' + arrays + "}]}").encode()
+
+
+def _array_set() -> bytes:
+    """A protected set as one JSON array near MAX_BODY_BYTES: items with a short text and a
+    long list of numbers (not text: nothing to protect in them)."""
+    numbers = _numbers(3200)
+    items = [{"id": f"a{i}", "text": f"{SHORT} array {i}", "scores": numbers}
+             for i in range((MAX_BODY - 2**20) // 3300)]  # fmt: skip
+    return _body(items)
+
+
+def _big_meta() -> bytes:
+    """One document's meta of 13 M numbers (within MAX_JSON_VALUES), at MAX_BODY_BYTES."""
+    return _body({"text": "a document of much meta", "meta": {"n": _numbers(MAX_BODY - 2**20)}})
+
+
 def _set_body(boilerplate: str, items: int, prefix: str) -> bytes:
     rows = [{"id": f"{prefix}{i}", "text": f"{boilerplate} question {i}"} for i in range(items)]
     return "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
@@ -108,7 +167,9 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
     ],
     # Registering the stored copies again: each answers its 100 earlier copies.
     ("post", "/v1/documents"): lambda: [
-        Case("POST", "/v1/documents", _body({"documents": _copies_docs()}), items=COPIES)
+        Case("POST", "/v1/documents", _body({"documents": _copies_docs()}), items=COPIES),
+        Case("POST", "/v1/documents", _meta_docs(), items=10_000),
+        Case("POST", "/v1/documents", _unknown_in_a_document(), items=1, status=413),
     ],
     ("post", "/v1/query"): lambda: [
         # Copies of the stored text, with the widest limit: each matches every stored copy.
@@ -122,21 +183,25 @@ WORST: dict[tuple[str, str], Callable[[], list[Case]]] = {
             _body({"texts": [f"q{i} y z" for i in range(10_000)]}),
             items=10_000,
         ),
+        Case("POST", "/v1/query", _unknown_top_level(), items=1, status=422),
     ],
     ("put", "/v1/documents/{doc_id}"): lambda: [
-        Case("PUT", f"/v1/documents/{wide(COPIES - 1)}", _body({"text": BANNER}), items=1)
+        Case("PUT", f"/v1/documents/{wide(COPIES - 1)}", _body({"text": BANNER}), items=1),
+        Case("PUT", "/v1/documents/big-meta", _big_meta(), items=1),
     ],
     ("get", "/v1/documents/{doc_id}"): lambda: [Case("GET", f"/v1/documents/{wide(0)}", items=1)],
     ("get", "/v1/clusters"): lambda: [Case("GET", "/v1/clusters?min_size=1&limit=10000")],
     ("get", "/v1/clusters/{root}"): lambda: [Case("GET", f"/v1/clusters/{wide(0)}")],
     ("put", "/v1/protected-sets/{name}"): lambda: [
+        Case("PUT", "/v1/protected-sets/upload", _array_set(), bound=_constant, status=201),
         Case(
             "PUT",
             "/v1/protected-sets/upload",
             _set_body(SHORT, 2_000, "u"),
             "application/x-ndjson",
             bound=_constant,
-        )
+            status=201,
+        ),
     ],
     ("get", "/v1/protected-sets"): lambda: [Case("GET", "/v1/protected-sets", bound=_constant)],
     ("get", "/v1/protected-sets/{name}"): lambda: [
@@ -193,9 +258,11 @@ def stocked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {"NEARDUP_CONTAMINATION_TEXTS_PER_MINUTE": "1000000"}
     server = start_server(tmp_path_factory.mktemp("answers"), "--workers", "1", env=env)
     with httpx.Client(base_url=server.url, timeout=300) as client:
-        stored = client.post("/v1/documents", content=_body({"documents": _copies_docs()}),
-                             headers=JSON)  # fmt: skip
-        assert stored.status_code == 200, stored.text
+        extra = [{"id": wide(10_000 + i), "text": BANNER} for i in range(EXTRA_COPIES)]
+        for docs in (_copies_docs(), extra):
+            stored = client.post("/v1/documents", content=_body({"documents": docs}),
+                                 headers=JSON)  # fmt: skip
+            assert stored.status_code == 200, stored.text
         sets = {"short": _set_body(SHORT, 120, "s"), "long": _set_body(LONG, 100, "l")}
         for name, body in sets.items():
             put = client.put(f"/v1/protected-sets/{name}", content=body,
@@ -213,38 +280,61 @@ def test_every_route_has_a_worst_case(stocked: Server) -> None:
     assert not set(WORST) - routes, "a worst case for a route the schema does not have"
 
 
+def _run(client: httpx.Client, case: Case, url: str, stop: Path) -> tuple[httpx.Response, float]:
+    """``case``'s answer, and the slowest /healthz probe while it was served."""
+    probe = probe_healthz(url, stop)
+    try:
+        started = time.time()
+        got = client.request(
+            case.method, case.path, content=case.body,
+            headers={"content-type": case.content_type} if case.body else {},
+        )  # fmt: skip
+        ended = time.time()
+    finally:
+        stop.touch()
+        out, _ = probe.communicate(timeout=120)
+    stop.unlink()
+    during = [took for at, took in json.loads(out) if at <= ended and at + took >= started]
+    return got, max(during, default=0.0)
+
+
 def test_every_route_keeps_the_loop_free_and_its_answer_within_its_bound(
     stocked: Server, tmp_path: Path
 ) -> None:
     stop = tmp_path / "stop"
-    probe = probe_healthz(stocked.url, stop)
-    windows: list[tuple[str, float, float]] = []
+    slow: list[str] = []
+    wrong: list[str] = []
     over: list[str] = []
-    try:
-        with httpx.Client(base_url=stocked.url, timeout=300) as client:
-            for (method, template), cases in WORST.items():
-                for case in cases():
-                    name = f"{method.upper()} {template} ({len(case.body or b'')} bytes)"
-                    started = time.time()
-                    got = client.request(
-                        case.method, case.path, content=case.body,
-                        headers={"content-type": case.content_type} if case.body else {},
-                    )  # fmt: skip
-                    windows.append((name, started, time.time()))
-                    assert got.is_success, f"{name}: {got.status_code} {got.text[:300]}"
-                    sent = len(case.body or b"") + len(got.request.url.raw_path)
-                    bound = case.bound(sent, case.items)
-                    if len(got.content) > bound:
-                        over.append(f"{name}: {len(got.content)} bytes, bound {bound}")
-    finally:
-        stop.touch()
-        out, _ = probe.communicate(timeout=60)
-    probes = json.loads(out)
-    slow = sorted(
-        {name for at, took in probes if took >= 1.0 for name, a, b in windows if a <= at <= b}
-    )
-    assert probes and max(took for _, took in probes) < 1.0, f"/healthz held during {slow}"
+    with httpx.Client(base_url=stocked.url, timeout=600) as client:
+        for (method, template), cases in WORST.items():
+            for case in cases():
+                name = f"{method.upper()} {template} ({len(case.body or b'')} bytes)"
+                got, slowest = _run(client, case, stocked.url, stop)
+                ok = got.is_success if case.status is None else got.status_code == case.status
+                if not ok:
+                    wrong.append(f"{name}: {got.status_code} {got.text[:300]}")
+                if slowest >= 1.0:  # once more: a loaded machine may stall once
+                    got, again = _run(client, case, stocked.url, stop)
+                    if again >= 1.0:
+                        slow.append(f"{name}: {slowest:.2f} s, then {again:.2f} s")
+                sent = len(case.body or b"") + len(got.request.url.raw_path)
+                bound = case.bound(sent, case.items)
+                if len(got.content) > bound:
+                    over.append(f"{name}: {len(got.content)} bytes, bound {bound}")
+    assert not slow, f"/healthz held a second or more: {slow}; unexpected answers: {wrong}"
+    assert not wrong, wrong
     assert not over, over
+
+
+def test_a_cluster_larger_than_the_budget_is_paged(stocked: Server) -> None:
+    """5,000 members of 256-character ids (1.3 MB) do not fit a GET's 1 MiB budget: its first
+    members are listed, with the cursor of the rest, and the size is complete."""
+    got = httpx.get(f"{stocked.url}/v1/clusters/{wide(0)}", timeout=120)
+    cluster = got.json()
+    stored = COPIES + EXTRA_COPIES  # less the one the DELETE case removes, if it ran before
+    assert got.status_code == 200 and cluster["size"] in (stored, stored - 1)
+    assert 0 < len(cluster["members"]) < cluster["size"] and cluster["members_next"]
+    assert len(got.content) <= BASE_BYTES + 8 * len(got.request.url.raw_path)
 
 
 def test_the_contamination_page_grows_with_the_text_not_with_its_hits(stocked: Server) -> None:
