@@ -144,21 +144,28 @@ def test_cli_spark_engine_refuses_local_only_flags_naming_them(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
 
 
-def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(tmp_path: Path) -> None:
+def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(
+    tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    """The unreachable master through a real ``neardup`` process, the malformed ones through
+    the same entry function in this process (all refused before any JVM starts)."""
     (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     for master, says in (
         ("bogus://x", "'bogus://x' is not a Spark master URL"),
         ("local[abc]", "'local[abc]' is not a Spark master URL"),
         ("spark://127.0.0.1:1", "spark://127.0.0.1:1: cannot reach the Spark master"),
     ):
-        result = neardup(
-            "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark",
-            "--spark-master", master, cwd=tmp_path, timeout=300,
-        )  # fmt: skip
-        assert result.returncode == 2, result.stderr[-2000:]
-        assert result.stderr.count("\n") == 1, result.stderr[-2000:]
-        assert result.stderr.startswith("neardup dedup: error: ") and says in result.stderr
-        assert "Traceback" not in result.stderr and "java." not in result.stderr
+        args = ("dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark",
+                "--spark-master", master)  # fmt: skip
+        if master.startswith("spark://"):
+            result = neardup(*args, cwd=tmp_path, timeout=300)
+            code, err = result.returncode, result.stderr
+        else:
+            code, err = _in_process(*args, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+        assert code == 2, err[-2000:]
+        assert err.count("\n") == 1, err[-2000:]
+        assert err.startswith("neardup dedup: error: ") and says in err
+        assert "Traceback" not in err and "java." not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
 
 
