@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from neardup.core.engine import Doc, write_docs
 from tests.fixtures import SHELL_SENTENCE, planted_corpus, write_protected
@@ -86,7 +87,26 @@ def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) ->
     assert all(s["write"] > 0 and s["read"] > 0 for s in shuffled.values()), shuffled
 
 
-def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -> None:
+def _in_process(*args: object, cwd: Path, capsys: Any, monkeypatch: Any) -> tuple[Any, str]:
+    """``neardup ARGS`` through its entry function in this process (no interpreter start):
+    (exit code, standard error). For runs refused before any engine starts."""
+    from neardup.app.cli.main import main
+
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    try:
+        code: Any = main([str(a) for a in args])
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+def test_cli_spark_engine_refuses_local_only_flags_naming_them(
+    tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    """One refusal through a real ``neardup`` process; the others through the same entry
+    function in this process (each refused before any engine starts: an interpreter start
+    apiece bought nothing)."""
     (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     result = neardup(
         "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", "--workers", "2",
@@ -94,12 +114,18 @@ def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -
     )  # fmt: skip
     assert result.returncode == 2
     assert "--engine spark does not take --workers" in result.stderr
-    for flag, why in ((["--item-cap", "3"], "--item-cap runs on --engine local only"),):
-        result = neardup(
-            "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", *flag, cwd=tmp_path
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+    def refused(*flags: str, output: str = "o.jsonl") -> str:
+        code, err = _in_process(
+            "dedup", "a.jsonl", "--output", output, "--engine", "spark", *flags, cwd=tmp_path,
+            capsys=capsys, monkeypatch=monkeypatch,
         )  # fmt: skip
-        assert result.returncode == 2
-        assert f"--engine spark does not take {flag[0]}: {why}" in result.stderr
+        assert code == 2, err
+        return err
+
+    for flag, why in ((["--item-cap", "3"], "--item-cap runs on --engine local only"),):
+        assert f"--engine spark does not take {flag[0]}: {why}" in refused(*flag)
     # The outputs Spark takes now are checked as locally, before any JVM starts.
     for flags, says in (
         (["--keep", "max:q"], "does not take --keep max:q: it keeps smallest-id, first or"),
@@ -109,38 +135,39 @@ def test_cli_spark_engine_refuses_local_only_flags_naming_them(tmp_path: Path) -
         (["--removed", "a.jsonl", "--id-field", "k"], "--removed a.jsonl is INPUT"),
         (["--removed", "o.jsonl", "--dry-run"], "--output o.jsonl and --removed o.jsonl are"),
     ):
-        result = neardup(
-            "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark", *flags, cwd=tmp_path
-        )  # fmt: skip
-        assert result.returncode == 2, result.stderr
-        assert says in result.stderr and result.stderr.count("\n") == 1, result.stderr
-    result = neardup(
-        "dedup", "a.jsonl", "--output", "o.parquet", "--engine", "spark", "--keep-duplicates",
-        cwd=tmp_path,
+        err = refused(*flags)
+        assert says in err and err.count("\n") == 1, err
+    assert "JSON Lines only, not Parquet" in refused("--keep-duplicates", output="o.parquet")
+    code, err = _in_process(
+        "dedup", "a.jsonl", "--output", "o.jsonl", "--spark-master", "local[1]", cwd=tmp_path,
+        capsys=capsys, monkeypatch=monkeypatch,
     )  # fmt: skip
-    assert result.returncode == 2 and "JSON Lines only, not Parquet" in result.stderr
-    result = neardup(
-        "dedup", "a.jsonl", "--output", "o.jsonl", "--spark-master", "local[1]", cwd=tmp_path
-    )
-    assert result.returncode == 2 and "--spark-master needs --engine spark" in result.stderr
+    assert code == 2 and "--spark-master needs --engine spark" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
 
 
-def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(tmp_path: Path) -> None:
+def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(
+    tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    """The unreachable master through a real ``neardup`` process, the malformed ones through
+    the same entry function in this process (all refused before any JVM starts)."""
     (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     for master, says in (
         ("bogus://x", "'bogus://x' is not a Spark master URL"),
         ("local[abc]", "'local[abc]' is not a Spark master URL"),
         ("spark://127.0.0.1:1", "spark://127.0.0.1:1: cannot reach the Spark master"),
     ):
-        result = neardup(
-            "dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark",
-            "--spark-master", master, cwd=tmp_path, timeout=300,
-        )  # fmt: skip
-        assert result.returncode == 2, result.stderr[-2000:]
-        assert result.stderr.count("\n") == 1, result.stderr[-2000:]
-        assert result.stderr.startswith("neardup dedup: error: ") and says in result.stderr
-        assert "Traceback" not in result.stderr and "java." not in result.stderr
+        args = ("dedup", "a.jsonl", "--output", "o.jsonl", "--engine", "spark",
+                "--spark-master", master)  # fmt: skip
+        if master.startswith("spark://"):
+            result = neardup(*args, cwd=tmp_path, timeout=300)
+            code, err = result.returncode, result.stderr
+        else:
+            code, err = _in_process(*args, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+        assert code == 2, err[-2000:]
+        assert err.count("\n") == 1, err[-2000:]
+        assert err.startswith("neardup dedup: error: ") and says in err
+        assert "Traceback" not in err and "java." not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
 
 
