@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._json import read_json
+
 __all__ = [
     "BATCH_ROWS",
     "DIGEST_BAND",
@@ -211,10 +213,12 @@ class KeyTable:
         try:
             self._reader = pa.ipc.open_file(source)
             meta = self._reader.schema.metadata or {}
-            layout = json.loads(meta[META_KEY])
+            layout = read_json(meta[META_KEY].decode("utf-8"))
             self.fences = np.frombuffer(meta[FENCES_KEY], dtype="<i8")
         except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
             raise KeyTableError(f"is not a readable key table ({exc})") from None
+        if not isinstance(layout, dict):
+            raise KeyTableError(f"is not a key table of this layout ({layout!r})")
         names = self._reader.schema.names
         if names != ["key", "band", "row"] or layout.get("page_rows") != PAGE_ROWS:
             raise KeyTableError(f"is not a key table of this layout ({names}, {layout})")
