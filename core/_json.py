@@ -24,7 +24,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from functools import cache
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ from neardup.core._json_pieces import (
     PIECE_CHARS,
     DuplicateKey,
     TooDeep,
+    TooManyItems,
     TooManyValues,
     UnknownKey,
     read_pieces,
@@ -133,6 +134,7 @@ def read_json(
     max_values: int | None = None,
     max_containers: int | None = None,
     keys: Collection[str] | None = None,
+    batches: Mapping[str, int] | None = None,
 ) -> Any:
     """The JSON value of ``text``; JSONError for anything neardup does not read (see the module
     docstring). A text longer than PIECE_CHARS is read a piece at a time (core._json_pieces:
@@ -144,6 +146,9 @@ def read_json(
     more arrays and objects (each is tracked by the garbage collector, whose full passes over
     millions of them hold the GIL for a second). With ``keys``: JSONError
     (kind ``key``) for a key of the top-level object not among them, before its value is read.
+    With ``batches`` (top-level member -> most items): JSONError (kind ``items``, ``field``
+    the member) as soon as such a member's array holds more items, the rest unread (a text
+    short enough to be read in one piece is read whole first: the caller counts its items).
 
     >>> read_json('{"id": "a", "n": [1, 2.5, null]}')
     {'id': 'a', 'n': [1, 2.5, None]}
@@ -164,11 +169,14 @@ def read_json(
             return read_pieces(
                 text, scan, max_depth=MAX_JSON_DEPTH, unique_keys=unique_keys,
                 max_values=max_values, max_containers=max_containers, keys=keys,
+                batches=batches,
             )  # fmt: skip
         value = _loads(text, scan)
     except TooManyValues as exc:
         field = "values" if exc.what == "JSON values" else "containers"
         raise JSONError(f"the JSON holds {exc}", "values", field=field) from None
+    except TooManyItems as exc:
+        raise JSONError(str(exc), "items", field=exc.key) from None
     except UnknownKey as exc:
         raise JSONError(str(exc), "key", field=exc.key) from None
     except TooDeep:

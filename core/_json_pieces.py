@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json.decoder
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from json import JSONDecodeError
 from typing import Any
 
@@ -26,6 +26,7 @@ __all__ = [
     "PIECE_CHARS",
     "DuplicateKey",
     "TooDeep",
+    "TooManyItems",
     "TooManyValues",
     "UnknownKey",
     "count_values",
@@ -66,6 +67,16 @@ class TooManyValues(ValueError):
         super().__init__(f"more than {limit:,} {what}")
         self.limit = limit
         self.what = what
+
+
+class TooManyItems(ValueError):
+    """A top-level member named in ``batches`` holding more items than its limit (told at the
+    first item past it, before the rest is read)."""
+
+    def __init__(self, key: str, limit: int) -> None:
+        super().__init__(f"more than {limit:,} items in {key!r}")
+        self.key = key
+        self.limit = limit
 
 
 class UnknownKey(ValueError):
@@ -117,6 +128,7 @@ def read_pieces(
     max_values: int | None = None,
     max_containers: int | None = None,
     keys: Collection[str] | None = None,
+    batches: Mapping[str, int] | None = None,
     piece: int = PIECE_CHARS,
 ) -> Any:
     """The JSON value of ``text`` (after a byte order mark check by the caller), read with
@@ -125,10 +137,14 @@ def read_pieces(
     Raises JSONDecodeError (as ``json.loads``), TooDeep, TooManyValues (past ``max_values``
     values, or ``max_containers`` arrays and objects: each costs the garbage collector),
     UnknownKey (a key of the top-level object not in ``keys``: refused before its value is
-    read), DuplicateKey, and whatever ``scan`` raises for one scalar (with ``field``, its path).
+    read), TooManyItems (a top-level member named in ``batches`` past its number of items, told
+    before the rest is read), DuplicateKey, and whatever ``scan`` raises for one scalar (with
+    ``field``, its path).
     """
     limits = (max_values, max_containers)
-    return _Reader(text, scan, max_depth, unique_keys, limits, keys, piece).read()
+    reader = _Reader(text, scan, max_depth, unique_keys, limits, keys, piece)
+    reader.batches = batches or {}
+    return reader.read()
 
 
 class _Reader:
@@ -142,6 +158,7 @@ class _Reader:
         self.values = self.containers = 0
         self.stack: list[_Frame] = []
         self.skip_runs = 0
+        self.batches: Mapping[str, int] = {}
 
     def read(self) -> Any:
         text, stack = self.text, self.stack
@@ -167,6 +184,10 @@ class _Reader:
                 frame = stack[-1]
                 if isinstance(frame.container, list):
                     frame.container.append(value)
+                    if len(stack) == 2 and stack[0].key in self.batches:
+                        limit = self.batches[stack[0].key]
+                        if len(frame.container) > limit and isinstance(stack[0].container, dict):
+                            raise TooManyItems(stack[0].key, limit)
                 else:
                     frame.container[frame.key] = value
                 pos = _past_space(text, pos)

@@ -88,8 +88,8 @@ class JSONError(NeardupError, ValueError):
     Attributes:
         reason: what is wrong, in one line (also the message).
         kind: ``syntax``, ``constant``, ``integer``, ``depth``, ``range`` or ``duplicate``;
-            where asked, ``values`` (more values than allowed) or ``key`` (an unknown
-            top-level key).
+            where asked, ``values`` (more values than allowed), ``items`` (a batch member
+            with more items than allowed) or ``key`` (an unknown top-level key).
         line: the 1-based line, when known (always for ``syntax``).
         column: the 1-based column, when known.
         field: for ``key``, the key.

@@ -47,6 +47,7 @@ def strict_json(text: str, limits: BodyLimits | None = None, keys: Any = None) -
     return read_json(
         text, finite=True, unique_keys=True, max_values=limits.max_values,
         max_containers=limits.max_containers, keys=keys,
+        batches=dict.fromkeys(BATCH_FIELDS, limits.max_batch),
     )  # fmt: skip
 
 
@@ -70,6 +71,9 @@ def _parse(body: bytes, model: type[BaseModel], limits: BodyLimits) -> Any:
     except JSONError as exc:  # bad syntax, NaN/Infinity, 1e999, duplicate keys, long integers
         if exc.kind == "key":
             raise _unknown_field(exc.field or "") from None
+        if exc.kind == "items":  # told at the first item past MAX_BATCH, the rest unread
+            detail = f"a batch holds at most {limits.max_batch} items, got more in '{exc.field}'"
+            raise HTTPException(413, detail) from None
         if exc.kind == "values":
             setting = _SETTING.get(exc.field or "", "MAX_JSON_VALUES")
             detail = f"the body is over a limit: {exc.reason} ({setting})"

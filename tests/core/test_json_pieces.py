@@ -175,6 +175,20 @@ def test_an_unknown_top_level_key_is_refused_before_its_value_is_read():
     assert read_json('{"a": {"junk": 1}}', keys={"a"}) == {"a": {"junk": 1}}  # top level only
 
 
+def test_a_batch_past_its_items_is_refused_at_the_first_item_over_the_rest_unread():
+    """A 60 MB body of 2M documents was read whole (19 s) before its batch was counted."""
+    items = '{"id": "d", "text": "a b"},' * 50_000
+    text = '{"documents": [' + items + ' {"id": "e", "text": "c"}, ]}'  # broken past the items
+    with pytest.raises(JSONError) as caught:
+        read_json(text, keys={"documents"}, batches={"documents": 50_000})
+    assert (caught.value.kind, caught.value.field) == ("items", "documents")
+    whole = '{"documents": [' + items.rstrip(",") + '], "other": [' + "1," * 60_000 + "1]}"
+    value = read_json(whole, keys={"documents", "other"}, batches={"documents": 50_000})
+    assert len(value["documents"]) == 50_000 and len(value["other"]) == 60_001  # not a batch
+    nested = '{"a": {"documents": [' + "1," * 60_000 + "1]}}"
+    assert len(read_json(nested, batches={"documents": 10})["a"]["documents"]) == 60_001
+
+
 def test_json_text_writes_what_json_dumps_writes():
     """Long arrays are encoded a slice at a time (nested ones too), to the same text."""
     values = [
