@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from os import PathLike
 from typing import IO, Any
 
-from neardup.core._json import read_json
+from neardup.core._json import JSONBudget, read_json
 from neardup.core.errors import CorpusError, JSONError
 
 __all__ = [
@@ -68,12 +68,12 @@ def corpus_format(path: str | PathLike[str], *, output: bool = False) -> str:
 
 
 def jsonl_items(
-    lines: Iterable[str], path: str, *, nan_as_null: bool = False
+    lines: Iterable[str], path: str, *, nan_as_null: bool = False, budget: JSONBudget | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of every non-blank line; CorpusError naming a bad line
-    (``nan_as_null``: see ``parse_jsonl_line``)."""
+    (``nan_as_null``, ``budget``: see ``parse_jsonl_line``; one budget for all the lines)."""
     for number, line in jsonl_lines(lines):
-        yield number, parse_jsonl_line(line, path, number, nan_as_null=nan_as_null)
+        yield number, parse_jsonl_line(line, path, number, nan_as_null=nan_as_null, budget=budget)
 
 
 def jsonl_lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -110,15 +110,24 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def parse_jsonl_line(
-    line: str, path: str, number: int, *, nan_as_null: bool = False
+    line: str,
+    path: str,
+    number: int,
+    *,
+    nan_as_null: bool = False,
+    budget: JSONBudget | None = None,
 ) -> dict[str, Any]:
     """The JSON object on one line; CorpusError naming the line if it is not one, or is JSON
     neardup does not read (``read_json``: NaN and Infinity, which JSON does not have, named;
     read as null with ``nan_as_null``, for text stored before they were refused; an integer
-    longer than Python reads; nesting deeper than MAX_JSON_DEPTH)."""
+    longer than Python reads; nesting deeper than MAX_JSON_DEPTH). With ``budget``, its values
+    are counted against it: JSONError (kind ``values``) past it, for the caller to word."""
+    read = read_json if budget is None else budget.read
     try:
-        item = read_json(line, constants="null" if nan_as_null else "refuse")
+        item = read(line, constants="null" if nan_as_null else "refuse")
     except JSONError as exc:
+        if exc.kind == "values":
+            raise
         if exc.kind == "syntax":
             why = f"not valid JSON ({exc.reason}){_array_hint(line)}"
             raise CorpusError(path, number, why) from None
@@ -145,15 +154,19 @@ def _array_hint(line: str) -> str:
 
 
 def parse_json_array(
-    text: str, path: str, *, nan_as_null: bool = False
+    text: str, path: str, *, nan_as_null: bool = False, budget: JSONBudget | None = None
 ) -> list[tuple[int, dict[str, Any]]]:
     """``(position from 1, object)`` of every element of a JSON array of objects; CorpusError
     naming the line of a syntax error, or the element that is not an object, or what
     ``read_json`` refuses (NaN and Infinity, or read as null with ``nan_as_null``; integers
-    longer than Python reads; nesting deeper than MAX_JSON_DEPTH)."""
+    longer than Python reads; nesting deeper than MAX_JSON_DEPTH). With ``budget``: its values
+    counted against it (JSONError, kind ``values``, past it)."""
+    read = read_json if budget is None else budget.read
     try:
-        value = read_json(text, constants="null" if nan_as_null else "refuse")
+        value = read(text, constants="null" if nan_as_null else "refuse")
     except JSONError as exc:
+        if exc.kind == "values":
+            raise
         if exc.kind == "syntax":
             raise CorpusError(path, exc.line, f"not valid JSON ({exc.reason})") from None
         raise CorpusError(path, exc.line, exc.reason) from None

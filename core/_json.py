@@ -25,6 +25,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
@@ -35,6 +36,7 @@ from neardup.core._json_pieces import (
     TooManyItems,
     TooManyValues,
     UnknownKey,
+    count_values,
     read_pieces,
 )
 from neardup.core.errors import JSONError
@@ -42,6 +44,7 @@ from neardup.core.errors import JSONError
 __all__ = [
     "MAX_JSON_DEPTH",
     "PIECE_CHARS",
+    "JSONBudget",
     "constant_problem",
     "finite_value",
     "json_text",
@@ -200,6 +203,68 @@ def read_json(
     if _may_nest_deeper(text) and _depth(value) > MAX_JSON_DEPTH:
         raise _too_deep()
     return value
+
+
+@dataclass
+class JSONBudget:
+    """Values and arrays-and-objects that several JSON texts may hold together (the lines of
+    an uploaded JSON Lines file, or one JSON array): ``read`` reads one more text with
+    ``read_json``, counting it against what the texts before it used. JSONError (kind
+    ``values``, ``field`` ``values`` or ``containers``, the message naming the whole limit)
+    once they hold more: a text longer than PIECE_CHARS is refused as soon as its count passes
+    what is left, a shorter one (at most ~32 Ki values) once read.
+
+    >>> budget = JSONBudget(max_values=5, max_containers=10)
+    >>> budget.read('{"a": [1, 2]}')
+    {'a': [1, 2]}
+    >>> budget.read('{"b": 3}')
+    Traceback (most recent call last):
+    ...
+    neardup.core.errors.JSONError: the JSON holds more than 5 JSON values
+    """
+
+    max_values: int
+    max_containers: int
+    values: int = 0
+    containers: int = 0
+
+    def read(self, text: str, *, constants: Constants = "refuse") -> Any:
+        """The JSON value of ``text`` (``read_json``'s, with ``constants``), counted."""
+        if len(text) > PIECE_CHARS:  # read a piece at a time: stopped as soon as it is over
+            left = (self.max_values - self.values, self.max_containers - self.containers)
+            try:
+                value = read_json(
+                    text, constants=constants, max_values=left[0], max_containers=left[1]
+                )
+            except JSONError as exc:
+                if exc.kind == "values":
+                    raise self._over(exc.field == "containers") from None
+                raise
+        else:
+            value = read_json(text, constants=constants)
+        try:
+            values, containers = count_values(value, 0, MAX_JSON_DEPTH)
+        except TooDeep:  # read_json refused deeper values already
+            raise _too_deep() from None
+        self.values += values
+        self.containers += containers
+        if self.values > self.max_values:
+            raise self._over(containers=False)
+        if self.containers > self.max_containers:
+            raise self._over(containers=True)
+        return value
+
+    def fresh(self) -> JSONBudget:
+        """A budget of the same limits, nothing used yet."""
+        return JSONBudget(self.max_values, self.max_containers)
+
+    def _over(self, containers: bool) -> JSONError:
+        if containers:
+            what = f"{self.max_containers:,} JSON arrays and objects"
+        else:
+            what = f"{self.max_values:,} JSON values"
+        field = "containers" if containers else "values"
+        return JSONError(f"the JSON holds more than {what}", "values", field=field)
 
 
 def _too_deep() -> JSONError:

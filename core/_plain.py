@@ -20,13 +20,14 @@ import io
 from dataclasses import dataclass
 
 from neardup.core._formats import parse_jsonl_line
+from neardup.core._json import JSONBudget
 from neardup.core._protected import (
     ProtectedFormat,
     csv_delimiter,
     is_csv_header,
     protected_items,
 )
-from neardup.core.errors import CorpusError
+from neardup.core.errors import CorpusError, JSONError
 
 __all__ = ["CSV_COLUMNS", "PlainShape", "plain_text_shape"]
 
@@ -43,17 +44,23 @@ class PlainShape:
     items: int
 
 
-def plain_text_shape(name: str, body: str) -> PlainShape | None:
+def plain_text_shape(name: str, body: str, budget: JSONBudget | None = None) -> PlainShape | None:
     """The shape of ``body`` when it is plainly JSON Lines, a JSON array of objects or CSV (the
     module says when), else None. CorpusError (naming ``name`` and the line) for plain JSON
-    Lines with a bad line."""
+    Lines with a bad line; with ``budget``, JSONError (kind ``values``) for JSON that holds
+    more values than it allows (each reading counted afresh)."""
     start = body.lstrip()[:1]
-    if start == "{" and _first_line_is_object(name, body):
-        items = protected_items(name, body, ProtectedFormat.JSONL)
+    fresh = (lambda: None) if budget is None else budget.fresh
+    if start == "{" and _first_line_is_object(name, body, fresh()):
+        items = protected_items(name, body, ProtectedFormat.JSONL, budget=fresh())
         return PlainShape(ProtectedFormat.JSONL, "JSON Lines", len(items))
     if start == "[":
         try:
-            items = protected_items(name, body, ProtectedFormat.JSON)
+            items = protected_items(name, body, ProtectedFormat.JSON, budget=fresh())
+        except JSONError as exc:
+            if exc.kind == "values":
+                raise
+            return None
         except (CorpusError, ValueError, RecursionError):
             return None  # "[Verse 1] ...": a text that opens with a bracket
         return PlainShape(ProtectedFormat.JSON, "a JSON array", len(items))
@@ -63,10 +70,14 @@ def plain_text_shape(name: str, body: str) -> PlainShape | None:
     return None
 
 
-def _first_line_is_object(name: str, body: str) -> bool:
+def _first_line_is_object(name: str, body: str, budget: JSONBudget | None) -> bool:
     first = next(line for line in body.split("\n") if line.strip())
     try:
-        parse_jsonl_line(first, name, 1)
+        parse_jsonl_line(first, name, 1, budget=budget)
+    except JSONError as exc:
+        if exc.kind == "values":
+            raise
+        return False
     except (CorpusError, ValueError, RecursionError):
         return False
     return True

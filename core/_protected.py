@@ -48,6 +48,7 @@ from neardup.core._formats import (
     protected_format,
     text_reader,
 )
+from neardup.core._json import JSONBudget
 from neardup.core._ngrams import NgramIndex, check_n
 from neardup.core._storage import filesystem
 from neardup.core._text import check_tokenizer, words
@@ -217,24 +218,32 @@ def parse_protected_set(
     tokenizer: str = "words",
     *,
     nan_as_null: bool = False,
+    budget: JSONBudget | None = None,
 ) -> ProtectedSet:
     """Parse a protected file's text into the n-grams of its words by ``tokenizer``;
     CorpusError (naming ``name`` and the line) for a bad line. ``nan_as_null``: a NaN or
     Infinity is read as null, not refused (a body stored before they were refused; they are
-    never text, so the n-grams are the same)."""
+    never text, so the n-grams are the same). ``budget``: see ``protected_items``."""
     check_n(n)
     check_tokenizer(tokenizer)
-    items = protected_items(name, body, fmt, nan_as_null=nan_as_null)
+    items = protected_items(name, body, fmt, nan_as_null=nan_as_null, budget=budget)
     return _from_items(name, items, n, tokenizer)
 
 
 def protected_items(
-    name: str, body: str, fmt: ProtectedFormat, *, nan_as_null: bool = False
+    name: str,
+    body: str,
+    fmt: ProtectedFormat,
+    *,
+    nan_as_null: bool = False,
+    budget: JSONBudget | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
     """``(line, position or row, from 1; item)`` pairs of a protected file's text, as the module
     says; a TEXT body is one item ``(1, {"text": body})``. CorpusError naming ``name`` for a bad
     one. A CSV's or a JSON array's UTF-8 byte order mark (as spreadsheets write) is skipped.
-    ``nan_as_null``: NaN and Infinity read as null, not refused."""
+    ``nan_as_null``: NaN and Infinity read as null, not refused. ``budget``: the JSON (an
+    array, or all the lines together) is counted against it, JSONError (kind ``values``) past
+    it (an upload's MAX_JSON_VALUES and MAX_JSON_CONTAINERS)."""
     if fmt is ProtectedFormat.TEXT:
         return [(1, {"text": body})]
     if fmt is not ProtectedFormat.JSONL:
@@ -242,22 +251,26 @@ def protected_items(
     if fmt is ProtectedFormat.CSV:
         return _csv_items(name, body)
     if fmt is ProtectedFormat.JSON and body.lstrip().startswith("["):
-        return parse_json_array(body, name, nan_as_null=nan_as_null)
+        return parse_json_array(body, name, nan_as_null=nan_as_null, budget=budget)
     # Lines end at "\n" only, as in a file (str.splitlines would also split at U+2028).
-    return list(jsonl_items(body.split("\n"), name, nan_as_null=nan_as_null))
+    return list(jsonl_items(body.split("\n"), name, nan_as_null=nan_as_null, budget=budget))
 
 
-def protected_as_jsonl(name: str, body: str, fmt: ProtectedFormat) -> tuple[str, ProtectedFormat]:
+def protected_as_jsonl(
+    name: str, body: str, fmt: ProtectedFormat, *, budget: JSONBudget | None = None
+) -> tuple[str, ProtectedFormat]:
     """``(body, format)`` as a store keeps them: JSONL and TEXT as given; a JSON array or CSV
     as JSON Lines of its items, one a line (so each keeps its label: its position is its line).
-    CorpusError for a bad body."""
+    CorpusError for a bad body; ``budget``: see ``protected_items``."""
     if fmt in (ProtectedFormat.JSONL, ProtectedFormat.TEXT):
         return body, fmt
     body = body.removeprefix("\ufeff")
     if fmt is ProtectedFormat.JSON and not body.lstrip().startswith("["):
-        protected_items(name, body, fmt)  # checked as JSON Lines, kept with its line numbers
+        # checked as JSON Lines, kept with its line numbers
+        protected_items(name, body, fmt, budget=budget)
         return body, ProtectedFormat.JSONL
-    lines = [json.dumps(item, ensure_ascii=False) for _, item in protected_items(name, body, fmt)]
+    items = protected_items(name, body, fmt, budget=budget)
+    lines = [json.dumps(item, ensure_ascii=False) for _, item in items]
     return "".join(f"{line}\n" for line in lines), ProtectedFormat.JSONL
 
 

@@ -119,6 +119,7 @@ from neardup.core._index_parts import PARAMS_KEY as INDEX_PARAMS_KEY
 from neardup.core._index_parts import binary_matrix, part_table
 from neardup.core._json import (
     MAX_JSON_DEPTH,
+    JSONBudget,
     constant_problem,
     finite_value,
     json_text,
@@ -251,6 +252,7 @@ __all__ = [
     "IndexParameterError",
     "IndexPart",
     "IndexedDocs",
+    "JSONBudget",
     "JSONError",
     "KeepPolicy",
     "Match",

@@ -20,8 +20,9 @@ from typing import Literal
 from fastapi import HTTPException, Request
 from starlette.datastructures import UploadFile
 
-from neardup.app.service import Service
+from neardup.app.service import Service, json_limits
 from neardup.core.engine import (
+    JSONBudget,
     ProtectedFormat,
     ProtectedSet,
     parquet_as_jsonl,
@@ -124,12 +125,14 @@ async def store_upload(
     service: Service, name: str, upload: Upload, *, allow_no_ngrams: bool = False
 ) -> ProtectedSet:
     """Store ``upload`` as protected set ``name`` (read off the event loop); HTTPException
-    (400: not UTF-8; 422: empty, or plainly items sent as one text) or the service's errors."""
-    text, fmt = await asyncio.to_thread(_as_text, name, upload)
+    (400: not UTF-8; 422: empty, or plainly items sent as one text) or the service's errors
+    (TooLarge, 413: its JSON over MAX_JSON_VALUES or MAX_JSON_CONTAINERS, here too)."""
+    with json_limits("the protected set"):
+        text, fmt = await asyncio.to_thread(_as_text, name, upload, service.json_budget())
     return await service.put_protected_set(name, text, fmt, allow_no_ngrams=allow_no_ngrams)
 
 
-def _as_text(name: str, upload: Upload) -> tuple[str, ProtectedFormat]:
+def _as_text(name: str, upload: Upload, budget: JSONBudget) -> tuple[str, ProtectedFormat]:
     if upload.format == "parquet":
         text, fmt = parquet_as_jsonl(name, upload.raw), ProtectedFormat.JSONL
     else:
@@ -142,14 +145,14 @@ def _as_text(name: str, upload: Upload) -> tuple[str, ProtectedFormat]:
     if not text.strip():
         raise HTTPException(422, "the protected set is empty")
     if fmt is ProtectedFormat.TEXT and not upload.chosen:
-        _refuse_plain_items(name, text)
+        _refuse_plain_items(name, text, budget)
     return text, fmt
 
 
-def _refuse_plain_items(name: str, text: str) -> None:
+def _refuse_plain_items(name: str, text: str, budget: JSONBudget) -> None:
     """422 if ``text``, sent as one plain text, is plainly items (CorpusError for a bad line
-    of what is plainly JSON Lines)."""
-    shape = plain_text_shape(name, text)
+    of what is plainly JSON Lines; JSONError past ``budget``)."""
+    shape = plain_text_shape(name, text, budget)
     if shape is None:
         return
     media, ending = _SEND_AS[shape.format]

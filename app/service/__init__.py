@@ -19,6 +19,7 @@ from neardup.app.service.errors import (
     StoreRefused,
     StoreUnavailable,
     TooLarge,
+    json_limits,
 )
 from neardup.app.service.operations import DecontRequest, Hits, NewDoc, Registered, Service
 
@@ -45,4 +46,5 @@ __all__ = [
     "StoreRefused",
     "StoreUnavailable",
     "TooLarge",
+    "json_limits",
 ]

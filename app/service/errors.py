@@ -22,9 +22,10 @@ codes, in one place.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
-from neardup.core.engine import NeardupError
+from neardup.core.engine import JSONError, NeardupError
 
 __all__ = [
     "Conflict",
@@ -44,6 +45,7 @@ __all__ = [
     "StoreRefused",
     "StoreUnavailable",
     "TooLarge",
+    "json_limits",
 ]
 
 
@@ -66,6 +68,23 @@ class Conflict(NeardupError):
 
 class TooLarge(NeardupError):
     """A batch over MAX_BATCH, a text over MAX_TEXT_CHARS, or a batch over MAX_BATCH_MEMORY."""
+
+
+#: What each limit of a JSON budget is called in the settings.
+_JSON_SETTINGS = {"values": "MAX_JSON_VALUES", "containers": "MAX_JSON_CONTAINERS"}
+
+
+@contextmanager
+def json_limits(what: str) -> Iterator[None]:
+    """Turn core's JSONError of kind ``values`` (JSON over a ``JSONBudget``) into TooLarge
+    (413) naming ``what`` and the setting."""
+    try:
+        yield
+    except JSONError as exc:
+        if exc.kind != "values":
+            raise
+        setting = _JSON_SETTINGS.get(exc.field or "", "MAX_JSON_VALUES")
+        raise TooLarge(f"{what} is over a limit: {exc.reason} ({setting})") from None
 
 
 class Overloaded(NeardupError):

@@ -46,6 +46,7 @@ from neardup.app.service.errors import (
     SettingsChanged,
     StoreFull,
     StoreUnavailable,
+    json_limits,
 )
 from neardup.app.service.index import Found, ServiceIndex
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
@@ -67,6 +68,7 @@ from neardup.core.engine import (
     DecontParams,
     Doc,
     DuplicateIdError,
+    JSONBudget,
     MinhashParams,
     NeardupError,
     ParameterError,
@@ -831,13 +833,19 @@ class Service:
         """Check the limits (QuotaExceeded), parse off the event loop (CorpusError naming a bad
         line, or saying why a set protects no n-gram unless ``allow_no_ngrams``: checks against
         it would all say clean), store durably (a JSON array or CSV as JSON Lines of its
-        items), then replace in memory."""
-        text, fmt = await asyncio.to_thread(protected_as_jsonl, name, text, fmt)
-        size = len(text.encode("utf-8"))
-        self._check_quota(name, size)
-        parsed = await asyncio.to_thread(
-            parse_protected_set, name, text, fmt, self.params.ngram, self.params.tokenizer
-        )
+        items), then replace in memory. Its JSON (a JSON array, JSON Lines, a CSV's or Parquet
+        file's rows as the JSON Lines stored) may hold at most MAX_JSON_VALUES values and
+        MAX_JSON_CONTAINERS arrays and objects (TooLarge naming the setting, as a JSON body)."""
+        with json_limits("the protected set"):
+            text, fmt = await asyncio.to_thread(
+                protected_as_jsonl, name, text, fmt, budget=self.json_budget()
+            )
+            size = len(text.encode("utf-8"))
+            self._check_quota(name, size)
+            parsed = await asyncio.to_thread(
+                partial(parse_protected_set, budget=self.json_budget()),
+                name, text, fmt, self.params.ngram, self.params.tokenizer,
+            )  # fmt: skip
         empty = parsed.why_empty()
         if empty is not None and not allow_no_ngrams:
             raise CorpusError(
@@ -852,6 +860,11 @@ class Service:
             self._set_bytes[name] = size
             self.broken_sets.pop(name, None)
         return parsed
+
+    def json_budget(self) -> JSONBudget:
+        """What an uploaded file's JSON may hold: MAX_JSON_VALUES values, MAX_JSON_CONTAINERS
+        arrays and objects (a fresh count; ``json_limits`` words the error)."""
+        return JSONBudget(self.settings.max_json_values, self.settings.max_json_containers)
 
     def _check_quota(self, name: str, size: int) -> None:
         """QuotaExceeded if storing ``size`` bytes as set ``name`` (new or a replacement) would

@@ -201,3 +201,68 @@ def test_client_uploads_by_format_and_says_when_a_set_protects_nothing(c):
         assert info.value.status == 422
         empty = client.put_protected_set("d", b"a few words", format="text", allow_no_ngrams=True)
         assert empty["ngrams"] == 0
+
+
+#: Small JSON limits, so that a body over them is small (the defaults are 16 Mi and 1 Mi).
+SMALL_VALUES, SMALL_CONTAINERS = 2_000, 300
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Iterator[TestClient]:
+    settings = Settings(
+        data_dir=tmp_path / "data", workers=1, allowed_hosts="testserver",
+        max_json_values=SMALL_VALUES, max_json_containers=SMALL_CONTAINERS,
+    )  # fmt: skip
+    with TestClient(create_app(settings), raise_server_exceptions=False) as found:
+        deadline = time.monotonic() + 60
+        while found.get("/readyz").json()["status"] == "starting" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        yield found
+
+
+def _lines(items: list[dict[str, object]]) -> str:
+    return "".join(json.dumps(item) + "\n" for item in items)
+
+
+#: Over MAX_JSON_VALUES only with all the lines together (each line holds 13 values).
+MANY_LINES = _lines([{**ITEMS[i % 20], "n": list(range(10))} for i in range(200)])
+#: Over MAX_JSON_CONTAINERS in one item of a JSON array.
+DEEP_ARRAY = json.dumps([{**ITEMS[0], "m": [[] for _ in range(SMALL_CONTAINERS)]}])
+#: One line longer than a piece (read a piece at a time) over MAX_JSON_VALUES.
+LONG_LINE = _lines([{**ITEMS[0], "n": list(range(100_000, 130_000))}])
+
+
+@pytest.mark.parametrize(
+    ("how", "setting"),
+    [
+        ({"content": MANY_LINES, "headers": {"content-type": "application/x-ndjson"}},
+         "MAX_JSON_VALUES"),
+        ({"files": {"file": ("evals.jsonl", MANY_LINES)}}, "MAX_JSON_VALUES"),
+        ({"content": DEEP_ARRAY, "headers": {"content-type": "application/json"}},
+         "MAX_JSON_CONTAINERS"),
+        ({"files": {"file": ("evals.json", DEEP_ARRAY)}}, "MAX_JSON_CONTAINERS"),
+        ({"content": LONG_LINE, "headers": {"content-type": "application/x-ndjson"}},
+         "MAX_JSON_VALUES"),
+        # sent as one plain text: read to see whether it is plainly items, under the same caps
+        ({"content": MANY_LINES, "headers": {"content-type": "text/plain"}}, "MAX_JSON_VALUES"),
+        ({"files": {"file": (None, DEEP_ARRAY)}}, "MAX_JSON_CONTAINERS"),
+    ],
+    ids=["jsonl", "jsonl-file", "array", "array-file", "long-line", "plain-jsonl", "plain-array"],
+)  # fmt: skip
+def test_upload_over_the_json_limits_is_413_naming_the_setting(small, how, setting):
+    answer = small.put("/v1/protected-sets/evals", **how)
+    assert answer.status_code == 413, answer.text
+    detail = answer.json()["detail"]
+    assert detail.startswith("the protected set is over a limit: the JSON holds more than")
+    assert detail.endswith(f"({setting})")
+    assert _stored(small) == []  # nothing stored
+
+
+def test_upload_under_the_json_limits_is_stored(small):
+    """A JSON array set of 20 items (about 100 values) and the same as JSON Lines: 201."""
+    as_array = small.put("/v1/protected-sets/a", content=json.dumps(ITEMS),
+                         headers={"content-type": "application/json"})  # fmt: skip
+    as_lines = small.put("/v1/protected-sets/b", files={"file": ("evals.jsonl", JSONL)})
+    for answer in (as_array, as_lines):
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["items"] == 20
