@@ -36,7 +36,9 @@ engine computes the same signatures, candidates, confirmations and components th
   ``RecordReader``, ``get_field``, ``set_field``, ``RowWriter``, ``parquet_schema``; one JSON
   reader for every JSON text (the batch engines and the service): ``read_json`` (no NaN or
   Infinity, no integer longer than Python reads, at most ``MAX_JSON_DEPTH`` levels; else
-  ``JSONError``), ``constant_problem``, ``finite_value``, ``nan_as_null``, ``nan_as_null_note``.
+  ``JSONError``; ``JSONBudget`` counts several texts' values together), ``constant_problem``,
+  ``finite_value``, ``nan_as_null``, ``nan_as_null_note``; ``json_text`` and ``same_json``
+  write and compare a value a slice of an array a call.
 - Storage (paths, directories, globs, ``-``, fsspec URLs): ``Source``, ``STDIO``,
   ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``; the
   guard of every writing command: ``check_apart``, ``check_index_home``.
@@ -124,6 +126,7 @@ from neardup.core._json import (
     finite_value,
     json_text,
     read_json,
+    same_json,
 )
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
 from neardup.core._ngrams import NgramIndex, charged_words
@@ -355,6 +358,7 @@ __all__ = [
     "recrawl_verdicts",
     "rewrite_without",
     "run_info",
+    "same_json",
     "sample_capped",
     "set_field",
     "shingles",
