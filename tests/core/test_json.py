@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from neardup.core._formats import parse_json_array, parse_jsonl_line
-from neardup.core._json import MAX_JSON_DEPTH, read_json
+from neardup.core._json import MAX_JSON_DEPTH, PIECE_CHARS, JSONBudget, read_json, same_json
 from neardup.core._protected import parse_protected_set
 from neardup.core.engine import ProtectedFormat
 from neardup.core.errors import CorpusError, JSONError
@@ -137,3 +137,52 @@ def test_every_json_reader_in_core_and_app_goes_through_read_json():
                 strays[name] = lines
     assert strays == {}, "read JSON with core.engine.read_json (or say why not in ALLOWED)"
     assert all(_json_calls(ROOT / name) for name in ALLOWED)  # no stale entry
+
+
+# --- JSONBudget: several texts counted together; same_json: == a slice a call ---------------
+
+
+def test_a_budget_counts_all_the_lines_of_a_set_together():
+    lines = "".join(json.dumps({"text": f"item {i}", "n": [1, 2, 3]}) + "\n" for i in range(10))
+    # each line holds 6 values: 60 in all
+    assert len(parse_protected_set("s", lines, ProtectedFormat.JSONL, budget=JSONBudget(60, 20))
+               .grams) == 0  # fmt: skip
+    with pytest.raises(JSONError) as over:
+        parse_protected_set("s", lines, ProtectedFormat.JSONL, budget=JSONBudget(59, 20))
+    assert (over.value.kind, over.value.field) == ("values", "values")
+    assert str(over.value) == "the JSON holds more than 59 JSON values"
+    with pytest.raises(JSONError) as over:
+        parse_protected_set("s", lines, ProtectedFormat.JSONL, budget=JSONBudget(100, 19))
+    assert over.value.field == "containers"
+    assert str(over.value) == "the JSON holds more than 19 JSON arrays and objects"
+
+
+def test_a_budget_stops_a_long_text_as_it_reads_it():
+    """A text longer than a piece is read with what is left as its limit."""
+    text = json.dumps([{"n": list(range(20_000))}])
+    assert len(text) > PIECE_CHARS
+    budget = JSONBudget(50_000, 10)
+    budget.read('{"a": [' + ",".join(["1"] * 39_990) + "]}")
+    with pytest.raises(JSONError, match="more than 50,000 JSON values") as over:
+        parse_json_array(text, "s", budget=budget)
+    assert over.value.kind == "values"  # not turned into a CorpusError: the caller words it
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ({"n": list(range(10_000)), "a": 1}, {"a": 1.0, "n": list(range(10_000))}),
+        ({"n": list(range(10_000))}, {"n": [*range(9_999), 0]}),
+        ({"n": [*range(5_000), [1, {"x": 2}]]}, {"n": [*range(5_000), [1, {"x": 2}]]}),
+        ({"n": [*range(5_000), [1, {"x": 2}]]}, {"n": [*range(5_000), [1, {"x": 3}]]}),
+        ({"n": [[1]] * 5_000}, {"n": [1] * 5_000}),
+        ({"n": [1] * 5_000}, {"n": [[1]] * 5_000}),
+        ({"a": [True]}, {"a": [1]}),
+        ({"a": []}, {"a": {}}),
+        ({"a": 1}, {"b": 1}),
+        ({"a": [1, 2]}, {"a": [1, 2, 3]}),
+    ],
+)
+def test_same_json_answers_as_equality_does(a, b):
+    assert same_json(a, b) is (a == b)
+    assert same_json(b, a) is (b == a)
