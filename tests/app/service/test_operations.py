@@ -345,9 +345,7 @@ def test_replace_with_the_same_text_and_meta_is_unchanged(service_in):
     assert row.num == 1 and row.meta == {"m": 1}
 
 
-def test_replace_compares_a_long_meta_off_the_event_loop_as_equality_does(
-    service_in, monkeypatch
-):
+def test_replace_compares_a_long_meta_off_the_event_loop_as_equality_does(service_in, monkeypatch):
     """A stored document's meta is compared with the new one in a worker thread, a slice a call
     (``==`` over a meta of 13 M numbers held the loop 0.1 s): the same meta in another key
     order is ``unchanged``, one differing in its last number is ``replaced``."""
