@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._arrow import numbers
 from neardup.core._json import read_json
 
 __all__ = [
@@ -198,7 +199,7 @@ def _buckets(keys: NDArray[np.int64]) -> NDArray[np.int64]:
 def _batch(rows: NDArray[Any], schema: Any) -> Any:
     import pyarrow as pa
 
-    columns = [pa.array(np.ascontiguousarray(rows[name])) for name in ("key", "band", "row")]
+    columns = [numbers(rows[name]) for name in ("key", "band", "row")]
     return pa.record_batch(columns, schema=schema)
 
 

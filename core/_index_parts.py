@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._arrow import numbers, strings
 from neardup.core._banding import band_digests
 
 __all__ = [
@@ -76,13 +77,13 @@ def part_table(
     """The pyarrow Table of a part: the rows sorted by id, with ``PARAMS_KEY`` metadata."""
     import pyarrow as pa
 
-    id_array = pa.array(list(ids), type=pa.string())
+    id_array = strings(ids)
     # Python's str order (code points: UTF-8 byte order, as Spark and DuckDB sort strings);
     # not pyarrow.compute, whose import alone takes ~0.5 s.
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     sigs = np.ascontiguousarray(sigs[order], dtype="<u4")
     columns = [
-        pa.chunked_array([id_array.take(pa.array(order))]),
+        pa.chunked_array([id_array.take(numbers(order))]),
         _binary(np.ascontiguousarray(digests[order], dtype="<u8")),
         _binary(np.ascontiguousarray(band_digests(sigs, bands), dtype="<u8")),
         _binary(sigs),

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._arrow import strings
 from neardup.core._banding import empty_rows
 from neardup.core._index import DocIndex, IndexFile, IndexPart, _groups_in_range, write_part
 from neardup.core._index_parts import COLUMNS, binary_matrix
@@ -97,7 +98,6 @@ class IndexedDocs:
 def indexed_documents(index: DocIndex, ids: Collection[str]) -> IndexedDocs:
     """The indexed documents among ``ids``: only row groups whose id statistics hold one of
     ``ids`` are read (the ``id`` column first; ``digest`` and ``signature`` where one is there)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     num_perm = index.minhash_params().num_perm if index.parts else 0
@@ -107,7 +107,7 @@ def indexed_documents(index: DocIndex, ids: Collection[str]) -> IndexedDocs:
     digests: list[NDArray[np.uint64]] = []
     sigs: list[NDArray[np.uint32]] = []
     if ordered and index.parts:
-        wanted = pa.array(ordered, type=pa.string())
+        wanted = strings(ordered)
         for part in index.parts:
             for f in part.files:
                 with index.parquet(f) as parquet:
@@ -209,10 +209,9 @@ def rewrite_without(
 
 def _holds(index: DocIndex, part: IndexPart, ordered: list[str]) -> bool:
     """Whether ``part`` holds one of ``ordered`` (sorted ids)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    wanted = pa.array(ordered, type=pa.string())
+    wanted = strings(ordered)
     for f in part.files:
         with index.parquet(f) as parquet:
             for group in _groups_in_range(parquet.metadata, ordered):

@@ -56,13 +56,20 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(built: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, object]:
-    """The output and the index rows of ``dedup a.jsonl --index`` run without a stop."""
+def appended(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``built``'s index after ``dedup a.jsonl --index`` run without a stop (version 2, two
+    parts), its output beside it (``out.jsonl``); tests copy the index, never change it."""
     tmp = tmp_path_factory.mktemp("reference")
     shutil.copytree(built / "idx", tmp / "idx")
     done = _append(built, tmp / "idx", tmp / "out.jsonl")
     assert done.returncode == 0, done.stderr
-    return (tmp / "out.jsonl").read_bytes(), index_table(tmp / "idx")
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(appended: Path) -> tuple[bytes, object]:
+    """The output and the index rows of ``dedup a.jsonl --index`` run without a stop."""
+    return (appended / "out.jsonl").read_bytes(), index_table(appended / "idx")
 
 
 def _append(
@@ -165,10 +172,10 @@ def test_two_appends_at_once_never_lose_a_part(built, tmp_path):
     assert len(index_table(idx)) == manifest["rows"]
 
 
-def test_compact_and_append_racing_one_fails_with_exit_3_and_no_row_is_lost(built, tmp_path):
-    idx = _copy(built, tmp_path)
-    first = _append(built, idx, tmp_path / "a.out.jsonl")
-    assert first.returncode == 0, first.stderr
+def test_compact_and_append_racing_one_fails_with_exit_3_and_no_row_is_lost(
+    built, appended, tmp_path
+):
+    idx = _copy(appended, tmp_path)  # two parts
     rows = index_table(idx)
     compact = spawn("index", "compact", idx, cwd=tmp_path, NEARDUP_TEST_PAUSE="commit")
     stopped_at(compact, "commit")
@@ -186,10 +193,10 @@ def test_compact_and_append_racing_one_fails_with_exit_3_and_no_row_is_lost(buil
     assert json.loads(info.stdout)["leftovers_total"] == 0  # its files removed
 
 
-def test_an_append_racing_a_compact_fails_with_exit_3_and_the_compaction_holds(built, tmp_path):
-    idx = _copy(built, tmp_path)
-    first = _append(built, idx, tmp_path / "a.out.jsonl")
-    assert first.returncode == 0, first.stderr
+def test_an_append_racing_a_compact_fails_with_exit_3_and_the_compaction_holds(
+    built, appended, tmp_path
+):
+    idx = _copy(appended, tmp_path)  # two parts
     rows = index_table(idx)
     append = spawn(
         "dedup", built / "b.jsonl", "--output", tmp_path / "b.out.jsonl", "--index", idx,
