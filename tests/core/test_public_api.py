@@ -78,7 +78,7 @@ ENGINE_NAMES = {
     # one guard for every command that writes; an index in a directory of its own (issue 32)
     "check_index_home",
     # one JSON reader: long integers and deep nesting named, never a 500 (issue 32)
-    "read_json", "json_text", "JSONError", "MAX_JSON_DEPTH",
+    "read_json", "json_text", "JSONBudget", "same_json", "JSONError", "MAX_JSON_DEPTH",
     # Parquet eval sets through the service; a plain text that is plainly items (issue 33)
     "parquet_as_jsonl", "plain_text_shape", "PlainShape",
     # re-crawled ids decided against the indexed document of the id (issue 33)
