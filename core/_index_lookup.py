@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from neardup.core._banding import band_digests, empty_rows
 from neardup.core._index import DocIndex, IndexFile, IndexPart
-from neardup.core._index_parts import binary_matrix
+from neardup.core._index_parts import part_matrix
 from neardup.core.errors import IndexDamagedError, SignatureError
 
 __all__ = ["IndexLookup", "lookup_index", "lookup_without"]
@@ -262,8 +262,8 @@ def _scan(
     for part, file, parquet, groups, table in index.row_group_batches(
         ["digest", "bands"], parts=parts
     ):
-        digest = _column(index, file, table, "digest", 16, "<u8")
-        bands = _column(index, file, table, "bands", 8 * params.bands, "<u8")
+        digest = part_matrix(index.url, file.path, table, "digest", 16, "<u8")
+        bands = part_matrix(index.url, file.path, table, "bands", 8 * params.bands, "<u8")
         e_at, e_new = side.exact(digest)
         l_at, l_new, l_band = side.leads(bands)
         if len(e_at) == 0 and len(l_at) == 0:
@@ -273,17 +273,6 @@ def _scan(
         local = np.searchsorted(wanted, l_at)
         confirmed = _confirmed(sigs, cand_sigs, local, l_new, l_band, params.rows, params.threshold)
         found.add(part.name, cand_ids, cand_sigs, (np.searchsorted(wanted, e_at), e_new), confirmed)
-
-
-def _column(
-    index: DocIndex, file: IndexFile, table: Any, name: str, width: int, dtype: str
-) -> NDArray[Any]:
-    values = binary_matrix(table.column(name), width, dtype)
-    if values is None:
-        raise IndexDamagedError(
-            index.url, file.path, f"has {name} values that are not {width} bytes"
-        )
-    return values
 
 
 #: Rows of a group past which their ids are read by converting the group's whole column.
@@ -325,8 +314,10 @@ def _read_rows(
             ids.extend(every[i] for i in local.tolist())
         else:
             ids.extend(column[i].as_py() for i in local.tolist())
-        sigs.append(_column(index, file, table, "signature", 4 * num_perm, "<u4")[local])
-        digests.append(_column(index, file, table, "digest", 16, "<u8")[local])
+        sigs.append(
+            part_matrix(index.url, file.path, table, "signature", 4 * num_perm, "<u4")[local]
+        )
+        digests.append(part_matrix(index.url, file.path, table, "digest", 16, "<u8")[local])
     return (
         ids,
         np.ascontiguousarray(np.concatenate(sigs), dtype=np.uint32),

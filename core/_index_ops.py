@@ -37,7 +37,7 @@ from neardup.core._index import (
 )
 from neardup.core._index_log import COMMITTED
 from neardup.core._index_log import versions as _versions
-from neardup.core._index_parts import binary_matrix
+from neardup.core._index_parts import part_matrix
 from neardup.core.errors import IndexDamagedError
 
 __all__ = [
@@ -246,11 +246,7 @@ def _read_rows(
         if column.null_count:
             raise IndexDamagedError(index.url, f.path, "has a null id")
         for name, width, target in (("digest", 16, digests), ("signature", 4 * num_perm, sigs)):
-            values = binary_matrix(table.column(name), width, target.dtype.str)
-            if values is None:
-                raise IndexDamagedError(
-                    index.url, f.path, f"has {name} values that are not {width} bytes"
-                )
+            values = part_matrix(index.url, f.path, table, name, width, target.dtype.str)
             target[at : at + len(values)] = values
         ids.extend(column.to_pylist())
     return ids, digests, sigs

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from neardup.core._arrow import numbers, strings
 from neardup.core._banding import band_digests
+from neardup.core.errors import IndexDamagedError
 
 __all__ = [
     "BATCH_ROWS",
@@ -28,6 +29,7 @@ __all__ = [
     "PARQUET_OPTIONS",
     "ROW_GROUP",
     "binary_matrix",
+    "part_matrix",
     "part_table",
 ]
 
@@ -129,3 +131,13 @@ def binary_matrix(column: Any, width: int, dtype: str) -> NDArray[Any] | None:
     if not parts:
         return np.empty((0, width // np.dtype(dtype).itemsize), dtype=dtype)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def part_matrix(url: str, path: str, table: Any, name: str, width: int, dtype: str) -> NDArray[Any]:
+    """Column ``name`` of ``table`` (read from the part file ``path`` of the index at ``url``)
+    as ``binary_matrix`` gives it; IndexDamagedError naming the file where a value is null or
+    not ``width`` bytes."""
+    values = binary_matrix(table.column(name), width, dtype)
+    if values is None:
+        raise IndexDamagedError(url, path, f"has {name} values that are not {width} bytes")
+    return values

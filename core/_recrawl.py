@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from neardup.core._arrow import strings
 from neardup.core._banding import empty_rows
 from neardup.core._index import DocIndex, IndexFile, IndexPart, _groups_in_range, write_part
-from neardup.core._index_parts import COLUMNS, binary_matrix
+from neardup.core._index_parts import COLUMNS, part_matrix
 from neardup.core._params import MinhashParams
 from neardup.core.errors import IndexDamagedError, ParameterError
 
@@ -119,8 +119,10 @@ def indexed_documents(index: DocIndex, ids: Collection[str]) -> IndexedDocs:
                         table = _read_group(index, f, parquet, group, list(COLUMNS)).filter(hit)
                         found_ids.extend(table.column("id").to_pylist())
                         parts.extend([part.name] * table.num_rows)
-                        digests.append(_matrix(index, f, table, "digest", 16, "<u8"))
-                        sigs.append(_matrix(index, f, table, "signature", 4 * num_perm, "<u4"))
+                        digests.append(part_matrix(index.url, f.path, table, "digest", 16, "<u8"))
+                        sigs.append(
+                            part_matrix(index.url, f.path, table, "signature", 4 * num_perm, "<u4")
+                        )
     order = np.array(sorted(range(len(found_ids)), key=found_ids.__getitem__), dtype=np.int64)
     return IndexedDocs(
         [found_ids[i] for i in order.tolist()], [parts[i] for i in order.tolist()],
@@ -138,15 +140,6 @@ def _read_group(index: DocIndex, f: IndexFile, parquet: Any, group: int, columns
         return parquet.read_row_group(group, columns=columns, use_threads=False)
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise IndexDamagedError(index.url, f.path, f"cannot be read ({exc})") from None
-
-
-def _matrix(
-    index: DocIndex, f: IndexFile, table: Any, name: str, width: int, dtype: str
-) -> NDArray[Any]:
-    values = binary_matrix(table.column(name), width, dtype)
-    if values is None:
-        raise IndexDamagedError(index.url, f.path, f"has {name} values that are not {width} bytes")
-    return values
 
 
 def recrawl_verdicts(
@@ -195,8 +188,10 @@ def rewrite_without(
             keep_ids.extend(
                 i for i, k in zip(table.column("id").to_pylist(), keep, strict=True) if k
             )
-            digests.append(_matrix(index, f, table, "digest", 16, "<u8")[keep])
-            sigs.append(_matrix(index, f, table, "signature", 4 * params.num_perm, "<u4")[keep])
+            digests.append(part_matrix(index.url, f.path, table, "digest", 16, "<u8")[keep])
+            sigs.append(
+                part_matrix(index.url, f.path, table, "signature", 4 * params.num_perm, "<u4")[keep]
+            )
         dropped.append(part.name)
         if keep_ids:
             added.append(
