@@ -130,7 +130,7 @@ def window_spans(
         whole = np.repeat(tokens.doc_words >= n, per_doc)
         doc = np.repeat(np.arange(len(tokens.doc_words)), per_doc)
         return start[whole], end[whole], doc[whole]
-    weights = buffer_weights(tokens.buf, tokens.word_start)
+    weights = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end)
     ends = window_ends(weights, tokens.doc_words, n)
     found = np.flatnonzero(ends >= 0)
     doc = np.repeat(np.arange(len(tokens.doc_words)), tokens.doc_words)

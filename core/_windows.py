@@ -4,10 +4,12 @@
 Under ``words`` a window is ``n`` consecutive words, exactly as the contract says. Under
 ``multilingual`` a word covers a different amount of text in every script (one Thai grapheme
 cluster is about a sixth of an English word, one Tamil word about a word and a half), so every
-word weighs ``WEIGHT_UNIT``-ths of an English word by the script of its first character
-(``SCRIPT_WEIGHTS``), and the window starting at each word is the shortest run of words from it
-whose weights add up to ``n`` English words (``n * WEIGHT_UNIT``); a text whose remaining
-words weigh less has no window starting there. A window depends on its own words alone, so a
+word weighs ``WEIGHT_UNIT``-ths of an English word by the script of its first character: a
+word of a script of ``SCRIPT_WEIGHTS`` weighs that script's weight, a grapheme cluster of a
+script of ``CHARACTER_WEIGHTS`` (the Brahmic scripts written without spaces) weighs that
+script's weight per code point of the cluster. The window starting at each word is the
+shortest run of words from it whose weights add up to ``n`` English words
+(``n * WEIGHT_UNIT``); a text whose remaining words weigh less has no window starting there. A window depends on its own words alone, so a
 quoted passage makes the same windows in an eval set and in the corpus quoting it. A window is
 its words joined by single spaces, as an n-gram of ``words`` is, and hashed alike.
 """
@@ -23,6 +25,7 @@ from numpy.typing import NDArray
 from neardup.core._text import ngrams
 
 __all__ = [
+    "CHARACTER_WEIGHTS",
     "SCRIPT_WEIGHTS",
     "WEIGHT_UNIT",
     "WINDOWS_REVISION",
@@ -38,8 +41,10 @@ __all__ = [
 #: Weights are whole numbers of this fraction of an English word (fixed point: integer sums,
 #: the same on every machine and in every engine).
 WEIGHT_UNIT = 64
-#: The revision of ``SCRIPT_WEIGHTS``' definition; with it, what reports and manifests record.
-WINDOWS_REVISION = 1
+#: The revision of the weights' definition; with it, what reports and manifests record
+#: (``weighted-1``: every word weighed by its script alone; ``weighted-2``: clusters of
+#: ``CHARACTER_WEIGHTS``' scripts by their code points).
+WINDOWS_REVISION = 2
 
 #: (name, weight in WEIGHT_UNIT-ths of an English word, code-point ranges (inclusive)) of
 #: every script whose words are not one English word each, by the first character of a word of
@@ -54,11 +59,6 @@ SCRIPT_WEIGHTS: tuple[tuple[str, int, tuple[tuple[int, int], ...]], ...] = (
                  (0x3100, 0x312F), (0x31A0, 0x31BF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
                  (0xF900, 0xFAFF), (0x20000, 0x3FFFF))),
     ("Kana", 29, ((0x3041, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F), (0x1B000, 0x1B16F))),
-    ("Thai", 21, ((0x0E00, 0x0E7F),)),
-    ("Lao", 21, ((0x0E80, 0x0EFF),)),
-    ("Khmer", 35, ((0x1780, 0x17FF), (0x19E0, 0x19FF))),
-    ("Myanmar", 29, ((0x1000, 0x109F), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F))),
-    ("Tibetan", 27, ((0x0F00, 0x0FFF),)),
     ("Hangul", 125, ((0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xAC00, 0xD7FF))),
     ("Arabic", 128, ((0x0600, 0x06FF), (0x0750, 0x077F), (0x08A0, 0x08FF), (0xFB50, 0xFDFF),
                     (0xFE70, 0xFEFF))),
@@ -72,38 +72,69 @@ SCRIPT_WEIGHTS: tuple[tuple[str, int, tuple[tuple[int, int], ...]], ...] = (
     ("Greek", 98, ((0x0370, 0x03FF), (0x1F00, 0x1FFF))),
 )  # fmt: skip
 
+#: (name, weight per code point in WEIGHT_UNIT-ths of an English word, code-point ranges) of
+#: the Brahmic scripts written without spaces, whose words are grapheme clusters of one to five
+#: code points (a consonant alone, or with vowel signs, tone marks, subscripts): a cluster
+#: weighs its code points times the weight, so a run of clusters weighs its code points
+#: whatever the cluster boundaries, and a consonant with three marks is no more "one word"
+#: than a bare one. One weight for all five: swept on halves of the gettext items, the least
+#: weight catching as many quotes of 13 to 20 English words as English does was 18 and 19
+#: (Thai), 20 and 18 (Khmer), 20 and 16 (Burmese), 22 and 16 (Dzongkha, Tibetan script);
+#: docs/algorithm.md section 5 gives the measurement.
+CHARACTER_WEIGHTS: tuple[tuple[str, int, tuple[tuple[int, int], ...]], ...] = (
+    ("Thai", 19, ((0x0E00, 0x0E7F),)),
+    ("Lao", 19, ((0x0E80, 0x0EFF),)),
+    ("Khmer", 19, ((0x1780, 0x17FF), (0x19E0, 0x19FF))),
+    ("Myanmar", 19, ((0x1000, 0x109F), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F))),
+    ("Tibetan", 19, ((0x0F00, 0x0FFF),)),
+)  # fmt: skip
+
 
 def window_version(tokenizer: str) -> str:
     """What reports, manifests and ``/v1/config`` record of how windows are made: ``words``
-    (``n`` consecutive words, the contract) or ``weighted-1`` (``SCRIPT_WEIGHTS``' revision).
+    (``n`` consecutive words, the contract) or ``weighted-2`` (``WINDOWS_REVISION``).
 
     >>> window_version("words"), window_version("multilingual")
-    ('words', 'weighted-1')
+    ('words', 'weighted-2')
     """
     return "words" if tokenizer == "words" else f"weighted-{WINDOWS_REVISION}"
 
 
 @cache
 def weight_table() -> NDArray[np.int64]:
-    """The weight of a word by its first code point (every code point), built once a process."""
+    """The weight of a word by its first code point (every code point), built once a process:
+    a script of ``SCRIPT_WEIGHTS`` its weight, one of ``CHARACTER_WEIGHTS`` minus its weight
+    per code point (the sign says "times the word's code points"), any other ``WEIGHT_UNIT``."""
     table = np.full(0x110000, WEIGHT_UNIT, dtype=np.int64)
     for _, weight, ranges in SCRIPT_WEIGHTS:
         for lo, hi in ranges:
             table[lo : hi + 1] = weight
+    for _, weight, ranges in CHARACTER_WEIGHTS:
+        for lo, hi in ranges:
+            table[lo : hi + 1] = -weight
     return table
+
+
+def _weigh(by_first: NDArray[np.int64], code_points: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Every word's weight from ``weight_table``'s entry of its first code point and its
+    length in code points."""
+    found: NDArray[np.int64] = np.where(by_first < 0, -by_first * code_points, by_first)
+    return found
 
 
 def word_weights(words: Sequence[str]) -> NDArray[np.int64]:
     """The weight of every word (none empty) of a text."""
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype="<u4")
-    found: NDArray[np.int64] = weight_table().take(codes[np.cumsum(lengths) - lengths])
-    return found
+    return _weigh(weight_table().take(codes[np.cumsum(lengths) - lengths]), lengths)
 
 
-def buffer_weights(buf: NDArray[np.uint8], word_start: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The weight of every word of a ``Tokens`` buffer (UTF-8), by the code point its bytes at
-    ``word_start`` begin, decoded in numpy."""
+def buffer_weights(
+    buf: NDArray[np.uint8], word_start: NDArray[np.int64], word_end: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """The weight of every word ``buf[word_start:word_end]`` of a ``Tokens`` buffer (UTF-8),
+    by the code point its bytes begin, decoded in numpy, and its code points (its bytes that
+    are no UTF-8 continuation byte)."""
     lead = buf.take(word_start).astype(np.int64)
     code = lead.copy()
     width = 1 + (lead >= 0xC0) + (lead >= 0xE0) + (lead >= 0xF0)
@@ -114,7 +145,9 @@ def buffer_weights(buf: NDArray[np.uint8], word_start: NDArray[np.int64]) -> NDA
         more = width > i
         following = buf.take(word_start[more] + i, mode="clip").astype(np.int64) & 0x3F
         code[more] = (code[more] << 6) | following
-    return weight_table().take(code)
+    leads = np.zeros(len(buf) + 1, dtype=np.int64)
+    np.cumsum((buf & 0xC0) != 0x80, out=leads[1:])
+    return _weigh(weight_table().take(code), leads.take(word_end) - leads.take(word_start))
 
 
 def window_ends(
@@ -136,8 +169,10 @@ def windows(w: Sequence[str], n: int, tokenizer: str = "words") -> list[tuple[in
 
     >>> windows(["a", "b", "c"], 2)
     [(0, 2), (1, 3)]
-    >>> windows(["ก"] * 4, 1, "multilingual")  # a Thai cluster weighs 21/64 of a word
+    >>> windows(["ก"] * 4, 1, "multilingual")  # a Thai code point weighs 19/64 of a word
     [(0, 4)]
+    >>> windows(["ดี", "ดี", "ก", "ก"], 1, "multilingual")  # two code points: 38/64
+    [(0, 2), (1, 4)]
     """
     if tokenizer == "words":
         return [(i, i + n) for i in range(len(w) - n + 1)]

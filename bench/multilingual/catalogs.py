@@ -45,6 +45,7 @@ LANGUAGES: dict[str, str] = {
     "my": "my",
     "lo": "lo",
     "bo": "bo",
+    "dz": "dz",
     "hi": "hi",
     "bn": "bn",
     "ta": "ta",

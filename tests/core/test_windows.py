@@ -15,11 +15,13 @@ from neardup.core._ngrams import NgramIndex, contaminated, window_spans
 from neardup.core._text import ngrams, words
 from neardup.core._tokens import Tokens
 from neardup.core._windows import (
+    CHARACTER_WEIGHTS,
     SCRIPT_WEIGHTS,
     WEIGHT_UNIT,
     window_grams,
     window_version,
     windows,
+    buffer_weights,
     word_weights,
 )
 from neardup.core.engine import (
@@ -33,7 +35,8 @@ from tests.strategies import any_text
 M = "multilingual"
 
 #: Words of several scripts, each a whole word of the multilingual tokenizer (unspaced scripts:
-#: one grapheme cluster), as they read after normalization.
+#: one grapheme cluster), as they read after normalization; clusters of one to five code points
+#: (Thai tone marks, Khmer and Tibetan subscripts, Burmese medials).
 PIECES = {
     "latin": ["tom", "found", "a", "shell", "river", "42"],
     "cyrillic": ["дом", "река", "нашёл"],
@@ -42,11 +45,12 @@ PIECES = {
     "hangul": ["한국어", "사람"],
     "han": ["中", "文", "字", "计", "算"],
     "kana": ["か", "な", "カ", "ナ"],
-    "thai": ["ก", "ข", "ดี", "วั"],
-    "khmer": ["ក", "ខ្ម", "ង"],
-    "myanmar": ["က", "ခ", "မြ"],
+    "thai": ["ก", "ข", "ดี", "วั", "กุ้", "ຫຼ"],
+    "khmer": ["ក", "ខ្ម", "ង", "ក្នុ"],
+    "myanmar": ["က", "ခ", "မြ", "ကြို့"],
+    "tibetan": ["བ", "ད", "སྐ", "བྱོ"],
 }
-_UNSPACED = {"han", "kana", "thai", "khmer", "myanmar"}
+_UNSPACED = {"han", "kana", "thai", "khmer", "myanmar", "tibetan"}
 
 
 @st.composite
@@ -63,12 +67,16 @@ def multilingual_text(draw: st.DrawFn, max_runs: int = 12) -> str:
 
 def _reference_windows(w: list[str], n: int) -> list[tuple[int, int]]:
     """Written from the definition with plain loops: from every word, the fewest words whose
-    weights (by ``SCRIPT_WEIGHTS``, else one unit word) reach ``n`` English words."""
+    weights (by ``SCRIPT_WEIGHTS``; by ``CHARACTER_WEIGHTS`` times the word's code points; else
+    one unit word) reach ``n`` English words."""
 
     def weight(word: str) -> int:
         for _, value, ranges in SCRIPT_WEIGHTS:
             if any(lo <= ord(word[0]) <= hi for lo, hi in ranges):
                 return value
+        for _, value, ranges in CHARACTER_WEIGHTS:
+            if any(lo <= ord(word[0]) <= hi for lo, hi in ranges):
+                return value * len(word)
         return WEIGHT_UNIT
 
     out = []
@@ -84,22 +92,46 @@ def _reference_windows(w: list[str], n: int) -> list[tuple[int, int]]:
 
 def test_window_version_names_both_definitions():
     assert window_version("words") == "words"
-    assert window_version(M) == "weighted-1"
+    assert window_version(M) == "weighted-2"
     assert MinhashParams().window_version == "words"
-    assert MinhashParams(tokenizer=M).window_version == "weighted-1"
+    assert MinhashParams(tokenizer=M).window_version == "weighted-2"
 
 
 def test_weights_follow_the_script_of_a_words_first_character():
-    got = word_weights(["the", "中", "か", "ก", "ខ្ម", "한국어", "дом", "தமிழ்"]).tolist()
-    assert got == [64, 63, 29, 21, 35, 125, 114, 141]
+    got = word_weights(["the", "中", "か", "한국어", "дом", "தமிழ்", "tom"]).tolist()
+    assert got == [64, 63, 29, 125, 114, 141, 64]
     # every weight is at least 1: a window always ends
-    assert min(value for _, value, _ in SCRIPT_WEIGHTS) >= 1
+    assert min(value for _, value, _ in SCRIPT_WEIGHTS + CHARACTER_WEIGHTS) >= 1
+
+
+def test_clusters_of_unspaced_brahmic_scripts_weigh_their_code_points():
+    # Thai, Lao, Khmer, Burmese, Tibetan: 19/64 of an English word a code point
+    got = word_weights(["ก", "ดี", "กุ้", "ຫຼ", "ក", "ខ្ម", "ក្នុ", "က", "မြ", "ཀ", "སྐ"]).tolist()
+    assert got == [19, 38, 57, 38, 19, 57, 76, 19, 38, 19, 38]
+
+
+def test_a_runs_weight_does_not_depend_on_where_clusters_break():
+    """The same code points cut into other clusters (a tokenizer revision that merges a
+    Khmer subscript into its cluster) weigh the same, so the window covers the same text."""
+    apart, together = ["ក្", "នុ", "ង"], ["ក្នុ", "ង"]
+    assert word_weights(apart).sum() == word_weights(together).sum() == 5 * 19
+
+
+def test_the_batch_path_counts_code_points_not_bytes():
+    """A Thai code point is three UTF-8 bytes: the buffer path counts it once."""
+    texts = ["กุ้ง" * 20, "x ขคง", "中ดี"]
+    tokens = Tokens(texts, tokenizer=M)
+    got = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end).tolist()
+    assert got == word_weights([w for t in texts for w in words(t, M)]).tolist()
 
 
 def test_a_window_covers_13_english_words_worth_in_every_script():
-    thai = words("ก" * 40, M)
-    assert windows(thai, 13, M) == [(0, 40)]  # 40 x 21 = 840 >= 13 x 64 = 832; 39 are short
-    assert windows(thai[:39], 13, M) == []
+    thai = words("ก" * 44, M)
+    assert windows(thai, 13, M) == [(0, 44)]  # 44 x 19 = 836 >= 13 x 64 = 832; 43 are short
+    assert windows(thai[:43], 13, M) == []
+    marked = words("กุ้" * 15, M)  # 15 clusters of 3 code points: 45 x 19 = 855
+    assert windows(marked, 13, M) == [(0, 15)]
+    assert windows(marked[:14], 13, M) == []  # 42 x 19 = 798
     han = words("中" * 14, M)
     assert windows(han, 13, M) == [(0, 14)]  # 14 x 63 = 882; 13 x 63 = 819 is short
     tamil = ["தமிழ்"] * 6
@@ -188,7 +220,7 @@ def test_a_quote_of_any_protected_window_is_flagged(
 
 
 def test_weighted_windows_are_not_13_tokens():
-    """The bug the weights fix: 13 Thai clusters (about 2 English words) are no window."""
+    """The bug the weights fix: 13 Thai clusters (about 3 English words) are no window."""
     thai = "กขคงจฉชซฌญฎฏฐ"
     body = json.dumps({"id": "q", "text": thai})
     protected = parse_protected_set("eval", body, ProtectedFormat.JSONL, 13, M)

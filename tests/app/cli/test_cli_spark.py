@@ -76,8 +76,8 @@ def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) ->
     assert manifest["engine"] == "spark" and manifest["master"] == "local[1]"
     assert manifest["spark_version"].startswith("4.")
     assert manifest["parameters"]["tokenizer"] == "multilingual"
-    assert manifest["parameters"]["window_version"] == "weighted-1"
-    assert local_manifest["parameters"]["window_version"] == "weighted-1"
+    assert manifest["parameters"]["window_version"] == "weighted-2"
+    assert local_manifest["parameters"]["window_version"] == "weighted-2"
     for key in ("read", "exact_dropped", "near_dropped", "decontaminated", "written"):
         assert manifest["counts"][key] == local_manifest["counts"][key], key
     assert manifest["clusters"] == local_manifest["clusters"]
