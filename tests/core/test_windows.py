@@ -105,9 +105,9 @@ def test_weights_follow_the_script_of_a_words_first_character():
 
 
 def test_clusters_of_unspaced_brahmic_scripts_weigh_their_code_points():
-    # Thai, Lao, Khmer, Burmese, Tibetan: 19/64 of an English word a code point
+    # Thai, Lao, Khmer: 19/64 of an English word a code point; Burmese 20; Tibetan 18
     got = word_weights(["ก", "ดี", "กุ้", "ຫຼ", "ក", "ខ្ម", "ក្នុ", "က", "မြ", "ཀ", "སྐ"]).tolist()
-    assert got == [19, 38, 57, 38, 19, 57, 76, 19, 38, 19, 38]
+    assert got == [19, 38, 57, 38, 19, 57, 76, 20, 40, 18, 36]
 
 
 def test_a_runs_weight_does_not_depend_on_where_clusters_break():
