@@ -175,7 +175,7 @@ class ProtectedSet:
                 f"{self.n} English words' worth of text (the longest has {longest} words), and "
                 f"a text is protected by its windows of {self.n} English words' worth (words "
                 f"weighed by script, {window_version(self.tokenizer)}: a Thai or Chinese "
-                "text needs about 44 or 14 characters a window at n = 13)"
+                "text needs about 44 or 15 characters a window at n = 13)"
             )
         return (
             f"it protects nothing: every text of its {self.items} item(s) is under {self.n} "

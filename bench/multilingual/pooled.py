@@ -27,7 +27,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from bench.multilingual.catalogs import LANGUAGES, Message, language_messages
+from bench.multilingual.catalogs import LANGUAGES, ROOTS, Message, language_messages
 from bench.multilingual.decont import DecontCase, case
 from neardup.core._windows import WEIGHT_UNIT, word_weights
 from neardup.core.engine import MinhashParams, ProtectedFormat, ProtectedSet, parse_protected_set
@@ -81,7 +81,7 @@ def ratio_interval(row: Pooled, draws: int = 2000) -> tuple[float, float]:
     sums = counts[pick].sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.inf)
-    low, high = np.percentile(ratios, [2.5, 97.5])
+    low, high = np.percentile(ratios, [2.5, 97.5], method="lower")
     return float(low), float(high)
 
 
@@ -146,9 +146,11 @@ def _seed(row: Pooled, found: list[Message], items: int, seed: int, show: bool) 
             print(f"    item: {data.items[int(label)].english}")
 
 
-def measure(language: str, items: int, seeds: range, show: bool = False) -> Pooled:
+def measure(
+    language: str, items: int, seeds: range, show: bool = False, roots: tuple[str, ...] = ROOTS
+) -> Pooled:
     """The pooled counts of one language (no checks: no catalogs)."""
-    found, _ = language_messages(language)
+    found, _ = language_messages(language, roots)
     row = Pooled(language, flags=[], english=[], keys=[])
     for seed in seeds:
         row.seeds += 1
@@ -194,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=10, help="seeds (10)")
     parser.add_argument("--first-seed", type=int, default=1, help="the first seed (1)")
     parser.add_argument("--show", action="store_true", help="print every flag and missed quote")
+    parser.add_argument("--catalogs", default=":".join(ROOTS), help="roots (%(default)s)")
     args = parser.parse_args(argv)
     unknown = [lang for lang in args.languages.split(",") if lang not in LANGUAGES]
     if unknown:
@@ -203,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     for language in args.languages.split(","):
         if args.show:
             print(f"{language}:")
-        rows.append(measure(language, args.items, seeds, args.show))
+        roots = tuple(root for root in args.catalogs.split(":") if root)
+        rows.append(measure(language, args.items, seeds, args.show, roots))
     version = MinhashParams(tokenizer=T).window_version
     print(f"windows `{version}`, seeds {seeds.start} to {seeds.stop - 1}, {args.items} items a "
           f"seed; `shared text`: false flags whose item shares >= {SHARED} English words in a "

@@ -73,3 +73,45 @@ def test_a_quick_run_prints_every_column_and_a_missing_language(roots, capsys):
     zh = next(r for r in quality if r.startswith("| zh_CN |") and "| multilingual |" in r)
     assert zh.split("|")[11].strip() != "-"  # full-width copies of Chinese are planted
     assert roots in out  # the record says where the catalogs were read
+
+
+@pytest.fixture
+def near_copies(tmp_path):
+    """A Thai catalog of 20 eval-length messages (14 English words), 19 shorter ones (12), and
+    one near copy of the longest Thai message whose English source shares only its first ten
+    words: the Thai text shared is a whole window, the English is not."""
+    thai = MESSAGES["th"]
+    pairs = [(f"message {i} of the th test catalog says what this program does now", thai[i])
+             for i in range(20)]  # fmt: skip
+    pairs[19] = (pairs[19][0], thai[39])
+    pairs += [(f"filler {i} is a shorter message of the th test catalog here", thai[i])
+              for i in range(20, 39)]  # fmt: skip
+    pairs.append(("a message 19 of the th test catalog says what this", thai[39] + " ข"))
+    write_mo(tmp_path / "th" / "LC_MESSAGES" / "test.mo", pairs)
+    return str(tmp_path)
+
+
+def test_pooled_flags_name_the_shared_text_and_english_is_the_baseline(near_copies, capsys):
+    from bench.multilingual.pooled import main as pooled
+
+    assert pooled(["--languages", "th", "--items", "20", "--seeds", "2", "--show",
+                   "--catalogs", near_copies]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    # every seed flags the document holding the near copy, and English (10 words shared) not
+    assert out.count("English flags it too: False; English shares 10 words in a row") == 2
+    row = next(line for line in out.splitlines() if line.startswith("| th |"))
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[2] == "2 x 20"
+    checks = int(cells[3])
+    assert cells[4].startswith(f"2/{checks} = ")
+    assert cells[5].startswith(f"0/{checks} = 0.00 % [0.00, ")
+    assert cells[7] == "2/2"  # both flags are shared text
+    assert cells[9] == "40/40"  # English catches every quote of 14 words
+
+
+def test_wilson_intervals_are_the_textbook_values():
+    from bench.multilingual.pooled import wilson
+
+    low, high = wilson(5, 100)
+    assert (round(low, 4), round(high, 4)) == (0.0215, 0.1118)
+    assert wilson(0, 10)[0] == 0.0 and round(wilson(0, 10)[1], 4) == 0.2775

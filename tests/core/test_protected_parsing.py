@@ -243,7 +243,7 @@ def test_the_defaults_are_13_words_and_the_words_tokenizer():
     found = parse_protected_set("t", body, ProtectedFormat.TEXT)
     assert (found.n, found.tokenizer, list(found.grams)) == (13, "words", [body])
     assert parse_protected_set("t", body + " x", ProtectedFormat.TEXT).ngrams == 2
-    # 4 English words' worth of Han: 5 characters (each 63/64 of a word)
+    # 4 English words' worth of Han: 5 characters (each 59/64 of a word)
     cjk = parse_protected_set("t", "请检查路径", ProtectedFormat.TEXT, 4, "multilingual")
     assert (cjk.tokenizer, list(cjk.grams)) == ("multilingual", ["请 检 查 路 径"])
     assert (cjk.index.tokenizer, cjk.index.n) == ("multilingual", 4)
@@ -420,7 +420,7 @@ def test_protected_ngrams_are_the_union_of_the_files(tmp_path):
     two.write_text(json.dumps({"t": "请检查路径"}) + "\n", encoding="utf-8")
     assert protected_ngrams([one]) == {
         " ".join(WORDS.split()[:13]), " ".join(WORDS.split()[1:14])}  # fmt: skip
-    # a Han character weighs 63/64 of an English word: 2 English words are 3 characters
+    # a Han character weighs 59/64 of an English word: 2 English words are 3 characters
     assert protected_ngrams([one, two], 2, "multilingual") == {
         *parse_protected_set("x", " ".join(WORDS.split()[:14]), ProtectedFormat.TEXT, 2).grams,
         "请 检 查", "检 查 路", "查 路 径"}  # fmt: skip
