@@ -9,9 +9,10 @@ word of a script of ``SCRIPT_WEIGHTS`` weighs that script's weight, a grapheme c
 script of ``CHARACTER_WEIGHTS`` (the Brahmic scripts written without spaces) weighs that
 script's weight per code point of the cluster. The window starting at each word is the
 shortest run of words from it whose weights add up to ``n`` English words
-(``n * WEIGHT_UNIT``); a text whose remaining words weigh less has no window starting there. A window depends on its own words alone, so a
-quoted passage makes the same windows in an eval set and in the corpus quoting it. A window is
-its words joined by single spaces, as an n-gram of ``words`` is, and hashed alike.
+(``n * WEIGHT_UNIT``); a text whose remaining words weigh less has no window starting there.
+A window depends on its own words alone, so a quoted passage makes the same windows in an eval
+set and in the corpus quoting it. A window is its words joined by single spaces, as an n-gram
+of ``words`` is, and hashed alike.
 """
 
 from __future__ import annotations

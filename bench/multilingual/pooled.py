@@ -20,9 +20,10 @@ the document's message holding it) and every missed quote (with its weight in En
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 import numpy as np
@@ -50,9 +51,9 @@ class Pooled:
     language: str
     n: int = 13
     seeds: int = 0
-    flags: list[bool] | None = None
-    english: list[bool] | None = None
-    keys: list[str] | None = None
+    flags: list[bool] = field(default_factory=list)
+    english: list[bool] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
     shared: int = 0
     caught: int = 0
     caught_english: int = 0
@@ -72,7 +73,7 @@ def wilson(part: int, whole: int, z: float = 1.96) -> tuple[float, float]:
 def ratio_interval(row: Pooled, draws: int = 2000) -> tuple[float, float]:
     """95 % interval of the ratio of false-flag rates, by a bootstrap over documents."""
     own: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for key, mine, base in zip(row.keys or [], row.flags or [], row.english or [], strict=True):
+    for key, mine, base in zip(row.keys, row.flags, row.english, strict=True):
         own[key][0] += mine
         own[key][1] += base
     counts = np.array(list(own.values()), dtype=np.float64).reshape(-1, 2)
@@ -98,8 +99,6 @@ def _weight(text: str) -> float:
 
 
 def _protected(data: DecontCase, english: bool) -> ProtectedSet:
-    import json
-
     body = "\n".join(
         json.dumps({"id": str(i), "text": m.english if english else m.text})
         for i, m in enumerate(data.items)
@@ -131,9 +130,9 @@ def _seed(row: Pooled, found: list[Message], items: int, seed: int, show: bool) 
                 print(f"    English: {item.english}")
     for d, doc in enumerate(data.clean):
         mine, base = bool(hits[False][d]), bool(hits[True][d])
-        row.flags.append(mine)  # type: ignore[union-attr]
-        row.english.append(base)  # type: ignore[union-attr]
-        row.keys.append(doc[0].catalog + "\0" + doc[0].english)  # type: ignore[union-attr]
+        row.flags.append(mine)
+        row.english.append(base)
+        row.keys.append(doc[0].catalog + "\0" + doc[0].english)
         if not mine:
             continue
         text = " ".join(m.english for m in doc)
@@ -151,7 +150,7 @@ def measure(
 ) -> Pooled:
     """The pooled counts of one language (no checks: no catalogs)."""
     found, _ = language_messages(language, roots)
-    row = Pooled(language, flags=[], english=[], keys=[])
+    row = Pooled(language)
     for seed in seeds:
         row.seeds += 1
         _seed(row, found, items, seed, show)
@@ -171,11 +170,11 @@ def table(rows: list[Pooled]) -> list[str]:
         "|---|---:|---:|---:|---|---|---|---:|---:|---:|",
     ]
     for row in rows:
-        checks = len(row.flags or [])
+        checks = len(row.flags)
         if not checks:
             out.append(f"| {row.language} | | | no clean documents | | | | | | |")
             continue
-        mine, base = sum(row.flags or []), sum(row.english or [])
+        mine, base = sum(row.flags), sum(row.english)
         low, high = ratio_interval(row)
         ratio = f"{mine / base:.2f}" if base else ("-" if not mine else "inf")
         out.append(

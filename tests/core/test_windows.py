@@ -18,10 +18,10 @@ from neardup.core._windows import (
     CHARACTER_WEIGHTS,
     SCRIPT_WEIGHTS,
     WEIGHT_UNIT,
+    buffer_weights,
     window_grams,
     window_version,
     windows,
-    buffer_weights,
     word_weights,
 )
 from neardup.core.engine import (
