@@ -85,7 +85,7 @@ TOKENIZERS = ("words", "multilingual")
 COPIES = ("1 %", "3 %", "5 %", "diacritics", "NFD", "full-width")
 _SHARES = {"1 %": 0.01, "3 %": 0.03, "5 %": 0.05}
 #: The languages written without spaces: the issue's goal for decontamination is theirs.
-UNSPACED = ("zh_CN", "zh_TW", "ja", "th", "km", "my", "lo", "bo")
+UNSPACED = ("zh_CN", "zh_TW", "ja", "th", "km", "my", "lo", "bo", "dz")
 
 
 @dataclass
