@@ -1,17 +1,18 @@
 """The compiled multilingual kernel's fast path (``core._jit.segment``): ``fold_table`` says,
 per code point, what ``core._multilingual.normalize`` makes of it when a text needs no more
 than character-by-character folding (one character, or several: ``_expansions``), and which
-characters make a text need ``unicodedata``.
+characters make a text need ``normalize`` itself. Read off the shipped normalization data
+(``core._nfkc``, Unicode ``TABLE_VERSION``), never off the running Python's ``unicodedata``.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from functools import cache
 
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core import _nfkc
 from neardup.core._scripts import DROP_BIT, WORD_BIT, char_classes
 
 __all__ = [
@@ -48,29 +49,19 @@ _FOLD_CCC_SHIFT = 24
 FOLD_EXPAND = np.uint32(0xFF << _FOLD_CCC_SHIFT)
 
 
-def compositions(chars: str) -> tuple[list[int], list[int]]:
+def compositions() -> tuple[list[int], list[int]]:
     """The first and second parts of every primary canonical composition (and Hangul's)."""
-    firsts = [*range(0x1100, 0x1113), *range(0xAC00, 0xD7A4, 28)]  # L jamo, LV syllables
-    seconds = [*range(0x1161, 0x1176), *range(0x11A8, 0x11C3)]  # V and T jamo
-    for char, decomposition in zip(chars, map(unicodedata.decomposition, chars), strict=True):
-        parts = decomposition.split()
-        if len(parts) == 2 and not parts[0].startswith("<"):
-            pair = "".join(chr(int(p, 16)) for p in parts)
-            if unicodedata.normalize("NFC", pair) == char:
-                firsts.append(int(parts[0], 16))
-                seconds.append(int(parts[1], 16))
-    return firsts, seconds
+    pairs = _nfkc.compositions()
+    return [a for a, _, _ in pairs], [b for _, b, _ in pairs]
 
 
-def _hiding_marks(chars: str) -> list[int]:
-    """The starters among ``chars`` (every code point from 0) whose full decomposition holds a
-    combining mark."""
+def _hiding_marks(chars: str, decomposed: list[str], ccc: NDArray[np.uint8]) -> list[int]:
+    """The starters among ``chars`` (every code point from 0) whose full decomposition
+    (``decomposed``, each one's NFKD) holds a combining mark."""
     return [
         code
-        for code, char in enumerate(chars)
-        if unicodedata.decomposition(char)
-        and not unicodedata.combining(char)
-        and any(map(unicodedata.combining, unicodedata.normalize("NFKD", char)))
+        for code, (char, parts) in enumerate(zip(chars, decomposed, strict=True))
+        if parts != char and not ccc[code] and any(ccc[ord(p)] for p in parts)
     ]
 
 
@@ -86,21 +77,24 @@ def fold_table() -> NDArray[np.uint32]:
     after a ``FOLD_FIRST`` starter and no decreasing nonzero combining classes is NFKC already
     (Unicode's quick check), and ``normalize`` maps it character by character. A special
     character with ``FOLD_EXPAND`` folds to several characters, or one of another UTF-8
-    length, listed past ``0x10FFFF`` (``_expansions``). Read off ``unicodedata`` itself once a
-    process (~0.5 s), so it agrees with ``normalize``."""
+    length, listed past ``0x10FFFF`` (``_expansions``). Read off ``core._nfkc`` once a process
+    (~1 s), so it agrees with ``normalize``."""
     top = 0x30000  # nothing above decomposes, folds or combines
     codes = np.arange(top, dtype="<u4")
     codes[0xD800:0xE000] = ord("a")  # no str holds a surrogate
     codes[0] = ord("a")  # NUL separates the characters below (it is set to itself after)
     chars = codes.tobytes().decode("utf-32-le")
-    once = unicodedata.normalize("NFKC", "\0".join(chars))
-    pieces = unicodedata.normalize("NFKC", once.casefold()).split("\0")
+    joined = "\0".join(chars)
+    once = _nfkc.nfkc(joined)
+    pieces = _nfkc.nfkc(_nfkc.casefold(once)).split("\0")
+    decomposed = _nfkc.nfkd(joined).split("\0")
+    ccc = _nfkc.combining_classes()
     plain = np.array([len(p) == 1 for p in pieces], dtype=np.bool_)
     folded = codes.copy()
     folded[plain] = _codes("".join(p for p in pieces if len(p) == 1))
-    combining = np.fromiter(map(unicodedata.combining, chars), dtype=np.uint32, count=top)
-    firsts, seconds = compositions(chars)
-    alone = np.array([unicodedata.is_normalized("NFKC", c) for c in chars], dtype=np.bool_)
+    combining = ccc[:top].astype(np.uint32)
+    firsts, seconds = compositions()
+    alone = np.array([a == c for a, c in zip(once.split("\0"), chars, strict=True)], dtype=np.bool_)
     special = ~plain | ~alone
     special[plain] |= ~alone[folded[plain]] | (combining[folded[plain]] != combining[plain])
     special |= _utf8_width(folded) != _utf8_width(codes)
@@ -112,7 +106,7 @@ def fold_table() -> NDArray[np.uint32]:
     out[firsts] |= FOLD_FIRST
     # A starter that decomposes into one with marks after it (é) is one too: a mark of a lower
     # class after it goes before its own marks, and may compose with what they follow.
-    out[_hiding_marks(chars)] |= FOLD_FIRST
+    out[_hiding_marks(chars, decomposed, ccc)] |= FOLD_FIRST
     mapped = out[:top] & 0x1FFFFF
     out[:top] |= out.take(mapped) & np.uint32(FOLD_MAYBE | FOLD_FIRST)
     classes = char_classes()
@@ -125,7 +119,7 @@ def fold_table() -> NDArray[np.uint32]:
     skip = (out[dropped] & np.uint32(FOLD_SPECIAL | FOLD_MAYBE | FOLD_FIRST)) == 0
     out[dropped[skip]] = (out[dropped[skip]] & np.uint32(0xFF << _FOLD_CCC_SHIFT)) | FOLD_SKIP
     out[dropped[~skip]] |= FOLD_SPECIAL
-    return np.concatenate((out, _expansions(out, pieces, classes)))
+    return np.concatenate((out, _expansions(out, pieces, decomposed, classes)))
 
 
 def _separators(out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]) -> None:
@@ -146,7 +140,10 @@ def _separators(out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.
 
 
 def _expansions(
-    out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]
+    out: NDArray[np.uint32],
+    pieces: list[str],
+    decomposed: list[str],
+    classes: NDArray[np.uint16],
 ) -> NDArray[np.uint32]:
     """Make ``FOLD_EXPAND`` entries of the special characters whose fold is a piece of text
     the kernel can read in their place (``ß`` ss, ``ﬁ`` fi, Thai ``ำ`` ํา, Bengali ``য়``
@@ -165,15 +162,15 @@ def _expansions(
     base = len(out)
     plain = (out & (FOLD_SPECIAL | np.uint32(0x1FFFFF))) == np.arange(len(out), dtype=np.uint32)
     plain &= (classes & DROP_BIT) == 0
+    ccc = _nfkc.combining_classes()
     for code in np.flatnonzero(out[: len(pieces)] & FOLD_SPECIAL).tolist():
-        char = chr(code)
-        if 0xD800 <= code < 0xE000 or classes[code] & DROP_BIT or unicodedata.combining(char):
+        if 0xD800 <= code < 0xE000 or classes[code] & DROP_BIT or ccc[code]:
             continue
         piece = pieces[code]
         if (
             piece
-            and piece == unicodedata.normalize("NFKD", char).casefold()
-            and piece == unicodedata.normalize("NFKD", piece)
+            and piece == _nfkc.casefold(decomposed[code])
+            and piece == _nfkc.nfkd(piece)
             and all(plain[ord(p)] for p in piece)
         ):
             out[code] = FOLD_SPECIAL | FOLD_EXPAND | np.uint32(base + len(tail))
