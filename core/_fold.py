@@ -22,7 +22,9 @@ __all__ = [
     "FOLD_SKIP",
     "FOLD_SPECIAL",
     "compositions",
+    "exact_fold_table",
     "fold_table",
+    "quick_fold",
 ]
 
 
@@ -67,6 +69,18 @@ def _hiding_marks(chars: str, decomposed: list[str], ccc: NDArray[np.uint8]) -> 
 
 @cache
 def fold_table() -> NDArray[np.uint32]:
+    """``_table``, the non-word characters that fold to non-word starters only (full-width
+    punctuation, the ellipsis) left as they are (``_separators``): the words are the same."""
+    return _table(separators=True)
+
+
+@cache
+def exact_fold_table() -> NDArray[np.uint32]:
+    """``_table``, each character folded exactly as ``normalize`` folds it (``quick_fold``)."""
+    return _table(separators=False)
+
+
+def _table(separators: bool) -> NDArray[np.uint32]:
     """Per code point, for the compiled kernel's fast path: the code point ``normalize`` makes
     of it (low 21 bits) when a text is normalized one character at a time, its canonical
     combining class (from bit 24), whether it may compose with a starter before it
@@ -79,6 +93,26 @@ def fold_table() -> NDArray[np.uint32]:
     character with ``FOLD_EXPAND`` folds to several characters, or one of another UTF-8
     length, listed past ``0x10FFFF`` (``_expansions``). Read off ``core._nfkc`` once a process
     (~1 s), so it agrees with ``normalize``."""
+    base, pieces, decomposed = _base()
+    out = base.copy()
+    classes = char_classes()
+    if separators:
+        _separators(out, pieces, classes)
+    out[0] = 0
+    out[0xD800:0xE000] = np.arange(0xD800, 0xE000, dtype=np.uint32) | FOLD_SPECIAL
+    # A dropped character NFKC leaves alone, composing with nothing, is skipped: the kernel
+    # reads the text as if it were not there (its neighbours' checks meet across it).
+    dropped = np.flatnonzero((classes & DROP_BIT) != 0)
+    skip = (out[dropped] & np.uint32(FOLD_SPECIAL | FOLD_MAYBE | FOLD_FIRST)) == 0
+    out[dropped[skip]] = (out[dropped[skip]] & np.uint32(0xFF << _FOLD_CCC_SHIFT)) | FOLD_SKIP
+    out[dropped[~skip]] |= FOLD_SPECIAL
+    return np.concatenate((out, _expansions(out, pieces, decomposed, classes)))
+
+
+@cache
+def _base() -> tuple[NDArray[np.uint32], list[str], list[str]]:
+    """``_table`` before separators and dropped characters, with each code point's fold
+    (``pieces``) and NFKD."""
     top = 0x30000  # nothing above decomposes, folds or combines
     codes = np.arange(top, dtype="<u4")
     codes[0xD800:0xE000] = ord("a")  # no str holds a surrogate
@@ -109,17 +143,7 @@ def fold_table() -> NDArray[np.uint32]:
     out[_hiding_marks(chars, decomposed, ccc)] |= FOLD_FIRST
     mapped = out[:top] & 0x1FFFFF
     out[:top] |= out.take(mapped) & np.uint32(FOLD_MAYBE | FOLD_FIRST)
-    classes = char_classes()
-    _separators(out, pieces, classes)
-    out[0] = 0
-    out[0xD800:0xE000] = np.arange(0xD800, 0xE000, dtype=np.uint32) | FOLD_SPECIAL
-    # A dropped character NFKC leaves alone, composing with nothing, is skipped: the kernel
-    # reads the text as if it were not there (its neighbours' checks meet across it).
-    dropped = np.flatnonzero((classes & DROP_BIT) != 0)
-    skip = (out[dropped] & np.uint32(FOLD_SPECIAL | FOLD_MAYBE | FOLD_FIRST)) == 0
-    out[dropped[skip]] = (out[dropped[skip]] & np.uint32(0xFF << _FOLD_CCC_SHIFT)) | FOLD_SKIP
-    out[dropped[~skip]] |= FOLD_SPECIAL
-    return np.concatenate((out, _expansions(out, pieces, decomposed, classes)))
+    return out, pieces, decomposed
 
 
 def _separators(out: NDArray[np.uint32], pieces: list[str], classes: NDArray[np.uint16]) -> None:
@@ -176,3 +200,54 @@ def _expansions(
             out[code] = FOLD_SPECIAL | FOLD_EXPAND | np.uint32(base + len(tail))
             tail += [len(piece), *map(ord, piece)]
     return np.array(tail, dtype=np.uint32)
+
+
+_LOW = np.uint32(0x1FFFFF)
+_EXPANDS = FOLD_SPECIAL | FOLD_EXPAND
+
+
+def quick_fold(text: str) -> str | None:
+    """``normalize(text)`` read off ``exact_fold_table`` in a few numpy passes, when the text
+    needs no more than each character folded (one character, or an expansion's several) and
+    the dropped ones removed: the kernel's checks (no other special character, none that may
+    compose with the starter before it, combining classes in order), without its moving of
+    marks. None when it needs more (``core._nfkc.normalize``)."""
+    fold = exact_fold_table()
+    codes = _codes(text)
+    found = fold.take(codes)
+    special = (found & FOLD_SPECIAL) != 0
+    if special.any():
+        expand = (found & _EXPANDS) == _EXPANDS
+        if not expand[special].all():
+            return None
+        codes = _expanded(codes, found, np.flatnonzero(expand).tolist(), fold)
+        found = fold.take(codes)
+    kept = (found & _LOW) != FOLD_SKIP
+    if not kept.all():
+        found = found[kept]
+    ccc = found >> np.uint32(_FOLD_CCC_SHIFT)
+    if ((ccc[1:] != 0) & (ccc[1:] < ccc[:-1])).any():
+        return None
+    maybe = (found & FOLD_MAYBE) != 0
+    if maybe.any():
+        at = np.arange(len(found), dtype=np.int64)
+        starter = np.maximum.accumulate(np.where(ccc == 0, at, -1))  # the last at or before
+        before = np.concatenate((np.array([-1], dtype=np.int64), starter[:-1]))
+        first = (found.take(np.maximum(before, 0)) & FOLD_FIRST) != 0
+        if (maybe & (before >= 0) & first).any():
+            return None
+    return (found & _LOW).astype("<u4").tobytes().decode("utf-32-le")
+
+
+def _expanded(
+    codes: NDArray[np.uint32], found: NDArray[np.uint32], at: list[int], fold: NDArray[np.uint32]
+) -> NDArray[np.uint32]:
+    """``codes`` with the characters at ``at`` replaced by their expansions' lists."""
+    parts: list[NDArray[np.uint32]] = []
+    done = 0
+    for i in at:
+        start = int(found[i] & _LOW)
+        parts += [codes[done:i], fold[start + 1 : start + 1 + int(fold[start])]]
+        done = i + 1
+    parts.append(codes[done:])
+    return np.concatenate(parts)

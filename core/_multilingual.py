@@ -23,7 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from neardup.core._nfkc import normalize, segment_starts
+from neardup.core import _nfkc
+from neardup.core._fold import quick_fold
+from neardup.core._nfkc import segment_starts
 from neardup.core._scripts import (
     CONSONANT,
     EXTEND,
@@ -51,6 +53,25 @@ __all__ = [
     "word_edges",
     "words_of",
 ]
+
+#: From this many characters on, a text is first tried with ``quick_fold`` (a few numpy
+#: passes; their fixed cost is more than ``core._nfkc.normalize`` spends on a shorter text).
+_NUMPY_FROM = 100
+
+
+def normalize(text: str) -> str:
+    """``text`` as the multilingual tokenizer reads it (see the module docstring;
+    ``core._nfkc.normalize`` is the definition).
+
+    >>> normalize("Ｃａｆé ﬁ ẞ")
+    'café fi ss'
+    """
+    if len(text) >= _NUMPY_FROM and not text.isascii():
+        quick = quick_fold(text)
+        if quick is not None:
+            return quick
+    return _nfkc.normalize(text)
+
 
 def _codes(text: str) -> NDArray[np.uint32]:
     return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)

@@ -18,14 +18,15 @@ import base64
 import unicodedata
 import zlib
 from pathlib import Path
+from typing import Any
 
 from neardup.core._scripts import TABLE_VERSION
+from neardup.core._unicode_build import REGEX_VERSION
 
 __all__ = ["UNICODEDATA2_VERSION", "build", "casefold", "encode", "main", "text"]
 
-#: The ``unicodedata2`` release the data is read from (its version is the Unicode version).
-UNICODEDATA2_VERSION = "17.0.0"
-_REGEX_VERSION = "2026.12.2"
+#: The ``unicodedata2`` release the data is read from (its number is the Unicode version's).
+UNICODEDATA2_VERSION = TABLE_VERSION
 #: Nothing at or above decomposes, folds or has a combining class (``build`` checks).
 TOP = 0x30000
 _HANGUL = range(0xAC00, 0xD7A4)  # decomposed and composed by rule, not by table
@@ -34,16 +35,17 @@ _HANGUL = range(0xAC00, 0xD7A4)  # decomposed and composed by rule, not by table
 _FOLD_FIXES = {0x49: "i", 0x130: "i\u0307"}
 
 
-def _sources() -> tuple[object, object]:
+def _unicodedata2() -> Any:
+    """``unicodedata2`` at the pinned version (and ``regex`` at its), or a one-line exit."""
     import regex
-    import unicodedata2
+    import unicodedata2  # type: ignore[import-not-found]
 
     if unicodedata2.unidata_version != UNICODEDATA2_VERSION:
         raise SystemExit(f"unicodedata2 {UNICODEDATA2_VERSION} is needed (Unicode "
                          f"{TABLE_VERSION}), found {unicodedata2.unidata_version}")  # fmt: skip
-    if regex.__version__ != _REGEX_VERSION:
-        raise SystemExit(f"regex {_REGEX_VERSION} is needed, found {regex.__version__}")
-    return unicodedata2, regex
+    if regex.__version__ != REGEX_VERSION:
+        raise SystemExit(f"regex {REGEX_VERSION} is needed, found {regex.__version__}")
+    return unicodedata2
 
 
 def casefold(char: str) -> str:
@@ -53,7 +55,9 @@ def casefold(char: str) -> str:
 
     if ord(char) in _FOLD_FIXES:
         return _FOLD_FIXES[ord(char)]
-    folded: str = _regex.fold_case(regex.FULLCASE | regex.IGNORECASE | regex.UNICODE, char)
+    folded: str = _regex.fold_case(  # type: ignore[attr-defined]
+        regex.FULLCASE | regex.IGNORECASE | regex.UNICODE, char
+    )
     return folded
 
 
@@ -62,15 +66,15 @@ def build() -> list[list[list[int]]]:
     full compatibility decompositions (code point, length, the code points); primary canonical
     compositions (first, second, composite); full case foldings (code point, length, the code
     points). Hangul syllables are left to the rule (``core._nfkc``)."""
-    ucd, _ = _sources()
+    ucd = _unicodedata2()
     sections: list[list[list[int]]] = [[], [], [], []]
     classes, decompositions, compositions, folds = sections
     for code in range(0x110000):
         if 0xD800 <= code < 0xE000:
             continue
         char = chr(code)
-        ccc = ucd.combining(char)  # type: ignore[attr-defined]
-        nfkd = ucd.normalize("NFKD", char)  # type: ignore[attr-defined]
+        ccc = ucd.combining(char)
+        nfkd = ucd.normalize("NFKD", char)
         folded = casefold(char)
         if code >= TOP and (ccc or nfkd != char or folded != char):
             raise SystemExit(f"U+{code:04X} decomposes, folds or combines: raise TOP")
@@ -83,10 +87,10 @@ def build() -> list[list[list[int]]]:
             classes.append([code, ccc])
         if nfkd != char and code not in _HANGUL:
             decompositions.append([code, len(nfkd), *map(ord, nfkd)])
-        parts = ucd.decomposition(char).split()  # type: ignore[attr-defined]
+        parts = ucd.decomposition(char).split()
         if len(parts) == 2 and not parts[0].startswith("<"):
             pair = "".join(chr(int(p, 16)) for p in parts)
-            if ucd.normalize("NFC", pair) == char:  # type: ignore[attr-defined]
+            if ucd.normalize("NFC", pair) == char:
                 compositions.append([*map(ord, pair), code])
         if folded != char:
             folds.append([code, len(folded), *map(ord, folded)])

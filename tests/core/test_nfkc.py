@@ -155,3 +155,19 @@ def test_the_fold_table_knows_the_new_compositions():
     # 16.0 capitals fold in the kernel to small letters, no hand-back (Cyrillic tje, Garay).
     for capital, small in ((0x1C89, 0x1C8A), (0x10D50, 0x10D70)):
         assert fold[capital] & 0x1FFFFF == small and not fold[capital] & _fold.FOLD_SPECIAL
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(late_text, st.sampled_from(_BASES)), max_size=12).map("".join))
+def test_the_numpy_fold_is_the_definition_wherever_it_answers(text):
+    quick = _fold.quick_fold(text)
+    assert quick is None or quick == multilingual_normalize(text)
+
+
+def test_the_numpy_fold_answers_for_plain_text_of_every_script():
+    plain = ["Straße ＡＢＣ，中文 ﬁ ㎏", "हिन्दी বাংলা தமிழ் සිංහল", "ภาษาไทย ក្នុង မြန်မာ"]
+    plain += ["مُحَمَّد العـــربية שָׁלוֹם", "Tiếng Việt 한국어 Ελληνικά", "\ua7cb\U00016126"]
+    for text in plain:
+        assert _fold.quick_fold(text) == multilingual_normalize(text), text
+    for text in ("e\u0301", "\u1100\u1161", "a\u0323\u0301\u0300\u0316", "İ"):  # left to _nfkc
+        assert _fold.quick_fold(text) is None, text
