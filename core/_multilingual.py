@@ -11,9 +11,10 @@ then words read off the shipped code-point table (``core._scripts``), vectorised
    extended grapheme cluster (UAX #29, its rules GB6-GB9c at the table's version) whose first
    character is of a script written without spaces is a word of its own.
 
-Costs: a ``str.translate`` per non-ASCII text, and the shipped algorithm on the pieces that
-need more (``core._nfkc``; an ASCII text is only lowered), then a few numpy passes over the
-batch's code points.
+Costs: an ASCII text is only lowered; a long one is folded in a few numpy passes where the
+kernel's checks pass (``core._fold.quick_fold``); any other text is one ``str.translate``
+and the shipped algorithm on the pieces that need more (``core._nfkc``). Then a few numpy
+passes over the batch's code points.
 """
 
 from __future__ import annotations
