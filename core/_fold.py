@@ -177,7 +177,9 @@ def _expansions(
     goes character by character): the kernel reads the piece in its place and checks it as
     any other text, composition and order of marks at its edges included. (A combining mark
     is no such character: it would be ordered by its own class, not its piece's, as U+0345
-    folding to a Greek iota.)
+    folding to a Greek iota; nor is a character whose decomposition holds a mark that folds,
+    as U+1FB3 and U+037A: a mark of a lower class after it goes before their U+0345, which
+    then folds.)
     """
     tail: list[int] = []
     base = len(out)
@@ -193,6 +195,7 @@ def _expansions(
             and piece == _nfkc.casefold(decomposed[code])
             and piece == _nfkc.nfkd(piece)
             and all(plain[ord(p)] for p in piece)
+            and all(not ccc[ord(d)] or _nfkc.casefold(d) == d for d in decomposed[code])
         ):
             out[code] = FOLD_SPECIAL | FOLD_EXPAND | np.uint32(base + len(tail))
             tail += [len(piece), *map(ord, piece)]
@@ -204,66 +207,88 @@ _EXPANDS = FOLD_SPECIAL | FOLD_EXPAND
 
 
 def quick_fold(text: str) -> str | None:
-    """``normalize(text)`` read off ``exact_fold_table`` in a few numpy passes, when the text
-    needs no more than each character folded (one character, or an expansion's several) and
-    the dropped ones removed: the kernel's checks (no other special character, none that may
-    compose with the starter before it, combining classes in order), without its moving of
-    marks. None when it needs more (``core._nfkc.normalize``)."""
+    """``normalize(text)`` read off ``exact_fold_table`` in a few numpy passes (``fold_until``),
+    or None when the text needs more (``core._nfkc.normalize``)."""
+    folded, _, fail = fold_until(text)
+    return folded if fail == len(text) else None
+
+
+def fold_until(text: str) -> tuple[str, int, int]:
+    """``normalize(text[:end])``, ``end`` and ``fail``: where the first character is that
+    needs more than the kernel's checks allow (``len(text)`` if none), and the last
+    ``segment_starts`` character at or before it. Read off ``exact_fold_table`` in a few numpy
+    passes: each character folded (to one character, or an expansion's several), the dropped
+    ones removed, marks out of canonical order put back where the starter before them composes
+    with nothing; a character needs more if it is special otherwise, if it may compose with
+    the starter before it, or if marks out of order follow a starter that may compose."""
     fold = exact_fold_table()
     codes = _codes(text)
     found = fold.take(codes)
+    fail = len(codes)
     special = (found & FOLD_SPECIAL) != 0
     if special.any():
         expand = (found & _EXPANDS) == _EXPANDS
-        if not expand[special].all():
-            return None
-        codes = _expanded(codes, found, np.flatnonzero(expand).tolist(), fold)
+        other = np.flatnonzero(special & ~expand)
+        if len(other):  # the checks of what comes before it are the same without it
+            fail = int(other[0])
+            codes, found, expand = codes[:fail], found[:fail], expand[:fail]
+        codes, origin = _expanded(codes, found, np.flatnonzero(expand).tolist(), fold)
         found = fold.take(codes)
+    else:
+        origin = np.arange(len(codes), dtype=np.int64)
     kept = (found & _LOW) != FOLD_SKIP
     if not kept.all():
-        found = found[kept]
+        found, origin = found[kept], origin[kept]
     ccc = found >> np.uint32(_FOLD_CCC_SHIFT)
     if ((ccc[1:] != 0) & (ccc[1:] < ccc[:-1])).any():
-        ordered = _reordered(found, ccc)
-        if ordered is None:
-            return None
-        found, ccc = ordered
+        found, ccc, origin, bad = _reordered(found, ccc, origin)
+        fail = min(fail, bad)
     maybe = (found & FOLD_MAYBE) != 0
     if maybe.any():
         at = np.arange(len(found), dtype=np.int64)
         starter = np.maximum.accumulate(np.where(ccc == 0, at, -1))  # the last at or before
         before = np.concatenate((np.array([-1], dtype=np.int64), starter[:-1]))
         first = (found.take(np.maximum(before, 0)) & FOLD_FIRST) != 0
-        if (maybe & (before >= 0) & first).any():
-            return None
-    return (found & _LOW).astype("<u4").tobytes().decode("utf-32-le")
+        composing = np.flatnonzero(maybe & (before >= 0) & first)
+        if len(composing):
+            fail = min(fail, int(origin[composing[0]]))
+    end = fail
+    if fail < len(text):
+        starts = _nfkc.segment_starts()
+        while end > 0 and not starts[ord(text[end])]:
+            end -= 1
+        found = found[origin < end]
+    return (found & _LOW).astype("<u4").tobytes().decode("utf-32-le"), end, fail
 
 
 def _reordered(
-    found: NDArray[np.uint32], ccc: NDArray[np.uint32]
-) -> tuple[NDArray[np.uint32], NDArray[np.uint32]] | None:
-    """Canonical ordering (marks after each starter sorted by class, stably), where no
-    starter that marks out of order follow composes or hides marks (``FOLD_FIRST``): then
-    the order is all NFKC changes (Burmese asat before dot below). None otherwise."""
+    found: NDArray[np.uint32], ccc: NDArray[np.uint32], origin: NDArray[np.int64]
+) -> tuple[NDArray[np.uint32], NDArray[np.uint32], NDArray[np.int64], int]:
+    """Canonical ordering (marks after each starter sorted by class, stably), and where the
+    first starter is (``origin``) that marks out of order follow and that composes or hides
+    marks (``FOLD_FIRST``), or ``len(origin)`` (past the end) if none: before it, the order
+    is all NFKC changes (Burmese asat before dot below)."""
     run = np.cumsum(ccc == 0)  # a starter begins a run; marks before any are run 0
     disordered = np.unique(run[1:][(ccc[1:] != 0) & (ccc[1:] < ccc[:-1])])
-    starters = np.flatnonzero(ccc == 0)
-    led = disordered[disordered > 0] - 1
-    if (found.take(starters.take(led)) & FOLD_FIRST).any():
-        return None
+    led = np.flatnonzero(ccc == 0).take(disordered[disordered > 0] - 1)
+    composing = led[(found.take(led) & FOLD_FIRST) != 0]
+    bad = int(origin[composing[0]]) if len(composing) else np.iinfo(np.int64).max
     order = np.argsort(run.astype(np.int64) * 256 + ccc, kind="stable")
-    return found.take(order), ccc.take(order)
+    return found.take(order), ccc.take(order), origin.take(order), bad
 
 
 def _expanded(
     codes: NDArray[np.uint32], found: NDArray[np.uint32], at: list[int], fold: NDArray[np.uint32]
-) -> NDArray[np.uint32]:
-    """``codes`` with the characters at ``at`` replaced by their expansions' lists."""
+) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+    """``codes`` with the characters at ``at`` replaced by their expansions' lists, and where
+    each character came from."""
     parts: list[NDArray[np.uint32]] = []
+    lengths = np.ones(len(codes), dtype=np.int64)
     done = 0
     for i in at:
         start = int(found[i] & _LOW)
-        parts += [codes[done:i], fold[start + 1 : start + 1 + int(fold[start])]]
+        lengths[i] = int(fold[start])
+        parts += [codes[done:i], fold[start + 1 : start + 1 + lengths[i]]]
         done = i + 1
     parts.append(codes[done:])
-    return np.concatenate(parts)
+    return np.concatenate(parts), np.repeat(np.arange(len(codes), dtype=np.int64), lengths)

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core import _nfkc
-from neardup.core._fold import quick_fold
+from neardup.core._fold import fold_until
 from neardup.core._nfkc import segment_starts
 from neardup.core._scripts import (
     CONSONANT,
@@ -67,11 +67,29 @@ def normalize(text: str) -> str:
     >>> normalize("Ｃａｆé ﬁ ẞ")
     'café fi ss'
     """
-    if len(text) >= _NUMPY_FROM and not text.isascii():
-        quick = quick_fold(text)
-        if quick is not None:
-            return quick
-    return _nfkc.normalize(text)
+    if len(text) < _NUMPY_FROM or text.isascii():
+        return _nfkc.normalize(text)
+    out: list[str] = []
+    while len(text) >= _NUMPY_FROM:
+        folded, end, fail = fold_until(text)
+        out.append(folded)
+        if fail == len(text):
+            return "".join(out)
+        # The piece that needs more, to the next character never joined to what precedes it
+        # (one Tamil vowel sign in two parts in a page), by the definition; then on.
+        stop = _next_start(text, fail + 1)
+        out.append(_nfkc.normalize(text[end:stop]))
+        text = text[stop:]
+    out.append(_nfkc.normalize(text))
+    return "".join(out)
+
+
+def _next_start(text: str, at: int) -> int:
+    """The first place from ``at`` on before a ``segment_starts`` character, or the end."""
+    starts = segment_starts()
+    while at < len(text) and not starts[ord(text[at])]:
+        at += 1
+    return at
 
 
 def _codes(text: str) -> NDArray[np.uint32]:

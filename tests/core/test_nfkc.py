@@ -18,7 +18,7 @@ from neardup.core import _fold, _nfkc, _nfkc_build, _nfkc_data, _scripts, _token
 from neardup.core._multilingual import normalize, word_edges
 from neardup.core._text import words
 from tests.core.test_tokens import doc_words
-from tests.reference import casefold_17, multilingual_normalize
+from tests.reference import casefold_17, multilingual_normalize, multilingual_words
 
 M = "multilingual"
 
@@ -163,11 +163,44 @@ def test_the_numpy_fold_is_the_definition_wherever_it_answers(text):
     assert quick is None or quick == multilingual_normalize(text)
 
 
+#: Text of every script the kernel folds itself (no composition), marks out of order among it.
+PLAIN = ["Straße ＡＢＣ，中文 ﬁ ㎏", "हिन्दी বাংলা தமிழ் සිංහල", "ภาษาไทย ក្នុង မြန်မာ"]
+PLAIN += ["مُحَمَّد العـــربية שָׁלוֹם", "Tiếng Việt 한국어 Ελληνικά", "\ua7cb\U00016126"]
+PLAIN += ["\u1019\u103a\u1037\u1039 \u0316\u0301\u0323 \u0e01\u0e49\u0e38"]
+
+
 def test_the_numpy_fold_answers_for_plain_text_of_every_script():
-    plain = ["Straße ＡＢＣ，中文 ﬁ ㎏", "हिन्दी বাংলা தமிழ் සිංහল", "ภาษาไทย ក្នុង မြန်မာ"]
-    plain += ["مُحَمَّد العـــربية שָׁלוֹם", "Tiếng Việt 한국어 Ελληνικά", "\ua7cb\U00016126"]
-    plain += ["\u1019\u103a\u1037\u1039 \u0316\u0301\u0323 \u0e01\u0e49\u0e38"]  # out of order
-    for text in plain:
+    for text in PLAIN:
         assert _fold.quick_fold(text) == multilingual_normalize(text), text
-    for text in ("e\u0301", "\u1100\u1161", "a\u0323\u0301\u0300\u0316", "İ"):  # left to _nfkc
-        assert _fold.quick_fold(text) is None, text
+    for text in ("e\u0301", "\u1100\u1161", "a\u0323\u0301\u0300\u0316", "İ", "k\u0301\u0316"):
+        assert _fold.quick_fold(text) is None, text  # left to core._nfkc
+
+
+@settings(max_examples=200)
+@given(st.lists(st.one_of(late_text, st.sampled_from(PLAIN)), min_size=1, max_size=14))
+def test_a_long_text_is_folded_in_numpy_around_what_needs_more(parts):
+    # From 100 characters on, normalize folds in numpy up to what needs more, gives that
+    # piece to core._nfkc, and goes on after it.
+    text = " ".join(parts)
+    assert normalize(text) == multilingual_normalize(text)
+    folded, end, fail = _fold.fold_until(text)
+    assert end <= fail <= len(text) and folded == multilingual_normalize(text[:end])
+
+
+def test_a_page_with_one_two_part_vowel_is_folded_around_it():
+    page = "தமிழ் மொழி " * 20 + "\u0bae\u0bc6\u0bbe\u0bb4\u0bbf " + "தமிழ் மொழி " * 20
+    folded, end, fail = _fold.fold_until(page)
+    assert fail == page.index("\u0bbe") and end == fail - 1  # at the vowel sign's first part
+    assert folded == multilingual_normalize(page[:end])
+    assert normalize(page) == multilingual_normalize(page)
+    assert "\u0bca" in normalize(page)
+
+
+def test_a_mark_after_the_ypogegrammeni_goes_before_its_iota(jit):
+    # U+037A is a space and U+0345 (class 240), which folds to iota only after a mark of a
+    # lower class has moved before it: the kernel hands it back rather than read " ι".
+    texts = ["x \u037a\u0316", "\u1fb3\u0334 x", "ἀ" * 60 + " \u037a\u0316" + "ω" * 60]
+    expected = [multilingual_words(t) for t in texts]
+    assert expected[0] == ["x", "\u0316ι"]
+    for use_jit in (True, False):
+        assert doc_words(_tokens.Tokens(texts, jit=use_jit, tokenizer=M)) == expected
