@@ -11,10 +11,11 @@ then words read off the shipped code-point table (``core._scripts``), vectorised
    extended grapheme cluster (UAX #29, its rules GB6-GB9c at the table's version) whose first
    character is of a script written without spaces is a word of its own.
 
-Costs: an ASCII text is only lowered; a long one is folded in a few numpy passes where the
-kernel's checks pass (``core._fold.quick_fold``); any other text is one ``str.translate``
-and the shipped algorithm on the pieces that need more (``core._nfkc``). Then a few numpy
-passes over the batch's code points.
+Costs: an ASCII text is only lowered; a text of ``_NUMPY_FROM`` characters or more is folded
+in a few numpy passes up to what needs more (``core._fold.fold_until``, the kernel's checks),
+that piece by the definition, and on; any other text is one ``str.translate`` and the shipped
+algorithm on the pieces that need more (``core._nfkc``). Then a few numpy passes over the
+batch's code points.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ __all__ = [
     "words_of",
 ]
 
-#: From this many characters on, a text is first tried with ``quick_fold`` (a few numpy
-#: passes; their fixed cost is more than ``core._nfkc.normalize`` spends on a shorter text).
+#: From this many characters on, a text is folded by ``fold_until`` (a few numpy passes; their
+#: fixed cost is more than ``core._nfkc.normalize`` spends on a shorter text).
 _NUMPY_FROM = 100
 
 
