@@ -29,7 +29,9 @@ __all__ = [
 
 
 def _codes(text: str) -> NDArray[np.uint32]:
-    return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
+    """The code points of ``text`` (a lone surrogate too: the fold table marks it special)."""
+    raw = text.encode("utf-32-le", "surrogatepass")
+    return np.frombuffer(raw, dtype="<u4").astype(np.uint32, copy=False)
 
 
 def _utf8_width(codes: NDArray[np.uint32]) -> NDArray[np.int64]:
@@ -216,22 +218,35 @@ def quick_fold(text: str) -> str | None:
 def fold_until(text: str) -> tuple[str, int, int]:
     """``normalize(text[:end])``, ``end`` and ``fail``: where the first character is that
     needs more than the kernel's checks allow (``len(text)`` if none), and the last
-    ``segment_starts`` character at or before it. Read off ``exact_fold_table`` in a few numpy
-    passes: each character folded (to one character, or an expansion's several), the dropped
-    ones removed, marks out of canonical order put back where the starter before them composes
-    with nothing; a character needs more if it is special otherwise, if it may compose with
-    the starter before it, or if marks out of order follow a starter that may compose."""
+    ``segment_starts`` character at or before it (``checked_fold``)."""
+    folded, origin, failing = checked_fold(_codes(text))
+    fail = int(failing.min()) if len(failing) else len(text)
+    end = fail
+    if fail < len(text):
+        starts = _nfkc.segment_starts()
+        while end > 0 and not starts[ord(text[end])]:
+            end -= 1
+        folded = folded[origin < end]
+    return folded.tobytes().decode("utf-32-le", "surrogatepass"), end, fail
+
+
+def checked_fold(
+    codes: NDArray[np.uint32],
+) -> tuple[NDArray[np.uint32], NDArray[np.int64], NDArray[np.int64]]:
+    """Text's code points folded by ``exact_fold_table`` in a few numpy passes, the kernel's
+    checks made: each character folded (to one character, or an expansion's several), the
+    dropped ones removed, marks out of canonical order put back where the starter before them
+    composes with nothing. Returns the folded code points, where each came from in ``codes``,
+    and where the characters are that need more (in no order): a special one (not an
+    expansion), one that may compose with the starter before it, a starter that may compose
+    and that marks out of order follow. Each check looks back to the last starter at most: a
+    character that needs none of them is folded right whatever comes after it."""
     fold = exact_fold_table()
-    codes = _codes(text)
     found = fold.take(codes)
-    fail = len(codes)
-    special = (found & FOLD_SPECIAL) != 0
-    if special.any():
+    failing: list[NDArray[np.int64]] = []
+    if (found & FOLD_SPECIAL).any():
         expand = (found & _EXPANDS) == _EXPANDS
-        other = np.flatnonzero(special & ~expand)
-        if len(other):  # the checks of what comes before it are the same without it
-            fail = int(other[0])
-            codes, found, expand = codes[:fail], found[:fail], expand[:fail]
+        failing.append(np.flatnonzero(((found & FOLD_SPECIAL) != 0) & ~expand))
         codes, origin = _expanded(codes, found, np.flatnonzero(expand).tolist(), fold)
         found = fold.take(codes)
     else:
@@ -240,39 +255,31 @@ def fold_until(text: str) -> tuple[str, int, int]:
     if not kept.all():
         found, origin = found[kept], origin[kept]
     ccc = found >> np.uint32(_FOLD_CCC_SHIFT)
-    if ((ccc[1:] != 0) & (ccc[1:] < ccc[:-1])).any():
+    if ccc.any() and ((ccc[1:] != 0) & (ccc[1:] < ccc[:-1])).any():
         found, ccc, origin, bad = _reordered(found, ccc, origin)
-        fail = min(fail, bad)
+        failing.append(bad)
     maybe = (found & FOLD_MAYBE) != 0
     if maybe.any():
         at = np.arange(len(found), dtype=np.int64)
         starter = np.maximum.accumulate(np.where(ccc == 0, at, -1))  # the last at or before
         before = np.concatenate((np.array([-1], dtype=np.int64), starter[:-1]))
         first = (found.take(np.maximum(before, 0)) & FOLD_FIRST) != 0
-        composing = np.flatnonzero(maybe & (before >= 0) & first)
-        if len(composing):
-            fail = min(fail, int(origin[composing[0]]))
-    end = fail
-    if fail < len(text):
-        starts = _nfkc.segment_starts()
-        while end > 0 and not starts[ord(text[end])]:
-            end -= 1
-        found = found[origin < end]
-    return (found & _LOW).astype("<u4").tobytes().decode("utf-32-le"), end, fail
+        failing.append(origin[maybe & (before >= 0) & first])
+    empty = np.zeros(0, dtype=np.int64)
+    return found & _LOW, origin, np.concatenate(failing) if failing else empty
 
 
 def _reordered(
     found: NDArray[np.uint32], ccc: NDArray[np.uint32], origin: NDArray[np.int64]
-) -> tuple[NDArray[np.uint32], NDArray[np.uint32], NDArray[np.int64], int]:
+) -> tuple[NDArray[np.uint32], NDArray[np.uint32], NDArray[np.int64], NDArray[np.int64]]:
     """Canonical ordering (marks after each starter sorted by class, stably), and where the
-    first starter is (``origin``) that marks out of order follow and that composes or hides
-    marks (``FOLD_FIRST``), or ``len(origin)`` (past the end) if none: before it, the order
-    is all NFKC changes (Burmese asat before dot below)."""
+    starters are (``origin``) that marks out of order follow and that compose or hide marks
+    (``FOLD_FIRST``): elsewhere, the order is all NFKC changes (Burmese asat before dot
+    below)."""
     run = np.cumsum(ccc == 0)  # a starter begins a run; marks before any are run 0
     disordered = np.unique(run[1:][(ccc[1:] != 0) & (ccc[1:] < ccc[:-1])])
     led = np.flatnonzero(ccc == 0).take(disordered[disordered > 0] - 1)
-    composing = led[(found.take(led) & FOLD_FIRST) != 0]
-    bad = int(origin[composing[0]]) if len(composing) else np.iinfo(np.int64).max
+    bad = origin.take(led[(found.take(led) & FOLD_FIRST) != 0])
     order = np.argsort(run.astype(np.int64) * 256 + ccc, kind="stable")
     return found.take(order), ccc.take(order), origin.take(order), bad
 

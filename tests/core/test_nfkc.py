@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.core import _fold, _nfkc, _nfkc_build, _nfkc_data, _scripts, _tokens
-from neardup.core._multilingual import normalize, word_edges
+from neardup.core._multilingual import normalize, normalize_all, word_edges
 from neardup.core._text import words
 from tests.core.test_tokens import doc_words
 from tests.reference import casefold_17, multilingual_normalize, multilingual_words
@@ -204,3 +204,13 @@ def test_a_mark_after_the_ypogegrammeni_goes_before_its_iota(jit):
     assert expected[0] == ["x", "\u0316ι"]
     for use_jit in (True, False):
         assert doc_words(_tokens.Tokens(texts, jit=use_jit, tokenizer=M)) == expected
+
+
+@settings(max_examples=100)
+@given(st.lists(st.one_of(late_text, st.sampled_from([*PLAIN, "", "\n", "ABC", "e\u0301"]))))
+def test_a_batch_is_normalized_at_once_as_each_text_alone(texts):
+    assert normalize_all(texts) == [multilingual_normalize(t) for t in texts]
+    assert normalize_all([*texts, "x\ud800" * 60]) == [
+        *map(normalize, texts),
+        _nfkc.normalize("x\ud800" * 60),
+    ]
