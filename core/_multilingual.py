@@ -87,10 +87,20 @@ def normalize(text: str) -> str:
 
 
 def normalize_all(texts: Sequence[str]) -> list[str]:
-    """``[normalize(text) for text in texts]``, the batch folded at once: its texts joined by
-    newlines (a starter composing with nothing, which normalization leaves as it is), folded
-    in a few numpy passes (``checked_fold``), cut at the newlines; a text holding a character
-    that needs more is normalized on its own."""
+    """``[normalize(text) for text in texts]``: an ASCII text lowered, the others folded at once
+    (``_fold_all``)."""
+    out = [text.lower() if text.isascii() else "" for text in texts]
+    others = [d for d, text in enumerate(texts) if not text.isascii()]
+    for d, folded in zip(others, _fold_all([texts[d] for d in others]), strict=True):
+        out[d] = folded
+    return out
+
+
+def _fold_all(texts: list[str]) -> list[str]:
+    """``normalize`` of each of ``texts`` at once: joined by newlines (a starter composing
+    with nothing, which normalization leaves as it is), folded in a few numpy passes
+    (``checked_fold``), cut at the newlines; a text holding a character that needs more is
+    normalized on its own."""
     joined = "\n".join(texts)
     if len(joined) < _NUMPY_FROM:
         return [normalize(text) for text in texts]
