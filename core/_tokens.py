@@ -34,8 +34,8 @@ The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``): th
 ``core._jit.segment`` normalizes the texts' UTF-8 itself as it reads the words (folds of one
 character or several from ``core._fold.fold_table``, marks put in canonical order), and hands
 back only a text that needs more (``core._multilingual.normalize``, the shipped normalization
-of ``core._nfkc``), read normalized in its place; the numpy path normalizes every text with
-``normalize``, then reads the words with ``core._multilingual.token_arrays``. Both read the
+of ``core._nfkc``), read normalized in its place; the numpy path normalizes the batch with
+``normalize_all``, then reads the words with ``core._multilingual.token_arrays``. Both read the
 shipped table ``core._scripts.char_classes`` and agree exactly (tests/core/test_multilingual.py,
 tests/core/test_multilingual_fold.py).
 """
