@@ -81,7 +81,7 @@ _PARAM_TYPES: dict[str, tuple[type, ...]] = {
 
 def index_params(params: MinhashParams) -> dict[str, Any]:
     """The parameters an index is locked to: every ``MinhashParams`` field but ``ngram``, the
-    tokenizer with its version (``multilingual-2@17.0.0``)."""
+    tokenizer with its version (``multilingual-3@17.0.0``)."""
     locked = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "ngram"}
     return {**locked, "tokenizer": params.tokenizer_version}
 

@@ -14,7 +14,7 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
 - ``segment``: the multilingual tokenizer's words of a batch, in one pass: each character
   decoded, folded (to one character, or to the list of a multi-character fold) and
   NFKC-checked by ``core._fold.fold_table``, marks out of canonical order moved back where
-  nothing composes (a text that needs more of ``unicodedata`` is handed back), looked up in
+  nothing composes (a text that needs more of ``normalize`` is handed back), looked up in
   ``core._scripts.char_classes``, clusters cut by UAX #29's rules as
   ``core._multilingual.word_edges`` cuts them; ASCII runs through a byte table as in
   ``tokenise``, and a character that folds to one starter composing with nothing takes a
@@ -460,7 +460,7 @@ def segment(
     read in its place, while the text stays one NFKC leaves alone; a combining mark out of
     canonical order moved back among the marks before it where nothing can compose and
     nothing the words depend on moves, ``_plain_mark``); at a character that needs
-    ``unicodedata`` the kernel stops, that document not written, and the caller passes it back
+    ``normalize`` the kernel stops, that document not written, and the caller passes it back
     normalized as ``alt`` (read as it is). Runs of ASCII go through a byte table with no
     branch on the content (``_ascii_run``).
 
@@ -476,7 +476,7 @@ def segment(
     Returns:
         ``DONE``; ``ROOM`` if the next document might not fit ``buf`` or ``edges`` (call again
         with larger ones: twice as large always makes progress); ``SPECIAL`` if document
-        ``state[DOC]`` needs ``unicodedata``.
+        ``state[DOC]`` needs ``normalize``.
     """
     ascii = np.empty(128, dtype=np.uint8)  # an ASCII character's folded byte, or a space
     for c in range(128):

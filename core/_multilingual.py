@@ -1,35 +1,35 @@
-"""The ``multilingual`` tokenizer (docs/algorithm.md section 1), revision 2: normalization,
+"""The ``multilingual`` tokenizer (docs/algorithm.md section 1), revision 3: normalization,
 then words read off the shipped code-point table (``core._scripts``), vectorised over a batch.
 
 1. ``normalize``: NFKC, case folding, NFKC again (Unicode's NFKC_Casefold closure), then the
    characters of ``DROPPED_RANGES`` are removed (and NFKC once more if any was): so NFC, NFD and
-   NFKC spellings, full-width forms, vowel points and invisible joiners make one text. Python's
-   ``unicodedata`` normalizes; by Unicode's stability policies its result on every character
-   assigned in its own version is the same in every later one.
+   NFKC spellings, full-width forms, vowel points and invisible joiners make one text. The
+   shipped data of ``core._nfkc`` normalizes, at the tables' Unicode version (17.0.0), whatever
+   the running Python's ``unicodedata`` is.
 2. ``word_edges``: a word is a maximal run of word characters (letters, marks, numbers, ``_``:
    a combining mark, virama or vowel sign stays in its word in every script), except that an
    extended grapheme cluster (UAX #29, its rules GB6-GB9c at the table's version) whose first
    character is of a script written without spaces is a word of its own.
 
-Costs: two NFKC passes and a case fold per non-ASCII text (C loops in ``unicodedata``; an
-ASCII text is only lowered), then a few numpy passes over the batch's code points.
+Costs: an ASCII text is only lowered; a text of ``_NUMPY_FROM`` characters or more is folded
+in a few numpy passes up to what needs more (``core._fold.fold_until``, the kernel's checks),
+that piece by the definition, and on; any other text is one ``str.translate`` and the shipped
+algorithm on the pieces that need more (``core._nfkc``). Then a few numpy passes over the
+batch's code points.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
-from functools import cache
 
 import numpy as np
 from numpy.typing import NDArray
 
-from neardup.core._fold import compositions
+from neardup.core import _nfkc
+from neardup.core._fold import checked_fold, fold_until
+from neardup.core._nfkc import segment_starts
 from neardup.core._scripts import (
     CONSONANT,
-    DROP_BIT,
-    DROPPED_RANGES,
     EXTEND,
     GCB_MASK,
     HL,
@@ -50,29 +50,80 @@ from neardup.core._scripts import (
 
 __all__ = [
     "normalize",
+    "normalize_all",
     "original_spans",
     "token_arrays",
     "word_edges",
     "words_of",
 ]
 
-# One C scan finds them (``str.translate`` with a dict looks every character up: 5x slower).
-_DROP = re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
-                                 for lo, hi in DROPPED_RANGES) + "]+")  # fmt: skip
+#: From this many characters on, a text is folded by ``fold_until`` (a few numpy passes; their
+#: fixed cost is more than ``core._nfkc.normalize`` spends on a shorter text).
+_NUMPY_FROM = 100
 
 
 def normalize(text: str) -> str:
-    """``text`` as the multilingual tokenizer reads it (see the module docstring).
+    """``text`` as the multilingual tokenizer reads it (see the module docstring;
+    ``core._nfkc.normalize`` is the definition).
 
     >>> normalize("Ｃａｆé ﬁ ẞ")
     'café fi ss'
     """
-    if text.isascii():
-        return text.lower()
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    if _DROP.search(folded) is None:
-        return folded
-    return unicodedata.normalize("NFKC", _DROP.sub("", folded))
+    if len(text) < _NUMPY_FROM or text.isascii():
+        return _nfkc.normalize(text)
+    out: list[str] = []
+    while len(text) >= _NUMPY_FROM:
+        folded, end, fail = fold_until(text)
+        out.append(folded)
+        if fail == len(text):
+            return "".join(out)
+        # The piece that needs more, to the next character never joined to what precedes it
+        # (one Tamil vowel sign in two parts in a page), by the definition; then on.
+        stop = _next_start(text, fail + 1)
+        out.append(_nfkc.normalize(text[end:stop]))
+        text = text[stop:]
+    out.append(_nfkc.normalize(text))
+    return "".join(out)
+
+
+def normalize_all(texts: Sequence[str]) -> list[str]:
+    """``[normalize(text) for text in texts]``: an ASCII text lowered, the others folded at once
+    (``_fold_all``)."""
+    out = [text.lower() if text.isascii() else "" for text in texts]
+    others = [d for d, text in enumerate(texts) if not text.isascii()]
+    for d, folded in zip(others, _fold_all([texts[d] for d in others]), strict=True):
+        out[d] = folded
+    return out
+
+
+def _fold_all(texts: list[str]) -> list[str]:
+    """``normalize`` of each of ``texts`` at once: joined by newlines (a starter composing
+    with nothing, which normalization leaves as it is), folded in a few numpy passes
+    (``checked_fold``), cut at the newlines; a text holding a character that needs more is
+    normalized on its own."""
+    joined = "\n".join(texts)
+    if len(joined) < _NUMPY_FROM:
+        return [normalize(text) for text in texts]
+    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    folded, origin, failing = checked_fold(codes.astype(np.uint32, copy=False))
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1
+    firsts = np.cumsum(lengths) - lengths  # where each text starts in ``joined``
+    newline = np.zeros(len(joined) + 1, dtype=np.bool_)
+    newline[firsts[1:] - 1] = True
+    cuts = np.flatnonzero(newline.take(origin)).tolist()
+    out = folded.tobytes().decode("utf-32-le", "surrogatepass")  # one to be normalized again
+    pieces = [out[a + 1 : b] for a, b in zip([-1, *cuts], [*cuts, len(out)], strict=True)]
+    for d in np.unique(np.searchsorted(firsts, failing, side="right") - 1).tolist():
+        pieces[d] = normalize(texts[d])
+    return pieces
+
+
+def _next_start(text: str, at: int) -> int:
+    """The first place from ``at`` on before a ``segment_starts`` character, or the end."""
+    starts = segment_starts()
+    while at < len(text) and not starts[ord(text[at])]:
+        at += 1
+    return at
 
 
 def _codes(text: str) -> NDArray[np.uint32]:
@@ -158,27 +209,6 @@ def token_arrays(normalized: Sequence[str]) -> _TokenArrays:
     )
 
 
-@cache
-def _segment_starts() -> NDArray[np.bool_]:
-    """Per code point, whether normalizing a text never joins it to what precedes it: a
-    starter (combining class 0) that no canonical composition takes as its second part, whose
-    NFKC begins with such a starter, and which is not dropped. Built once a process (~0.1 s)."""
-    top = 0x30000  # no code point above has a decomposition or a combining class (but 0)
-    chars = [chr(c) for c in range(top)]
-    safe = np.fromiter((unicodedata.combining(c) == 0 for c in chars), dtype=np.bool_, count=top)
-    safe[0xD800:0xE000] = False
-    seconds = set(compositions("".join(chars))[1])
-    safe[sorted(seconds)] = False
-    for code in np.flatnonzero(safe).tolist():
-        head = unicodedata.normalize("NFKC", chr(code))[:1]
-        if head and (unicodedata.combining(head) or ord(head) in seconds):
-            safe[code] = False
-    out = np.ones(0x110000, dtype=np.bool_)
-    out[:top] = safe
-    out &= (char_classes() & DROP_BIT) == 0
-    return out
-
-
 def original_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
     """The words of ``text`` (exactly ``words_of``) and each one's [start, end) in ``text``
     itself: the text is cut where normalization never joins characters, each piece normalized
@@ -190,7 +220,7 @@ def original_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
     if text.isascii() or not found:
         return found, list(zip(start.tolist(), end.tolist(), strict=True))
     codes = _codes(text)
-    cut = _segment_starts().take(codes)
+    cut = segment_starts().take(codes)
     cut[:1] = True
     lo = np.flatnonzero(cut)
     hi = np.append(lo[1:], len(text))

@@ -107,7 +107,7 @@ class MinhashParams:
     @property
     def tokenizer_version(self) -> str:
         """The tokenizer with its version, as locks, manifests and reports record it:
-        ``words``, or ``multilingual-2@17.0.0`` (docs/algorithm.md section 1a)."""
+        ``words``, or ``multilingual-3@17.0.0`` (docs/algorithm.md section 1a)."""
         return tokenizer_version(self.tokenizer)
 
     @property

@@ -1,7 +1,7 @@
 """The code-point table of the ``multilingual`` tokenizer (docs/algorithm.md section 1),
 generated once at a pinned Unicode version (``core._unicode_build`` writes
 ``core._unicode_data``) and shipped in the package: the tokenizer never depends on the installed
-``regex`` or on anything but this table, Python's NFKC and its case folding.
+``regex``, nor (its normalization data shipped too: ``core._nfkc``) on Python's ``unicodedata``.
 
 Each code point has one uint16 of bits: its Grapheme_Cluster_Break (UAX #29) in the low four,
 its Indic_Conjunct_Break in the next two, then whether it is word material (General_Category L,
@@ -102,17 +102,19 @@ DROP_BIT = 1 << 8
 
 #: The Unicode version of the shipped table; with the tokenizer's revision, what a lock records.
 TABLE_VERSION = "17.0.0"
-#: The revision of the multilingual tokenizer's definition (1: regex's tables, lower-casing).
-_REVISION = 2
+#: The revision of the multilingual tokenizer's definition (1: regex's tables, lower-casing;
+#: 2: the shipped table, normalized by the running Python's ``unicodedata``; 3: normalized by
+#: the shipped data at ``TABLE_VERSION`` too).
+_REVISION = 3
 
 
 def tokenizer_version(tokenizer: str) -> str:
     """What a lock, manifest or report records of ``tokenizer``: ``words`` (fixed by the
-    contract), or ``multilingual-2@17.0.0`` (the definition's revision and the table's
+    contract), or ``multilingual-3@17.0.0`` (the definition's revision and the table's
     Unicode version).
 
     >>> tokenizer_version("multilingual")
-    'multilingual-2@17.0.0'
+    'multilingual-3@17.0.0'
     """
     if tokenizer == "words":
         return tokenizer
@@ -121,10 +123,10 @@ def tokenizer_version(tokenizer: str) -> str:
 
 def tokenizer_name(recorded: str) -> str:
     """The tokenizer a lock's ``recorded`` value names (``tokenizer_version``'s inverse, for any
-    revision): ``multilingual-2@17.0.0`` and ``multilingual`` (revision 1, which recorded no
-    version) are both ``multilingual``.
+    revision): ``multilingual-3@17.0.0``, ``multilingual-2@17.0.0`` and ``multilingual``
+    (revision 1, which recorded no version) are all ``multilingual``.
 
-    >>> tokenizer_name("multilingual-2@17.0.0"), tokenizer_name("words")
+    >>> tokenizer_name("multilingual-3@17.0.0"), tokenizer_name("words")
     ('multilingual', 'words')
     """
     return recorded.partition("-")[0] if "@" in recorded else recorded

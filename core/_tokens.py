@@ -33,10 +33,10 @@ sigma with ``str.lower`` over the words around it, the compiled one from the tab
 The ``multilingual`` tokenizer (``Tokens(texts, tokenizer="multilingual")``): the compiled
 ``core._jit.segment`` normalizes the texts' UTF-8 itself as it reads the words (folds of one
 character or several from ``core._fold.fold_table``, marks put in canonical order), and hands
-back only a text that needs more of ``unicodedata`` (``core._multilingual.normalize``), read
-normalized in its place; the numpy path normalizes every text with ``normalize``, then reads
-the words with ``core._multilingual.token_arrays``. Both read the shipped table
-``core._scripts.char_classes`` and agree exactly (tests/core/test_multilingual.py,
+back only a text that needs more (``core._multilingual.normalize``, the shipped normalization
+of ``core._nfkc``), read normalized in its place; the numpy path normalizes the batch with
+``normalize_all``, then reads the words with ``core._multilingual.token_arrays``. Both read the
+shipped table ``core._scripts.char_classes`` and agree exactly (tests/core/test_multilingual.py,
 tests/core/test_multilingual_fold.py).
 """
 
@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 
 from neardup.core import _compiled
 from neardup.core._fold import fold_table
-from neardup.core._multilingual import normalize, token_arrays
+from neardup.core._multilingual import normalize, normalize_all, token_arrays
 from neardup.core._scripts import char_classes
 from neardup.core._text import check_tokenizer
 from neardup.core.errors import ParameterError
@@ -333,13 +333,13 @@ def _multilingual_tokens(
     texts: Sequence[str] | Utf8Texts, kernels: _compiled.Compiled | None
 ) -> _TokenArrays:
     """The multilingual tokenizer's arrays: numpy (``core._multilingual.token_arrays``) over
-    every text normalized (``normalize``), or the compiled ``core._jit.segment``, which folds
-    the texts as it reads them and hands back those that need ``unicodedata``; they agree
+    every text normalized (``normalize_all``), or the compiled ``core._jit.segment``, which folds
+    the texts as it reads them and hands back those that need ``normalize``; they agree
     exactly. A text that does not encode is refused first, as every other path refuses it."""
     if kernels is None:
         plain = texts.texts() if isinstance(texts, Utf8Texts) else texts
         _utf8(plain)
-        return token_arrays([normalize(text) for text in plain])
+        return token_arrays(normalize_all(plain))
     utf8 = texts if isinstance(texts, Utf8Texts) else Utf8Texts.encode(texts)
     text_of = utf8.text if isinstance(texts, Utf8Texts) else texts.__getitem__
     ends = utf8.ends

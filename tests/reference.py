@@ -101,10 +101,29 @@ def _dropped(char: str) -> bool:
     return any(lo <= ord(char) <= hi for lo, hi in DROPPED_RANGES)
 
 
+def casefold_17(text: str) -> str:
+    """Full case folding at Unicode 17.0: ``str.casefold`` for a character this Python assigns
+    (its folding never changes once assigned), ``regex``'s (release 2026.12.2, Unicode 17.0)
+    for one assigned later (``unicodedata2`` has no case data)."""
+    from regex import FULLCASE, IGNORECASE, UNICODE, _regex
+
+    return "".join(
+        c.casefold()
+        if unicodedata.category(c) != "Cn"
+        else _regex.fold_case(FULLCASE | IGNORECASE | UNICODE, c)
+        for c in text
+    )
+
+
 def multilingual_normalize(text: str) -> str:
-    """NFKC, case folding, NFKC; dropped characters removed; NFKC again."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return unicodedata.normalize("NFKC", "".join(c for c in folded if not _dropped(c)))
+    """NFKC, case folding, NFKC; dropped characters removed; NFKC again: all at Unicode 17.0
+    (``unicodedata2`` 17.0.0's NFKC, ``casefold_17``), whatever this Python's ``unicodedata``
+    is."""
+    import unicodedata2
+
+    nfkc = functools.partial(unicodedata2.normalize, "NFKC")
+    folded = nfkc(casefold_17(nfkc(text)))
+    return nfkc("".join(c for c in folded if not _dropped(c)))
 
 
 def _no_break(chars: str, i: int) -> bool:

@@ -173,7 +173,7 @@ class ConfigResponse(BaseModel):
     )
     tokenizer_version: str = Field(
         description="the tokenizer with its version, as the store locks it: `words`, or "
-        "`multilingual-2@17.0.0` (revision 2, tables at Unicode 17.0.0)"
+        "`multilingual-3@17.0.0` (revision 3, tables at Unicode 17.0.0)"
     )
     window_version: str = Field(
         description="how contamination n-grams are made: `words` (`ngram` consecutive words), "

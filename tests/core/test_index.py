@@ -93,24 +93,28 @@ def test_index_params_are_locked(tmp_path: Path, name: str, value: object) -> No
     assert caught.value.name == name and caught.value.given == index_params(other)[name]
 
 
-def test_an_index_records_the_tokenizer_version_and_refuses_the_previous_one(tmp_path: Path):
+# The first multilingual tokenizer recorded its plain name; the second normalized with the
+# running Python's unicodedata.
+@pytest.mark.parametrize("previous", [M, "multilingual-2@17.0.0"])
+def test_an_index_records_the_tokenizer_version_and_refuses_the_previous_one(
+    tmp_path: Path, previous: str
+):
     url = str(tmp_path / "idx")
     params = MinhashParams(num_perm=32, bands=8, threshold=0.5, k=2, tokenizer="multilingual")
     index = _add(url, ["a"], ["中文 หิน"], params)
     body = json.loads((tmp_path / "idx/_index/00000001.json").read_text())
-    assert body["params"]["tokenizer"] == "multilingual-2@17.0.0"
+    assert body["params"]["tokenizer"] == "multilingual-3@17.0.0"
     assert index.minhash_params() == params
     index.check_params(params)
-    # An index of the first multilingual tokenizer recorded its plain name.
     manifest = tmp_path / "idx/_index/00000001.json"
-    manifest.write_text(json.dumps({**body, "params": {**body["params"], "tokenizer": M}}))
+    manifest.write_text(json.dumps({**body, "params": {**body["params"], "tokenizer": previous}}))
     index = DocIndex.open(url)
     for call in (lambda: index.check_params(params), index.minhash_params):
         with pytest.raises(IndexParameterError) as caught:
             call()
         assert str(caught.value) == (
-            f"{url}: parameter tokenizer is locked to the index: the index has 'multilingual', "
-            "this run 'multilingual-2@17.0.0' (an index is never extended under another "
+            f"{url}: parameter tokenizer is locked to the index: the index has '{previous}', "
+            "this run 'multilingual-3@17.0.0' (an index is never extended under another "
             "tokenizer version: build it again with this one, or use another index "
             "(docs/index.md))"
         )

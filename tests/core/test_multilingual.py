@@ -1,4 +1,4 @@
-"""The ``multilingual`` tokenizer, revision 2 (docs/algorithm.md section 1): hand examples,
+"""The ``multilingual`` tokenizer, revision 3 (docs/algorithm.md section 1): hand examples,
 the shipped table against Unicode's properties at the pinned version, every path (scalar,
 numpy, compiled) against an independent reference written from UAX #29 (tests/reference.py)
 on text drawn from every script's whole alphabet, and ``\\X`` on unspaced runs."""

@@ -86,7 +86,7 @@ def test_a_damaged_store_is_refused_in_one_line(tmp_path):
         (("--seed", "1"), "SEED is 1 but the data directory was created with 0"),
         (
             ("--tokenizer", "multilingual"),
-            "TOKENIZER is multilingual-2@17.0.0 but the data directory was created with words "
+            "TOKENIZER is multilingual-3@17.0.0 but the data directory was created with words "
             "(a store is never extended under another tokenizer or version of it: start with the "
             "store's, or build a new store from the documents, docs/index.md)",
         ),
@@ -106,7 +106,7 @@ def test_a_store_from_before_the_tokenizer_was_made_with_words(tmp_path):
     db.close()
     line = refused(tmp_path / "data", "--tokenizer", "multilingual")
     assert (
-        "TOKENIZER is multilingual-2@17.0.0 but the data directory was created with words" in line
+        "TOKENIZER is multilingual-3@17.0.0 but the data directory was created with words" in line
     )
     store = SQLiteStore(tmp_path / "data")  # and it opens with words, as it was made
     try:

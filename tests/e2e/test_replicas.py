@@ -160,7 +160,7 @@ def test_a_replica_with_other_parameters_or_no_database_is_refused(tmp_path, pos
     assert other.returncode == 2
     assert "NUM_PERM is 64 but the store was created with 128" in other.stderr
     assert "SEED is 2 but the store was created with 0" in other.stderr
-    assert "TOKENIZER is multilingual-2@17.0.0 but the store was created with words" in other.stderr
+    assert "TOKENIZER is multilingual-3@17.0.0 but the store was created with words" in other.stderr
     away = f"postgresql://postgres:hunter2@127.0.0.1:{free_port()}/nowhere"
     missing = _serve("--workers", "1", "--store-url", away)
     assert missing.returncode == 2

@@ -63,7 +63,7 @@ def test_multilingual_dedup_finds_near_copies_in_every_language(copies):
     assert "de-0~near" not in out["words"]
     manifest = json.loads((copies / "multilingual.jsonl.manifest.json").read_text())
     assert manifest["parameters"]["tokenizer"] == "multilingual"
-    assert manifest["parameters"]["tokenizer_version"] == "multilingual-2@17.0.0"
+    assert manifest["parameters"]["tokenizer_version"] == "multilingual-3@17.0.0"
 
 
 ZH_ITEM = MESSAGES["zh_CN"][30]
@@ -138,15 +138,15 @@ def test_neardup_tokenizer_is_read_by_dedup_and_contamination_and_a_flag_wins(pl
         report = json.loads((planted / out).read_text("utf-8"))
         found[flag], ran[flag] = {i["item"] for i in report["items"]}, report["tokenizer"]
     assert found == {(): {"zh1", "ja1"}, ("--tokenizer", "words"): set()}
-    assert ran == {(): "multilingual-2@17.0.0", ("--tokenizer", "words"): "words"}
+    assert ran == {(): "multilingual-3@17.0.0", ("--tokenizer", "words"): "words"}
     done = neardup("dedup", "corpus.jsonl", "--protected", "evals.jsonl", "--output", "env.jsonl",
                    "--workers", "1", "--quiet", cwd=planted)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert {r["id"] for r in rows(planted / "env.jsonl")} == {"clean"}  # both items dropped
     manifest = json.loads((planted / "env.jsonl.manifest.json").read_text())
     assert manifest["parameters"]["tokenizer"] == "multilingual"
-    assert manifest["parameters"]["tokenizer_version"] == "multilingual-2@17.0.0"
-    assert manifest["contamination"]["tokenizer"] == "multilingual-2@17.0.0"
+    assert manifest["parameters"]["tokenizer_version"] == "multilingual-3@17.0.0"
+    assert manifest["contamination"]["tokenizer"] == "multilingual-3@17.0.0"
 
 
 def test_an_unknown_neardup_tokenizer_is_one_line_and_exit_2(tmp_path, monkeypatch):
@@ -165,20 +165,21 @@ def test_an_unknown_neardup_tokenizer_is_one_line_and_exit_2(tmp_path, monkeypat
 
 
 def test_an_index_of_the_previous_multilingual_tokenizer_is_refused_naming_both(planted):
-    # The first multilingual tokenizer recorded its plain name; its index is never extended.
+    # The second multilingual tokenizer (unicodedata of the running Python); its index is never
+    # extended (the first, recorded as plain multilingual: tests/core/test_index.py).
     flags = ("--tokenizer", "multilingual", "--workers", "1", "--quiet")
     done = neardup("dedup", "corpus.jsonl", "--output", "i.jsonl", "--index", "idx", *flags,
                    cwd=planted)  # fmt: skip
     assert done.returncode == 0, done.stderr
     [version] = (planted / "idx" / "_index").glob("*.json")
     body = json.loads(version.read_text())
-    assert body["params"]["tokenizer"] == "multilingual-2@17.0.0"
+    assert body["params"]["tokenizer"] == "multilingual-3@17.0.0"
     version.write_text(
-        json.dumps({**body, "params": {**body["params"], "tokenizer": "multilingual"}})
+        json.dumps({**body, "params": {**body["params"], "tokenizer": "multilingual-2@17.0.0"}})
     )
     done = neardup("dedup", "corpus.jsonl", "--output", "j.jsonl", "--index", "idx", *flags,
                    cwd=planted)  # fmt: skip
     assert done.returncode == 2
-    assert "the index has 'multilingual', this run 'multilingual-2@17.0.0'" in done.stderr
+    assert "the index has 'multilingual-2@17.0.0', this run 'multilingual-3@17.0.0'" in done.stderr
     assert "build it again with this one" in done.stderr
     assert not (planted / "j.jsonl").exists()
