@@ -482,6 +482,10 @@ def segment(
     for c in range(128):
         low = fold[c] & _CODE_POINT
         ascii[c] = low if table[low] & WORD_BIT else _SPACE
+    # ``_stays`` but for GB9c, by Grapheme_Cluster_Break before and here: a load, no branch.
+    stays = np.empty(256, dtype=np.bool_)
+    for i in range(256):
+        stays[i] = _stays(i >> 4, i & 15, 0, False)
     d = state[DOC]
     o = state[OUT]
     e = state[EDGE]
@@ -515,7 +519,7 @@ def segment(
         left = 0  # and how many are left
         simple = True  # an ASCII character here needs nothing of what came before
         while p < end or left:
-            if not left and simple and data[p] < 0x80:
+            if not left and data[p] < 0x80 and (simple or ascii[data[p]] == _SPACE):
                 p, o, e, in_word, c = _ascii_run(data, p, end, ascii, buf, o, edges, e, in_word)
                 composes = (fold[c] & _FOLD_FIRST) != 0
                 prev = 0  # Other, Control, CR or LF: no rule of ``_stays`` looks at these
@@ -550,13 +554,14 @@ def segment(
                             edges[e] = o
                             e += 1
                             unspaced = here
-                        elif not _stays(prev, gcb, incb, consonant and linked):
-                            if unspaced or here:  # a cluster of an unspaced script is a word
-                                buf[o] = 0x20
-                                edges[e] = o
-                                edges[e + 1] = o + 1
-                                e += 2
-                                o += 1
+                        elif (unspaced | here) and not (
+                            stays[(prev << 4) | gcb] | ((incb == CONSONANT) & consonant & linked)
+                        ):
+                            buf[o] = 0x20
+                            edges[e] = o
+                            edges[e + 1] = o + 1
+                            e += 2
+                            o += 1
                             unspaced = here
                         o = _put(buf, o, cp, _width(cp))
                         in_word = True
@@ -566,20 +571,18 @@ def segment(
                         e += 1
                         o += 1
                         in_word = False
-                    if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
-                        linked = linked or incb == LINKER
-                    else:
-                        consonant = incb == CONSONANT
-                        linked = False
+                    joining = incb >= LINKER  # Linker or Extend
+                    linked = joining & (linked | (incb == LINKER))
+                    consonant = (joining & consonant) | (incb == CONSONANT)
                     composes = (f & _FOLD_FIRST) != 0
                     prev = gcb
                     last_class = 0
                     marks = o
                     simple = not in_word or (cp < 0x80 and not unspaced)
                     continue
-                ccc = f >> np.uint32(24)
+                ccc = int(f >> np.uint32(24))  # int64, as ``last_class``: no float
                 if f & _FOLD_SPECIAL:
-                    if ccc != _FOLD_EXPAND_CLASS:
+                    if ccc != 0xFF:
                         stop = SPECIAL
                         break
                     at = f & _CODE_POINT
@@ -623,13 +626,15 @@ def segment(
                     edges[e] = o
                     e += 1
                     unspaced = here
-                elif not _stays(prev, gcb, incb, consonant and linked):
-                    if unspaced or here:  # a cluster of an unspaced script is a word
-                        buf[o] = 0x20
-                        edges[e] = o
-                        edges[e + 1] = o + 1
-                        e += 2
-                        o += 1
+                elif (unspaced | here) and not (
+                    stays[(prev << 4) | gcb] | ((incb == CONSONANT) & consonant & linked)
+                ):
+                    # A cluster of an unspaced script is a word (elsewhere a break is no cut).
+                    buf[o] = 0x20
+                    edges[e] = o
+                    edges[e + 1] = o + 1
+                    e += 2
+                    o += 1
                     unspaced = here
                 o = _put(buf, o, cp, width)
                 if mark >= 0:  # it goes at ``mark``: the marks from there move up
@@ -641,11 +646,9 @@ def segment(
                 e += 1
                 o += 1
                 in_word = False
-            if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
-                linked = linked or incb == LINKER
-            else:
-                consonant = incb == CONSONANT
-                linked = False
+            joining = incb >= LINKER  # Linker or Extend
+            linked = joining & (linked | (incb == LINKER))
+            consonant = (joining & consonant) | (incb == CONSONANT)
             prev = gcb
             if last_class == 0:
                 marks = o
