@@ -16,9 +16,11 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   NFKC-checked by ``core._fold.fold_table``, marks out of canonical order moved back where
   nothing composes (a text that needs more of ``normalize`` is handed back), looked up in
   ``core._scripts.char_classes``, clusters cut by UAX #29's rules as
-  ``core._multilingual.word_edges`` cuts them; ASCII runs through a byte table as in
-  ``tokenise``, and a character that folds to one starter composing with nothing takes a
-  short lane (one fold check).
+  ``core._multilingual.word_edges`` cuts them, by one table of moves (``_TRANSITIONS``: the
+  state between characters and the next one's classes to what is written and the next state,
+  no branch on the script); ASCII runs (and ASCII separators after a word) through a byte
+  table as in ``tokenise``, and a character that folds to one starter composing with nothing
+  takes a short lane (one fold check).
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
@@ -439,6 +441,59 @@ def _stays(prev: Any, gcb: Any, incb: Any, joined: bool) -> bool:
     return incb == CONSONANT and joined  # GB9c
 
 
+#: ``segment``'s state between characters, in the bits of one int: inside a word; its cluster's
+#: first character is of an unspaced script; the Grapheme_Cluster_Break before (4 bits); the
+#: last character not Extend or Linker (InCB) is a Consonant; a Linker came after it.
+_IN_WORD, _UNSPACED_NOW, _PREV_SHIFT, _CONSONANT_NOW, _LINKED_NOW = 1, 2, 2, 64, 128
+#: A move's other bits: how many edges it writes, whether a space, whether the character.
+_EDGES_SHIFT, _SPACE_SHIFT, _PUT = 8, 10, 1 << 11
+
+
+@_jit
+def _transition_table() -> Any:
+    """``_TRANSITIONS``: for each state and ``char_classes`` bits of the next character (its
+    low 8: Grapheme_Cluster_Break, Indic_Conjunct_Break, word, unspaced), the next state and
+    what is written. A word character starts a word, or continues it, or ends it and starts
+    the next where a cluster of an unspaced script ends or begins (a break ``_stays`` allows:
+    a cluster of an unspaced script is a word; elsewhere a break is no cut); any other ends
+    the word it follows."""
+    out = np.empty(1 << 16, dtype=np.uint16)
+    for now in range(256):
+        in_word = (now & _IN_WORD) != 0
+        unspaced = (now & _UNSPACED_NOW) != 0
+        prev = (now >> _PREV_SHIFT) & GCB_MASK
+        consonant = (now & _CONSONANT_NOW) != 0
+        linked = (now & _LINKED_NOW) != 0
+        for info in range(256):
+            gcb = info & GCB_MASK
+            incb = (info >> INCB_SHIFT) & 3
+            here = (info & UNSPACED_BIT) != 0
+            cluster = unspaced  # whether the cluster after it is of an unspaced script
+            move = 0
+            if info & WORD_BIT:
+                move = _PUT | _IN_WORD
+                if not in_word:  # a word starts
+                    move |= 1 << _EDGES_SHIFT
+                    cluster = here
+                elif (unspaced or here) and not _stays(prev, gcb, incb, consonant and linked):
+                    move |= (2 << _EDGES_SHIFT) | (1 << _SPACE_SHIFT)  # one ends, one starts
+                    cluster = here
+            elif in_word:  # the word ends
+                move = (1 << _EDGES_SHIFT) | (1 << _SPACE_SHIFT)
+            if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
+                joint, joined = consonant, linked or incb == LINKER
+            else:
+                joint, joined = incb == CONSONANT, False
+            move |= (_UNSPACED_NOW if cluster else 0) | (gcb << _PREV_SHIFT)
+            move |= (_CONSONANT_NOW if joint else 0) | (_LINKED_NOW if joined else 0)
+            out[(now << 8) | info] = move
+    return out
+
+
+#: Read by ``segment`` (numba freezes it into the compiled code).
+_TRANSITIONS = _transition_table()
+
+
 @_jit
 def segment(
     src: Any,
@@ -503,11 +558,7 @@ def segment(
             break
         doc_edges[d] = e
         first_byte = o
-        in_word = False
-        unspaced = False  # the current cluster's first character is of an unspaced script
-        prev = 0
-        consonant = False  # the last character not Extend or Linker (InCB) is a Consonant
-        linked = False  # and a Linker came after it
+        now = 0  # the state between characters (``_TRANSITIONS``): outside a word
         last_class = 0  # the canonical combining class of the character before
         composes = False  # the last starter may compose with a character after it
         marks = o  # where the combining marks after the last starter start in ``buf``
@@ -515,11 +566,14 @@ def segment(
         left = 0  # and how many are left
         simple = True  # an ASCII character here needs nothing of what came before
         while p < end or left:
-            if not left and simple and data[p] < 0x80:
-                p, o, e, in_word, c = _ascii_run(data, p, end, ascii, buf, o, edges, e, in_word)
+            if not left and data[p] < 0x80 and (simple or ascii[data[p]] == _SPACE):
+                p, o, e, in_word, c = _ascii_run(
+                    data, p, end, ascii, buf, o, edges, e, (now & _IN_WORD) != 0
+                )
+                # After Other, Control, CR or LF (no rule of ``_stays`` looks at these), no
+                # cluster of an unspaced script, no conjunct.
+                now = int(in_word)
                 composes = (fold[c] & _FOLD_FIRST) != 0
-                prev = 0  # Other, Control, CR or LF: no rule of ``_stays`` looks at these
-                unspaced = consonant = linked = False
                 last_class = 0
                 marks = o
                 continue
@@ -538,123 +592,72 @@ def segment(
                 f = fold[cp]
                 if not f & _FOLD_BUSY and f & _CODE_POINT != _FOLD_SKIP:
                     # The common case: a character folded to one of the same length, a starter
-                    # composing with nothing before it (what follows, less the checks such a
-                    # character passes).
+                    # composing with nothing before it (none of the checks below applies).
                     cp = f & _CODE_POINT
-                    info = table[cp]
-                    gcb = info & GCB_MASK
-                    incb = (info >> INCB_SHIFT) & 3
-                    if info & WORD_BIT:
-                        here = (info & UNSPACED_BIT) != 0
-                        if not in_word:
-                            edges[e] = o
-                            e += 1
-                            unspaced = here
-                        elif not _stays(prev, gcb, incb, consonant and linked):
-                            if unspaced or here:  # a cluster of an unspaced script is a word
-                                buf[o] = 0x20
-                                edges[e] = o
-                                edges[e + 1] = o + 1
-                                e += 2
-                                o += 1
-                            unspaced = here
-                        o = _put(buf, o, cp, _width(cp))
-                        in_word = True
-                    elif in_word:
-                        buf[o] = 0x20
-                        edges[e] = o
-                        e += 1
-                        o += 1
-                        in_word = False
-                    if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
-                        linked = linked or incb == LINKER
-                    else:
-                        consonant = incb == CONSONANT
-                        linked = False
                     composes = (f & _FOLD_FIRST) != 0
-                    prev = gcb
                     last_class = 0
-                    marks = o
-                    simple = not in_word or (cp < 0x80 and not unspaced)
-                    continue
-                ccc = f >> np.uint32(24)
-                if f & _FOLD_SPECIAL:
-                    if ccc != _FOLD_EXPAND_CLASS:
-                        stop = SPECIAL
-                        break
-                    at = f & _CODE_POINT
-                    left = fold[at]
-                    at += 1
-                    if (
-                        o + 5 * left + 2 * (end - p) + 1 > buf.shape[0]
-                        or e + 2 * left + 2 * (end - p) + 2 > edges.shape[0]
-                    ):
-                        stop = ROOM
-                        break
-                    continue
-                if f & _FOLD_MAYBE and composes:
-                    stop = SPECIAL
-                    break
-                if f & _CODE_POINT == _FOLD_SKIP:  # dropped: as if it were not there
-                    continue
-                cp = f & _CODE_POINT
-                if ccc != 0 and ccc < last_class:
-                    # Nothing composes: were the last starter to (``composes``), no mark after
-                    # it would be one that may (``_FOLD_MAYBE``, checked above).
-                    mark = (
-                        _mark_place(buf, marks, o, ccc, fold, table)
-                        if _plain_mark(table[cp])
-                        else -1
-                    )
-                    if mark < 0:
-                        stop = SPECIAL
-                        break
                 else:
-                    last_class = ccc
-                if ccc == 0:
-                    composes = (f & _FOLD_FIRST) != 0
-            info = table[cp]
-            gcb = info & GCB_MASK
-            incb = (info >> INCB_SHIFT) & 3
-            width = _width(cp)
-            if info & WORD_BIT:
-                here = (info & UNSPACED_BIT) != 0
-                if not in_word:
-                    edges[e] = o
-                    e += 1
-                    unspaced = here
-                elif not _stays(prev, gcb, incb, consonant and linked):
-                    if unspaced or here:  # a cluster of an unspaced script is a word
-                        buf[o] = 0x20
-                        edges[e] = o
-                        edges[e + 1] = o + 1
-                        e += 2
-                        o += 1
-                    unspaced = here
+                    ccc = int(f >> np.uint32(24))  # int64, as ``last_class``: no float
+                    if f & _FOLD_SPECIAL:
+                        if ccc != _FOLD_EXPAND_CLASS:
+                            stop = SPECIAL
+                            break
+                        at = f & _CODE_POINT
+                        left = fold[at]
+                        at += 1
+                        if (
+                            o + 5 * left + 2 * (end - p) + 1 > buf.shape[0]
+                            or e + 2 * left + 2 * (end - p) + 2 > edges.shape[0]
+                        ):
+                            stop = ROOM
+                            break
+                        continue
+                    if f & _FOLD_MAYBE and composes:
+                        stop = SPECIAL
+                        break
+                    if f & _CODE_POINT == _FOLD_SKIP:  # dropped: as if it were not there
+                        continue
+                    cp = f & _CODE_POINT
+                    if ccc != 0 and ccc < last_class:
+                        # Nothing composes: were the last starter to (``composes``), no mark after
+                        # it would be one that may (``_FOLD_MAYBE``, checked above).
+                        mark = (
+                            _mark_place(buf, marks, o, ccc, fold, table)
+                            if _plain_mark(table[cp])
+                            else -1
+                        )
+                        # (Nor may it go first in its word, ``edges[e - 1]``: a cluster of an
+                        # unspaced script is one whose first character is.)
+                        if mark < 0 or mark == edges[e - 1]:
+                            stop = SPECIAL
+                            break
+                    else:
+                        last_class = ccc
+                    if ccc == 0:
+                        composes = (f & _FOLD_FIRST) != 0
+            # The move from the state before by the character's classes, written without a
+            # branch: a space and two edges always (in ``buf`` and ``edges``' room for this
+            # character), counted where the move writes them, overwritten where it does not.
+            move = _TRANSITIONS[(now << 8) | (table[cp] & 0xFF)]
+            now = move & 0xFF
+            buf[o] = 0x20
+            edges[e] = o
+            edges[e + 1] = o + 1
+            e += (move >> _EDGES_SHIFT) & 3
+            o += (move >> _SPACE_SHIFT) & 1
+            if move & _PUT:
+                width = _width(cp)
                 o = _put(buf, o, cp, width)
                 if mark >= 0:  # it goes at ``mark``: the marks from there move up
                     _rotate(buf, mark, o, width)
-                in_word = True
-            elif in_word:
-                buf[o] = 0x20
-                edges[e] = o
-                e += 1
-                o += 1
-                in_word = False
-            if incb == LINKER or incb == INCB_EXTEND:  # noqa: SIM109
-                linked = linked or incb == LINKER
-            else:
-                consonant = incb == CONSONANT
-                linked = False
-            prev = gcb
             if last_class == 0:
                 marks = o
-            simple = not in_word or (cp < 0x80 and not unspaced)
+            simple = not now & _IN_WORD or (cp < 0x80 and not now & _UNSPACED_NOW)
         if stop != DONE:
             e = doc_edges[d]
             o = first_byte
             break
-        if in_word:
+        if now & _IN_WORD:
             buf[o] = 0x20
             edges[e] = o
             e += 1

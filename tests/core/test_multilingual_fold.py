@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup.core import _fold, _tokens
+from neardup.core import _fold, _scripts, _tokens
 from neardup.core._multilingual import normalize
 from tests.core.test_multilingual import any_script_text
 from tests.core.test_tokens import doc_words
@@ -132,3 +132,31 @@ def test_a_text_that_expands_many_times_over_is_read_whole(jit):
     worker.join(timeout=300)  # well under a second when it works
     assert out, "the compiled tokeniser never finished"
     assert doc_words(out[0]) == [multilingual_words(t) for t in texts]
+
+
+def one_of_each_class() -> list[str]:
+    """A character of each value of ``char_classes``' low eight bits (Grapheme_Cluster_Break,
+    Indic_Conjunct_Break, word, unspaced: what the kernel's moves read) among the characters
+    it reads itself (neither dropped nor special), the smallest non-ASCII one where there is
+    one; and the ASCII ones that end a word or continue it."""
+    classes = _scripts.char_classes()[:0x30000]
+    fold = _fold.fold_table()[:0x30000]
+    read = ((classes & _scripts.DROP_BIT) == 0) & ((fold & np.uint32(_fold.FOLD_SPECIAL)) == 0)
+    read[0xD800:0xE000] = False
+    read[:0x80] = False
+    low = classes & 0xFF
+    firsts = {int(low[c]): chr(c) for c in np.flatnonzero(read)[::-1].tolist()}
+    return sorted(firsts.values()) + list(" ,\n-a_1")
+
+
+def test_every_three_classes_in_a_row_have_the_references_words(jit):
+    # The kernel's state between characters and the next one's classes make its moves
+    # (``core._jit._TRANSITIONS``): every value of the state after two characters, with every
+    # next one, Indic conjuncts (Consonant, Linker, Consonant), Prepend, Hangul jamo and ASCII
+    # separators and letters after an unspaced cluster among them.
+    chars = one_of_each_class()
+    assert len(chars) > 25
+    texts = [a + b + c for a in chars for b in chars for c in chars]
+    got = doc_words(_tokens.Tokens(texts, jit=True, tokenizer=M))
+    wrong = [t for t, words in zip(texts, got, strict=True) if words != multilingual_words(t)]
+    assert wrong == []
