@@ -92,6 +92,11 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     )
     serve.add_argument("--data-dir", help="where the durable store lives (default ./data)")
     serve.add_argument(
+        "--index",
+        help="a persistent index (directory or fsspec URL, from `neardup dedup --index`) whose "
+        "documents the service also answers for, read only (NEARDUP_INDEX)",
+    )
+    serve.add_argument(
         "--store-url", help="postgresql://USER@HOST:PORT/DB: a store shared by replicas"
     )
     serve.add_argument(

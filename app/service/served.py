@@ -1,0 +1,89 @@
+"""A persistent index the service answers for, read only (``neardup serve --index``).
+
+At start only the manifest is read (and checked: the parameters against the service's, every
+part with a key table); nothing per indexed document is loaded. Lookups go through core's
+``DocIndex.near`` (by band key: O(keys) pages of each part) and ``DocIndex.id_digests`` (by the
+parts' id statistics), so the cost of a request grows with the request, not with the index.
+Parts committed after the start are seen at the next start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.app.service.errors import IndexNotServable
+from neardup.app.service.index import Found
+from neardup.core.engine import DocIndex, MinhashParams
+
+__all__ = ["Near", "ServedIndex"]
+
+
+@dataclass(frozen=True)
+class Near:
+    """What rows matched in the index: per row its ``(indexed id, estimate)`` pairs (every one,
+    best first: estimate descending, then id), and the signature of each indexed id matched."""
+
+    rows: list[list[tuple[str, float]]]
+    sigs: dict[str, NDArray[np.uint32]]
+
+    def found(self, row: int, cap: int, skip: object = ()) -> Found:
+        """Row ``row``'s matches but those in ``skip`` (ids held elsewhere), counted, the
+        ``cap`` best listed."""
+        hits = [m for m in self.rows[row] if m[0] not in skip]  # type: ignore[operator]
+        return Found(len(hits), hits[:cap])
+
+
+class ServedIndex:
+    """One committed version of a persistent index, checked for serving.
+
+    Attributes:
+        url: where it is (may hold credentials: never shown in an answer).
+        index: core's ``DocIndex`` of the version read at start.
+    """
+
+    def __init__(self, url: str, index: DocIndex) -> None:
+        self.url = url
+        self.index = index
+
+    @classmethod
+    def open(cls, url: str, params: MinhashParams) -> ServedIndex:
+        """The latest version at ``url``, checked: IndexMissingError (none there),
+        IndexDamagedError, IndexParameterError naming the first parameter that differs from
+        ``params``, IndexNotServable for a part without a key table."""
+        index = DocIndex.open(url)
+        index.check_params(params)
+        old = [p.name for p in index.parts if p.keys is None]
+        if old:
+            raise IndexNotServable(
+                f"{url}: part {old[0]} of the index is of the first layout (no key table), "
+                f"which the service does not read: run `neardup index compact {url}` first"
+            )
+        return cls(url, index)
+
+    @property
+    def rows(self) -> int:
+        """Documents in the index."""
+        return self.index.rows
+
+    @property
+    def version(self) -> int:
+        """The version served."""
+        return self.index.version
+
+    def near(self, sigs: NDArray[np.uint32], threshold: float) -> Near:
+        """Every indexed document each of ``sigs`` matches (``DocIndex.near``)."""
+        found = self.index.near(sigs, threshold)
+        rows: list[list[tuple[str, float]]] = [[] for _ in range(len(sigs))]
+        for (row, at), est in zip(found.pairs.tolist(), found.estimate.tolist(), strict=True):
+            rows[row].append((found.ids[at], est))
+        for hits in rows:
+            hits.sort(key=lambda m: (-m[1], m[0]))
+        used = np.unique(found.pairs[:, 1]) if len(found.pairs) else np.empty(0, dtype=np.int64)
+        return Near(rows, {found.ids[i]: found.sigs[i] for i in used.tolist()})
+
+    def digests(self, ids: list[str]) -> dict[str, bytes]:
+        """The 16-byte text digest of every id of ``ids`` in the index."""
+        return self.index.id_digests(ids)
