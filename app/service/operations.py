@@ -674,7 +674,7 @@ class Service:
                     row = self._stored(doc, plan.start, digest, sig)
                     await self._write(self.store.add_documents, [row])
                     self.index.apply(plan)
-                    return self._result(doc, plan.found[0], created=True)
+                    return self._result(doc, plan.found[plan.indexed], created=True)
                 if not meta_given:
                     doc = NewDoc(doc.id, doc.text, stored.meta)
                 # Compared in a worker thread, a slice a call: a meta of 13 M numbers is 0.1 s.
@@ -693,7 +693,7 @@ class Service:
                 self.index.apply_removal(removal)
                 plan = _linking_plan(self.index, [doc.id], sig[None, :], near)
                 self.index.apply(plan)
-                found = plan.found[0]
+                found = plan.found[plan.indexed]
                 return Registered(doc.id, self.index.root_of(doc.id), "replaced", found)
 
     async def digests(self, doc_ids: Sequence[str]) -> dict[str, bytes]:
@@ -752,10 +752,17 @@ class Service:
         """The sorted member ids of the cluster rooted at ``root``."""
         index = self.index if index is None else index
         if not index.is_root(root):
-            if root not in index and self.served is not None and self._indexed_digests([root]):
-                return [root]  # an indexed document nothing here matches: a singleton
             raise NotFound(f"{root!r} is not the root of a cluster")
         return index.members(root)
+
+    def cluster_or_indexed(self, root: str, index: ServiceIndex | None = None) -> list[str]:
+        """``cluster``, or ``[root]`` for a document of the served index that nothing here
+        matches (a singleton). Blocking (it may read the index's ids): off the event loop."""
+        index = self.index if index is None else index
+        if not index.is_root(root) and root not in index and self.served is not None:
+            if self._indexed_digests([root]):
+                return [root]
+        return self.cluster(root, index)
 
     def largest_clusters(self) -> list[tuple[str, int]]:
         """(root, size) of every cluster of two or more, largest first, then by root."""

@@ -118,18 +118,22 @@ def scenarios(draw: st.DrawFn) -> dict:
     n_indexed = draw(st.integers(0, 10))
     indexed = deduplicated([(i, draw(texts)) for i in ids[:n_indexed]])
     ops: list[tuple] = []
+    texts_ = texts  # random texts, and copies and near copies of indexed ones
+    if indexed:
+        copied = st.sampled_from([t for _, t in indexed])
+        texts_ = st.one_of(texts, copied, copied.map(lambda t: t + " gnu"))
     for _ in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["register", "register", "if_new", "put", "delete", "query",
                                      "restart"]))  # fmt: skip
         if kind in ("register", "if_new"):
             chosen = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=5, unique=True))
-            ops.append((kind, [(i, draw(texts)) for i in chosen]))
+            ops.append((kind, [(i, draw(texts_)) for i in chosen]))
         elif kind == "put":
-            ops.append((kind, draw(st.sampled_from(ids)), draw(texts)))
+            ops.append((kind, draw(st.sampled_from(ids)), draw(texts_)))
         elif kind == "delete":
             ops.append((kind, draw(st.sampled_from(ids))))
         elif kind == "query":
-            ops.append((kind, draw(st.lists(texts, min_size=1, max_size=3)),
+            ops.append((kind, draw(st.lists(texts_, min_size=1, max_size=3)),
                         draw(st.sampled_from([None, 0.75, 0.5]))))  # fmt: skip
         else:
             ops.append((kind,))
@@ -184,7 +188,7 @@ def _skipped(op: tuple, indexed: set[str]) -> bool:
 
 @given(spec=scenarios())
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 def test_the_served_index_answers_as_the_service_that_registered_its_documents(
     tmp_path_factory, threads, spec
@@ -243,7 +247,7 @@ def test_get_put_delete_and_clusters_of_indexed_documents(tmp_path, threads) -> 
             [made] = await service.register([NewDoc("b", "ant bee cat dog", {"m": 1})])
             out["made"] = (made.status, made.cluster, made.matches.best)
             out["cluster"] = service.cluster("a")
-            out["single"] = service.cluster("z")
+            out["single"] = service.cluster_or_indexed("z")
             for call in (service.delete("a"), service.replace(NewDoc("z", "new", {}))):
                 with pytest.raises(Conflict) as caught:
                     await call
