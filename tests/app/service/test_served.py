@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from neardup.app.config import Settings
 from neardup.app.service import Conflict, NewDoc, Service
+from neardup.app.service import index as index_module
 from neardup.app.service import pool as pool_module
 from neardup.app.service.errors import IndexNotServable
 from neardup.core.engine import (
@@ -85,12 +86,16 @@ def deduplicated(docs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def threads(monkeypatch):
-    """The signature pool on threads of the test process."""
+    """The signature pool on threads of the test process; compaction after every removal."""
 
     def spawn(workers: int, *, warm: Any = None) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(workers, thread_name_prefix="signatures")
 
     monkeypatch.setattr(pool_module, "spawn_pool", spawn)
+    # Compacted as soon as a slot is removed: linked indexed slots move with the live ones.
+    monkeypatch.setattr(
+        index_module.ServiceIndex, "wants_compaction", lambda self: self.removed > 0
+    )
 
 
 @asynccontextmanager
