@@ -759,9 +759,8 @@ class Service:
         """``cluster``, or ``[root]`` for a document of the served index that nothing here
         matches (a singleton). Blocking (it may read the index's ids): off the event loop."""
         index = self.index if index is None else index
-        if not index.is_root(root) and root not in index and self.served is not None:
-            if self._indexed_digests([root]):
-                return [root]
+        if not index.is_root(root) and root not in index and self._indexed_digests([root]):
+            return [root]
         return self.cluster(root, index)
 
     def largest_clusters(self) -> list[tuple[str, int]]:

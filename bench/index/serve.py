@@ -36,8 +36,9 @@ from bench.index.lookups import REAL_DOCS, _text, build
 __all__ = ["main", "measure"]
 
 
-def _queries(n: int, seed: int = 1) -> list[str]:
-    """Half near copies of the real part's texts (a word changed), half new texts."""
+def _queries(n: int, seed: int = 10**6) -> list[str]:
+    """Half near copies of the real part's texts (a word changed), half new texts (from a
+    generator seeded apart from every real text's)."""
     rng = np.random.default_rng(seed)
     real = [_text(i, np.random.default_rng(i)) for i in range(REAL_DOCS)]
     out = []
