@@ -329,3 +329,30 @@ def test_an_index_the_service_cannot_serve_stops_the_start(tmp_path, threads) ->
     log.write_text(json.dumps(body))
     with pytest.raises(IndexNotServable, match="neardup index compact"):
         _run(start(index=url))
+
+
+def test_a_replica_links_what_other_replicas_registered_and_replaced(tmp_path, threads) -> None:
+    """Adds and replaces read from a shared store's log are looked up in the index too."""
+    from neardup.app.service.store import Change, SQLiteStore
+    from tests.app.service.test_operations import LogStore, _adds, _followed, _start
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("z", "ant bee cat dog"), ("y", "eel fox gnu")])
+
+    async def run() -> list:
+        service = await _start(tmp_path, LogStore, index=url, **PARAMS)
+        try:
+            store = service.store
+            store.entries = [await _adds(service, 1, [("b", "ant bee cat dog"), ("c", "ant")], 0)]
+            await _followed(service)
+            out = [service.cluster("b"), service.index.linked]
+            SQLiteStore.delete_document(store, 1)
+            add = await _adds(service, 3, [("c", "eel fox gnu")], 2)
+            store.entries = [Change(2, "delete", name="c", nums=[1]), add]
+            await _followed(service)
+            out += [service.cluster("c"), service.index.linked, service.log_position]
+            return out
+        finally:
+            await service.close()
+
+    assert _run(run()) == [["b", "z"], 1, ["c", "y"], 2, 3]
