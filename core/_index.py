@@ -48,6 +48,7 @@ from neardup.core._index_parts import (
     PARQUET_OPTIONS,
     ROW_GROUP,
     binary_matrix,
+    part_matrix,
     part_table,
 )
 from neardup.core._params import MinhashParams
@@ -425,6 +426,20 @@ class DocIndex:
                         for i in sorted(i for i, v in enumerate(column) if v in wanted):
                             row = {c: table.column(c)[i].as_py() for c in columns}
                             yield part, column[i], row
+
+    def signature_batches(
+        self, parts: Sequence[IndexPart]
+    ) -> Iterator[tuple[list[str], NDArray[np.uint32]]]:
+        """``(ids, signatures)`` of every row of ``parts``, about ``BATCH_ROWS`` rows at a time,
+        in listing order (what a reader of new parts links against: memory bounded by a
+        batch); IndexDamagedError naming a file that breaks or holds another width."""
+        num_perm = self.minhash_params().num_perm
+        for _, f, _, _, table in self.row_group_batches(("id", "signature"), parts=parts):
+            column = table.column("id")
+            if column.null_count:
+                raise IndexDamagedError(self.url, f.path, "has a null id")
+            sigs = part_matrix(self.url, f.path, table, "signature", 4 * num_perm, "<u4")
+            yield column.to_pylist(), np.ascontiguousarray(sigs, dtype=np.uint32)
 
     def near(self, sigs: NDArray[np.uint32], threshold: float) -> IndexLookup:
         """The indexed documents each of ``sigs`` matches, by the service's rule: a shared band

@@ -207,6 +207,8 @@ class Service:
         self._compacting: asyncio.Task[None] | None = None
         #: How many times the index was compacted since the start.
         self.compactions = 0
+        #: The task reading the served index's manifest every INDEX_REFRESH seconds.
+        self._refresher: asyncio.Task[None] | None = None
         #: The history pruning task (a shared store's), and the rows it removed so far.
         self._pruner: asyncio.Task[None] | None = None
         self.pruned = 0
@@ -244,6 +246,8 @@ class Service:
             pool.close()
             store.close()
             raise
+        if service.served is not None and settings.index_refresh > 0:
+            service._refresher = asyncio.create_task(service._refresh_every())
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
@@ -398,6 +402,43 @@ class Service:
         if index.linked:
             log.info("linked indexed documents=%d", index.linked)
 
+    async def _refresh_every(self) -> None:
+        """Serve the index's new versions: its manifest read every INDEX_REFRESH seconds (off
+        the loop); a failure is logged and the version served kept."""
+        while True:
+            await asyncio.sleep(self.settings.index_refresh)
+            try:
+                await self.refresh_index()
+            except Exception:
+                log.exception("could not serve the index's new version; serving the one read")
+
+    async def refresh_index(self) -> bool:
+        """Serve the index's latest version if it is newer (True): the rows of the parts it
+        adds are looked up among the service's documents (off the loop, a batch at a time,
+        under the write lock; the cost grows with the new parts), the matched ones linked,
+        then the new version is served. Parts it drops (a compaction, a rewrite) are no longer
+        read; documents linked from them stay linked until the next start."""
+        served = self.served
+        if served is None:
+            return False
+        latest = await asyncio.to_thread(served.newer, self.params)
+        if latest is None:
+            return False
+        known = {p.name for p in served.index.parts}
+        added = [p for p in latest.parts if p.name not in known]
+        async with self._writing():
+            batches = latest.signature_batches(added)
+            while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+                plan = await asyncio.to_thread(_matched_rows_plan, self.index, *batch)
+                if plan is not None:
+                    self.index.apply(plan)
+            served.index = latest
+        log.info(
+            "serving the index version=%d documents=%d linked=%d",
+            latest.version, latest.rows, self.index.linked,
+        )  # fmt: skip
+        return True
+
     def _near(self, sigs: NDArray[np.uint32], threshold: float | None = None) -> Near | None:
         """What ``sigs`` match in the served index (None without one). Blocking: off the loop."""
         if self.served is None:
@@ -478,6 +519,10 @@ class Service:
     async def close(self) -> None:
         """Stop the pool and close the store (after in-flight requests finished)."""
         await self._stop_warming()
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._refresher
         if self._pruner is not None:
             self._pruner.cancel()
             with suppress(asyncio.CancelledError):
@@ -1220,6 +1265,22 @@ def _query_matches(
         matched = [merged(f, near.found(d, cap, index), cap) for d, f in enumerate(matched)]
     found = [(f.count, [(i, e, service.root(i, index)) for i, e in f.best]) for f in matched]
     return [found[d] for d in inverse.reshape(-1).tolist()]
+
+
+def _matched_rows_plan(
+    index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32]
+) -> Plan | None:
+    """The plan linking those indexed rows (of a part added to the served index) that a
+    document of the service's own matches (None: none does), as a start links them."""
+    found = index.matches(sigs)
+    rows = [
+        k
+        for k, f in enumerate(found)
+        if ids[k] not in index and any(not index.is_indexed(i) for i, _ in f.best)
+    ]
+    if not rows:
+        return None
+    return index.plan([ids[k] for k in rows], sigs[rows], indexed=len(rows))
 
 
 def _linking_plan(

@@ -4,7 +4,8 @@ At start only the manifest is read (and checked: the parameters against the serv
 part with a key table); nothing per indexed document is loaded. Lookups go through core's
 ``DocIndex.near`` (by band key: O(keys) pages of each part) and ``DocIndex.id_digests`` (by the
 parts' id statistics), so the cost of a request grows with the request, not with the index.
-Parts committed after the start are seen at the next start.
+Parts committed after the start are served once ``newer`` finds them (the service reads the
+manifest every INDEX_REFRESH seconds).
 """
 
 from __future__ import annotations
@@ -53,15 +54,15 @@ class ServedIndex:
         """The latest version at ``url``, checked: IndexMissingError (none there),
         IndexDamagedError, IndexParameterError naming the first parameter that differs from
         ``params``, IndexNotServable for a part without a key table."""
-        index = DocIndex.open(url)
-        index.check_params(params)
-        old = [p.name for p in index.parts if p.keys is None]
-        if old:
-            raise IndexNotServable(
-                f"{url}: part {old[0]} of the index is of the first layout (no key table), "
-                f"which the service does not read: run `neardup index compact {url}` first"
-            )
-        return cls(url, index)
+        return cls(url, _checked(url, DocIndex.open(url), params))
+
+    def newer(self, params: MinhashParams) -> DocIndex | None:
+        """The index's latest version if newer than the one served, checked as at start (the
+        same errors); None if it is the one served. Reads the manifest only."""
+        latest = DocIndex.open(self.url)
+        if latest.version <= self.index.version:
+            return None
+        return _checked(self.url, latest, params)
 
     @property
     def rows(self) -> int:
@@ -87,3 +88,16 @@ class ServedIndex:
     def digests(self, ids: list[str]) -> dict[str, bytes]:
         """The 16-byte text digest of every id of ``ids`` in the index."""
         return self.index.id_digests(ids)
+
+
+def _checked(url: str, index: DocIndex, params: MinhashParams) -> DocIndex:
+    """``index`` if the service can serve it: its parameters are ``params`` (else
+    IndexParameterError) and every part has a key table (else IndexNotServable)."""
+    index.check_params(params)
+    old = [p.name for p in index.parts if p.keys is None]
+    if old:
+        raise IndexNotServable(
+            f"{url}: part {old[0]} of the index is of the first layout (no key table), "
+            f"which the service does not read: run `neardup index compact {url}` first"
+        )
+    return index

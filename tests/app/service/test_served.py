@@ -356,3 +356,37 @@ def test_a_replica_links_what_other_replicas_registered_and_replaced(tmp_path, t
             await service.close()
 
     assert _run(run()) == [["b", "z"], 1, ["c", "y"], 2, 3]
+
+
+def test_parts_committed_after_the_start_are_served_and_linked(tmp_path, threads) -> None:
+    """A new version's parts: their rows that the service's documents match are linked (as a
+    start would link them), and lookups read them; the background task serves them too."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        out: list[Any] = []
+        async with started(tmp_path / "data", index=url, index_refresh=0) as service:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            out.append(await service.refresh_index())  # nothing new
+            write_index(url, [("z", "ant bee cat dog"), ("x", "cat")])
+            out.append(await service.refresh_index())
+            out += [service.cluster("b"), service.stats()["index_version"]]
+            [(count, best)] = await service.query(["ant bee cat dog"], None, None)
+            out.append((count, best))
+        # Restarted: the same clusters, linked at the start this time.
+        async with started(tmp_path / "data", index=url, index_refresh=0.05) as service:
+            out.append(service.cluster("b"))
+            write_index(url, [("a", "ant bee cat dog")])
+            for _ in range(600):  # the version is swapped in once its rows are linked
+                if service.stats()["index_version"] == 3:
+                    break
+                await asyncio.sleep(0.05)
+            out.append(service.cluster_or_indexed("a"))
+        return out
+
+    assert _run(run()) == [
+        False, True, ["b", "z"], 2,
+        (2, [("b", 1.0, "b"), ("z", 1.0, "b")]),
+        ["b", "z"], ["a", "b", "z"],
+    ]  # fmt: skip
