@@ -100,6 +100,11 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         writes=False,
     )
     serve.add_argument(
+        "--index-refresh",
+        type=float,
+        help="seconds between readings of the served index's manifest (60; 0: never)",
+    )
+    serve.add_argument(
         "--store-url", help="postgresql://USER@HOST:PORT/DB: a store shared by replicas"
     )
     serve.add_argument(

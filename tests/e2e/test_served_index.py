@@ -1,12 +1,13 @@
 """``neardup dedup CORPUS --output OUT --index IDX`` then ``neardup serve --index IDX``, real
 processes (issue 30, part 7's first step): a query finds an indexed document by its real id,
 ``if_new`` refuses a near copy of it, a registered near copy joins its cluster, the answers
-survive a SIGKILL and a restart, and an index of other parameters stops the start (exit 2, one
-line)."""
+survive a SIGKILL and a restart, a batch append is served within INDEX_REFRESH, and an index
+of other parameters stops the start (exit 2, one line)."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -71,9 +72,24 @@ def test_a_deduplicated_corpus_is_served_by_its_index(tmp_path: Path) -> None:
     assert before[2] == {"documents": 1, "indexed_documents": len(kept), "index_version": 1,
                          "indexed_linked": 1}  # fmt: skip
 
-    server = start_server(tmp_path, "--workers", "1", env={"NEARDUP_INDEX": idx})
+    server = start_server(tmp_path, "--workers", "1", "--index-refresh", "0.2",
+                          env={"NEARDUP_INDEX": idx})  # fmt: skip
     try:
         assert _answers(server.url, [near, kept[0]["text"]]) == before
+        # A batch append while it serves: its new part is served within INDEX_REFRESH.
+        fresh = " ".join(f"fresh{i} word{i * 7}" for i in range(150))
+        (tmp_path / "new.jsonl").write_text(json.dumps({"id": "new-1", "text": fresh}) + "\n")
+        done = neardup("dedup", "new.jsonl", "--output", "new.out.jsonl", "--index", "idx",
+                       "--workers", "1", "--quiet", cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        for _ in range(600):
+            stats = httpx.get(f"{server.url}/v1/stats", timeout=60).json()
+            if stats["index_version"] == 2:
+                break
+            time.sleep(0.1)
+        [found] = _post(server.url, "/v1/query", {"texts": [fresh]}).json()["results"]
+        assert [m["id"] for m in found["matches"]] == ["new-1"]
+        assert stats["indexed_documents"] == len(kept) + 1
     finally:
         stop_server(server)
 
