@@ -57,7 +57,7 @@ from neardup.app.service.errors import (
 from neardup.app.service.index import Found, Plan, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
-from neardup.app.service.served import Near, ServedIndex
+from neardup.app.service.served import Near, ServedIndex, linking_plan, matched_rows_plan
 from neardup.app.service.store import (
     PRUNE_BATCH,
     Change,
@@ -396,7 +396,7 @@ class Service:
         count = len(index)
         for lo in range(0, count, RECOVERY_CHUNK):
             sigs = index.slot_signatures(lo, min(lo + RECOVERY_CHUNK, count))
-            plan = _linking_plan(index, [], sigs[:0], self.served.near(sigs, self.params.threshold))
+            plan = linking_plan(index, [], sigs[:0], self.served.near(sigs, self.params.threshold))
             if plan.ids:
                 index.apply(plan)
         if index.linked:
@@ -429,7 +429,7 @@ class Service:
         async with self._writing():
             batches = latest.signature_batches(added)
             while (batch := await asyncio.to_thread(next, batches, None)) is not None:
-                plan = await asyncio.to_thread(_matched_rows_plan, self.index, *batch)
+                plan = await asyncio.to_thread(matched_rows_plan, self.index, *batch)
                 if plan is not None:
                     self.index.apply(plan)
             served.index = latest
@@ -448,7 +448,7 @@ class Service:
     def _plan_looked_up(self, ids: list[str], sigs: NDArray[np.uint32]) -> Plan:
         """``ServiceIndex.plan`` of new documents with the indexed documents they match linked
         in first. Blocking: off the loop, under the write lock."""
-        return _linking_plan(self.index, ids, sigs, self._near(sigs))
+        return linking_plan(self.index, ids, sigs, self._near(sigs))
 
     def _indexed_digests(self, doc_ids: list[str]) -> dict[str, bytes]:
         """The 16-byte text digest of each of ``doc_ids`` that is in the served index."""
@@ -736,7 +736,7 @@ class Service:
                 # Durable: now memory. One document's plan is bounded by its candidates (copies
                 # are one class); it stays here so no reader sees the id missing meanwhile.
                 self.index.apply_removal(removal)
-                plan = _linking_plan(self.index, [doc.id], sig[None, :], near)
+                plan = linking_plan(self.index, [doc.id], sig[None, :], near)
                 self.index.apply(plan)
                 found = plan.found[plan.indexed]
                 return Registered(doc.id, self.index.root_of(doc.id), "replaced", found)
@@ -975,7 +975,7 @@ class Service:
         near = await asyncio.to_thread(self._near, sigs)
         if removal is not None:
             self.index.apply_removal(removal)
-        plan = _linking_plan(self.index, [delete.name], sigs, near)
+        plan = linking_plan(self.index, [delete.name], sigs, near)
         if add.nums is None or plan.start != add.nums[0]:
             raise RuntimeError(f"log entry {add.seq} does not follow the index")
         self.index.apply(plan)
@@ -1265,35 +1265,6 @@ def _query_matches(
         matched = [merged(f, near.found(d, cap, index), cap) for d, f in enumerate(matched)]
     found = [(f.count, [(i, e, service.root(i, index)) for i, e in f.best]) for f in matched]
     return [found[d] for d in inverse.reshape(-1).tolist()]
-
-
-def _matched_rows_plan(
-    index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32]
-) -> Plan | None:
-    """The plan linking those indexed rows (of a part added to the served index) that a
-    document of the service's own matches (None: none does), as a start links them."""
-    found = index.matches(sigs)
-    rows = [
-        k
-        for k, f in enumerate(found)
-        if ids[k] not in index and any(not index.is_indexed(i) for i, _ in f.best)
-    ]
-    if not rows:
-        return None
-    return index.plan([ids[k] for k in rows], sigs[rows], indexed=len(rows))
-
-
-def _linking_plan(
-    index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32], near: Near | None
-) -> Plan:
-    """``index.plan`` of new documents ``ids``, after the indexed documents they match
-    (``near``) that are not linked yet: those first, as ``indexed`` rows, so each new document
-    counts and joins them as it would documents registered before it."""
-    linked = [] if near is None else sorted(i for i in near.sigs if i not in index)
-    if near is None or not linked:
-        return index.plan(ids, sigs)
-    both = np.concatenate((np.stack([near.sigs[i] for i in linked]), sigs)).astype(np.uint32)
-    return index.plan([*linked, *ids], both, indexed=len(linked))
 
 
 def _recovery_progress(

@@ -16,10 +16,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.app.service.errors import IndexNotServable
-from neardup.app.service.index import Found
+from neardup.app.service.index import Found, Plan, ServiceIndex
 from neardup.core.engine import DocIndex, MinhashParams
 
-__all__ = ["Near", "ServedIndex"]
+__all__ = ["Near", "ServedIndex", "linking_plan", "matched_rows_plan"]
 
 
 @dataclass(frozen=True)
@@ -101,3 +101,30 @@ def _checked(url: str, index: DocIndex, params: MinhashParams) -> DocIndex:
             f"which the service does not read: run `neardup index compact {url}` first"
         )
     return index
+
+
+def matched_rows_plan(index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32]) -> Plan | None:
+    """The plan linking those indexed rows (of a part added to the served index) that a
+    document of the service's own matches (None: none does), as a start links them."""
+    found = index.matches(sigs)
+    rows = [
+        k
+        for k, f in enumerate(found)
+        if ids[k] not in index and any(not index.is_indexed(i) for i, _ in f.best)
+    ]
+    if not rows:
+        return None
+    return index.plan([ids[k] for k in rows], sigs[rows], indexed=len(rows))
+
+
+def linking_plan(
+    index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32], near: Near | None
+) -> Plan:
+    """``index.plan`` of new documents ``ids``, after the indexed documents they match
+    (``near``) that are not linked yet: those first, as ``indexed`` rows, so each new document
+    counts and joins them as it would documents registered before it."""
+    linked = [] if near is None else sorted(i for i in near.sigs if i not in index)
+    if near is None or not linked:
+        return index.plan(ids, sigs)
+    both = np.concatenate((np.stack([near.sigs[i] for i in linked]), sigs)).astype(np.uint32)
+    return index.plan([*linked, *ids], both, indexed=len(linked))
