@@ -10,6 +10,7 @@ manifest every INDEX_REFRESH seconds).
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,10 +31,10 @@ class Near:
     rows: list[list[tuple[str, float]]]
     sigs: dict[str, NDArray[np.uint32]]
 
-    def found(self, row: int, cap: int, skip: object = ()) -> Found:
+    def found(self, row: int, cap: int, skip: Container[str] = ()) -> Found:
         """Row ``row``'s matches but those in ``skip`` (ids held elsewhere), counted, the
         ``cap`` best listed."""
-        hits = [m for m in self.rows[row] if m[0] not in skip]  # type: ignore[operator]
+        hits = [m for m in self.rows[row] if m[0] not in skip]
         return Found(len(hits), hits[:cap])
 
 
