@@ -85,6 +85,14 @@ class Settings(BaseSettings):
     store_url: str | None = None
     #: The PostgreSQL schema that holds the shared store's tables (docs/postgres.md).
     store_schema: str = "public"
+    #: A persistent index the service also answers for, read only (``neardup dedup --index``;
+    #: a directory or an fsspec URL; docs/index.md): its documents are matched, linked into
+    #: clusters and known by id. None: the service's own documents only.
+    index: str | None = None
+    #: Seconds between two readings of the served index's manifest: parts committed since
+    #: (by ``neardup dedup --index``, or a compaction) are then served, and the service's
+    #: documents linked to their rows. 0: never (they are seen at the next start).
+    index_refresh: float = Field(60.0, ge=0)
     #: Seconds a call to the shared store may take before it is abandoned (503, and not
     #: ready until a call succeeds); also how stale a follower may be before it is not ready.
     store_timeout: float = Field(10.0, gt=0)

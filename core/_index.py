@@ -48,6 +48,7 @@ from neardup.core._index_parts import (
     PARQUET_OPTIONS,
     ROW_GROUP,
     binary_matrix,
+    part_matrix,
     part_table,
 )
 from neardup.core._params import MinhashParams
@@ -387,13 +388,25 @@ class DocIndex:
         A row group whose id range (its Parquet min/max statistics) holds none of ``ids`` is
         not read: dumps named apart (``cc-2024-10/...``, ``--id-prefix file``) read no id.
         """
+        return {doc_id: part.name for part, doc_id, _ in self._id_rows(ids, ())}
+
+    def id_digests(self, ids: Sequence[str]) -> dict[str, bytes]:
+        """The ids of ``ids`` in the index, each with its 16-byte text digest (the first 16
+        bytes of the text's SHA-256); read as ``id_parts`` reads ids (by their row groups'
+        statistics)."""
+        return {doc_id: bytes(row["digest"]) for _, doc_id, row in self._id_rows(ids, ("digest",))}
+
+    def _id_rows(
+        self, ids: Sequence[str], columns: Sequence[str]
+    ) -> Iterator[tuple[IndexPart, str, dict[str, Any]]]:
+        """``(part, id, {column: value})`` of every id of ``ids`` in the index, reading only the
+        row groups whose id range may hold one."""
         import pyarrow as pa
 
         if not ids or not self.parts:
-            return {}
-        ordered = sorted(ids)
+            return
+        ordered = sorted(set(ids))
         wanted = set(ordered)
-        found: dict[str, str] = {}
         for part in self.parts:
             for f in part.files:
                 with self.parquet(f) as parquet:
@@ -401,17 +414,41 @@ class DocIndex:
                     for span in _spans([1] * len(groups), BATCH_ROWS // ROW_GROUP or 1):
                         chosen = [groups[i] for i in span]
                         try:
-                            column = parquet.read_row_groups(
-                                chosen, columns=["id"], use_threads=False
-                            ).column("id")
+                            table = parquet.read_row_groups(
+                                chosen, columns=["id", *columns], use_threads=False
+                            )
                         except (OSError, ValueError, pa.ArrowException) as exc:
                             raise IndexDamagedError(
                                 self.url, f.path, f"cannot be read ({exc})"
                             ) from None
                         # Not pyarrow.compute: it takes ~0.5 s to import.
-                        for doc_id in sorted(wanted.intersection(column.to_pylist())):
-                            found[doc_id] = part.name
-        return found
+                        column = table.column("id").to_pylist()
+                        for i in sorted(i for i, v in enumerate(column) if v in wanted):
+                            row = {c: table.column(c)[i].as_py() for c in columns}
+                            yield part, column[i], row
+
+    def signature_batches(
+        self, parts: Sequence[IndexPart]
+    ) -> Iterator[tuple[list[str], NDArray[np.uint32]]]:
+        """``(ids, signatures)`` of every row of ``parts``, about ``BATCH_ROWS`` rows at a time,
+        in listing order (what a reader of new parts links against: memory bounded by a
+        batch); IndexDamagedError naming a file that breaks or holds another width."""
+        num_perm = self.minhash_params().num_perm
+        for _, f, _, _, table in self.row_group_batches(("id", "signature"), parts=parts):
+            column = table.column("id")
+            if column.null_count:
+                raise IndexDamagedError(self.url, f.path, "has a null id")
+            sigs = part_matrix(self.url, f.path, table, "signature", 4 * num_perm, "<u4")
+            yield column.to_pylist(), np.ascontiguousarray(sigs, dtype=np.uint32)
+
+    def near(self, sigs: NDArray[np.uint32], threshold: float) -> IndexLookup:
+        """The indexed documents each of ``sigs`` matches, by the service's rule: a shared band
+        and an estimate of at least ``threshold``, empty signatures never (``pairs``,
+        ``estimate``; ``exact`` all -1). By key, through each part's key table
+        (``_index_keyed.near_matches``)."""
+        from neardup.core._index_keyed import near_matches
+
+        return near_matches(self, sigs, threshold)
 
     def lookup(self, sigs: NDArray[np.uint32], digests: NDArray[np.uint64]) -> IndexLookup:
         """Every exact copy and confirmed near pair of new rows in the index

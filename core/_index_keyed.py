@@ -19,9 +19,9 @@ from neardup.core._index_keys import DIGEST_BAND
 
 if TYPE_CHECKING:
     from neardup.core._index import DocIndex, IndexPart
-    from neardup.core._index_lookup import _Found
+    from neardup.core._index_lookup import IndexLookup, _Found
 
-__all__ = ["keyed_lookup", "new_keys"]
+__all__ = ["band_keys", "keyed_lookup", "near_matches", "new_keys"]
 
 
 def new_keys(
@@ -59,21 +59,10 @@ def keyed_lookup(
     params = index.minhash_params()
     keys, band, new = new_keys(sigs, digests, params.bands)
     for part in parts:
-        with index.key_table(part) as table:
-            query, rows = table.find(keys, band)
-        if len(rows) == 0:
+        hit = _candidates(index, part, keys, band, params.num_perm)
+        if hit is None:
             continue
-        if int(rows.max()) >= part.rows or int(rows.min()) < 0:
-            from neardup.core.errors import IndexDamagedError
-
-            raise IndexDamagedError(
-                index.url,
-                part.keys.path if part.keys else part.name,
-                "names a row the part has not",
-            )
-        wanted = np.unique(rows)
-        cand_ids, cand_sigs, cand_digests = _rows_of(index, part, wanted, params.num_perm)
-        at = np.searchsorted(wanted, rows)
+        query, at, cand_ids, cand_sigs, cand_digests = hit
         is_digest = band[query] == DIGEST_BAND
         e_at, e_new = at[is_digest], new[query[is_digest]]
         same = (cand_digests[e_at] == digests[e_new]).all(axis=1)
@@ -81,6 +70,88 @@ def keyed_lookup(
         l_band = band[query[~is_digest]].astype(np.int64)
         confirmed = _confirmed(sigs, cand_sigs, l_at, l_new, l_band, params.rows, params.threshold)
         found.add(part.name, cand_ids, cand_sigs, (e_at[same], e_new[same]), confirmed)
+
+
+def near_matches(index: DocIndex, sigs: NDArray[np.uint32], threshold: float) -> IndexLookup:
+    """The indexed documents each of ``sigs`` matches as the service matches documents: a band
+    in common (its rows equal) and an estimate of at least ``threshold``; an empty (all-P)
+    signature never matches, on either side, and equal text digests alone are no match
+    (``exact`` is all -1). Through each part's key table (ValueError for a part without one:
+    ``neardup index compact`` gives it one); O(keys) pages read per part."""
+    from neardup.core._index_lookup import IndexLookup, _confirmed, _Found
+    from neardup.core.errors import SignatureError
+
+    n = len(sigs)
+    if not index.parts or n == 0:
+        return IndexLookup.empty(n, sigs.shape[1] if sigs.ndim == 2 else 0)
+    params = index.minhash_params()
+    if sigs.ndim != 2 or sigs.shape[1] != params.num_perm:
+        raise SignatureError(
+            f"signatures have shape {sigs.shape}, the index takes {params.num_perm} entries"
+        )
+    keys, band, new = band_keys(sigs, params.bands)
+    found = _Found(n, params.num_perm)
+    none = np.empty(0, dtype=np.int64)
+    for part in index.parts:
+        if part.keys is None:
+            raise ValueError(
+                f"{index.url}: part {part.name} has no key table (the first layout): run "
+                f"`neardup index compact {index.url}`"
+            )
+        hit = _candidates(index, part, keys, band, params.num_perm)
+        if hit is None:
+            continue
+        query, at, cand_ids, cand_sigs, _ = hit
+        live = ~empty_rows(cand_sigs)[at]
+        at, query = at[live], query[live]
+        confirmed = _confirmed(
+            sigs, cand_sigs, at, new[query], band[query].astype(np.int64), params.rows, threshold
+        )
+        found.add(part.name, cand_ids, cand_sigs, (none, none), confirmed)
+    return found.lookup()
+
+
+def band_keys(
+    sigs: NDArray[np.uint32], bands: int
+) -> tuple[NDArray[np.int64], NDArray[np.int16], NDArray[np.int64]]:
+    """``(key, band, row)`` of the band digests of every live row of ``sigs``, sorted by key."""
+    live = np.flatnonzero(~empty_rows(sigs))
+    bd = np.ascontiguousarray(band_digests(sigs[live], bands), dtype="<u8")
+    keys = bd.T.reshape(-1).view("<i8")
+    band = np.repeat(np.arange(bands, dtype=np.int16), len(live))
+    new = np.tile(live, bands).astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], band[order], new[order]
+
+
+def _candidates(
+    index: DocIndex,
+    part: IndexPart,
+    keys: NDArray[np.int64],
+    band: NDArray[np.int16],
+    num_perm: int,
+) -> (
+    tuple[NDArray[np.int64], NDArray[np.int64], list[str], NDArray[np.uint32], NDArray[np.uint64]]
+    | None
+):
+    """The rows of ``part`` whose key table holds one of ``(keys, band)``: ``(query, at, ids,
+    signatures, digests)``, ``keys[query]`` found at candidate ``at`` (of the candidates read,
+    each once, by row); None when there is none."""
+    with index.key_table(part) as table:
+        query, rows = table.find(keys, band)
+    if len(rows) == 0:
+        return None
+    if int(rows.max()) >= part.rows or int(rows.min()) < 0:
+        from neardup.core.errors import IndexDamagedError
+
+        raise IndexDamagedError(
+            index.url,
+            part.keys.path if part.keys else part.name,
+            "names a row the part has not",
+        )
+    wanted = np.unique(rows)
+    cand_ids, cand_sigs, cand_digests = _rows_of(index, part, wanted, num_perm)
+    return query, np.searchsorted(wanted, rows), cand_ids, cand_sigs, cand_digests
 
 
 def _rows_of(

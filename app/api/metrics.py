@@ -50,6 +50,9 @@ class Metrics:
             name: Gauge(f"neardup_{name}", help_text, registry=self.registry)
             for name, help_text in [
                 ("documents", "registered documents"),
+                ("indexed_documents", "documents of the persistent index served (--index)"),
+                ("index_version", "the version of the persistent index served (0: none)"),
+                ("indexed_linked", "indexed documents linked into clusters"),
                 ("clusters", "clusters of two or more documents"),
                 ("duplicates", "documents that are not their cluster's root"),
                 ("protected_sets", "protected sets"),

@@ -181,6 +181,11 @@ class ConfigResponse(BaseModel):
         "English words, each word weighed by its script: docs/algorithm.md section 5)"
     )
     lsh_threshold: float = Field(description="(1/bands) ** (1/rows): where the S-curve is steepest")
+    index_served: bool = Field(
+        default=False,
+        description="whether the service also answers for a persistent index, read only "
+        "(`neardup serve --index`; its location is not shown: a URL may hold credentials)",
+    )
     query_threshold_min: float = Field(
         description="the smallest `threshold` /v1/query takes: the bands' reach, the similarity "
         "at which a pair becomes a candidate with probability 1/2, "
@@ -332,7 +337,14 @@ class DocumentOut(BaseModel):
 
     id: str
     cluster: str
-    meta: dict[str, Any]
+    meta: dict[str, Any] | None = Field(
+        description="as registered; null for a document of the served index (it has none)"
+    )
+    indexed: bool = Field(
+        default=False,
+        description="a document of the persistent index the service serves read only "
+        "(`neardup serve --index`), not one registered through the service",
+    )
 
 
 class ClusterOut(BaseModel):

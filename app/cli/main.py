@@ -91,6 +91,19 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         help="proxies whose X-Forwarded-Proto is believed, comma-separated, '*' any (127.0.0.1)",
     )
     serve.add_argument("--data-dir", help="where the durable store lives (default ./data)")
+    paths.index(
+        serve.add_argument(
+            "--index",
+            help="a persistent index (directory or fsspec URL, from `neardup dedup --index`) "
+            "whose documents the service also answers for, read only (NEARDUP_INDEX)",
+        ),
+        writes=False,
+    )
+    serve.add_argument(
+        "--index-refresh",
+        type=float,
+        help="seconds between readings of the served index's manifest (60; 0: never)",
+    )
     serve.add_argument(
         "--store-url", help="postgresql://USER@HOST:PORT/DB: a store shared by replicas"
     )

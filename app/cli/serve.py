@@ -84,6 +84,7 @@ def _serve_on(sockets: list[socket.socket], settings: Settings) -> int:
         )
         store.ensure_params(settings.params.store_params())
         settings = lock_settings(store, settings)
+        _check_index(settings)
         app = create_app(settings, store)
     except KeysFileError as exc:
         store.close()
@@ -109,6 +110,25 @@ def _serve_on(sockets: list[socket.socket], settings: Settings) -> int:
     finally:
         store.close()  # already closed by the lifespan unless it never ran
     return 0 if server.started else _STARTUP_FAILURE
+
+
+def _check_index(settings: Settings) -> None:
+    """Refuse an index the service cannot serve (missing, damaged, other parameters, a part of
+    the first layout) before listening: a NeardupError, one line. Reads its manifest only."""
+    from neardup.app.config import redact
+    from neardup.app.service.served import ServedIndex
+    from neardup.core.engine import NeardupError
+
+    url = settings.index
+    if url is None:
+        return
+    try:
+        ServedIndex.open(url, settings.params)
+    except NeardupError as exc:  # the URL's password, if any, is never printed
+        raise NeardupError(" ".join(redact(str(exc), url).split())) from None
+    except (OSError, ValueError) as exc:  # an fsspec URL it cannot open: one line all the same
+        why = " ".join(redact(f"{url}: cannot open the index ({exc})", url).split())
+        raise NeardupError(why) from None
 
 
 def _server_class() -> type[Any]:

@@ -18,6 +18,7 @@ codes, in one place.
      |    +-- SettingsMismatch        other answer settings (THRESHOLD, NGRAM, ...) (startup)
      +-- DamagedStore                 a store file that is not a usable neardup store (startup)
      +-- DataDirLocked                another process holds the data directory (startup)
+ +-- IndexNotServable             a served index with a part of the first layout (startup)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "Conflict",
     "DamagedStore",
     "DataDirLocked",
+    "IndexNotServable",
     "LogPruned",
     "NotFound",
     "OutOfReach",
@@ -154,3 +156,8 @@ class DamagedStore(NeardupError, RuntimeError):
 
 class DataDirLocked(NeardupError, RuntimeError):
     """Another process (named: pid, host, start time) has the data directory open."""
+
+
+class IndexNotServable(NeardupError):
+    """A persistent index (``--index``) with a part of the first layout (no key table): the
+    service looks documents up by key only, never by a scan."""

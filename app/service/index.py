@@ -20,6 +20,13 @@ sized by their own positions (slots), and each slot records the store's number o
 fresh slots, which its owner swaps in; ``wants_compaction`` says when the removed slots are
 as many as the live ones (amortised: each compaction follows at least as many removals as it
 copies documents).
+
+With a persistent index served (``neardup serve --index``), the indexed documents that the
+service's documents match are linked in too (``Plan.indexed``: rows of a plan that are indexed
+documents): they take slots, with their signatures, and join clusters as any document does,
+but have no store number (``number`` is None for them) and are not counted by ``len``; a
+cluster without a document of the service's own is not listed (``roots``,
+``clusters_by_size``): its members are singletons of the index as far as listings go.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from neardup.core.engine import (
     id_rank,
 )
 
-__all__ = ["COMPACT_AFTER", "Found", "Plan", "Removal", "ServiceIndex"]
+__all__ = ["COMPACT_AFTER", "Found", "Plan", "Removal", "ServiceIndex", "merged"]
 
 #: Removed slots are compacted away once they are as many as the live documents and at least
 #: this many (a small index is not rebuilt for every few removals).
@@ -71,6 +78,8 @@ class Plan:
     found: list[Found]
     #: per new document: one document number of every class it matched (what it joins)
     links: list[NDArray[np.int64]]
+    #: how many of the first rows are indexed documents being linked (no store number)
+    indexed: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,8 @@ class ServiceIndex:
         self._numbers = array("q")  # the store's number of every slot's document
         self._next = 0  # the store's number of the next new document
         self._id_chars = 0  # total length of the slots' ids, for nbytes()
+        self._indexed = bytearray()  # per slot: 1 for an indexed document linked in
+        self._linked = 0  # live slots of indexed documents
         self.version = 0  # bumped by every change, for caches of derived views
         self._sigs = SignatureIndex(params.num_perm, params.bands, self._ids)
         self._clusters = Components(self._ids)
@@ -119,10 +130,22 @@ class ServiceIndex:
     # --- reading, by id -----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._num_of)
+        """The service's own documents (linked indexed documents are not counted)."""
+        return len(self._num_of) - self._linked
 
     def __contains__(self, doc_id: object) -> bool:
+        """Whether ``doc_id`` is a document here: the service's own or a linked indexed one."""
         return doc_id in self._num_of
+
+    @property
+    def linked(self) -> int:
+        """Indexed documents linked in (held because a document of the service's matched)."""
+        return self._linked
+
+    def is_indexed(self, doc_id: str) -> bool:
+        """Whether ``doc_id`` is a linked indexed document."""
+        slot = self._num_of.get(doc_id)
+        return slot is not None and bool(self._indexed[slot])
 
     @property
     def next_number(self) -> int:
@@ -132,7 +155,7 @@ class ServiceIndex:
     def number(self, doc_id: str) -> int | None:
         """The document number of ``doc_id`` (what the store keys rows by), or None."""
         slot = self._num_of.get(doc_id)
-        return None if slot is None else self._numbers[slot]
+        return None if slot is None or self._indexed[slot] else self._numbers[slot]
 
     @property
     def removed(self) -> int:
@@ -164,14 +187,35 @@ class ServiceIndex:
         return len(self._clusters.members.get(num, [num]))
 
     def clusters_by_size(self, min_size: int = 2) -> dict[str, int]:
-        """Root id -> size of every cluster of at least ``min_size`` (>= 2) members."""
+        """Root id -> size of every cluster of at least ``min_size`` (>= 2) members that holds a
+        document of the service's own."""
         members = self._clusters.members
-        return {self._ids[r]: len(m) for r, m in members.items() if len(m) >= max(min_size, 2)}
+        return {
+            self._ids[r]: len(m)
+            for r, m in members.items()
+            if len(m) >= max(min_size, 2) and self._owned(m)
+        }
 
     def roots(self) -> list[str]:
-        """The root id of every cluster, singletons included (unsorted)."""
-        find = self._clusters.find
-        return [self._ids[n] for n in self._num_of.values() if find(n) == n]
+        """The root id of every cluster, singletons included (unsorted), but those holding no
+        document of the service's own."""
+        find, members, flags = self._clusters.find, self._clusters.members, self._indexed
+        return [
+            self._ids[n]
+            for n in self._num_of.values()
+            if find(n) == n and (not flags[n] or self._owned(members.get(n, [n])))
+        ]
+
+    def _owned(self, members: Iterable[int]) -> bool:
+        """Whether one of ``members`` (slots) is a document of the service's own."""
+        if not self._linked:
+            return True
+        flags = self._indexed
+        return any(not flags[m] for m in members)
+
+    def slot_signatures(self, start: int, stop: int) -> NDArray[np.uint32]:
+        """The signatures of slots ``start`` to ``stop - 1`` (a copy)."""
+        return self._sigs.signatures(np.arange(start, stop, dtype=np.int64))
 
     def signatures_of(self, doc_ids: list[str]) -> NDArray[np.uint32]:
         """The stored signatures of those documents (a copy)."""
@@ -195,7 +239,9 @@ class ServiceIndex:
         sources: list[list[_Source]] = [[] for _ in doc_ids]
         for row, rep, e in zip(rows.tolist(), reps.tolist(), est.tolist(), strict=True):
             members = np.asarray(self._sigs.members(rep), dtype=np.int64)
-            earlier = members[members < nums[row]]
+            # Indexed documents come before every document of the service's own.
+            indexed = np.frombuffer(self._indexed, dtype=np.uint8)[members].astype(np.bool_)
+            earlier = members[(members < nums[row]) | indexed]
             if len(earlier):
                 first = [self._ids[m] for m in earlier[: self.max_matches].tolist()]
                 sources[row].append(_Source(e, len(earlier), first))
@@ -215,9 +261,12 @@ class ServiceIndex:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def plan(self, ids: list[str], sigs: NDArray[np.uint32]) -> Plan:
+    def plan(self, ids: list[str], sigs: NDArray[np.uint32], indexed: int = 0) -> Plan:
         """Place the new documents in classes and find, for each, its confirmed matches among
-        everything registered before it, earlier documents of the same batch included."""
+        everything registered before it, earlier documents of the same batch included. The
+        first ``indexed`` rows are indexed documents to link in (each matched by a later row,
+        or by a document here): they come first, as every indexed document comes before the
+        service's own."""
         start = self._sigs.count
         where = self._sigs.place(sigs, self.threshold)
         distinct = sigs[where.first]
@@ -232,15 +281,21 @@ class ServiceIndex:
             earlier, nums = batch.before(j, d, self.max_matches)
             found.append(_ranked(registered[d] + earlier, self.max_matches))
             links.append(np.concatenate((targets[d], nums)))
-        return Plan(ids, sigs, self._next, start, where, found, links)
+        return Plan(ids, sigs, self._next, start, where, found, links, indexed)
 
     def plan_if_new(
-        self, ids: list[str], sigs: NDArray[np.uint32]
+        self, ids: list[str], sigs: NDArray[np.uint32], extra: Sequence[Found] | None = None
     ) -> tuple[Plan, dict[int, Found]]:
         """``plan`` for only the documents without a confirmed match, in batch order, among the
         registered documents and the batch's earlier documents that are kept; the others are
-        left out, each row with its matches (registered and earlier kept ones)."""
+        left out, each row with its matches (registered and earlier kept ones). ``extra``: per
+        row, its matches found elsewhere (indexed documents not linked here), counted as
+        registered ones."""
         registered = self.matches(sigs)
+        if extra is not None:
+            registered = [
+                merged(a, b, self.max_matches) for a, b in zip(registered, extra, strict=True)
+            ]
         later, earlier, est = batch_matches(sigs, self.params.bands, self.threshold)
         before: list[list[tuple[int, float]]] = [[] for _ in ids]
         for a, b, e in zip(later.tolist(), earlier.tolist(), est.tolist(), strict=True):
@@ -279,8 +334,12 @@ class ServiceIndex:
             raise RuntimeError("the index changed between planning and applying a batch")
         self.version += 1
         self._ids.extend(plan.ids)
-        self._numbers.extend(range(plan.start, plan.start + len(plan.ids)))
-        self._next = plan.start + len(plan.ids)
+        own = len(plan.ids) - plan.indexed
+        self._numbers.extend([-1] * plan.indexed)
+        self._numbers.extend(range(plan.start, plan.start + own))
+        self._indexed.extend(b"\x01" * plan.indexed + b"\x00" * own)
+        self._linked += plan.indexed
+        self._next = plan.start + own
         nums = self._sigs.add(plan.sigs, plan.placement)
         self._num_of.update(zip(plan.ids, nums.tolist(), strict=True))
         self._id_chars += sum(map(len, plan.ids))
@@ -317,6 +376,7 @@ class ServiceIndex:
         if removal.version != self.version:
             raise RuntimeError("the index changed between planning and applying a removal")
         del self._num_of[removal.doc_id]
+        self._linked -= self._indexed[removal.num]
         self.version += 1
         self._sigs.remove(removal.num)
         self._clusters.detach(removal.num)
@@ -344,6 +404,7 @@ class ServiceIndex:
             self._sigs.load(slots, sigs)
             self._ids.extend(ids)
             self._numbers.extend(nums)
+            self._indexed.extend(bytes(len(nums)))
             self._num_of.update(zip(ids, slots.tolist(), strict=True))
             self._id_chars += sum(map(len, ids))
             slot += len(nums)
@@ -374,6 +435,8 @@ class ServiceIndex:
         fresh._numbers = array("q", np.asarray(self._numbers, dtype=np.int64)[slots].tobytes())
         fresh._next = self._next
         fresh._id_chars = sum(map(len, ids))
+        fresh._indexed = bytearray(np.frombuffer(self._indexed, dtype=np.uint8)[slots].tobytes())
+        fresh._linked = self._linked
         fresh._sigs = self._sigs.compacted(slots, fresh._ids)
         roots = self._clusters.roots(slots)
         moved = np.searchsorted(slots, roots)
@@ -462,6 +525,15 @@ class _BatchSources:
             found.append(best)
         self._best[d] = found
         return found
+
+
+def merged(a: Found, b: Found, cap: int) -> Found:
+    """Two disjoint sets of matches as one: counts added, the ``cap`` best (estimate
+    descending, then id)."""
+    if not b.count:
+        return a
+    best = sorted([*a.best, *b.best], key=lambda m: (-m[1], m[0]))[:cap]
+    return Found(a.count + b.count, best)
 
 
 def _ranked(sources: list[_Source], cap: int) -> Found:

@@ -78,7 +78,8 @@ class QueryView:
 
 async def document_view(service: Service, doc_id: str) -> DocumentView:
     """The page of a registered document; NotFound for an unknown id."""
-    _, root, meta = await service.document(doc_id)
+    _, root, stored_meta, _ = await service.document(doc_id)
+    meta = stored_meta or {}
     texts = await service.texts([doc_id])
     index = service.index
     try:

@@ -15,6 +15,12 @@ task prunes the store's history past LOG_RETENTION_SECONDS (``_prune``); a repli
 position is older than what is kept reloads its whole state from the live documents
 (``_reload``), not ready meanwhile. The index is compacted in the background once removed
 documents hold as many slots as live ones (``_compact``).
+
+With a persistent index served (``Settings.index``, ``served.ServedIndex``), every lookup also
+looks the signatures up in it by key (off the event loop): its documents are matched by the
+same rule as the service's own, the ones a document of the service's matches are linked into
+the in-memory index (``ServiceIndex.plan``'s ``indexed`` rows: clusters may hold them), and its
+ids are registered documents that the service reads only (409 for PUT and DELETE).
 """
 
 from __future__ import annotations
@@ -48,9 +54,10 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     json_limits,
 )
-from neardup.app.service.index import Found, ServiceIndex
+from neardup.app.service.index import Found, Plan, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
+from neardup.app.service.served import Near, ServedIndex, linking_plan, matched_rows_plan
 from neardup.app.service.store import (
     PRUNE_BATCH,
     Change,
@@ -157,6 +164,8 @@ class Service:
         self.store = store
         self.pool = pool
         self.index = ServiceIndex(self.params, settings.max_matches)
+        #: The persistent index served read only (``--index``), opened at start; or None.
+        self.served: ServedIndex | None = None
         self.protected: dict[str, ProtectedSet] = {}
         self._set_bytes: dict[str, int] = {}  # the UTF-8 size of every protected set's file
         #: stored sets that failed to parse at recovery, with why (replace or delete them)
@@ -198,6 +207,8 @@ class Service:
         self._compacting: asyncio.Task[None] | None = None
         #: How many times the index was compacted since the start.
         self.compactions = 0
+        #: The task reading the served index's manifest every INDEX_REFRESH seconds.
+        self._refresher: asyncio.Task[None] | None = None
         #: The history pruning task (a shared store's), and the rows it removed so far.
         self._pruner: asyncio.Task[None] | None = None
         self.pruned = 0
@@ -235,6 +246,8 @@ class Service:
             pool.close()
             store.close()
             raise
+        if service.served is not None and settings.index_refresh > 0:
+            service._refresher = asyncio.create_task(service._refresh_every())
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
@@ -324,6 +337,11 @@ class Service:
     def _recover(self) -> None:
         """Rebuild the index and the protected sets from the store, logging its progress."""
         started = time.perf_counter()
+        if self.settings.index is not None:  # the manifest only: no work per indexed document
+            self.served = ServedIndex.open(self.settings.index, self.params)
+            log.info(
+                "serving the index version=%d documents=%d", self.served.version, self.served.rows
+            )
         self._install(self._read_state())
         self.recovery_seconds = time.perf_counter() - started
         log.info(
@@ -346,6 +364,7 @@ class Service:
             every = self.settings.recovery_log_seconds
             index.load(count, extent, _recovery_progress(chunks, count, every))
             sets = self.store.protected_sets()
+        self._link_all(index)
         _release_free_memory()
         state = _State(index, {}, {}, {}, None)
         for row in sets:
@@ -367,6 +386,97 @@ class Service:
         self.broken_sets = state.broken_sets
         self.log_position = state.position
         self._synced = time.monotonic()
+
+    def _link_all(self, index: ServiceIndex) -> None:
+        """Link into a freshly loaded ``index`` the indexed documents its documents match (a
+        lookup by key of every document of the service's: the cost grows with them, not with
+        the served index)."""
+        if self.served is None:
+            return
+        count = len(index)
+        for lo in range(0, count, RECOVERY_CHUNK):
+            sigs = index.slot_signatures(lo, min(lo + RECOVERY_CHUNK, count))
+            plan = linking_plan(index, [], sigs[:0], self.served.near(sigs, self.params.threshold))
+            if plan.ids:
+                index.apply(plan)
+        if index.linked:
+            log.info("linked indexed documents=%d", index.linked)
+
+    async def _refresh_every(self) -> None:
+        """Serve the index's new versions: its manifest read every INDEX_REFRESH seconds (off
+        the loop); a failure is logged and the version served kept."""
+        while True:
+            await asyncio.sleep(self.settings.index_refresh)
+            try:
+                await self.refresh_index()
+            except Exception:
+                log.exception("could not serve the index's new version; serving the one read")
+
+    async def refresh_index(self) -> bool:
+        """Serve the index's latest version if it is newer (True): the rows of the parts it
+        adds are looked up among the service's documents (off the loop, a batch at a time,
+        under the write lock; the cost grows with the new parts), the matched ones linked,
+        then the new version is served. Parts it drops (a compaction, a rewrite) are no longer
+        read; documents linked from them stay linked until the next start."""
+        served = self.served
+        if served is None:
+            return False
+        latest = await asyncio.to_thread(served.newer, self.params)
+        if latest is None:
+            return False
+        known = {p.name for p in served.index.parts}
+        added = [p for p in latest.parts if p.name not in known]
+        async with self._writing():
+            batches = latest.signature_batches(added)
+            while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+                plan = await asyncio.to_thread(matched_rows_plan, self.index, *batch)
+                if plan is not None:
+                    self.index.apply(plan)
+            served.index = latest
+        log.info(
+            "serving the index version=%d documents=%d linked=%d",
+            latest.version, latest.rows, self.index.linked,
+        )  # fmt: skip
+        return True
+
+    def _near(self, sigs: NDArray[np.uint32], threshold: float | None = None) -> Near | None:
+        """What ``sigs`` match in the served index (None without one). Blocking: off the loop."""
+        if self.served is None:
+            return None
+        return self.served.near(sigs, self.params.threshold if threshold is None else threshold)
+
+    def _plan_looked_up(self, ids: list[str], sigs: NDArray[np.uint32]) -> Plan:
+        """``ServiceIndex.plan`` of new documents with the indexed documents they match linked
+        in first. Blocking: off the loop, under the write lock."""
+        return linking_plan(self.index, ids, sigs, self._near(sigs))
+
+    def _indexed_digests(self, doc_ids: list[str]) -> dict[str, bytes]:
+        """The 16-byte text digest of each of ``doc_ids`` that is in the served index."""
+        if self.served is None or not doc_ids:
+            return {}
+        return self.served.digests(doc_ids)
+
+    def _in_served(self, doc_id: str) -> bool:
+        """Whether ``doc_id`` is a document of the served index. Blocking: off the loop."""
+        return self.index.is_indexed(doc_id) or bool(self._indexed_digests([doc_id]))
+
+    async def _refuse_indexed(self, doc_id: str, what: str) -> None:
+        """Conflict (409) when ``doc_id`` is a document of the served index, which the service
+        reads only (the URL is never named: it may hold credentials)."""
+        if self.served is None or self.index.number(doc_id) is not None:
+            return
+        if await asyncio.to_thread(self._in_served, doc_id):
+            raise Conflict(
+                f"cannot {what} {doc_id!r}: it is in the index the service serves "
+                "(neardup serve --index), which the service reads only",
+                [doc_id],
+            )
+
+    def root(self, doc_id: str, index: ServiceIndex | None = None) -> str:
+        """The root of ``doc_id``'s cluster: itself for an indexed document not linked here
+        (nothing of the service's matches it: a singleton)."""
+        index = self.index if index is None else index
+        return index.root_of(doc_id) if doc_id in index else doc_id
 
     async def _reload(self, why: LogPruned) -> None:
         """Reload the whole state from the store's live documents, as a restart would (the
@@ -409,6 +519,10 @@ class Service:
     async def close(self) -> None:
         """Stop the pool and close the store (after in-flight requests finished)."""
         await self._stop_warming()
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._refresher
         if self._pruner is not None:
             self._pruner.cancel()
             with suppress(asyncio.CancelledError):
@@ -453,8 +567,13 @@ class Service:
         digests = await asyncio.to_thread(lambda: [text_digest(d.text) for d in docs])
         async with self._writing():
             known = await self._io_call(self.store.digests, [d.id for d in docs])
+            indexed = await asyncio.to_thread(
+                self._indexed_digests, [d.id for d in docs if d.id not in known]
+            )
             conflicts = [
-                d.id for d, h in zip(docs, digests, strict=True) if known.get(d.id, h) != h
+                d.id
+                for d, h in zip(docs, digests, strict=True)
+                if known.get(d.id, h) != h or indexed.get(d.id, h[:16]) != h[:16]
             ]
             if conflicts:
                 raise Conflict(
@@ -462,15 +581,15 @@ class Service:
                     + (f" and {len(conflicts) - 10} more" if len(conflicts) > 10 else ""),
                     conflicts,
                 )
-            fresh = [i for i, d in enumerate(docs) if d.id not in known]
+            fresh = [i for i, d in enumerate(docs) if d.id not in known and d.id not in indexed]
             # Planning reads the index only; the lock keeps every writer out meanwhile, so it
             # can run off the event loop while queries keep being answered from the index.
             fresh_ids = [docs[i].id for i in fresh]
             left: dict[int, Found] = {}
             if if_new:
-                plan, left = await asyncio.to_thread(self.index.plan_if_new, fresh_ids, sigs[fresh])
+                plan, left = await asyncio.to_thread(self._plan_if_new, fresh_ids, sigs[fresh])
             else:
-                plan = await asyncio.to_thread(self.index.plan, fresh_ids, sigs[fresh])
+                plan = await asyncio.to_thread(self._plan_looked_up, fresh_ids, sigs[fresh])
             duplicates = {docs[fresh[k]].id: found for k, found in left.items()}
             fresh = [i for k, i in enumerate(fresh) if k not in left]
             rows = [
@@ -486,16 +605,28 @@ class Service:
             if again:
                 matched = await asyncio.to_thread(self.index.earlier_matches, again)
                 found.update(zip(again, matched, strict=True))
+            # An indexed document sent again: nothing of the index comes before it here.
+            found.update((i, Found(0, [])) for i in indexed)
             return [
                 self._duplicate(d, duplicates[d.id])
                 if d.id in duplicates
-                else self._result(d, found[d.id], created=d.id not in known)
+                else self._result(d, found[d.id], created=d.id not in known and d.id not in indexed)
                 for d in docs
             ]
 
+    def _plan_if_new(
+        self, ids: list[str], sigs: NDArray[np.uint32]
+    ) -> tuple[Plan, dict[int, Found]]:
+        """``ServiceIndex.plan_if_new``, the indexed documents not linked here counted as
+        registered matches (a document with one is a duplicate). Blocking: off the loop."""
+        near = self._near(sigs)
+        cap = self.settings.max_matches
+        extra = None if near is None else [near.found(k, cap, self.index) for k in range(len(ids))]
+        return self.index.plan_if_new(ids, sigs, extra)
+
     def _duplicate(self, doc: NewDoc, found: Found) -> Registered:
         """A document left out under ``if_new``: its cluster is its best match's."""
-        return Registered(doc.id, self.index.root_of(found.best[0][0]), "duplicate", found)
+        return Registered(doc.id, self.root(found.best[0][0]), "duplicate", found)
 
     def _stored(
         self, doc: NewDoc, num: int, text_digest: bytes, sig: np.ndarray[Any, Any]
@@ -507,7 +638,7 @@ class Service:
         """A registered document: ``created`` now (its planned matches) or unchanged (its
         matches among the documents before it)."""
         status: Literal["created", "unchanged"] = "created" if created else "unchanged"
-        return Registered(doc.id, self.index.root_of(doc.id), status, found)
+        return Registered(doc.id, self.root(doc.id), status, found)
 
     async def query(
         self, texts: Sequence[str], threshold: float | None, limit: int | None
@@ -524,7 +655,7 @@ class Service:
                 f"{chance:.2f}; ask for at least {floor:.4f} (GET /v1/config: query_threshold_min)"
             )
         sigs = await self.signatures(texts)
-        return await self.read_index(partial(_query_matches, sigs, threshold, limit))
+        return await self.read_index(partial(_query_matches, sigs, threshold, limit, self))
 
     async def read_index(self, read: Callable[[ServiceIndex], _T]) -> _T:
         """``read(index)`` in a worker thread, as of one version of the index (readers never wait
@@ -545,13 +676,17 @@ class Service:
         async with self._lock:
             return await asyncio.to_thread(read, self.index)
 
-    async def document(self, doc_id: str) -> tuple[str, str, dict[str, Any]]:
-        """(id, cluster root, meta) of a registered document."""
-        self._known(doc_id)
+    async def document(self, doc_id: str) -> tuple[str, str, dict[str, Any] | None, bool]:
+        """(id, cluster root, meta, indexed) of a registered document: one of the service's
+        own, or of the served index (no meta: None; indexed True)."""
+        if self.index.number(doc_id) is None:
+            if self.served is not None and await asyncio.to_thread(self._in_served, doc_id):
+                return doc_id, self.root(doc_id), None, True
+            raise NotFound(f"no document {doc_id!r}")
         stored = await self._io_call(self.store.document, doc_id)
         if stored is None or doc_id not in self.index:
             raise NotFound(f"no document {doc_id!r}")
-        return doc_id, self.index.root_of(doc_id), stored.meta
+        return doc_id, self.index.root_of(doc_id), stored.meta, False
 
     def _known(self, doc_id: str) -> int:
         num = self.index.number(doc_id)
@@ -576,14 +711,15 @@ class Service:
             [sig] = await self.pool.signatures([doc.text])
             digest = text_digest(doc.text)
             async with self._writing():
+                await self._refuse_indexed(doc.id, "replace")
                 num = self.index.number(doc.id)
                 stored = None if num is None else await self._io_call(self.store.document, doc.id)
                 if num is None or stored is None:
-                    plan = await asyncio.to_thread(self.index.plan, [doc.id], sig[None, :])
+                    plan = await asyncio.to_thread(self._plan_looked_up, [doc.id], sig[None, :])
                     row = self._stored(doc, plan.start, digest, sig)
                     await self._write(self.store.add_documents, [row])
                     self.index.apply(plan)
-                    return self._result(doc, plan.found[0], created=True)
+                    return self._result(doc, plan.found[plan.indexed], created=True)
                 if not meta_given:
                     doc = NewDoc(doc.id, doc.text, stored.meta)
                 # Compared in a worker thread, a slice a call: a meta of 13 M numbers is 0.1 s.
@@ -595,13 +731,14 @@ class Service:
                     return self._result(doc, found, created=False)
                 row = self._stored(doc, self.index.next_number, digest, sig)
                 removal = await asyncio.to_thread(self.index.plan_removal, doc.id)
+                near = await asyncio.to_thread(self._near, sig[None, :])
                 await self._write(self.store.replace_document, num, row)
                 # Durable: now memory. One document's plan is bounded by its candidates (copies
                 # are one class); it stays here so no reader sees the id missing meanwhile.
                 self.index.apply_removal(removal)
-                plan = self.index.plan([doc.id], sig[None, :])
+                plan = linking_plan(self.index, [doc.id], sig[None, :], near)
                 self.index.apply(plan)
-                found = plan.found[0]
+                found = plan.found[plan.indexed]
                 return Registered(doc.id, self.index.root_of(doc.id), "replaced", found)
 
     async def digests(self, doc_ids: Sequence[str]) -> dict[str, bytes]:
@@ -611,6 +748,7 @@ class Service:
     async def delete(self, doc_id: str) -> None:
         """Delete a document; its cluster is regrouped from the remaining members."""
         async with self._writing():
+            await self._refuse_indexed(doc_id, "delete")
             num = self._known(doc_id)
             # Regrouping the cluster grows with its size: planned off the event loop.
             removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
@@ -662,6 +800,14 @@ class Service:
             raise NotFound(f"{root!r} is not the root of a cluster")
         return index.members(root)
 
+    def cluster_or_indexed(self, root: str, index: ServiceIndex | None = None) -> list[str]:
+        """``cluster``, or ``[root]`` for a document of the served index that nothing here
+        matches (a singleton). Blocking (it may read the index's ids): off the event loop."""
+        index = self.index if index is None else index
+        if not index.is_root(root) and root not in index and self._indexed_digests([root]):
+            return [root]
+        return self.cluster(root, index)
+
     def largest_clusters(self) -> list[tuple[str, int]]:
         """(root, size) of every cluster of two or more, largest first, then by root."""
         sizes = self.index.clusters_by_size(2)
@@ -672,6 +818,9 @@ class Service:
         sizes = self.index.clusters_by_size(2)
         return {
             "documents": len(self.index),
+            "indexed_documents": 0 if self.served is None else self.served.rows,
+            "index_version": 0 if self.served is None else self.served.version,
+            "indexed_linked": self.index.linked,
             "clusters": len(sizes),
             "duplicates": sum(sizes.values()) - len(sizes),
             "protected_sets": len(self.protected),
@@ -788,7 +937,7 @@ class Service:
             if change.kind == "add" and change.ids:
                 sigs = np.frombuffer(change.sigs, dtype="<u4").astype(np.uint32)
                 sigs = sigs.reshape(len(change.ids), self.params.num_perm)
-                plan = await asyncio.to_thread(self.index.plan, change.ids, sigs)
+                plan = await asyncio.to_thread(self._plan_looked_up, change.ids, sigs)
                 if change.nums is None or plan.start != change.nums[0]:
                     raise RuntimeError(f"log entry {change.seq} does not follow the index")
                 self.index.apply(plan)
@@ -823,9 +972,10 @@ class Service:
         removal = None
         if delete.nums is not None and self.index.number(delete.name) == delete.nums[0]:
             removal = await asyncio.to_thread(self.index.plan_removal, delete.name)
+        near = await asyncio.to_thread(self._near, sigs)
         if removal is not None:
             self.index.apply_removal(removal)
-        plan = self.index.plan([delete.name], sigs)
+        plan = linking_plan(self.index, [delete.name], sigs, near)
         if add.nums is None or plan.start != add.nums[0]:
             raise RuntimeError(f"log entry {add.seq} does not follow the index")
         self.index.apply(plan)
@@ -1096,17 +1246,24 @@ def _page(
 
 
 def _query_matches(
-    sigs: NDArray[np.uint32], threshold: float | None, limit: int | None, index: ServiceIndex
+    sigs: NDArray[np.uint32],
+    threshold: float | None,
+    limit: int | None,
+    service: Service,
+    index: ServiceIndex,
 ) -> list[tuple[int, list[tuple[str, float, str]]]]:
-    """Per signature, its matches' count and the best as (id, estimate, root); copies of one
-    text are looked up once and share one result."""
+    """Per signature, its matches' count and the best as (id, estimate, root), the served
+    index's documents among them; copies of one text are looked up once and share one
+    result."""
     if not len(sigs):
         return []
     distinct, inverse = np.unique(sigs, axis=0, return_inverse=True)
-    found = [
-        (f.count, [(i, e, index.root_of(i)) for i, e in f.best])
-        for f in index.matches(distinct, threshold, limit)
-    ]
+    matched = index.matches(distinct, threshold, limit)
+    near = service._near(distinct, threshold)
+    if near is not None:
+        cap = index.max_matches if limit is None else min(limit, index.max_matches)
+        matched = [merged(f, near.found(d, cap, index), cap) for d, f in enumerate(matched)]
+    found = [(f.count, [(i, e, service.root(i, index)) for i, e in f.best]) for f in matched]
     return [found[d] for d in inverse.reshape(-1).tolist()]
 
 

@@ -86,7 +86,7 @@ async def cluster(
     """One cluster by its root (404 if ``root`` is not a root): its size and its sorted members
     after ``after``, at most ``limit`` and as many as the answer's budget holds
     (``members_next`` goes on)."""
-    members = await service.read_index(partial(service.cluster, root))
+    members = await service.read_index(partial(service.cluster_or_indexed, root))
     return await answer(request, partial(_cluster_answer, root, members, after, limit))
 
 

@@ -115,9 +115,11 @@ def _query_results(
 
 @router.get("/documents/{doc_id:path}", dependencies=[require("read")], response_model=DocumentOut)
 async def document(request: Request, doc_id: str, service: ServiceDep) -> Response:
-    """A registered document's cluster and meta."""
-    found_id, cluster, meta = await service.document(doc_id)
-    return await answer(request, lambda _: DocumentOut(id=found_id, cluster=cluster, meta=meta))
+    """A registered document's cluster and meta (a served index's: no meta, ``indexed``)."""
+    found_id, cluster, meta, indexed = await service.document(doc_id)
+    return await answer(
+        request, lambda _: DocumentOut(id=found_id, cluster=cluster, meta=meta, indexed=indexed)
+    )
 
 
 @router.delete("/documents/{doc_id:path}", status_code=204, dependencies=[require("write")])

@@ -310,7 +310,7 @@ def test_document_texts_and_digests_of_registered_documents(service_in):
             return doc, str(caught.value), texts, digests
 
     doc, message, texts, digests = _run(run())
-    assert doc == ("b", "a", {})
+    assert doc == ("b", "a", {}, False)
     assert message == "no document 'nope'"
     assert texts == {"a": _near(1), "b": _near(2)}
     assert digests == {"a": text_digest(_near(1))}
@@ -491,8 +491,9 @@ def test_cluster_largest_clusters_and_stats(service_in):
     assert message == "'g1-1' is not the root of a cluster"
     assert largest == [("g1-0", 4), ("g2-0", 2)]
     assert stats == {
-        "documents": 10, "clusters": 2, "duplicates": 4, "protected_sets": 1,
-        "broken_protected_sets": 0, "index_bytes": nbytes, "pool_restarts": 0, "inflight": 0,
+        "documents": 10, "indexed_documents": 0, "index_version": 0, "indexed_linked": 0,
+        "clusters": 2, "duplicates": 4, "protected_sets": 1, "broken_protected_sets": 0,
+        "index_bytes": nbytes, "pool_restarts": 0, "inflight": 0,
         "recovery_seconds": stats["recovery_seconds"], "log_position": None,
         "log_lag_seconds": 0.0, "store_up": 1, "index_compactions": 0, "log_reloads": 0,
     }  # fmt: skip
@@ -1104,7 +1105,7 @@ def test_a_logged_replace_is_applied_in_one_step(service_in, tmp_path):
     num, root_b, found, doc = _run(run())
     assert num == 2 and root_b == "b"
     assert found[0][0] == 1 and found[0][1][0][0] == "a"
-    assert doc == ("a", "a", {})
+    assert doc == ("a", "a", {}, False)
 
 
 def test_a_log_entry_that_does_not_follow_the_index_is_not_applied(
@@ -1424,7 +1425,7 @@ def test_the_store_is_called_from_one_thread_at_a_time(service_in, tmp_path):
         return docs, service.store.most, service.store.closed_while_waiting
 
     docs, most, closed_while_waiting = _run(run())
-    assert docs == [("a", "a", {"m": 1})] * 8
+    assert docs == [("a", "a", {"m": 1}, False)] * 8
     assert most == 1 and closed_while_waiting is False
 
 

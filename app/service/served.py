@@ -1,0 +1,131 @@
+"""A persistent index the service answers for, read only (``neardup serve --index``).
+
+At start only the manifest is read (and checked: the parameters against the service's, every
+part with a key table); nothing per indexed document is loaded. Lookups go through core's
+``DocIndex.near`` (by band key: O(keys) pages of each part) and ``DocIndex.id_digests`` (by the
+parts' id statistics), so the cost of a request grows with the request, not with the index.
+Parts committed after the start are served once ``newer`` finds them (the service reads the
+manifest every INDEX_REFRESH seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from neardup.app.service.errors import IndexNotServable
+from neardup.app.service.index import Found, Plan, ServiceIndex
+from neardup.core.engine import DocIndex, MinhashParams
+
+__all__ = ["Near", "ServedIndex", "linking_plan", "matched_rows_plan"]
+
+
+@dataclass(frozen=True)
+class Near:
+    """What rows matched in the index: per row its ``(indexed id, estimate)`` pairs (every one,
+    best first: estimate descending, then id), and the signature of each indexed id matched."""
+
+    rows: list[list[tuple[str, float]]]
+    sigs: dict[str, NDArray[np.uint32]]
+
+    def found(self, row: int, cap: int, skip: Container[str] = ()) -> Found:
+        """Row ``row``'s matches but those in ``skip`` (ids held elsewhere), counted, the
+        ``cap`` best listed."""
+        hits = [m for m in self.rows[row] if m[0] not in skip]
+        return Found(len(hits), hits[:cap])
+
+
+class ServedIndex:
+    """One committed version of a persistent index, checked for serving.
+
+    Attributes:
+        url: where it is (may hold credentials: never shown in an answer).
+        index: core's ``DocIndex`` of the version read at start.
+    """
+
+    def __init__(self, url: str, index: DocIndex) -> None:
+        self.url = url
+        self.index = index
+
+    @classmethod
+    def open(cls, url: str, params: MinhashParams) -> ServedIndex:
+        """The latest version at ``url``, checked: IndexMissingError (none there),
+        IndexDamagedError, IndexParameterError naming the first parameter that differs from
+        ``params``, IndexNotServable for a part without a key table."""
+        return cls(url, _checked(url, DocIndex.open(url), params))
+
+    def newer(self, params: MinhashParams) -> DocIndex | None:
+        """The index's latest version if newer than the one served, checked as at start (the
+        same errors); None if it is the one served. Reads the manifest only."""
+        latest = DocIndex.open(self.url)
+        if latest.version <= self.index.version:
+            return None
+        return _checked(self.url, latest, params)
+
+    @property
+    def rows(self) -> int:
+        """Documents in the index."""
+        return self.index.rows
+
+    @property
+    def version(self) -> int:
+        """The version served."""
+        return self.index.version
+
+    def near(self, sigs: NDArray[np.uint32], threshold: float) -> Near:
+        """Every indexed document each of ``sigs`` matches (``DocIndex.near``)."""
+        found = self.index.near(sigs, threshold)
+        rows: list[list[tuple[str, float]]] = [[] for _ in range(len(sigs))]
+        for (row, at), est in zip(found.pairs.tolist(), found.estimate.tolist(), strict=True):
+            rows[row].append((found.ids[at], est))
+        for hits in rows:
+            hits.sort(key=lambda m: (-m[1], m[0]))
+        used = np.unique(found.pairs[:, 1]) if len(found.pairs) else np.empty(0, dtype=np.int64)
+        return Near(rows, {found.ids[i]: found.sigs[i] for i in used.tolist()})
+
+    def digests(self, ids: list[str]) -> dict[str, bytes]:
+        """The 16-byte text digest of every id of ``ids`` in the index."""
+        return self.index.id_digests(ids)
+
+
+def _checked(url: str, index: DocIndex, params: MinhashParams) -> DocIndex:
+    """``index`` if the service can serve it: its parameters are ``params`` (else
+    IndexParameterError) and every part has a key table (else IndexNotServable)."""
+    index.check_params(params)
+    old = [p.name for p in index.parts if p.keys is None]
+    if old:
+        raise IndexNotServable(
+            f"{url}: part {old[0]} of the index is of the first layout (no key table), "
+            f"which the service does not read: run `neardup index compact {url}` first"
+        )
+    return index
+
+
+def matched_rows_plan(index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32]) -> Plan | None:
+    """The plan linking those indexed rows (of a part added to the served index) that a
+    document of the service's own matches (None: none does), as a start links them."""
+    found = index.matches(sigs)
+    rows = [
+        k
+        for k, f in enumerate(found)
+        if ids[k] not in index and any(not index.is_indexed(i) for i, _ in f.best)
+    ]
+    if not rows:
+        return None
+    return index.plan([ids[k] for k in rows], sigs[rows], indexed=len(rows))
+
+
+def linking_plan(
+    index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32], near: Near | None
+) -> Plan:
+    """``index.plan`` of new documents ``ids``, after the indexed documents they match
+    (``near``) that are not linked yet: those first, as ``indexed`` rows, so each new document
+    counts and joins them as it would documents registered before it."""
+    linked = [] if near is None else sorted(i for i in near.sigs if i not in index)
+    if near is None or not linked:
+        return index.plan(ids, sigs)
+    both = np.concatenate((np.stack([near.sigs[i] for i in linked]), sigs)).astype(np.uint32)
+    return index.plan([*linked, *ids], both, indexed=len(linked))

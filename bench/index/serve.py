@@ -1,0 +1,133 @@
+"""The service on a persistent index (issue 30): ``neardup serve --index IDX`` against the same
+service without ``--index``, on one machine in one run.
+
+The index is built straight through the index writer (``bench.index.lookups.build``: synthetic
+signatures in parts of ``--part-docs``, plus one small part of real texts). Each server starts
+on an empty data directory (``--workers 1``); measured: seconds to ``/readyz``, RssAnon and
+VmHWM after start (once ready and warmed up by ``--warmup`` queries), and the latency of
+single-text ``POST /v1/query`` requests, one at a time (half of them near copies of the real
+part's texts, which the served index matches, half new texts), p50 and p99.
+
+Run from the repository root::
+
+    python -m bench.index.serve [--docs 1000000] [--queries 400] [--markdown] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from bench.common.latency import summarize
+from bench.common.machine import now
+from bench.common.memory import MIB, proc_memory
+from bench.common.server import start_server, stop_server
+from bench.index.lookups import REAL_DOCS, _text, build
+
+__all__ = ["main", "measure"]
+
+
+def _queries(n: int, seed: int = 10**6) -> list[str]:
+    """Half near copies of the real part's texts (a word changed), half new texts (from a
+    generator seeded apart from every real text's)."""
+    rng = np.random.default_rng(seed)
+    real = [_text(i, np.random.default_rng(i)) for i in range(REAL_DOCS)]
+    out = []
+    for q in range(n):
+        if q % 2 == 0:
+            words = real[int(rng.integers(0, REAL_DOCS))].split()
+            words[-1] = "changed"
+            out.append(" ".join(words))
+        else:
+            out.append(_text(10**9 + q, rng))
+    return out
+
+
+def _serve(work: Path, name: str, queries: list[str], warmup: int, *args: str) -> dict[str, Any]:
+    server = start_server(work / name, "--workers", "1", *args, timeout=600)
+    try:
+        with httpx.Client(base_url=server.url, timeout=120) as client:
+            for text in queries[:warmup]:
+                client.post("/v1/query", json={"texts": [text]}).raise_for_status()
+            memory = proc_memory(server.pid)
+            took, matched = [], 0
+            for text in queries:
+                start = time.perf_counter()
+                response = client.post("/v1/query", json={"texts": [text]})
+                took.append(time.perf_counter() - start)
+                response.raise_for_status()
+                matched += response.json()["results"][0]["match_count"] > 0
+            stats = client.get("/v1/stats").json()
+    finally:
+        stop_server(server)
+    latency = summarize(took)
+    return {
+        "name": name, "ready_seconds": round(server.ready_seconds, 2),
+        "rss_anon_mib": round(memory.get("RssAnon", 0) / MIB, 1),
+        "vm_hwm_mib": round(memory.get("VmHWM", 0) / MIB, 1),
+        "p50_ms": round(latency.p50, 2), "p99_ms": round(latency.p99, 2),
+        "queries": len(queries), "matched": matched,
+        "indexed_documents": stats.get("indexed_documents", 0),
+    }  # fmt: skip
+
+
+def measure(docs: int, part_docs: int, work: Path, queries: int, warmup: int) -> dict[str, Any]:
+    """Build an index of ``docs`` documents under ``work``, then serve without and with it."""
+    url = work / "idx"
+    texts = [_text(i, np.random.default_rng(i)) for i in range(REAL_DOCS)]
+    build_seconds = build(str(url), docs, part_docs, texts)
+    asked = _queries(queries)
+    without = _serve(work, "without", asked, warmup)
+    with_index = _serve(work, "with", asked, warmup, "--index", str(url))
+    return {"docs": docs, "build_seconds": round(build_seconds, 1), "runs": [without, with_index]}
+
+
+def markdown(result: dict[str, Any], command: str) -> str:
+    rows = [
+        "| service | indexed documents | ready (s) | RssAnon after start (MiB) | VmHWM (MiB) "
+        "| /v1/query p50 (ms) | p99 (ms) | queries matched |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for run in result["runs"]:
+        label = "`neardup serve`" if run["name"] == "without" else "`neardup serve --index IDX`"
+        rows.append(
+            f"| {label} | {run['indexed_documents']:,} | {run['ready_seconds']} | "
+            f"{run['rss_anon_mib']} | {run['vm_hwm_mib']} | {run['p50_ms']} | {run['p99_ms']} "
+            f"| {run['matched']} of {run['queries']} |"
+        )
+    return "\n".join([
+        f"### The service on a persistent index ({result['docs']:,} indexed documents)", "",
+        f"{now()}; `{command}`; index built in {result['build_seconds']} s.", "", *rows, "",
+    ])  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.index.serve")
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--part-docs", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--work", type=Path, default=None, help="where the index is built")
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="100,000 documents, 100 queries")
+    args = parser.parse_args(argv)
+    docs, queries = (100_000, 100) if args.quick else (args.docs, args.queries)
+    with tempfile.TemporaryDirectory(prefix="neardup-bench-serve-", dir=args.work) as work:
+        result = measure(docs, args.part_docs, Path(work), queries, args.warmup)
+    print(json.dumps(result), file=sys.stderr, flush=True)
+    command = "python -m bench.index.serve " + " ".join(argv or sys.argv[1:])
+    print(markdown(result, command.strip()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
