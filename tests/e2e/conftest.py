@@ -7,6 +7,7 @@ timeout=..., data_dir=...)`` and ``stop_server(server)`` are re-exported from it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.common.machine import REPO_ROOT
 from bench.common.server import Server, start_server, stop_server
 
 __all__ = [
@@ -28,6 +30,25 @@ __all__ = [
     "stop_server",
     "wait_inflight",
 ]
+
+
+#: What a server's signature workers load as they start (``warm_worker``), for each tokenizer.
+_WARM = (
+    "from neardup.core.engine import warm_worker\n"
+    "assert warm_worker() and warm_worker('multilingual'), 'the compiled kernels did not load'"
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels() -> None:
+    """The compiled kernels in numba's cache before the first server starts (from it in about a
+    second; compiled once, ~10 s, on a fresh checkout). A server stopped while its workers still
+    warm up ends them (``stop_pool``): on a fresh checkout, a compile ended so would be lost and
+    begun again by the next server's workers, two at a time."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}  # as a server's
+    done = subprocess.run([sys.executable, "-c", _WARM], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
