@@ -188,7 +188,6 @@ def test_ordered_map_reads_ahead_at_most_ahead_batches_a_worker_and_keeps_order(
         ([i, i], [3 * i, 3 * i]) for i in range(10)]  # fmt: skip
 
 
-
 def _hold(folder: str) -> None:
     """A worker's start, or a task, that does not end by itself (a warm-up or a chunk that
     nobody waits for any more), once it has said so with a file in ``folder``."""
