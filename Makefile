@@ -13,7 +13,8 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# One stamp per set of extras, redone when pyproject.toml changes.
+# One stamp per set of extras, redone when pyproject.toml changes. A set that holds the test
+# extras stamps .test too: `make lint` then `make test` (.ci/run) installs once, not twice.
 $(VENV)/.base: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e .
 	touch $@
@@ -24,11 +25,11 @@ $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
 
 $(VENV)/.lint: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[test,lint,postgres]'
-	touch $@
+	touch $@ $(VENV)/.test
 
 $(VENV)/.mutation: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[test,postgres,mutation]'
-	touch $@
+	touch $@ $(VENV)/.test
 
 $(VENV)/.bench: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[bench,postgres,spark]'

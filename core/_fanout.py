@@ -25,6 +25,7 @@ __all__ = [
     "raise_worker_error",
     "spawn_pool",
     "start_worker",
+    "stop_pool",
 ]
 
 _T = TypeVar("_T")
@@ -61,6 +62,25 @@ def spawn_pool(workers: int, *, warm: Callable[[], object] | None = None) -> Pro
         initializer=start_worker,
         initargs=(os.getpid(), warm),
     )
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut ``pool`` down now, for its owner that wants nothing more from it: queued tasks are
+    cancelled and every worker still running is ended (SIGTERM), whether it runs a task, is
+    still starting (importing, loading or compiling the kernels: ``warm``) or is idle; returns
+    once they have exited.
+
+    A worker holds no state, so nothing is lost. Left to exit by itself, a worker first finishes
+    its start and then tears its interpreter down, numba's modules with it: 0.5 to 3 s that a
+    stopping server or an ending run waited for (measured on 2 busy cores). A pool whose worker
+    died (broken) is shut down the same way.
+    """
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in workers:
+        if worker.exitcode is None:
+            worker.terminate()
+    # The pool's own thread sees its workers gone, fails what was pending and joins them.
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def start_worker(parent: int, warm: Callable[[], object] | None = None) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core._compiled import compiled, load
-from neardup.core._fanout import ordered_map, pool_size, spawn_pool
+from neardup.core._fanout import ordered_map, pool_size, spawn_pool, stop_pool
 from neardup.core._fnv import fnv1a64_spans
 from neardup.core._hashing import MERSENNE31, perm_params
 from neardup.core._params import MinhashParams, check_signature_params
@@ -208,8 +208,11 @@ def signatures(
         return _kernel(texts, num_perm, seed, k, tokenizer=tokenizer)
     if pool is not None:
         return _on_pool(pool, texts, num_perm, seed, k, pool_size(pool), tokenizer)
-    with spawn_pool(workers) as own:
+    own = spawn_pool(workers)
+    try:
         return _on_pool(own, texts, num_perm, seed, k, workers, tokenizer)
+    finally:
+        stop_pool(own)
 
 
 def _on_pool(
@@ -274,5 +277,5 @@ def signature_stream(
                 yield sig
             return
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:  # every result wanted is in (or none will be)
+            stop_pool(pool)

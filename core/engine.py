@@ -9,7 +9,7 @@ engine computes the same signatures, candidates, confirmations and components th
   what a pool's task is best sent as), ``signature_stream`` (a stream of batches: here while
   small, then on a spawn pool), ``slab_bounds`` (a batch cut into slabs of about the same
   work); ``spawn_pool`` and ``warm_worker`` (a worker ready at full
-  speed), ``fan_out``, ``in_order`` and
+  speed), ``stop_pool`` (its workers ended, not waited for), ``fan_out``, ``in_order`` and
   ``ordered_map`` (contiguous chunks out, results back in submission order).
 - Banding (one implementation: band digests, then the band's rows compared): ``band_digests``,
   ``candidate_pairs`` (a whole matrix), ``BandBuckets`` and ``SignatureIndex`` (incremental,
@@ -96,6 +96,7 @@ from neardup.core._fanout import (
     pool_size,
     raise_worker_error,
     spawn_pool,
+    stop_pool,
 )
 from neardup.core._index import FORMAT as INDEX_FORMAT
 from neardup.core._index import FORMAT_VERSION as INDEX_FORMAT_VERSION
@@ -365,6 +366,7 @@ __all__ = [
     "signature_stream",
     "slab_bounds",
     "spawn_pool",
+    "stop_pool",
     "text_digest",
     "text_digests",
     "utf8_error",

@@ -35,6 +35,7 @@ from neardup.core.engine import (
     raise_worker_error,
     slab_bounds,
     spawn_pool,
+    stop_pool,
     warm_worker,
 )
 
@@ -147,5 +148,7 @@ class SignaturePool:
         self.compiled = all(loaded)
 
     def close(self) -> None:
-        """Shut the pool down."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Shut the pool down: its workers are ended, not waited for (``stop_pool``). The service
+        closes it once no request awaits it (the requests in flight finished), so no chunk
+        anyone wants is lost, and a stop does not wait for a warm-up nobody needs."""
+        stop_pool(self._pool)

@@ -1,18 +1,29 @@
 """Spawn pools whose workers are warmed as they start (``spawn_pool(warm=warm_worker)``)."""
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from neardup.core import _compiled, _scripts, _tokens
 from neardup.core._fanout import UNGUARDED_MAIN_EXIT
-from neardup.core.engine import fan_out, ordered_map, raise_worker_error, spawn_pool, warm_worker
+from neardup.core.engine import (
+    fan_out,
+    ordered_map,
+    raise_worker_error,
+    spawn_pool,
+    stop_pool,
+    warm_worker,
+)
 from neardup.core.errors import ParameterError, UnguardedMainError, WorkerError
 from neardup.core.minhash import signatures
 
@@ -175,3 +186,37 @@ def test_ordered_map_reads_ahead_at_most_ahead_batches_a_worker_and_keeps_order(
         assert list(out) == [([i, i], [10 * i, 10 * i]) for i in range(1, 10)]
     assert list(ordered_map(None, scaled, batches(), 3)) == [
         ([i, i], [3 * i, 3 * i]) for i in range(10)]  # fmt: skip
+
+
+def _hold(folder: str) -> None:
+    """A worker's start, or a task, that does not end by itself (a warm-up or a chunk that
+    nobody waits for any more), once it has said so with a file in ``folder``."""
+    Path(folder, str(os.getpid())).touch()
+    time.sleep(3600)
+
+
+@pytest.mark.parametrize("held", ["starting", "busy"])
+def test_stop_pool_ends_workers_still_starting_or_busy_instead_of_waiting(tmp_path, held):
+    hold = partial(_hold, str(tmp_path))
+    pool = spawn_pool(2, warm=hold if held == "starting" else None)
+    # Two tasks at once: the pool starts both workers.
+    futures = [pool.submit(hold if held == "busy" else os.getpid) for _ in range(2)]
+    workers = list(pool._processes.values())
+    stopper = threading.Thread(target=stop_pool, args=(pool,), daemon=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(list(tmp_path.iterdir())) == len(workers) == 2  # both held
+        stopper.start()
+        stopper.join(timeout=120)  # an hour of _hold each, were they waited for
+        assert not stopper.is_alive(), "stop_pool waited for its workers"
+        assert [w.exitcode for w in workers] == [-signal.SIGTERM] * 2  # ended, and reaped
+        for future in futures:
+            assert future.cancelled() or isinstance(future.exception(), BrokenProcessPool)
+    finally:
+        for worker in workers:  # nothing left behind, whatever failed
+            if worker.exitcode is None:
+                worker.kill()
+        if stopper.is_alive():
+            stopper.join(timeout=60)

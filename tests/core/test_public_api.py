@@ -50,6 +50,8 @@ ENGINE_NAMES = {
     "MAX_LISTED", "MAX_ITEMS", "drop_rule", "match_summary",
     # work-sized slabs for a pool, workers that load the compiled kernels (issue 13)
     "slab_bounds", "warm_worker",
+    # a pool's workers ended, not waited for, when its owner wants nothing more of it
+    "stop_pool",
     # one error for a script whose spawned workers re-ran it (issue 22)
     "UnguardedMainError", "raise_worker_error",
     # one id rule for the batch engines and the service (issue 23)

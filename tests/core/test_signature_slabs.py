@@ -253,7 +253,7 @@ def test_own_pool_is_spawned_with_the_workers_asked_and_slabs_for_them(monkeypat
     assert np.array_equal(got, signatures(texts, num_perm=8))
     ((pool, asked, _),) = spawned
     assert asked == 3 and len(pool.calls) == 6
-    assert pool.shutdowns == [(True, False)]  # the pool made for the call is shut down
+    assert pool.shutdowns == [(True, True)]  # the pool made for the call is stopped (stop_pool)
     assert pool.calls[0][1][1:] == (8, 0, 5, True, "words")
 
 

@@ -1,10 +1,17 @@
 """The service's signature pool: one seed, chunks in submission order, cut by characters."""
 
 import asyncio
+import os
+import signal
+import threading
+import time
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from neardup.app.service import pool as pool_module
 from neardup.app.service.pool import CHUNK_CHARS, NUMPY_SLOWER, STREAM_CHUNK_CHARS, SignaturePool
 from neardup.core.engine import MinhashParams, Utf8Texts
 from neardup.core.minhash import signatures
@@ -113,3 +120,35 @@ def test_warm_up_learns_which_kernel_the_workers_run(monkeypatch, jit):
         assert pool.chunk_chars(["a few words"]) == CHUNK_CHARS // slower
     finally:
         pool.close()
+
+
+def _never_warm(folder: str, tokenizer: str = "words") -> bool:
+    """A worker's warm-up that does not end by itself (a first compile, on a busy machine),
+    once it has said so with a file in ``folder``."""
+    Path(folder, str(os.getpid())).touch()
+    time.sleep(3600)
+    return True
+
+
+def test_close_ends_workers_still_warming_up_instead_of_waiting(monkeypatch, tmp_path):
+    """A stopping service closes its pool once no request awaits it: a warm-up nobody needs any
+    more is not waited for (a server's stop waited 0.5 to 3 s for it)."""
+    monkeypatch.setattr(pool_module, "warm_worker", partial(_never_warm, str(tmp_path)))
+    pool = SignaturePool(1, MinhashParams(num_perm=16))
+    pool._pool.submit(os.getpid)  # starts the worker, which starts warming up
+    (worker,) = pool._pool._processes.values()
+    closing = threading.Thread(target=pool.close, daemon=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(tmp_path.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any(tmp_path.iterdir()), "the worker did not start warming up"
+        closing.start()
+        closing.join(timeout=120)  # an hour of warm-up, were it waited for
+        assert not closing.is_alive(), "close waited for the warm-up"
+        assert worker.exitcode == -signal.SIGTERM
+    finally:
+        if worker.exitcode is None:  # nothing left behind, whatever failed
+            worker.kill()
+        if closing.is_alive():
+            closing.join(timeout=60)
