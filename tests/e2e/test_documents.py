@@ -92,7 +92,7 @@ def test_matches_include_earlier_docs_of_the_batch_sorted(srv):
     assert third[0]["estimate"] == third[1]["estimate"] >= 0.8
     assert all(r["cluster"] == "match-a" for r in results)
     assert get(srv, "/v1/documents/match-b").json() == {
-        "id": "match-b", "cluster": "match-a", "meta": {"lang": "en"},
+        "id": "match-b", "cluster": "match-a", "meta": {"lang": "en"}, "indexed": False,
     }  # fmt: skip
 
 
