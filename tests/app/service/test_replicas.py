@@ -177,9 +177,9 @@ def test_two_replicas_serving_one_index_answer_alike_and_refuse_its_ids(
     def settings(name):
         return Settings(data_dir=tmp_path / name, workers=1, store_url=pg_url, index=url, **PARAMS)
 
-    async def seen(service, text):
+    async def seen(service, text, ids=("z", "y")):
         [(count, best)] = await service.query([text], None, None)
-        roots = [service.root(i) for i in ("z", "y")]
+        roots = [service.root(i) for i in ids]
         return roots, [service.cluster_or_indexed(r) for r in roots], count, best
 
     async def refused(service):
@@ -211,14 +211,18 @@ def test_two_replicas_serving_one_index_answer_alike_and_refuse_its_ids(
                 linked.append(c.index.linked)
             finally:
                 await c.close()
-            return made, views, linked, answers
+            await b.replace(NewDoc("w", "cat", {}))  # leaves y, joins x
+            await _converged([a, b])
+            moved = [await seen(s, "cat", ("x", "y")) for s in (a, b)]
+            return made, views, linked, answers, moved
         finally:
             await a.close()
             await b.close()
 
-    made, views, linked, answers = asyncio.run(run())
+    made, views, linked, answers, moved = asyncio.run(run())
     assert made == ("created", "b", 1, [("z", 1.0)])
     clusters = [["b", "z"], ["w", "y"]]
     assert views == [(["b", "w"], clusters, 2, [("b", 1.0, "b"), ("z", 1.0, "b")])] * 3
     assert linked == [2, 2, 2]
     assert answers == [[["z"], ["y"], ["x"]]] * 2
+    assert moved == [(["w", "y"], [["w", "x"], ["y"]], 2, [("w", 1.0, "w"), ("x", 1.0, "w")])] * 2
