@@ -57,7 +57,13 @@ from neardup.app.service.errors import (
 from neardup.app.service.index import Found, Plan, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
-from neardup.app.service.served import Near, ServedIndex, linking_plan, matched_rows_plan
+from neardup.app.service.served import (
+    Near,
+    ServedIndex,
+    linking_plan,
+    matched_rows,
+    matched_rows_plan,
+)
 from neardup.app.service.store import (
     PRUNE_BATCH,
     Change,
@@ -74,7 +80,9 @@ from neardup.core.engine import (
     DecontMode,
     DecontParams,
     Doc,
+    DocIndex,
     DuplicateIdError,
+    IndexPart,
     JSONBudget,
     MinhashParams,
     NeardupError,
@@ -413,10 +421,13 @@ class Service:
                 log.exception("could not serve the index's new version; serving the one read")
 
     async def refresh_index(self) -> bool:
-        """Serve the index's latest version if it is newer (True): the rows of the parts it
-        adds are looked up among the service's documents (off the loop, a batch at a time,
-        under the write lock; the cost grows with the new parts), the matched ones linked,
-        then the new version is served. Parts it drops (a compaction, a rewrite) are no longer
+        """Serve the index's latest version if it is newer (True). The rows of the parts it
+        adds are read a batch at a time (memory bounded by a batch) and looked up among the
+        service's documents off the write lock, as a reader (writes go on meanwhile); only the
+        matched rows are kept. Then, under the lock, the documents written meanwhile (looked
+        up in the version served then) are looked up in the new one, the matched rows linked
+        as a start links them (checked again: a document deleted meanwhile links nothing),
+        and the new version is served. Parts it drops (a compaction, a rewrite) are no longer
         read; documents linked from them stay linked until the next start."""
         served = self.served
         if served is None:
@@ -426,18 +437,59 @@ class Service:
             return False
         known = {p.name for p in served.index.parts}
         added = [p for p in latest.parts if p.name not in known]
-        async with self._writing():
-            batches = latest.signature_batches(added)
-            while (batch := await asyncio.to_thread(next, batches, None)) is not None:
-                plan = await asyncio.to_thread(matched_rows_plan, self.index, *batch)
+        while True:
+            since, reloads = self.index.next_number, self.reloads
+            ids, sigs = await self._matched_new_rows(latest, added)
+            async with self._lock:
+                if self.reloads != reloads:  # the index was rebuilt meanwhile: look again
+                    continue
+                plan = await asyncio.to_thread(self._refresh_plan, served, latest, since, ids, sigs)
                 if plan is not None:
                     self.index.apply(plan)
-            served.index = latest
+                served.index = latest
+                break
         log.info(
             "serving the index version=%d documents=%d linked=%d",
             latest.version, latest.rows, self.index.linked,
         )  # fmt: skip
         return True
+
+    async def _matched_new_rows(
+        self, latest: DocIndex, added: list[IndexPart]
+    ) -> tuple[list[str], NDArray[np.uint32]]:
+        """The rows of ``added`` (parts of ``latest``) that a document of the service's own
+        matches: read a batch at a time, each looked up as a reader (``read_index``)."""
+        ids: list[str] = []
+        kept = [np.empty((0, self.params.num_perm), dtype=np.uint32)]
+        batches = latest.signature_batches(added)
+        while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+            rows = await self.read_index(partial(_matched_rows, *batch))
+            ids += [batch[0][k] for k in rows]
+            kept.append(batch[1][rows])
+        return ids, np.concatenate(kept)
+
+    def _refresh_plan(
+        self,
+        served: ServedIndex,
+        latest: DocIndex,
+        since: int,
+        ids: list[str],
+        sigs: NDArray[np.uint32],
+    ) -> Plan | None:
+        """The plan linking the rows ``ids``/``sigs`` found by ``_matched_new_rows`` and the
+        rows of ``latest`` (a newer version of ``served``) that documents numbered ``since``
+        or more match. Blocking: off the
+        loop, under the write lock."""
+        recent = self.index.documents_since(since)
+        if recent:
+            near = served.near(self.index.signatures_of(recent), self.params.threshold, latest)
+            seen = set(ids)
+            more = [i for i in sorted(near.sigs) if i not in seen]
+            ids = [*ids, *more]
+            sigs = np.concatenate([sigs, *(near.sigs[i][None, :] for i in more)])
+        if not ids:
+            return None
+        return matched_rows_plan(self.index, ids, sigs.astype(np.uint32))
 
     def _near(self, sigs: NDArray[np.uint32], threshold: float | None = None) -> Near | None:
         """What ``sigs`` match in the served index (None without one). Blocking: off the loop."""
@@ -1243,6 +1295,11 @@ def _page(
     groups = [index.members(root) for root in page]
     more = start + limit < len(roots)
     return groups, (page[-1] if more and page else None)
+
+
+def _matched_rows(ids: list[str], sigs: NDArray[np.uint32], index: ServiceIndex) -> list[int]:
+    """``served.matched_rows`` with the index last (what ``Service.read_index`` passes)."""
+    return matched_rows(index, ids, sigs)
 
 
 def _query_matches(

@@ -390,3 +390,48 @@ def test_parts_committed_after_the_start_are_served_and_linked(tmp_path, threads
         (2, [("b", 1.0, "b"), ("z", 1.0, "b")]),
         ["b", "z"], ["a", "b", "z"],
     ]  # fmt: skip
+
+
+def test_a_refresh_reads_new_parts_while_writes_go_on(tmp_path, threads, monkeypatch) -> None:
+    """The new parts' rows are read and matched off the write lock: a registration and a
+    deletion made meanwhile complete, and are accounted for when the rows are linked (the
+    new document's indexed twin is linked; the deleted one's twin is not)."""
+    import threading
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    paused, release = threading.Event(), threading.Event()
+    batches = DocIndex.signature_batches
+
+    def pausing(self, parts):  # every batch read and matched, then a pause
+        yield from batches(self, parts)
+        paused.set()
+        release.wait(120)
+
+    monkeypatch.setattr(DocIndex, "signature_batches", pausing)
+
+    async def run() -> list:
+        async with started(tmp_path / "data", index=url, index_refresh=0) as service:
+            await service.register(
+                [NewDoc("b", "ant bee cat dog", {}), NewDoc("e", "one two three four", {})]
+            )
+            write_index(
+                url,
+                [("z", "ant bee cat dog"), ("u", "one two three four"),
+                 ("v", "five six seven eight")],
+            )  # fmt: skip
+            refresh = asyncio.create_task(service.refresh_index())
+            try:
+                while not paused.is_set():
+                    await asyncio.sleep(0.01)
+                await asyncio.wait_for(
+                    service.register([NewDoc("c", "five six seven eight", {})]), 60
+                )
+                await asyncio.wait_for(service.delete("e"), 60)
+            finally:
+                release.set()
+                done = await refresh
+            return [done, service.cluster("b"), service.cluster("c"), service.root("u"),
+                    service.index.linked, service.stats()["index_version"]]  # fmt: skip
+
+    assert _run(run()) == [True, ["b", "z"], ["c", "v"], "u", 2, 2]
