@@ -396,6 +396,18 @@ class DocIndex:
         statistics)."""
         return {doc_id: bytes(row["digest"]) for _, doc_id, row in self._id_rows(ids, ("digest",))}
 
+    def id_signatures(self, ids: Sequence[str]) -> dict[str, NDArray[np.uint32]]:
+        """The ids of ``ids`` in the index, each with its signature; read as ``id_digests``
+        reads ids. IndexDamagedError naming the index where a signature has another width."""
+        width = 4 * self.minhash_params().num_perm
+        out: dict[str, NDArray[np.uint32]] = {}
+        for part, doc_id, row in self._id_rows(ids, ("signature",)):
+            value = row["signature"]
+            if not isinstance(value, bytes) or len(value) != width:
+                raise IndexDamagedError(self.url, part.name, f"has signatures not {width} bytes")
+            out[doc_id] = np.frombuffer(value, dtype="<u4").astype(np.uint32)
+        return out
+
     def _id_rows(
         self, ids: Sequence[str], columns: Sequence[str]
     ) -> Iterator[tuple[IndexPart, str, dict[str, Any]]]:

@@ -508,6 +508,21 @@ class Service:
             return {}
         return self.served.digests(doc_ids)
 
+    def _twin(self, doc_id: str) -> NDArray[np.uint32] | None:
+        """The signature of the indexed document of id ``doc_id`` (None: none), which the
+        service's own document of that id shadows until it is deleted. Blocking: off the loop."""
+        return None if self.served is None else self.served.signature(doc_id)
+
+    def _link_twin(self, doc_id: str, sig: NDArray[np.uint32] | None) -> None:
+        """Once the service's own ``doc_id`` is gone, serve the indexed document of that id
+        (signature ``sig``; None: none) as a start would: linked if a document here matches
+        it. Synchronous: one document's plan is bounded by its candidates."""
+        if sig is None or doc_id in self.index:
+            return
+        plan = matched_rows_plan(self.index, [doc_id], sig[None, :])
+        if plan is not None:
+            self.index.apply(plan)
+
     def _in_served(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is a document of the served index. Blocking: off the loop."""
         return self.index.is_indexed(doc_id) or bool(self._indexed_digests([doc_id]))
@@ -804,8 +819,10 @@ class Service:
             num = self._known(doc_id)
             # Regrouping the cluster grows with its size: planned off the event loop.
             removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
+            twin = await asyncio.to_thread(self._twin, doc_id)
             await self._write(self.store.delete_document, num)
             self.index.apply_removal(removal)
+            self._link_twin(doc_id, twin)
 
     # --- clusters -----------------------------------------------------------------------------
 
@@ -996,7 +1013,9 @@ class Service:
             elif change.kind == "delete" and change.nums is not None:
                 if self.index.number(change.name) == change.nums[0]:
                     removal = await asyncio.to_thread(self.index.plan_removal, change.name)
+                    twin = await asyncio.to_thread(self._twin, change.name)
                     self.index.apply_removal(removal)
+                    self._link_twin(change.name, twin)
             elif change.kind == "put_set" and change.row is not None:
                 row = change.row
                 try:

@@ -93,6 +93,10 @@ class ServedIndex:
         """The 16-byte text digest of every id of ``ids`` in the index."""
         return self.index.id_digests(ids)
 
+    def signature(self, doc_id: str) -> NDArray[np.uint32] | None:
+        """The signature of the indexed document ``doc_id`` (None: not in the index)."""
+        return self.index.id_signatures([doc_id]).get(doc_id)
+
 
 def _checked(url: str, index: DocIndex, params: MinhashParams) -> DocIndex:
     """``index`` if the service can serve it: its parameters are ``params`` (else

@@ -435,3 +435,41 @@ def test_a_refresh_reads_new_parts_while_writes_go_on(tmp_path, threads, monkeyp
                     service.index.linked, service.stats()["index_version"]]  # fmt: skip
 
     assert _run(run()) == [True, ["b", "z"], ["c", "v"], "u", 2, 2]
+
+
+def test_an_id_in_the_store_and_the_index_is_the_stores_until_deleted(tmp_path, threads) -> None:
+    """The store's document of an id wins: the indexed row of that id is not matched, linked
+    or answered; once the store's is deleted, the indexed one is served as a start serves it
+    (linked to the documents here that match it)."""
+    url = str(tmp_path / "idx")
+
+    async def run() -> list:
+        out: list[Any] = []
+        async with started(tmp_path / "data") as service:  # registered before the index
+            await service.register(
+                [NewDoc("x", "ant bee cat dog", {"m": 1}), NewDoc("w", "one two three four", {})]
+            )
+        write_index(url, [("x", "one two three four"), ("y", "ant bee cat dog")])
+        async with started(tmp_path / "data", index=url) as service:
+            out.append(await service.document("x"))
+            out.append(await service.query(["one two three four", "ant bee cat dog"], None, None))
+            out += [service.cluster("w"), service.cluster("x")]
+            with pytest.raises(Conflict):
+                await service.register([NewDoc("x", "one two three four", {})])
+            await service.delete("x")
+            out.append(await service.document("x"))
+            out.append(await service.query(["one two three four"], None, None))
+            out += [service.cluster("w"), service.root("y")]
+        async with started(tmp_path / "data", index=url) as service:
+            out += [service.cluster("w"), service.root("y")]
+        return out
+
+    assert _run(run()) == [
+        ("x", "x", {"m": 1}, False),
+        [(1, [("w", 1.0, "w")]), (2, [("x", 1.0, "x"), ("y", 1.0, "x")])],
+        ["w"], ["x", "y"],
+        ("x", "w", None, True),
+        [(2, [("w", 1.0, "w"), ("x", 1.0, "w")])],
+        ["w", "x"], "y",
+        ["w", "x"], "y",
+    ]  # fmt: skip
