@@ -722,7 +722,20 @@ class Service:
                 f"{chance:.2f}; ask for at least {floor:.4f} (GET /v1/config: query_threshold_min)"
             )
         sigs = await self.signatures(texts)
+        return await self.query_signatures(sigs, threshold, limit)
+
+    async def query_signatures(
+        self, sigs: NDArray[np.uint32], threshold: float | None, limit: int | None
+    ) -> list[tuple[int, list[tuple[str, float, str]]]]:
+        """``query`` of texts of those signatures (the threshold not checked again)."""
         return await self.read_index(partial(_query_matches, sigs, threshold, limit, self))
+
+    async def indexed_signature(self, doc_id: str) -> NDArray[np.uint32] | None:
+        """The signature of ``doc_id`` if it is a document of the served index that is not
+        linked here (nothing of the service's matches it); None otherwise."""
+        if self.served is None or doc_id in self.index:
+            return None
+        return await asyncio.to_thread(self._twin, doc_id)
 
     async def read_index(self, read: Callable[[ServiceIndex], _T]) -> _T:
         """``read(index)`` in a worker thread, as of one version of the index (readers never wait
