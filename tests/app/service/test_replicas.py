@@ -175,7 +175,10 @@ def test_two_replicas_serving_one_index_answer_alike_and_refuse_its_ids(
     write_index(url, [("z", "ant bee cat dog"), ("y", "eel fox gnu"), ("x", "cat")])
 
     def settings(name):
-        return Settings(data_dir=tmp_path / name, workers=1, store_url=pg_url, index=url, **PARAMS)
+        return Settings(
+            data_dir=tmp_path / name, workers=1, store_url=pg_url, index=url, index_refresh=0,
+            **PARAMS,
+        )  # fmt: skip
 
     async def seen(service, text, ids=("z", "y")):
         [(count, best)] = await service.query([text], None, None)
@@ -214,15 +217,24 @@ def test_two_replicas_serving_one_index_answer_alike_and_refuse_its_ids(
             await b.replace(NewDoc("w", "cat", {}))  # leaves y, joins x
             await _converged([a, b])
             moved = [await seen(s, "cat", ("x", "y")) for s in (a, b)]
-            return made, views, linked, answers, moved
+            # An id in both: the store's q wins; deleted on one, the indexed q is linked on both.
+            await a.register([NewDoc("q", "nine ten eleven twelve", {})])
+            write_index(url, [("q", "ant bee cat dog")])
+            assert [await s.refresh_index() for s in (a, b)] == [True, True]
+            both = [(s.cluster("b"), (await s.document("q"))[3]) for s in (a, b)]
+            await a.delete("q")
+            await _converged([a, b])
+            both += [(s.cluster("b"), (await s.document("q"))[3]) for s in (a, b)]
+            return made, views, linked, answers, moved, both
         finally:
             await a.close()
             await b.close()
 
-    made, views, linked, answers, moved = asyncio.run(run())
+    made, views, linked, answers, moved, both = asyncio.run(run())
     assert made == ("created", "b", 1, [("z", 1.0)])
     clusters = [["b", "z"], ["w", "y"]]
     assert views == [(["b", "w"], clusters, 2, [("b", 1.0, "b"), ("z", 1.0, "b")])] * 3
     assert linked == [2, 2, 2]
     assert answers == [[["z"], ["y"], ["x"]]] * 2
+    assert both == [(["b", "z"], False)] * 2 + [(["b", "q", "z"], True)] * 2
     assert moved == [(["w", "y"], [["w", "x"], ["y"]], 2, [("w", 1.0, "w"), ("x", 1.0, "w")])] * 2
