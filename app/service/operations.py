@@ -1017,6 +1017,11 @@ class Service:
                 skip = True
                 continue
             if change.kind == "add" and change.ids:
+                # Another replica stored an id this one serves from the index (it read an
+                # older version of it): the store's document wins, the indexed one leaves.
+                for doc_id in [i for i in change.ids if self.index.is_indexed(i)]:
+                    removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
+                    self.index.apply_removal(removal)
                 sigs = np.frombuffer(change.sigs, dtype="<u4").astype(np.uint32)
                 sigs = sigs.reshape(len(change.ids), self.params.num_perm)
                 plan = await asyncio.to_thread(self._plan_looked_up, change.ids, sigs)

@@ -473,3 +473,30 @@ def test_an_id_in_the_store_and_the_index_is_the_stores_until_deleted(tmp_path, 
         ["w", "x"], "y",
         ["w", "x"], "y",
     ]  # fmt: skip
+
+
+def test_a_replica_storing_a_linked_indexed_id_unlinks_it(tmp_path, threads) -> None:
+    """Another replica (serving an older version of the index) stored an id this one had
+    linked from the index: the store's document wins, the indexed one leaves its cluster."""
+    from tests.app.service.test_operations import LogStore, _adds, _followed, _start
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("z", "ant bee cat dog")])
+
+    async def run() -> list:
+        service = await _start(tmp_path, LogStore, index=url, **PARAMS)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            out: list[Any] = [service.cluster("b"), service.index.linked]
+            store = service.store
+            store.entries = [await _adds(service, 5, [("z", "one two three four")], 1)]
+            await _followed(service)
+            out += [service.cluster("b"), service.index.linked, await service.document("z")]
+            out.append(await service.query(["ant bee cat dog"], None, None))
+            return out
+        finally:
+            await service.close()
+
+    assert _run(run()) == [
+        ["b", "z"], 1, ["b"], 0, ("z", "z", {}, False), [(1, [("b", 1.0, "b")])],
+    ]  # fmt: skip
