@@ -478,8 +478,7 @@ class Service:
     ) -> Plan | None:
         """The plan linking the rows ``ids``/``sigs`` found by ``_matched_new_rows`` and the
         rows of ``latest`` (a newer version of ``served``) that documents numbered ``since``
-        or more match. Blocking: off the
-        loop, under the write lock."""
+        or more match. Blocking: off the loop, under the write lock."""
         recent = self.index.documents_since(since)
         if recent:
             near = served.near(self.index.signatures_of(recent), self.params.threshold, latest)
