@@ -55,6 +55,10 @@ class ServedIndex:
         """The latest version at ``url``, checked: IndexMissingError (none there),
         IndexDamagedError, IndexParameterError naming the first parameter that differs from
         ``params``, IndexNotServable for a part without a key table."""
+        # What id checks use (``DocIndex.id_digests``), imported now rather than by the first
+        # registration (~0.2 s).
+        import pyarrow.compute  # noqa: F401
+
         return cls(url, _checked(url, DocIndex.open(url), params))
 
     def newer(self, params: MinhashParams) -> DocIndex | None:
