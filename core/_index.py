@@ -396,6 +396,18 @@ class DocIndex:
         statistics)."""
         return {doc_id: bytes(row["digest"]) for _, doc_id, row in self._id_rows(ids, ("digest",))}
 
+    def id_signatures(self, ids: Sequence[str]) -> dict[str, NDArray[np.uint32]]:
+        """The ids of ``ids`` in the index, each with its signature; read as ``id_digests``
+        reads ids. IndexDamagedError naming the index where a signature has another width."""
+        width = 4 * self.minhash_params().num_perm
+        out: dict[str, NDArray[np.uint32]] = {}
+        for part, doc_id, row in self._id_rows(ids, ("signature",)):
+            value = row["signature"]
+            if not isinstance(value, bytes) or len(value) != width:
+                raise IndexDamagedError(self.url, part.name, f"has signatures not {width} bytes")
+            out[doc_id] = np.frombuffer(value, dtype="<u4").astype(np.uint32)
+        return out
+
     def _id_rows(
         self, ids: Sequence[str], columns: Sequence[str]
     ) -> Iterator[tuple[IndexPart, str, dict[str, Any]]]:
@@ -405,8 +417,14 @@ class DocIndex:
 
         if not ids or not self.parts:
             return
-        ordered = sorted(set(ids))
-        wanted = set(ordered)
+        # pyarrow.compute (~0.2 s to import, once): its hashed membership test decodes no
+        # Python string per indexed id (6x less CPU than comparing ``to_pylist``'s).
+        import pyarrow.compute as pc
+
+        ordered = sorted(i for i in set(ids) if _utf8(i))  # others cannot be indexed ids
+        if not ordered:
+            return
+        asked = pa.array(ordered, type=pa.string())
         for part in self.parts:
             for f in part.files:
                 with self.parquet(f) as parquet:
@@ -421,11 +439,11 @@ class DocIndex:
                             raise IndexDamagedError(
                                 self.url, f.path, f"cannot be read ({exc})"
                             ) from None
-                        # Not pyarrow.compute: it takes ~0.5 s to import.
-                        column = table.column("id").to_pylist()
-                        for i in sorted(i for i, v in enumerate(column) if v in wanted):
+                        column = table.column("id")
+                        held = pc.is_in(column, value_set=asked.cast(column.type))
+                        for i in np.flatnonzero(held.to_numpy(zero_copy_only=False)).tolist():
                             row = {c: table.column(c)[i].as_py() for c in columns}
-                            yield part, column[i], row
+                            yield part, column[i].as_py(), row
 
     def signature_batches(
         self, parts: Sequence[IndexPart]
@@ -462,6 +480,15 @@ class DocIndex:
         found = self.id_parts(ids)
         if found:
             raise IndexIdError(self.url, found)
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (no lone surrogate), as every indexed id has."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _groups_in_range(meta: Any, ordered: Sequence[str]) -> list[int]:

@@ -213,6 +213,21 @@ class ServiceIndex:
         flags = self._indexed
         return any(not flags[m] for m in members)
 
+    def documents_since(self, number: int) -> list[str]:
+        """The ids of the live documents of the service's own numbered ``number`` or more, in
+        number order (slots hold them in that order: the cost grows with them, not with N)."""
+        out: list[str] = []
+        slot = len(self._ids) - 1
+        while slot >= 0:
+            num = self._numbers[slot]
+            if 0 <= num < number:
+                break
+            doc_id = self._ids[slot]
+            if num >= number and self._num_of.get(doc_id) == slot:
+                out.append(doc_id)
+            slot -= 1
+        return out[::-1]
+
     def slot_signatures(self, start: int, stop: int) -> NDArray[np.uint32]:
         """The signatures of slots ``start`` to ``stop - 1`` (a copy)."""
         return self._sigs.signatures(np.arange(start, stop, dtype=np.int64))

@@ -61,6 +61,8 @@ class DocumentView:
     match_count: int
     matches: list[MatchRow]
     threshold: float
+    #: a document of the served index (``neardup serve --index``): read only, no meta or text
+    indexed: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,11 @@ class QueryView:
 
 
 async def document_view(service: Service, doc_id: str) -> DocumentView:
-    """The page of a registered document; NotFound for an unknown id."""
-    _, root, stored_meta, _ = await service.document(doc_id)
+    """The page of a registered document (one of the service's own or of the served index);
+    NotFound for an unknown id."""
+    _, root, stored_meta, indexed = await service.document(doc_id)
+    if indexed and doc_id not in service.index:
+        return await _unlinked_view(service, doc_id)
     meta = stored_meta or {}
     texts = await service.texts([doc_id])
     index = service.index
@@ -92,7 +97,22 @@ async def document_view(service: Service, doc_id: str) -> DocumentView:
     best = [MatchRow(i, e, index.root_of(i)) for i, e in found.best if i != doc_id]
     shown, meta_cut, text, text_cut = await asyncio.to_thread(_cut, meta, texts.get(doc_id))
     return DocumentView(doc_id, root, size, shown, meta_cut, text, text_cut, found.count - 1,
-                        best[:DOC_MATCHES], service.params.threshold)  # fmt: skip
+                        best[:DOC_MATCHES], service.params.threshold, indexed)  # fmt: skip
+
+
+async def _unlinked_view(service: Service, doc_id: str) -> DocumentView:
+    """The page of a document of the served index that no document here matches (alone in its
+    cluster): its matches are looked up as ``POST /v1/query`` looks a text up."""
+    sig = await service.indexed_signature(doc_id)
+    if sig is None:  # linked (or gone) while its page was drawn
+        if doc_id not in service.index:
+            raise NotFound(f"no document {doc_id!r}")
+        return await document_view(service, doc_id)
+    [(count, best)] = await service.query_signatures(sig[None, :], None, DOC_MATCHES + 1)
+    rows = [MatchRow(i, e, c) for i, e, c in best if i != doc_id]
+    shown, meta_cut, _, _ = _cut({}, None)
+    return DocumentView(doc_id, doc_id, 1, shown, meta_cut, None, 0, count - 1,
+                        rows[:DOC_MATCHES], service.params.threshold, True)  # fmt: skip
 
 
 def _cut(meta: dict[str, Any], text: str | None) -> tuple[str, int, str | None, int]:

@@ -57,7 +57,13 @@ from neardup.app.service.errors import (
 from neardup.app.service.index import Found, Plan, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
-from neardup.app.service.served import Near, ServedIndex, linking_plan, matched_rows_plan
+from neardup.app.service.served import (
+    Near,
+    ServedIndex,
+    linking_plan,
+    matched_rows,
+    matched_rows_plan,
+)
 from neardup.app.service.store import (
     PRUNE_BATCH,
     Change,
@@ -74,7 +80,9 @@ from neardup.core.engine import (
     DecontMode,
     DecontParams,
     Doc,
+    DocIndex,
     DuplicateIdError,
+    IndexPart,
     JSONBudget,
     MinhashParams,
     NeardupError,
@@ -413,10 +421,13 @@ class Service:
                 log.exception("could not serve the index's new version; serving the one read")
 
     async def refresh_index(self) -> bool:
-        """Serve the index's latest version if it is newer (True): the rows of the parts it
-        adds are looked up among the service's documents (off the loop, a batch at a time,
-        under the write lock; the cost grows with the new parts), the matched ones linked,
-        then the new version is served. Parts it drops (a compaction, a rewrite) are no longer
+        """Serve the index's latest version if it is newer (True). The rows of the parts it
+        adds are read a batch at a time (memory bounded by a batch) and looked up among the
+        service's documents off the write lock, as a reader (writes go on meanwhile); only the
+        matched rows are kept. Then, under the lock, the documents written meanwhile (looked
+        up in the version served then) are looked up in the new one, the matched rows linked
+        as a start links them (checked again: a document deleted meanwhile links nothing),
+        and the new version is served. Parts it drops (a compaction, a rewrite) are no longer
         read; documents linked from them stay linked until the next start."""
         served = self.served
         if served is None:
@@ -426,18 +437,58 @@ class Service:
             return False
         known = {p.name for p in served.index.parts}
         added = [p for p in latest.parts if p.name not in known]
-        async with self._writing():
-            batches = latest.signature_batches(added)
-            while (batch := await asyncio.to_thread(next, batches, None)) is not None:
-                plan = await asyncio.to_thread(matched_rows_plan, self.index, *batch)
+        while True:
+            since, reloads = self.index.next_number, self.reloads
+            ids, sigs = await self._matched_new_rows(latest, added)
+            async with self._lock:
+                if self.reloads != reloads:  # the index was rebuilt meanwhile: look again
+                    continue
+                plan = await asyncio.to_thread(self._refresh_plan, served, latest, since, ids, sigs)
                 if plan is not None:
                     self.index.apply(plan)
-            served.index = latest
+                served.index = latest
+                break
         log.info(
             "serving the index version=%d documents=%d linked=%d",
             latest.version, latest.rows, self.index.linked,
         )  # fmt: skip
         return True
+
+    async def _matched_new_rows(
+        self, latest: DocIndex, added: list[IndexPart]
+    ) -> tuple[list[str], NDArray[np.uint32]]:
+        """The rows of ``added`` (parts of ``latest``) that a document of the service's own
+        matches: read a batch at a time, each looked up as a reader (``read_index``)."""
+        ids: list[str] = []
+        kept = [np.empty((0, self.params.num_perm), dtype=np.uint32)]
+        batches = latest.signature_batches(added)
+        while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+            rows = await self.read_index(partial(_matched_rows, *batch))
+            ids += [batch[0][k] for k in rows]
+            kept.append(batch[1][rows])
+        return ids, np.concatenate(kept)
+
+    def _refresh_plan(
+        self,
+        served: ServedIndex,
+        latest: DocIndex,
+        since: int,
+        ids: list[str],
+        sigs: NDArray[np.uint32],
+    ) -> Plan | None:
+        """The plan linking the rows ``ids``/``sigs`` found by ``_matched_new_rows`` and the
+        rows of ``latest`` (a newer version of ``served``) that documents numbered ``since``
+        or more match. Blocking: off the loop, under the write lock."""
+        recent = self.index.documents_since(since)
+        if recent:
+            near = served.near(self.index.signatures_of(recent), self.params.threshold, latest)
+            seen = set(ids)
+            more = [i for i in sorted(near.sigs) if i not in seen]
+            ids = [*ids, *more]
+            sigs = np.concatenate([sigs, *(near.sigs[i][None, :] for i in more)])
+        if not ids:
+            return None
+        return matched_rows_plan(self.index, ids, sigs.astype(np.uint32))
 
     def _near(self, sigs: NDArray[np.uint32], threshold: float | None = None) -> Near | None:
         """What ``sigs`` match in the served index (None without one). Blocking: off the loop."""
@@ -455,6 +506,21 @@ class Service:
         if self.served is None or not doc_ids:
             return {}
         return self.served.digests(doc_ids)
+
+    def _twin(self, doc_id: str) -> NDArray[np.uint32] | None:
+        """The signature of the indexed document of id ``doc_id`` (None: none), which the
+        service's own document of that id shadows until it is deleted. Blocking: off the loop."""
+        return None if self.served is None else self.served.signature(doc_id)
+
+    def _link_twin(self, doc_id: str, sig: NDArray[np.uint32] | None) -> None:
+        """Once the service's own ``doc_id`` is gone, serve the indexed document of that id
+        (signature ``sig``; None: none) as a start would: linked if a document here matches
+        it. Synchronous: one document's plan is bounded by its candidates."""
+        if sig is None or doc_id in self.index:
+            return
+        plan = matched_rows_plan(self.index, [doc_id], sig[None, :])
+        if plan is not None:
+            self.index.apply(plan)
 
     def _in_served(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is a document of the served index. Blocking: off the loop."""
@@ -655,7 +721,20 @@ class Service:
                 f"{chance:.2f}; ask for at least {floor:.4f} (GET /v1/config: query_threshold_min)"
             )
         sigs = await self.signatures(texts)
+        return await self.query_signatures(sigs, threshold, limit)
+
+    async def query_signatures(
+        self, sigs: NDArray[np.uint32], threshold: float | None, limit: int | None
+    ) -> list[tuple[int, list[tuple[str, float, str]]]]:
+        """``query`` of texts of those signatures (the threshold not checked again)."""
         return await self.read_index(partial(_query_matches, sigs, threshold, limit, self))
+
+    async def indexed_signature(self, doc_id: str) -> NDArray[np.uint32] | None:
+        """The signature of ``doc_id`` if it is a document of the served index that is not
+        linked here (nothing of the service's matches it); None otherwise."""
+        if self.served is None or doc_id in self.index:
+            return None
+        return await asyncio.to_thread(self._twin, doc_id)
 
     async def read_index(self, read: Callable[[ServiceIndex], _T]) -> _T:
         """``read(index)`` in a worker thread, as of one version of the index (readers never wait
@@ -752,8 +831,10 @@ class Service:
             num = self._known(doc_id)
             # Regrouping the cluster grows with its size: planned off the event loop.
             removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
+            twin = await asyncio.to_thread(self._twin, doc_id)
             await self._write(self.store.delete_document, num)
             self.index.apply_removal(removal)
+            self._link_twin(doc_id, twin)
 
     # --- clusters -----------------------------------------------------------------------------
 
@@ -935,6 +1016,11 @@ class Service:
                 skip = True
                 continue
             if change.kind == "add" and change.ids:
+                # Another replica stored an id this one serves from the index (it read an
+                # older version of it): the store's document wins, the indexed one leaves.
+                for doc_id in [i for i in change.ids if self.index.is_indexed(i)]:
+                    removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
+                    self.index.apply_removal(removal)
                 sigs = np.frombuffer(change.sigs, dtype="<u4").astype(np.uint32)
                 sigs = sigs.reshape(len(change.ids), self.params.num_perm)
                 plan = await asyncio.to_thread(self._plan_looked_up, change.ids, sigs)
@@ -944,7 +1030,9 @@ class Service:
             elif change.kind == "delete" and change.nums is not None:
                 if self.index.number(change.name) == change.nums[0]:
                     removal = await asyncio.to_thread(self.index.plan_removal, change.name)
+                    twin = await asyncio.to_thread(self._twin, change.name)
                     self.index.apply_removal(removal)
+                    self._link_twin(change.name, twin)
             elif change.kind == "put_set" and change.row is not None:
                 row = change.row
                 try:
@@ -1243,6 +1331,11 @@ def _page(
     groups = [index.members(root) for root in page]
     more = start + limit < len(roots)
     return groups, (page[-1] if more and page else None)
+
+
+def _matched_rows(ids: list[str], sigs: NDArray[np.uint32], index: ServiceIndex) -> list[int]:
+    """``served.matched_rows`` with the index last (what ``Service.read_index`` passes)."""
+    return matched_rows(index, ids, sigs)
 
 
 def _query_matches(

@@ -20,7 +20,7 @@ from neardup.app.service.errors import IndexNotServable
 from neardup.app.service.index import Found, Plan, ServiceIndex
 from neardup.core.engine import DocIndex, MinhashParams
 
-__all__ = ["Near", "ServedIndex", "linking_plan", "matched_rows_plan"]
+__all__ = ["Near", "ServedIndex", "linking_plan", "matched_rows", "matched_rows_plan"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,10 @@ class ServedIndex:
         """The latest version at ``url``, checked: IndexMissingError (none there),
         IndexDamagedError, IndexParameterError naming the first parameter that differs from
         ``params``, IndexNotServable for a part without a key table."""
+        # What id checks use (``DocIndex.id_digests``), imported now rather than by the first
+        # registration (~0.2 s).
+        import pyarrow.compute  # noqa: F401
+
         return cls(url, _checked(url, DocIndex.open(url), params))
 
     def newer(self, params: MinhashParams) -> DocIndex | None:
@@ -75,9 +79,12 @@ class ServedIndex:
         """The version served."""
         return self.index.version
 
-    def near(self, sigs: NDArray[np.uint32], threshold: float) -> Near:
-        """Every indexed document each of ``sigs`` matches (``DocIndex.near``)."""
-        found = self.index.near(sigs, threshold)
+    def near(
+        self, sigs: NDArray[np.uint32], threshold: float, version: DocIndex | None = None
+    ) -> Near:
+        """Every indexed document each of ``sigs`` matches (``DocIndex.near``) in the version
+        served, or in ``version`` (one ``newer`` returned, not served yet)."""
+        found = (self.index if version is None else version).near(sigs, threshold)
         rows: list[list[tuple[str, float]]] = [[] for _ in range(len(sigs))]
         for (row, at), est in zip(found.pairs.tolist(), found.estimate.tolist(), strict=True):
             rows[row].append((found.ids[at], est))
@@ -89,6 +96,10 @@ class ServedIndex:
     def digests(self, ids: list[str]) -> dict[str, bytes]:
         """The 16-byte text digest of every id of ``ids`` in the index."""
         return self.index.id_digests(ids)
+
+    def signature(self, doc_id: str) -> NDArray[np.uint32] | None:
+        """The signature of the indexed document ``doc_id`` (None: not in the index)."""
+        return self.index.id_signatures([doc_id]).get(doc_id)
 
 
 def _checked(url: str, index: DocIndex, params: MinhashParams) -> DocIndex:
@@ -104,15 +115,21 @@ def _checked(url: str, index: DocIndex, params: MinhashParams) -> DocIndex:
     return index
 
 
-def matched_rows_plan(index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32]) -> Plan | None:
-    """The plan linking those indexed rows (of a part added to the served index) that a
-    document of the service's own matches (None: none does), as a start links them."""
+def matched_rows(index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32]) -> list[int]:
+    """The rows of ``ids``/``sigs`` (indexed rows, of a part added to the served index) not
+    linked yet that a document of the service's own matches. Reads ``index`` only."""
     found = index.matches(sigs)
-    rows = [
+    return [
         k
         for k, f in enumerate(found)
         if ids[k] not in index and any(not index.is_indexed(i) for i, _ in f.best)
     ]
+
+
+def matched_rows_plan(index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32]) -> Plan | None:
+    """The plan linking those indexed rows (of a part added to the served index) that a
+    document of the service's own matches (None: none does), as a start links them."""
+    rows = matched_rows(index, ids, sigs)
     if not rows:
         return None
     return index.plan([ids[k] for k in rows], sigs[rows], indexed=len(rows))

@@ -6,7 +6,9 @@ signatures in parts of ``--part-docs``, plus one small part of real texts). Each
 on an empty data directory (``--workers 1``); measured: seconds to ``/readyz``, RssAnon and
 VmHWM after start (once ready and warmed up by ``--warmup`` queries), and the latency of
 single-text ``POST /v1/query`` requests, one at a time (half of them near copies of the real
-part's texts, which the served index matches, half new texts), p50 and p99.
+part's texts, which the served index matches, half new texts), p50 and p99; then the seconds of
+one registration of 1,000 and one of 10,000 new documents whose ids fall between indexed ids
+(the id checks' worst case).
 
 Run from the repository root::
 
@@ -52,7 +54,38 @@ def _queries(n: int, seed: int = 10**6) -> list[str]:
     return out
 
 
-def _serve(work: Path, name: str, queries: list[str], warmup: int, *args: str) -> dict[str, Any]:
+#: Registration batches timed after the queries: new ids spread over the index's id range (each
+#: between two indexed ids, the id checks' worst case: every row group's range may hold one).
+BATCHES = (1_000, 10_000)
+
+
+def _batch(n: int, docs: int, seed: int) -> list[dict[str, str]]:
+    """``n`` new documents whose ids fall between the indexed ``dump-000/doc...`` ids."""
+    rng = np.random.default_rng(seed)
+    at = rng.choice(min(docs, 10**9), size=n, replace=False)
+    return [
+        {
+            "id": f"dump-{a // 1_000_000:03d}/doc{a % 1_000_000:09d}.new-{seed}",
+            "text": _text(seed + k, rng),
+        }
+        for k, a in enumerate(at.tolist())
+    ]
+
+
+def _registered(client: httpx.Client, docs: int) -> dict[str, float]:
+    """Seconds of one ``POST /v1/documents`` of each batch size of ``BATCHES``."""
+    out = {}
+    for n in BATCHES:
+        body = {"documents": _batch(n, docs, 3 * 10**9 + n)}
+        start = time.perf_counter()
+        client.post("/v1/documents", json=body).raise_for_status()
+        out[f"register_{n}_s"] = round(time.perf_counter() - start, 2)
+    return out
+
+
+def _serve(
+    work: Path, name: str, queries: list[str], warmup: int, docs: int, *args: str
+) -> dict[str, Any]:
     server = start_server(work / name, "--workers", "1", *args, timeout=600)
     try:
         with httpx.Client(base_url=server.url, timeout=120) as client:
@@ -66,6 +99,7 @@ def _serve(work: Path, name: str, queries: list[str], warmup: int, *args: str) -
                 took.append(time.perf_counter() - start)
                 response.raise_for_status()
                 matched += response.json()["results"][0]["match_count"] > 0
+            registered = _registered(client, docs)
             stats = client.get("/v1/stats").json()
     finally:
         stop_server(server)
@@ -76,7 +110,7 @@ def _serve(work: Path, name: str, queries: list[str], warmup: int, *args: str) -
         "vm_hwm_mib": round(memory.get("VmHWM", 0) / MIB, 1),
         "p50_ms": round(latency.p50, 2), "p99_ms": round(latency.p99, 2),
         "queries": len(queries), "matched": matched,
-        "indexed_documents": stats.get("indexed_documents", 0),
+        "indexed_documents": stats.get("indexed_documents", 0), **registered,
     }  # fmt: skip
 
 
@@ -86,23 +120,26 @@ def measure(docs: int, part_docs: int, work: Path, queries: int, warmup: int) ->
     texts = [_text(i, np.random.default_rng(i)) for i in range(REAL_DOCS)]
     build_seconds = build(str(url), docs, part_docs, texts)
     asked = _queries(queries)
-    without = _serve(work, "without", asked, warmup)
-    with_index = _serve(work, "with", asked, warmup, "--index", str(url))
+    without = _serve(work, "without", asked, warmup, docs)
+    with_index = _serve(work, "with", asked, warmup, docs, "--index", str(url))
     return {"docs": docs, "build_seconds": round(build_seconds, 1), "runs": [without, with_index]}
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
     rows = [
         "| service | indexed documents | ready (s) | RssAnon after start (MiB) | VmHWM (MiB) "
-        "| /v1/query p50 (ms) | p99 (ms) | queries matched |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| /v1/query p50 (ms) | p99 (ms) | queries matched "
+        + "".join(f"| POST of {n:,} new (s) " for n in BATCHES)
+        + "|",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + " ---: |" * len(BATCHES),
     ]
     for run in result["runs"]:
         label = "`neardup serve`" if run["name"] == "without" else "`neardup serve --index IDX`"
         rows.append(
             f"| {label} | {run['indexed_documents']:,} | {run['ready_seconds']} | "
             f"{run['rss_anon_mib']} | {run['vm_hwm_mib']} | {run['p50_ms']} | {run['p99_ms']} "
-            f"| {run['matched']} of {run['queries']} |"
+            f"| {run['matched']} of {run['queries']} | "
+            + "".join(f"{run[f'register_{n}_s']} | " for n in BATCHES).rstrip()
         )
     return "\n".join([
         f"### The service on a persistent index ({result['docs']:,} indexed documents)", "",

@@ -1,8 +1,8 @@
 """``DocIndex.near`` (core/_index_keyed.py ``near_matches``), the service's lookup of an index by
 key, against a brute-force oracle over every indexed signature: the pairs it confirms are those
 of a shared band (its rows equal) and an estimate of at least the threshold, never of an empty
-signature on either side, whatever the parts, copies and pages; ``id_digests`` finds exactly
-the indexed ids asked for, with their digests."""
+signature on either side, whatever the parts, copies and pages; ``id_digests`` and
+``id_signatures`` find exactly the indexed ids asked for, with their digests and signatures."""
 
 from __future__ import annotations
 
@@ -116,13 +116,18 @@ def test_near_is_the_brute_force_oracle(tmp_path_factory, spec) -> None:
 def test_id_digests_are_the_indexed_ids_asked_for(tmp_path_factory, spec, asked) -> None:
     url = str(tmp_path_factory.mktemp("idx") / "idx")
     every = [i for ids, _ in spec["parts"] for i in ids]
-    asked = [*asked, *every[:: max(len(every) // 3, 1)]]
+    asked = [*asked, *every[:: max(len(every) // 3, 1)], "p0-\ud800"]  # no UTF-8 form
     with _small_pages():
         index = _build(url, spec)
         found = index.id_digests(asked)
         parts = index.id_parts(asked)
+        sigs = index.id_signatures(asked)
     assert found == {i: _digest(i) for i in asked if i in every}
     assert set(parts) == set(found)
+    rows = np.concatenate([s for _, s in spec["parts"]])
+    assert {i: s.tolist() for i, s in sigs.items()} == {
+        i: rows[every.index(i)].tolist() for i in found
+    }
 
 
 def test_near_refuses_a_part_without_a_key_table(tmp_path: Path) -> None:

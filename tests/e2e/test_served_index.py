@@ -1,8 +1,9 @@
 """``neardup dedup CORPUS --output OUT --index IDX`` then ``neardup serve --index IDX``, real
 processes (issue 30, part 7's first step): a query finds an indexed document by its real id,
 ``if_new`` refuses a near copy of it, a registered near copy joins its cluster, the answers
-survive a SIGKILL and a restart, a batch append is served within INDEX_REFRESH, and an index
-of other parameters stops the start (exit 2, one line)."""
+survive a SIGKILL and a restart, the /ui pages answer for indexed documents, a batch append is
+served within INDEX_REFRESH, and an index of other parameters stops the start (exit 2, one
+line)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,18 @@ def test_a_deduplicated_corpus_is_served_by_its_index(tmp_path: Path) -> None:
                           env={"NEARDUP_INDEX": idx})  # fmt: skip
     try:
         assert _answers(server.url, [near, kept[0]["text"]]) == before
+        # The pages answer for an indexed document nothing here matches (alone), as GET does.
+        alone = next(d["id"] for d in kept if d["id"] != target["id"])
+        page = httpx.get(f"{server.url}/ui/documents/{alone}", timeout=60)
+        assert page.status_code == 200 and 'id="indexed"' in page.text
+        assert "Alone: no other document is in its cluster." in page.text
+        for path in (f"/ui/find?id={alone}", f"/ui/clusters/{alone}"):
+            moved = httpx.get(f"{server.url}{path}", timeout=60)
+            assert moved.status_code == 303, path
+            assert moved.headers["location"] == f"/ui/documents/{alone}"
+        linked = httpx.get(f"{server.url}/ui/documents/{target['id']}", timeout=60)
+        assert linked.status_code == 200 and 'id="indexed"' in linked.text
+        assert httpx.get(f"{server.url}/ui/documents/no-such-id", timeout=60).status_code == 404
         # A batch append while it serves: its new part is served within INDEX_REFRESH.
         fresh = " ".join(f"fresh{i} word{i * 7}" for i in range(150))
         (tmp_path / "new.jsonl").write_text(json.dumps({"id": "new-1", "text": fresh}) + "\n")

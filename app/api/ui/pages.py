@@ -112,6 +112,8 @@ async def find(request: Request, service: ServiceDep, id: str = "") -> Response:
         root = service.index.root_of(id)
         target = f"/ui/clusters/{quote(root, safe='')}?find={quote(id, safe='')}"
         return RedirectResponse(target, status_code=303)
+    if id and await service.indexed_signature(id) is not None:  # alone: its document's page
+        return RedirectResponse(f"/ui/documents/{quote(id, safe='')}", status_code=303)
     response = await overview(request, service, find_id=id or None)
     response.status_code = 404 if id else 200
     return response
@@ -120,13 +122,15 @@ async def find(request: Request, service: ServiceDep, id: str = "") -> Response:
 @router.get("/clusters/{root:path}", response_class=HTMLResponse, dependencies=[Reader])
 async def cluster(
     request: Request, root: str, service: ServiceDep, page: int = 1, find: str | None = None
-) -> HTMLResponse:
+) -> Response:
     """A page of the cluster's distinct texts (copies collapsed), borderline first, with the
     chain that joined each member below the threshold, word differences against the root,
     estimates, exact Jaccard and the page's matrix."""
     try:
         view = await cluster_view(service, root, page, find)
     except NotFound as exc:
+        if await service.indexed_signature(root) is not None:  # alone: its document's page
+            return RedirectResponse(f"/ui/documents/{quote(root, safe='')}", status_code=303)
         raise HTTPException(404, str(exc)) from None
     return render_page(request, "cluster.html", root=view.root, root_text=view.root_text,
                        members=view.members, matrix=view.matrix, ids=view.ids, size=view.size,

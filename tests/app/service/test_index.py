@@ -302,3 +302,19 @@ def test_every_change_gives_the_index_a_new_version():
     index.apply(index.plan(["c"], np.stack([_sig((8, 12, 2))])))
     seen.append(index.version)
     assert seen == sorted(set(seen))
+
+
+def test_documents_since_lists_the_live_documents_from_a_number_across_compaction():
+    index = ServiceIndex(MinhashParams())
+    _register(index, IDS[:4])  # numbers 0 to 3
+    since = index.next_number
+    _register(index, IDS[4:7])  # 4 to 6
+    linked = np.array([SIGS[IDS[7]]], dtype=np.uint32)  # an indexed document: no number
+    index.apply(index.plan([IDS[7]], linked, indexed=1))
+    _register(index, IDS[8:10])  # 7 and 8
+    index.remove(IDS[5])
+    index.remove(IDS[1])
+    assert index.documents_since(since) == [IDS[4], IDS[6], IDS[8], IDS[9]]
+    assert index.compacted().documents_since(since) == [IDS[4], IDS[6], IDS[8], IDS[9]]
+    assert index.documents_since(0) == [IDS[0], IDS[2], IDS[3], IDS[4], IDS[6], IDS[8], IDS[9]]
+    assert index.documents_since(index.next_number) == []

@@ -5,13 +5,16 @@ near-duplicates that find each other one way round, and a new replica recovers t
 import asyncio
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from neardup.app.config import Settings
-from neardup.app.service import NewDoc, NotFound, Service
+from neardup.app.service import Conflict, NewDoc, NotFound, Service
+from neardup.app.service import pool as pool_module
 from neardup.core.engine import ProtectedFormat
 from neardup.core.minhash import clusters as core_clusters
+from tests.app.service.test_served import PARAMS, write_index
 from tests.fixtures import planted_corpus
 
 CORPUS = planted_corpus(11, n_clusters=6, n_borderline=3, n_singletons=12)
@@ -158,3 +161,80 @@ def test_near_duplicates_sent_to_two_replicas_at_once_find_each_other_one_way_ro
             await b.close()
 
     asyncio.run(run())
+
+
+def test_two_replicas_serving_one_index_answer_alike_and_refuse_its_ids(
+    tmp_path, pg_url, monkeypatch
+):
+    """``--index`` on PostgreSQL replicas (issue 30, part 6): a registration on one that links
+    an indexed document is answered the same by the other (root, cluster, matches), as by a
+    new replica; both refuse PUT, DELETE and another text of an indexed id."""
+    monkeypatch.setattr(pool_module, "spawn_pool", lambda n, warm=None: ThreadPoolExecutor(n))
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("z", "ant bee cat dog"), ("y", "eel fox gnu"), ("x", "cat")])
+
+    def settings(name):
+        return Settings(
+            data_dir=tmp_path / name, workers=1, store_url=pg_url, index=url, index_refresh=0,
+            **PARAMS,
+        )  # fmt: skip
+
+    async def seen(service, text, ids=("z", "y")):
+        [(count, best)] = await service.query([text], None, None)
+        roots = [service.root(i) for i in ids]
+        return roots, [service.cluster_or_indexed(r) for r in roots], count, best
+
+    async def refused(service):
+        out = []
+        for call in (
+            service.delete("z"),
+            service.replace(NewDoc("y", "other", {})),
+            service.register([NewDoc("x", "other", {})]),
+        ):
+            with pytest.raises(Conflict) as caught:
+                await call
+            out.append(caught.value.ids)
+        return out
+
+    async def run():
+        a = await Service.start(settings("a"))
+        b = await Service.start(settings("b"))
+        try:
+            [made] = await a.register([NewDoc("b", "ant bee cat dog", {})])
+            await b.register([NewDoc("w", "eel fox gnu", {})])
+            await _converged([a, b])
+            made = (made.status, made.cluster, made.matches.count, made.matches.best)
+            views = [await seen(s, "ant bee cat dog") for s in (a, b)]
+            linked = [s.index.linked for s in (a, b)]
+            answers = [await refused(s) for s in (a, b)]
+            c = await Service.start(settings("c"))  # a new replica links them at its start
+            try:
+                views.append(await seen(c, "ant bee cat dog"))
+                linked.append(c.index.linked)
+            finally:
+                await c.close()
+            await b.replace(NewDoc("w", "cat", {}))  # leaves y, joins x
+            await _converged([a, b])
+            moved = [await seen(s, "cat", ("x", "y")) for s in (a, b)]
+            # An id in both: the store's q wins; deleted on one, the indexed q is linked on both.
+            await a.register([NewDoc("q", "nine ten eleven twelve", {})])
+            write_index(url, [("q", "ant bee cat dog")])
+            assert [await s.refresh_index() for s in (a, b)] == [True, True]
+            both = [(s.cluster("b"), (await s.document("q"))[3]) for s in (a, b)]
+            await a.delete("q")
+            await _converged([a, b])
+            both += [(s.cluster("b"), (await s.document("q"))[3]) for s in (a, b)]
+            return made, views, linked, answers, moved, both
+        finally:
+            await a.close()
+            await b.close()
+
+    made, views, linked, answers, moved, both = asyncio.run(run())
+    assert made == ("created", "b", 1, [("z", 1.0)])
+    clusters = [["b", "z"], ["w", "y"]]
+    assert views == [(["b", "w"], clusters, 2, [("b", 1.0, "b"), ("z", 1.0, "b")])] * 3
+    assert linked == [2, 2, 2]
+    assert answers == [[["z"], ["y"], ["x"]]] * 2
+    assert both == [(["b", "z"], False)] * 2 + [(["b", "q", "z"], True)] * 2
+    assert moved == [(["w", "y"], [["w", "x"], ["y"]], 2, [("w", 1.0, "w"), ("x", 1.0, "w")])] * 2

@@ -390,3 +390,113 @@ def test_parts_committed_after_the_start_are_served_and_linked(tmp_path, threads
         (2, [("b", 1.0, "b"), ("z", 1.0, "b")]),
         ["b", "z"], ["a", "b", "z"],
     ]  # fmt: skip
+
+
+def test_a_refresh_reads_new_parts_while_writes_go_on(tmp_path, threads, monkeypatch) -> None:
+    """The new parts' rows are read and matched off the write lock: a registration and a
+    deletion made meanwhile complete, and are accounted for when the rows are linked (the
+    new document's indexed twin is linked; the deleted one's twin is not)."""
+    import threading
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    paused, release = threading.Event(), threading.Event()
+    batches = DocIndex.signature_batches
+
+    def pausing(self, parts):  # every batch read and matched, then a pause
+        yield from batches(self, parts)
+        paused.set()
+        release.wait(120)
+
+    monkeypatch.setattr(DocIndex, "signature_batches", pausing)
+
+    async def run() -> list:
+        async with started(tmp_path / "data", index=url, index_refresh=0) as service:
+            await service.register(
+                [NewDoc("b", "ant bee cat dog", {}), NewDoc("e", "one two three four", {})]
+            )
+            write_index(
+                url,
+                [("z", "ant bee cat dog"), ("u", "one two three four"),
+                 ("v", "five six seven eight")],
+            )  # fmt: skip
+            refresh = asyncio.create_task(service.refresh_index())
+            try:
+                while not paused.is_set():
+                    await asyncio.sleep(0.01)
+                await asyncio.wait_for(
+                    service.register([NewDoc("c", "five six seven eight", {})]), 60
+                )
+                await asyncio.wait_for(service.delete("e"), 60)
+            finally:
+                release.set()
+                done = await refresh
+            return [done, service.cluster("b"), service.cluster("c"), service.root("u"),
+                    service.index.linked, service.stats()["index_version"]]  # fmt: skip
+
+    assert _run(run()) == [True, ["b", "z"], ["c", "v"], "u", 2, 2]
+
+
+def test_an_id_in_the_store_and_the_index_is_the_stores_until_deleted(tmp_path, threads) -> None:
+    """The store's document of an id wins: the indexed row of that id is not matched, linked
+    or answered; once the store's is deleted, the indexed one is served as a start serves it
+    (linked to the documents here that match it)."""
+    url = str(tmp_path / "idx")
+
+    async def run() -> list:
+        out: list[Any] = []
+        async with started(tmp_path / "data") as service:  # registered before the index
+            await service.register(
+                [NewDoc("x", "ant bee cat dog", {"m": 1}), NewDoc("w", "one two three four", {})]
+            )
+        write_index(url, [("x", "one two three four"), ("y", "ant bee cat dog")])
+        async with started(tmp_path / "data", index=url) as service:
+            out.append(await service.document("x"))
+            out.append(await service.query(["one two three four", "ant bee cat dog"], None, None))
+            out += [service.cluster("w"), service.cluster("x")]
+            with pytest.raises(Conflict):
+                await service.register([NewDoc("x", "one two three four", {})])
+            await service.delete("x")
+            out.append(await service.document("x"))
+            out.append(await service.query(["one two three four"], None, None))
+            out += [service.cluster("w"), service.root("y")]
+        async with started(tmp_path / "data", index=url) as service:
+            out += [service.cluster("w"), service.root("y")]
+        return out
+
+    assert _run(run()) == [
+        ("x", "x", {"m": 1}, False),
+        [(1, [("w", 1.0, "w")]), (2, [("x", 1.0, "x"), ("y", 1.0, "x")])],
+        ["w"], ["x", "y"],
+        ("x", "w", None, True),
+        [(2, [("w", 1.0, "w"), ("x", 1.0, "w")])],
+        ["w", "x"], "y",
+        ["w", "x"], "y",
+    ]  # fmt: skip
+
+
+def test_a_replica_storing_a_linked_indexed_id_unlinks_it(tmp_path, threads) -> None:
+    """Another replica (serving an older version of the index) stored an id this one had
+    linked from the index: the store's document wins, the indexed one leaves its cluster."""
+    from tests.app.service.test_operations import LogStore, _adds, _followed, _start
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("z", "ant bee cat dog")])
+
+    async def run() -> list:
+        service = await _start(tmp_path, LogStore, index=url, **PARAMS)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            out: list[Any] = [service.cluster("b"), service.index.linked]
+            store = service.store
+            store.entries = [await _adds(service, 5, [("z", "one two three four")], 1)]
+            await _followed(service)
+            out += [service.cluster("b"), service.index.linked, await service.document("z")]
+            out.append(await service.query(["ant bee cat dog"], None, None))
+            return out
+        finally:
+            await service.close()
+
+    assert _run(run()) == [
+        ["b", "z"], 1, ["b"], 0, ("z", "z", {}, False), [(1, [("b", 1.0, "b")])],
+    ]  # fmt: skip
