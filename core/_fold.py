@@ -82,13 +82,14 @@ def fold_table() -> NDArray[np.uint32]:
 
 def _kernel_compositions(out: NDArray[np.uint32], classes: NDArray[np.uint16]) -> list[int]:
     """The primary compositions the kernel makes itself (first, second, composite, one after
-    another): those where a word character is replaced by one of the same UTF-8 length and the
-    same ``char_classes`` bits (so the words around are cut the same), and all three fold to
-    themselves with nothing else to check (Tamil ``ொ`` = ``ெ`` + ``ா``, Bengali ``ো``, Sinhala
-    ``ො``, Malayalam, Kannada, Telugu, Oriya two-part vowels): where the second follows the
-    first with nothing between, a text holding it normalizes as one holding the composite
-    (NFKC composes them, and nothing else changes). Not Hangul (a syllable's classes are not
-    its first part's), not a Latin letter and its accent (other lengths)."""
+    another): those where a word character is replaced by one of the same ``char_classes``
+    bits (so the words around are cut the same), no shorter in UTF-8 and no longer than the
+    two (the kernel's room), and all three fold to themselves with nothing else to check
+    (Tamil ``ொ`` = ``ெ`` + ``ா``, Bengali ``ো``, Sinhala ``ො``, Malayalam, Kannada, Telugu,
+    Oriya two-part vowels, ``a`` and a diaeresis, Cyrillic ``ё``): where the second
+    follows the first with nothing between, a text holding it normalizes as one holding the
+    composite (NFKC composes them, and nothing else changes). Not Hangul (a syllable's
+    classes are not its first part's)."""
     low = np.uint32(0x1FFFFF)
     plain = (out[:0x110000] & (low | np.uint32(FOLD_SPECIAL))) == np.arange(
         0x110000, dtype=np.uint32
@@ -105,7 +106,7 @@ def _kernel_compositions(out: NDArray[np.uint32], classes: NDArray[np.uint16]) -
             and not out[composite] & busy
             and classes[first] & WORD_BIT
             and classes[first] == classes[composite]
-            and widths[0] == widths[1]
+            and widths[0] <= widths[1] <= widths[0] + _utf8_width(np.array([second]))[0]
         ):
             triples += [first, second, composite]
     return triples

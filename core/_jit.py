@@ -617,12 +617,14 @@ def segment(
                     if f & _FOLD_MAYBE and composes:
                         # The starter just read and this one compose: the kernel writes the
                         # composite in the starter's place where it may (``_composite``).
-                        made = _composite(data, p, cp, fold)
+                        made, width = _composite(data, p, cp, fold)
                         if made == 0:
                             stop = SPECIAL
                             break
-                        _put(buf, o - _width(made), made, _width(made))
+                        o = _put(buf, o - width, made, _width(made))
+                        marks = o
                         composes = (fold[made] & _FOLD_FIRST) != 0
+                        simple = False  # (the first may have been read in an ASCII run)
                         continue
                     if f & _CODE_POINT == _FOLD_SKIP:  # dropped: as if it were not there
                         continue
@@ -707,10 +709,11 @@ def _holds(data: Any, q: int, cp: Any, width: int) -> bool:
 def _composite(data: Any, p: int, second: Any, fold: Any) -> Any:
     """The composite of ``core._fold.fold_table``'s compositions (the triples before its last
     entry) that ``second``, the character just read (ending at ``data[p]``), makes with the
-    one before it; 0 if none. Both are checked in ``data`` itself: the text holds them side
-    by side (nothing dropped or marked between, neither read from an expansion), as NFKC
-    composes them, and the kernel has just written the first (a word character). (The first
-    is in the same document: ``segment`` reads a second only after a starter that composes.)"""
+    one before it, and the first's UTF-8 length; 0 if none. Both are checked in ``data``
+    itself: the text holds them side by side (nothing dropped or marked between, neither read
+    from an expansion), as NFKC composes them, and the kernel has just written the first (a
+    word character). (The first is in the same document: ``segment`` reads a second only after
+    a starter that composes.)"""
     last = fold.shape[0] - 1
     i = last - 3 * int(fold[last])
     wide = _width(second)
@@ -722,9 +725,9 @@ def _composite(data: Any, p: int, second: Any, fold: Any) -> Any:
             # (Valid UTF-8: a character found at ``q`` ends where ``second`` starts, in the
             # same document; ``q >= 0``: not read from the end.)
             if q >= 0 and _holds(data, q, first, width) and _holds(data, p - wide, second, wide):
-                return fold[i + 2]
+                return fold[i + 2], width
         i += 3
-    return np.uint32(0)
+    return np.uint32(0), 0
 
 
 @numba.njit(inline="always")

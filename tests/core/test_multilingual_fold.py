@@ -101,6 +101,7 @@ KERNEL_FOLDS = [
     "\u0b95\u0bc6\u0bbe\u0bb3\u0bcd\u0b95\u0bc8 \u0baa\u0bc7\u0bbe\u0ba9\u0bcd \u0bb5\u0bc6\u0bd7",
     "\u0995\u09c7\u09be\u09a8 \u09ac\u09c7\u09d7 \u0d15\u0d46\u0d3e \u0d9a\u0dd9\u0dcf",
     "\u00fc\u0304 \u1025\u102e \u304b\u3099",
+    "gru\u0308n a\u0308b \u0435\u0308\u0436 a\u0308\u0316\u0334",
 ]
 
 
@@ -142,6 +143,9 @@ def test_marks_after_folded_and_precomposed_letters_are_ordered_as_nfkc_orders_t
         ["\u0d9a\u0dd9\u0dcf\u0dca"],  # Sinhala o, then al-lakuna: oo (handed back)
         ["\u00fc\u0304\u0323", "\u00fc\u0304\u0316", "\u00fc\u0316\u0304", "\u00dc\u0304"],
         ["\ufb01\u0bc6\u0bbe", "\u3131\u1161", "\u1100\u1161\u11a8"],
+        ["e\u0302\u0301", "e\u0301\u0302", "A\u0308", "e\u0323\u0302", "a\u0308\u0e01"],
+        ["\u0e01a\u0308b", "a\u0308\u0e01b", "\u0915a\u0308\u094d\u0937", "a\u0308 b"],
+        ["a\u0308\u0316\u0334", "a\u0308\u0301\u0334", "\u0435\u0308\u0316\u0334"],
     ],
 )
 def test_the_parts_of_a_composite_are_composed_only_where_nfkc_composes_them(jit, texts):
@@ -155,6 +159,7 @@ def test_the_parts_of_a_composite_are_composed_only_where_nfkc_composes_them(jit
         ("\u0b95\u0bc6\u0bbe", "\u0bca"),  # Tamil o
         ("\u00fc\u0304", "\u01d6"),
         ("\u304b\u3099", "\u304c"),
+        ("a\u0308", "\u00e4"),  # a longer composite
         ("\u304b\uff9e", None),  # the second read from an expansion: not in the text
         ("\u00dc\u0304", None),  # the first read folded
         ("\u0b95\u0bc6\u200d\u0bbe", None),  # something between
@@ -166,8 +171,9 @@ def test_the_kernel_composes_two_characters_only_where_the_text_holds_both(jit, 
 
     data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     second = {"\uff9e": 0x3099}.get(text[-1], ord(text[-1]))
-    made = _jit._composite(data, len(data), np.uint32(second), _fold.fold_table())
+    made, width = _jit._composite(data, len(data), np.uint32(second), _fold.fold_table())
     assert made == (ord(composite) if composite else 0)
+    assert width == (len(text[-2].encode("utf-8")) if composite else 0)
 
 
 def test_a_text_that_expands_many_times_over_is_read_whole(jit):
