@@ -72,8 +72,44 @@ def _hiding_marks(chars: str, decomposed: list[str], ccc: NDArray[np.uint8]) -> 
 @cache
 def fold_table() -> NDArray[np.uint32]:
     """``_table``, the non-word characters that fold to non-word starters only (full-width
-    punctuation, the ellipsis) left as they are (``_separators``): the words are the same."""
-    return _table(separators=True)
+    punctuation, the ellipsis) left as they are (``_separators``): the words are the same.
+    Then ``_kernel_compositions``' triples, and (the last entry) how many there are."""
+    out = _table(separators=True)
+    triples = _kernel_compositions(out, char_classes())
+    count = np.array([len(triples) // 3], dtype=np.uint32)
+    return np.concatenate((out, np.array(triples, dtype=np.uint32), count))
+
+
+def _kernel_compositions(out: NDArray[np.uint32], classes: NDArray[np.uint16]) -> list[int]:
+    """The primary compositions the kernel makes itself (first, second, composite, one after
+    another): those where a word character is replaced by one of the same ``char_classes``
+    bits (so the words around are cut the same), no shorter in UTF-8 and no longer than the
+    two (the kernel's room), and all three fold to themselves with nothing else to check
+    (Tamil ``ொ`` = ``ெ`` + ``ா``, Bengali ``ো``, Sinhala ``ො``, Malayalam, Kannada, Telugu,
+    Oriya two-part vowels, ``a`` and a diaeresis, Cyrillic ``ё``): where the second
+    follows the first with nothing between, a text holding it normalizes as one holding the
+    composite (NFKC composes them, and nothing else changes). Not Hangul (a syllable's
+    classes are not its first part's)."""
+    low = np.uint32(0x1FFFFF)
+    plain = (out[:0x110000] & (low | np.uint32(FOLD_SPECIAL))) == np.arange(
+        0x110000, dtype=np.uint32
+    )
+    busy = np.uint32(FOLD_MAYBE | (0xFF << _FOLD_CCC_SHIFT))
+    triples: list[int] = []
+    for first, second, composite in _nfkc.compositions():
+        widths = _utf8_width(np.array([first, composite], dtype=np.uint32))
+        if (
+            plain[first]
+            and plain[second]
+            and plain[composite]
+            and not out[first] & busy
+            and not out[composite] & busy
+            and classes[first] & WORD_BIT
+            and classes[first] == classes[composite]
+            and widths[0] <= widths[1] <= widths[0] + _utf8_width(np.array([second]))[0]
+        ):
+            triples += [first, second, composite]
+    return triples
 
 
 @cache

@@ -14,8 +14,9 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
 - ``segment``: the multilingual tokenizer's words of a batch, in one pass: each character
   decoded, folded (to one character, or to the list of a multi-character fold) and
   NFKC-checked by ``core._fold.fold_table``, marks out of canonical order moved back where
-  nothing composes (a text that needs more of ``normalize`` is handed back), looked up in
-  ``core._scripts.char_classes``, clusters cut by UAX #29's rules as
+  nothing composes, two characters side by side written as their composite where the table
+  lists them (``_composite``: two-part vowels; a text that needs more of ``normalize`` is
+  handed back), looked up in ``core._scripts.char_classes``, clusters cut by UAX #29's rules as
   ``core._multilingual.word_edges`` cuts them, by one table of moves (``_TRANSITIONS``: the
   state between characters and the next one's classes to what is written and the next state,
   no branch on the script); ASCII runs (and ASCII separators after a word) through a byte
@@ -514,10 +515,11 @@ def segment(
     ``normalize`` folds it, to one character or to the several of a ``FOLD_EXPAND`` entry,
     read in its place, while the text stays one NFKC leaves alone; a combining mark out of
     canonical order moved back among the marks before it where nothing can compose and
-    nothing the words depend on moves, ``_plain_mark``); at a character that needs
-    ``normalize`` the kernel stops, that document not written, and the caller passes it back
-    normalized as ``alt`` (read as it is). Runs of ASCII go through a byte table with no
-    branch on the content (``_ascii_run``).
+    nothing the words depend on moves, ``_plain_mark``; a second part of a composition the
+    table lists written with the first as their composite, ``_composite``); at a character
+    that needs ``normalize`` the kernel stops, that document not written, and the caller
+    passes it back normalized as ``alt`` (read as it is). Runs of ASCII go through a byte
+    table with no branch on the content (``_ascii_run``).
 
     Args:
         src: uint8, the documents' UTF-8 one after another; ends: int64, where each ends.
@@ -613,8 +615,17 @@ def segment(
                             break
                         continue
                     if f & _FOLD_MAYBE and composes:
-                        stop = SPECIAL
-                        break
+                        # The starter just read and this one compose: the kernel writes the
+                        # composite in the starter's place where it may (``_composite``).
+                        made, width = _composite(data, p, cp, fold)
+                        if made == 0:
+                            stop = SPECIAL
+                            break
+                        o = _put(buf, o - width, made, _width(made))
+                        marks = o
+                        composes = (fold[made] & _FOLD_FIRST) != 0
+                        simple = False  # (the first may have been read in an ASCII run)
+                        continue
                     if f & _CODE_POINT == _FOLD_SKIP:  # dropped: as if it were not there
                         continue
                     cp = f & _CODE_POINT
@@ -681,6 +692,42 @@ _FOLD_BUSY = np.uint32(0xFF << 24) | _FOLD_SPECIAL | _FOLD_MAYBE
 def _width(cp: Any) -> int:
     """The length of ``cp`` in UTF-8."""
     return 1 + int(cp >= 0x80) + int(cp >= 0x800) + int(cp >= 0x10000)
+
+
+@numba.njit(inline="always")
+def _holds(data: Any, q: int, cp: Any, width: int) -> bool:
+    """Whether the character at ``data[q]`` (UTF-8) is ``cp`` of ``width`` bytes."""
+    if width == 1:
+        return bool(data[q] == cp)
+    if data[q] < 0xC0:  # not a lead byte
+        return False
+    found, length = _decode(data, q)
+    return bool(found == cp and length == width)
+
+
+@_jit
+def _composite(data: Any, p: int, second: Any, fold: Any) -> Any:
+    """The composite of ``core._fold.fold_table``'s compositions (the triples before its last
+    entry) that ``second``, the character just read (ending at ``data[p]``), makes with the
+    one before it, and the first's UTF-8 length; 0 if none. Both are checked in ``data``
+    itself: the text holds them side by side (nothing dropped or marked between, neither read
+    from an expansion), as NFKC composes them, and the kernel has just written the first (a
+    word character). (The first is in the same document: ``segment`` reads a second only after
+    a starter that composes.)"""
+    last = fold.shape[0] - 1
+    i = last - 3 * int(fold[last])
+    wide = _width(second)
+    while i < last:
+        if fold[i + 1] == second:
+            first = fold[i]
+            width = _width(first)
+            q = p - wide - width
+            # (Valid UTF-8: a character found at ``q`` ends where ``second`` starts, in the
+            # same document; ``q >= 0``: not read from the end.)
+            if q >= 0 and _holds(data, q, first, width) and _holds(data, p - wide, second, wide):
+                return fold[i + 2], width
+        i += 3
+    return np.uint32(0), 0
 
 
 @numba.njit(inline="always")

@@ -1,8 +1,8 @@
 """The compiled multilingual kernel's own folding (``core._fold.fold_table``, read by
 ``core._jit.segment``): multi-character and other-length folds, marks put back in canonical
 order, ASCII runs. Its words must be the reference's (tests/reference.py) for every input, and
-the texts real catalogs hold (ß, Thai ำ, Bengali য়, Burmese asat before dot below) must not go
-to ``unicodedata`` at all."""
+the texts real catalogs hold (ß, Thai ำ, Bengali য়, Burmese asat before dot below, Tamil ொ typed
+as its two parts) must not go to ``unicodedata`` at all."""
 
 import threading
 import unicodedata
@@ -38,6 +38,15 @@ def expanding() -> list[str]:
     return [chr(c) for c in np.flatnonzero((fold & flags) == flags).tolist()]
 
 
+@cache
+def composing_pairs() -> list[str]:
+    """Every pair of characters the kernel composes itself (``_fold.fold_table``'s triples)."""
+    fold = _fold.fold_table()
+    count = int(fold[-1])
+    triples = fold[len(fold) - 1 - 3 * count : -1].reshape(count, 3).tolist()
+    return [chr(first) + chr(second) for first, second, _ in triples]
+
+
 #: Folds of another length and other hard cases, by name: the kernel reads some itself,
 #: hands the others to ``unicodedata``; the words must be the reference's either way.
 FOLDS = list("ßẞﬁﬂﬃǰⅫⅻ㎏㍿ﷺＡｚ０ｶﾞﾟİŉΐǅǄǈ\u0e33\u0eb3\u09dc\u09dd\u09df\u0958\u095d\u0f43")
@@ -52,6 +61,7 @@ folding_char = st.one_of(
     st.tuples(st.sampled_from(PRECOMPOSED), st.sampled_from(BELOW + MARKS)).map("".join),
     st.sampled_from(MARKS),
     st.builds(lambda: expanding()).flatmap(st.sampled_from),
+    st.builds(lambda: composing_pairs()).flatmap(st.sampled_from),
     tricky_char,
 )
 folding_text = st.tuples(
@@ -87,6 +97,11 @@ KERNEL_FOLDS = [
     "\u09ac\u09be\u0982\u09b2\u09be\u09df \u09aa\u09dc\u09c7 \u0986\u09b7\u09be\u09dd",
     "\u0958\u093f\u0932\u093e \u095b\u093f\u0902\u0926\u0917\u0940 \u095d",
     "\u1019\u103a\u1037 \u1004\u103a\u1037 \u1000\u103b\u103a\u1037",  # asat, then dot below
+    # Two-part vowels typed as their parts: the kernel composes them (``_jit._composite``).
+    "\u0b95\u0bc6\u0bbe\u0bb3\u0bcd\u0b95\u0bc8 \u0baa\u0bc7\u0bbe\u0ba9\u0bcd \u0bb5\u0bc6\u0bd7",
+    "\u0995\u09c7\u09be\u09a8 \u09ac\u09c7\u09d7 \u0d15\u0d46\u0d3e \u0d9a\u0dd9\u0dcf",
+    "\u00fc\u0304 \u1025\u102e \u304b\u3099",
+    "gru\u0308n a\u0308b \u0435\u0308\u0436 a\u0308\u0316\u0334",
 ]
 
 
@@ -117,6 +132,48 @@ def test_folds_real_text_needs_are_read_by_the_kernel_itself(jit, monkeypatch):
 def test_marks_after_folded_and_precomposed_letters_are_ordered_as_nfkc_orders_them(jit, text):
     tokens = _tokens.Tokens([text, text.upper()], jit=True, tokenizer=M)
     assert doc_words(tokens) == [multilingual_words(text), multilingual_words(text.upper())]
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["\u0b95\u0bc6", "\u0bbe"],  # the parts in two documents: no vowel
+        ["\u0b95\u0bc6\u200d\u0bbe", "\u0b95\u0bc6\ufe0f\u0bbe"],  # dropped between
+        ["\u0b95\u0bc6\u0bbe\u0bbe", "\u0b95\u0bc6\u0bcd\u0bbe"],  # a second aa; a virama between
+        ["\u0d9a\u0dd9\u0dcf\u0dca"],  # Sinhala o, then al-lakuna: oo (handed back)
+        ["\u00fc\u0304\u0323", "\u00fc\u0304\u0316", "\u00fc\u0316\u0304", "\u00dc\u0304"],
+        ["\ufb01\u0bc6\u0bbe", "\u3131\u1161", "\u1100\u1161\u11a8"],
+        ["e\u0302\u0301", "e\u0301\u0302", "A\u0308", "e\u0323\u0302", "a\u0308\u0e01"],
+        ["\u0e01a\u0308b", "a\u0308\u0e01b", "\u0915a\u0308\u094d\u0937", "a\u0308 b"],
+        ["a\u0308\u0316\u0334", "a\u0308\u0301\u0334", "\u0435\u0308\u0316\u0334"],
+    ],
+)
+def test_the_parts_of_a_composite_are_composed_only_where_nfkc_composes_them(jit, texts):
+    tokens = _tokens.Tokens(texts, jit=True, tokenizer=M)
+    assert doc_words(tokens) == [multilingual_words(text) for text in texts]
+
+
+@pytest.mark.parametrize(
+    ("text", "composite"),
+    [
+        ("\u0b95\u0bc6\u0bbe", "\u0bca"),  # Tamil o
+        ("\u00fc\u0304", "\u01d6"),
+        ("\u304b\u3099", "\u304c"),
+        ("a\u0308", "\u00e4"),  # a longer composite
+        ("\u304b\uff9e", None),  # the second read from an expansion: not in the text
+        ("\u00dc\u0304", None),  # the first read folded
+        ("\u0b95\u0bc6\u200d\u0bbe", None),  # something between
+        ("\u0bbe", None),
+    ],
+)
+def test_the_kernel_composes_two_characters_only_where_the_text_holds_both(jit, text, composite):
+    from neardup.core import _jit
+
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    second = {"\uff9e": 0x3099}.get(text[-1], ord(text[-1]))
+    made, width = _jit._composite(data, len(data), np.uint32(second), _fold.fold_table())
+    assert made == (ord(composite) if composite else 0)
+    assert width == (len(text[-2].encode("utf-8")) if composite else 0)
 
 
 def test_a_text_that_expands_many_times_over_is_read_whole(jit):
