@@ -62,10 +62,11 @@ BATCHES = (1_000, 10_000)
 def _batch(n: int, docs: int, seed: int) -> list[dict[str, str]]:
     """``n`` new documents whose ids fall between the indexed ``dump-000/doc...`` ids."""
     rng = np.random.default_rng(seed)
-    at = rng.choice(min(docs, 10**9), size=n, replace=False)
+    # An index smaller than the batch holds some ids' neighbour twice: ``k`` keeps them apart.
+    at = rng.integers(0, min(docs, 10**9), size=n)
     return [
         {
-            "id": f"dump-{a // 1_000_000:03d}/doc{a % 1_000_000:09d}.new-{seed}",
+            "id": f"dump-{a // 1_000_000:03d}/doc{a % 1_000_000:09d}.new-{seed}-{k}",
             "text": _text(seed + k, rng),
         }
         for k, a in enumerate(at.tolist())
