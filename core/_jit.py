@@ -64,6 +64,8 @@ __all__ = ["minima", "segment", "shingle_spans", "shingle_values", "tokenise"]
 
 _P = MERSENNE31
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+#: An index as uint64: numba adds no check for a negative one (read from the end).
+_U = np.uint64
 
 
 @_jit
@@ -224,6 +226,27 @@ def _decode(data: Any, p: int) -> Any:
         | ((data[p + 1] & np.uint32(0x3F)) << np.uint32(12))
         | ((data[p + 2] & np.uint32(0x3F)) << np.uint32(6))
         | (data[p + 3] & np.uint32(0x3F))
+    ), 4
+
+
+@numba.njit(inline="always")
+def _decode_at(data: Any, p: int) -> Any:
+    """``_decode`` with unsigned indices: numba checks a signed index for a negative value
+    (read from the end) at every access, a few instructions each (``segment``'s)."""
+    c = np.uint32(data[_U(p)])
+    if c < 0xE0:
+        return ((c & np.uint32(0x1F)) << np.uint32(6)) | (data[_U(p + 1)] & np.uint32(0x3F)), 2
+    if c < 0xF0:
+        return (
+            ((c & np.uint32(0x0F)) << np.uint32(12))
+            | ((data[_U(p + 1)] & np.uint32(0x3F)) << np.uint32(6))
+            | (data[_U(p + 2)] & np.uint32(0x3F))
+        ), 3
+    return (
+        ((c & np.uint32(0x07)) << np.uint32(18))
+        | ((data[_U(p + 1)] & np.uint32(0x3F)) << np.uint32(12))
+        | ((data[_U(p + 2)] & np.uint32(0x3F)) << np.uint32(6))
+        | (data[_U(p + 3)] & np.uint32(0x3F))
     ), 4
 
 
@@ -568,7 +591,7 @@ def segment(
         left = 0  # and how many are left
         simple = True  # an ASCII character here needs nothing of what came before
         while p < end or left:
-            if not left and data[p] < 0x80 and (simple or ascii[data[p]] == _SPACE):
+            if not left and data[_U(p)] < 0x80 and (simple or ascii[data[_U(p)]] == _SPACE):
                 p, o, e, in_word, c = _ascii_run(
                     data, p, end, ascii, buf, o, edges, e, (now & _IN_WORD) != 0
                 )
@@ -584,10 +607,10 @@ def segment(
                 at += 1
                 left -= 1
             else:
-                if data[p] < 0x80:
-                    cp, width = np.uint32(data[p]), 1
+                if data[_U(p)] < 0x80:
+                    cp, width = np.uint32(data[_U(p)]), 1
                 else:
-                    cp, width = _decode(data, p)
+                    cp, width = _decode_at(data, p)
                 p += width
             mark = -1  # where an out-of-order combining mark goes
             if folding:
@@ -599,7 +622,9 @@ def segment(
                     composes = (f & _FOLD_FIRST) != 0
                     last_class = 0
                 else:
-                    ccc = int(f >> np.uint32(24))  # int64, as ``last_class``: no float
+                    # int64, as ``last_class`` (numba's ``int`` of a uint32 is a uint64, and a
+                    # uint64 where an int64 was makes the variable a float64)
+                    ccc = np.int64(f >> np.uint32(24))
                     if f & _FOLD_SPECIAL:
                         if ccc != _FOLD_EXPAND_CLASS:
                             stop = SPECIAL
@@ -649,11 +674,11 @@ def segment(
             # The move from the state before by the character's classes, written without a
             # branch: a space and two edges always (in ``buf`` and ``edges``' room for this
             # character), counted where the move writes them, overwritten where it does not.
-            move = _TRANSITIONS[(now << 8) | (table[cp] & 0xFF)]
+            move = _TRANSITIONS[_U((now << 8) | (table[cp] & 0xFF))]
             now = move & 0xFF
-            buf[o] = 0x20
-            edges[e] = o
-            edges[e + 1] = o + 1
+            buf[_U(o)] = 0x20
+            edges[_U(e)] = o
+            edges[_U(e + 1)] = o + 1
             e += (move >> _EDGES_SHIFT) & 3
             o += (move >> _SPACE_SHIFT) & 1
             if move & _PUT:
@@ -779,19 +804,19 @@ def _ascii_run(
     Returns where it stopped (the end, or a non-ASCII byte), the output and edge counts,
     whether a word is open, and the last byte read."""
     prev = int(in_word)
-    c = data[p]
+    c = data[_U(p)]
     while True:
         b = ascii[c]
         word = int(b != _SPACE)
-        buf[o] = b
-        edges[e] = o
+        buf[_U(o)] = b
+        edges[_U(e)] = o
         e += word ^ prev
         o += word | prev
         prev = word
         p += 1
-        if p == end or data[p] >= 0x80:
+        if p == end or data[_U(p)] >= 0x80:
             break
-        c = data[p]
+        c = data[_U(p)]
     return p, o, e, prev == 1, c
 
 
@@ -799,17 +824,17 @@ def _ascii_run(
 def _put(buf: Any, o: int, cp: Any, width: int) -> int:
     """Write ``cp`` as UTF-8 of ``width`` bytes at ``buf[o]``; where the next byte goes."""
     if width == 1:
-        buf[o] = cp
+        buf[_U(o)] = cp
     elif width == 2:
-        buf[o] = 0xC0 | (cp >> np.uint32(6))
-        buf[o + 1] = 0x80 | (cp & np.uint32(0x3F))
+        buf[_U(o)] = 0xC0 | (cp >> np.uint32(6))
+        buf[_U(o + 1)] = 0x80 | (cp & np.uint32(0x3F))
     elif width == 3:
-        buf[o] = 0xE0 | (cp >> np.uint32(12))
-        buf[o + 1] = 0x80 | ((cp >> np.uint32(6)) & np.uint32(0x3F))
-        buf[o + 2] = 0x80 | (cp & np.uint32(0x3F))
+        buf[_U(o)] = 0xE0 | (cp >> np.uint32(12))
+        buf[_U(o + 1)] = 0x80 | ((cp >> np.uint32(6)) & np.uint32(0x3F))
+        buf[_U(o + 2)] = 0x80 | (cp & np.uint32(0x3F))
     else:
-        buf[o] = 0xF0 | (cp >> np.uint32(18))
-        buf[o + 1] = 0x80 | ((cp >> np.uint32(12)) & np.uint32(0x3F))
-        buf[o + 2] = 0x80 | ((cp >> np.uint32(6)) & np.uint32(0x3F))
-        buf[o + 3] = 0x80 | (cp & np.uint32(0x3F))
+        buf[_U(o)] = 0xF0 | (cp >> np.uint32(18))
+        buf[_U(o + 1)] = 0x80 | ((cp >> np.uint32(12)) & np.uint32(0x3F))
+        buf[_U(o + 2)] = 0x80 | ((cp >> np.uint32(6)) & np.uint32(0x3F))
+        buf[_U(o + 3)] = 0x80 | (cp & np.uint32(0x3F))
     return o + width
