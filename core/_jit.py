@@ -615,16 +615,19 @@ def segment(
             mark = -1  # where an out-of-order combining mark goes
             if folding:
                 f = fold[cp]
-                if not f & _FOLD_BUSY and f & _CODE_POINT != _FOLD_SKIP:
-                    # The common case: a character folded to one of the same length, a starter
-                    # composing with nothing before it (none of the checks below applies).
-                    cp = f & _CODE_POINT
-                    composes = (f & _FOLD_FIRST) != 0
-                    last_class = 0
-                else:
-                    # int64, as ``last_class`` (numba's ``int`` of a uint32 is a uint64, and a
-                    # uint64 where an int64 was makes the variable a float64)
-                    ccc = np.int64(f >> np.uint32(24))
+                # int64, as ``last_class`` (numba's ``int`` of a uint32 is a uint64, and a
+                # uint64 where an int64 was makes the variable a float64)
+                ccc = np.int64(f >> np.uint32(24))
+                # One branch, rarely taken, for starters and marks alike: a character folded to
+                # one of the same length that composes with nothing before it, and a mark in
+                # canonical order, need no check (combining marks follow almost every letter
+                # in Indic, Khmer, Burmese or Tibetan text: a branch on whether a character
+                # is one would be mispredicted that often).
+                if (
+                    (f & (_FOLD_SPECIAL | (_FOLD_MAYBE if composes else np.uint32(0)))) != 0
+                    or (f & _CODE_POINT) == _FOLD_SKIP
+                    or (ccc != 0) & (ccc < last_class)
+                ):
                     if f & _FOLD_SPECIAL:
                         if ccc != _FOLD_EXPAND_CLASS:
                             stop = SPECIAL
@@ -654,23 +657,23 @@ def segment(
                     if f & _CODE_POINT == _FOLD_SKIP:  # dropped: as if it were not there
                         continue
                     cp = f & _CODE_POINT
-                    if ccc != 0 and ccc < last_class:
-                        # Nothing composes: were the last starter to (``composes``), no mark after
-                        # it would be one that may (``_FOLD_MAYBE``, checked above).
-                        mark = (
-                            _mark_place(buf, marks, o, ccc, fold, table)
-                            if _plain_mark(table[cp])
-                            else -1
-                        )
-                        # (Nor may it go first in its word, ``edges[e - 1]``: a cluster of an
-                        # unspaced script is one whose first character is.)
-                        if mark < 0 or mark == edges[e - 1]:
-                            stop = SPECIAL
-                            break
-                    else:
-                        last_class = ccc
-                    if ccc == 0:
-                        composes = (f & _FOLD_FIRST) != 0
+                    # A mark out of canonical order. Nothing composes: were the last starter
+                    # to (``composes``), no mark after it would be one that may (checked above).
+                    mark = (
+                        _mark_place(buf, marks, o, ccc, fold, table)
+                        if _plain_mark(table[cp])
+                        else -1
+                    )
+                    # (Nor may it go first in its word, ``edges[e - 1]``: a cluster of an
+                    # unspaced script is one whose first character is.)
+                    if mark < 0 or mark == edges[e - 1]:
+                        stop = SPECIAL
+                        break
+                else:
+                    cp = f & _CODE_POINT
+                    # A starter: whether it may compose with what follows; a mark: as before.
+                    composes = (f & _FOLD_FIRST) != 0 if ccc == 0 else composes
+                    last_class = ccc
             # The move from the state before by the character's classes, written without a
             # branch: a space and two edges always (in ``buf`` and ``edges``' room for this
             # character), counted where the move writes them, overwritten where it does not.
