@@ -30,11 +30,11 @@ from neardup.core.minhash import signatures
 __all__ = ["corpus", "digests", "main"]
 
 
-def corpus(language: str, docs: int, copies: int) -> list[str]:
+def corpus(language: str, docs: int, copies: int, roots: tuple[str, ...] = ROOTS) -> list[str]:
     """The language's documents and their planted copies (``bench.multilingual``'s, seed 0);
     every message of a language with too little text for one document; none if not
     installed."""
-    found, _ = language_messages(language, ROOTS)
+    found, _ = language_messages(language, roots)
     grouped = documents(found, docs)
     if not grouped:
         return [m.text for m in found]
@@ -78,10 +78,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--languages", default=",".join(LANGUAGES))
     parser.add_argument("--docs", type=int, default=400)
     parser.add_argument("--copies", type=int, default=120)
+    parser.add_argument(
+        "--catalogs",
+        default=":".join(ROOTS),
+        help="colon-separated roots of LOCALE/LC_MESSAGES/*.mo (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
+    roots = tuple(root for root in args.catalogs.split(":") if root)
     print("language tokenizer texts bytes compiled numpy signatures same-words")
     for language in args.languages.split(","):
-        texts = corpus(language, args.docs, args.copies)
+        texts = corpus(language, args.docs, args.copies, roots)
         if not texts:
             print(f"{language} not installed")
             continue
