@@ -20,8 +20,10 @@ and ``core._tokens``' numpy tokeniser, are the reference: the values are identic
   ``core._multilingual.word_edges`` cuts them, by one table of moves (``_TRANSITIONS``: the
   state between characters and the next one's classes to what is written and the next state,
   no branch on the script); ASCII runs (and ASCII separators after a word) through a byte
-  table as in ``tokenise``, and a character that folds to one starter composing with nothing
-  takes a short lane (one fold check).
+  table as in ``tokenise``, and a character that folds to one of its UTF-8 length and composes
+  with nothing, starter or combining mark in canonical order, takes one lane (one test, rarely
+  true, for everything else). Its hot paths index with unsigned integers (``_U``): numba
+  checks a signed index for a negative one at every access.
 - ``shingle_spans``: each shingle's first word's start and last word's end, document by
   document.
 - ``shingle_values``: FNV-1a 64 of each shingle's bytes, then ``mod P`` (docs/algorithm.md
