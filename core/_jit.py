@@ -619,7 +619,7 @@ def segment(
                 f = fold[cp]
                 # int64, as ``last_class`` (numba's ``int`` of a uint32 is a uint64, and a
                 # uint64 where an int64 was makes the variable a float64)
-                ccc = np.int64(f >> np.uint32(24))
+                ccc = int(np.int64(f >> np.uint32(24)))
                 # One branch, rarely taken, for starters and marks alike: a character folded to
                 # one of the same length that composes with nothing before it, and a mark in
                 # canonical order, need no check (combining marks follow almost every letter
