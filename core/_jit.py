@@ -563,7 +563,7 @@ def segment(
     ascii = np.empty(128, dtype=np.uint8)  # an ASCII character's folded byte, or a space
     for c in range(128):
         low = fold[c] & _CODE_POINT
-        ascii[c] = low if table[low] & WORD_BIT else _SPACE
+        ascii[c] = low if table[low] & WORD_BIT else np.uint32(_SPACE)
     d = state[DOC]
     o = state[OUT]
     e = state[EDGE]

@@ -351,3 +351,21 @@ def test_warm_up_runs_each_kernel_once_through_on_a_one_letter_text(jit, monkeyp
     expected = _tokens.shingle_spans(_tokens.Tokens(["a"], jit=False), k)
     assert [start.tolist(), end.tolist()] == [expected[0].tolist(), expected[1].tolist()]
     assert start.tolist() == [0] and end.tolist() == [1]
+
+
+@pytest.mark.parametrize("name", ["segment", "tokenise", "minima", "shingle_values"])
+def test_kernels_hold_no_float(name):
+    """numba types a variable given an int64 in one place and a uint64 in another (``int()``
+    of a uint32 is one) as a float64: ``segment``'s combining class of the character before
+    was one, converted and compared at every combining mark. No kernel variable is a float."""
+    import numba
+    from numba.core import types
+
+    _jit.warm_up()
+    kernel = getattr(_jit, name)
+    signature = kernel.signatures[0]
+    fresh = numba.njit(nogil=True, boundscheck=False)(kernel.py_func)  # typed here, not cached
+    fresh.compile(signature)
+    typemap = fresh.overloads[signature].type_annotation.typemap
+    assert len(typemap) > 10
+    assert sorted(v for v, t in typemap.items() if isinstance(t, types.Float)) == []
