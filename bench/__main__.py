@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common.machine import REPO_ROOT, load_average, machine, now
+from bench.common.machine import REPO_ROOT, commit, load_average, machine, now
 
 #: The benchmarks, in the order they run.
 MODULES = (
@@ -34,25 +34,10 @@ MODULES = (
     "bench.probing",
     "bench.coldstart",
     "bench.multilingual",
+    "bench.multilingual.speed",
     "bench.spark",
     "bench.spark.incremental",
 )
-
-
-def _git(*args: str) -> str:
-    """What ``git ARGS`` prints in the repository, stripped."""
-    done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
-def _commit() -> str:
-    """The checked-out commit, with ``+changes`` when the tree differs from it."""
-    try:
-        head = _git("rev-parse", "--short=12", "HEAD")
-        dirty = _git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return f"{head}+changes" if dirty else head
 
 
 def _section(module: str, output: str) -> str:
@@ -110,7 +95,7 @@ def record(
         "| | |",
         "|---|---|",
         f"| date (start - end of run) | {started} - {ended} |",
-        f"| commit | {_commit()} |",
+        f"| commit | {commit()} |",
         f"| machine | {machine()} |",
         f"| load average (1, 5, 15 min) | {load_at_start} at start, {load_average()} at end |",
         f"| command | `{command}` (what `make bench` runs) |",

@@ -12,6 +12,7 @@ import hashlib
 import importlib.metadata
 import os
 import platform
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ __all__ = [
     "REPO_ROOT",
     "Start",
     "at_start",
+    "commit",
     "cpu_model",
     "cpus",
     "facts",
@@ -75,6 +77,22 @@ def version(dist: str) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
+
+
+def _git(*args: str) -> str:
+    """What ``git ARGS`` prints in the repository, stripped."""
+    done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def commit() -> str:
+    """The checked-out commit, with ``+changes`` when the tree differs from it."""
+    try:
+        head = _git("rev-parse", "--short=12", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return f"{head}+changes" if dirty else head
 
 
 def load_average() -> str:

@@ -20,13 +20,12 @@ Run from the repository root::
 from __future__ import annotations
 
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 
 from bench.common import options
-from bench.common.machine import REPO_ROOT, at_start, facts
+from bench.common.machine import at_start, commit, facts
 from bench.common.options import Size
 from bench.multilingual.catalogs import LANGUAGES, ROOTS, documents, language_messages
 from neardup.core._tokens import Tokens
@@ -114,28 +113,6 @@ def _row(row: Speed) -> str:
     )
 
 
-def _commit() -> str:
-    """The checked-out commit (and whether the tree has changes), or "-" outside git."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "-"
-    return f"{head} (with changes)" if dirty else head
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = options.parser("bench.multilingual.speed", __doc__, SIZES, "print a markdown table")
     parser.add_argument("--languages", default=DEFAULT, help="comma-separated (%(default)s)")
@@ -168,10 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{language:6} {statistics.median(row.ratios):.2f}", file=sys.stderr)
     if args.markdown:
+        print("## Multilingual tokenising speed, interleaved (`bench.multilingual.speed`)\n")
         print(f"- command: `{command}`")
         for key, value in facts(start).items():
             print(f"- {key}: {value}")
-        print(f"- commit: {_commit()}\n")
+        print(f"- commit: {commit()}\n")
     print(
         "| language | MB | words, ms/MB | multilingual, ms/MB | ratio (median) "
         "| ratio (lowest - highest round) |"

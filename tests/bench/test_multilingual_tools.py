@@ -16,6 +16,7 @@ def test_speed_prints_a_row_per_language_text_or_messages(roots, capsys):  # noq
     assert speed(["--catalogs", roots, "--languages", "de,th,ja,km", "--repeats", "3",
                   "--speed-kb", "5", "--markdown"]) == 0  # fmt: skip
     out = capsys.readouterr().out
+    assert out.startswith("## Multilingual tokenising speed, interleaved")  # a section of its own
     assert "- command: `python -m bench.multilingual.speed --catalogs" in out
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     assert rows[0].startswith("| language | MB |")
