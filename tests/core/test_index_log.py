@@ -206,7 +206,7 @@ def test_commit_writes_the_version_body_byte_for_byte(tmp_path: Path) -> None:
     assert commit_index(first, other, [extra], drop=["nothing"]) == 2
     raw = (Path(url) / "_index" / "00000002.json").read_bytes()
     body = {
-        "format": "neardup-index", "format_version": 2, "version": 2,
+        "format": "neardup-index", "format_version": 3, "version": 2,
         "params": index_params(PARAMS),  # the index's, not the committing run's
         "parts": [part.as_json(), extra.as_json()], "rows": 7,
     }  # fmt: skip
