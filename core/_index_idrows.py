@@ -108,7 +108,7 @@ def find_ids(
             if hashes is None:
                 from neardup.core._index_ids import id_hashes
 
-                hashes = id_hashes(asked)
+                hashes = np.unique(id_hashes(asked))  # ids of one hash: one lookup
             rows, given = _table_rows(index, part, hashes)
             if len(rows):
                 _gather(index, part, (rows, given), wanted, columns, found)
