@@ -83,15 +83,23 @@ def build(url: str, docs: int, part_docs: int, texts: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def asked_ids(n: int, docs: int, seed: int) -> list[str]:
-    """Half indexed ids, half new ones falling between indexed ids."""
+def asked_ids(n: int, docs: int, seed: int, indexed: bool = True) -> list[str]:
+    """New ids falling between indexed ids; with ``indexed``, every other one an indexed id
+    instead."""
     rng = np.random.default_rng(seed)
     at = rng.integers(0, docs, size=n).tolist()
-    return [url_id(a) if k % 2 == 0 else url_id(a) + f"/new-{k}" for k, a in enumerate(at)]
+    return [
+        url_id(a) if indexed and k % 2 == 0 else url_id(a) + f"/new-{k}" for k, a in enumerate(at)
+    ]
+
+
+#: The mixes of asked ids: all new (a registration of new documents), half indexed.
+MIXES = ("new", "half")
 
 
 def _checks(url: str, docs: int) -> dict[str, float]:
-    """CPU seconds of ``find_ids`` of each size of ``CHECKS``, by id tables and by statistics."""
+    """CPU seconds of ``find_ids`` (with digests and signatures) of each size of ``CHECKS`` and
+    each mix of ``MIXES``, by id tables and by statistics."""
     from neardup.core._index_idrows import find_ids
     from neardup.core.engine import DocIndex
 
@@ -100,13 +108,15 @@ def _checks(url: str, docs: int) -> dict[str, float]:
     find_ids(index, asked_ids(10, docs, 2))
     out = {}
     for n in CHECKS:
-        asked = asked_ids(n, docs, 100 + n)
-        for name, scan in (("tables", False), ("stats", True)):
-            start = time.process_time()
-            found = find_ids(index, asked, scan=scan)
-            out[f"check_{n}_{name}"] = time.process_time() - start
-            if len(found.ids) != len(set(asked[::2])):
-                raise RuntimeError(f"found {len(found.ids)} of {len(set(asked[::2]))} ids")
+        for mix in MIXES:
+            asked = asked_ids(n, docs, 100 + n, indexed=mix == "half")
+            want = len(set(asked[::2])) if mix == "half" else 0
+            for name, scan in (("tables", False), ("stats", True)):
+                start = time.process_time()
+                found = find_ids(index, asked, scan=scan)
+                out[f"check_{n}_{mix}_{name}"] = time.process_time() - start
+                if len(found.ids) != want:
+                    raise RuntimeError(f"found {len(found.ids)} of {want} ids")
     return out
 
 
@@ -174,13 +184,15 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
         f"{now()}; `{command}`; load average {os.getloadavg()[0]:.1f} at the end. Synthetic "
         "indexes (128 permutations, 16 bands) built through the writer in parts of 1,000,000 "
         "documents with URL-like ids interleaving across parts. *ids* = parts with id tables, "
-        "*stats* = the same parts without (the id statistics path). `find_ids`: CPU seconds in "
-        "one process (half the asked ids indexed, half new ones between indexed ids, with "
-        "digests and signatures). Whole `neardup` processes: CPU seconds / wall seconds.",
+        "*stats* = the same parts without (the id statistics path). `find_ids` with digests "
+        "and signatures, CPU seconds in one process: *new* = ids between indexed ones, none "
+        "indexed; *half* = every other asked id indexed. Whole `neardup` processes: CPU "
+        "seconds / wall seconds.",
         "",
-        "| indexed | " + "".join(f"check {n:,} ids: ids | stats | " for n in CHECKS)
+        "| indexed | "
+        + "".join(f"{n:,} {m} ids: ids | stats | " for n in CHECKS for m in MIXES)
         + f"`index query` 1 doc: ids | stats | append {APPEND:,} (100 re-crawled): ids | stats |",
-        "|---:" * (1 + 2 * len(CHECKS) + 4) + "|",
+        "|---:" * (1 + 2 * len(CHECKS) * len(MIXES) + 4) + "|",
     ]  # fmt: skip
 
     def cell(run: tuple[float, float]) -> str:
@@ -188,7 +200,9 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
 
     for r in results:
         row = f"| {r['docs']:,} | " + "".join(
-            f"{r[f'check_{n}_tables']:.3f} | {r[f'check_{n}_stats']:.3f} | " for n in CHECKS
+            f"{r[f'check_{n}_{m}_tables']:.3f} | {r[f'check_{n}_{m}_stats']:.3f} | "
+            for n in CHECKS
+            for m in MIXES
         )
         row += f"{cell(r['tables']['query'])} | {cell(r['stats']['query'])} | "
         row += f"{cell(r['tables']['append'])} | {cell(r['stats']['append'])} |"
