@@ -207,6 +207,18 @@ def test_the_band_key_snippet_of_the_docs_finds_the_first_row_by_its_key(idx):
     assert len(scope["ids"]) == len(scope["rows"]) >= 1
 
 
+def test_the_id_snippet_of_the_docs_finds_the_first_row_by_its_id(idx):
+    from neardup.core.engine import index_id_hashes
+
+    scope = {"IDX": str(idx)}
+    heading = "## Reading an index without neardup"
+    exec(_doc_snippet(heading), scope)
+    exec(_doc_snippet(heading, 3), scope)  # it asserts the id is found at a row of its hash
+    doc_id = scope["doc_id"]
+    assert scope["id_hash"](doc_id) == index_id_hashes([doc_id])[0]
+    assert len(scope["found"]) >= 1
+
+
 def test_the_pyarrow_snippet_of_the_docs_reads_an_index_built_by_dedup(idx):
     scope = {"IDX": str(idx)}
     exec(_doc_snippet("## Reading an index without neardup"), scope)
