@@ -129,8 +129,10 @@ def test_lookups_through_key_tables_are_the_full_scans(tmp_path_factory, spec) -
     url = str(tmp_path_factory.mktemp("idx") / "idx")
     with _small_pages():
         index = _build(url, spec)
-        assert not index.parts or any(p.keys is not None for p in index.parts) or all(
-            first for *_, first in spec["parts"]
+        assert (
+            not index.parts
+            or any(p.keys is not None for p in index.parts)
+            or all(first for *_, first in spec["parts"])
         )  # (no part left: every row replaced)
         keyed = lookup_index(index, spec["sigs"], spec["digests"])
         scanned = lookup_index(index, spec["sigs"], spec["digests"], scan=True)

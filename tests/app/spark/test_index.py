@@ -78,9 +78,7 @@ def _key_tables(index: Path) -> list[bytes]:
     name)."""
     opened = DocIndex.open(str(index))
     assert all(part.keys is not None and part.ids is not None for part in opened.parts)
-    return [
-        (index / f.path).read_bytes() for part in opened.parts for f in (part.keys, part.ids)
-    ]
+    return [(index / f.path).read_bytes() for part in opened.parts for f in (part.keys, part.ids)]
 
 
 def _layout(index: Path, part: Any) -> set[tuple[str, str, bool]]:
