@@ -238,25 +238,37 @@ def _gather(
             sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
             first = np.cumsum([0, *sizes])
             group_of = np.searchsorted(first, local, side="right") - 1
-            for g in np.unique(group_of).tolist():
-                sel = group_of == g
-                at = local[sel] - first[g]
-                table = _read(index, f, parquet, [g], ["id", *columns])
-                column = table.column("id")
-                if column.null_count:
-                    raise IndexDamagedError(index.url, f.path, "has a null id")
-                if len(at) > _FEW_ROWS:
-                    every = column.to_pylist()
-                    got = [every[i] for i in at.tolist()]
-                else:
-                    got = [column[i].as_py() for i in at.tolist()]
+            groups = np.unique(group_of).tolist()
+            step = max(BATCH_ROWS // ROW_GROUP, 1)  # groups a read, as the statistics path
+            for lo in range(0, len(groups), step):
+                chosen = groups[lo : lo + step]
+                sel = np.isin(group_of, chosen)
+                # Row ``r`` of group ``g`` is row ``r + offset[g]`` of the groups read together.
+                offset = dict(zip(chosen, np.cumsum([0, *(sizes[g] for g in chosen)]).tolist(),
+                                  strict=False))  # fmt: skip
+                at = np.array(
+                    [r - first[g] + offset[g] for r, g in zip(
+                        local[sel].tolist(), group_of[sel].tolist(), strict=True)],
+                    dtype=np.int64,
+                )  # fmt: skip
+                table = _read(index, f, parquet, chosen, ["id", *columns])
+                got = _ids_at(index, f, table, at)
                 _check_hashes(index, part, got, hashes[sel])
                 keep = np.array([i in wanted for i in got], dtype=np.bool_)
-                if not keep.any():
-                    continue
-                at = at[keep]
-                kept = [i for i, w in zip(got, keep.tolist(), strict=True) if w]
-                _add_rows(index, f, table, at, kept, part.name, found)
+                if keep.any():
+                    kept = [i for i, w in zip(got, keep.tolist(), strict=True) if w]
+                    _add_rows(index, f, table, at[keep], kept, part.name, found)
+
+
+def _ids_at(index: DocIndex, f: IndexFile, table: Any, at: NDArray[np.int64]) -> list[str]:
+    """The ids at rows ``at`` of ``table`` (read from ``f``); IndexDamagedError for a null."""
+    column = table.column("id")
+    if column.null_count:
+        raise IndexDamagedError(index.url, f.path, "has a null id")
+    if len(at) > _FEW_ROWS:
+        every = column.to_pylist()
+        return [every[i] for i in at.tolist()]
+    return [column[i].as_py() for i in at.tolist()]
 
 
 def _check_hashes(

@@ -356,9 +356,12 @@ def test_id_statistics_read_spans_of_groups_and_skip_groups_out_of_range(
     # d0-d1 | d2-d3 | d4-d5 | d6-d7 | d8: groups 0, 2 and 4 hold an asked id; two a read.
     assert read == [[0, 2], [4], [0]]
     assert _statistics_parts(index, []) == {}
-    read.clear()  # through the id tables: the groups holding a row found, one a read
+    read.clear()  # through the id tables: the groups holding a row found, as many a read
     assert index.id_parts(asked) == found
-    assert read == [[0], [2], [4], [0]]
+    assert read == [[0, 2], [4], [0]]
+    read.clear()
+    assert index.id_parts(["d1x", "e0", "x"]) == {}  # no hash found: no group read
+    assert read == []
 
 
 def test_verify_names_a_file_of_another_size_or_missing(tmp_path: Path) -> None:
