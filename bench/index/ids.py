@@ -162,7 +162,8 @@ def measure(docs: int, part_docs: int, keep: Path, work: Path, repeat: int) -> d
         result = {"docs": docs, "build_s": None}
     original = (url / "_index" / f"{_latest(url):08d}.json").read_bytes()
     _write_jsonl(work / "one.jsonl", [("q-0", texts[7] + " changed")])
-    recrawled = asked_ids(200, docs, 7)[::2]  # 100 indexed ids, crawled again
+    picked = np.random.default_rng(7).choice(docs, size=min(100, docs), replace=False)
+    recrawled = [url_id(i) for i in picked.tolist()]  # 100 indexed ids, crawled again
     new = [(recrawled[i] if i < len(recrawled) else url_id(docs + i) + "/x", _text(10**7 + i, rng))
            for i in range(APPEND)]  # fmt: skip
     _write_jsonl(work / "new.jsonl", new)
