@@ -30,6 +30,7 @@ MODULES = (
     "bench.index",
     "bench.index.lookups",
     "bench.index.serve",
+    "bench.index.ids",
     "bench.decont",
     "bench.probing",
     "bench.coldstart",

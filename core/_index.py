@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._index_ids import IDS_FILE, IdBuilder
 from neardup.core._index_keys import KEYS_FILE, KeyBuilder
 from neardup.core._index_log import (
     FORMAT,
@@ -65,6 +66,7 @@ from neardup.core.errors import (
 )
 
 if TYPE_CHECKING:
+    from neardup.core._index_ids import IdTable
     from neardup.core._index_keys import KeyTable
     from neardup.core._index_lookup import IndexLookup
 
@@ -154,22 +156,23 @@ class IndexPart:
     run: dict[str, Any] = field(default_factory=dict)
     #: Its key table (``_index_keys``); None for a part of the first layout, read by a scan.
     keys: IndexFile | None = None
+    #: Its id table (``_index_ids``); None for a part written before them (format_version 1
+    #: and 2), whose ids are checked through the data files' statistics.
+    ids: IndexFile | None = None
 
     @property
     def all_files(self) -> tuple[IndexFile, ...]:
-        """Every file the part lists: its data files, then its key table if it has one."""
-        return (*self.files, *([self.keys] if self.keys is not None else []))
+        """Every file the part lists: its data files, then its key and id tables if it has
+        them."""
+        return (*self.files, *(f for f in (self.keys, self.ids) if f is not None))
 
     def as_json(self) -> dict[str, Any]:
         """The part as a version file lists it."""
         files = [{"path": f.path, "rows": f.rows, "bytes": f.bytes} for f in self.files]
         body = {"name": self.name, "rows": self.rows, "files": files, "run": self.run}
-        if self.keys is not None:
-            body["keys"] = {
-                "path": self.keys.path,
-                "rows": self.keys.rows,
-                "bytes": self.keys.bytes,
-            }
+        for name, f in (("keys", self.keys), ("ids", self.ids)):
+            if f is not None:
+                body[name] = {"path": f.path, "rows": f.rows, "bytes": f.bytes}
         return body
 
     @classmethod
@@ -178,10 +181,14 @@ class IndexPart:
         files = tuple(
             IndexFile(str(f["path"]), int(f["rows"]), int(f["bytes"])) for f in item["files"]
         )
-        k = item.get("keys")
-        keys = None if k is None else IndexFile(str(k["path"]), int(k["rows"]), int(k["bytes"]))
+        keys, ids = (
+            None if item.get(name) is None
+            else IndexFile(str(item[name]["path"]), int(item[name]["rows"]),
+                           int(item[name]["bytes"]))
+            for name in ("keys", "ids")
+        )  # fmt: skip
         run = dict(item.get("run") or {})
-        return cls(str(item["name"]), int(item["rows"]), files, run, keys)
+        return cls(str(item["name"]), int(item["rows"]), files, run, keys, ids)
 
 
 class DocIndex:
@@ -322,25 +329,44 @@ class DocIndex:
     def key_table(self, part: IndexPart) -> Iterator[KeyTable]:
         """The key table of a part of the second layout (memory-mapped locally), checked against
         the listing: IndexDamagedError if it is missing or not the table of the part's rows."""
-        from neardup.core._index_keys import KeyTable, KeyTableError, open_local
+        from neardup.core import _index_keys
 
-        f = part.keys
-        if f is None:
+        if part.keys is None:
             raise ValueError(f"part {part.name} has no key table")
+        with self._table(part.keys, _index_keys.open_local, _index_keys.KeyTable) as table:
+            yield table
+
+    @contextmanager
+    def id_table(self, part: IndexPart) -> Iterator[IdTable]:
+        """The id table of a part that has one (memory-mapped locally), checked against the
+        listing: IndexDamagedError if it is missing or not the table of the part's rows."""
+        from neardup.core import _index_ids
+
+        if part.ids is None:
+            raise ValueError(f"part {part.name} has no id table")
+        with self._table(part.ids, _index_ids.open_local, _index_ids.IdTable) as table:
+            yield table
+
+    @contextmanager
+    def _table(self, f: IndexFile, local: Any, remote: Any) -> Iterator[Any]:
+        """A listed table file opened by ``local(path, rows)`` (a local file, memory-mapped) or
+        ``remote(handle, rows)``; its TableError is IndexDamagedError naming it."""
+        from neardup.core._index_sorted import TableError
+
         path = self.path(f.path)
         try:
             if _is_local(self.fs):
                 if not os.path.exists(path):
                     raise self._missing(f)
-                yield open_local(path, f.rows)
+                yield local(path, f.rows)
                 return
             try:
                 handle = self.fs.open(path, "rb")
             except (OSError, FileNotFoundError):
                 raise self._missing(f) from None
             with handle:
-                yield KeyTable(handle, f.rows)
-        except KeyTableError as exc:
+                yield remote(handle, f.rows)
+        except TableError as exc:
             raise IndexDamagedError(self.url, f.path, str(exc)) from None
 
     def row_groups(
@@ -383,67 +409,29 @@ class DocIndex:
                         yield part, f, parquet, groups, table
 
     def id_parts(self, ids: Sequence[str]) -> dict[str, str]:
-        """The ids of ``ids`` already in the index, each with the name of its part.
+        """The ids of ``ids`` already in the index, each with the name of its part
+        (``_index_idrows.find_ids``: through each part's id table, O(ids) pages read)."""
+        from neardup.core._index_idrows import find_ids
 
-        A row group whose id range (its Parquet min/max statistics) holds none of ``ids`` is
-        not read: dumps named apart (``cc-2024-10/...``, ``--id-prefix file``) read no id.
-        """
-        return {doc_id: part.name for part, doc_id, _ in self._id_rows(ids, ())}
+        found = find_ids(self, ids, ())
+        return dict(zip(found.ids, found.parts, strict=True))
 
     def id_digests(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The ids of ``ids`` in the index, each with its 16-byte text digest (the first 16
-        bytes of the text's SHA-256); read as ``id_parts`` reads ids (by their row groups'
-        statistics)."""
-        return {doc_id: bytes(row["digest"]) for _, doc_id, row in self._id_rows(ids, ("digest",))}
+        bytes of the text's SHA-256); found as ``id_parts`` finds them."""
+        from neardup.core._index_idrows import find_ids
+
+        found = find_ids(self, ids, ("digest",))
+        raw = np.ascontiguousarray(found.digests, dtype="<u8").tobytes()
+        return {doc_id: raw[16 * i : 16 * i + 16] for i, doc_id in enumerate(found.ids)}
 
     def id_signatures(self, ids: Sequence[str]) -> dict[str, NDArray[np.uint32]]:
-        """The ids of ``ids`` in the index, each with its signature; read as ``id_digests``
-        reads ids. IndexDamagedError naming the index where a signature has another width."""
-        width = 4 * self.minhash_params().num_perm
-        out: dict[str, NDArray[np.uint32]] = {}
-        for part, doc_id, row in self._id_rows(ids, ("signature",)):
-            value = row["signature"]
-            if not isinstance(value, bytes) or len(value) != width:
-                raise IndexDamagedError(self.url, part.name, f"has signatures not {width} bytes")
-            out[doc_id] = np.frombuffer(value, dtype="<u4").astype(np.uint32)
-        return out
+        """The ids of ``ids`` in the index, each with its signature; found as ``id_parts``
+        finds them. IndexDamagedError naming the file where a signature has another width."""
+        from neardup.core._index_idrows import find_ids
 
-    def _id_rows(
-        self, ids: Sequence[str], columns: Sequence[str]
-    ) -> Iterator[tuple[IndexPart, str, dict[str, Any]]]:
-        """``(part, id, {column: value})`` of every id of ``ids`` in the index, reading only the
-        row groups whose id range may hold one."""
-        import pyarrow as pa
-
-        if not ids or not self.parts:
-            return
-        # pyarrow.compute (~0.2 s to import, once): its hashed membership test decodes no
-        # Python string per indexed id (6x less CPU than comparing ``to_pylist``'s).
-        import pyarrow.compute as pc
-
-        ordered = sorted(i for i in set(ids) if _utf8(i))  # others cannot be indexed ids
-        if not ordered:
-            return
-        asked = pa.array(ordered, type=pa.string())
-        for part in self.parts:
-            for f in part.files:
-                with self.parquet(f) as parquet:
-                    groups = _groups_in_range(parquet.metadata, ordered)
-                    for span in _spans([1] * len(groups), BATCH_ROWS // ROW_GROUP or 1):
-                        chosen = [groups[i] for i in span]
-                        try:
-                            table = parquet.read_row_groups(
-                                chosen, columns=["id", *columns], use_threads=False
-                            )
-                        except (OSError, ValueError, pa.ArrowException) as exc:
-                            raise IndexDamagedError(
-                                self.url, f.path, f"cannot be read ({exc})"
-                            ) from None
-                        column = table.column("id")
-                        held = pc.is_in(column, value_set=asked.cast(column.type))
-                        for i in np.flatnonzero(held.to_numpy(zero_copy_only=False)).tolist():
-                            row = {c: table.column(c)[i].as_py() for c in columns}
-                            yield part, column[i].as_py(), row
+        found = find_ids(self, ids, ("signature",))
+        return {doc_id: found.sigs[i].copy() for i, doc_id in enumerate(found.ids)}
 
     def signature_batches(
         self, parts: Sequence[IndexPart]
@@ -482,36 +470,6 @@ class DocIndex:
             raise IndexIdError(self.url, found)
 
 
-def _utf8(text: str) -> bool:
-    """Whether ``text`` has a UTF-8 form (no lone surrogate), as every indexed id has."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _groups_in_range(meta: Any, ordered: Sequence[str]) -> list[int]:
-    """The row groups of a file whose ``id`` statistics may hold one of ``ordered`` (sorted);
-    every group without statistics."""
-    import bisect
-
-    column = meta.schema.names.index("id")
-    out = []
-    for group in range(meta.num_row_groups):
-        stats = meta.row_group(group).column(column).statistics
-        if stats is None or not stats.has_min_max:
-            out.append(group)
-            continue
-        low, high = stats.min, stats.max
-        if isinstance(low, bytes) or isinstance(high, bytes):
-            out.append(group)  # statistics not as strings: read the group
-            continue
-        if bisect.bisect_left(ordered, low) < bisect.bisect_right(ordered, high):
-            out.append(group)
-    return out
-
-
 def _spans(sizes: Sequence[int], rows: int) -> Iterator[list[int]]:
     """Consecutive group numbers whose ``sizes`` add up to about ``rows`` (one at least)."""
     span: list[int] = []
@@ -545,7 +503,7 @@ def write_part(
     index.fs.makedirs(posixpath.dirname(path), exist_ok=True)
     # Sorted once, then written a slice at a time: the Arrow copy of a part is never whole.
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
-    keys = KeyBuilder(params.bands)
+    keys, id_table = KeyBuilder(params.bands), IdBuilder()
     with index.fs.open(path, "wb") as handle:
         writer = None
         for lo in range(0, max(len(order), 1), BATCH_ROWS):
@@ -558,13 +516,13 @@ def write_part(
                 writer = pq.ParquetWriter(handle, table.schema, **PARQUET_OPTIONS)
             writer.write_table(table, row_group_size=ROW_GROUP)
             keys.add(digests[rows], _matrix(table, "bands", 8 * params.bands))
+            id_table.add(table.column("id"))
         if writer is not None:
             writer.close()
     _sync(index, path)
     size = int(index.fs.size(path))
-    return _with_keys(
-        index, IndexPart(name, len(ids), (IndexFile(relative, len(ids), size),), run), keys
-    )
+    part = IndexPart(name, len(ids), (IndexFile(relative, len(ids), size),), run)
+    return _with_tables(index, part, keys, id_table)
 
 
 def _matrix(table: Any, column: str, width: int) -> NDArray[np.uint64]:
@@ -581,28 +539,35 @@ def _sync(index: DocIndex, path: str) -> None:
             os.fsync(written.fileno())
 
 
-def _with_keys(index: DocIndex, part: IndexPart, keys: KeyBuilder) -> IndexPart:
-    """``part`` with the key table ``keys`` written in its directory."""
-    relative = f"{PARTS}/{part.name}/{KEYS_FILE}"
-    path = index.path(relative)
-    rows = keys.write(index.fs, path)
-    _sync(index, path)
-    listed = IndexFile(relative, rows, int(index.fs.size(path)))
-    return IndexPart(part.name, part.rows, part.files, part.run, listed)
+def _with_tables(index: DocIndex, part: IndexPart, keys: KeyBuilder, ids: IdBuilder) -> IndexPart:
+    """``part`` with the key table ``keys`` and the id table ``ids`` written in its directory."""
+    listed = []
+    for name, builder in ((KEYS_FILE, keys), (IDS_FILE, ids)):
+        relative = f"{PARTS}/{part.name}/{name}"
+        path = index.path(relative)
+        rows = builder.write(index.fs, path)
+        _sync(index, path)
+        listed.append(IndexFile(relative, rows, int(index.fs.size(path))))
+    return IndexPart(part.name, part.rows, part.files, part.run, *listed)
 
 
 def write_part_keys(index: DocIndex, part: IndexPart, params: MinhashParams) -> IndexPart:
-    """``part`` (written, not yet committed: the Spark engine's) with a key table built from
-    its data files, read in listing order: the same bytes ``write_part`` writes for its rows."""
-    builder = KeyBuilder(params.bands)
+    """``part`` (written, not yet committed: the Spark engine's) with a key table and an id
+    table built from its data files, read in listing order: the same bytes ``write_part``
+    writes for its rows."""
+    builder, id_table = KeyBuilder(params.bands), IdBuilder()
     width = 8 * params.bands
-    for _, f, _, _, table in index.row_group_batches(("digest", "bands"), parts=[part]):
+    columns = ("id", "digest", "bands")
+    for _, f, _, _, table in index.row_group_batches(columns, parts=[part]):
         digest = binary_matrix(table.column("digest"), 16, "<u8")
         band_keys = binary_matrix(table.column("bands"), width, "<u8")
         if digest is None or band_keys is None:
             raise IndexDamagedError(index.url, f.path, "has digests or bands of another width")
+        if table.column("id").null_count:
+            raise IndexDamagedError(index.url, f.path, "has a null id")
         builder.add(digest, band_keys)
-    return _with_keys(index, part, builder)
+        id_table.add(table.column("id"))
+    return _with_tables(index, part, builder, id_table)
 
 
 def commit_index(

@@ -76,10 +76,10 @@ def near_matches(index: DocIndex, sigs: NDArray[np.uint32], threshold: float) ->
     """The indexed documents each of ``sigs`` matches as the service matches documents: a band
     in common (its rows equal) and an estimate of at least ``threshold``; an empty (all-P)
     signature never matches, on either side, and equal text digests alone are no match
-    (``exact`` is all -1). Through each part's key table (ValueError for a part without one:
-    ``neardup index compact`` gives it one); O(keys) pages read per part."""
+    (``exact`` is all -1). Through each part's key table (IndexLayoutError for a part without
+    one: ``neardup index compact`` gives it one); O(keys) pages read per part."""
     from neardup.core._index_lookup import IndexLookup, _confirmed, _Found
-    from neardup.core.errors import SignatureError
+    from neardup.core.errors import IndexLayoutError, SignatureError
 
     n = len(sigs)
     if not index.parts or n == 0:
@@ -94,10 +94,7 @@ def near_matches(index: DocIndex, sigs: NDArray[np.uint32], threshold: float) ->
     none = np.empty(0, dtype=np.int64)
     for part in index.parts:
         if part.keys is None:
-            raise ValueError(
-                f"{index.url}: part {part.name} has no key table (the first layout): run "
-                f"`neardup index compact {index.url}`"
-            )
+            raise IndexLayoutError(index.url, part.name)
         hit = _candidates(index, part, keys, band, params.num_perm)
         if hit is None:
             continue

@@ -60,10 +60,11 @@ __all__ = [
 
 FORMAT = "neardup-index"
 #: The version this neardup writes: 2 lists a part's key table (``keys``, docs/index.md); a
-#: part without one (every part of a version 1 file) is read by a scan.
-FORMAT_VERSION = 2
+#: part without one (every part of a version 1 file) is read by a scan. 3 lists its id table
+#: (``ids``) too: a neardup that reads 2 refuses it rather than take the tables for leftovers.
+FORMAT_VERSION = 3
 #: The format versions this neardup reads.
-FORMAT_VERSIONS = (1, 2)
+FORMAT_VERSIONS = (1, 2, 3)
 #: The directory of the version files, and that of the parts.
 LOG = "_index"
 PARTS = "parts"
@@ -240,26 +241,35 @@ def _part_problem(item: object, at: int, version: int) -> str | None:
     return None
 
 
-def _keys_problem(item: dict[str, Any], format_version: int, bands: int) -> str | None:
-    """What is wrong with a part's ``keys`` entry (its key table), if it has one."""
-    name, keys = item["name"], item.get("keys")
-    if keys is None:
-        return None
-    if format_version < 2:
-        return f"part {name} lists a key table, which format_version {format_version} has not"
-    path = keys.get("path") if isinstance(keys, dict) else None
-    if not isinstance(keys, dict) or not isinstance(path, str):
-        return f"part {name} has keys without a path"
-    pieces = path.split("/")
-    if pieces[:2] != [PARTS, name] or len(pieces) != 3 or pieces[2] in {"", ".", ".."}:
-        return f"part {name} lists keys {path!r}, not a file under {PARTS}/{name}/"
-    if not (_count(keys.get("rows")) and _count(keys.get("bytes"))):
-        return f"part {name} lists keys {path} without whole rows and bytes"
-    if keys["rows"] != item["rows"] * (bands + 1):
-        return (
-            f"part {name} lists {keys['rows']} keys, not {bands + 1} a row "
-            f"({item['rows'] * (bands + 1)})"
-        )
+#: A part's tables: the manifest's entry, the format_version from which it may be listed, what
+#: it is called in messages.
+_TABLES = (("keys", 2, "a key table"), ("ids", 3, "an id table"))
+
+
+def _table_problem(item: dict[str, Any], format_version: int, bands: int) -> str | None:
+    """What is wrong with a part's ``keys`` (its key table) or ``ids`` (its id table) entry,
+    of those it has: ``bands + 1`` keys a row, one id a row."""
+    name = item["name"]
+    for entry, since, called in _TABLES:
+        table = item.get(entry)
+        if table is None:
+            continue
+        if format_version < since:
+            return f"part {name} lists {called}, which format_version {format_version} has not"
+        path = table.get("path") if isinstance(table, dict) else None
+        if not isinstance(table, dict) or not isinstance(path, str):
+            return f"part {name} has {entry} without a path"
+        pieces = path.split("/")
+        if pieces[:2] != [PARTS, name] or len(pieces) != 3 or pieces[2] in {"", ".", ".."}:
+            return f"part {name} lists {entry} {path!r}, not a file under {PARTS}/{name}/"
+        if not (_count(table.get("rows")) and _count(table.get("bytes"))):
+            return f"part {name} lists {entry} {path} without whole rows and bytes"
+        per_row = bands + 1 if entry == "keys" else 1
+        if table["rows"] != item["rows"] * per_row:
+            return (
+                f"part {name} lists {table['rows']} {entry}, not {per_row} a row "
+                f"({item['rows'] * per_row})"
+            )
     return None
 
 
@@ -270,7 +280,7 @@ def manifest_problem(body: object, version: int) -> str | None:
         return f"is not a {FORMAT} version file"
     found = body.get("format_version")
     if found not in FORMAT_VERSIONS or isinstance(found, bool):
-        known = " and ".join(map(str, FORMAT_VERSIONS))
+        known = ", ".join(map(str, FORMAT_VERSIONS[:-1])) + f" and {FORMAT_VERSIONS[-1]}"
         return f"has format_version {found!r}; this neardup reads {known}"
     problem = _manifest_body_problem(body, version)
     return None if problem is None else f"is malformed ({problem})"
@@ -298,13 +308,14 @@ def _manifest_body_problem(body: dict[str, Any], version: int) -> str | None:
             if f["path"] in paths:
                 return f"{f['path']} is listed twice"
             paths.add(f["path"])
-        problem = _keys_problem(item, body["format_version"], body["params"]["bands"])
+        problem = _table_problem(item, body["format_version"], body["params"]["bands"])
         if problem is not None:
             return problem
-        if item.get("keys") is not None:
-            if item["keys"]["path"] in paths:
-                return f"{item['keys']['path']} is listed twice"
-            paths.add(item["keys"]["path"])
+        for entry in ("keys", "ids"):
+            if item.get(entry) is not None:
+                if item[entry]["path"] in paths:
+                    return f"{item[entry]['path']} is listed twice"
+                paths.add(item[entry]["path"])
     rows = body.get("rows")
     if not _count(rows) or rows != sum(p["rows"] for p in parts):
         return f"rows is {rows!r}, its parts hold {sum(p['rows'] for p in parts)}"

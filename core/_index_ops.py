@@ -139,6 +139,15 @@ def check_files(index: DocIndex) -> None:
         if part.keys is not None:  # its footer, layout and fences
             with index.key_table(part):
                 pass
+        if part.ids is not None:
+            with index.id_table(part):
+                pass
+
+
+def _layout(part: IndexPart) -> int:
+    """The format_version that introduced what ``part`` has: 1 (data files only), 2 (a key
+    table), 3 (an id table too)."""
+    return 1 if part.keys is None else 2 if part.ids is None else 3
 
 
 def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
@@ -156,7 +165,7 @@ def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
     versions = _versions(index.fs, index.root)
     parts = [
         {"name": p.name, "rows": p.rows, "bytes": sum(f.bytes for f in p.all_files),
-         "files": len(p.files), "layout": 1 if p.keys is None else 2, "run": p.run}
+         "files": len(p.files), "layout": _layout(p), "run": p.run}
         for p in index.parts
     ]  # fmt: skip
     return {
@@ -208,15 +217,20 @@ class CompactResult:
     removed: tuple[str, ...]
 
 
+def _old(part: IndexPart) -> bool:
+    """Whether ``part`` lacks a key table or an id table (written before them)."""
+    return part.keys is None or part.ids is None
+
+
 def _groups(parts: Sequence[IndexPart], part_rows: int) -> list[list[IndexPart]]:
     """Runs of consecutive parts to rewrite as one: each holds at most ``part_rows`` rows (a part
-    as large alone stays as it is) and more than one file, or a part without a key table (the
-    first layout, rewritten in the second); a single one-file part with one is left."""
+    as large alone stays as it is) and more than one file, or a part without a key table or an
+    id table (an older layout, rewritten with both); a single one-file part with both is left."""
     groups: list[list[IndexPart]] = []
     current: list[IndexPart] = []
 
     def close() -> None:
-        if sum(len(p.files) for p in current) > 1 or any(p.keys is None for p in current):
+        if sum(len(p.files) for p in current) > 1 or any(_old(p) for p in current):
             groups.append(list(current))
         current.clear()
 

@@ -13,7 +13,7 @@ a row is compared with the indexed document of its id (docs/algorithm.md, increm
   the row under its own id.
 
 ``indexed_documents`` reads what the comparison needs of the index (digest, signature, part of
-the ids asked for, reading only the row groups whose id range holds one); ``rewrite_without``
+the ids asked for, found through each part's id table: ``_index_idrows``); ``rewrite_without``
 writes the parts holding replaced documents again without them (copy on write: the index's
 parts are never changed in place, a version lists the new parts instead of the old).
 """
@@ -21,18 +21,17 @@ parts are never changed in place, a version lists the new parts instead of the o
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from neardup.core._arrow import strings
 from neardup.core._banding import empty_rows
-from neardup.core._index import DocIndex, IndexFile, IndexPart, _groups_in_range, write_part
+from neardup.core._index import DocIndex, IndexPart, write_part
+from neardup.core._index_idrows import IndexedDocs, find_ids
 from neardup.core._index_parts import COLUMNS, part_matrix
 from neardup.core._params import MinhashParams
-from neardup.core.errors import IndexDamagedError, ParameterError
+from neardup.core.errors import ParameterError
 
 __all__ = [
     "CHANGED",
@@ -80,66 +79,10 @@ def derived_ids(ids: Sequence[str], digests: NDArray[np.uint64]) -> list[str]:
     return [derived_id(doc_id, raw[16 * i : 16 * i + 8].hex()) for i, doc_id in enumerate(ids)]
 
 
-@dataclass(frozen=True)
-class IndexedDocs:
-    """Indexed documents read by id: ``ids`` (sorted), and of each its part, text digest
-    ``[k, 2]`` and signature ``[k, num_perm]``."""
-
-    ids: list[str]
-    parts: list[str]
-    digests: NDArray[np.uint64]
-    sigs: NDArray[np.uint32]
-
-    def position(self) -> dict[str, int]:
-        """Each id's row."""
-        return {doc_id: i for i, doc_id in enumerate(self.ids)}
-
-
 def indexed_documents(index: DocIndex, ids: Collection[str]) -> IndexedDocs:
-    """The indexed documents among ``ids``: only row groups whose id statistics hold one of
-    ``ids`` are read (the ``id`` column first; ``digest`` and ``signature`` where one is there)."""
-    import pyarrow.compute as pc
-
-    num_perm = index.minhash_params().num_perm if index.parts else 0
-    ordered = sorted(set(ids))
-    found_ids: list[str] = []
-    parts: list[str] = []
-    digests: list[NDArray[np.uint64]] = []
-    sigs: list[NDArray[np.uint32]] = []
-    if ordered and index.parts:
-        wanted = strings(ordered)
-        for part in index.parts:
-            for f in part.files:
-                with index.parquet(f) as parquet:
-                    for group in _groups_in_range(parquet.metadata, ordered):
-                        table = _read_group(index, f, parquet, group, ["id"])
-                        hit = pc.is_in(table.column("id"), value_set=wanted)
-                        if not pc.any(hit).as_py():
-                            continue
-                        table = _read_group(index, f, parquet, group, list(COLUMNS)).filter(hit)
-                        found_ids.extend(table.column("id").to_pylist())
-                        parts.extend([part.name] * table.num_rows)
-                        digests.append(part_matrix(index.url, f.path, table, "digest", 16, "<u8"))
-                        sigs.append(
-                            part_matrix(index.url, f.path, table, "signature", 4 * num_perm, "<u4")
-                        )
-    order = np.array(sorted(range(len(found_ids)), key=found_ids.__getitem__), dtype=np.int64)
-    return IndexedDocs(
-        [found_ids[i] for i in order.tolist()], [parts[i] for i in order.tolist()],
-        np.concatenate(digests)[order].astype(np.uint64) if digests
-        else np.empty((0, 2), dtype=np.uint64),
-        np.concatenate(sigs)[order].astype(np.uint32) if sigs
-        else np.empty((0, num_perm), dtype=np.uint32),
-    )  # fmt: skip
-
-
-def _read_group(index: DocIndex, f: IndexFile, parquet: Any, group: int, columns: list[str]) -> Any:
-    import pyarrow as pa
-
-    try:
-        return parquet.read_row_group(group, columns=columns, use_threads=False)
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise IndexDamagedError(index.url, f.path, f"cannot be read ({exc})") from None
+    """The indexed documents among ``ids``, with their digests and signatures: core's one
+    lookup of ids (``_index_idrows.find_ids``: each part's id table, O(ids) pages read)."""
+    return find_ids(index, ids)
 
 
 def recrawl_verdicts(
@@ -175,9 +118,9 @@ def rewrite_without(
     dropped: list[str] = []
     if not gone:
         return added, dropped
-    ordered = sorted(gone)
+    holding = set(find_ids(index, gone, ()).parts)
     for part in index.parts:
-        if not _holds(index, part, ordered):
+        if part.name not in holding:
             continue
         keep_ids: list[str] = []
         digests, sigs = [], []
@@ -200,17 +143,3 @@ def rewrite_without(
                            {**run, "mode": "replace", "from_parts": [part.name]})
             )  # fmt: skip
     return added, dropped
-
-
-def _holds(index: DocIndex, part: IndexPart, ordered: list[str]) -> bool:
-    """Whether ``part`` holds one of ``ordered`` (sorted ids)."""
-    import pyarrow.compute as pc
-
-    wanted = strings(ordered)
-    for f in part.files:
-        with index.parquet(f) as parquet:
-            for group in _groups_in_range(parquet.metadata, ordered):
-                column = _read_group(index, f, parquet, group, ["id"]).column("id")
-                if pc.any(pc.is_in(column, value_set=wanted)).as_py():
-                    return True
-    return False

@@ -43,13 +43,15 @@ engine computes the same signatures, candidates, confirmations and components th
   ``expand_inputs``, ``check_output``, ``check_target``, ``atomic_output``, ``Output``; the
   guard of every writing command: ``check_apart``, ``check_index_home``.
 - A persistent index of kept documents (Parquet parts and a manifest log): ``DocIndex``
-  (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``lookup``, ``verify``,
+  (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``id_digests``, ``id_signatures``,
+  ``lookup``, ``verify``,
   ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
   ``lookup_index``, ``write_part``, ``index_part_name``, ``commit_index``, ``index_params``,
   ``run_info``, ``index_record`` and ``index_record_line`` (a run's manifest record, and its
   line),
   ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
-  ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``; what ``neardup index`` does to one: ``index_info``,
+  ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``, ``index_id_hashes`` (the id table's hash of ids,
+  docs/index.md); what ``neardup index`` does to one: ``index_info``,
   ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``; re-crawled
   ids (a new row whose id is indexed): ``indexed_documents``, ``IndexedDocs``,
   ``recrawl_verdicts`` (``RECRAWL_SAME``, ``RECRAWL_NEAR``, ``RECRAWL_CHANGED``),
@@ -112,6 +114,7 @@ from neardup.core._index import (
     write_part,
     write_part_keys,
 )
+from neardup.core._index_ids import id_hashes as index_id_hashes
 from neardup.core._index_log import part_name as index_part_name
 from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
 from neardup.core._index_ops import CompactResult, compact_index, index_info
@@ -204,6 +207,7 @@ from neardup.core.errors import (
     IndexConflictError,
     IndexDamagedError,
     IndexIdError,
+    IndexLayoutError,
     IndexMissingError,
     IndexParameterError,
     JSONError,
@@ -250,6 +254,7 @@ __all__ = [
     "IndexDamagedError",
     "IndexFile",
     "IndexIdError",
+    "IndexLayoutError",
     "IndexLeftover",
     "IndexLookup",
     "IndexMissingError",
@@ -322,6 +327,7 @@ __all__ = [
     "id_problem",
     "id_rank",
     "in_order",
+    "index_id_hashes",
     "index_info",
     "index_leftovers",
     "index_params",

@@ -12,6 +12,7 @@ Every error is a subclass of a builtin, so callers that only know Python's tree 
      +-- JSONError (ValueError)           a JSON text that cannot be read (where, and why)
      +-- IndexIdError (ValueError)        input ids already in the index (names id and part)
      +-- IndexDamagedError (ValueError)   a listed file or a version missing or wrong (names it)
+     +-- IndexLayoutError (ValueError)    a part of an older layout where its table is needed
      +-- IndexMissingError (FileNotFoundError)  no committed index at the location
      +-- IndexConflictError (RuntimeError)      another run committed the same version first
      |    +-- IndexChangedError               ... or removed files of the version being read
@@ -29,6 +30,7 @@ __all__ = [
     "IndexConflictError",
     "IndexDamagedError",
     "IndexIdError",
+    "IndexLayoutError",
     "IndexMissingError",
     "IndexParameterError",
     "JSONError",
@@ -206,6 +208,19 @@ class IndexDamagedError(NeardupError, ValueError):
         self.url = url
         self.path = path
         self.problem = problem
+
+
+class IndexLayoutError(NeardupError, ValueError):
+    """A part of an older layout (no key table) where a lookup needs its key table: never read
+    by a scan there; ``neardup index compact`` rewrites it with one."""
+
+    def __init__(self, url: str, part: str) -> None:
+        super().__init__(
+            f"{url}: part {part} has no key table (the first layout): run "
+            f"`neardup index compact {url}`"
+        )
+        self.url = url
+        self.part = part
 
 
 class IndexConflictError(NeardupError, RuntimeError):

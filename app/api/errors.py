@@ -29,6 +29,8 @@ from neardup.app.service import (
 from neardup.core.engine import (
     CorpusError,
     DuplicateIdError,
+    IndexDamagedError,
+    IndexLayoutError,
     NeardupError,
     ParameterError,
     SignatureError,
@@ -58,6 +60,10 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (SignatureError, 422),
     (ParameterMismatch, 500),
     (DamagedStore, 500),
+    # The served index's state, not the request's (and its message names the index's URL,
+    # which may hold credentials): logged, never told.
+    (IndexDamagedError, 500),
+    (IndexLayoutError, 500),
     (DataDirLocked, 500),
 ]
 

@@ -78,6 +78,13 @@ def _run(run: dict[str, Any]) -> str:
     return " ".join(what) + (f": {shown}" if shown else "")
 
 
+#: What ``index info`` says of a part of an older layout (``index_info``'s ``layout``).
+_LAYOUT_NOTE = {
+    1: "first layout (scanned; compact it)  ",
+    2: "no id table (ids checked by statistics; compact it)  ",
+}
+
+
 def info_text(info: dict[str, Any]) -> str:
     """``neardup index info`` for people."""
     params = " ".join(f"{k}={v}" for k, v in sorted((info["params"] or {}).items()))
@@ -91,7 +98,7 @@ def info_text(info: dict[str, Any]) -> str:
     for p in info["parts"]:
         lines.append(
             f"  {p['name']}  {p['rows']:,} rows  {_size(p['bytes'])}  {p['files']} file(s)  "
-            + ("" if p.get("layout", 2) == 2 else "first layout (scanned; compact it)  ")
+            + _LAYOUT_NOTE.get(p.get("layout", 3), "")
             + f"{_run(p['run'])}"
         )
     if info["parts_total"] > len(info["parts"]):

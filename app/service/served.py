@@ -2,8 +2,10 @@
 
 At start only the manifest is read (and checked: the parameters against the service's, every
 part with a key table); nothing per indexed document is loaded. Lookups go through core's
-``DocIndex.near`` (by band key: O(keys) pages of each part) and ``DocIndex.id_digests`` (by the
-parts' id statistics), so the cost of a request grows with the request, not with the index.
+``DocIndex.near`` (by band key: O(keys) pages of each part) and ``DocIndex.id_digests`` /
+``id_signatures`` (core's one lookup of ids: each part's id table, O(ids) pages; the statistics
+of a part written before id tables), so the cost of a request grows with the request, not with
+the index.
 Parts committed after the start are served once ``newer`` finds them (the service reads the
 manifest every INDEX_REFRESH seconds).
 """
@@ -55,11 +57,12 @@ class ServedIndex:
         """The latest version at ``url``, checked: IndexMissingError (none there),
         IndexDamagedError, IndexParameterError naming the first parameter that differs from
         ``params``, IndexNotServable for a part without a key table."""
-        # What id checks use (``DocIndex.id_digests``), imported now rather than by the first
-        # registration (~0.2 s).
-        import pyarrow.compute  # noqa: F401
-
-        return cls(url, _checked(url, DocIndex.open(url), params))
+        index = _checked(url, DocIndex.open(url), params)
+        if any(p.ids is None for p in index.parts):
+            # What id checks of a part without an id table use, imported now rather than by
+            # the first registration (~0.2 s).
+            import pyarrow.compute  # noqa: F401
+        return cls(url, index)
 
     def newer(self, params: MinhashParams) -> DocIndex | None:
         """The index's latest version if newer than the one served, checked as at start (the

@@ -59,7 +59,7 @@ def test_index_commit_writes_a_version_readable_without_neardup(tmp_path: Path) 
     assert index.version == 2
     assert index.rows == 4 and len(index.parts) == 2
     body = json.loads((tmp_path / "idx/_index/00000002.json").read_text())
-    assert body["format"] == "neardup-index" and body["format_version"] == 2
+    assert body["format"] == "neardup-index" and body["format_version"] == 3
     assert body["params"] == index_params(PARAMS) and "ngram" not in body["params"]
     assert body["parts"][0]["name"].startswith("p00000001-")
     assert body["parts"][1]["run"]["inputs"] == ["in"]
@@ -197,6 +197,7 @@ def _damage(tmp_path: Path, how: str) -> DocIndex:
         body = json.loads(version.read_text())
         body["parts"][0]["files"][0]["rows"] = body["parts"][0]["rows"] = body["rows"] = 3
         body["parts"][0]["keys"]["rows"] = 3 * (PARAMS.bands + 1)
+        body["parts"][0]["ids"]["rows"] = 3
         version.write_text(json.dumps(body))  # a whole manifest, but not the file's rows
     return DocIndex.open(str(tmp_path / "idx"))
 
@@ -205,9 +206,10 @@ def _damage(tmp_path: Path, how: str) -> DocIndex:
 def test_index_damage_is_an_error_naming_the_file(tmp_path: Path, how: str) -> None:
     index = _damage(tmp_path, how)
     name = index.parts[0].files[0].path
-    keys = index.parts[0].keys.path
+    keys, ids = index.parts[0].keys.path, index.parts[0].ids.path
     sigs = batch_signatures(["one two"], PARAMS)
-    with pytest.raises(IndexDamagedError, match=name):
+    # An id check opens the id table first: it holds the rows it was built for too.
+    with pytest.raises(IndexDamagedError, match=ids if how == "rows" else name):
         index.id_parts(["a"])
     # A lookup opens the key table first: it holds the rows it was built for, not the listing's.
     with pytest.raises(IndexDamagedError, match=keys if how == "rows" else name):
@@ -519,11 +521,11 @@ def test_an_index_of_another_format_version_is_refused_naming_both(tmp_path: Pat
     _add(url, ["a"], ["one two"])
     version = Path(url) / "_index" / "00000001.json"
     body = json.loads(version.read_text())
-    body["format_version"] = 3
+    body["format_version"] = 4
     version.write_text(json.dumps(body))
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
     assert str(caught.value) == (
-        f"{url}: the index is damaged: _index/00000001.json has format_version 3; "
-        "this neardup reads 1 and 2"
+        f"{url}: the index is damaged: _index/00000001.json has format_version 4; "
+        "this neardup reads 1, 2 and 3"
     )

@@ -11,8 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from neardup.core import _index
-from neardup.core._index import _groups_in_range, _spans
+from neardup.core import _index, _index_idrows
+from neardup.core._index import _spans
+from neardup.core._index_idrows import find_ids
+from neardup.core._index_idrows import groups_in_range as _groups_in_range
 from neardup.core._index_log import _create_exclusive
 from neardup.core._index_log import versions as _versions
 from neardup.core.engine import (
@@ -204,7 +206,7 @@ def test_commit_writes_the_version_body_byte_for_byte(tmp_path: Path) -> None:
     assert commit_index(first, other, [extra], drop=["nothing"]) == 2
     raw = (Path(url) / "_index" / "00000002.json").read_bytes()
     body = {
-        "format": "neardup-index", "format_version": 2, "version": 2,
+        "format": "neardup-index", "format_version": 3, "version": 2,
         "params": index_params(PARAMS),  # the index's, not the committing run's
         "parts": [part.as_json(), extra.as_json()], "rows": 7,
     }  # fmt: skip
@@ -331,22 +333,35 @@ def _group_reads(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     return read
 
 
-def test_id_parts_reads_spans_of_groups_and_skips_groups_out_of_range(
+def _statistics_parts(index: DocIndex, asked: list[str]) -> dict[str, str]:
+    """``id_parts`` through the data files' id statistics (a part without an id table)."""
+    found = find_ids(index, asked, (), scan=True)
+    return dict(zip(found.ids, found.parts, strict=True))
+
+
+def test_id_statistics_read_spans_of_groups_and_skip_groups_out_of_range(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_index, "ROW_GROUP", 2)
-    monkeypatch.setattr(_index, "BATCH_ROWS", 4)
+    monkeypatch.setattr(_index_idrows, "ROW_GROUP", 2)
+    monkeypatch.setattr(_index_idrows, "BATCH_ROWS", 4)
     url = str(tmp_path / "idx")
     first = _add(url, [f"d{i}" for i in range(9)])
     index = _add(url, ["e1", "e2"])
     asked = ["d0", "d5", "d8", "e2", "x"]
     read = _group_reads(monkeypatch)
-    found = index.id_parts(asked)
+    found = _statistics_parts(index, asked)
     assert found == {"d0": first.parts[0].name, "d5": first.parts[0].name,
                      "d8": first.parts[0].name, "e2": index.parts[1].name}  # fmt: skip
     # d0-d1 | d2-d3 | d4-d5 | d6-d7 | d8: groups 0, 2 and 4 hold an asked id; two a read.
     assert read == [[0, 2], [4], [0]]
-    assert index.id_parts([]) == {}
+    assert _statistics_parts(index, []) == {}
+    read.clear()  # through the id tables: the groups holding a row found, as many a read
+    assert index.id_parts(asked) == found
+    assert read == [[0, 2], [4], [0]]
+    read.clear()
+    assert index.id_parts(["d1x", "e0", "x"]) == {}  # no hash found: no group read
+    assert read == []
 
 
 def test_verify_names_a_file_of_another_size_or_missing(tmp_path: Path) -> None:
@@ -510,15 +525,16 @@ def test_row_groups_that_cannot_be_read_are_damage_naming_the_file(
     assert str(caught.value) == _message(url, name, "cannot be read (bad page )")
 
 
-def test_id_parts_reads_one_group_at_a_time_when_groups_outgrow_a_batch(
+def test_id_statistics_read_one_group_at_a_time_when_groups_outgrow_a_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_index, "ROW_GROUP", 2)
+    monkeypatch.setattr(_index_idrows, "ROW_GROUP", 2)
     url = str(tmp_path / "idx")
     index = _add(url, [f"d{i}" for i in range(5)])
-    monkeypatch.setattr(_index, "BATCH_ROWS", 1)  # fewer rows than a group: one group a read
+    monkeypatch.setattr(_index_idrows, "BATCH_ROWS", 1)  # fewer rows than a group: one a read
     read = _group_reads(monkeypatch)
-    assert index.id_parts(["d0", "d2", "d4"]) == dict.fromkeys(
+    assert _statistics_parts(index, ["d0", "d2", "d4"]) == dict.fromkeys(
         ["d0", "d2", "d4"], index.parts[0].name
     )
     assert read == [[0], [1], [2]]

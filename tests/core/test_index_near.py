@@ -13,7 +13,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.core.engine import DocIndex, MinhashParams, commit_index, run_info, write_part
+from neardup.core.engine import (
+    DocIndex,
+    IndexLayoutError,
+    MinhashParams,
+    commit_index,
+    run_info,
+    write_part,
+)
 from tests.core.test_index_keys import ALPHABET, _small_pages
 
 PARAMS = MinhashParams(num_perm=8, bands=4, threshold=0.5, k=1)
@@ -142,5 +149,9 @@ def test_near_refuses_a_part_without_a_key_table(tmp_path: Path) -> None:
     part = write_part(index, PARAMS, ["a", "b"], digests, sigs, run_info("local", "t", []))
     (Path(url) / part.keys.path).unlink()
     commit_index(index, PARAMS, [dataclasses.replace(part, keys=None)])
-    with pytest.raises(ValueError, match="neardup index compact"):
+    with pytest.raises(IndexLayoutError) as caught:
         DocIndex.open(url).near(sigs, 0.5)
+    assert str(caught.value) == (
+        f"{url}: part {part.name} has no key table (the first layout): run "
+        f"`neardup index compact {url}`"
+    )

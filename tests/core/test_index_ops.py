@@ -154,7 +154,7 @@ def test_info_describes_the_latest_version_capped_and_counted(tmp_path):
     assert [p["rows"] for p in info["parts"]] == [2, 3]
     manifest = json.loads((Path(url) / "_index" / "00000003.json").read_text())
     assert info["bytes"] == sum(
-        f["bytes"] for p in manifest["parts"] for f in [*p["files"], p["keys"]]
+        f["bytes"] for p in manifest["parts"] for f in [*p["files"], p["keys"], p["ids"]]
     )
     assert info["params"] == manifest["params"]
     assert info["parts"][0]["run"]["inputs"] == ["in"]
@@ -202,9 +202,9 @@ def test_info_names_each_part_with_its_rows_bytes_files_and_run(tmp_path):
         {
             "name": p.name,
             "rows": p.rows,
-            "bytes": p.files[0].bytes + p.keys.bytes,
+            "bytes": p.files[0].bytes + p.keys.bytes + p.ids.bytes,
             "files": 1,
-            "layout": 2,
+            "layout": 3,
             "run": p.run,
         }
         for p in index.parts
@@ -259,10 +259,13 @@ def test_mtime_reads_the_first_time_a_filesystem_gives(info, expected):
         ([4], [-1], 10, [[0]]),  # one part of the first layout (no key table): rewritten
         ([3, 20, 4], [1, -1, 1], 10, [[1]]),  # however large
         ([3, 4, 20], [1, -1, 1], 10, [[0, 1]]),
+        ([4], [-2], 10, [[0]]),  # one part with a key table but no id table: rewritten
+        ([3, 20, 4], [1, -2, 1], 10, [[1]]),  # however large
     ],
 )
 def test_groups_are_runs_of_consecutive_parts_that_fit_together(rows, files, part_rows, groups):
-    """``files`` -1: one file and no key table."""
+    """``files`` -1: one file and no key table (nor id table); -2: one file and a key table but
+    no id table."""
     from neardup.core._index import IndexFile, IndexPart
     from neardup.core._index_ops import _groups
 
@@ -270,9 +273,10 @@ def test_groups_are_runs_of_consecutive_parts_that_fit_together(rows, files, par
         IndexPart(
             f"p{i}",
             n,
-            tuple(IndexFile(f"parts/p{i}/{j}", 1, 1) for j in range(abs(k))),
+            tuple(IndexFile(f"parts/p{i}/{j}", 1, 1) for j in range(1 if k < 0 else k)),
             {},
-            None if k < 0 else IndexFile(f"parts/p{i}/keys", 1, 1),
+            None if k == -1 else IndexFile(f"parts/p{i}/keys", 1, 1),
+            None if k < 0 else IndexFile(f"parts/p{i}/ids", 1, 1),
         )
         for i, (n, k) in enumerate(zip(rows, files, strict=True))
     ]
@@ -335,7 +339,7 @@ def test_info_lists_versions_and_caps_every_list_at_the_limit(tmp_path):
     url = str(tmp_path / "idx")
     _build(url, [2, 3, 4])
     info = index_info(url, limit=2)
-    assert (info["index"], info["format"], info["format_version"]) == (url, "neardup-index", 2)
+    assert (info["index"], info["format"], info["format_version"]) == (url, "neardup-index", 3)
     assert (info["versions_total"], info["versions"]) == (3, [2, 3])
     nothing = index_info(url, limit=0)
     assert (nothing["versions"], nothing["parts"], nothing["leftovers"]) == ([], [], [])

@@ -189,6 +189,7 @@ def test_a_listed_parts_marker_is_no_leftover_and_a_stray_file_beside_it_goes_al
     assert sorted(p.name for p in part.iterdir()) == [
         "_committed",
         "data-00000.parquet",
+        "ids-00000.arrow",
         "keys-00000.arrow",
     ]
     assert DocIndex.open(url).rows == 6

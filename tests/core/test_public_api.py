@@ -89,6 +89,8 @@ ENGINE_NAMES = {
     "rewrite_without", "lookup_without", "RECRAWL_REVISION",
     # a protected-set upload that is not UTF-8 names its line, as the CLI does (issue 33.6)
     "utf8_error",
+    # the id table's documented hash of ids (issue 30)
+    "index_id_hashes", "IndexLayoutError",
 }  # fmt: skip
 
 

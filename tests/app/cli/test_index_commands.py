@@ -75,6 +75,7 @@ def test_info_names_parts_of_the_first_layout_and_compact_rewrites_them(idx, tmp
     path = old / "_index" / f"{version:08d}.json"
     for part in manifest["parts"]:
         (old / part.pop("keys")["path"]).unlink()
+        (old / part.pop("ids")["path"]).unlink()
     manifest["format_version"] = 1
     path.write_text(json.dumps(manifest))
     lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
@@ -85,7 +86,7 @@ def test_info_names_parts_of_the_first_layout_and_compact_rewrites_them(idx, tmp
     done = neardup("index", "compact", old, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     _, after = latest_manifest(old)
-    assert after["format_version"] == 2 and all("keys" in p for p in after["parts"])
+    assert after["format_version"] == 3 and all("keys" in p and "ids" in p for p in after["parts"])
     lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
     assert not any("first layout" in line for line in lines)
     again = neardup("index", "query", old, "q.jsonl", cwd=tmp_path)
@@ -102,7 +103,7 @@ def test_info_json_is_the_manifest_summed_and_lists_are_capped(idx, tmp_path):
     assert (info["versions_total"], info["versions"]) == (3, [2, 3])
     assert [p["name"] for p in info["parts"]] == [p["name"] for p in manifest["parts"][:2]]
     assert info["bytes"] == sum(
-        f["bytes"] for p in manifest["parts"] for f in [*p["files"], p["keys"]]
+        f["bytes"] for p in manifest["parts"] for f in [*p["files"], p["keys"], p["ids"]]
     )
     assert info["params"] == manifest["params"]
     assert info["parts"][0]["run"] == manifest["parts"][0]["run"]
@@ -206,6 +207,18 @@ def test_the_band_key_snippet_of_the_docs_finds_the_first_row_by_its_key(idx):
     assert len(scope["ids"]) == len(scope["rows"]) >= 1
 
 
+def test_the_id_snippet_of_the_docs_finds_the_first_row_by_its_id(idx):
+    from neardup.core.engine import index_id_hashes
+
+    scope = {"IDX": str(idx)}
+    heading = "## Reading an index without neardup"
+    exec(_doc_snippet(heading), scope)
+    exec(_doc_snippet(heading, 3), scope)  # it asserts the id is found at a row of its hash
+    doc_id = scope["doc_id"]
+    assert scope["id_hash"](doc_id) == index_id_hashes([doc_id])[0]
+    assert len(scope["found"]) >= 1
+
+
 def test_the_pyarrow_snippet_of_the_docs_reads_an_index_built_by_dedup(idx):
     scope = {"IDX": str(idx)}
     exec(_doc_snippet("## Reading an index without neardup"), scope)
@@ -300,3 +313,22 @@ def test_a_damaged_index_is_one_line_exit_2_and_left_as_it_is(idx, tmp_path, dam
         sorted((str(p), p.read_bytes()) for p in (tmp_path / "idx").rglob("*") if p.is_file())
         == tree
     )
+
+
+def test_info_names_parts_without_an_id_table(idx, tmp_path):
+    """A part with a key table but no id table (format_version 2) is named; its ids are still
+    found, by the data files' statistics, and ``index compact`` gives it an id table."""
+    old = tmp_path / "old"
+    shutil.copytree(idx, old)
+    version, manifest = latest_manifest(old)
+    path = old / "_index" / f"{version:08d}.json"
+    for part in manifest["parts"]:
+        (old / part.pop("ids")["path"]).unlink()
+    manifest["format_version"] = 2
+    path.write_text(json.dumps(manifest))
+    lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
+    assert all("no id table (ids checked by statistics; compact it)" in x for x in lines[3:6])
+    assert DocIndex.open(str(old)).id_parts(["b0", "zz"]) == {"b0": manifest["parts"][0]["name"]}
+    assert neardup("index", "compact", old, cwd=tmp_path).returncode == 0
+    lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
+    assert not any("no id table" in line for line in lines)

@@ -74,10 +74,11 @@ def _index_table(index: Path) -> pa.Table:
 
 
 def _key_tables(index: Path) -> list[bytes]:
-    """The bytes of every part's key table, in listing order (they hold no part name)."""
+    """The bytes of every part's key table and id table, in listing order (they hold no part
+    name)."""
     opened = DocIndex.open(str(index))
-    assert all(part.keys is not None for part in opened.parts)
-    return [(index / part.keys.path).read_bytes() for part in opened.parts]
+    assert all(part.keys is not None and part.ids is not None for part in opened.parts)
+    return [(index / f.path).read_bytes() for part in opened.parts for f in (part.keys, part.ids)]
 
 
 def _layout(index: Path, part: Any) -> set[tuple[str, str, bool]]:
