@@ -23,6 +23,7 @@ import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,6 +66,7 @@ from neardup.core.errors import (
 )
 
 if TYPE_CHECKING:
+    from neardup.core._index_deletes import Deletes
     from neardup.core._index_keys import KeyTable
     from neardup.core._index_lookup import IndexLookup
 
@@ -154,22 +156,28 @@ class IndexPart:
     run: dict[str, Any] = field(default_factory=dict)
     #: Its key table (``_index_keys``); None for a part of the first layout, read by a scan.
     keys: IndexFile | None = None
+    #: Its deletion vector (``_index_deletes``: ``rows`` counts the rows deleted); None: none.
+    deleted: IndexFile | None = None
 
     @property
     def all_files(self) -> tuple[IndexFile, ...]:
-        """Every file the part lists: its data files, then its key table if it has one."""
-        return (*self.files, *([self.keys] if self.keys is not None else []))
+        """Every file the part lists: its data files, then its key table and deletion vector
+        if it has them."""
+        extra = [f for f in (self.keys, self.deleted) if f is not None]
+        return (*self.files, *extra)
+
+    @property
+    def live_rows(self) -> int:
+        """Its documents: its rows less those its deletion vector deletes."""
+        return self.rows - (0 if self.deleted is None else self.deleted.rows)
 
     def as_json(self) -> dict[str, Any]:
         """The part as a version file lists it."""
         files = [{"path": f.path, "rows": f.rows, "bytes": f.bytes} for f in self.files]
         body = {"name": self.name, "rows": self.rows, "files": files, "run": self.run}
-        if self.keys is not None:
-            body["keys"] = {
-                "path": self.keys.path,
-                "rows": self.keys.rows,
-                "bytes": self.keys.bytes,
-            }
+        for entry, f in (("keys", self.keys), ("deleted", self.deleted)):
+            if f is not None:
+                body[entry] = {"path": f.path, "rows": f.rows, "bytes": f.bytes}
         return body
 
     @classmethod
@@ -178,10 +186,11 @@ class IndexPart:
         files = tuple(
             IndexFile(str(f["path"]), int(f["rows"]), int(f["bytes"])) for f in item["files"]
         )
-        k = item.get("keys")
+        k, d = item.get("keys"), item.get("deleted")
         keys = None if k is None else IndexFile(str(k["path"]), int(k["rows"]), int(k["bytes"]))
+        deleted = None if d is None else IndexFile(str(d["path"]), int(d["rows"]), int(d["bytes"]))
         run = dict(item.get("run") or {})
-        return cls(str(item["name"]), int(item["rows"]), files, run, keys)
+        return cls(str(item["name"]), int(item["rows"]), files, run, keys, deleted)
 
 
 class DocIndex:
@@ -222,8 +231,15 @@ class DocIndex:
 
     @property
     def rows(self) -> int:
-        """Documents in the index."""
-        return sum(p.rows for p in self.parts)
+        """Documents in the index (deleted rows not counted)."""
+        return sum(p.live_rows for p in self.parts)
+
+    @cached_property
+    def deletes(self) -> Deletes:
+        """The parts' deletion vectors, each read once when first asked."""
+        from neardup.core._index_deletes import Deletes
+
+        return Deletes(self)
 
     @property
     def params(self) -> dict[str, Any] | None:
@@ -441,7 +457,10 @@ class DocIndex:
                             ) from None
                         column = table.column("id")
                         held = pc.is_in(column, value_set=asked.cast(column.type))
+                        deleted = self.deletes.ids(part)
                         for i in np.flatnonzero(held.to_numpy(zero_copy_only=False)).tolist():
+                            if column[i].as_py() in deleted:
+                                continue  # a deleted row: the id may be live in a later part
                             row = {c: table.column(c)[i].as_py() for c in columns}
                             yield part, column[i].as_py(), row
 
@@ -452,12 +471,17 @@ class DocIndex:
         in listing order (what a reader of new parts links against: memory bounded by a
         batch); IndexDamagedError naming a file that breaks or holds another width."""
         num_perm = self.minhash_params().num_perm
-        for _, f, _, _, table in self.row_group_batches(("id", "signature"), parts=parts):
+        batches = self.row_group_batches(("id", "signature"), parts=parts)
+        for part, f, parquet, groups, table in batches:
             column = table.column("id")
             if column.null_count:
                 raise IndexDamagedError(self.url, f.path, "has a null id")
             sigs = part_matrix(self.url, f.path, table, "signature", 4 * num_perm, "<u4")
-            yield column.to_pylist(), np.ascontiguousarray(sigs, dtype=np.uint32)
+            ids = column.to_pylist()
+            live = self.deletes.batch_live(part, f, parquet, groups)
+            if live is not None:  # deleted rows skipped
+                ids, sigs = [i for i, k in zip(ids, live.tolist(), strict=True) if k], sigs[live]
+            yield ids, np.ascontiguousarray(sigs, dtype=np.uint32)
 
     def near(self, sigs: NDArray[np.uint32], threshold: float) -> IndexLookup:
         """The indexed documents each of ``sigs`` matches, by the service's rule: a shared band
@@ -612,11 +636,16 @@ def commit_index(
     drop: Sequence[str] = (),
     *,
     compaction: bool = False,
+    deletes: Mapping[str, IndexFile] | None = None,
 ) -> int:
-    """Commit version ``index.version + 1``: ``index``'s parts less ``drop`` (names), plus
-    ``add`` (parts written for that version: ``write_part``), then mark the added parts
-    committed. Returns the version; IndexConflictError if another run committed it first
-    (``compaction``: its message says what a losing compaction leaves)."""
+    """Commit version ``index.version + 1``: ``index``'s parts less ``drop`` (names), with the
+    deletion vectors ``deletes`` (by part name: ``write_deletes``), plus ``add`` (parts written
+    for that version: ``write_part``), then mark the added parts committed. Returns the version;
+    IndexConflictError if another run committed it first (``compaction``: its message says
+    what a losing compaction leaves). A version with a deletion vector is of format_version 3
+    (``DELETES_FORMAT_VERSION``), which older neardups refuse."""
+    from neardup.core._index_deletes import DELETES_FORMAT_VERSION, apply_deletes
+
     version = index.version + 1
     for part in add:
         if part_version(part.name) != version:
@@ -624,15 +653,16 @@ def commit_index(
                 f"{index.url}: part {part.name!r} is not named for version {version}: "
                 "write it with write_part against the version read"
             )
-    kept = [p for p in index.parts if p.name not in set(drop)]
+    kept = apply_deletes([p for p in index.parts if p.name not in set(drop)], deletes or {})
     parts = [*kept, *add]
+    deleting = any(p.deleted is not None for p in parts)
     body = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": DELETES_FORMAT_VERSION if deleting else FORMAT_VERSION,
         "version": version,
         "params": index.params or index_params(params),
         "parts": [p.as_json() for p in parts],
-        "rows": sum(p.rows for p in parts),
+        "rows": sum(p.live_rows for p in parts),
     }
     if not create_version(index.url, index.fs, index.root, version, body):
         winner = DocIndex.open(index.url)  # a fresh listing: never the version this run read

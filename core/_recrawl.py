@@ -114,6 +114,9 @@ def indexed_documents(index: DocIndex, ids: Collection[str]) -> IndexedDocs:
                     for group in _groups_in_range(parquet.metadata, ordered):
                         table = _read_group(index, f, parquet, group, ["id"])
                         hit = pc.is_in(table.column("id"), value_set=wanted)
+                        if part.deleted is not None:  # a deleted row is not the id's document
+                            gone = strings(sorted(index.deletes.ids(part)))
+                            hit = pc.and_(hit, pc.invert(pc.is_in(table.column("id"), gone)))
                         if not pc.any(hit).as_py():
                             continue
                         table = _read_group(index, f, parquet, group, list(COLUMNS)).filter(hit)
@@ -181,10 +184,12 @@ def rewrite_without(
             continue
         keep_ids: list[str] = []
         digests, sigs = [], []
+        deleted = index.deletes.ids(part)
         for f in part.files:
             with index.parquet(f) as parquet:
                 table = parquet.read(columns=list(COLUMNS))
-            keep = np.array([i not in gone for i in table.column("id").to_pylist()], dtype=bool)
+            every = table.column("id").to_pylist()
+            keep = np.array([i not in gone and i not in deleted for i in every], dtype=bool)
             keep_ids.extend(
                 i for i, k in zip(table.column("id").to_pylist(), keep, strict=True) if k
             )
