@@ -41,7 +41,6 @@ __all__ = [
     "delete_ids",
     "deleted_since",
     "deletes_problem",
-    "read_ids_file",
     "write_deletes",
 ]
 
@@ -358,28 +357,3 @@ def deleted_since(old: DocIndex, new: DocIndex) -> list[str]:
         rows = np.setdiff1d(new.deletes.rows(part), old.deletes.rows(was))
         out.update(_ids_at(new, part, rows))
     return sorted(out)
-
-
-def read_ids_file(path: str) -> list[str]:
-    """The ids of a file of one id a line, or of JSON Lines objects with an ``id`` (a string);
-    blank lines skipped. ValueError naming the line of a bad one."""
-    from neardup.core._json import read_json
-
-    out: list[str] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            text = line.rstrip("\r\n")
-            if not text.strip():
-                continue
-            if text.lstrip().startswith("{"):
-                try:
-                    value = read_json(text)
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{number}: not a JSON object ({exc})") from None
-                doc_id = value.get("id") if isinstance(value, dict) else None
-                if not isinstance(doc_id, str):
-                    raise ValueError(f"{path}:{number}: the object has no string \"id\"")
-                out.append(doc_id)
-            else:
-                out.append(text)
-    return out

@@ -54,7 +54,9 @@ engine computes the same signatures, candidates, confirmations and components th
   ids (a new row whose id is indexed): ``indexed_documents``, ``IndexedDocs``,
   ``recrawl_verdicts`` (``RECRAWL_SAME``, ``RECRAWL_NEAR``, ``RECRAWL_CHANGED``),
   ``RECRAWL_POLICIES``, ``recrawl_policy``, ``derived_id`` (``RECRAWL_REVISION``),
-  ``derived_ids``, ``rewrite_without``.
+  ``derived_ids``, ``rewrite_without``; deletes (per-part deletion vectors, docs/index.md):
+  ``delete_ids`` (``DeleteResult``), ``write_deletes`` (vectors for ``commit_index(deletes=...)``),
+  ``deleted_since`` (the ids a newer version deleted).
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -114,6 +116,7 @@ from neardup.core._index import (
 )
 from neardup.core._index_log import part_name as index_part_name
 from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
+from neardup.core._index_deletes import DeleteResult, delete_ids, deleted_since, write_deletes
 from neardup.core._index_ops import CompactResult, compact_index, index_info
 from neardup.core._index_ops import Leftover as IndexLeftover
 from neardup.core._index_ops import leftovers as index_leftovers
@@ -237,6 +240,7 @@ __all__ = [
     "TOKENIZERS",
     "BandBuckets",
     "CompactResult",
+    "DeleteResult",
     "Components",
     "ContaminationReport",
     "CorpusError",
@@ -301,6 +305,8 @@ __all__ = [
     "collision_message",
     "commit_index",
     "compact_index",
+    "delete_ids",
+    "deleted_since",
     "confirm",
     "constant_problem",
     "corpus_format",
@@ -358,6 +364,7 @@ __all__ = [
     "recrawl_policy",
     "recrawl_verdicts",
     "rewrite_without",
+    "write_deletes",
     "run_info",
     "same_json",
     "sample_capped",
