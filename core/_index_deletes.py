@@ -18,7 +18,6 @@ without its deleted rows, and the vector goes with the old part.
 from __future__ import annotations
 
 import json
-import posixpath
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import suppress
@@ -65,8 +64,9 @@ def deletes_problem(item: dict[str, Any], format_version: int) -> str | None:
     if pieces[:2] != [PARTS, name] or len(pieces) != 3 or pieces[2] in {"", ".", ".."}:
         return f"part {name} lists deleted {path!r}, not a file under {PARTS}/{name}/"
     rows, size = entry.get("rows"), entry.get("bytes")
-    whole = all(isinstance(v, int) and not isinstance(v, bool) for v in (rows, size))
-    if not whole or size < 0 or not 1 <= rows <= item["rows"]:
+    if not (isinstance(rows, int) and isinstance(size, int)) or isinstance(rows, bool):
+        return f"part {name} lists deleted {path} without whole rows and bytes"
+    if isinstance(size, bool) or size < 0 or not 1 <= rows <= item["rows"]:
         return f"part {name} lists deleted {path} with rows {rows!r} (1 to {item['rows']})"
     return None
 
@@ -95,7 +95,7 @@ def _parse(data: bytes, part: IndexPart, listed: int) -> NDArray[np.int64]:
     column = table.column(0)
     if column.null_count or table.num_rows != listed:
         raise ValueError(f"holds {table.num_rows} rows, the index lists {listed}")
-    rows = column.to_numpy().astype(np.int64)
+    rows: NDArray[np.int64] = np.asarray(column.to_numpy(), dtype=np.int64)
     if len(rows) and (np.any(np.diff(rows) <= 0) or rows[-1] >= part.rows):
         raise ValueError(f"is not ascending rows of the part's {part.rows}")
     return rows
@@ -189,7 +189,9 @@ def _ids_at(index: DocIndex, part: IndexPart, rows: NDArray[np.int64]) -> list[s
             continue
         with index.parquet(f) as parquet:
             meta = parquet.metadata
-            starts = np.cumsum([0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))])
+            starts = np.cumsum(
+                [0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))]
+            )
             group_of = np.searchsorted(starts, local, side="right") - 1
             for g in np.unique(group_of).tolist():
                 try:
@@ -200,7 +202,9 @@ def _ids_at(index: DocIndex, part: IndexPart, rows: NDArray[np.int64]) -> list[s
     return out
 
 
-def live_rows_of(index: DocIndex, ids: Collection[str]) -> dict[str, tuple[NDArray[np.int64], list[str]]]:
+def live_rows_of(
+    index: DocIndex, ids: Collection[str]
+) -> dict[str, tuple[NDArray[np.int64], list[str]]]:
     """Per part name, the live rows holding one of ``ids`` (ascending) and their ids: only the
     row groups whose id range (Parquet statistics) holds one of ``ids`` are read."""
     import pyarrow as pa
@@ -264,9 +268,10 @@ def write_deletes(index: DocIndex, ids: Collection[str]) -> tuple[dict[str, Inde
         path = index.path(relative)
         import pyarrow as pa
 
-        with index.fs.open(path, "wb") as handle, pa.ipc.new_file(
-            handle, _table(name, part.rows, merged).schema
-        ) as writer:
+        with (
+            index.fs.open(path, "wb") as handle,
+            pa.ipc.new_file(handle, _table(name, part.rows, merged).schema) as writer,
+        ):
             writer.write_table(_table(name, part.rows, merged))
         _sync(index, path)
         vectors[name] = IndexFile(relative, len(merged), int(index.fs.size(path)))

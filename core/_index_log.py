@@ -271,7 +271,8 @@ def manifest_problem(body: object, version: int) -> str | None:
         return f"is not a {FORMAT} version file"
     found = body.get("format_version")
     if found not in FORMAT_VERSIONS or isinstance(found, bool):
-        known = " and ".join(map(str, FORMAT_VERSIONS))
+        *first, last = map(str, FORMAT_VERSIONS)
+        known = f"{', '.join(first)} and {last}" if first else last
         return f"has format_version {found!r}; this neardup reads {known}"
     problem = _manifest_body_problem(body, version)
     return None if problem is None else f"is malformed ({problem})"

@@ -114,9 +114,9 @@ from neardup.core._index import (
     write_part,
     write_part_keys,
 )
+from neardup.core._index_deletes import DeleteResult, delete_ids, deleted_since, write_deletes
 from neardup.core._index_log import part_name as index_part_name
 from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
-from neardup.core._index_deletes import DeleteResult, delete_ids, deleted_since, write_deletes
 from neardup.core._index_ops import CompactResult, compact_index, index_info
 from neardup.core._index_ops import Leftover as IndexLeftover
 from neardup.core._index_ops import leftovers as index_leftovers
@@ -240,12 +240,12 @@ __all__ = [
     "TOKENIZERS",
     "BandBuckets",
     "CompactResult",
-    "DeleteResult",
     "Components",
     "ContaminationReport",
     "CorpusError",
     "DecontMode",
     "DecontParams",
+    "DeleteResult",
     "Doc",
     "DocIndex",
     "DuplicateIdError",
@@ -305,13 +305,13 @@ __all__ = [
     "collision_message",
     "commit_index",
     "compact_index",
-    "delete_ids",
-    "deleted_since",
     "confirm",
     "constant_problem",
     "corpus_format",
     "decontaminate_modes",
     "decontaminate_with",
+    "delete_ids",
+    "deleted_since",
     "derived_id",
     "derived_ids",
     "drop_rule",
@@ -364,7 +364,6 @@ __all__ = [
     "recrawl_policy",
     "recrawl_verdicts",
     "rewrite_without",
-    "write_deletes",
     "run_info",
     "same_json",
     "sample_capped",
@@ -383,6 +382,7 @@ __all__ = [
     "windows",
     "word_spans",
     "words",
+    "write_deletes",
     "write_docs",
     "write_part",
     "write_part_keys",

@@ -76,11 +76,11 @@ from neardup.core.engine import (
     nan_as_null_note,
     parquet_schema,
     piece_source,
-    write_deletes,
     run_info,
     signature_stream,
     text_digests,
     value_ranks,
+    write_deletes,
     write_part,
 )
 

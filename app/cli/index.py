@@ -29,13 +29,13 @@ from neardup.app.cli.pause import pause_point
 from neardup.app.cli.progress import Ledger, Progress
 from neardup.app.cli.version import neardup_version
 from neardup.core.engine import (
+    CorpusError,
     DocIndex,
     IndexLookup,
     ParameterError,
     RecordReader,
     Schema,
     atomic_output,
-    CorpusError,
     check_output,
     compact_index,
     delete_ids,
@@ -90,8 +90,11 @@ def info_text(info: dict[str, Any]) -> str:
         f"index {info['index']}: version {info['version']} ({info['versions_total']:,} "
         f"committed), {info['rows']:,} documents in {info['parts_total']:,} parts "
         f"({info['files']:,} files, {_size(info['bytes'])})"
-        + (f"; {info['deleted']:,} deleted rows (`neardup index compact` drops them)"
-           if info.get("deleted") else ""),
+        + (
+            f"; {info['deleted']:,} deleted rows (`neardup index compact` drops them)"
+            if info.get("deleted")
+            else ""
+        ),
         f"parameters: {params}",
         "parts:",
     ]

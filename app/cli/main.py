@@ -382,12 +382,8 @@ def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         help="take documents out of the index by id (a deletion vector per part), atomically",
     )  # fmt: skip
     paths.index(delete.add_argument("index", metavar="IDX", help=_IDX_HELP), writes=True)
-    paths.reads(
-        delete.add_argument(
-            "--ids", required=True, metavar="FILE",
-            help="the ids: one a line, or JSON Lines objects with an \"id\" (never changed)",
-        )  # fmt: skip
-    )
+    ids_help = 'the ids: one a line, or JSON Lines objects with an "id" (never changed)'
+    paths.reads(delete.add_argument("--ids", required=True, metavar="FILE", help=ids_help))
     delete.add_argument("--quiet", action="store_true", help="no summary on stderr")
     query = cmds.add_parser(
         "query", formatter_class=_Formatter,

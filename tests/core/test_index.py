@@ -519,11 +519,11 @@ def test_an_index_of_another_format_version_is_refused_naming_both(tmp_path: Pat
     _add(url, ["a"], ["one two"])
     version = Path(url) / "_index" / "00000001.json"
     body = json.loads(version.read_text())
-    body["format_version"] = 3
+    body["format_version"] = 4
     version.write_text(json.dumps(body))
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
     assert str(caught.value) == (
-        f"{url}: the index is damaged: _index/00000001.json has format_version 3; "
-        "this neardup reads 1 and 2"
+        f"{url}: the index is damaged: _index/00000001.json has format_version 4; "
+        "this neardup reads 1, 2 and 3"
     )
