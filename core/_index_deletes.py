@@ -179,25 +179,34 @@ def _file_rows(part: IndexPart, rows: NDArray[np.int64]) -> Iterator[tuple[Index
         yield f, rows[(rows >= starts[k]) & (rows < starts[k + 1])] - starts[k]
 
 
-def _ids_at(index: DocIndex, part: IndexPart, rows: NDArray[np.int64]) -> list[str]:
-    """The ids at ``rows`` (ascending) of ``part``, reading only the row groups holding one."""
+def _group_starts(parquet: Any) -> NDArray[np.int64]:
+    """The first row of each row group of a Parquet file, then its rows."""
+    meta = parquet.metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    return np.cumsum([0, *sizes], dtype=np.int64)
+
+
+def _group_ids(index: DocIndex, f: IndexFile, parquet: Any, group: int) -> Any:
+    """The ``id`` column of one row group; IndexDamagedError naming the file if unreadable."""
     import pyarrow as pa
 
+    try:
+        return parquet.read_row_group(group, columns=["id"], use_threads=False)["id"]
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise IndexDamagedError(index.url, f.path, f"cannot be read ({exc})") from None
+
+
+def _ids_at(index: DocIndex, part: IndexPart, rows: NDArray[np.int64]) -> list[str]:
+    """The ids at ``rows`` (ascending) of ``part``, reading only the row groups holding one."""
     out: list[str] = []
     for f, local in _file_rows(part, rows):
         if len(local) == 0:
             continue
         with index.parquet(f) as parquet:
-            meta = parquet.metadata
-            starts = np.cumsum(
-                [0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))]
-            )
+            starts = _group_starts(parquet)
             group_of = np.searchsorted(starts, local, side="right") - 1
             for g in np.unique(group_of).tolist():
-                try:
-                    column = parquet.read_row_group(g, columns=["id"], use_threads=False)["id"]
-                except (OSError, ValueError, pa.ArrowException) as exc:
-                    raise IndexDamagedError(index.url, f.path, f"cannot be read ({exc})") from None
+                column = _group_ids(index, f, parquet, g)
                 out.extend(column[int(i)].as_py() for i in (local[group_of == g] - starts[g]))
     return out
 
@@ -223,17 +232,9 @@ def live_rows_of(
         offset = 0
         for f in part.files:
             with index.parquet(f) as parquet:
-                meta = parquet.metadata
-                starts = np.cumsum(
-                    [0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))]
-                )
-                for g in _groups_in_range(meta, ordered):
-                    try:
-                        column = parquet.read_row_group(g, columns=["id"], use_threads=False)["id"]
-                    except (OSError, ValueError, pa.ArrowException) as exc:
-                        raise IndexDamagedError(
-                            index.url, f.path, f"cannot be read ({exc})"
-                        ) from None
+                starts = _group_starts(parquet)
+                for g in _groups_in_range(parquet.metadata, ordered):
+                    column = _group_ids(index, f, parquet, g)
                     held = pc.is_in(column, value_set=asked.cast(column.type))
                     at = np.flatnonzero(held.to_numpy(zero_copy_only=False))
                     found.append(offset + int(starts[g]) + at.astype(np.int64))
@@ -256,6 +257,8 @@ def write_deletes(index: DocIndex, ids: Collection[str]) -> tuple[dict[str, Inde
     after ``index.version``, listed by no version until ``commit_index(deletes=...)`` commits
     it. Returns the vectors by part name, and the ids found (sorted; the others are not in
     the index)."""
+    import pyarrow as pa
+
     from neardup.core._index import IndexFile, _sync
 
     vectors: dict[str, IndexFile] = {}
@@ -266,13 +269,12 @@ def write_deletes(index: DocIndex, ids: Collection[str]) -> tuple[dict[str, Inde
         merged = np.union1d(index.deletes.rows(part), rows)
         relative = f"{PARTS}/{name}/deleted-{index.version + 1:08d}-{uuid.uuid4().hex[:12]}.arrow"
         path = index.path(relative)
-        import pyarrow as pa
-
+        table = _table(name, part.rows, merged)
         with (
             index.fs.open(path, "wb") as handle,
-            pa.ipc.new_file(handle, _table(name, part.rows, merged).schema) as writer,
+            pa.ipc.new_file(handle, table.schema) as writer,
         ):
-            writer.write_table(_table(name, part.rows, merged))
+            writer.write_table(table)
         _sync(index, path)
         vectors[name] = IndexFile(relative, len(merged), int(index.fs.size(path)))
         found.extend(names)
