@@ -134,7 +134,7 @@ def markdown(result: dict[str, Any], command: str) -> str:
 
     def row(label: str, run: dict[str, float]) -> str:
         return (
-            f"| {label} | {run['cpu']:.2f} / {run['wall']:.2f} | {run['bytes'] / 1e6:,.1f} "
+            f"| {label} | {run['cpu']:.2f} / {run['wall']:.2f} | {run['bytes']:,.0f} "
             f"| {run['files']:.0f} |"
         )
 
@@ -148,10 +148,10 @@ def markdown(result: dict[str, Any], command: str) -> str:
             "1,000,000, plus 2,000 real texts), then whole `neardup` processes on "
             f"{result['ids']:,} ids of indexed documents, evenly spread, each run undone "
             "afterwards (medians of the runs, interleaved). CPU seconds (user + system) / wall "
-            "seconds; MB: the files the run added under the index (parts, key tables, vectors, "
-            "the version file).",
+            "seconds; bytes written: the files the run added under the index (parts, key "
+            "tables, vectors, the version file).",
             "",
-            "| run | CPU s / wall s | MB written to the index | files |",
+            "| run | CPU s / wall s | bytes written to the index | files |",
             "|---|---:|---:|---:|",
             row(f"`dedup --recrawled replace`, {result['ids']:,} ids: before (rewrite)", before),
             row("the same: after (deletion vectors)", after),
