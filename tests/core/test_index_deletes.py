@@ -23,6 +23,7 @@ from neardup.core.engine import (
     delete_ids,
     deleted_since,
     index_info,
+    indexed_documents,
     run_info,
     write_deletes,
     write_part,
@@ -98,6 +99,9 @@ def _check(url: str, fresh_url: str, live: dict, gone: set[str], spec: dict) -> 
         i: v[0].tolist() for i, v in live.items()
     }
     assert not set(index.id_parts(sorted(gone))) & (gone - set(live))
+    docs = indexed_documents(index, every)  # the re-crawl check's read
+    assert docs.ids == sorted(live)
+    assert docs.sigs.tolist() == [live[i][0].tolist() for i in docs.ids]
     queries, digests = spec["queries"], _digests(spec["texts"])
     if not live:
         assert lookup_index(index, queries, digests).ids == []
