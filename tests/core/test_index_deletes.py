@@ -267,3 +267,17 @@ def test_a_lost_delete_race_commits_nothing_and_removes_its_vectors(tmp_path) ->
         f"parts/{index.parts[0].name}/{p.name}"
         for p in Path(url, "parts", index.parts[0].name).glob("deleted-00000002-*")
     }  # only the superseded vector of version 2: the loser's is gone
+
+
+def test_a_neardup_reading_formats_1_and_2_refuses_an_index_with_deletion_vectors(
+    tmp_path, monkeypatch
+) -> None:
+    from neardup.core import _index_log
+
+    url, _ = _one_delete(tmp_path)
+    monkeypatch.setattr(_index_log, "FORMAT_VERSIONS", (1, 2))  # the neardup before this one
+    with pytest.raises(IndexDamagedError) as caught:
+        DocIndex.open(url)
+    assert str(caught.value).endswith(
+        "_index/00000002.json has format_version 3; this neardup reads 1 and 2"
+    )
