@@ -29,6 +29,7 @@ MODULES = (
     "bench.batch",
     "bench.index",
     "bench.index.lookups",
+    "bench.index.deletes",
     "bench.index.serve",
     "bench.index.ids",
     "bench.decont",

@@ -23,6 +23,7 @@ import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -66,6 +67,7 @@ from neardup.core.errors import (
 )
 
 if TYPE_CHECKING:
+    from neardup.core._index_deletes import Deletes
     from neardup.core._index_ids import IdTable
     from neardup.core._index_keys import KeyTable
     from neardup.core._index_lookup import IndexLookup
@@ -159,18 +161,25 @@ class IndexPart:
     #: Its id table (``_index_ids``); None for a part written before them (format_version 1
     #: and 2), whose ids are checked through the data files' statistics.
     ids: IndexFile | None = None
+    #: Its deletion vector (``_index_deletes``: ``rows`` counts the rows deleted); None: none.
+    deleted: IndexFile | None = None
 
     @property
     def all_files(self) -> tuple[IndexFile, ...]:
-        """Every file the part lists: its data files, then its key and id tables if it has
-        them."""
-        return (*self.files, *(f for f in (self.keys, self.ids) if f is not None))
+        """Every file the part lists: its data files, then its key table, id table and deletion
+        vector if it has them."""
+        return (*self.files, *(f for f in (self.keys, self.ids, self.deleted) if f is not None))
+
+    @property
+    def live_rows(self) -> int:
+        """Its documents: its rows less those its deletion vector deletes."""
+        return self.rows - (0 if self.deleted is None else self.deleted.rows)
 
     def as_json(self) -> dict[str, Any]:
         """The part as a version file lists it."""
         files = [{"path": f.path, "rows": f.rows, "bytes": f.bytes} for f in self.files]
         body = {"name": self.name, "rows": self.rows, "files": files, "run": self.run}
-        for name, f in (("keys", self.keys), ("ids", self.ids)):
+        for name, f in (("keys", self.keys), ("ids", self.ids), ("deleted", self.deleted)):
             if f is not None:
                 body[name] = {"path": f.path, "rows": f.rows, "bytes": f.bytes}
         return body
@@ -181,14 +190,14 @@ class IndexPart:
         files = tuple(
             IndexFile(str(f["path"]), int(f["rows"]), int(f["bytes"])) for f in item["files"]
         )
-        keys, ids = (
+        keys, ids, deleted = (
             None if item.get(name) is None
             else IndexFile(str(item[name]["path"]), int(item[name]["rows"]),
                            int(item[name]["bytes"]))
-            for name in ("keys", "ids")
+            for name in ("keys", "ids", "deleted")
         )  # fmt: skip
         run = dict(item.get("run") or {})
-        return cls(str(item["name"]), int(item["rows"]), files, run, keys, ids)
+        return cls(str(item["name"]), int(item["rows"]), files, run, keys, ids, deleted)
 
 
 class DocIndex:
@@ -229,8 +238,15 @@ class DocIndex:
 
     @property
     def rows(self) -> int:
-        """Documents in the index."""
-        return sum(p.rows for p in self.parts)
+        """Documents in the index (deleted rows not counted)."""
+        return sum(p.live_rows for p in self.parts)
+
+    @cached_property
+    def deletes(self) -> Deletes:
+        """The parts' deletion vectors, each read once when first asked."""
+        from neardup.core._index_deletes import Deletes
+
+        return Deletes(self)
 
     @property
     def params(self) -> dict[str, Any] | None:
@@ -440,12 +456,17 @@ class DocIndex:
         in listing order (what a reader of new parts links against: memory bounded by a
         batch); IndexDamagedError naming a file that breaks or holds another width."""
         num_perm = self.minhash_params().num_perm
-        for _, f, _, _, table in self.row_group_batches(("id", "signature"), parts=parts):
+        batches = self.row_group_batches(("id", "signature"), parts=parts)
+        for part, f, parquet, groups, table in batches:
             column = table.column("id")
             if column.null_count:
                 raise IndexDamagedError(self.url, f.path, "has a null id")
             sigs = part_matrix(self.url, f.path, table, "signature", 4 * num_perm, "<u4")
-            yield column.to_pylist(), np.ascontiguousarray(sigs, dtype=np.uint32)
+            ids = column.to_pylist()
+            live = self.deletes.batch_live(part, f, parquet, groups)
+            if live is not None:  # deleted rows skipped
+                ids, sigs = [i for i, k in zip(ids, live.tolist(), strict=True) if k], sigs[live]
+            yield ids, np.ascontiguousarray(sigs, dtype=np.uint32)
 
     def near(self, sigs: NDArray[np.uint32], threshold: float) -> IndexLookup:
         """The indexed documents each of ``sigs`` matches, by the service's rule: a shared band
@@ -577,11 +598,16 @@ def commit_index(
     drop: Sequence[str] = (),
     *,
     compaction: bool = False,
+    deletes: Mapping[str, IndexFile] | None = None,
 ) -> int:
-    """Commit version ``index.version + 1``: ``index``'s parts less ``drop`` (names), plus
-    ``add`` (parts written for that version: ``write_part``), then mark the added parts
-    committed. Returns the version; IndexConflictError if another run committed it first
-    (``compaction``: its message says what a losing compaction leaves)."""
+    """Commit version ``index.version + 1``: ``index``'s parts less ``drop`` (names), with the
+    deletion vectors ``deletes`` (by part name: ``write_deletes``), plus ``add`` (parts written
+    for that version: ``write_part``), then mark the added parts committed. Returns the version;
+    IndexConflictError if another run committed it first (``compaction``: its message says
+    what a losing compaction leaves). Every version written is of ``FORMAT_VERSION`` (3: id
+    tables and deletion vectors), which neardups reading only 1 and 2 refuse."""
+    from neardup.core._index_deletes import apply_deletes
+
     version = index.version + 1
     for part in add:
         if part_version(part.name) != version:
@@ -589,7 +615,7 @@ def commit_index(
                 f"{index.url}: part {part.name!r} is not named for version {version}: "
                 "write it with write_part against the version read"
             )
-    kept = [p for p in index.parts if p.name not in set(drop)]
+    kept = apply_deletes([p for p in index.parts if p.name not in set(drop)], deletes or {})
     parts = [*kept, *add]
     body = {
         "format": FORMAT,
@@ -597,7 +623,7 @@ def commit_index(
         "version": version,
         "params": index.params or index_params(params),
         "parts": [p.as_json() for p in parts],
-        "rows": sum(p.rows for p in parts),
+        "rows": sum(p.live_rows for p in parts),
     }
     if not create_version(index.url, index.fs, index.root, version, body):
         winner = DocIndex.open(index.url)  # a fresh listing: never the version this run read

@@ -38,12 +38,14 @@ _COLUMNS = ("digest", "signature")
 @dataclass(frozen=True)
 class IndexedDocs:
     """Indexed documents read by id: ``ids`` (sorted), and of each its part, text digest
-    ``[k, 2]`` and signature ``[k, num_perm]`` (``[k, 0]`` for a column not asked for)."""
+    ``[k, 2]`` and signature ``[k, num_perm]`` (``[k, 0]`` for a column not asked for), and its
+    row in its part (numbered across the part's files, as deletion vectors number them)."""
 
     ids: list[str]
     parts: list[str]
     digests: NDArray[np.uint64]
     sigs: NDArray[np.uint32]
+    rows: NDArray[np.int64]
 
     def position(self) -> dict[str, int]:
         """Each id's row."""
@@ -69,6 +71,7 @@ class _Gathered:
         self.parts: list[str] = []
         self.digests: list[NDArray[np.uint64]] = []
         self.sigs: list[NDArray[np.uint32]] = []
+        self.rows: list[NDArray[np.int64]] = []
 
     def docs(self) -> IndexedDocs:
         order = np.array(sorted(range(len(self.ids)), key=self.ids.__getitem__), dtype=np.int64)
@@ -80,6 +83,7 @@ class _Gathered:
             else np.ascontiguousarray(digests[order], dtype=np.uint64),
             np.empty((0, self.widths["signature"]), np.uint32) if sigs is None
             else np.ascontiguousarray(sigs[order], dtype=np.uint32),
+            np.concatenate(self.rows)[order] if self.rows else np.empty(0, np.int64),
         )  # fmt: skip
 
 
@@ -110,6 +114,8 @@ def find_ids(
 
                 hashes = np.unique(id_hashes(asked))  # ids of one hash: one lookup
             rows, given = _table_rows(index, part, hashes)
+            live = ~np.isin(rows, index.deletes.rows(part))  # deleted rows are never read
+            rows, given = rows[live], given[live]
             if len(rows):
                 _gather(index, part, (rows, given), wanted, columns, found)
         else:
@@ -167,30 +173,47 @@ def _statistics_found(
 
     asked = pa.array(ordered, type=pa.string())
     step = max(BATCH_ROWS // ROW_GROUP, 1)
+    start = 0  # the file's first row in the part
     for f in part.files:
         with index.parquet(f) as parquet:
-            groups = groups_in_range(parquet.metadata, ordered)
+            meta = parquet.metadata
+            sizes = np.array([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+            first = np.cumsum([0, *sizes.tolist()])
+            groups = groups_in_range(meta, ordered)
             for lo in range(0, len(groups), step):
-                table = _read(index, f, parquet, groups[lo : lo + step], ["id", *columns])
+                chosen = groups[lo : lo + step]
+                table = _read(index, f, parquet, chosen, ["id", *columns])
+                # Row i of the groups read together is row i - read[j] + first[chosen[j]].
+                read = np.cumsum([0, *sizes[chosen].tolist()])
                 column = table.column("id")
                 held = pc.is_in(column, value_set=asked.cast(column.type))
                 at = np.flatnonzero(held.to_numpy(zero_copy_only=False))
+                got = [column[i].as_py() for i in at.tolist()]
+                deleted = index.deletes.ids(part)  # a deleted id may be live in a later part
+                if deleted:
+                    keep = np.array([i not in deleted for i in got], dtype=np.bool_)
+                    at, got = at[keep], [i for i in got if i not in deleted]
                 if len(at):
-                    _add_rows(index, f, table, at, [column[i].as_py() for i in at.tolist()],
-                              part.name, found)  # fmt: skip
+                    j = np.searchsorted(read, at, side="right") - 1
+                    rows = start + first[np.asarray(chosen)[j]] + at - read[j]
+                    _add_rows(index, f, table, (at, rows), got, part.name, found)
+        start += f.rows
 
 
 def _add_rows(
     index: DocIndex,
     f: IndexFile,
     table: Any,
-    at: NDArray[np.int64],
+    at_rows: tuple[NDArray[np.int64], NDArray[np.int64]],
     ids: list[str],
     part: str,
     found: _Gathered,
 ) -> None:
-    """Add rows ``at`` of ``table`` (read from ``f``), whose ids are ``ids``, to ``found``."""
+    """Add rows ``at`` of ``table`` (read from ``f``), whose ids are ``ids`` and rows in their
+    part ``rows``, to ``found``."""
+    at, rows = at_rows
     found.ids.extend(ids)
+    found.rows.append(np.asarray(rows, dtype=np.int64))
     found.parts.extend([part] * len(at))
     if found.widths["digest"]:
         found.digests.append(part_matrix(index.url, f.path, table, "digest", 16, "<u8")[at])
@@ -257,7 +280,8 @@ def _gather(
                 keep = np.array([i in wanted for i in got], dtype=np.bool_)
                 if keep.any():
                     kept = [i for i, w in zip(got, keep.tolist(), strict=True) if w]
-                    _add_rows(index, f, table, at[keep], kept, part.name, found)
+                    rows = local[sel][keep] + starts[k]
+                    _add_rows(index, f, table, (at[keep], rows), kept, part.name, found)
 
 
 def _ids_at(index: DocIndex, f: IndexFile, table: Any, at: NDArray[np.int64]) -> list[str]:

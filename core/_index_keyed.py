@@ -136,6 +136,7 @@ def _candidates(
     each once, by row); None when there is none."""
     with index.key_table(part) as table:
         query, rows = table.find(keys, band)
+    query, rows = index.deletes.live_hits(part, query, rows)  # deleted rows are never read
     if len(rows) == 0:
         return None
     if int(rows.max()) >= part.rows or int(rows.min()) < 0:

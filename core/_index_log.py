@@ -61,7 +61,8 @@ __all__ = [
 FORMAT = "neardup-index"
 #: The version this neardup writes: 2 lists a part's key table (``keys``, docs/index.md); a
 #: part without one (every part of a version 1 file) is read by a scan. 3 lists its id table
-#: (``ids``) too: a neardup that reads 2 refuses it rather than take the tables for leftovers.
+#: (``ids``) too, and its deletion vector (``deleted``, while it has one: ``_index_deletes``): a
+#: neardup that reads 2 refuses it rather than take the tables for leftovers or serve deleted rows.
 FORMAT_VERSION = 3
 #: The format versions this neardup reads.
 FORMAT_VERSIONS = (1, 2, 3)
@@ -287,6 +288,8 @@ def manifest_problem(body: object, version: int) -> str | None:
 
 
 def _manifest_body_problem(body: dict[str, Any], version: int) -> str | None:
+    from neardup.core._index_deletes import deletes_problem  # it imports this module
+
     if body.get("version") != version or isinstance(body.get("version"), bool):
         return f"its version is {body.get('version')!r}, its name says {version}"
     problem = _params_problem(body.get("params"))
@@ -311,14 +314,18 @@ def _manifest_body_problem(body: dict[str, Any], version: int) -> str | None:
         problem = _table_problem(item, body["format_version"], body["params"]["bands"])
         if problem is not None:
             return problem
-        for entry in ("keys", "ids"):
+        problem = deletes_problem(item, body["format_version"])
+        if problem is not None:
+            return problem
+        for entry in ("keys", "ids", "deleted"):
             if item.get(entry) is not None:
                 if item[entry]["path"] in paths:
                     return f"{item[entry]['path']} is listed twice"
                 paths.add(item[entry]["path"])
     rows = body.get("rows")
-    if not _count(rows) or rows != sum(p["rows"] for p in parts):
-        return f"rows is {rows!r}, its parts hold {sum(p['rows'] for p in parts)}"
+    live = sum(p["rows"] - (p["deleted"]["rows"] if p.get("deleted") else 0) for p in parts)
+    if not _count(rows) or rows != live:
+        return f"rows is {rows!r}, its parts hold {live}"
     return None
 
 

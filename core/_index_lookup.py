@@ -266,6 +266,11 @@ def _scan(
         bands = part_matrix(index.url, file.path, table, "bands", 8 * params.bands, "<u8")
         e_at, e_new = side.exact(digest)
         l_at, l_new, l_band = side.leads(bands)
+        live = index.deletes.batch_live(part, file, parquet, groups)
+        if live is not None:  # deleted rows are no match
+            e_at, e_new = e_at[live[e_at]], e_new[live[e_at]]
+            keep = live[l_at]
+            l_at, l_new, l_band = l_at[keep], l_new[keep], l_band[keep]
         if len(e_at) == 0 and len(l_at) == 0:
             continue
         wanted = np.unique(np.concatenate((e_at, l_at)))

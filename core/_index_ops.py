@@ -142,6 +142,7 @@ def check_files(index: DocIndex) -> None:
         if part.ids is not None:
             with index.id_table(part):
                 pass
+        index.deletes.rows(part)  # its deletion vector, read and checked whole
 
 
 def _layout(part: IndexPart) -> int:
@@ -164,8 +165,9 @@ def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
     found = leftovers(index)
     versions = _versions(index.fs, index.root)
     parts = [
-        {"name": p.name, "rows": p.rows, "bytes": sum(f.bytes for f in p.all_files),
-         "files": len(p.files), "layout": _layout(p), "run": p.run}
+        {"name": p.name, "rows": p.live_rows, "bytes": sum(f.bytes for f in p.all_files),
+         "files": len(p.files), "layout": _layout(p), "run": p.run,
+         "deleted": 0 if p.deleted is None else p.deleted.rows}
         for p in index.parts
     ]  # fmt: skip
     return {
@@ -177,6 +179,7 @@ def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
         "versions": versions[-limit:] if limit else [],
         "params": index.params,
         "rows": index.rows,
+        "deleted": sum(p["deleted"] for p in parts),
         "bytes": sum(p["bytes"] for p in parts),
         "files": sum(p["files"] for p in parts),
         "parts_total": len(parts),
@@ -225,12 +228,14 @@ def _old(part: IndexPart) -> bool:
 def _groups(parts: Sequence[IndexPart], part_rows: int) -> list[list[IndexPart]]:
     """Runs of consecutive parts to rewrite as one: each holds at most ``part_rows`` rows (a part
     as large alone stays as it is) and more than one file, or a part without a key table or an
-    id table (an older layout, rewritten with both); a single one-file part with both is left."""
+    id table (an older layout, rewritten with both), or a part with a deletion vector (rewritten
+    without its deleted rows); a single one-file part with both tables and no vector is left."""
     groups: list[list[IndexPart]] = []
     current: list[IndexPart] = []
 
     def close() -> None:
-        if sum(len(p.files) for p in current) > 1 or any(_old(p) for p in current):
+        old = any(_old(p) or p.deleted is not None for p in current)
+        if sum(len(p.files) for p in current) > 1 or old:
             groups.append(list(current))
         current.clear()
 
@@ -245,24 +250,27 @@ def _groups(parts: Sequence[IndexPart], part_rows: int) -> list[list[IndexPart]]
 def _read_rows(
     index: DocIndex, parts: Sequence[IndexPart]
 ) -> tuple[list[str], NDArray[np.uint64], NDArray[np.uint32]]:
-    """The ids, digests and signatures of every row of ``parts``, read a batch of row groups at a
-    time into arrays sized once from the listing (``bands`` is not read: ``write_part`` computes
-    it again); IndexDamagedError naming a file that cannot be read or holds a null id or values
-    of the wrong width."""
+    """The ids, digests and signatures of every live row of ``parts`` (deleted rows dropped),
+    read a batch of row groups at a time into arrays sized once from the listing (``bands`` is
+    not read: ``write_part`` computes it again); IndexDamagedError naming a file that cannot be
+    read or holds a null id or values of the wrong width."""
     num_perm = index.minhash_params().num_perm
-    total = sum(p.rows for p in parts)
+    total = sum(p.live_rows for p in parts)
     digests = np.empty((total, 2), dtype=np.uint64)
     sigs = np.empty((total, num_perm), dtype=np.uint32)
     ids: list[str] = []
     batches = index.row_group_batches(("id", "digest", "signature"), parts=parts)
-    for _, f, _, _, table in batches:
+    for part, f, parquet, groups, table in batches:
         at, column = len(ids), table.column("id")
         if column.null_count:
             raise IndexDamagedError(index.url, f.path, "has a null id")
+        live = index.deletes.batch_live(part, f, parquet, groups)
         for name, width, target in (("digest", 16, digests), ("signature", 4 * num_perm, sigs)):
             values = part_matrix(index.url, f.path, table, name, width, target.dtype.str)
+            values = values if live is None else values[live]
             target[at : at + len(values)] = values
-        ids.extend(column.to_pylist())
+        every = column.to_pylist()
+        ids.extend(every if live is None else (i for i, k in zip(every, live, strict=True) if k))
     return ids, digests, sigs
 
 
@@ -308,9 +316,10 @@ def compact_index(
             ids, digests, sigs = _read_rows(index, group)
             names = [p.name for p in group]
             run = {**run_info("local", neardup, [], mode="compact"), "from_parts": names}
-            added.append(write_part(index, params, ids, digests, sigs, run))
+            if ids:  # a group whose every row is deleted is only dropped
+                added.append(write_part(index, params, ids, digests, sigs, run))
             del ids, digests, sigs
-        if added:
+        if groups:
             if before_commit is not None:
                 before_commit()
             merged = [p.name for g in groups for p in g]

@@ -124,10 +124,12 @@ def rewrite_without(
             continue
         keep_ids: list[str] = []
         digests, sigs = [], []
+        deleted = index.deletes.ids(part)
         for f in part.files:
             with index.parquet(f) as parquet:
                 table = parquet.read(columns=list(COLUMNS))
-            keep = np.array([i not in gone for i in table.column("id").to_pylist()], dtype=bool)
+            every = table.column("id").to_pylist()
+            keep = np.array([i not in gone and i not in deleted for i in every], dtype=bool)
             keep_ids.extend(
                 i for i, k in zip(table.column("id").to_pylist(), keep, strict=True) if k
             )

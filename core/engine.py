@@ -56,7 +56,9 @@ engine computes the same signatures, candidates, confirmations and components th
   ids (a new row whose id is indexed): ``indexed_documents``, ``IndexedDocs``,
   ``recrawl_verdicts`` (``RECRAWL_SAME``, ``RECRAWL_NEAR``, ``RECRAWL_CHANGED``),
   ``RECRAWL_POLICIES``, ``recrawl_policy``, ``derived_id`` (``RECRAWL_REVISION``),
-  ``derived_ids``, ``rewrite_without``.
+  ``derived_ids``, ``rewrite_without``; deletes (per-part deletion vectors, docs/index.md):
+  ``delete_ids`` (``DeleteResult``), ``write_deletes`` (vectors for ``commit_index(deletes=...)``),
+  ``deleted_since`` (the ids a newer version deleted).
 - Survivors: ``KeepPolicy``, ``KEEP_POLICIES``, ``exact_survivors``, ``cluster_survivors``.
 - Text: ``words``, ``shingles``, ``ngrams``, ``jaccard``, ``estimate``.
 - Errors: the tree of ``core.errors``.
@@ -114,6 +116,7 @@ from neardup.core._index import (
     write_part,
     write_part_keys,
 )
+from neardup.core._index_deletes import DeleteResult, delete_ids, deleted_since, write_deletes
 from neardup.core._index_ids import id_hashes as index_id_hashes
 from neardup.core._index_log import part_name as index_part_name
 from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
@@ -246,6 +249,7 @@ __all__ = [
     "CorpusError",
     "DecontMode",
     "DecontParams",
+    "DeleteResult",
     "Doc",
     "DocIndex",
     "DuplicateIdError",
@@ -311,6 +315,8 @@ __all__ = [
     "corpus_format",
     "decontaminate_modes",
     "decontaminate_with",
+    "delete_ids",
+    "deleted_since",
     "derived_id",
     "derived_ids",
     "drop_rule",
@@ -382,6 +388,7 @@ __all__ = [
     "windows",
     "word_spans",
     "words",
+    "write_deletes",
     "write_docs",
     "write_part",
     "write_part_keys",

@@ -227,10 +227,22 @@ class IndexConflictError(NeardupError, RuntimeError):
     """Another run committed the version this run meant to commit: nothing was added."""
 
     def __init__(
-        self, url: str, version: int, parts: list[str], *, compaction: bool = False
+        self,
+        url: str,
+        version: int,
+        parts: list[str],
+        *,
+        compaction: bool = False,
+        deletion: bool = False,
     ) -> None:
         added = f"part {', '.join(parts)}" if parts else "no new part"
-        if compaction:
+        if deletion:
+            super().__init__(
+                f"{url}: another run added version {version} ({added}) while this deletion "
+                "ran; nothing was deleted and its deletion vectors are removed; rerun "
+                "`neardup index delete` to delete against it"
+            )
+        elif compaction:
             super().__init__(
                 f"{url}: another run added version {version} ({added}) while this compaction "
                 "ran; nothing was committed and the compaction's new parts are removed; the "

@@ -92,11 +92,19 @@ def snapshot(idx: Path) -> dict[str, Any]:
 
 
 def index_table(idx: Path) -> pa.Table:
-    """Every row of ``idx``'s latest version, read with pyarrow from the files its manifest
-    lists (docs/index.md), sorted by id, without the file-level metadata."""
+    """Every live row of ``idx``'s latest version, read with pyarrow from the files its
+    manifest lists, less the rows its parts' deletion vectors delete (docs/index.md), sorted by
+    id, without the file-level metadata."""
     _, manifest = latest_manifest(idx)
-    paths = [str(idx / f["path"]) for part in manifest["parts"] for f in part["files"]]
-    if not paths:
+    tables = []
+    for part in manifest["parts"]:
+        table = pq.read_table([str(idx / f["path"]) for f in part["files"]])
+        if part.get("deleted"):
+            vector = pa.ipc.open_file(pa.memory_map(str(idx / part["deleted"]["path"])))
+            deleted = set(vector.read_all().column("row").to_pylist())
+            keep = pa.array([i not in deleted for i in range(table.num_rows)])
+            table = table.filter(keep)
+        tables.append(table.replace_schema_metadata(None))
+    if not tables:
         return pa.table({})
-    table = pq.read_table(paths).replace_schema_metadata(None)
-    return table.sort_by("id")
+    return pa.concat_tables(tables).sort_by("id")

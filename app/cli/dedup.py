@@ -76,11 +76,11 @@ from neardup.core.engine import (
     nan_as_null_note,
     parquet_schema,
     piece_source,
-    rewrite_without,
     run_info,
     signature_stream,
     text_digests,
     value_ranks,
+    write_deletes,
     write_part,
 )
 
@@ -462,8 +462,8 @@ def _append(
     plan: RecrawlPlan,
 ) -> None:
     """Add the survivors that passed the protected-set check to the index as one new part; with
-    ``--recrawled replace``, the parts holding replaced documents are swapped in the same
-    version for parts without them."""
+    ``--recrawled replace``, the replaced documents are deleted in the same version (a
+    deletion vector for each part holding one)."""
     clean = np.array([r not in tagger.contaminated for r in kept.rows.tolist()], dtype=np.bool_)
     rows = kept.rows[clean]
     if len(rows) == 0 and not plan.replaced:
@@ -477,10 +477,10 @@ def _append(
             kept.signatures(clean), run,
         ))  # fmt: skip
         record.update(part=added[0].name)
-    rewritten, dropped = rewrite_without(index, params, plan.replaced, run)
+    deletes, _ = write_deletes(index, plan.replaced)
     pause_point("commit")
     try:
-        record["version_written"] = commit_index(index, params, [*added, *rewritten], dropped)
+        record["version_written"] = commit_index(index, params, added, deletes=deletes)
     except IndexConflictError as exc:
         record.update(part=None, conflict=str(exc))
         raise

@@ -1,10 +1,13 @@
-"""``neardup index info|compact|query``: look at, tidy and search a persistent index
-(docs/index.md) without a server.
+"""``neardup index info|compact|delete|query``: look at, tidy, delete from and search a
+persistent index (docs/index.md) without a server.
 
 - ``info``: the latest version, its parameters, parts (rows, bytes, the run that made each),
   totals and the leftovers of killed runs; ``--json`` for machines.
 - ``compact``: runs of small parts rewritten as few, committed as the next version; the old
   parts' files and leftovers older than an hour removed after the commit.
+- ``delete``: the ids of a file (one a line, or JSON Lines with ``id``) taken out of the index
+  by a deletion vector per part holding one, committed as the next version (exit 3 on a lost
+  race, as the others); ids not in the index are reported, not an error.
 - ``query``: for every row of the inputs (read as ``dedup`` reads them), the indexed documents it
   near-duplicates under the index's own parameters, with estimates and parts, exact copies
   flagged; one JSON line per row, the best ``--limit`` matches listed and all counted.
@@ -26,6 +29,7 @@ from neardup.app.cli.pause import pause_point
 from neardup.app.cli.progress import Ledger, Progress
 from neardup.app.cli.version import neardup_version
 from neardup.core.engine import (
+    CorpusError,
     DocIndex,
     IndexLookup,
     ParameterError,
@@ -34,6 +38,7 @@ from neardup.core.engine import (
     atomic_output,
     check_output,
     compact_index,
+    delete_ids,
     expand_inputs,
     index_info,
     lookup_index,
@@ -91,13 +96,20 @@ def info_text(info: dict[str, Any]) -> str:
     lines = [
         f"index {info['index']}: version {info['version']} ({info['versions_total']:,} "
         f"committed), {info['rows']:,} documents in {info['parts_total']:,} parts "
-        f"({info['files']:,} files, {_size(info['bytes'])})",
+        f"({info['files']:,} files, {_size(info['bytes'])})"
+        + (
+            f"; {info['deleted']:,} deleted rows (`neardup index compact` drops them)"
+            if info.get("deleted")
+            else ""
+        ),
         f"parameters: {params}",
         "parts:",
     ]
     for p in info["parts"]:
         lines.append(
-            f"  {p['name']}  {p['rows']:,} rows  {_size(p['bytes'])}  {p['files']} file(s)  "
+            f"  {p['name']}  {p['rows']:,} rows  "
+            + (f"({p['deleted']:,} deleted)  " if p.get("deleted") else "")
+            + f"{_size(p['bytes'])}  {p['files']} file(s)  "
             + _LAYOUT_NOTE.get(p.get("layout", 3), "")
             + f"{_run(p['run'])}"
         )
@@ -220,7 +232,62 @@ def _query(args: argparse.Namespace) -> int:
     return 0
 
 
-_SUBCOMMANDS = {"info": _info, "compact": _compact, "query": _query}
+#: Ids of ``delete`` not in the index named in its summary at most (all counted).
+SHOWN_MISSING = 5
+
+
+def read_ids(path: str) -> list[str]:
+    """The ids of ``path`` (``-``: standard input): one a line, or JSON Lines objects with a
+    string ``id``; blank lines skipped. CorpusError naming the line of a bad one."""
+    from neardup.core.engine import read_json
+
+    out: list[str] = []
+    handle = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    try:
+        for number, raw in enumerate(handle, 1):
+            try:
+                text = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError:
+                raise CorpusError(path, number, "is not UTF-8 text") from None
+            if not text.strip():
+                continue
+            if not text.lstrip().startswith("{"):
+                out.append(text)
+                continue
+            try:
+                value = read_json(text)
+            except ValueError as exc:
+                raise CorpusError(path, number, f"is not a JSON object ({exc})") from None
+            doc_id = value.get("id") if isinstance(value, dict) else None
+            if not isinstance(doc_id, str) or not doc_id:
+                raise CorpusError(path, number, 'has no "id" that is a non-empty string')
+            out.append(doc_id)
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+    return out
+
+
+def _delete(args: argparse.Namespace) -> int:
+    ids = read_ids(args.ids)
+    done = delete_ids(args.index, ids, before_commit=lambda: pause_point("commit"))
+    if not args.quiet:
+        what = (
+            f"version {done.version}: deleted {len(done.deleted):,} documents "
+            f"({len(done.parts)} parts given a deletion vector; {done.rows:,} documents left)"
+            if done.deleted
+            else f"nothing deleted (version {done.version}, {done.rows:,} documents)"
+        )
+        if done.missing:
+            shown = ", ".join(repr(i) for i in done.missing[:SHOWN_MISSING])
+            more = len(done.missing) - SHOWN_MISSING
+            what += f"; {len(done.missing):,} ids not in the index: {shown}"
+            what += f" and {more:,} more" if more > 0 else ""
+        print(f"neardup index delete: {what}", file=sys.stderr)
+    return 0
+
+
+_SUBCOMMANDS = {"info": _info, "compact": _compact, "delete": _delete, "query": _query}
 
 
 def index_command(args: argparse.Namespace) -> int:

@@ -354,7 +354,8 @@ _IDX_HELP = "the index: a directory or an fsspec URL, as `neardup dedup --index`
 
 def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
     index = sub.add_parser(
-        "index", help="look at, compact or query a persistent index (`neardup dedup --index`)"
+        "index",
+        help="look at, compact, delete from or query a persistent index (`neardup dedup --index`)",
     )
     cmds = index.add_subparsers(dest="index_command", required=True, metavar="COMMAND")
     info = cmds.add_parser(
@@ -376,6 +377,14 @@ def _index_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         help="documents gathered into one part at most (default 1000000)",
     )  # fmt: skip
     compact.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    delete = cmds.add_parser(
+        "delete", formatter_class=_Formatter,
+        help="take documents out of the index by id (a deletion vector per part), atomically",
+    )  # fmt: skip
+    paths.index(delete.add_argument("index", metavar="IDX", help=_IDX_HELP), writes=True)
+    ids_help = 'the ids: one a line, or JSON Lines objects with an "id" (never changed)'
+    paths.reads(delete.add_argument("--ids", required=True, metavar="FILE", help=ids_help))
+    delete.add_argument("--quiet", action="store_true", help="no summary on stderr")
     query = cmds.add_parser(
         "query", formatter_class=_Formatter,
         help="for each text of FILE..., the indexed documents it near-duplicates (JSON Lines)",

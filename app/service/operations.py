@@ -95,6 +95,7 @@ from neardup.core.engine import (
     apply_mode,
     charged_words,
     collision_message,
+    deleted_since,
     drop_rule,
     lsh_probability,
     parse_protected_set,
@@ -427,8 +428,11 @@ class Service:
         matched rows are kept. Then, under the lock, the documents written meanwhile (looked
         up in the version served then) are looked up in the new one, the matched rows linked
         as a start links them (checked again: a document deleted meanwhile links nothing),
-        and the new version is served. Parts it drops (a compaction, a rewrite) are no longer
-        read; documents linked from them stay linked until the next start."""
+        and the new version is served. Linked indexed documents the new version deletes
+        (deletion vectors: ``neardup index delete``, ``--recrawled replace``) are taken out
+        first, and an id it holds again (a replace) is linked anew if a document here matches
+        it. Parts it drops (a compaction, a rewrite) are no longer read; documents linked from
+        them stay linked until the next start."""
         served = self.served
         if served is None:
             return False
@@ -437,13 +441,19 @@ class Service:
             return False
         known = {p.name for p in served.index.parts}
         added = [p for p in latest.parts if p.name not in known]
+        deleted = await asyncio.to_thread(deleted_since, served.index, latest)
         while True:
             since, reloads = self.index.next_number, self.reloads
             ids, sigs = await self._matched_new_rows(latest, added)
             async with self._lock:
                 if self.reloads != reloads:  # the index was rebuilt meanwhile: look again
                     continue
-                plan = await asyncio.to_thread(self._refresh_plan, served, latest, since, ids, sigs)
+                gone = [i for i in deleted if self.index.is_indexed(i)]
+                for doc_id in gone:  # no longer in the index: not answered from memory either
+                    self.index.remove(doc_id)
+                plan = await asyncio.to_thread(
+                    self._refresh_plan, served, latest, since, ids, sigs, gone
+                )
                 if plan is not None:
                     self.index.apply(plan)
                 served.index = latest
@@ -475,10 +485,18 @@ class Service:
         since: int,
         ids: list[str],
         sigs: NDArray[np.uint32],
+        gone: Sequence[str] = (),
     ) -> Plan | None:
-        """The plan linking the rows ``ids``/``sigs`` found by ``_matched_new_rows`` and the
-        rows of ``latest`` (a newer version of ``served``) that documents numbered ``since``
-        or more match. Blocking: off the loop, under the write lock."""
+        """The plan linking the rows ``ids``/``sigs`` found by ``_matched_new_rows``, the rows
+        of ``latest`` (a newer version of ``served``) that documents numbered ``since`` or more
+        match, and the rows ``latest`` holds of the ids ``gone`` (linked documents it deleted:
+        a replace's new row) that a document here matches. Blocking: off the loop, under the
+        write lock."""
+        again = latest.id_signatures([i for i in gone if i not in set(ids)]) if gone else {}
+        if again:
+            more = sorted(again)
+            ids = [*ids, *more]
+            sigs = np.concatenate([sigs, *(again[i][None, :] for i in more)])
         recent = self.index.documents_since(since)
         if recent:
             near = served.near(self.index.signatures_of(recent), self.params.threshold, latest)

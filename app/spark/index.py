@@ -47,8 +47,8 @@ from neardup.core.engine import (
     commit_index,
     index_part_name,
     index_record,
-    rewrite_without,
     run_info,
+    write_deletes,
     write_part_keys,
 )
 
@@ -86,19 +86,22 @@ def open_index(url: str, mode: str, params: MinhashParams) -> DocIndex:
         for f in part.files:
             with index.parquet(f):
                 pass
+        index.deletes.rows(part)  # its deletion vector, read and checked whole
     return index
 
 
-def _index_rows(spark: SparkSession, files: Sequence[str]) -> DataFrame:
-    """Index files as one DataFrame (id, digest, bands, signature, part, file)."""
+def _index_rows(spark: SparkSession, index: DocIndex, files: Sequence[str]) -> DataFrame:
+    """The live rows of ``index``'s files ``files`` as one DataFrame (id, digest, bands,
+    signature, part, file): rows its deletion vectors delete are left out (``_live``)."""
     from pyspark.sql import functions as F
 
     file = F.col("_metadata.file_path")
     part = F.regexp_extract(file, r"/parts/([^/]+)/[^/]+$", 1)
     frame = spark.read.parquet(*files)
-    return frame.select(
+    rows = frame.select(
         "id", "digest", "bands", "signature", part.alias("part"), file.alias("file")
     )
+    return _live(spark, index, rows)
 
 
 @dataclass
@@ -170,7 +173,7 @@ def probe_index(
     from pyspark.sql import functions as F
 
     urls = index.file_urls()
-    rows = _without(spark, _index_rows(spark, urls), replaced)
+    rows = _without(spark, _index_rows(spark, index, urls), replaced)
     live = classes.where(F.col("live") & (F.col("id") == F.col("cid"))).select("cid", "sig")
     limit = int(spark.conf.get(BROADCAST_KEYS_CONF, str(BROADCAST_KEYS)) or BROADCAST_KEYS)
     broadcast = live.count() * params.bands <= limit
@@ -229,7 +232,7 @@ def probe_index(
             else (urls if candidates else [])
         )
         signatures = (
-            _without(spark, _index_rows(spark, files if files else urls[:1]), replaced)
+            _without(spark, _index_rows(spark, index, files if files else urls[:1]), replaced)
             .where(F.lit(bool(files)))
             .select(F.col("id").alias("iid"), F.col("signature").alias("isig"), "part")
             .join(wanted, "iid")
@@ -253,6 +256,16 @@ def probe_index(
     persisted.remove(hits)
     spread = (len(urls), len(files))
     return IndexProbe(exact, edges, signatures, broadcast, candidates, spread, matched, persisted)
+
+
+def _live(spark: SparkSession, index: DocIndex, rows: DataFrame) -> DataFrame:
+    """``rows`` (index rows) less the rows the parts' deletion vectors delete: their ids, read
+    on the driver (few: compaction drops them), taken out by part."""
+    deleted = list(index.deletes.all_ids())
+    if not deleted:
+        return rows
+    gone = spark.createDataFrame(deleted, "id string, part string")
+    return rows.join(gone, ["id", "part"], "left_anti")
 
 
 def _without(spark: SparkSession, rows: DataFrame, ids: Sequence[str]) -> DataFrame:
@@ -417,13 +430,11 @@ def commit_part(
     replaced: Sequence[str] = (),
     inputs: Sequence[str] = (),
 ) -> int:
-    """Commit ``part`` (if any) as the version after the one read, with the parts holding the
-    ``replaced`` documents swapped for parts without them (core's ``rewrite_without``, from the
-    driver); IndexConflictError when another run committed it first."""
-    rewritten, dropped = rewrite_without(
-        index, params, replaced, run_info("spark", _version(), list(inputs))
-    )
-    return commit_index(index, params, add=[*([part] if part else []), *rewritten], drop=dropped)
+    """Commit ``part`` (if any) as the version after the one read, with the ``replaced``
+    documents deleted (core's ``write_deletes``, from the driver: a deletion vector for each
+    part holding one); IndexConflictError when another run committed it first."""
+    deletes, _ = write_deletes(index, replaced)
+    return commit_index(index, params, add=[part] if part else [], deletes=deletes)
 
 
 def index_summary(index: DocIndex, mode: str, probe: IndexProbe | None) -> dict[str, Any]:

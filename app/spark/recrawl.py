@@ -8,7 +8,7 @@ the indexed document of its id by core's rule (``kernels.recrawl_batch``: ``recr
 drops (with their reason, target, part and estimate) take no further part; ``keep-both`` renames
 the other changed rows to their derived ids (``renamed``: the rows of pass 2 get them too,
 ``renamed_rows``); ``replace`` lists the indexed ids the run takes out of the index (collected:
-the driver rewrites their parts through core's ``rewrite_without``).
+the driver deletes them through core's ``write_deletes``: a deletion vector per part).
 """
 
 from __future__ import annotations
@@ -79,14 +79,14 @@ def _indexed(spark: SparkSession, index: DocIndex, wanted: DataFrame) -> DataFra
 
     urls = index.file_urls()
     hits = (
-        _index_rows(spark, urls)
+        _index_rows(spark, index, urls)
         .select(F.col("id").alias("iid"), "part", "file")
         .join(wanted, "iid", "left_semi")
     )
     files = sorted(str(r["file"]) for r in hits.select("file").distinct().collect())
     if not files:
         return spark.createDataFrame([], "iid string, part string, idigest binary, isig binary")
-    rows = _index_rows(spark, files).select(
+    rows = _index_rows(spark, index, files).select(
         F.col("id").alias("iid"), "part", F.col("digest").alias("idigest"),
         F.col("signature").alias("isig"),
     )  # fmt: skip

@@ -121,11 +121,12 @@ def _undo_append(url: Path, version: int) -> None:
 
 
 def _first_layout(url: Path) -> None:
-    """Rewrite the newest version as format_version 1: no key table listed."""
+    """Rewrite the newest version as format_version 1: no key table (nor id table) listed."""
     path = url / "_index" / f"{_latest(url):08d}.json"
     body = json.loads(path.read_text())
     for part in body["parts"]:
         part.pop("keys", None)
+        part.pop("ids", None)
     body["format_version"] = 1
     path.write_text(json.dumps(body, sort_keys=True, indent=1) + "\n")
 

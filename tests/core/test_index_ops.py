@@ -206,6 +206,7 @@ def test_info_names_each_part_with_its_rows_bytes_files_and_run(tmp_path):
             "files": 1,
             "layout": 3,
             "run": p.run,
+            "deleted": 0,
         }
         for p in index.parts
     ]

@@ -87,6 +87,7 @@ ENGINE_NAMES = {
     "indexed_documents", "IndexedDocs", "recrawl_verdicts", "RECRAWL_SAME", "RECRAWL_NEAR",
     "RECRAWL_CHANGED", "RECRAWL_POLICIES", "recrawl_policy", "derived_id", "derived_ids",
     "rewrite_without", "lookup_without", "RECRAWL_REVISION",
+    "delete_ids", "DeleteResult", "write_deletes", "deleted_since",
     # a protected-set upload that is not UTF-8 names its line, as the CLI does (issue 33.6)
     "utf8_error",
     # the id table's documented hash of ids (issue 30)

@@ -227,6 +227,21 @@ def test_the_pyarrow_snippet_of_the_docs_reads_an_index_built_by_dedup(idx):
     assert scope["sigs"].shape == (6, 128)
 
 
+def test_the_pyarrow_snippet_of_the_docs_leaves_deleted_documents_out(idx, tmp_path):
+    import shutil
+
+    from neardup.core.engine import delete_ids
+
+    copy = tmp_path / "idx"
+    shutil.copytree(idx, copy)
+    assert delete_ids(str(copy), ["b1", "d0"]).deleted == ("b1", "d0")
+    scope = {"IDX": str(copy)}
+    exec(_doc_snippet("## Reading an index without neardup"), scope)
+    assert scope["table"].num_rows == 4  # its own assert: the manifest's rows
+    assert sorted(scope["table"]["id"].to_pylist()) == ["b0", "b2", "b3", "c0"]
+    assert scope["sigs"].shape == (4, 128)
+
+
 def test_every_index_flag_has_help_and_shows_its_default():
     from neardup.app.cli.main import build_parser
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from neardup.app.cli import main
 from neardup.core.engine import DocIndex, MinhashParams, batch_signatures, text_digests
 from tests.index_oracle import New, Outcome, oracle
+from tests.indexes import index_table
 
 ROOT = Path(__file__).resolve().parents[3]
 PARAMS = MinhashParams(num_perm=32, bands=8, threshold=0.5, k=2)
@@ -258,8 +259,9 @@ def _removed(tmp: Path, name: str) -> dict[str, dict]:
 
 
 def _index_texts(tmp: Path) -> dict[str, bytes]:
-    """id -> digest of every indexed document."""
-    table = pq.read_table(DocIndex.open(str(tmp / "idx")).file_urls())
+    """id -> digest of every indexed document (deleted rows left out)."""
+    table = index_table(tmp / "idx")
+    assert len(set(table.column("id").to_pylist())) == table.num_rows  # each id once
     return dict(zip(table.column("id").to_pylist(), table.column("digest").to_pylist(),
                     strict=True))  # fmt: skip
 
@@ -463,13 +465,13 @@ def test_index_lost_commit_race_is_exit_3_and_adds_nothing(tmp_path, capsys, mon
     real = dedup.commit_index
     winner = []
 
-    def racing(index, params, add=(), drop=()):
+    def racing(index, params, add=(), drop=(), **kw):
         texts = ["the other run's text"]
         part = write_part(index, params, ["w1"], text_digests(texts),
                           batch_signatures(texts, params), run_info("local", "t", []))  # fmt: skip
         winner.append(part.name)
         real(index, params, [part])
-        return real(index, params, add, drop)
+        return real(index, params, add, drop, **kw)
 
     monkeypatch.setattr(dedup, "commit_index", racing)
     capsys.readouterr()
@@ -613,5 +615,4 @@ def test_index_recrawl_rounds_name_kept_documents_and_keep_ids_unique(tmp_path_f
                 indexed[doc_id] = row["text"]
     if indexed:
         assert _index_texts(tmp) == {i: _digest(t) for i, t in indexed.items()}
-        table = pq.read_table(DocIndex.open(str(tmp / "idx")).file_urls())
-        assert table.num_rows == len(indexed)  # each id once
+        assert index_table(tmp / "idx").num_rows == len(indexed)  # each id once

@@ -27,6 +27,7 @@ NOT_FILES = {
     "query": {"url", "api_key", "id_field", "text_field"},
     "index info": set(),
     "index compact": set(),
+    "index delete": set(),
     "index query": {"id_field", "text_field"},
 }  # fmt: skip
 

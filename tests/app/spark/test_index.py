@@ -62,13 +62,16 @@ def _unnamed(lines: list[str]) -> list[str]:
 
 
 def _index_table(index: Path) -> pa.Table:
-    """Every indexed row, sorted by id; each part's files, in listed order, sorted already."""
+    """Every live indexed row (the rows deletion vectors delete left out), sorted by id; each
+    part's files, in listed order, sorted already."""
     opened = DocIndex.open(str(index))
     tables = []
     for part in opened.parts:
         table = pa.concat_tables([pq.read_table(index / f.path) for f in part.files])
         ids = table.column("id").to_pylist()
         assert ids == sorted(ids), part.name
+        deleted = set(opened.deletes.rows(part).tolist())
+        table = table.filter(pa.array([i not in deleted for i in range(table.num_rows)]))
         tables.append(table.replace_schema_metadata(None))
     return pa.concat_tables(tables).sort_by("id")
 
@@ -418,6 +421,49 @@ def test_spark_recrawled_ids_and_resolved_chains_equal_the_local_engine(
     assert _unnamed(part_lines(tmp_path / "s-again.removed.jsonl", ordered=True)) == _unnamed(mine)
     assert json.loads(mine[0])["neardup"]["duplicate_of"].startswith("u3#rev-")
     assert got.index is not None and got.index["version_written"] is None
+
+
+def test_spark_against_an_index_with_deletion_vectors_equals_the_local_engine(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Indexed documents deleted (``neardup index delete``) are no longer matched by either
+    engine, and a replace on top of them adds to the part's vector: Spark's outputs, --removed
+    rows, live index rows and counts are the local engine's."""
+    from neardup.core.engine import delete_ids
+
+    base = write_shards(tmp_path / "base", _RECRAWL_BASE, 1)
+    new = write_shards(tmp_path / "new", _RECRAWL_NEW, 2)
+    origin = tmp_path / "origin"
+    _local_run(base, tmp_path, "base", origin)
+    assert delete_ids(str(origin), ["u1", "i9", "nope"]).deleted == ("i9", "u1")
+    local_idx, spark_idx = tmp_path / "l", tmp_path / "s"
+    shutil.copytree(origin, local_idx)
+    shutil.copytree(origin, spark_idx)
+    local = _local_run(new, tmp_path, "l", local_idx, recrawled="replace")
+    params = SparkParams(index=str(spark_idx), recrawled="replace")
+    got = run_spark_dedup(spark, new, str(tmp_path / "s.jsonl"), params=params,
+                          removed=str(tmp_path / "s.removed.jsonl"))  # fmt: skip
+    for kind in ("", ".removed"):
+        mine = (tmp_path / f"l{kind}.jsonl").read_text(encoding="utf-8").splitlines()
+        theirs = part_lines(tmp_path / f"s{kind}.jsonl", ordered=True)
+        assert _unnamed(theirs) == _unnamed(mine), kind
+    assert _index_table(spark_idx).equals(_index_table(local_idx))
+    assert got.index is not None and local.index is not None
+    assert {k: got.index[k] for k in _COMPARED + _MATCHED} == {
+        k: local.index[k] for k in _COMPARED + _MATCHED
+    }
+    assert {k: got.counts[k] for k in _COUNTS} == {k: local.counts[k] for k in _COUNTS}
+    lines = (tmp_path / "l.removed.jsonl").read_text().splitlines()
+    why = {json.loads(x)["id"]: json.loads(x)["neardup"] for x in lines}
+    assert "u1" not in why  # its indexed document is deleted: u1 is new again
+    assert (why["n2"]["reason"], why["n2"]["duplicate_of"]) == ("exact", "n1")  # not i9
+    written = {json.loads(x)["id"] for x in (tmp_path / "l.jsonl").read_text().splitlines()}
+    assert {"u1", "n1", "u3"} <= written
+    for idx in (local_idx, spark_idx):
+        opened = DocIndex.open(str(idx))
+        assert opened.parts[0].deleted is not None and opened.parts[0].deleted.rows == 3
+        assert set(_index_table(idx).column("id").to_pylist()) >= {"u1", "u2", "u3", "n1"}
+        assert "i9" not in set(_index_table(idx).column("id").to_pylist())
 
 
 def test_spark_copy_of_a_near_dropped_keeper_names_the_survivor_as_locally(
