@@ -165,12 +165,14 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     if master is not None:
         check_master(master)
     user_python = os.environ.get("PYSPARK_PYTHON")
-    local_defaults(master if master is not None else configured_master())
+    chosen = master if master is not None else configured_master()
+    local_defaults(chosen)
     builder = SparkSession.builder.appName("neardup dedup")
     if master is not None:
         builder = builder.master(master)
-    if master is not None and master.startswith("local"):
-        # One machine: a few shuffle partitions a core, not a cluster's default of 200.
+    if chosen is not None and chosen.startswith("local"):
+        # One machine (named, or Spark's default local[*]): a few shuffle partitions a core,
+        # not a cluster's default of 200 (a small run on the default local[*] took 2.5x as long).
         builder = builder.config("spark.sql.shuffle.partitions", str(_LOCAL_SHUFFLE_PARTITIONS))
     # neardup's own progress (app.cli.progress) replaces Spark's console bar, which ends
     # without a newline (the summary after it shared its line).
@@ -187,8 +189,8 @@ def spark_session(master: str | None, quiet: bool = False) -> SparkSession:
     # Spark's configuration chose the master: only once it is known to be local may the
     # executors run this interpreter (a cluster's nodes have their own). The context read its
     # Python from the environment when it started; every task is sent with this one.
-    chosen = str(getattr(context, "master", ""))
-    if master is None and user_python is None and chosen.startswith("local"):
+    running = str(getattr(context, "master", ""))
+    if master is None and user_python is None and running.startswith("local"):
         context.pythonExec = sys.executable
     context.setLogLevel("ERROR" if quiet else "WARN")
     _quiet_loggers(spark)

@@ -1,4 +1,4 @@
-"""``neardup dedup --engine spark`` through a real subprocess (its own JVM, local[1])."""
+"""``neardup dedup --engine spark`` through a real subprocess (its own JVM)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,19 @@ def neardup(*args: object, cwd: Path, timeout: float = 600) -> subprocess.Comple
     )  # fmt: skip
 
 
-def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) -> None:
-    """One Spark run through the CLI (a JVM start is most of its cost): JSON Lines and gzip
-    inputs, three protected sets and the multilingual tokenizer, against the local engine."""
+def test_cli_spark_default_master_writes_what_the_local_engine_writes(tmp_path: Path) -> None:
+    """One Spark run through the CLI (a JVM start is most of its cost) for all a user sees:
+
+    - JSON Lines and gzip inputs, three protected sets and the multilingual tokenizer: the
+      local engine's output, in order, and its counts;
+    - no --spark-master (Spark's default, local[*]) and no PYSPARK_PYTHON: the executors run
+      the interpreter neardup is installed in, not ``python3`` from the PATH (here one that
+      cannot import neardup, as outside an activated virtual environment);
+    - issue 33.10: a glob input prints no FileNotFoundException trace (Spark's FileStreamSink
+      looks for a sink's metadata under it) and Spark's console bar is off;
+    - issue 33.2: each of neardup's stages ends with its own done line counting tasks, and the
+      summary after them has a line of its own (Spark's bar ended without a newline).
+    """
     from tests.app.cli.test_multilingual import LOCALES, one_percent_changed
     from tests.catalogs import MESSAGES, document
 
@@ -38,42 +48,58 @@ def test_cli_spark_engine_writes_what_the_local_engine_writes(tmp_path: Path) ->
     multi += [Doc(f"{loc}~near", one_percent_changed(document(loc, 0, 12))) for loc in LOCALES]
     item = MESSAGES["zh_CN"][30]
     multi.append(Doc("planted", document("zh_CN", 24, 6) + item + document("zh_CN", 30, 6)))
-    write_docs(tmp_path / "a.jsonl", docs[:30])
-    write_docs(tmp_path / "b.jsonl.gz", docs[30:] + multi)
-    (tmp_path / "evals.jsonl").write_text(
+    work = tmp_path / "elsewhere"
+    (work / "shards").mkdir(parents=True)
+    write_docs(work / "shards" / "a.jsonl", docs[:30])
+    write_docs(work / "shards" / "b.jsonl.gz", docs[30:] + multi)
+    (work / "evals.jsonl").write_text(
         json.dumps({"id": "zh1", "question": item}, ensure_ascii=False) + "\n", encoding="utf-8"
     )
-    jsonl, plain = write_protected(tmp_path)
+    jsonl, plain = write_protected(work)
     protected = ["--protected", jsonl, "--protected", plain, "--protected", "evals.jsonl"]
-    common = ["a.jsonl", "b.jsonl.gz", *protected, "--tokenizer", "multilingual", "--quiet"]
-    local = neardup("dedup", *common, "--output", "local.jsonl", cwd=tmp_path)
+    common = ["shards/*.jsonl*", *protected, "--tokenizer", "multilingual"]
+    local = neardup("dedup", *common, "--output", "local.jsonl", "--quiet", cwd=work)
     assert local.returncode == 0, local.stderr
-    spark = neardup(
-        "dedup", *common, "--output", "spark.jsonl", "--engine", "spark",
-        "--spark-master", "local[1]", cwd=tmp_path,
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYTHONPATH")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    run = subprocess.run(
+        [sys.executable, "-m", "neardup", "dedup", *map(str, common), "--output", "spark.jsonl",
+         "--engine", "spark"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
-    assert spark.returncode == 0, spark.stderr[-3000:]
-    assert "Exception" not in spark.stderr and "\tat " not in spark.stderr  # no Java trace
-    parts = sorted((tmp_path / "spark.jsonl").glob("part-*"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Exception" not in run.stderr and "\tat " not in run.stderr, run.stderr[-3000:]
+    assert "[Stage" not in run.stderr and "\r" not in run.stderr
+    stderr = run.stderr.splitlines()
+    done = [line for line in stderr if line.startswith("neardup: ") and ": done: " in line]
+    stages = [line.split(":")[1].strip() for line in done]
+    assert stages[:4] == ["signatures", "classes", "candidates", "components"], run.stderr
+    assert all(line.endswith("tasks/s)") for line in done)
+    assert stderr[-1].startswith("neardup dedup (spark, local"), run.stderr
+    local_manifest = json.loads((work / "local.jsonl.manifest.json").read_text())
+    assert f": read {local_manifest['counts']['read']}, " in stderr[-1], run.stderr
+    parts = sorted((work / "spark.jsonl").glob("part-*"))
     assert parts and all(p.name.endswith(".jsonl") for p in parts)
     lines = []
     for part in parts:
         lines.extend(part.read_text(encoding="utf-8").splitlines())
-    expected = (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()
+    expected = (work / "local.jsonl").read_text(encoding="utf-8").splitlines()
     assert lines == expected  # the parts in name order are the local output, in order
     kept = {json.loads(line)["id"] for line in lines}
     assert kept & {d.id for d in multi} == {f"{loc}-{p}" for loc in LOCALES for p in range(2)}
     assert "zz-contaminated" not in kept  # copies and planted items out
     # The Spark output directory (_SUCCESS, .crc files) is an input to neardup itself.
-    again = neardup("dedup", "spark.jsonl", "--output", "again.jsonl", "--quiet", cwd=tmp_path)
+    again = neardup("dedup", "spark.jsonl", "--output", "again.jsonl", "--quiet", cwd=work)
     assert again.returncode == 0, again.stderr
-    assert (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines() == expected
-    report = neardup("contamination", "spark.jsonl", *protected, cwd=tmp_path)
+    assert (work / "again.jsonl").read_text(encoding="utf-8").splitlines() == expected
+    report = neardup("contamination", "spark.jsonl", *protected, cwd=work)
     assert report.returncode == 0, report.stderr
     assert json.loads(report.stdout)["documents"] == len(expected)  # every part read back
-    manifest = json.loads((tmp_path / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
-    local_manifest = json.loads((tmp_path / "local.jsonl.manifest.json").read_text())
-    assert manifest["engine"] == "spark" and manifest["master"] == "local[1]"
+    manifest = json.loads((work / "spark.jsonl.manifest.json").read_text(encoding="utf-8"))
+    assert manifest["engine"] == "spark" and manifest["master"] == "local[*]"
     assert manifest["spark_version"].startswith("4.")
     assert manifest["parameters"]["tokenizer"] == "multilingual"
     assert manifest["parameters"]["window_version"] == "weighted-2"
@@ -169,43 +195,3 @@ def test_cli_spark_bad_or_unreachable_master_is_one_line_exit_2(
         assert err.startswith("neardup dedup: error: ") and says in err
         assert "Traceback" not in err and "java." not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
-
-
-def test_cli_spark_default_master_runs_this_interpreter_with_progress_and_no_java_trace(
-    tmp_path: Path,
-) -> None:
-    """One JVM for three things a user sees (a JVM start is most of a run's cost):
-
-    - no --spark-master (Spark's default, local[*]) and no PYSPARK_PYTHON: the executors run
-      the interpreter neardup is installed in, not ``python3`` from the PATH (here one that
-      cannot import neardup, as outside an activated virtual environment);
-    - issue 33.10: a glob input prints no FileNotFoundException trace (Spark's FileStreamSink
-      looks for a sink's metadata under it) and Spark's console bar is off;
-    - issue 33.2: each of neardup's stages ends with its own done line counting tasks, and the
-      summary after them has a line of its own (Spark's bar ended without a newline).
-    """
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
-    work = tmp_path / "elsewhere"
-    (work / "shards").mkdir(parents=True)
-    corpus = list(planted_corpus(5).docs.items())
-    for n in range(2):
-        write_docs(work / "shards" / f"s{n}.jsonl", [Doc(i, t) for i, t in corpus[n::2]])
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYTHONPATH")}
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    run = subprocess.run(
-        [sys.executable, "-m", "neardup", "dedup", "shards/*.jsonl", "--output", "out.jsonl",
-         "--engine", "spark"],
-        cwd=work, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "Exception" not in run.stderr and "\tat " not in run.stderr, run.stderr[-3000:]
-    assert "[Stage" not in run.stderr and "\r" not in run.stderr
-    lines = run.stderr.splitlines()
-    done = [line for line in lines if line.startswith("neardup: ") and ": done: " in line]
-    stages = [line.split(":")[1].strip() for line in done]
-    assert stages[:4] == ["signatures", "classes", "candidates", "components"], run.stderr
-    assert all(line.endswith("tasks/s)") for line in done)
-    assert lines[-1].startswith("neardup dedup (spark, local"), run.stderr
-    assert ": read 69, " in lines[-1], run.stderr

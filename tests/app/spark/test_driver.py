@@ -684,6 +684,15 @@ def test_spark_session_configures_a_local_master(monkeypatch: pytest.MonkeyPatch
     entry.spark_session("local", quiet=True)
     assert quiet.told["spark.ui.showConsoleProgress"] == "false" and quiet.told["log"] == "ERROR"
     assert os.environ["PYSPARK_PYTHON"] == "python9"
+    # No master named nor configured: Spark's default local[*] is local too (it ran with the
+    # cluster default of 200 shuffle partitions, several times slower on a small run).
+    for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_HOME", "PYSPARK_GATEWAY_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    default = _Builder()
+    _with_builder(monkeypatch, default)
+    entry.spark_session(None)
+    assert "master" not in default.told
+    assert default.told["spark.sql.shuffle.partitions"] == "8"
 
 
 def test_spark_session_leaves_a_cluster_to_its_configuration(
