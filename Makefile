@@ -56,8 +56,11 @@ java:
 	  echo "installing Debian's openjdk-17-jre-headless for the Spark engine"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
 
+# The suite on TEST_WORKERS pytest-xdist workers (each with its own PostgreSQL, Spark session and
+# browser); TEST_WORKERS=0 runs it in this one process.
+TEST_WORKERS ?= 2
 test: $(VENV)/.test browser postgres java
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 lint: $(VENV)/.lint
 	$(VENV)/bin/ruff check core app neardup/*.py tests bench

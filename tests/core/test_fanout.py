@@ -133,8 +133,10 @@ class _BrokenPool:
         raise BrokenProcessPool("a child process terminated abruptly")
 
 
-def test_workers_that_reran_an_unguarded_script_are_one_error_naming_it():
-    script = sys.modules["__main__"].__file__
+def test_workers_that_reran_an_unguarded_script_are_one_error_naming_it(monkeypatch):
+    # The script is the main module's file (set here: a test runner's __main__ may have none).
+    script = "/data/jobs/dedup_corpus.py"
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", script, raising=False)
     # The exit code is seen only once the pool's thread has reaped the worker (a few looks).
     pool = _BrokenPool(1, UNGUARDED_MAIN_EXIT, reaped_after=3)
     with pytest.raises(UnguardedMainError) as caught:

@@ -258,7 +258,9 @@ def test_ordered_map_on_workers_that_reran_an_unguarded_script_is_one_error_nami
 ):
     from neardup.core.errors import UnguardedMainError
 
-    script = sys.modules["__main__"].__file__
+    # The script is the main module's file (set here: a test runner's __main__ may have none).
+    script = "/data/jobs/dedup_corpus.py"
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", script, raising=False)
     with pytest.raises(UnguardedMainError) as caught:
         list(ordered_map(_Unguarded(), len, [[1], [2]]))
     assert caught.value.script == script
