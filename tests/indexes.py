@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -48,12 +49,29 @@ def neardup(
     )  # fmt: skip
 
 
+#: The runs ``spawn`` started, until ``kill_spawned`` reaps them.
+_spawned: list[subprocess.Popen[str]] = []
+
+
 def spawn(*args: object, cwd: Path, **extra: str) -> subprocess.Popen[str]:
-    """``python -m neardup ARGS`` started in a session of its own (its stderr piped)."""
-    return subprocess.Popen(
+    """``python -m neardup ARGS`` started in a session of its own (its stderr piped); killed
+    after the test if still there (``kill_spawned``, an autouse fixture of tests/e2e)."""
+    proc = subprocess.Popen(
         [sys.executable, "-m", "neardup", *map(str, args)], cwd=cwd, env=env(**extra),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
+    _spawned.append(proc)
+    return proc
+
+
+def kill_spawned() -> None:
+    """Kill (their whole sessions) the runs ``spawn`` started that are still there: a stopped
+    run must never outlive a failed test."""
+    while _spawned:
+        proc = _spawned.pop()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
 
 
 def write_corpora(tmp: Path, base_docs: int, batches: dict[str, int]) -> None:

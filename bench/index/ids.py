@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from bench.common.machine import now
+from bench.index import lookups
 from bench.index.lookups import REAL_DOCS, _latest, _neardup, _text, _undo_append, _write_jsonl
 
 __all__ = ["build", "main"]
@@ -50,37 +51,9 @@ def url_id(i: int) -> str:
 
 
 def build(url: str, docs: int, part_docs: int, texts: list[str]) -> float:
-    """A synthetic index of ``docs`` documents (plus ``texts`` as a real part); its seconds."""
-    from neardup.core.engine import (
-        DocIndex,
-        MinhashParams,
-        batch_signatures,
-        commit_index,
-        run_info,
-        text_digests,
-        write_part,
-    )
-
-    params = MinhashParams()
-    rng = np.random.default_rng(0)
-    start = time.perf_counter()
-    index = DocIndex.open(url, missing_ok=True)
-    real = write_part(
-        index, params, [f"https://real.example/{i:06d}" for i in range(len(texts))],
-        text_digests(texts), batch_signatures(texts, params), run_info("local", "bench", []),
-    )  # fmt: skip
-    commit_index(index, params, [real])
-    for k in range(0, docs, part_docs):
-        n = min(part_docs, docs - k)
-        index = DocIndex.open(url)
-        ids = [url_id(i) for i in range(k, k + n)]
-        sigs = rng.integers(0, 2**31 - 1, size=(n, params.num_perm), dtype=np.uint32)
-        digests = rng.integers(0, 2**63, size=(n, 2), dtype=np.uint64)
-        part = write_part(index, params, ids, digests, sigs, run_info("local", "bench", []))
-        commit_index(index, params, [part])
-        del sigs, digests, ids
-        print(f"  built {k + n:,} of {docs:,}", file=sys.stderr, flush=True)
-    return time.perf_counter() - start
+    """A synthetic index of ``docs`` documents with URL-like ids (``url_id``), plus ``texts`` as
+    a real part (``bench.index.lookups.build``); its seconds."""
+    return lookups.build(url, docs, part_docs, texts, url_id, "https://real.example/")
 
 
 def asked_ids(n: int, docs: int, seed: int, indexed: bool = True) -> list[str]:

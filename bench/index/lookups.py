@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +57,21 @@ def _write_jsonl(path: Path, docs: list[tuple[str, str]]) -> None:
             out.write(json.dumps({"id": doc_id, "text": text}) + "\n")
 
 
-def build(url: str, docs: int, part_docs: int, texts: list[str]) -> float:
-    """A synthetic index of ``docs`` documents (plus ``texts`` as a real part); its seconds."""
+def dump_id(i: int, part_docs: int) -> str:
+    """The ``i``-th indexed id, named by its dump (ids of a part apart from the others')."""
+    return f"dump-{i // part_docs:03d}/doc{i % part_docs:09d}"
+
+
+def build(
+    url: str,
+    docs: int,
+    part_docs: int,
+    texts: list[str],
+    id_of: Callable[[int], str] | None = None,
+    real: str = "real/",
+) -> float:
+    """A synthetic index of ``docs`` documents (plus ``texts`` as a real part, ids ``real``
+    + a number), the ``i``-th named ``id_of(i)`` (default: ``dump_id``); its seconds."""
     from neardup.core.engine import (
         DocIndex,
         MinhashParams,
@@ -74,14 +87,14 @@ def build(url: str, docs: int, part_docs: int, texts: list[str]) -> float:
     start = time.perf_counter()
     index = DocIndex.open(url, missing_ok=True)
     real = write_part(
-        index, params, [f"real/{i:06d}" for i in range(len(texts))], text_digests(texts),
+        index, params, [f"{real}{i:06d}" for i in range(len(texts))], text_digests(texts),
         batch_signatures(texts, params), run_info("local", "bench", []),
     )  # fmt: skip
     commit_index(index, params, [real])
     for k in range(0, docs, part_docs):
         n = min(part_docs, docs - k)
         index = DocIndex.open(url)
-        ids = [f"dump-{k // part_docs:03d}/doc{i:09d}" for i in range(n)]
+        ids = [id_of(i) if id_of else dump_id(i, part_docs) for i in range(k, k + n)]
         sigs = rng.integers(0, 2**31 - 1, size=(n, params.num_perm), dtype=np.uint32)
         digests = rng.integers(0, 2**63, size=(n, 2), dtype=np.uint64)
         part = write_part(index, params, ids, digests, sigs, run_info("local", "bench", []))

@@ -20,6 +20,7 @@ import pytest
 
 from bench.common.machine import REPO_ROOT
 from bench.common.server import Server, start_server, stop_server
+from tests.indexes import kill_spawned
 
 __all__ = [
     "HealthzProbe",
@@ -49,6 +50,13 @@ def compiled_kernels() -> None:
     done = subprocess.run([sys.executable, "-c", _WARM], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(autouse=True)
+def _no_run_left_behind() -> Iterator[None]:
+    """The runs a test started with ``tests.indexes.spawn``, killed after it if still there."""
+    yield
+    kill_spawned()
 
 
 @pytest.fixture(scope="module")

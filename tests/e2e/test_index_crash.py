@@ -18,29 +18,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.indexes import index_table, latest_manifest, neardup, snapshot, write_corpora
-from tests.indexes import spawn as spawn_neardup
+from tests.indexes import index_table, latest_manifest, neardup, snapshot, spawn, write_corpora
 from tests.procs import stopped_at
-
-_spawned: list[subprocess.Popen[str]] = []
-
-
-def spawn(*args: object, cwd: Path, **extra: str) -> subprocess.Popen[str]:
-    """``tests.indexes.spawn``, killed (its whole session) after the test if still there: a
-    stopped run must never outlive a failed test."""
-    proc = spawn_neardup(*args, cwd=cwd, **extra)
-    _spawned.append(proc)
-    return proc
-
-
-@pytest.fixture(autouse=True)
-def _no_run_left_behind():
-    yield
-    while _spawned:
-        proc = _spawned.pop()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
 
 
 @pytest.fixture(scope="module")
