@@ -349,7 +349,7 @@ class DocIndex:
 
         if part.keys is None:
             raise ValueError(f"part {part.name} has no key table")
-        with self._table(part.keys, _index_keys.open_local, _index_keys.KeyTable) as table:
+        with self._table(part.keys, _index_keys.KeyTable) as table:
             yield table
 
     @contextmanager
@@ -360,28 +360,28 @@ class DocIndex:
 
         if part.ids is None:
             raise ValueError(f"part {part.name} has no id table")
-        with self._table(part.ids, _index_ids.open_local, _index_ids.IdTable) as table:
+        with self._table(part.ids, _index_ids.IdTable) as table:
             yield table
 
     @contextmanager
-    def _table(self, f: IndexFile, local: Any, remote: Any) -> Iterator[Any]:
-        """A listed table file opened by ``local(path, rows)`` (a local file, memory-mapped) or
-        ``remote(handle, rows)``; its TableError is IndexDamagedError naming it."""
-        from neardup.core._index_sorted import TableError
+    def _table(self, f: IndexFile, table: Any) -> Iterator[Any]:
+        """A listed table file opened as ``table(source, rows)`` (a local file memory-mapped, else
+        an open handle); its TableError is IndexDamagedError naming it."""
+        from neardup.core._index_sorted import TableError, map_local
 
         path = self.path(f.path)
         try:
             if _is_local(self.fs):
                 if not os.path.exists(path):
                     raise self._missing(f)
-                yield local(path, f.rows)
+                yield table(map_local(path), f.rows)
                 return
             try:
                 handle = self.fs.open(path, "rb")
             except (OSError, FileNotFoundError):
                 raise self._missing(f) from None
             with handle:
-                yield remote(handle, f.rows)
+                yield table(handle, f.rows)
         except TableError as exc:
             raise IndexDamagedError(self.url, f.path, str(exc)) from None
 

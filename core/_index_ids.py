@@ -15,7 +15,6 @@ its 8 little-endian bytes read as a signed ``int64``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ from numpy.typing import NDArray
 
 from neardup.core._arrow import strings
 from neardup.core._fnv import fnv1a64_spans
-from neardup.core._index_sorted import SortedBuilder, SortedTable, TableError
+from neardup.core._index_sorted import SortedBuilder, SortedTable
 
 __all__ = [
     "BATCH_ROWS",
@@ -34,7 +33,6 @@ __all__ = [
     "IdBuilder",
     "IdTable",
     "id_hashes",
-    "open_local",
 ]
 
 #: The id table's file name in its part's directory.
@@ -115,14 +113,3 @@ class IdTable(SortedTable):
         if len(at) == 0:
             return query, at
         return query, self.gather(at, 1).astype(np.int64)
-
-
-def open_local(path: str, rows: int) -> IdTable:
-    """An id table of a local file, memory-mapped."""
-    import pyarrow as pa
-
-    try:
-        source = pa.memory_map(os.fspath(path), "r")
-    except (OSError, pa.ArrowException) as exc:
-        raise TableError(f"cannot be opened ({exc})") from None
-    return IdTable(source, rows)

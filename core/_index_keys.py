@@ -13,7 +13,6 @@ does not grow with the part.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -106,14 +105,3 @@ class KeyTable(SortedTable):
         row = self.gather(at, 2).astype(np.int64)
         same = band == bands[query]
         return query[same], row[same]
-
-
-def open_local(path: str, rows: int) -> KeyTable:
-    """A key table of a local file, memory-mapped."""
-    import pyarrow as pa
-
-    try:
-        source = pa.memory_map(os.fspath(path), "r")
-    except (OSError, pa.ArrowException) as exc:
-        raise KeyTableError(f"cannot be opened ({exc})") from None
-    return KeyTable(source, rows)

@@ -14,6 +14,7 @@ memory does not grow with the part.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,17 @@ _ARROW = {"<i8": "int64", "<i4": "int32", "<i2": "int16"}
 
 class TableError(ValueError):
     """A table that is not what its part lists (the caller names the file: damage)."""
+
+
+def map_local(path: str) -> Any:
+    """A local table file, memory-mapped (its batches are then numpy views of the page cache);
+    TableError when it cannot be opened."""
+    import pyarrow as pa
+
+    try:
+        return pa.memory_map(os.fspath(path), "r")
+    except (OSError, pa.ArrowException) as exc:
+        raise TableError(f"cannot be opened ({exc})") from None
 
 
 def _schema(dtype: np.dtype[Any], meta: dict[bytes, bytes]) -> Any:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from neardup.core import _index_keys
 from neardup.core._index_lookup import IndexLookup, lookup_index
+from neardup.core._index_sorted import map_local
 from neardup.core.engine import (
     DocIndex,
     MinhashParams,
@@ -174,7 +175,7 @@ def test_find_is_every_equal_key_and_band(tmp_path_factory, keys, queries) -> No
         builder = _index_keys.KeyBuilder(1)
         builder.add(table[:, :1].repeat(2, axis=1), table[:, 1:])
         builder.write(fsspec.filesystem("file"), path)
-        found = _index_keys.open_local(path, 2 * n)
+        found = _index_keys.KeyTable(map_local(path), 2 * n)
         q = np.array(queries + [int(k) for k in table.view(np.int64)[:3, 0]], dtype=np.int64)
         bands = np.array([(i % 2) - 1 for i in range(len(q))], dtype=np.int16)
         got = sorted(zip(*(a.tolist() for a in found.find(q, bands)), strict=True))
