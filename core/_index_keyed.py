@@ -28,20 +28,12 @@ def new_keys(
     sigs: NDArray[np.uint32], digests: NDArray[np.uint64], bands: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int16], NDArray[np.int64]]:
     """``(key, band, new row)`` of the new rows' lookups, sorted by key: every text digest
-    (band ``DIGEST_BAND``), and the band digests of every live row."""
+    (band ``DIGEST_BAND``), and the band digests of every live row (``band_keys``')."""
     n = len(sigs)
-    live = np.flatnonzero(~empty_rows(sigs))
-    bd = np.ascontiguousarray(band_digests(sigs[live], bands), dtype="<u8")
-    keys = np.concatenate(
-        (np.ascontiguousarray(digests[:, 0], dtype="<u8").view("<i8"), bd.T.reshape(-1).view("<i8"))
-    )
-    band = np.concatenate(
-        (
-            np.full(n, DIGEST_BAND, dtype=np.int16),
-            np.repeat(np.arange(bands, dtype=np.int16), len(live)),
-        )
-    )
-    new = np.concatenate((np.arange(n, dtype=np.int64), np.tile(live, bands)))
+    bkeys, bband, bnew = _band_rows(sigs, bands)
+    keys = np.concatenate((np.ascontiguousarray(digests[:, 0], dtype="<u8").view("<i8"), bkeys))
+    band = np.concatenate((np.full(n, DIGEST_BAND, dtype=np.int16), bband))
+    new = np.concatenate((np.arange(n, dtype=np.int64), bnew))
     order = np.argsort(keys, kind="stable")
     return keys[order], band[order], new[order]
 
@@ -112,13 +104,20 @@ def band_keys(
     sigs: NDArray[np.uint32], bands: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int16], NDArray[np.int64]]:
     """``(key, band, row)`` of the band digests of every live row of ``sigs``, sorted by key."""
+    keys, band, new = _band_rows(sigs, bands)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], band[order], new[order]
+
+
+def _band_rows(
+    sigs: NDArray[np.uint32], bands: int
+) -> tuple[NDArray[np.int64], NDArray[np.int16], NDArray[np.int64]]:
+    """``(key, band, row)`` of the band digests of every live row of ``sigs``, band by band."""
     live = np.flatnonzero(~empty_rows(sigs))
     bd = np.ascontiguousarray(band_digests(sigs[live], bands), dtype="<u8")
     keys = bd.T.reshape(-1).view("<i8")
     band = np.repeat(np.arange(bands, dtype=np.int16), len(live))
-    new = np.tile(live, bands).astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    return keys[order], band[order], new[order]
+    return keys, band, np.tile(live, bands).astype(np.int64)
 
 
 def _candidates(
