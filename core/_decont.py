@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from os import PathLike
 
 from neardup.core._corpus import Doc
-from neardup.core._ngrams import NgramIndex, check_n, contaminated
+from neardup.core._ngrams import NgramIndex, check_n
 from neardup.core._protected import protected_ngrams, protected_paths
 
 __all__ = ["decontaminate", "decontaminate_with"]
@@ -39,5 +39,5 @@ def decontaminate(
 def decontaminate_with(docs: Iterable[Doc], index: NgramIndex) -> Iterator[Doc]:
     """``decontaminate`` against a prepared ``NgramIndex`` (n-grams already in hand); streams."""
     for doc in docs:
-        if not contaminated(doc.text, index.grams, index.n, index.tokenizer):
+        if not index.contaminated(doc.text):
             yield doc

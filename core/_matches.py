@@ -112,8 +112,10 @@ class Protection:
         """Every protected window of ``text``, in text order (one per set protecting it)."""
         w, spans = word_spans(text, self.tokenizer)
         out: list[Match] = []
-        for lo, hi in windows(w, self.n, self.tokenizer):
-            gram = " ".join(w[lo:hi])
+        found = [(lo, hi, " ".join(w[lo:hi])) for lo, hi in windows(w, self.n, self.tokenizer)]
+        for s in self.sets:  # whole items (``multilingual``): by where they start
+            found.extend(s.index.anchors.spans(w))
+        for lo, hi, gram in sorted(set(found)):
             for s in self.sets:
                 labels = s.grams.get(gram)
                 if labels and gram not in self.capped[s.name]:

@@ -1,9 +1,14 @@
 """Word n-gram matching against protected n-grams: the exact scalar check, and ``NgramIndex``
-to check whole batches at numpy speed with the same verdicts."""
+to check whole batches at numpy speed with the same verdicts.
+
+Under ``multilingual`` a protected n-gram lighter than a window is a text protected as a whole
+(``core._windows``, ``weighted-3``): ``Anchors`` finds it in a text by its anchor, the window of
+``anchor_weight(n)`` starting it, then compares the whole run of its words."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Iterable, Iterator, Sequence, Set
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,16 +16,25 @@ from numpy.typing import NDArray
 from neardup.core._fnv import fnv1a64_spans
 from neardup.core._text import check_tokenizer, words
 from neardup.core._tokens import Tokens, shingle_spans
-from neardup.core._windows import buffer_weights, text_grams, window_ends
+from neardup.core._windows import (
+    WEIGHT_UNIT,
+    anchor_weight,
+    buffer_weights,
+    text_grams,
+    window_ends,
+    word_weights,
+)
 from neardup.core.errors import ParameterError
 
 __all__ = [
+    "Anchors",
     "NgramIndex",
     "charged_words",
     "check_n",
     "contaminated",
     "first_shared_ngram",
     "gram_hashes",
+    "shared_grams",
     "window_spans",
 ]
 
@@ -51,11 +65,34 @@ def first_shared_ngram(
     text: str, grams: Set[str], n: int = 13, tokenizer: str = "words"
 ) -> str | None:
     """The first word n-gram of ``text`` that is in ``grams`` (every window, the last included;
-    ``core._windows``: under ``multilingual`` a window is ``n`` English words' worth)."""
-    for gram in text_grams(words(text, tokenizer), n, tokenizer):
-        if gram in grams:
-            return gram
-    return None
+    ``core._windows``: under ``multilingual`` a window is ``n`` English words' worth, and a
+    gram lighter than a window is a whole item, found where its anchor starts). Under
+    ``multilingual`` every gram is weighed first (``NgramIndex`` does it once for many texts)."""
+    anchors = Anchors.of(grams, n, tokenizer)
+    return next(shared_grams(words(text, tokenizer), grams, n, tokenizer, anchors), None)
+
+
+def shared_grams(
+    w: list[str], grams: Set[str], n: int, tokenizer: str, anchors: Anchors | None = None
+) -> Iterator[str]:
+    """Every n-gram of the words ``w`` in ``grams``, by where it starts: the window starting at
+    a word, then the whole items (``anchors``) starting there. Lazy under ``words``."""
+    if tokenizer == "words" or anchors is None or not anchors.by_anchor:
+        return (g for g in text_grams(w, n, tokenizer) if g in grams)
+    return _shared_weighted(w, grams, n, anchors)
+
+
+def _shared_weighted(w: list[str], grams: Set[str], n: int, anchors: Anchors) -> Iterator[str]:
+    weights = word_weights(w) if w else np.zeros(0, dtype=np.int64)
+    ends = window_ends(weights, np.array([len(w)], dtype=np.int64), n).tolist()
+    wholes = anchors.spans(w, weights)
+    for i, end in enumerate(ends):
+        if end >= 0:
+            gram = " ".join(w[i:end])
+            if gram in grams:
+                yield gram
+        while wholes and wholes[0][0] == i:
+            yield wholes.pop(0)[2]
 
 
 def contaminated(text: str, grams: Set[str], n: int = 13, tokenizer: str = "words") -> bool:
@@ -81,6 +118,95 @@ def gram_hashes(grams: Sequence[str]) -> NDArray[np.uint64]:
     return fnv1a64_spans(buf, end - lengths, end)
 
 
+@dataclass
+class Anchors:
+    """The whole items among protected n-grams (those lighter than a window, ``multilingual``
+    only), by anchor: ``by_anchor[anchor]`` lists (words, whole n-gram) for the exact check;
+    the hashes (sorted by anchor hash) find candidates in a batch at numpy speed."""
+
+    need: int
+    by_anchor: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    anchor_hashes: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
+    sizes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    whole_hashes: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
+
+    @classmethod
+    def of(cls, grams: Iterable[str], n: int, tokenizer: str) -> Anchors:
+        """The anchors of the grams lighter than a window (none under ``words``)."""
+        found = cls(anchor_weight(n))
+        if tokenizer == "words":
+            return found
+        wholes: list[tuple[str, int, str]] = []
+        for gram in _light(list(grams), n):
+            w = gram.split(" ")
+            end = int(window_ends(word_weights(w), np.array([len(w)]), n, found.need)[0])
+            if end >= 0:  # a gram lighter than its anchor matches nothing
+                wholes.append((" ".join(w[:end]), len(w), gram))
+        for anchor, size, gram in wholes:
+            found.by_anchor.setdefault(anchor, []).append((size, gram))
+        if wholes:
+            hashes = gram_hashes([a for a, _, _ in wholes])
+            order = np.argsort(hashes, kind="stable")
+            found.anchor_hashes = hashes[order]
+            found.sizes = np.array([s for _, s, _ in wholes], dtype=np.int64)[order]
+            found.whole_hashes = gram_hashes([g for _, _, g in wholes])[order]
+        return found
+
+    def spans(
+        self, w: Sequence[str], weights: NDArray[np.int64] | None = None
+    ) -> list[tuple[int, int, str]]:
+        """``(lo, hi, whole n-gram)`` of every whole item the words ``w`` hold, in order (the
+        exact check: an anchor's words, then all the item's)."""
+        if not self.by_anchor or not w:
+            return []
+        weights = word_weights(w) if weights is None else weights
+        ends = window_ends(weights, np.array([len(w)], dtype=np.int64), 1, self.need)
+        out = []
+        for i in np.flatnonzero(ends >= 0).tolist():
+            for size, whole in self.by_anchor.get(" ".join(w[i : ends[i]]), ()):
+                if i + size <= len(w) and " ".join(w[i : i + size]) == whole:
+                    out.append((i, i + size, whole))
+        return out
+
+    def documents(self, tokens: Tokens, n: int) -> NDArray[np.int64]:
+        """The documents of a batch holding a whole item's hash at one of its anchors' (a hash
+        filter: the exact check confirms)."""
+        if not len(self.anchor_hashes) or not len(tokens.word_start):
+            return np.zeros(0, dtype=np.int64)
+        weights = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end)
+        ends = window_ends(weights, tokens.doc_words, n, self.need)
+        at = np.flatnonzero(ends >= 0)
+        hashes = fnv1a64_spans(tokens.buf, tokens.word_start[at], tokens.word_end[ends[at] - 1])
+        lo = np.searchsorted(self.anchor_hashes, hashes, side="left")
+        many = np.searchsorted(self.anchor_hashes, hashes, side="right") - lo
+        where = np.repeat(at, many)
+        which = np.arange(int(many.sum())) - np.repeat(np.cumsum(many) - many, many)
+        which += np.repeat(lo, many)
+        last = where + self.sizes[which] - 1
+        doc_end = np.repeat(np.cumsum(tokens.doc_words), tokens.doc_words)
+        inside = last < doc_end[where]
+        where, which, last = where[inside], which[inside], last[inside]
+        whole = fnv1a64_spans(tokens.buf, tokens.word_start[where], tokens.word_end[last])
+        doc = np.repeat(np.arange(len(tokens.doc_words)), tokens.doc_words)
+        return np.asarray(doc[where[whole == self.whole_hashes[which]]], dtype=np.int64)
+
+
+def _light(grams: list[str], n: int) -> list[str]:
+    """The grams weighing less than ``n`` English words (words joined by single spaces),
+    weighed at numpy speed off their UTF-8 bytes."""
+    if not grams:
+        return []
+    encoded = [g.encode("utf-8") for g in grams]
+    buf = np.frombuffer(b" ".join(encoded), dtype=np.uint8)
+    spaces = np.flatnonzero(buf == 0x20)
+    starts = np.concatenate(([0], spaces + 1)).astype(np.int64)
+    ends = np.concatenate((spaces, [len(buf)])).astype(np.int64)
+    counts = np.fromiter((g.count(" ") + 1 for g in grams), dtype=np.int64, count=len(grams))
+    weights = buffer_weights(buf, starts, ends)
+    sums = np.add.reduceat(weights, np.cumsum(counts) - counts)
+    return [grams[i] for i in np.flatnonzero(sums < n * WEIGHT_UNIT).tolist()]
+
+
 class NgramIndex:
     """Protected n-grams plus their sorted FNV-1a 64 hashes, to check whole batches at once.
 
@@ -97,6 +223,16 @@ class NgramIndex:
         self.n = n
         self.tokenizer = tokenizer
         self.hashes = np.sort(gram_hashes(list(grams)))
+        self.anchors = Anchors.of(grams, n, tokenizer)
+
+    def first_shared(self, text: str) -> str | None:
+        """``first_shared_ngram(text, grams, n, tokenizer)``, the whole items weighed once."""
+        w = words(text, self.tokenizer)
+        return next(shared_grams(w, self.grams, self.n, self.tokenizer, self.anchors), None)
+
+    def contaminated(self, text: str) -> bool:
+        """``contaminated(text, grams, n, tokenizer)``, the whole items weighed once."""
+        return self.first_shared(text) is not None
 
     def contains(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_]:
         """Whether each hash is a protected n-gram's: a binary search in the sorted hashes, so
@@ -114,8 +250,9 @@ class NgramIndex:
         tokens = Tokens(texts, tokenizer=self.tokenizer)
         start, end, doc = window_spans(tokens, self.n, self.tokenizer)
         found = self.contains(fnv1a64_spans(tokens.buf, start, end))
-        for i in np.unique(doc[found]).tolist():
-            out[i] = contaminated(texts[i], self.grams, self.n, self.tokenizer)
+        flagged = np.concatenate((doc[found], self.anchors.documents(tokens, self.n)))
+        for i in np.unique(flagged).tolist():
+            out[i] = self.contaminated(texts[i])
         return out
 
 

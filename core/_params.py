@@ -113,7 +113,7 @@ class MinhashParams:
     @property
     def window_version(self) -> str:
         """How its decontamination windows are made, as manifests, reports and ``/v1/config``
-        record it: ``words`` (``ngram`` words) or ``weighted-2`` (``ngram`` English words' worth
+        record it: ``words`` (``ngram`` words) or ``weighted-3`` (``ngram`` English words' worth
         of words weighed by script, docs/algorithm.md section 5)."""
         return window_version(self.tokenizer)
 

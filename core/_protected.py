@@ -49,11 +49,11 @@ from neardup.core._formats import (
     text_reader,
 )
 from neardup.core._json import JSONBudget
-from neardup.core._ngrams import NgramIndex, check_n
+from neardup.core._ngrams import NgramIndex, check_n, shared_grams
 from neardup.core._storage import filesystem
 from neardup.core._text import check_tokenizer, words
 from neardup.core._utf8 import reread_utf8_error
-from neardup.core._windows import text_grams, window_grams, window_version
+from neardup.core._windows import protected_grams, window_version
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -175,7 +175,8 @@ class ProtectedSet:
                 f"{self.n} English words' worth of text (the longest has {longest} words), and "
                 f"a text is protected by its windows of {self.n} English words' worth (words "
                 f"weighed by script, {window_version(self.tokenizer)}: a Thai or Chinese "
-                "text needs about 44 or 15 characters a window at n = 13)"
+                "text needs about 70 or 22 characters a window at n = 13, or at least about "
+                "31 or 10 to be protected as a whole)"
             )
         return (
             f"it protects nothing: every text of its {self.items} item(s) is under {self.n} "
@@ -199,15 +200,18 @@ class ProtectedSet:
     def hits(self, text: str) -> list[tuple[str, str]]:
         """(item, first shared n-gram) for every item sharing an n-gram with ``text``."""
         found: dict[str, str] = {}
-        for gram in text_grams(words(text, self.tokenizer), self.n, self.tokenizer):
-            for item in self.grams.get(gram, ()):
+        for gram in self._shared(text):
+            for item in self.grams[gram]:
                 found.setdefault(item, gram)
         return list(found.items())
 
     def shared(self, text: str) -> set[str]:
         """The n-grams of ``text`` that the set protects."""
-        grams = text_grams(words(text, self.tokenizer), self.n, self.tokenizer)
-        return {g for g in grams if g in self.grams}
+        return set(self._shared(text))
+
+    def _shared(self, text: str) -> Iterator[str]:
+        w = words(text, self.tokenizer)
+        return shared_grams(w, self.grams.keys(), self.n, self.tokenizer, self.index.anchors)
 
 
 def parse_protected_set(
@@ -476,7 +480,7 @@ def _add(
 ) -> None:
     w = words(text, tokenizer)
     lo = len(windows)
-    windows.extend(window_grams(w, n, tokenizer))
+    windows.extend(protected_grams(w, n, tokenizer))
     for gram in windows[lo:]:
         labels = grams.setdefault(gram, [])
         # Usually the label is the last one added: skip the scan of the list then.

@@ -233,9 +233,9 @@ def test_decontaminate_uses_13_grams_and_the_tokenizer_it_is_given(story, tmp_pa
     docs = [Doc("13", f"so {thirteen} fast"), Doc("12", " ".join(thirteen.split()[:12]))]
     assert [d.id for d in decontaminate(docs, [story])] == ["12"]
     # Thai is written without spaces: to the multilingual tokenizer a grapheme cluster is a
-    # word weighing 19/64 of an English word a code point, so 44 consonants are one window of
-    # 13 English words.
-    thai = ("กขคงจฉชซฌญฎฏฐ" * 4)[:44]
+    # word weighing 12/64 of an English word a code point, so 70 consonants are one window of
+    # 13 English words, and 31 to 69 are protected as a whole (27/64 each by FLOOR_WEIGHTS).
+    thai = ("กขคงจฉชซฌญฎฏฐ" * 6)[:70]
     path = tmp_path / "thai.txt"
     path.write_text(thai, encoding="utf-8")
     docs = [Doc("t", f"x {thai} y")]
@@ -243,7 +243,10 @@ def test_decontaminate_uses_13_grams_and_the_tokenizer_it_is_given(story, tmp_pa
     assert [d.id for d in decontaminate(docs, [path], tokenizer="multilingual")] == []
     index = NgramIndex(protected_ngrams([path], tokenizer="multilingual"), tokenizer="multilingual")
     assert [d.id for d in decontaminate_with(docs, index)] == []
-    path.write_text(thai[:43], encoding="utf-8")  # 43 code points: short of one window
+    path.write_text(thai[:69], encoding="utf-8")  # 69 code points: short of one window
+    assert protected_ngrams([path], tokenizer="multilingual") == {" ".join(thai[:69])}
+    assert [d.id for d in decontaminate(docs, [path], tokenizer="multilingual")] == []
+    path.write_text(thai[:30], encoding="utf-8")  # 30 code points: under the floor
     assert protected_ngrams([path], tokenizer="multilingual") == set()
 
 

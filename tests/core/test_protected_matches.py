@@ -176,9 +176,11 @@ def test_first_shared_ngram_and_contaminated_by_their_defaults():
     assert first_shared_ngram("a b c d", grams, 2) == "b c"
     assert first_shared_ngram("a b", grams, 2) is None
     assert contaminated("x " + WORDS13, grams) and not contaminated("a b c", grams)
-    # two Han characters weigh 126/64 English words: one window of 1, none of 2
+    # two Han characters weigh 76/64 English words: one window of 1; at 2 a whole item (its
+    # anchor weighs 2 x 64 x 12 // 29 = 52), at 3 lighter than its anchor (79): never found
     assert first_shared_ngram("中文", {"中 文"}, 1, "multilingual") == "中 文"
-    assert first_shared_ngram("中文", {"中 文"}, 2, "multilingual") is None
+    assert first_shared_ngram("x 中文 y", {"中 文"}, 2, "multilingual") == "中 文"
+    assert first_shared_ngram("中文", {"中 文"}, 3, "multilingual") is None
     assert first_shared_ngram("中文", {"中 文"}, 2) is None
     assert contaminated("中文", {"中 文"}, 1, "multilingual")
     assert not contaminated("中文", {"中 文"}, 2)
@@ -243,11 +245,13 @@ def test_only_the_texts_a_hash_flags_are_checked_word_by_word(monkeypatch):
 
     checked = []
 
-    def spy(text, grams, n=13, tokenizer="words"):
-        checked.append(text)
-        return contaminated(text, grams, n, tokenizer)
+    exact = ngrams_module.NgramIndex.contaminated
 
-    monkeypatch.setattr(ngrams_module, "contaminated", spy)
+    def spy(self, text):
+        checked.append(text)
+        return exact(self, text)
+
+    monkeypatch.setattr(ngrams_module.NgramIndex, "contaminated", spy)
     index = NgramIndex({"b c"}, 2)
     texts = ["a b", "B, c!", "x y z", "b", ""]
     assert index.contaminated_many(texts).tolist() == [False, True, False, False, False]

@@ -18,7 +18,11 @@ from neardup.core._windows import (
     CHARACTER_WEIGHTS,
     SCRIPT_WEIGHTS,
     WEIGHT_UNIT,
+    FLOOR_WEIGHTS,
+    anchor_weight,
     buffer_weights,
+    is_whole,
+    protected_grams,
     window_grams,
     window_version,
     windows,
@@ -92,29 +96,29 @@ def _reference_windows(w: list[str], n: int) -> list[tuple[int, int]]:
 
 def test_window_version_names_both_definitions():
     assert window_version("words") == "words"
-    assert window_version(M) == "weighted-2"
+    assert window_version(M) == "weighted-3"
     assert MinhashParams().window_version == "words"
-    assert MinhashParams(tokenizer=M).window_version == "weighted-2"
+    assert MinhashParams(tokenizer=M).window_version == "weighted-3"
 
 
 def test_weights_follow_the_script_of_a_words_first_character():
     got = word_weights(["the", "中", "か", "한국어", "дом", "தமிழ்", "tom"]).tolist()
-    assert got == [64, 59, 24, 125, 114, 141, 64]
+    assert got == [64, 38, 16, 125, 114, 141, 64]
     # every weight is at least 1: a window always ends
     assert min(value for _, value, _ in SCRIPT_WEIGHTS + CHARACTER_WEIGHTS) >= 1
 
 
 def test_clusters_of_unspaced_brahmic_scripts_weigh_their_code_points():
-    # Thai, Lao, Khmer: 19/64 of an English word a code point; Burmese 20; Tibetan 18
+    # Thai, Lao, Khmer, Burmese, Tibetan: 12/64 of an English word a code point
     got = word_weights(["ก", "ดี", "กุ้", "ຫຼ", "ក", "ខ្ម", "ក្នុ", "က", "မြ", "ཀ", "སྐ"]).tolist()
-    assert got == [19, 38, 57, 38, 19, 57, 76, 20, 40, 18, 36]
+    assert got == [12, 24, 36, 24, 12, 36, 48, 12, 24, 12, 24]
 
 
 def test_a_runs_weight_does_not_depend_on_where_clusters_break():
     """The same code points cut into other clusters (a tokenizer revision that merges a
     Khmer subscript into its cluster) weigh the same, so the window covers the same text."""
     apart, together = ["ក្", "នុ", "ង"], ["ក្នុ", "ង"]
-    assert word_weights(apart).sum() == word_weights(together).sum() == 5 * 19
+    assert word_weights(apart).sum() == word_weights(together).sum() == 5 * 12
 
 
 def test_the_batch_path_counts_code_points_not_bytes():
@@ -126,20 +130,20 @@ def test_the_batch_path_counts_code_points_not_bytes():
 
 
 def test_a_window_covers_13_english_words_worth_in_every_script():
-    thai = words("ก" * 44, M)
-    assert windows(thai, 13, M) == [(0, 44)]  # 44 x 19 = 836 >= 13 x 64 = 832; 43 are short
-    assert windows(thai[:43], 13, M) == []
-    marked = words("กุ้" * 15, M)  # 15 clusters of 3 code points: 45 x 19 = 855
-    assert windows(marked, 13, M) == [(0, 15)]
-    assert windows(marked[:14], 13, M) == []  # 42 x 19 = 798
-    han = words("中" * 15, M)
-    assert windows(han, 13, M) == [(0, 15)]  # 15 x 59 = 885; 14 x 59 = 826 is short
-    assert windows(han[:14], 13, M) == []
+    thai = words("ก" * 70, M)
+    assert windows(thai, 13, M) == [(0, 70)]  # 70 x 12 = 840 >= 13 x 64 = 832; 69 are short
+    assert windows(thai[:69], 13, M) == []
+    marked = words("กุ้" * 24, M)  # 24 clusters of 3 code points: 72 x 12 = 864
+    assert windows(marked, 13, M) == [(0, 24)]
+    assert windows(marked[:23], 13, M) == []  # 69 x 12 = 828
+    han = words("中" * 22, M)
+    assert windows(han, 13, M) == [(0, 22)]  # 22 x 38 = 836; 21 x 38 = 798 is short
+    assert windows(han[:21], 13, M) == []
     tamil = ["தமிழ்"] * 6
     assert windows(tamil, 13, M) == [(0, 6)]  # 6 x 141 = 846
-    mixed = ["中"] * 10 + ["tom", "found", "a"]  # 590 + 192 = 782, short; one more word reaches
+    mixed = ["中"] * 16 + ["tom", "found", "a"]  # 608 + 192 = 800, short; one more word reaches
     assert windows(mixed, 13, M) == []
-    assert windows([*mixed, "shell"], 13, M) == [(0, 14)]
+    assert windows([*mixed, "shell"], 13, M) == [(0, 20)]
 
 
 @given(st.lists(st.sampled_from(["a", "b", "c", "中", "ก"]), max_size=30), st.integers(1, 15))
@@ -203,14 +207,14 @@ def test_a_quote_of_any_protected_window_is_flagged(
     protected = parse_protected_set(
         "eval", json.dumps({"id": "q", "text": item}), ProtectedFormat.JSONL, n, M
     )
-    found = windows(words(item, M), n, M)
+    found = protected_grams(words(item, M), n, M)
     if not found:
         assert protected.grams == {}
         return
-    # the quote: the words of one protected window, as they are written, between other text
-    w = words(item, M)
-    lo, hi = found[pick % len(found)]
-    quote = " ".join(w[lo:hi])
+    # the quote: the words of one protected window (or the whole item, when it is protected
+    # whole), as they are written, between other text
+    assert set(protected.grams) == set(found)
+    quote = found[pick % len(found)]
     doc = f"{before} {quote} {after}"
     assert contaminated(doc, set(protected.grams), n, M)
     assert protected.index.contaminated_many([doc, before]).tolist()[0]
@@ -228,3 +232,73 @@ def test_weighted_windows_are_not_13_tokens():
     assert protected.grams == {}
     index = NgramIndex({" ".join(words(thai, M))}, 13, M)
     assert index.contaminated_many([f"x {thai} y"]).tolist() == [False]
+
+
+THAI_ITEM = "กขคงจฉชซฌญฎฏฐฑฒณดตถทธนบปผฝพฟภมยรลวศษสหอฮ"  # 40 consonants: 480/64, no window
+
+
+def test_a_short_item_is_protected_as_a_whole():
+    """40 Thai code points weigh 480/64 English words (no window of 13) and 1080/64 by
+    FLOOR_WEIGHTS (at least 13): the item is its own n-gram, found whole in a document."""
+    w = words(THAI_ITEM, M)
+    assert windows(w, 13, M) == [] and is_whole(w, 13, M)
+    assert FLOOR_WEIGHTS["Thai"] * 40 >= 13 * WEIGHT_UNIT > CHARACTER_WEIGHTS[0][1] * 40
+    protected = parse_protected_set("eval", THAI_ITEM, ProtectedFormat.TEXT, 13, M)
+    assert list(protected.grams) == [" ".join(w)]
+    assert contaminated(f"x {THAI_ITEM} y", set(protected.grams), 13, M)
+    assert protected.index.contaminated_many([f"เริ่ม {THAI_ITEM} จบ"]).tolist() == [True]
+    assert protected.hits(f"เริ่ม {THAI_ITEM}") == [("1", " ".join(w))]
+
+
+def test_a_whole_item_with_one_word_changed_or_cut_is_not_found():
+    changed = THAI_ITEM[:20] + "ก" + THAI_ITEM[21:]  # one consonant replaced
+    cut = THAI_ITEM[:-1]
+    protected = parse_protected_set("eval", THAI_ITEM, ProtectedFormat.TEXT, 13, M)
+    texts = [f"x {changed} y", f"x {cut} y", THAI_ITEM[:30]]
+    assert [contaminated(t, set(protected.grams), 13, M) for t in texts] == [False] * 3
+    assert protected.index.contaminated_many(texts).tolist() == [False] * 3
+
+
+def test_an_item_under_the_floor_protects_nothing():
+    # 30 x 27 = 810 < 832: under the floor; 31 x 27 = 837 reaches it
+    assert not is_whole(words(THAI_ITEM[:30], M), 13, M)
+    assert is_whole(words(THAI_ITEM[:31], M), 13, M)
+    assert parse_protected_set("e", THAI_ITEM[:30], ProtectedFormat.TEXT, 13, M).grams == {}
+    # spaced scripts weigh their window weights: a 12-word text is never protected whole
+    assert not is_whole(words("one two three four five six seven eight nine ten a b", M), 13, M)
+    assert not is_whole(["ก"] * 80, 13, "words")
+
+
+def test_every_whole_item_has_an_anchor():
+    """A text reaching the floor weighs at least ``anchor_weight(n)`` by the window weights."""
+    for n in (1, 2, 5, 13, 20):
+        for name, weight, _ in (*SCRIPT_WEIGHTS, *CHARACTER_WEIGHTS):
+            floor = FLOOR_WEIGHTS.get(name, weight)
+            assert n * WEIGHT_UNIT * weight // floor >= anchor_weight(n)
+    assert anchor_weight(13) == 344
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@settings(max_examples=40, deadline=None)
+@given(
+    items=st.lists(multilingual_text(), min_size=1, max_size=4),
+    texts=st.lists(multilingual_text(), min_size=1, max_size=4),
+    n=st.integers(1, 13),
+    pick=st.integers(0, 10**6),
+)
+def test_batch_verdicts_with_whole_items_are_the_scalar_ones(
+    jit: bool, items: list[str], texts: list[str], n: int, pick: int
+):
+    """Short items (whole) and windows alike: the hash path's verdicts are the reference's,
+    and a document quoting one of the grams is flagged by both."""
+    grams: set[str] = set()
+    for item in items:
+        grams.update(protected_grams(words(item, M), n, M))
+    if grams:
+        texts = [*texts, f"x {sorted(grams)[pick % len(grams)]} y"]
+    index = NgramIndex(grams, n, M)
+    want = [contaminated(t, grams, n, M) for t in texts]
+    assert index.contaminated_many(texts).tolist() == want
+    assert [index.contaminated(t) for t in texts] == want
+    if grams:
+        assert want[-1]

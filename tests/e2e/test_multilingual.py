@@ -28,7 +28,7 @@ def test_config_names_the_tokenizer_and_signatures_are_cores(srv):
     config = httpx.get(f"{srv.url}/v1/config").json()
     assert config["tokenizer"] == "multilingual"
     assert config["tokenizer_version"] == "multilingual-3@17.0.0"
-    assert config["window_version"] == "weighted-2"
+    assert config["window_version"] == "weighted-3"
     got = httpx.post(f"{srv.url}/v1/signatures", json={"texts": [ZH]}).json()["signatures"]
     assert got == batch_signatures([ZH], MinhashParams(tokenizer="multilingual")).tolist()
 

@@ -102,8 +102,8 @@ def test_cli_spark_default_master_writes_what_the_local_engine_writes(tmp_path: 
     assert manifest["engine"] == "spark" and manifest["master"] == "local[*]"
     assert manifest["spark_version"].startswith("4.")
     assert manifest["parameters"]["tokenizer"] == "multilingual"
-    assert manifest["parameters"]["window_version"] == "weighted-2"
-    assert local_manifest["parameters"]["window_version"] == "weighted-2"
+    assert manifest["parameters"]["window_version"] == "weighted-3"
+    assert local_manifest["parameters"]["window_version"] == "weighted-3"
     for key in ("read", "exact_dropped", "near_dropped", "decontaminated", "written"):
         assert manifest["counts"][key] == local_manifest["counts"][key], key
     assert manifest["clusters"] == local_manifest["clusters"]
