@@ -36,18 +36,18 @@ from neardup.core._text import ngrams
 
 __all__ = [
     "CHARACTER_WEIGHTS",
+    "FLOOR_WEIGHTS",
     "SCRIPT_WEIGHTS",
     "WEIGHT_UNIT",
-    "FLOOR_WEIGHTS",
     "WINDOWS_REVISION",
     "anchor_weight",
     "buffer_weights",
     "floor_weights",
     "is_whole",
+    "protected_grams",
     "text_grams",
     "window_ends",
     "window_grams",
-    "protected_grams",
     "window_version",
     "windows",
     "word_weights",
@@ -155,8 +155,8 @@ def anchor_weight(n: int) -> int:
     >>> anchor_weight(13)  # Burmese: 13 * 64 * 12 / 29
     344
     """
-    ratios = [(w, FLOOR_WEIGHTS.get(name, w)) for name, w, _ in (*SCRIPT_WEIGHTS, *CHARACTER_WEIGHTS)]
-    return min(n * WEIGHT_UNIT * w // f for w, f in ratios)
+    scripts = (*SCRIPT_WEIGHTS, *CHARACTER_WEIGHTS)
+    return min(n * WEIGHT_UNIT * w // FLOOR_WEIGHTS.get(name, w) for name, w, _ in scripts)
 
 
 def _weigh(by_first: NDArray[np.int64], code_points: NDArray[np.int64]) -> NDArray[np.int64]:

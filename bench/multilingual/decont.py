@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.multilingual.catalogs import Message, documents, english_words
-from neardup.core.engine import ProtectedFormat, parse_protected_set, windows, words
+from neardup.core._windows import protected_grams
+from neardup.core.engine import ProtectedFormat, parse_protected_set, words
 
 __all__ = ["DecontCase", "Flags", "case", "flags"]
 
@@ -40,7 +41,7 @@ class DecontCase:
 @dataclass(frozen=True)
 class Flags:
     """Clean documents flagged and quotes caught, of how many, with the n-gram length used and
-    the items too short for one n-gram window (never caught)."""
+    the items too short for one n-gram window and not protected whole (never caught)."""
 
     n: int
     short: int
@@ -92,7 +93,34 @@ def flags(data: DecontCase, tokenizer: str, english: bool) -> Flags:
         for i, hits in enumerate(protected.hits_many(quotes))
     )
     short = sum(
-        not windows(words(m.english if english else m.text, tokenizer), protected.n, tokenizer)
+        not protected_grams(words(_text([m], english), tokenizer), protected.n, tokenizer)
         for m in data.items
     )
     return Flags(protected.n, short, flagged, len(clean), caught, len(quotes))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the decontamination cells of ``bench.multilingual``'s table (its seed and sizes:
+    100 items, up to 300 clean documents) under ``multilingual``, English's in brackets."""
+    import argparse
+
+    from bench.multilingual.catalogs import language_messages
+
+    parser = argparse.ArgumentParser(prog="python -m bench.multilingual.decont",
+                                     description=(main.__doc__ or "").split("\n")[0])  # fmt: skip
+    parser.add_argument("--languages", default="zh_CN,zh_TW,ja,th,km,my,dz")
+    args = parser.parse_args(argv)
+    print("| language | short | false flags (English) | quotes caught (English) |")
+    print("|---|---:|---:|---:|")
+    for language in args.languages.split(","):
+        found, _ = language_messages(language)
+        data = case(found, 100, 300)
+        own, en = flags(data, "multilingual", False), flags(data, "multilingual", True)
+        print(f"| {language} | {own.short} | {own.false_flags}/{own.clean} "
+              f"({en.false_flags}/{en.clean}) | {own.caught}/{own.quotes} "
+              f"({en.caught}/{en.quotes}) |")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

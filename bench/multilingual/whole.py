@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.multilingual.catalogs import LANGUAGES, ROOTS, language_messages
-from bench.multilingual.decont import case
+from bench.multilingual.decont import _text, case
 from bench.multilingual.pooled import SHARED, Pooled, _english_run, table
 from neardup.core._windows import CHARACTER_WEIGHTS, SCRIPT_WEIGHTS, WEIGHT_UNIT, word_weights
 from neardup.core.engine import words as tokens
@@ -266,14 +266,15 @@ def prepare(language: str, messages: list, items: int, seed: int) -> Prepared:  
 
     def batch(english: bool) -> tuple[Texts, Texts, Texts]:
         its = vocab.texts([m.english if english else m.text for m in data.items])
-        clean = vocab.texts([" ".join(m.english if english else m.text for m in d) for d in data.clean])
-        quotes = vocab.texts([" ".join(m.english if english else m.text for m in d) for d in data.quotes])
+        clean = vocab.texts([_text(d, english) for d in data.clean])
+        quotes = vocab.texts([_text(d, english) for d in data.quotes])
         return its, clean, quotes
 
     e_items, e_clean, e_quotes = batch(True)
     base = Variant(N, None)
     e_flags = np.array([bool(h) for h in _hits(e_items, e_clean, base)], dtype=np.bool_)
-    e_caught = np.array([i in h for i, h in enumerate(_hits(e_items, e_quotes, base))], dtype=np.bool_)
+    caught = [i in h for i, h in enumerate(_hits(e_items, e_quotes, base))]
+    e_caught = np.array(caught, dtype=np.bool_)
     its, clean, quotes = batch(False)
     keys = [d[0].catalog + "\0" + d[0].english for d in data.clean]
     doc_english = [" ".join(m.english for m in d) for d in data.clean]
@@ -324,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", default="13,14,15,16,17,18,20,22",
                         help="unspaced windows, English words' worth")  # fmt: skip
     parser.add_argument("--floors", default="none,7,8,9,10,11",
-                        help="whole-item floors, English words' worth (none: no whole items)")  # fmt: skip
+                        help="whole-item floors, English words' worth (none: none)")  # fmt: skip
     parser.add_argument("--weights", help="instead: window weights per script of UNSPACED, "
                         "comma-separated, then ':' and the floor weights")  # fmt: skip
     parser.add_argument("--table", action="store_true", help="one pooled table per variant")

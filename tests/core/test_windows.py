@@ -16,9 +16,9 @@ from neardup.core._text import ngrams, words
 from neardup.core._tokens import Tokens
 from neardup.core._windows import (
     CHARACTER_WEIGHTS,
+    FLOOR_WEIGHTS,
     SCRIPT_WEIGHTS,
     WEIGHT_UNIT,
-    FLOOR_WEIGHTS,
     anchor_weight,
     buffer_weights,
     is_whole,
