@@ -178,7 +178,8 @@ class ConfigResponse(BaseModel):
     window_version: str = Field(
         description="how contamination n-grams are made: `words` (`ngram` consecutive words), "
         "or `weighted-3` under `multilingual` (the shortest run of words weighing `ngram` "
-        "English words, each word weighed by its script: docs/algorithm.md section 5)"
+        "English words, each word weighed by its script; a short text of a script written "
+        "without spaces protected whole: docs/algorithm.md section 5)"
     )
     lsh_threshold: float = Field(description="(1/bands) ** (1/rows): where the S-curve is steepest")
     index_served: bool = Field(

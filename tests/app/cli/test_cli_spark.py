@@ -48,12 +48,22 @@ def test_cli_spark_default_master_writes_what_the_local_engine_writes(tmp_path: 
     multi += [Doc(f"{loc}~near", one_percent_changed(document(loc, 0, 12))) for loc in LOCALES]
     item = MESSAGES["zh_CN"][30]
     multi.append(Doc("planted", document("zh_CN", 24, 6) + item + document("zh_CN", 30, 6)))
+    # A short item (18 Han characters: no window of 13 English words' worth, weighted-3) is
+    # protected whole: quoted whole it is caught, with one character changed it is not.
+    short = "评估集中的这道题目不应该出现在训练数据里"
+    changed = short.replace("题目", "问题")
+    multi.append(Doc("planted-short", document("zh_CN", 6, 6) + short + document("zh_CN", 18, 6)))
+    multi.append(Doc("changed-short", document("zh_CN", 12, 6) + changed + document("zh_CN", 0, 6)))
     work = tmp_path / "elsewhere"
     (work / "shards").mkdir(parents=True)
     write_docs(work / "shards" / "a.jsonl", docs[:30])
     write_docs(work / "shards" / "b.jsonl.gz", docs[30:] + multi)
     (work / "evals.jsonl").write_text(
-        json.dumps({"id": "zh1", "question": item}, ensure_ascii=False) + "\n", encoding="utf-8"
+        json.dumps({"id": "zh1", "question": item}, ensure_ascii=False)
+        + "\n"
+        + json.dumps({"id": "zh2", "question": short}, ensure_ascii=False)
+        + "\n",
+        encoding="utf-8",
     )
     jsonl, plain = write_protected(work)
     protected = ["--protected", jsonl, "--protected", plain, "--protected", "evals.jsonl"]
@@ -89,7 +99,10 @@ def test_cli_spark_default_master_writes_what_the_local_engine_writes(tmp_path: 
     expected = (work / "local.jsonl").read_text(encoding="utf-8").splitlines()
     assert lines == expected  # the parts in name order are the local output, in order
     kept = {json.loads(line)["id"] for line in lines}
-    assert kept & {d.id for d in multi} == {f"{loc}-{p}" for loc in LOCALES for p in range(2)}
+    assert kept & {d.id for d in multi} == {
+        *(f"{loc}-{p}" for loc in LOCALES for p in range(2)),
+        "changed-short",
+    }
     assert "zz-contaminated" not in kept  # copies and planted items out
     # The Spark output directory (_SUCCESS, .crc files) is an input to neardup itself.
     again = neardup("dedup", "spark.jsonl", "--output", "again.jsonl", "--quiet", cwd=work)
@@ -107,7 +120,7 @@ def test_cli_spark_default_master_writes_what_the_local_engine_writes(tmp_path: 
     for key in ("read", "exact_dropped", "near_dropped", "decontaminated", "written"):
         assert manifest["counts"][key] == local_manifest["counts"][key], key
     assert manifest["clusters"] == local_manifest["clusters"]
-    assert manifest["counts"]["decontaminated"] == 2
+    assert manifest["counts"]["decontaminated"] == 3
     shuffled = manifest["shuffle_bytes"]
     assert set(shuffled) == set(manifest["seconds"]), shuffled
     assert all(s["write"] > 0 and s["read"] > 0 for s in shuffled.values()), shuffled
