@@ -168,12 +168,15 @@ class Anchors:
                     out.append((i, i + size, whole))
         return out
 
-    def documents(self, tokens: Tokens, n: int) -> NDArray[np.int64]:
+    def documents(
+        self, tokens: Tokens, n: int, weights: NDArray[np.int64] | None = None
+    ) -> NDArray[np.int64]:
         """The documents of a batch holding a whole item's hash at one of its anchors' (a hash
-        filter: the exact check confirms)."""
+        filter: the exact check confirms); ``weights``: its words', when already in hand."""
         if not len(self.anchor_hashes) or not len(tokens.word_start):
             return np.zeros(0, dtype=np.int64)
-        weights = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end)
+        if weights is None:
+            weights = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end)
         ends = window_ends(weights, tokens.doc_words, n, self.need)
         at = np.flatnonzero(ends >= 0)
         hashes = fnv1a64_spans(tokens.buf, tokens.word_start[at], tokens.word_end[ends[at] - 1])
@@ -248,26 +251,32 @@ class NgramIndex:
         if not texts or not len(self.hashes):
             return out
         tokens = Tokens(texts, tokenizer=self.tokenizer)
-        start, end, doc = window_spans(tokens, self.n, self.tokenizer)
+        weights = None
+        if self.tokenizer != "words":
+            weights = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end)
+        start, end, doc = window_spans(tokens, self.n, self.tokenizer, weights)
         found = self.contains(fnv1a64_spans(tokens.buf, start, end))
-        flagged = np.concatenate((doc[found], self.anchors.documents(tokens, self.n)))
+        wholes = self.anchors.documents(tokens, self.n, weights)
+        flagged = np.concatenate((doc[found], wholes))
         for i in np.unique(flagged).tolist():
             out[i] = self.contaminated(texts[i])
         return out
 
 
 def window_spans(
-    tokens: Tokens, n: int, tokenizer: str = "words"
+    tokens: Tokens, n: int, tokenizer: str = "words", weights: NDArray[np.int64] | None = None
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """Byte spans ``[start, end)`` in ``tokens.buf`` of every window of the batch (its words
-    joined by single spaces, as ``text_grams`` joins them), and the document of each."""
+    joined by single spaces, as ``text_grams`` joins them), and the document of each;
+    ``weights``: its words' (``buffer_weights``), when already in hand."""
     if tokenizer == "words":
         start, end, per_doc = shingle_spans(tokens, n)
         # A text of 1 to n-1 words has one "shingle" of all its words, but no n-gram.
         whole = np.repeat(tokens.doc_words >= n, per_doc)
         doc = np.repeat(np.arange(len(tokens.doc_words)), per_doc)
         return start[whole], end[whole], doc[whole]
-    weights = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end)
+    if weights is None:
+        weights = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end)
     ends = window_ends(weights, tokens.doc_words, n)
     found = np.flatnonzero(ends >= 0)
     doc = np.repeat(np.arange(len(tokens.doc_words)), tokens.doc_words)
