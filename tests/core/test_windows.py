@@ -278,10 +278,17 @@ def test_every_whole_item_has_an_anchor():
     assert anchor_weight(13) == 344
 
 
+#: Runs of letters of the scripts weighed for whole items, as long as whole items are (Han 10
+#: to 21 characters, Thai and Khmer 31 to 69, kana 24 to 51) and around them.
+unspaced_run = st.text(
+    alphabet=st.sampled_from(list("กขคงจฉ中文字かなカナកខគ")), min_size=5, max_size=70
+)
+
+
 @pytest.mark.parametrize("jit", [False, True])
 @settings(max_examples=40, deadline=None)
 @given(
-    items=st.lists(multilingual_text(), min_size=1, max_size=4),
+    items=st.lists(st.one_of(multilingual_text(), unspaced_run), min_size=1, max_size=4),
     texts=st.lists(multilingual_text(), min_size=1, max_size=4),
     n=st.integers(1, 13),
     pick=st.integers(0, 10**6),
@@ -297,6 +304,11 @@ def test_batch_verdicts_with_whole_items_are_the_scalar_ones(
     if grams:
         texts = [*texts, f"x {sorted(grams)[pick % len(grams)]} y"]
     index = NgramIndex(grams, n, M)
+    tokens = Tokens(texts, jit=jit, tokenizer=M)
+    assert (tokens.kernels is not None) == jit
+    # the anchors' hash pass (numpy or compiled tokens) finds the texts the exact spans find
+    exact = {i for i, t in enumerate(texts) if index.anchors.spans(words(t, M))}
+    assert set(index.anchors.documents(tokens, n).tolist()) == exact
     want = [contaminated(t, grams, n, M) for t in texts]
     assert index.contaminated_many(texts).tolist() == want
     assert [index.contaminated(t) for t in texts] == want
