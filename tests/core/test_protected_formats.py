@@ -175,8 +175,8 @@ def test_a_parquet_protected_set_is_cut_into_words_by_its_tokenizer(tmp_path):
 
     path = tmp_path / "evals.parquet"
     pq.write_table(pa.table({"id": ["c1"], "question": ["请检查路径"]}), path)
-    found = read_protected_set(path, 2, tokenizer="multilingual")  # 3 Han characters a window
-    assert found.grams == {"请 检 查": ["c1"], "检 查 路": ["c1"], "查 路 径": ["c1"]}
+    found = read_protected_set(path, 2, tokenizer="multilingual")  # 4 Han characters a window
+    assert found.grams == {"请 检 查 路": ["c1"], "检 查 路 径": ["c1"]}
     assert read_protected_set(path, 1).grams == {"请检查路径": ["c1"]}
 
 

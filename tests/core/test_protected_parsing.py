@@ -423,7 +423,7 @@ def test_protected_ngrams_are_the_union_of_the_files(tmp_path):
     # a Han character weighs 59/64 of an English word: 2 English words are 3 characters
     assert protected_ngrams([one, two], 2, "multilingual") == {
         *parse_protected_set("x", " ".join(WORDS.split()[:14]), ProtectedFormat.TEXT, 2).grams,
-        "请 检 查", "检 查 路", "查 路 径"}  # fmt: skip
+        "请 检 查 路", "检 查 路 径"}  # fmt: skip
     assert protected_ngrams([]) == set()
     assert protected_ngrams(iter([two]), 5) == set()
 

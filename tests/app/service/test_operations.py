@@ -1693,9 +1693,10 @@ def test_a_decontamination_is_charged_to_its_caller(service_in):
 
 
 def test_protected_sets_are_read_with_the_services_tokenizer(service_in):
-    """Under the multilingual tokenizer each CJK character is a word of 59/64 English words:
-    15 shared characters are a shared window of 13 English words' worth (as one unspaced
-    "word" under ``words`` they would not be)."""
+    """Under the multilingual tokenizer each CJK character is a word of 38/64 English words:
+    16 characters are no window of 13 English words' worth (22 are), but at least 10 make a
+    text protected whole (``weighted-3``), found whole in a document (as one unspaced "word"
+    under ``words`` it would not be)."""
     item = (
         "\u6c49\u5b57\u6587\u672c\u7684\u4e00\u4e2a\u4f8b\u5b50\u5185\u5bb9\u6d4b\u8bd5\u6570\u636e"
         "\u5e93"
@@ -1707,7 +1708,7 @@ def test_protected_sets_are_read_with_the_services_tokenizer(service_in):
             found = await service.contamination([f"x {item} y"], None, "k", protect=True)
             return parsed.ngrams, found[0].total
 
-    assert _run(run()) == (2, 1)  # 16 characters: windows from the first and the second
+    assert _run(run()) == (1, 1)  # 16 characters: one n-gram, the whole item
 
 
 def test_a_warm_up_that_failed_is_reported_and_does_not_fail_close(service_in, monkeypatch):

@@ -441,4 +441,5 @@ def test_a_multilingual_service_pages_and_marks_by_characters_and_rates_each_cal
     assert [m.id for m in page.members] == ["h1", "h2"]
     assert page.members[1].jaccard == pytest.approx(91 / 101, abs=1e-12)  # 5 of 96 shingles
     assert "".join(p.text for p in checked.pieces if p.kind == "hit") == HAN[20:30]
-    assert checked.hits == other.hits == [("han", "1", " ".join(HAN[20:24]))]
+    # a window of 3 English words' worth: 6 Han characters (38/64 each, weighted-3)
+    assert checked.hits == other.hits == [("han", "1", " ".join(HAN[20:26]))]
