@@ -22,6 +22,7 @@ from neardup.core._windows import (
     buffer_weights,
     text_grams,
     window_ends,
+    windows,
     word_weights,
 )
 from neardup.core.errors import ParameterError
@@ -34,6 +35,7 @@ __all__ = [
     "contaminated",
     "first_shared_ngram",
     "gram_hashes",
+    "gram_spans",
     "shared_grams",
     "window_spans",
 ]
@@ -70,6 +72,21 @@ def first_shared_ngram(
     ``multilingual`` every gram is weighed first (``NgramIndex`` does it once for many texts)."""
     anchors = Anchors.of(grams, n, tokenizer)
     return next(shared_grams(words(text, tokenizer), grams, n, tokenizer, anchors), None)
+
+
+def gram_spans(
+    w: list[str], grams: Set[str], n: int, tokenizer: str = "words"
+) -> list[tuple[int, int]]:
+    """``[lo, hi)`` of every run of the words ``w`` that is one of ``grams``: its windows, and
+    under ``multilingual`` the whole items (the grams are weighed first: meant for a few, such
+    as the ones a text shares), in order.
+
+    >>> gram_spans(["x", "a", "b", "y"], {"a b"}, 2)
+    [(1, 3)]
+    """
+    found = [(lo, hi) for lo, hi in windows(w, n, tokenizer) if " ".join(w[lo:hi]) in grams]
+    found += [(lo, hi) for lo, hi, _ in Anchors.of(grams, n, tokenizer).spans(w)]
+    return sorted(found)
 
 
 def shared_grams(

@@ -233,10 +233,10 @@ def windows(w: Sequence[str], n: int, tokenizer: str = "words") -> list[tuple[in
 
     >>> windows(["a", "b", "c"], 2)
     [(0, 2), (1, 3)]
-    >>> windows(["ก"] * 4, 1, "multilingual")  # a Thai code point weighs 19/64 of a word
-    [(0, 4)]
-    >>> windows(["ดี", "ดี", "ก", "ก"], 1, "multilingual")  # two code points: 38/64
-    [(0, 2), (1, 4)]
+    >>> windows(["ก"] * 6, 1, "multilingual")  # a Thai code point weighs 12/64 of a word
+    [(0, 6)]
+    >>> windows(["ดี", "ดี", "ดี", "ก", "ก"], 1, "multilingual")  # two code points: 24/64
+    [(0, 3), (1, 5)]
     """
     if tokenizer == "words":
         return [(i, i + n) for i in range(len(w) - n + 1)]

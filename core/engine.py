@@ -136,7 +136,7 @@ from neardup.core._json import (
     same_json,
 )
 from neardup.core._matches import MAX_LISTED, Match, Protection, sample_capped, word_spans
-from neardup.core._ngrams import NgramIndex, charged_words
+from neardup.core._ngrams import NgramIndex, charged_words, gram_spans
 from neardup.core._params import INDEX_KEYS, MinhashParams
 from neardup.core._plain import PlainShape, plain_text_shape
 from neardup.core._protected import (
@@ -329,6 +329,7 @@ __all__ = [
     "fan_out",
     "finite_value",
     "get_field",
+    "gram_spans",
     "groups_of",
     "id_problem",
     "id_rank",

@@ -7,7 +7,7 @@ import re
 from collections.abc import Set
 from dataclasses import dataclass
 
-from neardup.core.engine import windows, word_spans
+from neardup.core.engine import gram_spans, word_spans
 
 __all__ = ["Piece", "highlight_ngrams", "word_diff", "words_end"]
 
@@ -57,14 +57,13 @@ def word_diff(root: str, member: str) -> list[Piece]:
 
 def highlight_ngrams(text: str, grams: Set[str], n: int, tokenizer: str = "words") -> list[Piece]:
     """The text with every word (by ``tokenizer``, as the n-grams were made) inside a shared
-    n-gram marked ``hit``."""
+    n-gram (a window, or a whole item: ``gram_spans``) marked ``hit``."""
     found, at = word_spans(text, tokenizer)
     spans = [(start, end, word) for word, (start, end) in zip(found, at, strict=True)]
     covered = [False] * len(spans)
-    for lo, hi in windows(found, n, tokenizer):
-        if " ".join(found[lo:hi]) in grams:
-            for j in range(lo, hi):
-                covered[j] = True
+    for lo, hi in gram_spans(found, grams, n, tokenizer):
+        for j in range(lo, hi):
+            covered[j] = True
     pieces: list[Piece] = []
     pos = 0
     for (start, end, _), hit in zip(spans, covered, strict=True):

@@ -61,7 +61,7 @@ ENGINE_NAMES = {
     # the tokenizers, and words with their spans in the original text (issue 21)
     "TOKENIZERS", "word_spans",
     # decontamination windows of the same amount of text in every script (issue 31)
-    "window_version", "windows",
+    "window_version", "windows", "gram_spans",
     # what a contamination check is charged: its words, at least one n-gram's (issue 23)
     "charged_words",
     # JSON without NaN/Infinity, one rule for the batch engines and the service (issue 23)

@@ -53,7 +53,8 @@ def test_s_curve_of_the_default_configuration():
 def test_highlight_marks_the_characters_of_a_multilingual_ngram():
     grams = {"哈 希 函 数"}
     text = "在计算机科学中，哈希函数是一种函数。"
-    pieces = highlight_ngrams(text, grams, 3, "multilingual")  # 3 words' worth: 4 Han
+    # 3 English words' worth is a window of 6 Han characters: 4 are a whole item (weighted-3)
+    pieces = highlight_ngrams(text, grams, 3, "multilingual")
     assert "".join(p.text for p in pieces if p.kind == "hit") == "哈希函数"
     assert "".join(p.text for p in pieces) == text
     assert not [p for p in highlight_ngrams(text, grams, 4) if p.kind == "hit"]
