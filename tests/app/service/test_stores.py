@@ -84,6 +84,22 @@ def test_a_store_records_the_window_definition_and_refuses_another_naming_both(o
     )
 
 
+def test_a_store_of_weighted_2_windows_refuses_a_weighted_3_replica(opener):
+    """Issue 31: a store a multilingual service made under ``weighted-2`` is refused by one
+    running ``weighted-3`` (longer windows, whole items), naming both."""
+    params = MinhashParams(tokenizer="multilingual").store_params()
+    assert params["windows"] == "weighted-3"
+    store = opener()
+    try:
+        store.ensure_params({**params, "windows": "weighted-2"})
+        with pytest.raises(ParameterMismatch) as caught:
+            store.ensure_params(params)
+    finally:
+        store.close()
+    assert ": WINDOWS is weighted-3 but the " in str(caught.value)
+    assert " was created with weighted-2 " in str(caught.value)
+
+
 def test_documents_round_trip_through_either_store(opener):
     store = opener()
     store.ensure_params(PARAMS)
