@@ -413,7 +413,8 @@ def protected_ngrams(
     is not a JSON object raises CorpusError with its line number, and so does a name that
     cannot be read as items. A ``.txt`` file is one protected text. A text of fewer than ``n``
     words contributes nothing (under ``multilingual``: of less than ``n`` English words' worth,
-    its windows being words weighed by script, ``core._windows``).
+    its windows being words weighed by script, ``core._windows``; unless it is protected whole,
+    its words joined by single spaces its one n-gram: ``core._windows.is_whole``).
     """
     check_n(n)
     grams: set[str] = set()
