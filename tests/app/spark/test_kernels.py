@@ -26,7 +26,7 @@ from neardup.core.engine import (
     parse_protected_set,
 )
 from tests.app.spark.conftest import run_local
-from tests.core.test_windows import multilingual_text
+from tests.core.test_windows import multilingual_text, unspaced_run
 
 PARAMS = MinhashParams(num_perm=16, bands=4, threshold=0.5)
 
@@ -224,15 +224,16 @@ def test_clean_batch_is_true_for_the_texts_sharing_no_protected_ngram():
 
 @settings(max_examples=30, deadline=None)
 @given(
-    item=multilingual_text(),
+    item=st.one_of(multilingual_text(), unspaced_run),
     others=st.lists(multilingual_text(max_runs=4), min_size=1, max_size=6),
     n=st.integers(1, 13),
 )
 def test_the_kernels_verdicts_and_reasons_are_the_local_engines_under_weighted_windows(
     item: str, others: list[str], n: int
 ) -> None:
-    """Under ``multilingual`` (windows of n English words' worth, core._windows) the executors'
-    batch functions give the local engine's verdicts and first matches, quotes among them."""
+    """Under ``multilingual`` (windows of n English words' worth, core._windows; short items
+    of unspaced scripts protected whole) the executors' batch functions give the local
+    engine's verdicts and first matches, quotes among them."""
     body = json.dumps({"id": "q", "text": item})
     protected = parse_protected_set("eval", body, ProtectedFormat.JSONL, n, "multilingual")
     texts = [*others, *(f"{o} {item}" for o in others)]
