@@ -12,8 +12,9 @@ Spaced scripts keep their windows, and their items under 13 English words protec
 Everything is measured on the same seeds, items and documents as ``bench.multilingual.pooled``
 (its ``case``), with windows and whole items matched by a 64-bit polynomial hash of word ids
 (vectorised; a collision over these few million windows is negligible), and the English
-baseline the same machinery at 13 words a window. ``--check`` first reproduces ``pooled``'s
-counts under ``weighted-2`` (``W = 13``, no floor) for the first seed.
+baseline the same machinery at 13 words a window. ``--windows 13 --floors none`` gives
+``weighted-2``'s counts, and ``--weights 38,16,12,12,12,12,12:85,35,27,27,27,29,26`` core's
+``weighted-3`` ones (``pooled``'s), line for line.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ T = "multilingual"
 N = 13
 #: The scripts written without spaces whose windows are lengthened.
 UNSPACED = ("Han", "Kana", "Thai", "Lao", "Khmer", "Myanmar", "Tibetan")
+#: Their ``weighted-2`` weights (per code point from Thai on), from which ``--windows`` and
+#: ``--floors`` scale: fixed here, as core's tables now hold ``weighted-3``'s.
+WEIGHTED_2 = (59, 24, 19, 19, 19, 20, 18)
 _BASE = np.uint64(0x9E3779B97F4A7C15)
 _INV = np.uint64(pow(0x9E3779B97F4A7C15, -1, 2**64))
 
@@ -59,7 +63,8 @@ _PER_CODE_POINT = np.array([any(n == s for n, _, _ in CHARACTER_WEIGHTS) for s i
 
 @dataclass
 class Texts:
-    """A batch of texts as word ids, ``weighted-2`` weights and unspaced flags, concatenated."""
+    """A batch of texts as word ids, core's weights (used for every script but UNSPACED's),
+    UNSPACED script indices and code points, concatenated."""
 
     ids: NDArray[np.uint64]
     weights: NDArray[np.int64]
@@ -149,7 +154,8 @@ def _window_weights(t: Texts, v: Variant) -> tuple[NDArray[np.int64], int]:
     if v.table is not None:
         return _table_weights(t, v.table[0]), N * WEIGHT_UNIT
     # exact in integers: everything times ``window``
-    return np.where(t.script >= 0, t.weights * N, t.weights * v.window), N * WEIGHT_UNIT * v.window
+    base = _table_weights(t, WEIGHTED_2)
+    return np.where(t.script >= 0, base * N, base * v.window), N * WEIGHT_UNIT * v.window
 
 
 def _floor_weights(t: Texts, v: Variant) -> tuple[NDArray[np.int64], float]:
@@ -157,8 +163,9 @@ def _floor_weights(t: Texts, v: Variant) -> tuple[NDArray[np.int64], float]:
         return _table_weights(t, v.table[1]), N * WEIGHT_UNIT
     # unspaced words times 13 / floor, others as they are (then a spaced-only text reaches the
     # floor only with a window of its own)
-    assert v.floor is not None
-    return np.where(t.script >= 0, t.weights * N, t.weights * v.floor), N * WEIGHT_UNIT * v.floor
+    floor = v.floor if v.floor is not None else N
+    base = _table_weights(t, WEIGHTED_2)
+    return np.where(t.script >= 0, base * N, base * floor), N * WEIGHT_UNIT * floor
 
 
 def _ends(t: Texts, weights: NDArray[np.int64], need: int) -> NDArray[np.int64]:
@@ -302,10 +309,14 @@ def score(row: Pooled, p: Prepared, v: Variant) -> None:
 
 
 def sweep(
-    language: str, seeds: range, items: int, variants: list[Variant]
+    language: str,
+    seeds: range,
+    items: int,
+    variants: list[Variant],
+    roots: tuple[str, ...] = ROOTS,
 ) -> dict[Variant, Pooled]:
     """Pooled rows of every variant over the seeds."""
-    found, _ = language_messages(language, ROOTS)
+    found, _ = language_messages(language, roots)
     rows = {v: Pooled(language) for v in variants}
     for seed in seeds:
         p = prepare(language, found, items, seed)
@@ -329,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", help="instead: window weights per script of UNSPACED, "
                         "comma-separated, then ':' and the floor weights")  # fmt: skip
     parser.add_argument("--table", action="store_true", help="one pooled table per variant")
+    parser.add_argument("--catalogs", default=":".join(ROOTS), help="roots (%(default)s)")
     args = parser.parse_args(argv)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     floors = [None if f == "none" else float(f) for f in args.floors.split(",")]
@@ -339,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     for language in args.languages.split(","):
         if language not in LANGUAGES:
             parser.error(f"unknown language {language}")
-        rows = sweep(language, seeds, args.items, variants)
+        roots = tuple(root for root in args.catalogs.split(":") if root)
+        rows = sweep(language, seeds, args.items, variants, roots)
         if args.table:
             for v, row in rows.items():
                 print(f"{language}: {v.label()}")

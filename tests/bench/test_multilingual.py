@@ -115,3 +115,24 @@ def test_wilson_intervals_are_the_textbook_values():
     low, high = wilson(5, 100)
     assert (round(low, 4), round(high, 4)) == (0.0215, 0.1118)
     assert wilson(0, 10)[0] == 0.0 and round(wilson(0, 10)[1], 4) == 0.2775
+
+
+def test_whole_reproduces_pooled_under_weighted_3_and_scales_weighted_2(near_copies, capsys):
+    """``bench.multilingual.whole`` (issue 31's prototype, its own hashes of word ids) counts
+    what core counts: its table of ``weighted-3``'s weights gives ``pooled``'s row, and its
+    scaled windows of 13 with no floor are ``weighted-2``'s own weights."""
+    from bench.multilingual.pooled import main as pooled
+    from bench.multilingual.whole import main as whole
+
+    common = ["--languages", "th", "--items", "20", "--seeds", "2", "--catalogs", near_copies]
+    assert pooled(common) == 0
+    core = next(r for r in capsys.readouterr().out.splitlines() if r.startswith("| th |"))
+    weighted_3 = "38,16,12,12,12,12,12:85,35,27,27,27,29,26"
+    assert whole([*common, "--weights", weighted_3, "--table"]) == 0
+    mine = next(r for r in capsys.readouterr().out.splitlines() if r.startswith("| th |"))
+    assert mine == core
+    assert whole([*common, "--windows", "13", "--floors", "none"]) == 0
+    scaled = capsys.readouterr().out.splitlines()[1].split(":", 1)[1]
+    weighted_2 = "59,24,19,19,19,20,18"
+    assert whole([*common, "--weights", f"{weighted_2}:{weighted_2}"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split(":", 1)[1] == scaled
