@@ -148,13 +148,17 @@ class Anchors:
     whole_hashes: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
 
     @classmethod
-    def of(cls, grams: Iterable[str], n: int, tokenizer: str) -> Anchors:
-        """The anchors of the grams lighter than a window (none under ``words``)."""
+    def of(
+        cls, grams: Iterable[str], n: int, tokenizer: str, light: Iterable[str] | None = None
+    ) -> Anchors:
+        """The anchors of the grams lighter than a window (none under ``words``); ``light``:
+        those grams, when known (a protected set knows its whole items), else every gram is
+        weighed to find them."""
         found = cls(anchor_weight(n))
         if tokenizer == "words":
             return found
         wholes: list[tuple[str, int, str]] = []
-        for gram in _light(list(grams), n):
+        for gram in _light(list(grams), n) if light is None else sorted(light):
             w = gram.split(" ")
             end = int(window_ends(word_weights(w), np.array([len(w)]), n, found.need)[0])
             if end >= 0:  # a gram lighter than its anchor matches nothing
@@ -236,14 +240,21 @@ class NgramIndex:
     exactly ``contaminated``'s, at numpy speed for the clean majority.
     """
 
-    def __init__(self, grams: Set[str], n: int = 13, tokenizer: str = "words") -> None:
+    def __init__(
+        self,
+        grams: Set[str],
+        n: int = 13,
+        tokenizer: str = "words",
+        wholes: Iterable[str] | None = None,
+    ) -> None:
         check_n(n)
         check_tokenizer(tokenizer)
         self.grams = grams
         self.n = n
         self.tokenizer = tokenizer
         self.hashes = np.sort(gram_hashes(list(grams)))
-        self.anchors = Anchors.of(grams, n, tokenizer)
+        # ``wholes``: the grams protected as a whole, when the caller knows them (else weighed)
+        self.anchors = Anchors.of(grams, n, tokenizer, wholes)
 
     def first_shared(self, text: str) -> str | None:
         """``first_shared_ngram(text, grams, n, tokenizer)``, the whole items weighed once."""

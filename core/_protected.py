@@ -53,7 +53,7 @@ from neardup.core._ngrams import NgramIndex, check_n, shared_grams
 from neardup.core._storage import filesystem
 from neardup.core._text import check_tokenizer, words
 from neardup.core._utf8 import reread_utf8_error
-from neardup.core._windows import protected_grams, window_version
+from neardup.core._windows import is_whole, window_grams, window_version
 from neardup.core.errors import CorpusError, ParameterError
 
 __all__ = [
@@ -143,11 +143,14 @@ class ProtectedSet:
     windows: list[str] = field(default_factory=list, repr=False)
     #: How its texts (and the texts checked against it) are cut into words.
     tokenizer: str = "words"
+    #: Its n-grams that are whole texts protected as a whole (``core._windows.is_whole``);
+    #: None: not known (found by weighing every n-gram).
+    wholes: frozenset[str] | None = field(default=None, repr=False)
     index: NgramIndex = field(init=False, repr=False)
     _caps: dict[int, frozenset[str]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.index = NgramIndex(self.grams.keys(), self.n, self.tokenizer)
+        self.index = NgramIndex(self.grams.keys(), self.n, self.tokenizer, self.wholes)
 
     def capped_by_items(self, cap: int) -> frozenset[str]:
         """The n-grams in more than ``cap`` items (computed once per cap)."""
@@ -339,11 +342,12 @@ def _from_items(
     grams: dict[str, list[str]] = {}
     layout: dict[str, list[tuple[int, int, int]]] = {}
     windows: list[str] = []
+    wholes: set[str] = set()
     for line, item in items:
         label = item_label(item, line)
         for text in item_strings(item):
-            _add(grams, layout, windows, text, label, n, tokenizer)
-    return ProtectedSet(name, len(items), grams, n, layout, windows, tokenizer)
+            _add(grams, layout, windows, wholes, text, label, n, tokenizer)
+    return ProtectedSet(name, len(items), grams, n, layout, windows, tokenizer, frozenset(wholes))
 
 
 def read_protected_set(
@@ -474,6 +478,7 @@ def _add(
     grams: dict[str, list[str]],
     layout: dict[str, list[tuple[int, int, int]]],
     windows: list[str],
+    wholes: set[str],
     text: str,
     label: str,
     n: int,
@@ -481,7 +486,11 @@ def _add(
 ) -> None:
     w = words(text, tokenizer)
     lo = len(windows)
-    windows.extend(protected_grams(w, n, tokenizer))
+    found = window_grams(w, n, tokenizer)
+    if not found and is_whole(w, n, tokenizer):
+        found = [" ".join(w)]
+        wholes.add(found[0])
+    windows.extend(found)
     for gram in windows[lo:]:
         labels = grams.setdefault(gram, [])
         # Usually the label is the last one added: skip the scan of the list then.

@@ -354,10 +354,14 @@ def _output_lines(
     n, tokenizer = minhash.ngram, minhash.tokenizer
     sets = [read_protected_set(path, n, tokenizer=tokenizer) for path in protected]
     # --removed says which set, item and n-gram: the sets themselves; else their n-grams do.
+    # (and the n-grams protected as a whole: the executors need not weigh every n-gram)
     shipped: Any = (
-        [(s.name, s.items, s.grams) for s in sets]
+        [(s.name, s.items, s.grams, s.wholes) for s in sets]
         if removing
-        else sorted({g for s in sets for g in s.grams})
+        else (
+            sorted({g for s in sets for g in s.grams}),
+            sorted({g for s in sets for g in s.wholes or ()}),
+        )
     )
     shared = spark.sparkContext.broadcast(shipped) if sets else None
     why = [c for c in ("reason", "duplicate_of", "estimate") if c in kept.columns]
@@ -369,10 +373,11 @@ def _output_lines(
             return None
         if removing:
             return Protection(
-                [ProtectedSet(name, items, grams, n, tokenizer=tokenizer)
-                 for name, items, grams in shared.value]
+                [ProtectedSet(name, items, grams, n, tokenizer=tokenizer, wholes=wholes)
+                 for name, items, grams, wholes in shared.value]
             )  # fmt: skip
-        return NgramIndex(set(shared.value), n, tokenizer)
+        grams, wholes = shared.value
+        return NgramIndex(set(grams), n, tokenizer, wholes)
 
     def clean(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa

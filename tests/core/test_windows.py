@@ -314,3 +314,21 @@ def test_batch_verdicts_with_whole_items_are_the_scalar_ones(
     assert [index.contaminated(t) for t in texts] == want
     if grams:
         assert want[-1]
+
+
+def test_a_protected_set_names_its_whole_items_as_weighing_finds_them():
+    """A protected set hands its index the n-grams it protected whole; an index given only the
+    n-grams (the Spark executors', ``protected_ngrams``') finds the same ones by weighing."""
+    from neardup.core._ngrams import Anchors
+
+    han = "评估集中的这道题目不应该出现在训练数据里"  # 20 Han characters: no window, whole
+    body = "\n".join(
+        json.dumps({"id": str(i), "text": t}, ensure_ascii=False)
+        for i, t in enumerate([THAI_ITEM, han, THAI_ITEM * 2, "a short english text"])
+    )
+    protected = parse_protected_set("eval", body, ProtectedFormat.JSONL, 13, M)
+    whole = {" ".join(words(THAI_ITEM, M)), " ".join(words(han, M))}
+    assert protected.wholes == whole and set(protected.grams) > whole
+    weighed = Anchors.of(protected.grams.keys(), 13, M)
+    assert weighed.by_anchor == protected.index.anchors.by_anchor
+    assert sorted(g for v in weighed.by_anchor.values() for _, g in v) == sorted(whole)
