@@ -54,6 +54,14 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     json_limits,
 )
+from neardup.app.service.flush import (
+    Batch,
+    Mark,
+    commit_flush,
+    run_store,
+    start_mark,
+    write_flush,
+)
 from neardup.app.service.index import Found, Plan, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
@@ -68,6 +76,7 @@ from neardup.app.service.store import (
     PRUNE_BATCH,
     Change,
     ProtectedSetRow,
+    SQLiteStore,
     Store,
     StoredDoc,
     lock_settings,
@@ -82,6 +91,7 @@ from neardup.core.engine import (
     Doc,
     DocIndex,
     DuplicateIdError,
+    IndexConflictError,
     IndexPart,
     JSONBudget,
     MinhashParams,
@@ -121,6 +131,11 @@ POLL_SECONDS = 0.5
 #: A replica prunes the shared store's history at least this often (more often for a retention
 #: window under four times this).
 PRUNE_SECONDS = 60.0
+#: Flushes into the served index tried in a row when other runs keep committing first.
+FLUSH_ATTEMPTS = 5
+#: Seconds the flush at shutdown may take before it is abandoned (logged: the store holds
+#: every document, and the next start flushes them).
+SHUTDOWN_FLUSH_SECONDS = 120.0
 #: What a kept document (or cut piece) of a decontamination answer may hold besides its text, as
 #: Python objects and as JSON: its ``meta.decontamination``, every list at most MAX_LISTED long.
 DECONT_META_BYTES = 4096
@@ -225,6 +240,17 @@ class Service:
         #: the log is older than the entries kept), and how many times it did.
         self.reloading: str | None = None
         self.reloads = 0
+        #: Flushing into the served index (app/service/flush.py): the store's identity, what
+        #: was committed, one flush at a time, the flushes done, the background task, and
+        #: when the last flush ended (for FLUSH_SECONDS).
+        self._store_id = ""
+        self._mark = Mark()
+        self._flushing = asyncio.Lock()
+        self.flushes = 0
+        self._flusher: asyncio.Task[None] | None = None
+        self._flush_task: asyncio.Task[None] | None = None
+        self._flushed_at = time.monotonic()
+        self._refreshing = asyncio.Lock()
 
     @classmethod
     async def start(cls, settings: Settings, store: Store | None = None) -> Service:
@@ -257,6 +283,8 @@ class Service:
             raise
         if service.served is not None and settings.index_refresh > 0:
             service._refresher = asyncio.create_task(service._refresh_every())
+        if service.flushing and settings.flush_seconds > 0:
+            service._flusher = asyncio.create_task(service._flush_every())
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
@@ -351,6 +379,8 @@ class Service:
             log.info(
                 "serving the index version=%d documents=%d", self.served.version, self.served.rows
             )
+            if self.flushing:
+                self._start_flushing()
         self._install(self._read_state())
         self.recovery_seconds = time.perf_counter() - started
         log.info(
@@ -368,7 +398,9 @@ class Service:
         )
         index = ServiceIndex(self.params, self.settings.max_matches)
         with self.store.recovering():  # one snapshot, whose log position is then ours
-            extent, count = self.store.extent(), self.store.document_count()
+            # Numbers flushed are never given again (the store's largest may have been deleted).
+            extent = max(self.store.extent(), self._mark.through + 1)
+            count = self.store.document_count()
             log.info("recovering: reading up to %d documents from the store", count)
             every = self.settings.recovery_log_seconds
             index.load(count, extent, _recovery_progress(chunks, count, every))
@@ -433,6 +465,10 @@ class Service:
         first, and an id it holds again (a replace) is linked anew if a document here matches
         it. Parts it drops (a compaction, a rewrite) are no longer read; documents linked from
         them stay linked until the next start."""
+        async with self._refreshing:  # the refresh task's and a flush's: one at a time
+            return await self._refresh_index()
+
+    async def _refresh_index(self) -> bool:
         served = self.served
         if served is None:
             return False
@@ -440,7 +476,11 @@ class Service:
         if latest is None:
             return False
         known = {p.name for p in served.index.parts}
-        added = [p for p in latest.parts if p.name not in known]
+        # Parts this store flushed hold its own documents (or hidden ones): nothing to link.
+        added = [
+            p for p in latest.parts
+            if p.name not in known and (not self._store_id or run_store(p) != self._store_id)
+        ]  # fmt: skip
         deleted = await asyncio.to_thread(deleted_since, served.index, latest)
         while True:
             since, reloads = self.index.next_number, self.reloads
@@ -473,7 +513,7 @@ class Service:
         kept = [np.empty((0, self.params.num_perm), dtype=np.uint32)]
         batches = latest.signature_batches(added)
         while (batch := await asyncio.to_thread(next, batches, None)) is not None:
-            rows = await self.read_index(partial(_matched_rows, *batch))
+            rows = await self.read_index(partial(_matched_rows, *batch, self.served))
             ids += [batch[0][k] for k in rows]
             kept.append(batch[1][rows])
         return ids, np.concatenate(kept)
@@ -601,8 +641,18 @@ class Service:
                 log.exception("could not prune the store's history; trying again later")
 
     async def close(self) -> None:
-        """Stop the pool and close the store (after in-flight requests finished)."""
+        """Flush into the served index (bounded: a failure is logged, the store holds every
+        document), stop the pool and close the store (after in-flight requests finished)."""
         await self._stop_warming()
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._flusher
+        if self.flushing:
+            try:
+                await asyncio.wait_for(self.flush(), SHUTDOWN_FLUSH_SECONDS)
+            except Exception:  # TimeoutError included: the next start flushes them
+                log.exception("the flush at shutdown failed; the store keeps the documents")
         if self._refresher is not None:
             self._refresher.cancel()
             with suppress(asyncio.CancelledError):
@@ -830,6 +880,7 @@ class Service:
                 removal = await asyncio.to_thread(self.index.plan_removal, doc.id)
                 near = await asyncio.to_thread(self._near, sig[None, :])
                 await self._write(self.store.replace_document, num, row)
+                self._hide_flushed(doc.id, num)
                 # Durable: now memory. One document's plan is bounded by its candidates (copies
                 # are one class); it stays here so no reader sees the id missing meanwhile.
                 self.index.apply_removal(removal)
@@ -849,8 +900,11 @@ class Service:
             num = self._known(doc_id)
             # Regrouping the cluster grows with its size: planned off the event loop.
             removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
-            twin = await asyncio.to_thread(self._twin, doc_id)
+            flushed = self._flushed_number(num)
+            # The index's row of a flushed document is this one: it must not come back.
+            twin = None if flushed else await asyncio.to_thread(self._twin, doc_id)
             await self._write(self.store.delete_document, num)
+            self._hide_flushed(doc_id, num)
             self.index.apply_removal(removal)
             self._link_twin(doc_id, twin)
 
@@ -915,10 +969,13 @@ class Service:
     def stats(self) -> dict[str, Any]:
         """Counts for /v1/stats and /metrics."""
         sizes = self.index.clusters_by_size(2)
+        unflushed = self.unflushed()
         return {
             "documents": len(self.index),
-            "indexed_documents": 0 if self.served is None else self.served.rows,
+            "indexed_documents": self._indexed_others(unflushed),
             "index_version": 0 if self.served is None else self.served.version,
+            "unflushed": unflushed,
+            "index_flushes": self.flushes,
             "indexed_linked": self.index.linked,
             "clusters": len(sizes),
             "duplicates": sum(sizes.values()) - len(sizes),
@@ -934,6 +991,165 @@ class Service:
             "index_compactions": self.compactions,
             "log_reloads": self.reloads,
         }
+
+    # --- flushing the service's documents into the served index (app/service/flush.py) ----------
+
+    @property
+    def flushing(self) -> bool:
+        """Whether this service writes its documents into the index it serves."""
+        return self.settings.flushes and isinstance(self.store, SQLiteStore)
+
+    def _flush_store(self) -> SQLiteStore:
+        if not isinstance(self.store, SQLiteStore):  # Settings.flushes refuses a shared store
+            raise RuntimeError("only the embedded store flushes into the index")
+        return self.store
+
+    def _start_flushing(self) -> None:
+        """At start, before the store is read: what was flushed (``flush.start_mark``), and the
+        flushed documents deleted since, hidden until the next flush deletes their rows."""
+        assert self.served is not None
+        store = self._flush_store()
+        self._store_id, self._mark = start_mark(store, self.served.index)
+        store.index_deletes_through = self._mark.through
+        self.served.hidden = {doc_id for _, doc_id, _, _ in store.index_deletes()}
+        log.info(
+            "flushing into the index: flushed through document %d (version %d), %d deleted "
+            "since", self._mark.through, self._mark.version, len(self.served.hidden),
+        )  # fmt: skip
+
+    def _flushed_number(self, num: int) -> bool:
+        """Whether document ``num`` is in the index, or in a flush being written (its deletion
+        is then recorded by the store for the next flush)."""
+        if not self.flushing:
+            return False
+        through = self._flush_store().index_deletes_through
+        return through is not None and num <= through
+
+    def _hide_flushed(self, doc_id: str, num: int) -> None:
+        """After a flushed document ``num`` was deleted or replaced: its row in the index is
+        answered no more."""
+        if self.served is not None and self._flushed_number(num):
+            self.served.hidden.add(doc_id)
+
+    def unflushed(self) -> int:
+        """The service's documents not in the index yet (0 when it does not flush). Grows with
+        them (at most about FLUSH_ROWS), not with the documents."""
+        if not self.flushing:
+            return 0
+        return len(self.index.documents_since(self._mark.through + 1))
+
+    def _indexed_others(self, unflushed: int) -> int:
+        """The served index's documents but the service's own flushed ones (counted in
+        ``documents``) and the rows of flushed documents deleted since (hidden)."""
+        if self.served is None:
+            return 0
+        if not self.flushing:
+            return self.served.rows
+        own = len(self.index) - unflushed + len(self.served.hidden)
+        return max(self.served.rows - own, 0)
+
+    def _flush_soon(self) -> None:
+        """Flush in the background once FLUSH_ROWS documents were numbered since the last
+        flush (removed ones included: a cheap bound, checked after every write)."""
+        rows = self.settings.flush_rows
+        if not self.flushing or rows <= 0 or self._flushing.locked():
+            return
+        running = self._flush_task is not None and not self._flush_task.done()
+        if not running and self.index.next_number - 1 - self._mark.through >= rows:
+            self._flush_task = asyncio.create_task(self._flush_logged())
+
+    async def _flush_every(self) -> None:
+        """Flush every FLUSH_SECONDS (after the last flush) while documents or deletions wait.
+        A flush under way is shielded: cancelling this task (at shutdown) never stops one
+        between its commit and recording it."""
+        every = self.settings.flush_seconds
+        while True:
+            await asyncio.sleep(max(self._flushed_at + every - time.monotonic(), 0.05))
+            if time.monotonic() - self._flushed_at >= every:
+                await asyncio.shield(self._flush_logged())
+
+    async def _flush_logged(self) -> None:
+        """``flush``, a failure logged (the store keeps the documents: the next one retries)."""
+        try:
+            await self.flush()
+        except Exception:
+            log.exception("could not flush into the index; trying again later")
+            self._flushed_at = time.monotonic()
+
+    async def flush(self) -> int | None:
+        """Write the documents registered since the last flush, and the deletions of flushed
+        ones, into the served index as its next version (``flush.write_flush``: off the event
+        loop; registrations wait only while the batch is taken); the version committed, or
+        None when there was nothing to write. Another run committing first
+        (IndexConflictError) is retried on its version, FLUSH_ATTEMPTS times."""
+        if not self.flushing or self.served is None:
+            return None
+        url = self.served.url
+        async with self._flushing:
+            for attempt in range(1, FLUSH_ATTEMPTS + 1):
+                batch = await self._flush_batch()
+                if not batch.ids and not batch.deletes:
+                    self._flushed_at = time.monotonic()
+                    return None
+                args = (url, self.params, batch, self._store_id, self._mark)
+                written = await asyncio.to_thread(write_flush, *args)
+                if written is None:  # the deletes had no row left to delete
+                    mark = self._mark
+                    await self._flushed(
+                        Mark(mark.version, mark.token, mark.through, batch.deletes_through)
+                    )
+                    return None
+                store = self._flush_store()
+                await self._write(store.set_flush_state, {"attempt": written.mark.as_json()})
+                try:
+                    version = await asyncio.to_thread(commit_flush, written, self.params)
+                except IndexConflictError as exc:
+                    log.info("flush: %s; writing it again on the new version", exc)
+                    if attempt == FLUSH_ATTEMPTS:
+                        raise
+                    continue
+                await self._flushed(written.mark)
+                log.info(
+                    "flushed into the index version=%d documents=%d deletes=%d",
+                    version, len(batch.ids), len(written.vectors),
+                )  # fmt: skip
+                return version
+        return None
+
+    async def _flush_batch(self) -> Batch:
+        """What to flush, taken under the write lock (exact: no registration in between):
+        the documents numbered after the mark, and the store's index deletes after it. From
+        then on the store records the deletion of any of them."""
+        async with self._writing():
+            ids = self.index.documents_since(self._mark.through + 1)
+            through = self.index.next_number - 1
+            sigs = self.index.signatures_of(ids) if ids else np.empty((0, self.params.num_perm))
+            store = self._flush_store()
+            digests = await self._io_call(store.digests, ids) if ids else {}
+            deletes = await self._io_call(store.index_deletes)
+            store.index_deletes_through = max(through, self._mark.through)
+        raw = b"".join(digests[i][:16] for i in ids)
+        halves = np.frombuffer(raw, dtype="<u8").reshape(-1, 2).astype(np.uint64)
+        later = [(q, i, d) for q, i, d, _ in deletes if q > self._mark.deletes]
+        return Batch(ids, halves, sigs.astype(np.uint32), through, later)
+
+    async def _flushed(self, mark: Mark) -> None:
+        """Record ``mark`` (durably: its deletes forgotten), serve the version committed, then
+        stop hiding the rows whose deletion it committed."""
+        store = self._flush_store()
+        await self._write(store.set_flush_state, {"committed": mark.as_json()}, mark.deletes)
+        self._mark = mark
+        self.flushes += 1
+        self._flushed_at = time.monotonic()
+        try:
+            await self.refresh_index()
+        except Exception:  # hidden rows stay hidden until a version without them is served
+            log.exception("could not serve the version flushed; serving the one read")
+            return
+        async with self._lock:
+            left = await self._io_call(store.index_deletes)
+            if self.served is not None:
+                self.served.hidden = {doc_id for _, doc_id, _, _ in left}
 
     # --- replicas: following a shared store's log of changes -----------------------------------
 
@@ -959,6 +1175,7 @@ class Service:
                 await self._io_call(self.store.unlock_writes)
                 self.log_position = self.store.position()  # this write's entry, if it made one
                 self._compact_soon()
+                self._flush_soon()
 
     def _compact_soon(self) -> None:
         """Compact the index in the background once its removed documents' slots are as many
@@ -1351,9 +1568,12 @@ def _page(
     return groups, (page[-1] if more and page else None)
 
 
-def _matched_rows(ids: list[str], sigs: NDArray[np.uint32], index: ServiceIndex) -> list[int]:
-    """``served.matched_rows`` with the index last (what ``Service.read_index`` passes)."""
-    return matched_rows(index, ids, sigs)
+def _matched_rows(
+    ids: list[str], sigs: NDArray[np.uint32], served: ServedIndex | None, index: ServiceIndex
+) -> list[int]:
+    """``served.matched_rows`` with the index last (what ``Service.read_index`` passes), the
+    served index's hidden rows left out."""
+    return matched_rows(index, ids, sigs, () if served is None else served.hidden)
 
 
 def _query_matches(
