@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
 import uuid
 from contextlib import suppress
 from dataclasses import asdict, dataclass
@@ -107,11 +108,15 @@ class Written:
     mark: Mark
 
     def discard(self) -> None:
-        """Remove the files written (listed by no version: a lost race, or a failure)."""
-        files = [*([] if self.part is None else self.part.all_files), *self.vectors.values()]
-        for f in files:
+        """Remove the files written (listed by no version: a lost race, or a failure), the new
+        part's directory whole."""
+        for f in self.vectors.values():
             with suppress(OSError, FileNotFoundError):
                 self.base.fs.rm(self.base.path(f.path))
+        if self.part is not None:
+            folder = posixpath.dirname(self.part.files[0].path)
+            with suppress(OSError, FileNotFoundError):
+                self.base.fs.rm(self.base.path(folder), recursive=True)
 
 
 def _version() -> str:

@@ -1108,6 +1108,7 @@ class Service:
                     if attempt == FLUSH_ATTEMPTS:
                         raise
                     continue
+                self.flushes += 1
                 await self._flushed(written.mark)
                 log.info(
                     "flushed into the index version=%d documents=%d deletes=%d",
@@ -1134,13 +1135,14 @@ class Service:
         return Batch(ids, halves, sigs.astype(np.uint32), through, later)
 
     async def _flushed(self, mark: Mark) -> None:
-        """Record ``mark`` (durably: its deletes forgotten), serve the version committed, then
-        stop hiding the rows whose deletion it committed."""
+        """Take ``mark`` as what was flushed (at once: a later flush of this process must never
+        write its documents again, even if recording it fails, when the attempt recorded
+        before the commit tells the next start), record it (durably: its deletes forgotten),
+        serve the version committed, then stop hiding the rows whose deletion it committed."""
+        self._mark = mark
+        self._flushed_at = time.monotonic()
         store = self._flush_store()
         await self._write(store.set_flush_state, {"committed": mark.as_json()}, mark.deletes)
-        self._mark = mark
-        self.flushes += 1
-        self._flushed_at = time.monotonic()
         try:
             await self.refresh_index()
         except Exception:  # hidden rows stay hidden until a version without them is served
