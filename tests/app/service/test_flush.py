@@ -214,6 +214,29 @@ def test_a_flush_committed_but_not_recorded_is_not_written_again(
     assert _rows(url) == {"b": 1, "c": 1, "y": 1}
 
 
+def test_numbers_flushed_are_never_given_again(tmp_path, threads) -> None:
+    """The store's largest number deleted, then a restart: the next document is numbered after
+    every flushed one, so it is flushed too."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> int | None:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        await service.register([NewDoc("b", "ant bee cat dog", {}), NewDoc("c", "cat", {})])
+        await service.flush()
+        await service.delete("c")
+        await service.close()
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            await service.register([NewDoc("d", "one two three", {})])
+            return await service.flush()
+        finally:
+            await service.close()
+
+    assert asyncio.run(run()) == 4
+    assert _rows(url) == {"b": 1, "d": 1, "y": 1}
+
+
 def test_a_part_written_but_not_committed_is_written_again(tmp_path, threads, monkeypatch):
     url = str(tmp_path / "idx")
     write_index(url, [("y", "eel fox gnu")])
@@ -259,7 +282,8 @@ def test_deleted_and_replaced_flushed_documents_leave_the_index(
         docs = [("b", "ant bee cat dog"), ("c", "one two three four"), ("d", "five six seven")]
         await service.register([NewDoc(i, t, {}) for i, t in docs])
         await service.flush()
-        await service.delete("b")
+        await service.register([NewDoc("e", "ant bee cat dog", {})])  # b's copy, not flushed
+        await service.delete("b")  # its row must not come back, linked to e
         await service.replace(NewDoc("c", "cat dog eel fox", {}))
         await service.delete("d")
         await service.register([NewDoc("d", "five six seven", {})])  # again, the same text
@@ -279,10 +303,10 @@ def test_deleted_and_replaced_flushed_documents_leave_the_index(
         return out
 
     assert asyncio.run(run()) == [
-        [(0, []), (0, [])], {}, "created", 0, 1, None,
+        [(1, [("e", 1.0, "e")]), (0, [])], {}, "created", 0, 1, None,
     ]  # fmt: skip
     index = DocIndex.open(url)
-    assert _rows(url) == {"c": 1, "d": 1, "y": 1}
+    assert _rows(url) == {"c": 1, "d": 1, "e": 1, "y": 1}
     assert index.id_digests(["c"]) == {"c": _digest("cat dog eel fox")}
 
 
