@@ -98,7 +98,7 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
             "whose documents the service also answers for, and into which it writes its own "
             "(NEARDUP_INDEX; see --flush-rows)",
         ),
-        writes=False,
+        writes=True,
     )
     serve.add_argument(
         "--index-refresh",
