@@ -381,6 +381,12 @@ class Service:
             )
             if self.flushing:
                 self._start_flushing()
+            else:
+                log.info(
+                    "the index is served read only: %s",
+                    "a shared store does not flush yet" if self.settings.store_url
+                    else "FLUSH_ROWS and FLUSH_SECONDS are 0",
+                )  # fmt: skip
         self._install(self._read_state())
         self.recovery_seconds = time.perf_counter() - started
         log.info(
