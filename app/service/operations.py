@@ -659,6 +659,9 @@ class Service:
                 await asyncio.wait_for(self.flush(), SHUTDOWN_FLUSH_SECONDS)
             except Exception:  # TimeoutError included: the next start flushes them
                 log.exception("the flush at shutdown failed; the store keeps the documents")
+        if self._flush_task is not None:  # a flush by size started after that one: let it end
+            with suppress(Exception):
+                await self._flush_task
         if self._refresher is not None:
             self._refresher.cancel()
             with suppress(asyncio.CancelledError):
@@ -1128,9 +1131,9 @@ class Service:
         the documents numbered after the mark, and the store's index deletes after it. From
         then on the store records the deletion of any of them."""
         async with self._writing():
-            ids = self.index.documents_since(self._mark.through + 1)
+            # Grows with the documents flushed: off the event loop (writers wait, readers not).
+            ids, sigs = await asyncio.to_thread(self._unflushed_documents)
             through = self.index.next_number - 1
-            sigs = self.index.signatures_of(ids) if ids else np.empty((0, self.params.num_perm))
             store = self._flush_store()
             digests = await self._io_call(store.digests, ids) if ids else {}
             deletes = await self._io_call(store.index_deletes)
@@ -1139,6 +1142,13 @@ class Service:
         halves = np.frombuffer(raw, dtype="<u8").reshape(-1, 2).astype(np.uint64)
         later = [(q, i, d) for q, i, d, _ in deletes if q > self._mark.deletes]
         return Batch(ids, halves, sigs.astype(np.uint32), through, later)
+
+    def _unflushed_documents(self) -> tuple[list[str], NDArray[np.uint32]]:
+        """The ids and signatures of the service's documents numbered after the mark."""
+        ids = self.index.documents_since(self._mark.through + 1)
+        if not ids:
+            return ids, np.empty((0, self.params.num_perm), dtype=np.uint32)
+        return ids, self.index.signatures_of(ids)
 
     async def _flushed(self, mark: Mark) -> None:
         """Take ``mark`` as what was flushed (at once: a later flush of this process must never
