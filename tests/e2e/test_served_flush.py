@@ -70,11 +70,13 @@ def test_the_service_flushes_its_documents_into_the_index_a_batch_run_reads(
         flushed = _wait(server.url, lambda s: s["index_flushes"] >= 1, "no flush by size")
         _register(server.url, ["s4", "s5"])  # acknowledged, not flushed
         before = _stats(server.url)
+        metrics = httpx.get(f"{server.url}/metrics", timeout=60).text
         server.kill_group()  # SIGKILL: no flush at shutdown
     finally:
         stop_server(server)
     assert (flushed["unflushed"], flushed["index_version"], flushed["documents"]) == (0, 2, 3)
     assert (before["unflushed"], before["indexed_documents"]) == (2, 1)
+    assert "neardup_unflushed 2.0" in metrics and "neardup_index_version 2.0" in metrics
     near = [(f"n-{n}", _text(n) + " and one more word") for n in ("s1", "s4")]
     fresh = ("fresh", _text("f"))
     assert _dedup_kept(tmp_path, "first", [*near, fresh]) == ["n-s4", "fresh"]
