@@ -395,3 +395,53 @@ def test_the_store_records_deletes_of_flushed_documents_only(tmp_path) -> None:
     assert flush_module.Mark.from_json(flush_module.Mark(2, "t", 5, 1).as_json()) == (
         flush_module.Mark(2, "t", 5, 1)
     )
+
+
+def test_writes_while_a_flush_is_written_are_exact(tmp_path, threads, monkeypatch) -> None:
+    """A registration, a deletion and a replace of documents of a flush being written (off the
+    write lock): the registration waits for no flush and is flushed next; the deleted and
+    replaced documents' rows, written by the flush, are hidden once it commits and deleted by
+    the next flush."""
+    import threading
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = flush_module.write_flush
+    writing, release = threading.Event(), threading.Event()
+
+    def paused(*args):
+        writing.set()
+        release.wait(120)
+        return real(*args)
+
+    monkeypatch.setattr(operations_module, "write_flush", paused)
+
+    async def run() -> list:
+        out: list[Any] = []
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            docs = [("b", "ant bee cat dog"), ("c", "one two three four")]
+            await service.register([NewDoc(i, t, {}) for i, t in docs])
+            flushing = asyncio.create_task(service.flush())
+            while not writing.is_set():
+                await asyncio.sleep(0.01)
+            await asyncio.wait_for(service.register([NewDoc("e", "ant bee cat dog", {})]), 60)
+            await asyncio.wait_for(service.delete("b"), 60)
+            await asyncio.wait_for(service.replace(NewDoc("c", "five six seven", {})), 60)
+            release.set()
+            out.append(await flushing)
+            out.append(sorted(_rows(url)))  # b and c's old rows written, hidden
+            out.append(await service.query(["ant bee cat dog", "one two three four"], None, None))
+            out.append((service.index.linked, service.unflushed()))
+            out.append(service.stats()["indexed_documents"])
+            out.append(await service.flush())
+        finally:
+            release.set()
+            await service.close()
+        return out
+
+    assert asyncio.run(run()) == [
+        2, ["b", "c", "y"], [(1, [("e", 1.0, "e")]), (0, [])], (0, 2), 1, 3,
+    ]  # fmt: skip
+    assert _rows(url) == {"c": 1, "e": 1, "y": 1}
+    assert DocIndex.open(url).id_digests(["c"]) == {"c": _digest("five six seven")}
