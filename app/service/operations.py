@@ -1117,8 +1117,8 @@ class Service:
                     if attempt == FLUSH_ATTEMPTS:
                         raise
                     continue
-                self.flushes += 1
                 await self._flushed(written.mark)
+                self.flushes += 1  # once the version flushed is served (/v1/stats agree)
                 log.info(
                     "flushed into the index version=%d documents=%d deletes=%d",
                     version, len(batch.ids), len(written.vectors),
