@@ -20,7 +20,11 @@ With a persistent index served (``Settings.index``, ``served.ServedIndex``), eve
 looks the signatures up in it by key (off the event loop): its documents are matched by the
 same rule as the service's own, the ones a document of the service's matches are linked into
 the in-memory index (``ServiceIndex.plan``'s ``indexed`` rows: clusters may hold them), and its
-ids are registered documents that the service reads only (409 for PUT and DELETE).
+ids are registered documents that the service reads only (409 for PUT and DELETE). The
+service's own documents are written into it in turn (``flush``, app/service/flush.py: by size,
+by age and at shutdown, on an embedded store); the rows it wrote are its documents (the
+store's document of an id wins), and those of documents deleted since are hidden
+(``ServedIndex.hidden``) until the next flush deletes them.
 """
 
 from __future__ import annotations

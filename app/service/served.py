@@ -1,4 +1,5 @@
-"""A persistent index the service answers for, read only (``neardup serve --index``).
+"""A persistent index the service answers for (``neardup serve --index``), read here; the
+service's own documents are written into it by app/service/flush.py.
 
 At start only the manifest is read (and checked: the parameters against the service's, every
 part with a key table); nothing per indexed document is loaded. Lookups go through core's
@@ -104,7 +105,7 @@ class ServedIndex:
         return Near(rows, {found.ids[i]: found.sigs[i] for i in sorted(used)})
 
     def digests(self, ids: list[str]) -> dict[str, bytes]:
-        """The 16-byte text digest of every id of ``ids`` in the index."""
+        """The 16-byte text digest of every id of ``ids`` in the index (hidden ones not)."""
         return self.index.id_digests([i for i in ids if i not in self.hidden])
 
     def signature(self, doc_id: str) -> NDArray[np.uint32] | None:
