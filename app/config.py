@@ -85,9 +85,10 @@ class Settings(BaseSettings):
     store_url: str | None = None
     #: The PostgreSQL schema that holds the shared store's tables (docs/postgres.md).
     store_schema: str = "public"
-    #: A persistent index the service also answers for, read only (``neardup dedup --index``;
-    #: a directory or an fsspec URL; docs/index.md): its documents are matched, linked into
-    #: clusters and known by id. None: the service's own documents only.
+    #: A persistent index the service also answers for (``neardup dedup --index``; a directory
+    #: or an fsspec URL; docs/index.md): its documents are matched, linked into clusters and
+    #: known by id, and the service writes its own into it (FLUSH_ROWS, FLUSH_SECONDS). None:
+    #: the service's own documents only.
     index: str | None = None
     #: Seconds between two readings of the served index's manifest: parts committed since
     #: (by ``neardup dedup --index``, or a compaction) are then served, and the service's
