@@ -245,7 +245,7 @@ class Settings(BaseSettings):
         if self.store_url is None:
             return
         given = sorted(
-            f"NEARDUP_{name.upper()}"
+            f"NEARDUP_{name.upper()} (--{name.replace('_', '-')})"
             for name in ("flush_rows", "flush_seconds")
             if name in self.model_fields_set and getattr(self, name) > 0
         )

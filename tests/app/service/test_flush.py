@@ -370,7 +370,9 @@ def test_flushing_by_size_runs_in_the_background(tmp_path, threads) -> None:
 def test_a_shared_store_refuses_to_flush() -> None:
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match="NEARDUP_FLUSH_ROWS: a service on a shared store"):
+    with pytest.raises(
+        ValidationError, match=r"NEARDUP_FLUSH_ROWS \(--flush-rows\): a service on a shared store"
+    ):
         Settings(store_url="postgresql://u@h/db", index="idx", flush_rows=5)
     quiet = Settings(store_url="postgresql://u@h/db", index="idx")
     assert not quiet.flushes
