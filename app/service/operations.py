@@ -249,6 +249,15 @@ class Service:
         #: when the last flush ended (for FLUSH_SECONDS).
         self._store_id = ""
         self._mark = Mark()
+        #: The documents flushed through in the version served (its rows are the service's).
+        self._served_through = -1
+        #: Hides of deleted flushed documents counted, and per hidden id its latest hide's
+        #: count and the document's number (``_hide_flushed``); what a committed flush waits for
+        #: to stop hiding the rows it deleted: (its version, the hides counted when its batch
+        #: was taken, its mark's through).
+        self._hides = 0
+        self._hidden_at: dict[str, tuple[int, int]] = {}
+        self._settling: tuple[int, int, int] | None = None
         self._flushing = asyncio.Lock()
         self.flushes = 0
         self._flusher: asyncio.Task[None] | None = None
@@ -507,6 +516,7 @@ class Service:
                 if plan is not None:
                     self.index.apply(plan)
                 served.index = latest
+                self._settle()
                 break
         log.info(
             "serving the index version=%d documents=%d linked=%d",
@@ -1023,8 +1033,10 @@ class Service:
         assert self.served is not None
         store = self._flush_store()
         self._store_id, self._mark = start_mark(store, self.served.index)
+        self._served_through = self._mark.through  # the version opened holds the mark's
         store.index_deletes_through = self._mark.through
-        self.served.hidden = {doc_id for _, doc_id, _, _ in store.index_deletes()}
+        self._hidden_at = {doc_id: (0, num) for _, doc_id, _, num in store.index_deletes()}
+        self.served.hidden = set(self._hidden_at)
         log.info(
             "flushing into the index: flushed through document %d (version %d), %d deleted "
             "since", self._mark.through, self._mark.version, len(self.served.hidden),
@@ -1042,6 +1054,8 @@ class Service:
         """After a flushed document ``num`` was deleted or replaced: its row in the index is
         answered no more."""
         if self.served is not None and self._flushed_number(num):
+            self._hides += 1
+            self._hidden_at[doc_id] = (self._hides, num)
             self.served.hidden.add(doc_id)
 
     def unflushed(self) -> int:
@@ -1058,7 +1072,12 @@ class Service:
             return 0
         if not self.flushing:
             return self.served.rows
-        own = len(self.index) - unflushed + len(self.served.hidden)
+        index, served_through = self.index, self._served_through
+        own = len(index) - len(index.documents_since(served_through + 1))
+        # The rows of deleted flushed documents too, those the version served holds (a hidden
+        # id held again is a new document, numbered after it: not counted twice).
+        hidden = [self._hidden_at.get(i, (0, -1))[1] for i in list(self.served.hidden)]
+        own += sum(1 for num in hidden if 0 <= num <= served_through)
         return max(self.served.rows - own, 0)
 
     def _flush_soon(self) -> None:
@@ -1100,7 +1119,7 @@ class Service:
         url = self.served.url
         async with self._flushing:
             for attempt in range(1, FLUSH_ATTEMPTS + 1):
-                batch = await self._flush_batch()
+                batch, cut = await self._flush_batch()
                 if not batch.ids and not batch.deletes:
                     self._flushed_at = time.monotonic()
                     return None
@@ -1108,9 +1127,8 @@ class Service:
                 written = await asyncio.to_thread(write_flush, *args)
                 if written is None:  # the deletes had no row left to delete
                     mark = self._mark
-                    await self._flushed(
-                        Mark(mark.version, mark.token, mark.through, batch.deletes_through)
-                    )
+                    after = Mark(mark.version, mark.token, mark.through, batch.deletes_through)
+                    await self._flushed(after, cut)
                     return None
                 store = self._flush_store()
                 await self._write(store.set_flush_state, {"attempt": written.mark.as_json()})
@@ -1121,7 +1139,7 @@ class Service:
                     if attempt == FLUSH_ATTEMPTS:
                         raise
                     continue
-                await self._flushed(written.mark)
+                await self._flushed(written.mark, cut)
                 self.flushes += 1  # once the version flushed is served (/v1/stats agree)
                 log.info(
                     "flushed into the index version=%d documents=%d deletes=%d",
@@ -1130,10 +1148,10 @@ class Service:
                 return version
         return None
 
-    async def _flush_batch(self) -> Batch:
+    async def _flush_batch(self) -> tuple[Batch, int]:
         """What to flush, taken under the write lock (exact: no registration in between):
-        the documents numbered after the mark, and the store's index deletes after it. From
-        then on the store records the deletion of any of them."""
+        the documents numbered after the mark, and the store's index deletes after it; and the
+        hides counted then. From then on the store records the deletion of any of them."""
         async with self._writing():
             # Grows with the documents flushed: off the event loop (writers wait, readers not).
             ids, sigs = await asyncio.to_thread(self._unflushed_documents)
@@ -1142,10 +1160,11 @@ class Service:
             digests = await self._io_call(store.digests, ids) if ids else {}
             deletes = await self._io_call(store.index_deletes)
             store.index_deletes_through = max(through, self._mark.through)
+            cut = self._hides
         raw = b"".join(digests[i][:16] for i in ids)
         halves = np.frombuffer(raw, dtype="<u8").reshape(-1, 2).astype(np.uint64)
         later = [(q, i, d) for q, i, d, _ in deletes if q > self._mark.deletes]
-        return Batch(ids, halves, sigs.astype(np.uint32), through, later)
+        return Batch(ids, halves, sigs.astype(np.uint32), through, later), cut
 
     def _unflushed_documents(self) -> tuple[list[str], NDArray[np.uint32]]:
         """The ids and signatures of the service's documents numbered after the mark."""
@@ -1154,24 +1173,38 @@ class Service:
             return ids, np.empty((0, self.params.num_perm), dtype=np.uint32)
         return ids, self.index.signatures_of(ids)
 
-    async def _flushed(self, mark: Mark) -> None:
+    async def _flushed(self, mark: Mark, cut: int) -> None:
         """Take ``mark`` as what was flushed (at once: a later flush of this process must never
         write its documents again, even if recording it fails, when the attempt recorded
         before the commit tells the next start), record it (durably: its deletes forgotten),
-        serve the version committed, then stop hiding the rows whose deletion it committed."""
+        then serve the version committed (``_settle``: the rows it deleted hidden no more)."""
         self._mark = mark
         self._flushed_at = time.monotonic()
+        self._settling = (mark.version, cut, mark.through)
         store = self._flush_store()
         await self._write(store.set_flush_state, {"committed": mark.as_json()}, mark.deletes)
+        if self.served is not None and self.served.version >= mark.version:
+            self._settle()  # served already (by the refresh task, or nothing was committed)
+            return
         try:
             await self.refresh_index()
-        except Exception:  # hidden rows stay hidden until a version without them is served
+        except Exception:  # its rows stay hidden until a version holding it is served
             log.exception("could not serve the version flushed; serving the one read")
+
+    def _settle(self) -> None:
+        """Once a version holding the last flush is served (in the step that serves it): its
+        documents are the service's rows of the index, and the rows of deleted documents it
+        deleted are hidden no more (those hidden since its batch was taken stay hidden)."""
+        if self._settling is None or self.served is None:
             return
-        async with self._lock:
-            left = await self._io_call(store.index_deletes)
-            if self.served is not None:
-                self.served.hidden = {doc_id for _, doc_id, _, _ in left}
+        version, cut, through = self._settling
+        if self.served.version < version:
+            return
+        self._settling = None
+        self._served_through = through
+        kept = {i for i in self.served.hidden if self._hidden_at.get(i, (0, -1))[0] > cut}
+        self._hidden_at = {i: n for i, n in self._hidden_at.items() if i in kept}
+        self.served.hidden = kept
 
     # --- replicas: following a shared store's log of changes -----------------------------------
 
