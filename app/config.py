@@ -85,14 +85,22 @@ class Settings(BaseSettings):
     store_url: str | None = None
     #: The PostgreSQL schema that holds the shared store's tables (docs/postgres.md).
     store_schema: str = "public"
-    #: A persistent index the service also answers for, read only (``neardup dedup --index``;
-    #: a directory or an fsspec URL; docs/index.md): its documents are matched, linked into
-    #: clusters and known by id. None: the service's own documents only.
+    #: A persistent index the service also answers for (``neardup dedup --index``; a directory
+    #: or an fsspec URL; docs/index.md): its documents are matched, linked into clusters and
+    #: known by id, and the service writes its own into it (FLUSH_ROWS, FLUSH_SECONDS). None:
+    #: the service's own documents only.
     index: str | None = None
     #: Seconds between two readings of the served index's manifest: parts committed since
     #: (by ``neardup dedup --index``, or a compaction) are then served, and the service's
     #: documents linked to their rows. 0: never (they are seen at the next start).
     index_refresh: float = Field(60.0, ge=0)
+    #: With INDEX, the service writes its own documents into it as a new part (the batch
+    #: engines' commit) once this many were registered since the last flush (and at
+    #: shutdown). 0: not by size. With FLUSH_SECONDS 0 too, the index is read only.
+    flush_rows: int = Field(100_000, ge=0)
+    #: ... and once this many seconds passed since the last flush with documents (or
+    #: deletions) waiting. 0: not by age. A shared store (STORE_URL) does not flush yet.
+    flush_seconds: float = Field(300.0, ge=0)
     #: Seconds a call to the shared store may take before it is abandoned (503, and not
     #: ready until a call succeeds); also how stale a follower may be before it is not ready.
     store_timeout: float = Field(10.0, gt=0)
@@ -211,6 +219,7 @@ class Settings(BaseSettings):
         self.params  # noqa: B018 - MinhashParams raises ParameterError (a ValueError) if invalid
         if self.contamination_ngrams_per_minute is not None:
             self._renamed_rate(self.contamination_ngrams_per_minute)
+        self._flush_settings()
         if self.max_buffered_bytes < self.max_body_bytes:
             raise ValueError(
                 f"max_buffered_bytes ({self.max_buffered_bytes}) is below max_body_bytes "
@@ -218,6 +227,34 @@ class Settings(BaseSettings):
                 "raise NEARDUP_MAX_BUFFERED_BYTES"
             )
         return self
+
+    @property
+    def flushes(self) -> bool:
+        """Whether the service writes its documents into the index it serves: with INDEX, an
+        embedded store (a shared one does not flush yet) and FLUSH_ROWS or FLUSH_SECONDS set."""
+        return (
+            self.index is not None
+            and self.store_url is None
+            and (self.flush_rows > 0 or self.flush_seconds > 0)
+        )
+
+    def _flush_settings(self) -> None:
+        """A ValueError when FLUSH_ROWS or FLUSH_SECONDS is set above 0 with STORE_URL: one
+        replica at a time flushing under the store's lock is not built, and two flushers must
+        never run (unset, they are 0 with a shared store: the index is read only)."""
+        if self.store_url is None:
+            return
+        given = sorted(
+            f"NEARDUP_{name.upper()} (--{name.replace('_', '-')})"
+            for name in ("flush_rows", "flush_seconds")
+            if name in self.model_fields_set and getattr(self, name) > 0
+        )
+        if given and self.index is not None:
+            raise ValueError(
+                f"{' and '.join(given)}: a service on a shared store (NEARDUP_STORE_URL) "
+                "does not write into the index yet (one replica at a time is not built): "
+                "leave them unset or 0, the index is then served read only"
+            )
 
     def _renamed_rate(self, value: int) -> None:
         """CONTAMINATION_NGRAMS_PER_MINUTE, the deprecated name: its value as the words a

@@ -484,6 +484,27 @@ class DocIndex:
 
         return lookup_index(self, sigs, digests)
 
+    def files_of_version(self, version: int) -> set[str] | None:
+        """Every file (path) that version ``version`` of this index lists: its parts' data
+        files, key, id tables and deletion vectors (versions never change, and each path is
+        written for one version only, so a path tells whose commit a version was); None when
+        there is no such version; IndexDamagedError if its file is malformed."""
+        from neardup.core._json import read_json
+
+        name = version_file(version)
+        try:
+            with self.fs.open(posixpath.join(self.root, name), "rb") as handle:
+                manifest = read_json(handle.read().decode("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise IndexDamagedError(self.url, name, f"cannot be read ({exc})") from None
+        problem = manifest_problem(manifest, version)
+        if problem is not None:
+            raise IndexDamagedError(self.url, name, problem)
+        parts = [IndexPart.from_json(p) for p in manifest["parts"]]
+        return {f.path for p in parts for f in p.all_files}
+
     def check_ids(self, ids: Sequence[str]) -> None:
         """IndexIdError naming every id of ``ids`` already in the index and its part."""
         found = self.id_parts(ids)

@@ -53,6 +53,8 @@ class Metrics:
                 ("indexed_documents", "documents of the persistent index served (--index)"),
                 ("index_version", "the version of the persistent index served (0: none)"),
                 ("indexed_linked", "indexed documents linked into clusters"),
+                ("unflushed", "the service's documents not yet written into the index served"),
+                ("index_flushes", "flushes of the service's documents into the index since start"),
                 ("clusters", "clusters of two or more documents"),
                 ("duplicates", "documents that are not their cluster's root"),
                 ("protected_sets", "protected sets"),

@@ -95,14 +95,26 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         serve.add_argument(
             "--index",
             help="a persistent index (directory or fsspec URL, from `neardup dedup --index`) "
-            "whose documents the service also answers for, read only (NEARDUP_INDEX)",
+            "whose documents the service also answers for, and into which it writes its own "
+            "(NEARDUP_INDEX; see --flush-rows)",
         ),
-        writes=False,
+        writes=True,
     )
     serve.add_argument(
         "--index-refresh",
         type=float,
         help="seconds between readings of the served index's manifest (60; 0: never)",
+    )
+    serve.add_argument(
+        "--flush-rows",
+        type=int,
+        help="write the service's documents into the served index once this many are new "
+        "(100000; 0: not by size; with --flush-seconds 0 too, the index is read only)",
+    )
+    serve.add_argument(
+        "--flush-seconds",
+        type=float,
+        help="... and once this many seconds passed since the last flush (300; 0: not by age)",
     )
     serve.add_argument(
         "--store-url", help="postgresql://USER@HOST:PORT/DB: a store shared by replicas"

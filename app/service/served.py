@@ -1,4 +1,5 @@
-"""A persistent index the service answers for, read only (``neardup serve --index``).
+"""A persistent index the service answers for (``neardup serve --index``), read here; the
+service's own documents are written into it by app/service/flush.py.
 
 At start only the manifest is read (and checked: the parameters against the service's, every
 part with a key table); nothing per indexed document is loaded. Lookups go through core's
@@ -51,6 +52,10 @@ class ServedIndex:
     def __init__(self, url: str, index: DocIndex) -> None:
         self.url = url
         self.index = index
+        #: Ids of the service's own rows in the index whose documents were deleted or replaced
+        #: since they were flushed (app/service/flush.py): never answered, until the next flush
+        #: commits their deletion.
+        self.hidden: set[str] = set()
 
     @classmethod
     def open(cls, url: str, params: MinhashParams) -> ServedIndex:
@@ -89,19 +94,24 @@ class ServedIndex:
         served, or in ``version`` (one ``newer`` returned, not served yet)."""
         found = (self.index if version is None else version).near(sigs, threshold)
         rows: list[list[tuple[str, float]]] = [[] for _ in range(len(sigs))]
+        hidden = self.hidden
+        used: set[int] = set()
         for (row, at), est in zip(found.pairs.tolist(), found.estimate.tolist(), strict=True):
-            rows[row].append((found.ids[at], est))
+            if found.ids[at] not in hidden:
+                rows[row].append((found.ids[at], est))
+                used.add(at)
         for hits in rows:
             hits.sort(key=lambda m: (-m[1], m[0]))
-        used = np.unique(found.pairs[:, 1]) if len(found.pairs) else np.empty(0, dtype=np.int64)
-        return Near(rows, {found.ids[i]: found.sigs[i] for i in used.tolist()})
+        return Near(rows, {found.ids[i]: found.sigs[i] for i in sorted(used)})
 
     def digests(self, ids: list[str]) -> dict[str, bytes]:
-        """The 16-byte text digest of every id of ``ids`` in the index."""
-        return self.index.id_digests(ids)
+        """The 16-byte text digest of every id of ``ids`` in the index (hidden ones not)."""
+        return self.index.id_digests([i for i in ids if i not in self.hidden])
 
     def signature(self, doc_id: str) -> NDArray[np.uint32] | None:
         """The signature of the indexed document ``doc_id`` (None: not in the index)."""
+        if doc_id in self.hidden:
+            return None
         return self.index.id_signatures([doc_id]).get(doc_id)
 
 
@@ -118,14 +128,19 @@ def _checked(url: str, index: DocIndex, params: MinhashParams) -> DocIndex:
     return index
 
 
-def matched_rows(index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32]) -> list[int]:
+def matched_rows(
+    index: ServiceIndex, ids: list[str], sigs: NDArray[np.uint32], hidden: Container[str] = ()
+) -> list[int]:
     """The rows of ``ids``/``sigs`` (indexed rows, of a part added to the served index) not
-    linked yet that a document of the service's own matches. Reads ``index`` only."""
+    linked yet, nor ``hidden`` (``ServedIndex.hidden``), that a document of the service's own
+    matches. Reads ``index`` only."""
     found = index.matches(sigs)
     return [
         k
         for k, f in enumerate(found)
-        if ids[k] not in index and any(not index.is_indexed(i) for i, _ in f.best)
+        if ids[k] not in index
+        and ids[k] not in hidden
+        and any(not index.is_indexed(i) for i, _ in f.best)
     ]
 
 

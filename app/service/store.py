@@ -82,6 +82,15 @@ CREATE TABLE IF NOT EXISTS protected_sets (
 );
 -- Room probes after a full disk: written, committed and deleted (see SQLiteStore.probe).
 CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
+-- Flushing into a served index (app/service/flush.py): the store's identity and flush marks,
+-- and the flushed documents deleted or replaced since, whose rows the next flush deletes.
+CREATE TABLE IF NOT EXISTS index_flush (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS index_deletes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    digest BLOB NOT NULL,
+    num INTEGER NOT NULL
+);
 """
 
 #: What a room probe writes: a write of this size must fit before /readyz says ready again.
@@ -314,6 +323,11 @@ class SQLiteStore:
         self.path = data_dir / "neardup.sqlite3"
         self.budgets_path = data_dir / "budgets.sqlite3"
         self._lock = DataDirLock(data_dir)
+        #: Documents numbered up to this are in the served index, or in a flush being written
+        #: (app/service/flush.py): deleting or replacing one records its id and digest in
+        #: ``index_deletes`` in the same transaction, for a flush to delete its row. None: the
+        #: service does not flush (nothing is recorded).
+        self.index_deletes_through: int | None = None
         #: the budgets' clock: wall-clock seconds, so that a restart goes on from them
         self.clock: Callable[[], float] = time.time
         self._swept = 0.0
@@ -418,13 +432,15 @@ class SQLiteStore:
             )
 
     def delete_document(self, num: int) -> None:
-        """Remove a document, durably."""
+        """Remove a document, durably (noting it for the index: ``index_deletes_through``)."""
         with self._transaction():
+            self._note_index_delete(num)
             self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
 
     def replace_document(self, old: int, doc: StoredDoc) -> None:
         """Remove document ``old`` and store ``doc`` (its new text) in one durable transaction."""
         with self._transaction():
+            self._note_index_delete(old)
             self._db.execute("DELETE FROM documents WHERE num = ?", (old,))
             self._db.execute(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
@@ -545,6 +561,38 @@ class SQLiteStore:
                 raise StoreFull(f"{self.budgets_path}: {exc}; nothing was charged") from exc
             raise
         return None if row[1] else float(row[0])
+
+    # --- flushing into a served index (app/service/flush.py) -----------------------------------
+
+    def _note_index_delete(self, num: int) -> None:
+        """In the caller's transaction: record document ``num``'s id and digest among the
+        index's deletes if it is numbered up to ``index_deletes_through`` (flushed, or in a
+        flush being written)."""
+        through = self.index_deletes_through
+        if through is not None and num <= through:
+            self._db.execute(
+                "INSERT INTO index_deletes (id, digest, num) "
+                "SELECT id, digest, num FROM documents WHERE num = ?",
+                (num,),
+            )
+
+    def flush_state(self) -> dict[str, str]:
+        """The recorded flush state: the store's identity and its marks (JSON), by key."""
+        return dict(self._db.execute("SELECT key, value FROM index_flush").fetchall())
+
+    def set_flush_state(self, values: dict[str, str], clear_deletes: int = 0) -> None:
+        """Record ``values`` in the flush state and forget the index's deletes numbered up to
+        ``clear_deletes`` (committed), in one durable transaction."""
+        with self._transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO index_flush VALUES (?, ?)", list(values.items())
+            )
+            self._db.execute("DELETE FROM index_deletes WHERE seq <= ?", (clear_deletes,))
+
+    def index_deletes(self) -> list[tuple[int, str, bytes, int]]:
+        """The index's deletes not forgotten yet: (seq, id, digest, number), in order."""
+        sql = "SELECT seq, id, digest, num FROM index_deletes ORDER BY seq"
+        return [(int(a), str(b), bytes(c), int(d)) for a, b, c, d in self._db.execute(sql)]
 
     def close(self) -> None:
         """Close the databases (everything committed is already durable) and release the data

@@ -454,3 +454,21 @@ def test_a_manifest_nested_deep_or_with_a_huge_integer_is_damage_not_a_traceback
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
     assert str(caught.value).startswith(_damage(url, "_index/00000001.json") + "cannot be read (")
+
+
+def test_files_of_version_lists_what_that_version_listed_for_good(tmp_path: Path) -> None:
+    """What the service checks a flush's commit by: an older version's files, still listed
+    after a compaction dropped them, and None for a version never committed."""
+    url = str(tmp_path / "idx")
+    first = _build(url, 2)
+    old = {f.path for p in first.parts for f in p.all_files}
+    compact_index(url, neardup="t")
+    latest = DocIndex.open(url)
+    assert latest.files_of_version(2) == old
+    assert latest.files_of_version(latest.version) == {
+        f.path for p in latest.parts for f in p.all_files
+    }
+    assert latest.files_of_version(latest.version + 1) is None
+    (tmp_path / "idx" / "_index" / "00000001.json").write_text("{}")
+    with pytest.raises(IndexDamagedError, match=r"00000001\.json"):
+        latest.files_of_version(1)

@@ -485,3 +485,50 @@ def test_spark_copy_of_a_near_dropped_keeper_names_the_survivor_as_locally(
     why = {json.loads(x)["id"]: json.loads(x)["neardup"] for x in mine}
     assert (why["z2"]["reason"], why["z2"]["duplicate_of"]) == ("exact", "z0")
     assert why["z2"]["estimate"] == why["z1"]["estimate"] < 1.0
+
+
+def _words(name: str) -> str:
+    """A long text of words of its own: its near copies are found, others' are not."""
+    return " ".join(f"{name}w{i} x{i * 7}" for i in range(120))
+
+
+def test_spark_and_local_runs_drop_copies_of_what_the_service_flushed(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``neardup serve --index IDX`` flushes its documents (and a deletion) into IDX; then a
+    read-mode run of either engine drops the new rows' near copies of the live ones, keeps the
+    copy of the deleted one, and the two engines write the same lines."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from neardup.app.config import Settings
+    from neardup.app.service import NewDoc, Service
+    from neardup.app.service import pool as pool_module
+
+    monkeypatch.setattr(
+        pool_module, "spawn_pool", lambda workers, *, warm=None: ThreadPoolExecutor(workers)
+    )
+    origin = tmp_path / "idx"
+    _local_run(write_shards(tmp_path / "base", [{"id": "b1", "text": _words("b")}], 1),
+               tmp_path, "base", origin)  # fmt: skip
+
+    async def serve() -> None:
+        settings = Settings(workers=1, data_dir=tmp_path / "data", index=str(origin),
+                            flush_rows=0, flush_seconds=1e9)  # fmt: skip
+        service = await Service.start(settings)
+        try:
+            await service.register([NewDoc(n, _words(n), {}) for n in ("s1", "s2", "s3")])
+            await service.flush()
+            await service.delete("s2")
+        finally:
+            await service.close()  # the deletion flushed at shutdown
+
+    asyncio.run(serve())
+    new = [{"id": f"n-{n}", "text": _words(n) + " one more"} for n in ("s1", "s2", "s3", "b")]
+    inputs = write_shards(tmp_path / "new", [*new, {"id": "fresh", "text": _words("f")}], 2)
+    _local_run(inputs, tmp_path, "l", origin, index_mode="read")
+    params = SparkParams(index=str(origin), index_mode="read")
+    run_spark_dedup(spark, inputs, str(tmp_path / "s.jsonl"), params=params)
+    mine = (tmp_path / "l.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(json.loads(x)["id"] for x in mine) == ["fresh", "n-s2"]
+    assert _unnamed(part_lines(tmp_path / "s.jsonl", ordered=True)) == _unnamed(mine)

@@ -1,0 +1,497 @@
+"""The service writing its own documents into the index it serves (app/service/flush.py): a
+service that flushed answers as one that did not (same documents: matches, counts, roots,
+members, stats), the flushed documents are rows of the index a batch run reads (once each,
+after a crash at any step too), deletes and replaces of flushed documents take their rows out
+at the next flush (hidden meanwhile; a stale deletion never deletes a new row), and a commit
+lost to another run is retried on its version."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neardup.app.config import Settings
+from neardup.app.service import NewDoc, Service
+from neardup.app.service import flush as flush_module
+from neardup.app.service import operations as operations_module
+from neardup.app.service.store import SQLiteStore
+from neardup.core.engine import DocIndex
+from tests.app.service.test_served import (
+    IDS,
+    PARAMS,
+    WORDS,
+    _apply,
+    _state,
+    deduplicated,
+    threads,
+    write_index,
+)
+
+__all__ = ["threads"]  # the fixture, imported for the tests below
+
+#: Flushed only when asked (``Service.flush``) and at shutdown.
+ON_DEMAND = {"flush_rows": 0, "flush_seconds": 1e9}
+#: The index read only: no flush at all.
+READ_ONLY = {"flush_rows": 0, "flush_seconds": 0}
+#: What /v1/stats must say alike whether the service flushed or not.
+COUNTS = ("documents", "indexed_documents", "indexed_linked", "clusters", "duplicates")
+
+
+async def _start(data: Path, url: str, **more: Any) -> Service:
+    return await Service.start(Settings(workers=1, data_dir=data, index=url, **PARAMS, **more))
+
+
+async def _crash(service: Service) -> None:
+    """Stop ``service`` as a kill would leave it: no flush at shutdown (the store and the pool
+    are closed, the index is as the last flush left it)."""
+    service.settings = service.settings.model_copy(update=READ_ONLY)
+    await service.close()
+
+
+def _rows(url: str) -> dict[str, int]:
+    """How many live rows of each id the index holds, read as a batch run reads it."""
+    index = DocIndex.open(url)
+    counts: dict[str, int] = {}
+    for ids, _ in index.signature_batches(index.parts):
+        for doc_id in ids:
+            counts[doc_id] = counts.get(doc_id, 0) + 1
+    return counts
+
+
+texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> dict:
+    """Indexed documents (deduplicated), then registrations, PUTs, DELETEs, queries, flushes
+    and restarts."""
+    ids = draw(st.permutations(IDS))
+    indexed = deduplicated([(i, draw(texts)) for i in ids[: draw(st.integers(0, 6))]])
+    ops: list[tuple] = []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["register", "register", "if_new", "put", "delete", "query",
+                                     "flush", "flush", "restart"]))  # fmt: skip
+        if kind in ("register", "if_new"):
+            chosen = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
+            ops.append((kind, [(i, draw(texts)) for i in chosen]))
+        elif kind == "put":
+            ops.append((kind, draw(st.sampled_from(ids)), draw(texts)))
+        elif kind == "delete":
+            ops.append((kind, draw(st.sampled_from(ids))))
+        elif kind == "query":
+            ops.append((kind, [draw(texts)], draw(st.sampled_from([None, 0.5, 0.75]))))
+        else:
+            ops.append((kind,))
+    return {"indexed": indexed, "ops": ops}
+
+
+async def _counts(service: Service) -> dict[str, int]:
+    stats = service.stats()
+    return {k: stats[k] for k in COUNTS}
+
+
+@given(spec=scenarios())
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_service_that_flushed_answers_as_one_that_did_not(
+    tmp_path_factory, threads, spec
+) -> None:
+    tmp = tmp_path_factory.mktemp("flush")
+    write_index(str(tmp / "a"), spec["indexed"] or [("zz", "unused words here")])
+    shutil.copytree(tmp / "a", tmp / "b")
+    names = {i for i, _ in spec["indexed"]}
+
+    async def run() -> tuple[list, list]:
+        got: list[Any] = []
+        want: list[Any] = []
+        flushing = await _start(tmp / "fa", str(tmp / "a"), **ON_DEMAND)
+        reading = await _start(tmp / "fb", str(tmp / "b"), **READ_ONLY)
+        try:
+            for op in spec["ops"]:
+                if op[0] == "flush":
+                    await flushing.flush()
+                elif op[0] == "restart":
+                    await flushing.close()
+                    flushing = await _start(tmp / "fa", str(tmp / "a"), **ON_DEMAND)
+                else:
+                    got.append(await _apply(flushing, op, names))
+                    want.append(await _apply(reading, op, names))
+                got.append(await _counts(flushing))
+                want.append(await _counts(reading))
+            got.append(await _state(flushing, [*IDS, "zz"]))
+            want.append(await _state(reading, [*IDS, "zz"]))
+        finally:
+            await flushing.close()
+            await reading.close()
+        # Closed: everything is flushed, once, and what was deleted is not in the index.
+        rows = _rows(str(tmp / "a"))
+        assert all(n == 1 for n in rows.values())
+        reopened = await _start(tmp / "fa", str(tmp / "a"), **READ_ONLY)
+        try:
+            own = set(reopened.index.documents_since(0))
+        finally:
+            await reopened.close()
+        assert set(rows) - names - {"zz"} == own
+        return got, want
+
+    got, want = asyncio.run(run())
+    assert got == want
+
+
+#: Flushed in the background after every write: flushes overlap the operations that follow.
+EVERY_WRITE = {"flush_rows": 1, "flush_seconds": 0}
+
+
+@given(spec=scenarios())
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_service_flushing_in_the_background_answers_as_one_that_did_not(
+    tmp_path_factory, threads, spec
+) -> None:
+    """Every answer and count between operations, whatever a background flush is doing then
+    (taking its batch, writing, committed but not served yet): those of the read-only one."""
+    tmp = tmp_path_factory.mktemp("background")
+    write_index(str(tmp / "a"), spec["indexed"] or [("zz", "unused words here")])
+    shutil.copytree(tmp / "a", tmp / "b")
+    names = {i for i, _ in spec["indexed"]}
+
+    async def run() -> tuple[list, list]:
+        got: list[Any] = []
+        want: list[Any] = []
+        flushing = await _start(tmp / "fa", str(tmp / "a"), **EVERY_WRITE)
+        reading = await _start(tmp / "fb", str(tmp / "b"), **READ_ONLY)
+        try:
+            for op in spec["ops"]:
+                if op[0] == "flush":
+                    await asyncio.sleep(0)  # let a background flush go on
+                elif op[0] == "restart":
+                    await flushing.close()
+                    flushing = await _start(tmp / "fa", str(tmp / "a"), **EVERY_WRITE)
+                else:
+                    got.append(await _apply(flushing, op, names))
+                    want.append(await _apply(reading, op, names))
+                got.append(await _counts(flushing))
+                want.append(await _counts(reading))
+            got.append(await _state(flushing, [*IDS, "zz"]))
+            want.append(await _state(reading, [*IDS, "zz"]))
+        finally:
+            await flushing.close()
+            await reading.close()
+        assert all(n == 1 for n in _rows(str(tmp / "a")).values())
+        return got, want
+
+    got, want = asyncio.run(run())
+    assert got == want
+
+
+def test_a_flush_writes_a_part_a_batch_run_reads(tmp_path, threads) -> None:
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {}), NewDoc("c", "cat", {})])
+            before = (service.unflushed(), service.stats()["indexed_documents"])
+            version = await service.flush()
+            after = service.stats()
+            again = await service.flush()  # nothing new
+            [(count, best)] = await service.query(["ant bee cat dog"], None, None)
+            return [before, version, again, after["unflushed"], after["index_version"],
+                    after["indexed_documents"], after["documents"], (count, best)]  # fmt: skip
+        finally:
+            await service.close()
+
+    assert asyncio.run(run()) == [(2, 1), 2, None, 0, 2, 1, 2, (1, [("b", 1.0, "b")])]
+    index = DocIndex.open(url)
+    [own] = [p for p in index.parts if p.run.get("engine") == "service"]
+    assert (own.run["from"], own.run["through"], own.run["deletes_through"]) == (0, 1, 0)
+    assert len(own.run["store"]) == 32 and own.rows == 2
+    assert _rows(url) == {"b": 1, "c": 1, "y": 1}
+    assert sorted(index.id_digests(["b", "c"])) == ["b", "c"]
+
+
+async def _flush_killed_before_recording(service: Service, monkeypatch) -> None:
+    """A flush that commits, then dies before the store records it (the attempt recorded
+    before the commit is all the store knows)."""
+    real = SQLiteStore.set_flush_state
+
+    def dies(self, values, clear_deletes=0):
+        if "committed" in values:
+            raise OSError("killed")
+        return real(self, values, clear_deletes)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(SQLiteStore, "set_flush_state", dies)
+        with pytest.raises(OSError):
+            await service.flush()
+    await _crash(service)
+
+
+def test_a_flush_committed_but_not_recorded_is_not_written_again(
+    tmp_path, threads, monkeypatch
+) -> None:
+    """Killed between the commit and recording it: the attempt recorded before the commit is
+    adopted at the next start (the index lists its file), so nothing is written twice."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> tuple:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        await service.register([NewDoc("b", "ant bee cat dog", {})])
+        await service.delete("b")  # not flushed yet: nothing for the index to delete
+        await service.register([NewDoc("b", "ant bee cat dog", {}), NewDoc("c", "cat", {})])
+        await _flush_killed_before_recording(service, monkeypatch)
+        versions = DocIndex.open(url).version
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            return versions, await service.flush(), service.unflushed()
+        finally:
+            await service.close()
+
+    assert asyncio.run(run()) == (2, None, 0)
+    assert _rows(url) == {"b": 1, "c": 1, "y": 1}
+
+
+def test_numbers_flushed_are_never_given_again(tmp_path, threads) -> None:
+    """The store's largest number deleted, then a restart: the next document is numbered after
+    every flushed one, so it is flushed too."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> int | None:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        await service.register([NewDoc("b", "ant bee cat dog", {}), NewDoc("c", "cat", {})])
+        await service.flush()
+        await service.delete("c")
+        await service.close()
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            await service.register([NewDoc("d", "one two three", {})])
+            return await service.flush()
+        finally:
+            await service.close()
+
+    assert asyncio.run(run()) == 4
+    assert _rows(url) == {"b": 1, "d": 1, "y": 1}
+
+
+def test_a_part_written_but_not_committed_is_written_again(tmp_path, threads, monkeypatch):
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = flush_module.commit_flush
+    calls: list[int] = []
+
+    def fails_once(written, params):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("killed before the commit")
+        return real(written, params)
+
+    monkeypatch.setattr(operations_module, "commit_flush", fails_once)
+
+    async def run() -> tuple:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        await service.register([NewDoc("b", "ant bee cat dog", {})])
+        with pytest.raises(OSError):
+            await service.flush()
+        await _crash(service)
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            return service.unflushed(), await service.flush(), service.unflushed()
+        finally:
+            await service.close()
+
+    assert asyncio.run(run()) == (1, 2, 0)
+    assert _rows(url) == {"b": 1, "y": 1}
+
+
+def test_deleted_and_replaced_flushed_documents_leave_the_index(
+    tmp_path, threads, monkeypatch
+) -> None:
+    """Until the next flush their rows are hidden (not matched, not found by id, never linked
+    as indexed documents); the flush deletes them; an id deleted and registered again keeps
+    its new row, also when the deletion is replayed after a crash."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        out: list[Any] = []
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        docs = [("b", "ant bee cat dog"), ("c", "one two three four"), ("d", "five six seven")]
+        await service.register([NewDoc(i, t, {}) for i, t in docs])
+        await service.flush()
+        await service.register([NewDoc("e", "ant bee cat dog", {})])  # b's copy, not flushed
+        await service.delete("b")  # its row must not come back, linked to e
+        await service.replace(NewDoc("c", "cat dog eel fox", {}))
+        await service.delete("d")
+        await service.register([NewDoc("d", "five six seven", {})])  # again, the same text
+        out.append(await service.query(["ant bee cat dog", "one two three four"], None, None))
+        out.append(await service.digests(["b"]))
+        [again] = await service.register([NewDoc("b", "other words", {})])
+        out.append(again.status)
+        await service.delete("b")
+        out.append(service.index.linked)
+        out.append(service.stats()["indexed_documents"])
+        await _flush_killed_before_recording(service, monkeypatch)
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)  # the deletes replayed
+        try:
+            out.append(await service.flush())
+        finally:
+            await service.close()
+        return out
+
+    assert asyncio.run(run()) == [
+        [(1, [("e", 1.0, "e")]), (0, [])], {}, "created", 0, 1, None,
+    ]  # fmt: skip
+    index = DocIndex.open(url)
+    assert _rows(url) == {"c": 1, "d": 1, "e": 1, "y": 1}
+    assert index.id_digests(["c"]) == {"c": _digest("cat dog eel fox")}
+
+
+def _digest(text: str) -> bytes:
+    from neardup.core.engine import text_digest
+
+    return text_digest(text)[:16]
+
+
+def test_a_commit_lost_to_a_batch_run_is_written_again_on_its_version(
+    tmp_path, threads, monkeypatch
+) -> None:
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = flush_module.write_flush
+    raced: list[int] = []
+
+    def racing(*args):
+        written = real(*args)
+        if not raced:  # a batch run commits while the flush writes
+            raced.append(1)
+            write_index(url, [("x", "gnu gnu gnu")])
+        return written
+
+    monkeypatch.setattr(operations_module, "write_flush", racing)
+
+    async def run() -> tuple:
+        async with asyncio.timeout(120):
+            service = await _start(tmp_path / "data", url, **ON_DEMAND)
+            try:
+                await service.register([NewDoc("b", "ant bee cat dog", {})])
+                return await service.flush(), service.stats()["index_version"]
+            finally:
+                await service.close()
+
+    assert asyncio.run(run()) == (3, 3)
+    assert _rows(url) == {"b": 1, "x": 1, "y": 1}
+    assert not [p for p in (Path(url) / "parts").iterdir() if not (p / "_committed").exists()]
+
+
+def test_flushing_by_size_runs_in_the_background(tmp_path, threads) -> None:
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> int:
+        service = await _start(tmp_path / "data", url, flush_rows=2, flush_seconds=0)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {}), NewDoc("c", "cat", {})])
+            for _ in range(1200):
+                if service.flushes:
+                    break
+                await asyncio.sleep(0.05)
+            return service.unflushed()
+        finally:
+            await service.close()
+
+    assert asyncio.run(run()) == 0
+    assert _rows(url) == {"b": 1, "c": 1, "y": 1}
+
+
+def test_a_shared_store_refuses_to_flush() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(
+        ValidationError, match=r"NEARDUP_FLUSH_ROWS \(--flush-rows\): a service on a shared store"
+    ):
+        Settings(store_url="postgresql://u@h/db", index="idx", flush_rows=5)
+    quiet = Settings(store_url="postgresql://u@h/db", index="idx")
+    assert not quiet.flushes
+    assert Settings(index="idx").flushes and not Settings(index="idx", **READ_ONLY).flushes
+
+
+def test_the_store_records_deletes_of_flushed_documents_only(tmp_path) -> None:
+    store = SQLiteStore(tmp_path)
+    try:
+        from neardup.app.service.store import StoredDoc
+
+        store.add_documents([StoredDoc(n, f"d{n}", b"x" * 32, b"s", {}, None) for n in range(3)])
+        store.delete_document(0)  # nothing flushed: nothing recorded
+        store.index_deletes_through = 1
+        store.delete_document(1)
+        store.delete_document(2)  # numbered after the flush: not in the index
+        assert store.index_deletes() == [(1, "d1", b"x" * 32, 1)]
+        store.set_flush_state({"k": "v"}, clear_deletes=1)
+        assert store.index_deletes() == [] and store.flush_state() == {"k": "v"}
+    finally:
+        store.close()
+    assert flush_module.Mark.from_json(flush_module.Mark(2, "t", 5, 1).as_json()) == (
+        flush_module.Mark(2, "t", 5, 1)
+    )
+
+
+def test_writes_while_a_flush_is_written_are_exact(tmp_path, threads, monkeypatch) -> None:
+    """A registration, a deletion and a replace of documents of a flush being written (off the
+    write lock): the registration waits for no flush and is flushed next; the deleted and
+    replaced documents' rows, written by the flush, are hidden once it commits and deleted by
+    the next flush."""
+    import threading
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = flush_module.write_flush
+    writing, release = threading.Event(), threading.Event()
+
+    def paused(*args):
+        writing.set()
+        release.wait(120)
+        return real(*args)
+
+    monkeypatch.setattr(operations_module, "write_flush", paused)
+
+    async def run() -> list:
+        out: list[Any] = []
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            docs = [("b", "ant bee cat dog"), ("c", "one two three four")]
+            await service.register([NewDoc(i, t, {}) for i, t in docs])
+            flushing = asyncio.create_task(service.flush())
+            while not writing.is_set():
+                await asyncio.sleep(0.01)
+            await asyncio.wait_for(service.register([NewDoc("e", "ant bee cat dog", {})]), 60)
+            await asyncio.wait_for(service.delete("b"), 60)
+            await asyncio.wait_for(service.replace(NewDoc("c", "five six seven", {})), 60)
+            out.append(service.stats()["indexed_documents"])  # b and c have no row yet: y's
+            release.set()
+            out.append(await flushing)
+            out.append(sorted(_rows(url)))  # b and c's old rows written, hidden
+            out.append(await service.query(["ant bee cat dog", "one two three four"], None, None))
+            out.append((service.index.linked, service.unflushed()))
+            out.append(service.stats()["indexed_documents"])
+            out.append(await service.flush())
+        finally:
+            release.set()
+            await service.close()
+        return out
+
+    assert asyncio.run(run()) == [
+        1, 2, ["b", "c", "y"], [(1, [("e", 1.0, "e")]), (0, [])], (0, 2), 1, 3,
+    ]  # fmt: skip
+    assert _rows(url) == {"c": 1, "e": 1, "y": 1}
+    assert DocIndex.open(url).id_digests(["c"]) == {"c": _digest("five six seven")}
