@@ -325,7 +325,7 @@ def test_a_sets_name_is_its_path_unless_given(tmp_path):
 @pytest.mark.parametrize(
     ("name", "data", "error"),
     [
-        ("bad.jsonl.gz", gzip.compress(b'{"t": "a b"}\n')[:-9],
+        ("bad.jsonl.gz", gzip.compress(b'{"t": "a b"}\n', mtime=0)[:-9],
          "cannot read: Compressed file ended before the end-of-stream marker was reached"),
         ("bad.csv.gz", b"not gzip at all", "cannot read: Not a gzipped file (b'no')"),
         ("bad.txt.zst", b"not zstd at all", "cannot read: zstd decompress error"),
@@ -348,7 +348,7 @@ def test_a_file_that_cannot_be_read_is_an_error_naming_it(tmp_path, name, data, 
          "of the line, byte 18 of the file)"),
         ("bad.txt", b"ok\r\nok \xc3", ":2: not UTF-8 (unexpected end of data at byte 3 of the "
          "line, byte 7 of the file)"),
-        ("bad.txt.gz", gzip.compress(b"a\nb\nc \xe9t\xe9"), ":3: not UTF-8 (invalid "
+        ("bad.txt.gz", gzip.compress(b"a\nb\nc \xe9t\xe9", mtime=0), ":3: not UTF-8 (invalid "
          "continuation byte at byte 2 of the line, byte 6 of the file)"),
     ],
 )  # fmt: skip
