@@ -46,6 +46,7 @@ from neardup.core.engine import (
     IndexPart,
     MinhashParams,
     commit_index,
+    read_json,
     run_info,
     write_deletes,
     write_part,
@@ -76,7 +77,7 @@ class Mark:
     @classmethod
     def from_json(cls, text: str | None) -> Mark | None:
         """The mark the store recorded (None: none)."""
-        return None if text is None else cls(**json.loads(text))
+        return None if text is None else cls(**read_json(text))
 
 
 @dataclass(frozen=True)
