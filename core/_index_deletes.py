@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core._index_log import PARTS
+from neardup.core._index_rows import by_file, group_starts, ids_at, read_groups
 from neardup.core._json import read_json
 from neardup.core.errors import IndexConflictError, IndexDamagedError
 
@@ -174,41 +175,17 @@ class Deletes:
                 yield doc_id, part.name
 
 
-def _file_rows(part: IndexPart, rows: NDArray[np.int64]) -> Iterator[tuple[IndexFile, Any]]:
-    starts = np.cumsum([0, *(f.rows for f in part.files)])
-    for k, f in enumerate(part.files):
-        yield f, rows[(rows >= starts[k]) & (rows < starts[k + 1])] - starts[k]
-
-
-def _group_starts(parquet: Any) -> NDArray[np.int64]:
-    """The first row of each row group of a Parquet file, then its rows."""
-    meta = parquet.metadata
-    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
-    return np.cumsum([0, *sizes], dtype=np.int64)
-
-
-def _group_ids(index: DocIndex, f: IndexFile, parquet: Any, group: int) -> Any:
-    """The ``id`` column of one row group; IndexDamagedError naming the file if unreadable."""
-    import pyarrow as pa
-
-    try:
-        return parquet.read_row_group(group, columns=["id"], use_threads=False)["id"]
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise IndexDamagedError(index.url, f.path, f"cannot be read ({exc})") from None
-
-
 def _ids_at(index: DocIndex, part: IndexPart, rows: NDArray[np.int64]) -> list[str]:
     """The ids at ``rows`` (ascending) of ``part``, reading only the row groups holding one."""
     out: list[str] = []
-    for f, local in _file_rows(part, rows):
-        if len(local) == 0:
-            continue
-        with index.parquet(f) as parquet:
-            starts = _group_starts(parquet)
-            group_of = np.searchsorted(starts, local, side="right") - 1
+    for held in by_file(part, rows):
+        with index.parquet(held.file) as parquet:
+            starts = group_starts(parquet)
+            group_of = np.searchsorted(starts, held.local, side="right") - 1
             for g in np.unique(group_of).tolist():
-                column = _group_ids(index, f, parquet, g)
-                out.extend(column[int(i)].as_py() for i in (local[group_of == g] - starts[g]))
+                table = read_groups(index, held.file, parquet, [g], ["id"])
+                at = held.local[group_of == g] - starts[g]
+                out.extend(ids_at(index, held.file, table, at))
     return out
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core._index_parts import BATCH_ROWS, ROW_GROUP, part_matrix
+from neardup.core._index_rows import by_file, group_starts, ids_at, read_groups
 from neardup.core.errors import IndexDamagedError
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ def _statistics_found(
             groups = groups_in_range(meta, ordered)
             for lo in range(0, len(groups), step):
                 chosen = groups[lo : lo + step]
-                table = _read(index, f, parquet, chosen, ["id", *columns])
+                table = read_groups(index, f, parquet, chosen, ["id", *columns])
                 # Row i of the groups read together is row i - read[j] + first[chosen[j]].
                 read = np.cumsum([0, *sizes[chosen].tolist()])
                 column = table.column("id")
@@ -222,21 +223,6 @@ def _add_rows(
         found.sigs.append(part_matrix(index.url, f.path, table, "signature", width, "<u4")[at])
 
 
-def _read(
-    index: DocIndex, f: IndexFile, parquet: Any, groups: list[int], columns: list[str]
-) -> Any:
-    import pyarrow as pa
-
-    try:
-        return parquet.read_row_groups(groups, columns=columns, use_threads=False)
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise IndexDamagedError(index.url, f.path, f"cannot be read ({exc})") from None
-
-
-#: Rows of a group past which their ids are read by converting the group's whole column.
-_FEW_ROWS = 64
-
-
 def _gather(
     index: DocIndex,
     part: IndexPart,
@@ -249,50 +235,29 @@ def _gather(
     whose real id is one of ``wanted``, with ``columns``; IndexDamagedError for a row whose id
     has not the hash the id table gives it (``given``)."""
     rows, given = rows_given
-    starts = np.cumsum([0, *(f.rows for f in part.files)])
-    for k, f in enumerate(part.files):
-        inside = (rows >= starts[k]) & (rows < starts[k + 1])
-        local = rows[inside] - starts[k]
-        if len(local) == 0:
-            continue
-        hashes = given[inside]
+    step = max(BATCH_ROWS // ROW_GROUP, 1)  # groups a read, as the statistics path
+    for held in by_file(part, rows):
+        f, local, hashes = held.file, held.local, given[held.inside]
         with index.parquet(f) as parquet:
-            meta = parquet.metadata
-            sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
-            first = np.cumsum([0, *sizes])
+            first = group_starts(parquet)
             group_of = np.searchsorted(first, local, side="right") - 1
             groups = np.unique(group_of).tolist()
-            step = max(BATCH_ROWS // ROW_GROUP, 1)  # groups a read, as the statistics path
             for lo in range(0, len(groups), step):
                 chosen = groups[lo : lo + step]
                 sel = np.isin(group_of, chosen)
-                # Row ``r`` of group ``g`` is row ``r + offset[g]`` of the groups read together.
-                offset = dict(zip(chosen, np.cumsum([0, *(sizes[g] for g in chosen)]).tolist(),
-                                  strict=False))  # fmt: skip
-                at = np.array(
-                    [r - first[g] + offset[g] for r, g in zip(
-                        local[sel].tolist(), group_of[sel].tolist(), strict=True)],
-                    dtype=np.int64,
-                )  # fmt: skip
-                table = _read(index, f, parquet, chosen, ["id", *columns])
-                got = _ids_at(index, f, table, at)
+                # Row ``r`` of group ``chosen[j]`` is row ``r - first[chosen[j]] + read[j]`` of
+                # the groups read together.
+                read = group_starts(parquet, chosen)
+                j = np.searchsorted(chosen, group_of[sel])
+                at = local[sel] - first[group_of[sel]] + read[j]
+                table = read_groups(index, f, parquet, chosen, ["id", *columns])
+                got = ids_at(index, f, table, at)
                 _check_hashes(index, part, got, hashes[sel])
                 keep = np.array([i in wanted for i in got], dtype=np.bool_)
                 if keep.any():
                     kept = [i for i, w in zip(got, keep.tolist(), strict=True) if w]
-                    rows = local[sel][keep] + starts[k]
-                    _add_rows(index, f, table, (at[keep], rows), kept, part.name, found)
-
-
-def _ids_at(index: DocIndex, f: IndexFile, table: Any, at: NDArray[np.int64]) -> list[str]:
-    """The ids at rows ``at`` of ``table`` (read from ``f``); IndexDamagedError for a null."""
-    column = table.column("id")
-    if column.null_count:
-        raise IndexDamagedError(index.url, f.path, "has a null id")
-    if len(at) > _FEW_ROWS:
-        every = column.to_pylist()
-        return [every[i] for i in at.tolist()]
-    return [column[i].as_py() for i in at.tolist()]
+                    found_rows = local[sel][keep] + held.start
+                    _add_rows(index, f, table, (at[keep], found_rows), kept, part.name, found)
 
 
 def _check_hashes(

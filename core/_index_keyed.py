@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from neardup.core._banding import band_digests, empty_rows
 from neardup.core._index_keys import DIGEST_BAND
+from neardup.core._index_rows import by_file
 
 if TYPE_CHECKING:
     from neardup.core._index import DocIndex, IndexPart
@@ -158,17 +159,13 @@ def _rows_of(
     in listing order), reading only the row groups that hold one."""
     from neardup.core._index_lookup import _read_rows
 
-    starts = np.cumsum([0, *(f.rows for f in part.files)])
     ids: list[str] = []
     sigs: list[NDArray[np.uint32]] = []
     digests: list[NDArray[np.uint64]] = []
-    for k, f in enumerate(part.files):
-        local = rows[(rows >= starts[k]) & (rows < starts[k + 1])] - starts[k]
-        if len(local) == 0:
-            continue
-        with index.parquet(f) as parquet:
+    for held in by_file(part, rows):
+        with index.parquet(held.file) as parquet:
             groups = list(range(parquet.metadata.num_row_groups))
-            i, s, d = _read_rows(index, f, parquet, groups, local, num_perm)
+            i, s, d = _read_rows(index, held.file, parquet, groups, held.local, num_perm)
         ids.extend(i)
         sigs.append(s)
         digests.append(d)

@@ -20,7 +20,8 @@ from numpy.typing import NDArray
 from neardup.core._banding import band_digests, empty_rows
 from neardup.core._index import DocIndex, IndexFile, IndexPart
 from neardup.core._index_parts import part_matrix
-from neardup.core.errors import IndexDamagedError, SignatureError
+from neardup.core._index_rows import group_starts, ids_at, read_groups
+from neardup.core.errors import SignatureError
 
 __all__ = ["IndexLookup", "lookup_index", "lookup_without"]
 
@@ -280,10 +281,6 @@ def _scan(
         found.add(part.name, cand_ids, cand_sigs, (np.searchsorted(wanted, e_at), e_new), confirmed)
 
 
-#: Rows of a group past which their ids are read by converting the group's whole column.
-_FEW_ROWS = 64
-
-
 def _read_rows(
     index: DocIndex,
     file: IndexFile,
@@ -294,31 +291,15 @@ def _read_rows(
 ) -> tuple[list[str], NDArray[np.uint32], NDArray[np.uint64]]:
     """The ids, signatures and text digests of ``rows`` (sorted, numbered from the first of
     ``groups``), reading only the row groups that hold one."""
-    import pyarrow as pa
-
-    sizes = [parquet.metadata.row_group(g).num_rows for g in groups]
-    starts = np.concatenate(([0], np.cumsum(sizes)))
+    starts = group_starts(parquet, groups)
     group_of = np.searchsorted(starts, rows, side="right") - 1
     ids: list[str] = []
     sigs: list[NDArray[np.uint32]] = []
     digests: list[NDArray[np.uint64]] = []
     for k in np.unique(group_of).tolist():
         local = rows[group_of == k] - starts[k]
-        try:
-            table = parquet.read_row_group(
-                groups[k], columns=["id", "digest", "signature"], use_threads=False
-            )
-        except (OSError, ValueError, pa.ArrowException) as exc:
-            raise IndexDamagedError(index.url, file.path, f"cannot be read ({exc})") from None
-        column = table.column("id")
-        if column.null_count:
-            raise IndexDamagedError(index.url, file.path, "has a null id")
-        # Not Table.take: it imports pyarrow.compute (~0.5 s of a one-document query).
-        if len(local) > _FEW_ROWS:
-            every = column.to_pylist()
-            ids.extend(every[i] for i in local.tolist())
-        else:
-            ids.extend(column[i].as_py() for i in local.tolist())
+        table = read_groups(index, file, parquet, [groups[k]], ["id", "digest", "signature"])
+        ids.extend(ids_at(index, file, table, local))
         sigs.append(
             part_matrix(index.url, file.path, table, "signature", 4 * num_perm, "<u4")[local]
         )

@@ -615,10 +615,10 @@ def test_id_checks_and_lookups_read_only_the_columns_they_need(
     found = index.lookup(batch_signatures(texts, PARAMS), text_digests(texts))
     assert found.ids == ["a"]
     # Through the key table: no digest or band column read, only the found rows' group.
-    assert read == [("group", ["id", "digest", "signature"])]
+    assert read == [("groups", ["id", "digest", "signature"])]
     read.clear()
     from neardup.core._index_lookup import lookup_index
 
     scanned = lookup_index(index, batch_signatures(texts, PARAMS), text_digests(texts), scan=True)
     assert scanned.ids == ["a"]
-    assert read == [("groups", ["digest", "bands"]), ("group", ["id", "digest", "signature"])]
+    assert read == [("groups", ["digest", "bands"]), ("groups", ["id", "digest", "signature"])]

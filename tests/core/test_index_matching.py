@@ -221,6 +221,7 @@ def test_signatures_that_cannot_be_read_are_damage_naming_the_file(
         raise OSError("bad page")
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_group", broken)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", broken)
     with pytest.raises(IndexDamagedError) as caught:
         index.lookup(batch_signatures(["x y z"], PARAMS), text_digests(["x y z"]))
     name = index.parts[0].files[0].path
