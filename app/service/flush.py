@@ -26,18 +26,21 @@ then registered again gets its new row in a later part than the row deleted.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import posixpath
+import time
 import uuid
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.app.service.served import ServedIndex
 from neardup.app.service.store import SQLiteStore
 from neardup.core.engine import (
     DocIndex,
@@ -51,9 +54,20 @@ from neardup.core.engine import (
     write_part,
 )
 
-__all__ = ["Batch", "Mark", "Written", "commit_flush", "run_store", "start_mark", "write_flush"]
+if TYPE_CHECKING:
+    from neardup.app.service.operations import Service
+
+__all__ = [
+    "Batch", "Flusher", "Mark", "Written", "commit_flush", "run_store", "start_mark", "write_flush",
+]  # fmt: skip
 
 log = logging.getLogger("neardup")
+
+#: Flushes into the served index tried in a row when other runs keep committing first.
+FLUSH_ATTEMPTS = 5
+#: Seconds the flush at shutdown may take before it is abandoned (logged: the store holds
+#: every document, and the next start flushes them).
+SHUTDOWN_FLUSH_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -214,3 +228,236 @@ def commit_flush(written: Written, params: MinhashParams) -> int:
 def run_store(part: IndexPart) -> Any:
     """The store identity a part's ``run`` names (a part the service flushed), or None."""
     return part.run.get("store") if part.run.get("engine") == "service" else None
+
+
+class Flusher:
+    """The service's flushes into the index it serves: what was flushed (the mark), the
+    triggers (by size after a write, by age in a background task, at shutdown), one flush at
+    a time, and the rows of deleted flushed documents hidden until a flush deletes them
+    (``ServedIndex.hidden``). Created by ``Service.start`` (``start``, before the store is
+    read); the service reaches it as ``Service.flusher``."""
+
+    def __init__(self, service: Service, served: ServedIndex) -> None:
+        self.service = service
+        self.served = served
+        #: The store's identity and what was committed.
+        self.store_id = ""
+        self.mark = Mark()
+        #: The documents flushed through in the version served (its rows are the service's).
+        self.served_through = -1
+        #: Hides of deleted flushed documents counted, and per hidden id its latest hide's
+        #: count and the document's number (``hide``); what a committed flush waits for to
+        #: stop hiding the rows it deleted: (its version, the hides counted when its batch was
+        #: taken, its mark's through).
+        self._hides = 0
+        self._hidden_at: dict[str, tuple[int, int]] = {}
+        self._settling: tuple[int, int, int] | None = None
+        #: One flush at a time; the flushes done; the background tasks (by age, by size);
+        #: when the last flush ended (for FLUSH_SECONDS).
+        self._lock = asyncio.Lock()
+        self.flushes = 0
+        self._every: asyncio.Task[None] | None = None
+        self._sized: asyncio.Task[None] | None = None
+        self._flushed_at = time.monotonic()
+
+    @property
+    def store(self) -> SQLiteStore:
+        """The service's store (only the embedded one flushes)."""
+        store = self.service.store
+        if not isinstance(store, SQLiteStore):  # Settings.flushes refuses a shared store
+            raise RuntimeError("only the embedded store flushes into the index")
+        return store
+
+    def start(self) -> None:
+        """At start, before the store is read: what was flushed (``start_mark``), and the
+        flushed documents deleted since, hidden until the next flush deletes their rows.
+        Blocking."""
+        store = self.store
+        self.store_id, self.mark = start_mark(store, self.served.index)
+        self.served_through = self.mark.through  # the version opened holds the mark's
+        store.index_deletes_through = self.mark.through
+        self._hidden_at = {doc_id: (0, num) for _, doc_id, _, num in store.index_deletes()}
+        self.served.hidden = set(self._hidden_at)
+        log.info(
+            "flushing into the index: flushed through document %d (version %d), %d deleted "
+            "since", self.mark.through, self.mark.version, len(self.served.hidden),
+        )  # fmt: skip
+
+    def start_background(self) -> None:
+        """Flush every FLUSH_SECONDS in the background (if set)."""
+        if self.service.settings.flush_seconds > 0:
+            self._every = asyncio.create_task(self._flush_every())
+
+    async def close(self, flush: bool = True) -> None:
+        """At shutdown: stop flushing by age, flush (if ``flush``; bounded: a failure is
+        logged, the store holds every document), and let a flush by size under way end."""
+        if self._every is not None:
+            self._every.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._every
+        if flush:
+            try:
+                await asyncio.wait_for(self.flush(), SHUTDOWN_FLUSH_SECONDS)
+            except Exception:  # TimeoutError included: the next start flushes them
+                log.exception("the flush at shutdown failed; the store keeps the documents")
+        if self._sized is not None:  # a flush by size started after that one: let it end
+            with suppress(Exception):
+                await self._sized
+
+    def flushed_number(self, num: int) -> bool:
+        """Whether document ``num`` is in the index, or in a flush being written (its deletion
+        is then recorded by the store for the next flush)."""
+        through = self.store.index_deletes_through
+        return through is not None and num <= through
+
+    def hide(self, doc_id: str, num: int) -> None:
+        """After a flushed document ``num`` was deleted or replaced: its row in the index is
+        answered no more."""
+        if self.flushed_number(num):
+            self._hides += 1
+            self._hidden_at[doc_id] = (self._hides, num)
+            self.served.hidden.add(doc_id)
+
+    def unflushed(self) -> int:
+        """The service's documents not in the index yet. Grows with them (at most about
+        FLUSH_ROWS), not with the documents."""
+        return len(self.service.index.documents_since(self.mark.through + 1))
+
+    def indexed_others(self) -> int:
+        """The served index's documents but the service's own flushed ones (counted in
+        ``documents``) and the rows of flushed documents deleted since (hidden)."""
+        index, served_through = self.service.index, self.served_through
+        own = len(index) - len(index.documents_since(served_through + 1))
+        # The rows of deleted flushed documents too, those the version served holds (a hidden
+        # id held again is a new document, numbered after it: not counted twice).
+        hidden = [self._hidden_at.get(i, (0, -1))[1] for i in list(self.served.hidden)]
+        own += sum(1 for num in hidden if 0 <= num <= served_through)
+        return max(self.served.rows - own, 0)
+
+    def soon(self) -> None:
+        """Flush in the background once FLUSH_ROWS documents were numbered since the last
+        flush (removed ones included: a cheap bound, checked after every write)."""
+        rows = self.service.settings.flush_rows
+        if rows <= 0 or self._lock.locked():
+            return
+        running = self._sized is not None and not self._sized.done()
+        if not running and self.service.index.next_number - 1 - self.mark.through >= rows:
+            self._sized = asyncio.create_task(self._flush_logged())
+
+    async def _flush_every(self) -> None:
+        """Flush every FLUSH_SECONDS (after the last flush) while documents or deletions wait.
+        A flush under way is shielded: cancelling this task (at shutdown) never stops one
+        between its commit and recording it."""
+        every = self.service.settings.flush_seconds
+        while True:
+            await asyncio.sleep(max(self._flushed_at + every - time.monotonic(), 0.05))
+            if time.monotonic() - self._flushed_at >= every:
+                await asyncio.shield(self._flush_logged())
+
+    async def _flush_logged(self) -> None:
+        """``flush``, a failure logged (the store keeps the documents: the next one retries)."""
+        try:
+            await self.flush()
+        except Exception:
+            log.exception("could not flush into the index; trying again later")
+            self._flushed_at = time.monotonic()
+
+    async def flush(self) -> int | None:
+        """Write the documents registered since the last flush, and the deletions of flushed
+        ones, into the served index as its next version (``write_flush``: off the event loop;
+        registrations wait only while the batch is taken); the version committed, or None
+        when there was nothing to write. Another run committing first (IndexConflictError)
+        is retried on its version, FLUSH_ATTEMPTS times."""
+        service = self.service
+        async with self._lock:
+            for attempt in range(1, FLUSH_ATTEMPTS + 1):
+                batch, cut = await self._batch()
+                if not batch.ids and not batch.deletes:
+                    self._flushed_at = time.monotonic()
+                    return None
+                args = (self.served.url, service.params, batch, self.store_id, self.mark)
+                written = await asyncio.to_thread(write_flush, *args)
+                if written is None:  # the deletes had no row left to delete
+                    mark = self.mark
+                    after = Mark(mark.version, mark.token, mark.through, batch.deletes_through)
+                    await self._flushed(after, cut)
+                    return None
+                attempt_state = {"attempt": written.mark.as_json()}
+                await service._write(self.store.set_flush_state, attempt_state)
+                try:
+                    version = await asyncio.to_thread(commit_flush, written, service.params)
+                except IndexConflictError as exc:
+                    log.info("flush: %s; writing it again on the new version", exc)
+                    if attempt == FLUSH_ATTEMPTS:
+                        raise
+                    continue
+                await self._flushed(written.mark, cut)
+                self.flushes += 1  # once the version flushed is served (/v1/stats agree)
+                log.info(
+                    "flushed into the index version=%d documents=%d deletes=%d",
+                    version, len(batch.ids), len(written.vectors),
+                )  # fmt: skip
+                return version
+        return None
+
+    async def _batch(self) -> tuple[Batch, int]:
+        """What to flush, taken under the write lock (exact: no registration in between):
+        the documents numbered after the mark, and the store's index deletes after it; and the
+        hides counted then. From then on the store records the deletion of any of them."""
+        service = self.service
+        async with service._writing():
+            # Grows with the documents flushed: off the event loop (writers wait, readers not).
+            ids, sigs = await asyncio.to_thread(self._unflushed_documents)
+            through = service.index.next_number - 1
+            store = self.store
+            digests = await service._io_call(store.digests, ids) if ids else {}
+            deletes = await service._io_call(store.index_deletes)
+            store.index_deletes_through = max(through, self.mark.through)
+            cut = self._hides
+        raw = b"".join(digests[i][:16] for i in ids)
+        halves = np.frombuffer(raw, dtype="<u8").reshape(-1, 2).astype(np.uint64)
+        later = [(q, i, d) for q, i, d, _ in deletes if q > self.mark.deletes]
+        return Batch(ids, halves, sigs.astype(np.uint32), through, later), cut
+
+    def _unflushed_documents(self) -> tuple[list[str], NDArray[np.uint32]]:
+        """The ids and signatures of the service's documents numbered after the mark."""
+        index = self.service.index
+        ids = index.documents_since(self.mark.through + 1)
+        if not ids:
+            return ids, np.empty((0, self.service.params.num_perm), dtype=np.uint32)
+        return ids, index.signatures_of(ids)
+
+    async def _flushed(self, mark: Mark, cut: int) -> None:
+        """Take ``mark`` as what was flushed (at once: a later flush of this process must never
+        write its documents again, even if recording it fails, when the attempt recorded
+        before the commit tells the next start), record it (durably: its deletes forgotten),
+        then serve the version committed (``settle``: the rows it deleted hidden no more)."""
+        self.mark = mark
+        self._flushed_at = time.monotonic()
+        self._settling = (mark.version, cut, mark.through)
+        store = self.store
+        await self.service._write(
+            store.set_flush_state, {"committed": mark.as_json()}, mark.deletes
+        )
+        if self.served.version >= mark.version:
+            self.settle()  # served already (by the refresh task, or nothing was committed)
+            return
+        try:
+            await self.service.refresh_index()
+        except Exception:  # its rows stay hidden until a version holding it is served
+            log.exception("could not serve the version flushed; serving the one read")
+
+    def settle(self) -> None:
+        """Once a version holding the last flush is served (in the step that serves it): its
+        documents are the service's rows of the index, and the rows of deleted documents it
+        deleted are hidden no more (those hidden since its batch was taken stay hidden)."""
+        if self._settling is None:
+            return
+        version, cut, through = self._settling
+        if self.served.version < version:
+            return
+        self._settling = None
+        self.served_through = through
+        kept = {i for i in self.served.hidden if self._hidden_at.get(i, (0, -1))[0] > cut}
+        self._hidden_at = {i: n for i, n in self._hidden_at.items() if i in kept}
+        self.served.hidden = kept

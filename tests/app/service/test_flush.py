@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service import flush as flush_module
-from neardup.app.service import operations as operations_module
 from neardup.app.service.store import SQLiteStore
 from neardup.core.engine import DocIndex
 from tests.app.service.test_served import (
@@ -296,7 +295,7 @@ def test_a_part_written_but_not_committed_is_written_again(tmp_path, threads, mo
             raise OSError("killed before the commit")
         return real(written, params)
 
-    monkeypatch.setattr(operations_module, "commit_flush", fails_once)
+    monkeypatch.setattr(flush_module, "commit_flush", fails_once)
 
     async def run() -> tuple:
         service = await _start(tmp_path / "data", url, **ON_DEMAND)
@@ -378,7 +377,7 @@ def test_a_commit_lost_to_a_batch_run_is_written_again_on_its_version(
             write_index(url, [("x", "gnu gnu gnu")])
         return written
 
-    monkeypatch.setattr(operations_module, "write_flush", racing)
+    monkeypatch.setattr(flush_module, "write_flush", racing)
 
     async def run() -> tuple:
         async with asyncio.timeout(120):
@@ -463,7 +462,7 @@ def test_writes_while_a_flush_is_written_are_exact(tmp_path, threads, monkeypatc
         release.wait(120)
         return real(*args)
 
-    monkeypatch.setattr(operations_module, "write_flush", paused)
+    monkeypatch.setattr(flush_module, "write_flush", paused)
 
     async def run() -> list:
         out: list[Any] = []
