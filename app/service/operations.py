@@ -58,7 +58,7 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     json_limits,
 )
-from neardup.app.service.flush import Flusher, run_store
+from neardup.app.service.flush import Flusher, Mark, run_store
 from neardup.app.service.index import Found, Plan, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
@@ -73,7 +73,6 @@ from neardup.app.service.store import (
     PRUNE_BATCH,
     Change,
     ProtectedSetRow,
-    SQLiteStore,
     Store,
     StoredDoc,
     lock_settings,
@@ -161,6 +160,9 @@ class _State:
     set_bytes: dict[str, int]
     broken_sets: dict[str, str]
     position: int | None
+    #: a shared store's flush state and index deletes, read in the same snapshot
+    #: (``Flusher.read``); None on an embedded store or without flushing
+    flush: tuple[dict[str, str], list[tuple[int, str, bytes, int]]] | None = None
 
 
 def _release_free_memory() -> None:
@@ -267,7 +269,7 @@ class Service:
             raise
         if service.served is not None and settings.index_refresh > 0:
             service._refresher = asyncio.create_task(service._refresh_every())
-        if service.flusher is not None:
+        if service.flusher is not None and service.flushing:
             service.flusher.start_background()
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
@@ -363,15 +365,12 @@ class Service:
             log.info(
                 "serving the index version=%d documents=%d", self.served.version, self.served.rows
             )
-            if self.flushing:
+            if self.flushing or self.store.position() is not None:
+                # A replica on a shared store that does not flush follows the others' flushes.
                 self.flusher = Flusher(self, self.served)
-                self.flusher.start()
-            else:
-                log.info(
-                    "the index is served read only: %s",
-                    "a shared store does not flush yet" if self.settings.store_url
-                    else "FLUSH_ROWS and FLUSH_SECONDS are 0",
-                )  # fmt: skip
+                self.flusher.start(resolve=self.flushing)
+            if not self.flushing:
+                log.info("the index is served read only: FLUSH_ROWS and FLUSH_SECONDS are 0")
         self._install(self._read_state())
         self.recovery_seconds = time.perf_counter() - started
         log.info(
@@ -389,6 +388,7 @@ class Service:
         )
         index = ServiceIndex(self.params, self.settings.max_matches)
         with self.store.recovering():  # one snapshot, whose log position is then ours
+            flush = None if self.flusher is None else self.flusher.read()
             # Numbers flushed are never given again (the store's largest may have been deleted).
             flushed = -1 if self.flusher is None else self.flusher.mark.through
             extent = max(self.store.extent(), flushed + 1)
@@ -399,7 +399,7 @@ class Service:
             sets = self.store.protected_sets()
         self._link_all(index)
         _release_free_memory()
-        state = _State(index, {}, {}, {}, None)
+        state = _State(index, {}, {}, {}, None, flush)
         for row in sets:
             state.set_bytes[row.name] = len(row.body.encode("utf-8"))
             try:
@@ -419,6 +419,8 @@ class Service:
         self.broken_sets = state.broken_sets
         self.log_position = state.position
         self._synced = time.monotonic()
+        if state.flush is not None and self.flusher is not None:
+            self.flusher.load(state.flush)
 
     def _link_all(self, index: ServiceIndex) -> None:
         """Link into a freshly loaded ``index`` the indexed documents its documents match (a
@@ -465,11 +467,12 @@ class Service:
         if served is None:
             return False
         latest = await asyncio.to_thread(served.newer, self.params)
-        if latest is None:
-            return False
+        flusher = self.flusher
+        if latest is None or (flusher is not None and not flusher.may_serve(latest)):
+            return False  # (a flush another replica committed: served once it is applied)
         known = {p.name for p in served.index.parts}
         # Parts this store flushed hold its own documents (or hidden ones): nothing to link.
-        store_id = "" if self.flusher is None else self.flusher.store_id
+        store_id = "" if flusher is None else flusher.store_id
         added = [
             p for p in latest.parts
             if p.name not in known and (not store_id or run_store(p) != store_id)
@@ -480,6 +483,8 @@ class Service:
             ids, sigs = await self._matched_new_rows(latest, added)
             async with self._lock:
                 if self.reloads != reloads:  # the index was rebuilt meanwhile: look again
+                    if served.version >= latest.version:  # (and the served index read again)
+                        return False
                     continue
                 gone = [i for i in deleted if self.index.is_indexed(i)]
                 for doc_id in gone:  # no longer in the index: not answered from memory either
@@ -490,8 +495,8 @@ class Service:
                 if plan is not None:
                     self.index.apply(plan)
                 served.index = latest
-                if self.flusher is not None:
-                    self.flusher.settle()
+                if flusher is not None:
+                    flusher.settle()
                 break
         log.info(
             "serving the index version=%d documents=%d linked=%d",
@@ -985,7 +990,7 @@ class Service:
     @property
     def flushing(self) -> bool:
         """Whether this service writes its documents into the index it serves."""
-        return self.settings.flushes and isinstance(self.store, SQLiteStore)
+        return self.settings.flushes
 
     @property
     def flushes(self) -> int:
@@ -993,14 +998,17 @@ class Service:
         return 0 if self.flusher is None else self.flusher.flushes
 
     def _flushes_into(self) -> Flusher | None:
-        """The flusher, while the settings say the service flushes (else None)."""
-        return self.flusher if self.flushing else None
+        """The flusher, while the settings say the service flushes, or on a shared store
+        (another replica may flush); else None."""
+        flusher = self.flusher
+        return flusher if flusher is not None and (self.flushing or flusher.shared) else None
 
     async def flush(self) -> int | None:
         """Flush into the served index now (``Flusher.flush``): the version committed, or None
-        when there was nothing to write (or the service does not flush)."""
-        flusher = self._flushes_into()
-        return None if flusher is None else await flusher.flush()
+        when there was nothing to write, another replica flushes, or this service does not."""
+        if self.flusher is None or not self.flushing:
+            return None
+        return await self.flusher.flush()
 
     def unflushed(self) -> int:
         """The service's documents not in the index yet (0 when it does not flush)."""
@@ -1049,9 +1057,8 @@ class Service:
                 await self._io_call(self.store.unlock_writes)
                 self.log_position = self.store.position()  # this write's entry, if it made one
                 self._compact_soon()
-                flusher = self._flushes_into()
-                if flusher is not None:
-                    flusher.soon()
+                if self.flusher is not None and self.flushing:
+                    self.flusher.soon()
 
     def _compact_soon(self) -> None:
         """Compact the index in the background once its removed documents' slots are as many
@@ -1141,9 +1148,18 @@ class Service:
             elif change.kind == "delete" and change.nums is not None:
                 if self.index.number(change.name) == change.nums[0]:
                     removal = await asyncio.to_thread(self.index.plan_removal, change.name)
-                    twin = await asyncio.to_thread(self._twin, change.name)
+                    flushed = self._flushed_number(change.nums[0])
+                    twin = None if flushed else await asyncio.to_thread(self._twin, change.name)
                     self.index.apply_removal(removal)
+                    self._hide_flushed(change.name, change.nums[0])
                     self._link_twin(change.name, twin)
+            elif change.kind == "flush" and change.nums is not None:
+                if (flusher := self._flushes_into()) is not None:
+                    flusher.batch_taken(change.nums[0])
+            elif change.kind == "flushed":
+                mark = Mark.from_json(change.name)
+                if (flusher := self._flushes_into()) is not None and mark is not None:
+                    flusher.committed(mark)
             elif change.kind == "put_set" and change.row is not None:
                 row = change.row
                 try:
@@ -1174,6 +1190,8 @@ class Service:
         near = await asyncio.to_thread(self._near, sigs)
         if removal is not None:
             self.index.apply_removal(removal)
+            assert delete.nums is not None
+            self._hide_flushed(delete.name, delete.nums[0])
         plan = linking_plan(self.index, [delete.name], sigs, near)
         if add.nums is None or plan.start != add.nums[0]:
             raise RuntimeError(f"log entry {add.seq} does not follow the index")

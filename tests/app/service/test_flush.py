@@ -20,7 +20,7 @@ from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service import flush as flush_module
 from neardup.app.service.store import SQLiteStore
-from neardup.core.engine import DocIndex
+from neardup.core.engine import DocIndex, text_digest
 from tests.app.service.test_served import (
     IDS,
     PARAMS,
@@ -413,15 +413,10 @@ def test_flushing_by_size_runs_in_the_background(tmp_path, threads) -> None:
     assert _rows(url) == {"b": 1, "c": 1, "y": 1}
 
 
-def test_a_shared_store_refuses_to_flush() -> None:
-    from pydantic import ValidationError
-
-    with pytest.raises(
-        ValidationError, match=r"NEARDUP_FLUSH_ROWS \(--flush-rows\): a service on a shared store"
-    ):
-        Settings(store_url="postgresql://u@h/db", index="idx", flush_rows=5)
-    quiet = Settings(store_url="postgresql://u@h/db", index="idx")
-    assert not quiet.flushes
+def test_a_shared_store_flushes_one_replica_at_a_time_by_the_same_settings() -> None:
+    shared = Settings(store_url="postgresql://u@h/db", index="idx", flush_rows=5)
+    assert shared.flushes and Settings(store_url="postgresql://u@h/db", index="idx").flushes
+    assert not Settings(store_url="postgresql://u@h/db", index="idx", **READ_ONLY).flushes
     assert Settings(index="idx").flushes and not Settings(index="idx", **READ_ONLY).flushes
 
 
@@ -494,3 +489,96 @@ def test_writes_while_a_flush_is_written_are_exact(tmp_path, threads, monkeypatc
     ]  # fmt: skip
     assert _rows(url) == {"c": 1, "e": 1, "y": 1}
     assert DocIndex.open(url).id_digests(["c"]) == {"c": _digest("five six seven")}
+
+
+# --- replicas on one PostgreSQL store, serving (and flushing into) one index ---------------------
+
+
+async def _replica(pg_url: str, url: str, **more: Any) -> Service:
+    settings = Settings(workers=1, store_url=pg_url, index=url, **PARAMS, **{**ON_DEMAND, **more})
+    return await Service.start(settings)
+
+
+async def _settled(*services: Service, version: int) -> None:
+    """Wait (generously: a loaded machine) until every replica applied the store's whole log
+    and serves ``version`` of the index with nothing left to settle."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        heads = [s.store.position() for s in services]
+        done = all(
+            s.served is not None
+            and s.served.version >= version
+            and s.flusher is not None
+            and s.flusher._settling is None
+            for s in services
+        )
+        if done and len(set(heads)) == 1:
+            async with services[0]._writing():  # the head of the log, as the store holds it
+                pass
+            if all(s.store.position() == services[0].store.position() for s in services):
+                return
+        assert asyncio.get_running_loop().time() < deadline, "replicas never caught up"
+        await asyncio.sleep(0.05)
+
+
+def _counts(service: Service) -> tuple:
+    stats = service.stats()
+    return tuple(stats[k] for k in (*COUNTS, "unflushed", "index_version"))
+
+
+def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_url) -> None:
+    """Two replicas on one PostgreSQL store and one index: one flush commits each batch (the
+    other finds the flush lock taken, or nothing left), every document is a row once, and
+    both count the flushed rows as their own; a delete of a flushed document on one replica
+    hides its row on the other until whichever flushes next commits it; a batch run then
+    reads exactly the live documents."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        out: list = []
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "cat", {})])
+            await b.register([NewDoc("r", "one two three", {}), NewDoc("s", "ant bee cat", {})])
+            versions = await asyncio.gather(a.flush(), b.flush())
+            out.append(sorted(v is None for v in versions))
+            [version] = [v for v in versions if v is not None]
+            await _settled(a, b, version=version)
+            out.append(_rows(url))
+            out.append((_counts(a), _counts(b)))
+            # A delete and a replace of flushed documents, each on one replica.
+            await a.delete("p")
+            await b.replace(NewDoc("r", "five six seven", {}))
+            await _settled(a, b, version=version)
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
+            out.append(
+                [await s.query(["ant bee cat dog", "one two three"], None, None) for s in (a, b)]
+            )
+            out.append((_counts(a), _counts(b)))
+            # The replica that did not delete p flushes: it commits p's deletion too.
+            flusher = b if versions[0] is not None else a
+            after = await flusher.flush()
+            await _settled(a, b, version=after)
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
+            out.append((_counts(a), _counts(b)))
+        finally:
+            await a.close()
+            await b.close()
+        return out
+
+    out = asyncio.run(run())
+    assert out[0] == [False, True]  # one flush committed, the other none
+    assert out[1] == {"p": 1, "q": 1, "r": 1, "s": 1, "y": 1}
+    # documents, indexed_documents, indexed_linked, clusters, duplicates, unflushed, version
+    assert out[2] == ((4, 1, 0, 1, 1, 0, 2), (4, 1, 0, 1, 1, 0, 2))
+    assert out[3] == (["p", "r"], ["p", "r"])
+    neither = [(1, [("s", 0.6875, "s")]), (0, [])]  # p's row hidden, r's old text gone
+    assert out[4] == [neither, neither]
+    assert out[5] == ((3, 1, 0, 0, 0, 1, 2), (3, 1, 0, 0, 0, 1, 2))
+    assert out[6] == ([], [])
+    assert out[7] == ((3, 1, 0, 0, 0, 0, 3), (3, 1, 0, 0, 0, 0, 3))
+    assert _rows(url) == {"q": 1, "r": 1, "s": 1, "y": 1}
+    index = DocIndex.open(url)
+    assert index.id_digests(["r"])["r"] == text_digest("five six seven")[:16]
