@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -582,3 +583,60 @@ def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_ur
     assert _rows(url) == {"q": 1, "r": 1, "s": 1, "y": 1}
     index = DocIndex.open(url)
     assert index.id_digests(["r"])["r"] == text_digest("five six seven")[:16]
+
+
+def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
+    tmp_path, threads, pg_url, monkeypatch
+) -> None:
+    """While replica A writes a flush (paused in the middle), replica B's flush skips at once
+    (A holds the flush lock) and writes nothing; B's delete of a document in A's batch is
+    recorded by the store: hidden on both once A's flush is served, and its row deleted by
+    the next flush (B's)."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = flush_module.write_flush
+    started, go = threading.Event(), threading.Event()
+
+    def paused(*args):
+        started.set()
+        assert go.wait(60)
+        return real(*args)
+
+    monkeypatch.setattr(flush_module, "write_flush", paused)
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        out: list = []
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            flushing = asyncio.create_task(a.flush())
+            assert await asyncio.to_thread(started.wait, 60)
+            out.append(await asyncio.wait_for(b.flush(), 30))  # A holds the lock: skipped
+            await asyncio.wait_for(b.delete("q"), 60)  # q is in A's batch
+            go.set()
+            version = await flushing
+            await _settled(a, b, version=version)
+            out.append(_rows(url))
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
+            out.append((_counts(a), _counts(b)))
+            after = await b.flush()
+            await _settled(a, b, version=after)
+            out.append((version, after))
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
+            out.append((_counts(a), _counts(b)))
+        finally:
+            go.set()
+            await a.close()
+            await b.close()
+        return out
+
+    out = asyncio.run(run())
+    assert out[0] is None
+    assert out[1] == {"p": 1, "q": 1, "y": 1}
+    assert out[2] == (["q"], ["q"])
+    assert out[3] == ((1, 1, 0, 0, 0, 0, 2), (1, 1, 0, 0, 0, 0, 2))
+    assert out[4] == (2, 3)
+    assert out[5] == ([], [])
+    assert out[6] == ((1, 1, 0, 0, 0, 0, 3), (1, 1, 0, 0, 0, 0, 3))
+    assert _rows(url) == {"p": 1, "y": 1}
