@@ -607,6 +607,7 @@ def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
     async def run() -> list:
         a = await _replica(pg_url, url)
         b = await _replica(pg_url, url)
+        c: Service | None = None
         out: list = []
         try:
             await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
@@ -620,15 +621,19 @@ def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
             out.append(_rows(url))
             out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
             out.append((_counts(a), _counts(b)))
+            c = await _replica(pg_url, url, **READ_ONLY)  # reads the same from the store
+            out.append((sorted(c.served.hidden), _counts(c)))
             after = await b.flush()
-            await _settled(a, b, version=after)
+            await _settled(a, b, c, version=after)
             out.append((version, after))
-            out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
-            out.append((_counts(a), _counts(b)))
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden), sorted(c.served.hidden)))
+            out.append((_counts(a), _counts(b), _counts(c)))
         finally:
             go.set()
             await a.close()
             await b.close()
+            if c is not None:
+                await c.close()
         return out
 
     out = asyncio.run(run())
@@ -636,7 +641,8 @@ def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
     assert out[1] == {"p": 1, "q": 1, "y": 1}
     assert out[2] == (["q"], ["q"])
     assert out[3] == ((1, 1, 0, 0, 0, 0, 2), (1, 1, 0, 0, 0, 0, 2))
-    assert out[4] == (2, 3)
-    assert out[5] == ([], [])
-    assert out[6] == ((1, 1, 0, 0, 0, 0, 3), (1, 1, 0, 0, 0, 0, 3))
+    assert out[4] == (["q"], (1, 1, 0, 0, 0, 0, 2))  # a replica started now: the same
+    assert out[5] == (2, 3)
+    assert out[6] == ([], [], [])
+    assert out[7] == ((1, 1, 0, 0, 0, 0, 3),) * 3
     assert _rows(url) == {"p": 1, "y": 1}
