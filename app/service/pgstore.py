@@ -546,8 +546,10 @@ class PostgresStore:
         ).fetchall()
         missing = [f"{priv} on {table}" for table, priv in rows]
         for name in SEQUENCES:
+            qualified = f"{self.schema}.{name}"
             seq = conn.execute(
-                "SELECT NOT has_sequence_privilege(%s, 'USAGE')", (f"{self.schema}.{name}",)
+                "SELECT to_regclass(%s) IS NOT NULL AND NOT has_sequence_privilege(%s, 'USAGE')",
+                (qualified, qualified),
             ).fetchone()
             if seq is not None and seq[0]:
                 missing.append(f"USAGE on {name}")
