@@ -522,7 +522,7 @@ async def _settled(*services: Service, version: int) -> None:
         await asyncio.sleep(0.05)
 
 
-def _counts(service: Service) -> tuple:
+def _stats_of(service: Service) -> tuple:
     stats = service.stats()
     return tuple(stats[k] for k in (*COUNTS, "unflushed", "index_version"))
 
@@ -548,7 +548,7 @@ def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_ur
             [version] = [v for v in versions if v is not None]
             await _settled(a, b, version=version)
             out.append(_rows(url))
-            out.append((_counts(a), _counts(b)))
+            out.append((_stats_of(a), _stats_of(b)))
             # A delete and a replace of flushed documents, each on one replica.
             await a.delete("p")
             await b.replace(NewDoc("r", "five six seven", {}))
@@ -557,13 +557,13 @@ def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_ur
             out.append(
                 [await s.query(["ant bee cat dog", "one two three"], None, None) for s in (a, b)]
             )
-            out.append((_counts(a), _counts(b)))
+            out.append((_stats_of(a), _stats_of(b)))
             # The replica that did not delete p flushes: it commits p's deletion too.
             flusher = b if versions[0] is not None else a
             after = await flusher.flush()
             await _settled(a, b, version=after)
             out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
-            out.append((_counts(a), _counts(b)))
+            out.append((_stats_of(a), _stats_of(b)))
         finally:
             await a.close()
             await b.close()
@@ -620,14 +620,14 @@ def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
             await _settled(a, b, version=version)
             out.append(_rows(url))
             out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
-            out.append((_counts(a), _counts(b)))
+            out.append((_stats_of(a), _stats_of(b)))
             c = await _replica(pg_url, url, **READ_ONLY)  # reads the same from the store
-            out.append((sorted(c.served.hidden), _counts(c)))
+            out.append((sorted(c.served.hidden), _stats_of(c)))
             after = await b.flush()
             await _settled(a, b, c, version=after)
             out.append((version, after))
             out.append((sorted(a.served.hidden), sorted(b.served.hidden), sorted(c.served.hidden)))
-            out.append((_counts(a), _counts(b), _counts(c)))
+            out.append((_stats_of(a), _stats_of(b), _stats_of(c)))
         finally:
             go.set()
             await a.close()
