@@ -363,6 +363,35 @@ def _digest(text: str) -> bytes:
     return text_digest(text)[:16]
 
 
+def test_a_flushed_document_replaced_by_a_near_copy_never_matches_its_old_row(
+    tmp_path, threads
+) -> None:
+    """PUT of a flushed document with a text near its old one: its old row (hidden from
+    then on, but looked up before) is never linked as an indexed document of the same id."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            await service.register([NewDoc("p", "ant bee cat dog eel", {})])
+            await service.flush()
+            replaced = await service.replace(NewDoc("p", "ant bee cat dog", {}))
+            out = [replaced.matches, await service.query(["ant bee cat dog"], None, None)]
+            out.append(await _counts(service))
+            await service.flush()
+            out.append(await _counts(service))
+            return out
+        finally:
+            await service.close()
+
+    found, query, before, after = asyncio.run(run())
+    assert (found.count, query) == (0, [(1, [("p", 1.0, "p")])])
+    assert before == after == {"documents": 1, "indexed_documents": 1, "indexed_linked": 0,
+                               "clusters": 0, "duplicates": 0}  # fmt: skip
+    assert _rows(url) == {"p": 1, "y": 1}
+
+
 def test_a_commit_lost_to_a_batch_run_is_written_again_on_its_version(
     tmp_path, threads, monkeypatch
 ) -> None:
