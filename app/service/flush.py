@@ -22,6 +22,17 @@ not at once: a version per DELETE would make one deletion vector file (and one v
 request. Meanwhile the id is ``ServedIndex.hidden``: never answered. Replaying the deletes
 after a crash is exact: those up to the committed mark are skipped, and a document deleted
 then registered again gets its new row in a later part than the row deleted.
+
+On a shared store (PostgreSQL) the marks, ``deletes_through`` and the index deletes are the
+store's (tables), so what was flushed is the store's, whichever replica flushed it. One replica
+flushes at a time (``Store.lock_flush``: an advisory lock of its own, held for the whole flush;
+another replica's trigger skips). Its batch is taken under the store's write lock after the
+other replicas' writes are applied, so it is exact (document numbers and delete sequence
+numbers are given under that lock, so none commits below a batch's bound after it was read).
+Taking a batch and committing a flush are log entries (``flush``, ``flushed``): every replica
+applies them in order with the writes, so each hides a deleted flushed document's row as it
+applies the delete, stops hiding it once the version deleting it is served, and counts the
+flushed rows as the service's own (``Flusher``).
 """
 
 from __future__ import annotations
@@ -392,8 +403,13 @@ class Flusher:
     def committed(self, mark: Mark) -> None:
         """Another replica committed a flush (its log entry): ``mark`` is what was flushed;
         once the version it names is served (read now, in the background), its documents are
-        the service's rows and the rows it deleted are hidden no more."""
+        the service's rows and the rows it deleted are hidden no more. The same mark again (a
+        replica starting records the marks it found) changes nothing. FLUSH_SECONDS counts
+        from it: the age is the store's, not this replica's."""
+        if mark == self.mark:
+            return
         self.mark = mark
+        self._flushed_at = time.monotonic()
         self._settling = (mark.version, self._cut, mark.through)
         if self.served.version >= mark.version:
             self.settle()
