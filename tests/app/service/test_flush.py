@@ -675,3 +675,42 @@ def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
     assert out[6] == ([], [], [])
     assert out[7] == ((1, 1, 0, 0, 0, 0, 3),) * 3
     assert _rows(url) == {"p": 1, "y": 1}
+
+
+def test_a_replica_dying_between_its_commit_and_recording_it_is_adopted_by_the_next(
+    tmp_path, threads, pg_url, monkeypatch
+) -> None:
+    """Replica A commits a flush and dies before the store records it: the next flush (B's)
+    finds the attempt's file in the version it names, records it, and writes nothing twice."""
+    from neardup.app.service.pgstore import PostgresStore
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = PostgresStore.set_flush_state
+
+    def dies(self, values, clear_deletes=0):
+        if "committed" in values:
+            raise OSError("killed")
+        return real(self, values, clear_deletes)
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            with monkeypatch.context() as patched:
+                patched.setattr(PostgresStore, "set_flush_state", dies)
+                with pytest.raises(OSError):
+                    await a.flush()
+            await _crash(a)
+            await b.register([NewDoc("r", "five six", {})])
+            version = await b.flush()
+            await _settled(b, version=version)
+            return [version, _stats_of(b)]
+        finally:
+            await b.close()
+
+    assert asyncio.run(run()) == [3, (3, 1, 0, 0, 0, 0, 3)]
+    assert _rows(url) == {"p": 1, "q": 1, "r": 1, "y": 1}
+    index = DocIndex.open(url)
+    assert [p.run.get("from") for p in index.parts if p.run.get("engine") == "service"] == [0, 2]
