@@ -447,13 +447,16 @@ class Flusher:
         own += sum(1 for num in hidden if 0 <= num <= served_through)
         return max(self.served.rows - own, 0)
 
-    def soon(self) -> None:
+    def soon(self, now: bool = False) -> None:
         """Flush in the background once FLUSH_ROWS documents were numbered since the last
-        flush (removed ones included: a cheap bound, checked after every write)."""
+        flush (removed ones included: a cheap bound, checked after every write), or ``now``."""
         rows = self.service.settings.flush_rows
+        running = self._sized is not None and not self._sized.done()
+        if now and not running:
+            self._sized = asyncio.create_task(self._flush_logged())
+            return
         if rows <= 0 or self._lock.locked() or time.monotonic() < self._busy_until:
             return
-        running = self._sized is not None and not self._sized.done()
         if not running and self.service.index.next_number - 1 - self.mark.through >= rows:
             self._sized = asyncio.create_task(self._flush_logged())
 

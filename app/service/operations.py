@@ -502,7 +502,45 @@ class Service:
             "serving the index version=%d documents=%d linked=%d",
             latest.version, latest.rows, self.index.linked,
         )  # fmt: skip
+        if flusher is not None and deleted:
+            await self._drop_overruled(flusher, latest, deleted)
         return True
+
+    async def _drop_overruled(self, flusher: Flusher, latest: DocIndex, deleted: list[str]) -> None:
+        """The index is the truth for flushed documents: one of the service's own documents
+        whose flushed row ``latest`` deleted (``neardup index delete``), or replaced by another
+        text (``--recrawled replace``), is deleted here too, as a DELETE would (every replica
+        follows; the store's delete is idempotent across replicas), so its id is answered by
+        the index alone: not at all, or by the batch's new row once the flush that follows
+        (started now) settles the delete."""
+        own = {
+            i: n
+            for i in deleted
+            if (n := self.index.number(i)) is not None
+            and i in self.index
+            and not self.index.is_indexed(i)
+            and n <= flusher.served_through
+        }
+        if not own:
+            return
+        stored = await self._io_call(self.store.digests, sorted(own))
+        rows = await asyncio.to_thread(latest.id_digests, sorted(own))
+        overruled = sorted(i for i in own if i in stored and rows.get(i) != stored[i][:16])
+        for doc_id in overruled:
+            async with self._writing():
+                num = own[doc_id]
+                if self.index.number(doc_id) != num or doc_id not in self.index:
+                    continue  # deleted or replaced meanwhile (here, or by another replica)
+                removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
+                await self._write(self.store.delete_document, num)
+                self._hide_flushed(doc_id, num)
+                self.index.apply_removal(removal)
+            log.info(
+                "document %r deleted: the index version=%d %s its flushed row",
+                doc_id, latest.version, "replaced" if doc_id in rows else "deleted",
+            )  # fmt: skip
+        if overruled and self.flushing:
+            flusher.soon(now=True)
 
     async def _matched_new_rows(
         self, latest: DocIndex, added: list[IndexPart]

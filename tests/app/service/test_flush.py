@@ -714,3 +714,65 @@ def test_a_replica_dying_between_its_commit_and_recording_it_is_adopted_by_the_n
     assert _rows(url) == {"p": 1, "q": 1, "r": 1, "y": 1}
     index = DocIndex.open(url)
     assert [p.run.get("from") for p in index.parts if p.run.get("engine") == "service"] == [0, 2]
+
+
+def test_the_index_is_the_truth_for_flushed_documents(tmp_path, threads) -> None:
+    """A flushed document whose row ``neardup index delete`` deleted, or a batch run's
+    ``--recrawled replace`` replaced, is deleted from the service at the refresh that serves
+    that version: its id is then answered by the index alone (not at all, or as the batch's
+    new row, an indexed document the service reads only), the same after a restart."""
+    from neardup.app.service import Conflict, NotFound
+    from neardup.core.engine import delete_ids
+    from tests.app.service.test_served_deletes import _replace
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def answers(service: Service) -> list:
+        out: list = []
+        for doc_id in ("p", "q"):
+            try:
+                out.append((await service.document(doc_id))[3])  # indexed
+            except NotFound:
+                out.append("gone")
+        texts = ["ant bee cat dog", "one two three", "gnu eel cat bee"]
+        out.append(await service.query(texts, None, None))
+        out.append(await _counts(service))
+        out.append(sorted(service.served.hidden))
+        return out
+
+    async def run() -> list:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            await service.register([NewDoc("p", "ant bee cat dog", {}),
+                                    NewDoc("q", "one two three", {}),
+                                    NewDoc("r", "five six seven", {})])  # fmt: skip
+            await service.flush()
+            assert delete_ids(url, ["p"]).deleted == ("p",)
+            _replace(url, [("q", "gnu eel cat bee")])
+            assert await service.refresh_index()
+            if service.flusher._sized is not None:  # the flush started: the deletes settled
+                await service.flusher._sized
+            out = [await answers(service)]
+            with pytest.raises(Conflict):
+                await service.replace(NewDoc("q", "one two three", {}))
+        finally:
+            await service.close()
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            out.append(await answers(service))
+        finally:
+            await service.close()
+        return out
+
+    now, restarted = asyncio.run(run())
+    assert now == restarted
+    assert now == [
+        "gone", True,
+        [(0, []), (0, []), (2, [("q", 1.0, "q"), ("y", 0.5625, "y")])],
+        {"documents": 1, "indexed_documents": 2, "indexed_linked": 0, "clusters": 0,
+         "duplicates": 0},
+        [],
+    ]  # fmt: skip
+    assert _rows(url) == {"q": 1, "r": 1, "y": 1}
+    assert DocIndex.open(url).id_digests(["q"])["q"] == text_digest("gnu eel cat bee")[:16]
