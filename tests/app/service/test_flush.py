@@ -776,3 +776,43 @@ def test_the_index_is_the_truth_for_flushed_documents(tmp_path, threads) -> None
     ]  # fmt: skip
     assert _rows(url) == {"q": 1, "r": 1, "y": 1}
     assert DocIndex.open(url).id_digests(["q"])["q"] == text_digest("gnu eel cat bee")[:16]
+
+
+def test_replicas_follow_the_index_for_flushed_documents(tmp_path, threads, pg_url) -> None:
+    """``neardup index delete`` of a flushed document, served by two replicas at once: the
+    document is deleted once (whichever replica comes first), and both answer alike."""
+    from neardup.core.engine import delete_ids
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            version = await a.flush()
+            await _settled(a, b, version=version)
+            assert delete_ids(url, ["p"]).deleted == ("p",)
+            assert await asyncio.gather(a.refresh_index(), b.refresh_index()) == [True, True]
+            for s in (a, b):
+                if s.flusher._sized is not None:
+                    await s.flusher._sized
+            await a.flush()
+            await b.flush()
+            await _settled(a, b, version=version + 1)
+            texts = ["ant bee cat dog", "one two"]
+            return [
+                [(await s.query(texts, None, None), _stats_of(s), sorted(s.served.hidden))
+                 for s in (a, b)],
+                await a.digests(["p", "q"]),
+            ]  # fmt: skip
+        finally:
+            await a.close()
+            await b.close()
+
+    answers, stored = asyncio.run(run())
+    assert answers[0] == answers[1]
+    assert answers[0] == ([(0, []), (1, [("q", 1.0, "q")])], (1, 1, 0, 0, 0, 0, 3), [])
+    assert sorted(stored) == ["q"]
+    assert _rows(url) == {"q": 1, "y": 1}
