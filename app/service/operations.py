@@ -22,9 +22,11 @@ same rule as the service's own, the ones a document of the service's matches are
 the in-memory index (``ServiceIndex.plan``'s ``indexed`` rows: clusters may hold them), and its
 ids are registered documents that the service reads only (409 for PUT and DELETE). The
 service's own documents are written into it in turn (``Flusher``, app/service/flush.py: by size,
-by age and at shutdown, on an embedded store); the rows it wrote are its documents (the
-store's document of an id wins), and those of documents deleted since are hidden
-(``ServedIndex.hidden``) until the next flush deletes them.
+by age and at shutdown; on a shared store one replica at a time); the rows it wrote are its
+documents (the store's document of an id wins), those of documents deleted since are hidden
+(``ServedIndex.hidden``) until the next flush deletes them, and a flushed document whose row a
+newer version deleted or replaced is deleted here too (``_drop_overruled``: the index is the
+truth for flushed documents).
 """
 
 from __future__ import annotations
@@ -234,7 +236,8 @@ class Service:
         self.reloading: str | None = None
         self.reloads = 0
         #: Flushing into the served index (app/service/flush.py), made at start when the
-        #: service flushes; None otherwise.
+        #: service flushes, or serves an index on a shared store (another replica may flush);
+        #: None otherwise.
         self.flusher: Flusher | None = None
         self._refreshing = asyncio.Lock()
 
