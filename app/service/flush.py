@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.app.service.errors import StoreUnavailable
 from neardup.app.service.served import ServedIndex
 from neardup.app.service.store import SQLiteStore, Store
 from neardup.core.engine import (
@@ -304,14 +305,24 @@ class Flusher:
         are read with the documents: ``read`` and ``load``). Blocking."""
         store = self.store
         if self.shared:
-            if resolve and store.lock_flush():
-                try:
-                    self.store_id = start_mark(store, self.served.index)[0]
-                finally:
-                    store.unlock_flush()
-            else:  # another replica flushes (it resolved the marks), or this one never does
-                self.store_id = store.flush_state().get("store", "")
-            return
+            deadline = time.monotonic() + self.service.settings.store_timeout
+            while True:
+                known = store.flush_state().get("store", "")
+                if known and not resolve:  # this replica never flushes: it reads the marks
+                    self.store_id = known
+                    return
+                if store.lock_flush():
+                    try:
+                        self.store_id = start_mark(store, self.served.index)[0]
+                    finally:
+                        store.unlock_flush()
+                    return
+                if known:  # another replica flushes: it resolved the marks at its start
+                    self.store_id = known
+                    return
+                if time.monotonic() > deadline:  # (the store's identity is made by then)
+                    raise StoreUnavailable("the flush lock is held and the store has no identity")
+                time.sleep(0.05)  # the replica holding the lock is making the identity
         assert isinstance(store, SQLiteStore)
         self.store_id, self.mark = start_mark(store, self.served.index)
         self.served_through = self.mark.through  # the version opened holds the mark's

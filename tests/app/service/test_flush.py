@@ -816,3 +816,26 @@ def test_replicas_follow_the_index_for_flushed_documents(tmp_path, threads, pg_u
     assert answers[0] == ([(0, []), (1, [("q", 1.0, "q")])], (1, 1, 0, 0, 0, 0, 3), [])
     assert sorted(stored) == ["q"]
     assert _rows(url) == {"q": 1, "y": 1}
+
+
+def test_a_replica_that_never_flushes_started_first_counts_the_flushed_rows_as_its_own(
+    tmp_path, threads, pg_url
+) -> None:
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        c = await _replica(pg_url, url, **READ_ONLY)  # before any replica that flushes
+        a = await _replica(pg_url, url)
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "ant bee cat", {})])
+            version = await a.flush()
+            await _settled(a, c, version=version)
+            return [_stats_of(a), _stats_of(c), await c.query(["ant bee cat"], None, None)]
+        finally:
+            await a.close()
+            await c.close()
+
+    own, other, found = asyncio.run(run())
+    assert own == other == (2, 1, 0, 1, 1, 0, 2)
+    assert found == [(2, [("q", 1.0, "p"), ("p", 0.6875, "p")])]
