@@ -99,7 +99,8 @@ class Settings(BaseSettings):
     #: shutdown). 0: not by size. With FLUSH_SECONDS 0 too, the index is read only.
     flush_rows: int = Field(100_000, ge=0)
     #: ... and once this many seconds passed since the last flush with documents (or
-    #: deletions) waiting. 0: not by age. A shared store (STORE_URL) does not flush yet.
+    #: deletions) waiting. 0: not by age. On a shared store (STORE_URL) one replica at a time
+    #: flushes (the others skip; docs/postgres.md).
     flush_seconds: float = Field(300.0, ge=0)
     #: Seconds a call to the shared store may take before it is abandoned (503, and not
     #: ready until a call succeeds); also how stale a follower may be before it is not ready.
@@ -219,7 +220,6 @@ class Settings(BaseSettings):
         self.params  # noqa: B018 - MinhashParams raises ParameterError (a ValueError) if invalid
         if self.contamination_ngrams_per_minute is not None:
             self._renamed_rate(self.contamination_ngrams_per_minute)
-        self._flush_settings()
         if self.max_buffered_bytes < self.max_body_bytes:
             raise ValueError(
                 f"max_buffered_bytes ({self.max_buffered_bytes}) is below max_body_bytes "
@@ -230,31 +230,9 @@ class Settings(BaseSettings):
 
     @property
     def flushes(self) -> bool:
-        """Whether the service writes its documents into the index it serves: with INDEX, an
-        embedded store (a shared one does not flush yet) and FLUSH_ROWS or FLUSH_SECONDS set."""
-        return (
-            self.index is not None
-            and self.store_url is None
-            and (self.flush_rows > 0 or self.flush_seconds > 0)
-        )
-
-    def _flush_settings(self) -> None:
-        """A ValueError when FLUSH_ROWS or FLUSH_SECONDS is set above 0 with STORE_URL: one
-        replica at a time flushing under the store's lock is not built, and two flushers must
-        never run (unset, they are 0 with a shared store: the index is read only)."""
-        if self.store_url is None:
-            return
-        given = sorted(
-            f"NEARDUP_{name.upper()} (--{name.replace('_', '-')})"
-            for name in ("flush_rows", "flush_seconds")
-            if name in self.model_fields_set and getattr(self, name) > 0
-        )
-        if given and self.index is not None:
-            raise ValueError(
-                f"{' and '.join(given)}: a service on a shared store (NEARDUP_STORE_URL) "
-                "does not write into the index yet (one replica at a time is not built): "
-                "leave them unset or 0, the index is then served read only"
-            )
+        """Whether the service writes its documents into the index it serves: with INDEX and
+        FLUSH_ROWS or FLUSH_SECONDS set (on a shared store, one replica at a time)."""
+        return self.index is not None and (self.flush_rows > 0 or self.flush_seconds > 0)
 
     def _renamed_rate(self, value: int) -> None:
         """CONTAMINATION_NGRAMS_PER_MINUTE, the deprecated name: its value as the words a

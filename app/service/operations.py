@@ -21,10 +21,12 @@ looks the signatures up in it by key (off the event loop): its documents are mat
 same rule as the service's own, the ones a document of the service's matches are linked into
 the in-memory index (``ServiceIndex.plan``'s ``indexed`` rows: clusters may hold them), and its
 ids are registered documents that the service reads only (409 for PUT and DELETE). The
-service's own documents are written into it in turn (``flush``, app/service/flush.py: by size,
-by age and at shutdown, on an embedded store); the rows it wrote are its documents (the
-store's document of an id wins), and those of documents deleted since are hidden
-(``ServedIndex.hidden``) until the next flush deletes them.
+service's own documents are written into it in turn (``Flusher``, app/service/flush.py: by size,
+by age and at shutdown; on a shared store one replica at a time); the rows it wrote are its
+documents (the store's document of an id wins), those of documents deleted since are hidden
+(``ServedIndex.hidden``) until the next flush deletes them, and a flushed document whose row a
+newer version deleted or replaced is deleted here too (``_drop_overruled``: the index is the
+truth for flushed documents).
 """
 
 from __future__ import annotations
@@ -58,14 +60,7 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     json_limits,
 )
-from neardup.app.service.flush import (
-    Batch,
-    Mark,
-    commit_flush,
-    run_store,
-    start_mark,
-    write_flush,
-)
+from neardup.app.service.flush import Flusher, Mark, run_store
 from neardup.app.service.index import Found, Plan, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
@@ -80,7 +75,6 @@ from neardup.app.service.store import (
     PRUNE_BATCH,
     Change,
     ProtectedSetRow,
-    SQLiteStore,
     Store,
     StoredDoc,
     lock_settings,
@@ -95,7 +89,6 @@ from neardup.core.engine import (
     Doc,
     DocIndex,
     DuplicateIdError,
-    IndexConflictError,
     IndexPart,
     JSONBudget,
     MinhashParams,
@@ -135,11 +128,6 @@ POLL_SECONDS = 0.5
 #: A replica prunes the shared store's history at least this often (more often for a retention
 #: window under four times this).
 PRUNE_SECONDS = 60.0
-#: Flushes into the served index tried in a row when other runs keep committing first.
-FLUSH_ATTEMPTS = 5
-#: Seconds the flush at shutdown may take before it is abandoned (logged: the store holds
-#: every document, and the next start flushes them).
-SHUTDOWN_FLUSH_SECONDS = 120.0
 #: What a kept document (or cut piece) of a decontamination answer may hold besides its text, as
 #: Python objects and as JSON: its ``meta.decontamination``, every list at most MAX_LISTED long.
 DECONT_META_BYTES = 4096
@@ -174,6 +162,9 @@ class _State:
     set_bytes: dict[str, int]
     broken_sets: dict[str, str]
     position: int | None
+    #: a shared store's flush state and index deletes, read in the same snapshot
+    #: (``Flusher.read``); None on an embedded store or without flushing
+    flush: tuple[dict[str, str], list[tuple[int, str, bytes, int]]] | None = None
 
 
 def _release_free_memory() -> None:
@@ -244,25 +235,10 @@ class Service:
         #: the log is older than the entries kept), and how many times it did.
         self.reloading: str | None = None
         self.reloads = 0
-        #: Flushing into the served index (app/service/flush.py): the store's identity, what
-        #: was committed, one flush at a time, the flushes done, the background task, and
-        #: when the last flush ended (for FLUSH_SECONDS).
-        self._store_id = ""
-        self._mark = Mark()
-        #: The documents flushed through in the version served (its rows are the service's).
-        self._served_through = -1
-        #: Hides of deleted flushed documents counted, and per hidden id its latest hide's
-        #: count and the document's number (``_hide_flushed``); what a committed flush waits for
-        #: to stop hiding the rows it deleted: (its version, the hides counted when its batch
-        #: was taken, its mark's through).
-        self._hides = 0
-        self._hidden_at: dict[str, tuple[int, int]] = {}
-        self._settling: tuple[int, int, int] | None = None
-        self._flushing = asyncio.Lock()
-        self.flushes = 0
-        self._flusher: asyncio.Task[None] | None = None
-        self._flush_task: asyncio.Task[None] | None = None
-        self._flushed_at = time.monotonic()
+        #: Flushing into the served index (app/service/flush.py), made at start when the
+        #: service flushes, or serves an index on a shared store (another replica may flush);
+        #: None otherwise.
+        self.flusher: Flusher | None = None
         self._refreshing = asyncio.Lock()
 
     @classmethod
@@ -296,8 +272,8 @@ class Service:
             raise
         if service.served is not None and settings.index_refresh > 0:
             service._refresher = asyncio.create_task(service._refresh_every())
-        if service.flushing and settings.flush_seconds > 0:
-            service._flusher = asyncio.create_task(service._flush_every())
+        if service.flusher is not None and service.flushing:
+            service.flusher.start_background()
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
@@ -392,14 +368,12 @@ class Service:
             log.info(
                 "serving the index version=%d documents=%d", self.served.version, self.served.rows
             )
-            if self.flushing:
-                self._start_flushing()
-            else:
-                log.info(
-                    "the index is served read only: %s",
-                    "a shared store does not flush yet" if self.settings.store_url
-                    else "FLUSH_ROWS and FLUSH_SECONDS are 0",
-                )  # fmt: skip
+            if self.flushing or self.store.position() is not None:
+                # A replica on a shared store that does not flush follows the others' flushes.
+                self.flusher = Flusher(self, self.served)
+                self.flusher.start(resolve=self.flushing)
+            if not self.flushing:
+                log.info("the index is served read only: FLUSH_ROWS and FLUSH_SECONDS are 0")
         self._install(self._read_state())
         self.recovery_seconds = time.perf_counter() - started
         log.info(
@@ -417,8 +391,10 @@ class Service:
         )
         index = ServiceIndex(self.params, self.settings.max_matches)
         with self.store.recovering():  # one snapshot, whose log position is then ours
+            flush = None if self.flusher is None else self.flusher.read()
             # Numbers flushed are never given again (the store's largest may have been deleted).
-            extent = max(self.store.extent(), self._mark.through + 1)
+            flushed = -1 if self.flusher is None else self.flusher.mark.through
+            extent = max(self.store.extent(), flushed + 1)
             count = self.store.document_count()
             log.info("recovering: reading up to %d documents from the store", count)
             every = self.settings.recovery_log_seconds
@@ -426,7 +402,7 @@ class Service:
             sets = self.store.protected_sets()
         self._link_all(index)
         _release_free_memory()
-        state = _State(index, {}, {}, {}, None)
+        state = _State(index, {}, {}, {}, None, flush)
         for row in sets:
             state.set_bytes[row.name] = len(row.body.encode("utf-8"))
             try:
@@ -446,6 +422,8 @@ class Service:
         self.broken_sets = state.broken_sets
         self.log_position = state.position
         self._synced = time.monotonic()
+        if state.flush is not None and self.flusher is not None:
+            self.flusher.load(state.flush)
 
     def _link_all(self, index: ServiceIndex) -> None:
         """Link into a freshly loaded ``index`` the indexed documents its documents match (a
@@ -492,13 +470,15 @@ class Service:
         if served is None:
             return False
         latest = await asyncio.to_thread(served.newer, self.params)
-        if latest is None:
-            return False
+        flusher = self.flusher
+        if latest is None or (flusher is not None and not flusher.may_serve(latest)):
+            return False  # (a flush another replica committed: served once it is applied)
         known = {p.name for p in served.index.parts}
         # Parts this store flushed hold its own documents (or hidden ones): nothing to link.
+        store_id = "" if flusher is None else flusher.store_id
         added = [
             p for p in latest.parts
-            if p.name not in known and (not self._store_id or run_store(p) != self._store_id)
+            if p.name not in known and (not store_id or run_store(p) != store_id)
         ]  # fmt: skip
         deleted = await asyncio.to_thread(deleted_since, served.index, latest)
         while True:
@@ -506,6 +486,8 @@ class Service:
             ids, sigs = await self._matched_new_rows(latest, added)
             async with self._lock:
                 if self.reloads != reloads:  # the index was rebuilt meanwhile: look again
+                    if served.version >= latest.version:  # (and the served index read again)
+                        return False
                     continue
                 gone = [i for i in deleted if self.index.is_indexed(i)]
                 for doc_id in gone:  # no longer in the index: not answered from memory either
@@ -516,13 +498,52 @@ class Service:
                 if plan is not None:
                     self.index.apply(plan)
                 served.index = latest
-                self._settle()
+                if flusher is not None:
+                    flusher.settle()
                 break
         log.info(
             "serving the index version=%d documents=%d linked=%d",
             latest.version, latest.rows, self.index.linked,
         )  # fmt: skip
+        if flusher is not None and deleted:
+            await self._drop_overruled(flusher, latest, deleted)
         return True
+
+    async def _drop_overruled(self, flusher: Flusher, latest: DocIndex, deleted: list[str]) -> None:
+        """The index is the truth for flushed documents: one of the service's own documents
+        whose flushed row ``latest`` deleted (``neardup index delete``), or replaced by another
+        text (``--recrawled replace``), is deleted here too, as a DELETE would (every replica
+        follows; the store's delete is idempotent across replicas), so its id is answered by
+        the index alone: not at all, or by the batch's new row once the flush that follows
+        (started now) settles the delete."""
+        own = {
+            i: n
+            for i in deleted
+            if (n := self.index.number(i)) is not None
+            and i in self.index
+            and not self.index.is_indexed(i)
+            and n <= flusher.served_through
+        }
+        if not own:
+            return
+        stored = await self._io_call(self.store.digests, sorted(own))
+        rows = await asyncio.to_thread(latest.id_digests, sorted(own))
+        overruled = sorted(i for i in own if i in stored and rows.get(i) != stored[i][:16])
+        for doc_id in overruled:
+            async with self._writing():
+                num = own[doc_id]
+                if self.index.number(doc_id) != num or doc_id not in self.index:
+                    continue  # deleted or replaced meanwhile (here, or by another replica)
+                removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
+                await self._write(self.store.delete_document, num)
+                self._hide_flushed(doc_id, num)
+                self.index.apply_removal(removal)
+            log.info(
+                "document %r deleted: the index version=%d %s its flushed row",
+                doc_id, latest.version, "replaced" if doc_id in rows else "deleted",
+            )  # fmt: skip
+        if overruled and self.flushing:
+            flusher.soon(now=True)
 
     async def _matched_new_rows(
         self, latest: DocIndex, added: list[IndexPart]
@@ -664,18 +685,8 @@ class Service:
         """Flush into the served index (bounded: a failure is logged, the store holds every
         document), stop the pool and close the store (after in-flight requests finished)."""
         await self._stop_warming()
-        if self._flusher is not None:
-            self._flusher.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._flusher
-        if self.flushing:
-            try:
-                await asyncio.wait_for(self.flush(), SHUTDOWN_FLUSH_SECONDS)
-            except Exception:  # TimeoutError included: the next start flushes them
-                log.exception("the flush at shutdown failed; the store keeps the documents")
-        if self._flush_task is not None:  # a flush by size started after that one: let it end
-            with suppress(Exception):
-                await self._flush_task
+        if self.flusher is not None:
+            await self.flusher.close(flush=self.flushing)
         if self._refresher is not None:
             self._refresher.cancel()
             with suppress(asyncio.CancelledError):
@@ -995,7 +1006,7 @@ class Service:
         unflushed = self.unflushed()
         return {
             "documents": len(self.index),
-            "indexed_documents": self._indexed_others(unflushed),
+            "indexed_documents": self._indexed_others(),
             "index_version": 0 if self.served is None else self.served.version,
             "unflushed": unflushed,
             "index_flushes": self.flushes,
@@ -1020,191 +1031,48 @@ class Service:
     @property
     def flushing(self) -> bool:
         """Whether this service writes its documents into the index it serves."""
-        return self.settings.flushes and isinstance(self.store, SQLiteStore)
+        return self.settings.flushes
 
-    def _flush_store(self) -> SQLiteStore:
-        if not isinstance(self.store, SQLiteStore):  # Settings.flushes refuses a shared store
-            raise RuntimeError("only the embedded store flushes into the index")
-        return self.store
+    @property
+    def flushes(self) -> int:
+        """The flushes done since the start."""
+        return 0 if self.flusher is None else self.flusher.flushes
 
-    def _start_flushing(self) -> None:
-        """At start, before the store is read: what was flushed (``flush.start_mark``), and the
-        flushed documents deleted since, hidden until the next flush deletes their rows."""
-        assert self.served is not None
-        store = self._flush_store()
-        self._store_id, self._mark = start_mark(store, self.served.index)
-        self._served_through = self._mark.through  # the version opened holds the mark's
-        store.index_deletes_through = self._mark.through
-        self._hidden_at = {doc_id: (0, num) for _, doc_id, _, num in store.index_deletes()}
-        self.served.hidden = set(self._hidden_at)
-        log.info(
-            "flushing into the index: flushed through document %d (version %d), %d deleted "
-            "since", self._mark.through, self._mark.version, len(self.served.hidden),
-        )  # fmt: skip
-
-    def _flushed_number(self, num: int) -> bool:
-        """Whether document ``num`` is in the index, or in a flush being written (its deletion
-        is then recorded by the store for the next flush)."""
-        if not self.flushing:
-            return False
-        through = self._flush_store().index_deletes_through
-        return through is not None and num <= through
-
-    def _hide_flushed(self, doc_id: str, num: int) -> None:
-        """After a flushed document ``num`` was deleted or replaced: its row in the index is
-        answered no more."""
-        if self.served is not None and self._flushed_number(num):
-            self._hides += 1
-            self._hidden_at[doc_id] = (self._hides, num)
-            self.served.hidden.add(doc_id)
-
-    def unflushed(self) -> int:
-        """The service's documents not in the index yet (0 when it does not flush). Grows with
-        them (at most about FLUSH_ROWS), not with the documents."""
-        if not self.flushing:
-            return 0
-        return len(self.index.documents_since(self._mark.through + 1))
-
-    def _indexed_others(self, unflushed: int) -> int:
-        """The served index's documents but the service's own flushed ones (counted in
-        ``documents``) and the rows of flushed documents deleted since (hidden)."""
-        if self.served is None:
-            return 0
-        if not self.flushing:
-            return self.served.rows
-        index, served_through = self.index, self._served_through
-        own = len(index) - len(index.documents_since(served_through + 1))
-        # The rows of deleted flushed documents too, those the version served holds (a hidden
-        # id held again is a new document, numbered after it: not counted twice).
-        hidden = [self._hidden_at.get(i, (0, -1))[1] for i in list(self.served.hidden)]
-        own += sum(1 for num in hidden if 0 <= num <= served_through)
-        return max(self.served.rows - own, 0)
-
-    def _flush_soon(self) -> None:
-        """Flush in the background once FLUSH_ROWS documents were numbered since the last
-        flush (removed ones included: a cheap bound, checked after every write)."""
-        rows = self.settings.flush_rows
-        if not self.flushing or rows <= 0 or self._flushing.locked():
-            return
-        running = self._flush_task is not None and not self._flush_task.done()
-        if not running and self.index.next_number - 1 - self._mark.through >= rows:
-            self._flush_task = asyncio.create_task(self._flush_logged())
-
-    async def _flush_every(self) -> None:
-        """Flush every FLUSH_SECONDS (after the last flush) while documents or deletions wait.
-        A flush under way is shielded: cancelling this task (at shutdown) never stops one
-        between its commit and recording it."""
-        every = self.settings.flush_seconds
-        while True:
-            await asyncio.sleep(max(self._flushed_at + every - time.monotonic(), 0.05))
-            if time.monotonic() - self._flushed_at >= every:
-                await asyncio.shield(self._flush_logged())
-
-    async def _flush_logged(self) -> None:
-        """``flush``, a failure logged (the store keeps the documents: the next one retries)."""
-        try:
-            await self.flush()
-        except Exception:
-            log.exception("could not flush into the index; trying again later")
-            self._flushed_at = time.monotonic()
+    def _flushes_into(self) -> Flusher | None:
+        """The flusher, while the settings say the service flushes, or on a shared store
+        (another replica may flush); else None."""
+        flusher = self.flusher
+        return flusher if flusher is not None and (self.flushing or flusher.shared) else None
 
     async def flush(self) -> int | None:
-        """Write the documents registered since the last flush, and the deletions of flushed
-        ones, into the served index as its next version (``flush.write_flush``: off the event
-        loop; registrations wait only while the batch is taken); the version committed, or
-        None when there was nothing to write. Another run committing first
-        (IndexConflictError) is retried on its version, FLUSH_ATTEMPTS times."""
-        if not self.flushing or self.served is None:
+        """Flush into the served index now (``Flusher.flush``): the version committed, or None
+        when there was nothing to write, another replica flushes, or this service does not."""
+        if self.flusher is None or not self.flushing:
             return None
-        url = self.served.url
-        async with self._flushing:
-            for attempt in range(1, FLUSH_ATTEMPTS + 1):
-                batch, cut = await self._flush_batch()
-                if not batch.ids and not batch.deletes:
-                    self._flushed_at = time.monotonic()
-                    return None
-                args = (url, self.params, batch, self._store_id, self._mark)
-                written = await asyncio.to_thread(write_flush, *args)
-                if written is None:  # the deletes had no row left to delete
-                    mark = self._mark
-                    after = Mark(mark.version, mark.token, mark.through, batch.deletes_through)
-                    await self._flushed(after, cut)
-                    return None
-                store = self._flush_store()
-                await self._write(store.set_flush_state, {"attempt": written.mark.as_json()})
-                try:
-                    version = await asyncio.to_thread(commit_flush, written, self.params)
-                except IndexConflictError as exc:
-                    log.info("flush: %s; writing it again on the new version", exc)
-                    if attempt == FLUSH_ATTEMPTS:
-                        raise
-                    continue
-                await self._flushed(written.mark, cut)
-                self.flushes += 1  # once the version flushed is served (/v1/stats agree)
-                log.info(
-                    "flushed into the index version=%d documents=%d deletes=%d",
-                    version, len(batch.ids), len(written.vectors),
-                )  # fmt: skip
-                return version
-        return None
+        return await self.flusher.flush()
 
-    async def _flush_batch(self) -> tuple[Batch, int]:
-        """What to flush, taken under the write lock (exact: no registration in between):
-        the documents numbered after the mark, and the store's index deletes after it; and the
-        hides counted then. From then on the store records the deletion of any of them."""
-        async with self._writing():
-            # Grows with the documents flushed: off the event loop (writers wait, readers not).
-            ids, sigs = await asyncio.to_thread(self._unflushed_documents)
-            through = self.index.next_number - 1
-            store = self._flush_store()
-            digests = await self._io_call(store.digests, ids) if ids else {}
-            deletes = await self._io_call(store.index_deletes)
-            store.index_deletes_through = max(through, self._mark.through)
-            cut = self._hides
-        raw = b"".join(digests[i][:16] for i in ids)
-        halves = np.frombuffer(raw, dtype="<u8").reshape(-1, 2).astype(np.uint64)
-        later = [(q, i, d) for q, i, d, _ in deletes if q > self._mark.deletes]
-        return Batch(ids, halves, sigs.astype(np.uint32), through, later), cut
+    def unflushed(self) -> int:
+        """The service's documents not in the index yet (0 when it does not flush)."""
+        flusher = self._flushes_into()
+        return 0 if flusher is None else flusher.unflushed()
 
-    def _unflushed_documents(self) -> tuple[list[str], NDArray[np.uint32]]:
-        """The ids and signatures of the service's documents numbered after the mark."""
-        ids = self.index.documents_since(self._mark.through + 1)
-        if not ids:
-            return ids, np.empty((0, self.params.num_perm), dtype=np.uint32)
-        return ids, self.index.signatures_of(ids)
+    def _indexed_others(self) -> int:
+        """The served index's documents but the service's own (``Flusher.indexed_others``)."""
+        if self.served is None:
+            return 0
+        flusher = self._flushes_into()
+        return self.served.rows if flusher is None else flusher.indexed_others()
 
-    async def _flushed(self, mark: Mark, cut: int) -> None:
-        """Take ``mark`` as what was flushed (at once: a later flush of this process must never
-        write its documents again, even if recording it fails, when the attempt recorded
-        before the commit tells the next start), record it (durably: its deletes forgotten),
-        then serve the version committed (``_settle``: the rows it deleted hidden no more)."""
-        self._mark = mark
-        self._flushed_at = time.monotonic()
-        self._settling = (mark.version, cut, mark.through)
-        store = self._flush_store()
-        await self._write(store.set_flush_state, {"committed": mark.as_json()}, mark.deletes)
-        if self.served is not None and self.served.version >= mark.version:
-            self._settle()  # served already (by the refresh task, or nothing was committed)
-            return
-        try:
-            await self.refresh_index()
-        except Exception:  # its rows stay hidden until a version holding it is served
-            log.exception("could not serve the version flushed; serving the one read")
+    def _flushed_number(self, num: int) -> bool:
+        """Whether document ``num`` has a row in the served index (or in a flush written)."""
+        flusher = self._flushes_into()
+        return flusher is not None and flusher.flushed_number(num)
 
-    def _settle(self) -> None:
-        """Once a version holding the last flush is served (in the step that serves it): its
-        documents are the service's rows of the index, and the rows of deleted documents it
-        deleted are hidden no more (those hidden since its batch was taken stay hidden)."""
-        if self._settling is None or self.served is None:
-            return
-        version, cut, through = self._settling
-        if self.served.version < version:
-            return
-        self._settling = None
-        self._served_through = through
-        kept = {i for i in self.served.hidden if self._hidden_at.get(i, (0, -1))[0] > cut}
-        self._hidden_at = {i: n for i, n in self._hidden_at.items() if i in kept}
-        self.served.hidden = kept
+    def _hide_flushed(self, doc_id: str, num: int) -> None:
+        """After document ``num`` was deleted or replaced: its row, if flushed, hidden."""
+        flusher = self._flushes_into()
+        if flusher is not None:
+            flusher.hide(doc_id, num)
 
     # --- replicas: following a shared store's log of changes -----------------------------------
 
@@ -1230,7 +1098,8 @@ class Service:
                 await self._io_call(self.store.unlock_writes)
                 self.log_position = self.store.position()  # this write's entry, if it made one
                 self._compact_soon()
-                self._flush_soon()
+                if self.flusher is not None and self.flushing:
+                    self.flusher.soon()
 
     def _compact_soon(self) -> None:
         """Compact the index in the background once its removed documents' slots are as many
@@ -1320,9 +1189,18 @@ class Service:
             elif change.kind == "delete" and change.nums is not None:
                 if self.index.number(change.name) == change.nums[0]:
                     removal = await asyncio.to_thread(self.index.plan_removal, change.name)
-                    twin = await asyncio.to_thread(self._twin, change.name)
+                    flushed = self._flushed_number(change.nums[0])
+                    twin = None if flushed else await asyncio.to_thread(self._twin, change.name)
                     self.index.apply_removal(removal)
+                    self._hide_flushed(change.name, change.nums[0])
                     self._link_twin(change.name, twin)
+            elif change.kind == "flush" and change.nums is not None:
+                if (flusher := self._flushes_into()) is not None:
+                    flusher.batch_taken(change.nums[0])
+            elif change.kind == "flushed":
+                mark = Mark.from_json(change.name)
+                if (flusher := self._flushes_into()) is not None and mark is not None:
+                    flusher.committed(mark)
             elif change.kind == "put_set" and change.row is not None:
                 row = change.row
                 try:
@@ -1353,6 +1231,8 @@ class Service:
         near = await asyncio.to_thread(self._near, sigs)
         if removal is not None:
             self.index.apply_removal(removal)
+            assert delete.nums is not None
+            self._hide_flushed(delete.name, delete.nums[0])
         plan = linking_plan(self.index, [delete.name], sigs, near)
         if add.nums is None or plan.start != add.nums[0]:
             raise RuntimeError(f"log entry {add.seq} does not follow the index")

@@ -80,12 +80,15 @@ from neardup.app.service.store import (
 )
 from neardup.core.engine import ProtectedFormat, json_text, read_json
 
-__all__ = ["SCHEMA_VERSION", "WRITE_LOCK", "PostgresStore"]
+__all__ = ["FLUSH_LOCK", "SCHEMA_VERSION", "WRITE_LOCK", "PostgresStore"]
 
 log = logging.getLogger("neardup")
 
 #: The advisory lock every write transaction holds ('neardup' in ASCII).
 WRITE_LOCK = 0x6E656172647570
+#: The advisory lock (session level) a replica holds while it flushes into the served index:
+#: one flusher at a time ('neardfl' in ASCII; another schema's store: its write lock's key + 1).
+FLUSH_LOCK = 0x6E65617264666C
 #: The NOTIFY channel a committed change wakes the followers on.
 CHANNEL = "neardup_changes"
 #: Seconds to wait for a connection (or to connect) before answering 503.
@@ -102,11 +105,14 @@ STATEMENT_TIMEOUT_MS = 30_000
 IDLE_IN_WRITE_MS = 60_000
 
 #: The version of the store's layout this neardup writes (``schema_versions``).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: The tables the store reads and writes (the role needs SELECT, INSERT, UPDATE, DELETE).
 TABLES = (
     "params", "documents", "protected_sets", "changes", "probe", "schema_versions", "budgets",
+    "index_flush", "index_deletes",
 )  # fmt: skip
+#: The sequences the store draws from (the role needs USAGE).
+SEQUENCES = ("probe_id_seq", "index_deletes_seq_seq")
 
 # Version 1: the layout before versions were recorded (a store without ``schema_versions`` but
 # with these tables is of version 1).
@@ -156,6 +162,23 @@ CREATE INDEX IF NOT EXISTS documents_deleted ON documents (num) WHERE deleted;
 """,
     # 3: the read keys' contamination budgets, shared by every replica (``take_budget``).
     3: budget_schema("DOUBLE PRECISION"),
+    # 4: flushing into a served index (app/service/flush.py): the store's identity, flush
+    # marks and ``deletes_through`` (documents numbered up to it are flushed or in a flush
+    # being written), the flushed documents deleted or replaced since (recorded in the
+    # delete's transaction), and two log entries: ``flush`` (a batch taken, ``lo`` its
+    # through) and ``flushed`` (a flush committed, ``name`` its mark).
+    4: """
+CREATE TABLE IF NOT EXISTS index_flush (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS index_deletes (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL,
+    digest BYTEA NOT NULL,
+    num BIGINT NOT NULL
+);
+ALTER TABLE changes DROP CONSTRAINT IF EXISTS changes_kind_check;
+ALTER TABLE changes ADD CONSTRAINT changes_kind_check
+    CHECK (kind IN ('add', 'delete', 'put_set', 'delete_set', 'flush', 'flushed'));
+""",
 }
 #: ``take_budget``'s statement: the clock is the server's, one for every replica.
 _TAKE = budget_take_sql(
@@ -200,6 +223,8 @@ class PostgresStore:
         self._tx: _Conn | None = None  # the open write transaction (lock_writes .. commit)
         self._snapshot: _Conn | None = None  # recovery's repeatable-read snapshot
         self._listener: _Conn | None = None
+        #: the connection holding the flush lock while this replica flushes (``lock_flush``)
+        self._flusher: _Conn | None = None
         #: ``take_budget``'s connection, used by the service's budget thread alone (a check
         #: never waits for a write, nor runs in its transaction), with its own deadlines
         self._budget_db: _Conn | None = None
@@ -519,12 +544,15 @@ class PostgresStore:
             "AND NOT has_table_privilege(c.oid, p.priv) ORDER BY 1, 2",
             (self.schema, list(TABLES)),
         ).fetchall()
-        seq = conn.execute(
-            "SELECT NOT has_sequence_privilege(%s, 'USAGE')", (f"{self.schema}.probe_id_seq",)
-        ).fetchone()
         missing = [f"{priv} on {table}" for table, priv in rows]
-        if seq is not None and seq[0]:
-            missing.append("USAGE on probe_id_seq")
+        for name in SEQUENCES:
+            qualified = f"{self.schema}.{name}"
+            seq = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL AND NOT has_sequence_privilege(%s, 'USAGE')",
+                (qualified, qualified),
+            ).fetchone()
+            if seq is not None and seq[0]:
+                missing.append(f"USAGE on {name}")
         if missing:
             role, schema = _ident(self._role), self.schema
             raise StoreRefused(
@@ -734,6 +762,7 @@ class PostgresStore:
         """Mark a document deleted (its text and meta cleared), durably."""
         seq = None
         with self._write() as conn:
+            _note_index_delete(conn, num)
             doc_id = _mark_deleted(conn, num)
             if doc_id is not None:
                 seq = self._log(conn, "delete", num, num + 1, doc_id)
@@ -745,6 +774,7 @@ class PostgresStore:
         store's next number) in one durable transaction, logged as a delete then an add."""
         seq = None
         with self._write() as conn:
+            _note_index_delete(conn, old)
             old_id = _mark_deleted(conn, old)
             if old_id is None:
                 raise RuntimeError(f"document {old} to replace is not in the store")
@@ -842,6 +872,8 @@ class PostgresStore:
                 found.append(Change(seq, "add", nums=nums, ids=ids, sigs=b"".join(sigs)))
             elif kind == "delete":
                 found.append(Change(seq, "delete", name=name, nums=[lo]))
+            elif kind in ("flush", "flushed"):
+                found.append(Change(seq, kind, name=name, nums=[lo]))
             elif kind == "put_set":
                 found.append(Change(seq, "put_set", name=name, row=self._set(conn, name)))
             else:
@@ -978,6 +1010,99 @@ class PostgresStore:
         ).fetchone()
         return None if row is None else _set_row(row)
 
+    # --- flushing into a served index (app/service/flush.py) -----------------------------------
+
+    def lock_flush(self) -> bool:
+        """Take the flush lock (one flusher among the replicas) on a connection of its own,
+        held until ``unlock_flush``; False at once if another replica holds it."""
+
+        def take(conn: _Conn) -> bool:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self._flush_key,)).fetchone()
+            return bool(row is not None and row[0])
+
+        with self._guard():
+            conn = self._connect()
+            try:
+                with self._deadline(conn):
+                    taken = take(conn)
+            except BaseException:
+                with suppress(Exception):
+                    conn.close()
+                raise
+        if not taken:
+            conn.close()
+            return False
+        self._flusher = conn
+        return True
+
+    def unlock_flush(self) -> None:
+        """Release the flush lock (its connection closed: the server releases it)."""
+        conn, self._flusher = self._flusher, None
+        if conn is not None:
+            with suppress(Exception):
+                conn.close()
+
+    @property
+    def _flush_key(self) -> int:
+        return FLUSH_LOCK if self._lock_key == WRITE_LOCK else self._lock_key + 1
+
+    def flush_state(self) -> dict[str, str]:
+        """The recorded flush state: the store's identity, its marks (JSON) and
+        ``deletes_through``, by key."""
+        rows = self._run(lambda c: c.execute("SELECT key, value FROM index_flush").fetchall())
+        return {str(k): str(v) for k, v in rows}
+
+    def set_flush_state(self, values: dict[str, str], clear_deletes: int = 0) -> None:
+        """Record ``values`` in the flush state and forget the index's deletes numbered up to
+        ``clear_deletes``, in the write transaction (``lock_writes``; else in one of its own
+        under the write lock); a committed mark is logged (``flushed``: every replica learns
+        it in log order)."""
+
+        def record(conn: _Conn) -> int | None:
+            _put_flush_state(conn, values)
+            conn.execute("DELETE FROM index_deletes WHERE seq <= %s", (clear_deletes,))
+            if "committed" in values:
+                return self._log(conn, "flushed", name=values["committed"])
+            return None
+
+        if self._tx is None:  # at start, before the log is followed: its own transaction
+            # (the entry is applied from the log like another replica's)
+
+            def alone(conn: _Conn) -> None:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    record(conn)
+
+            self._run(alone)
+            return
+        with self._write() as conn:
+            seq = record(conn)
+        if seq is not None:
+            self._applied = seq
+
+    def index_deletes(self) -> list[tuple[int, str, bytes, int]]:
+        """The index's deletes not forgotten yet: (seq, id, digest, number), in order."""
+        rows = self._run(
+            lambda c: c.execute(
+                "SELECT seq, id, digest, num FROM index_deletes ORDER BY seq"
+            ).fetchall()
+        )
+        return [(int(a), str(b), bytes(c), int(d)) for a, b, c, d in rows]
+
+    def take_flush(self, through: int) -> list[tuple[int, str, bytes, int]]:
+        """In the write transaction (``lock_writes``): from now on record the deletion of any
+        document numbered up to ``through`` (the store's ``deletes_through``, for every
+        replica), log it (``flush``), and return the index's deletes (``index_deletes``)."""
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT seq, id, digest, num FROM index_deletes ORDER BY seq"
+            ).fetchall()
+            last = max((int(r[0]) for r in rows), default=0)
+            _put_flush_state(conn, {"deletes_through": str(through), "batch_deletes": str(last)})
+            seq = self._log(conn, "flush", through, through)
+        self._applied = seq
+        return [(int(a), str(b), bytes(c), int(d)) for a, b, c, d in rows]
+
     def close(self) -> None:
         """Roll back an open write, close the connections. Idempotent."""
         if self._closed:
@@ -985,11 +1110,11 @@ class PostgresStore:
         self._closed = True
         with suppress(Exception):
             self.unlock_writes()
-        for conn in (self._listener, self._db, self._budget_db):
+        for conn in (self._listener, self._db, self._budget_db, self._flusher):
             if conn is not None:
                 with suppress(Exception):
                     conn.close()
-        self._listener = self._db = self._budget_db = None
+        self._listener = self._db = self._budget_db = self._flusher = None
         self._watchdog.close()
         self._budget_watchdog.close()
 
@@ -1094,6 +1219,18 @@ def _connect_within(connect: Callable[[], _Conn], seconds: float) -> _Conn:
     return made
 
 
+def _note_index_delete(conn: _Conn, num: int) -> None:
+    """In the caller's write transaction: record alive document ``num``'s id and digest among
+    the index's deletes if it is numbered up to the store's ``deletes_through`` (flushed, or in
+    a flush being written, by any replica)."""
+    conn.execute(
+        "INSERT INTO index_deletes (id, digest, num) SELECT id, digest, num FROM documents "
+        "WHERE num = %s AND NOT deleted AND num <= (SELECT value::bigint FROM index_flush "
+        "WHERE key = 'deletes_through')",
+        (num,),
+    )
+
+
 def _mark_deleted(conn: _Conn, num: int) -> str | None:
     """Mark document ``num`` deleted (text and meta cleared; the row stays for the log's
     replay); its id, or None if there is no such alive document."""
@@ -1111,6 +1248,15 @@ def _check_next(conn: _Conn, nums: list[int]) -> None:
     lo = nums[0]
     if head is None or head[0] != lo or nums != list(range(lo, lo + len(nums))):
         raise RuntimeError(f"documents numbered from {lo}, the store's next is {head}")
+
+
+def _put_flush_state(conn: _Conn, values: dict[str, str]) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO index_flush VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            list(values.items()),
+        )
 
 
 def _set_row(row: tuple[Any, ...]) -> ProtectedSetRow:

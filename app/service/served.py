@@ -158,8 +158,11 @@ def linking_plan(
 ) -> Plan:
     """``index.plan`` of new documents ``ids``, after the indexed documents they match
     (``near``) that are not linked yet: those first, as ``indexed`` rows, so each new document
-    counts and joins them as it would documents registered before it."""
-    linked = [] if near is None else sorted(i for i in near.sigs if i not in index)
+    counts and joins them as it would documents registered before it. An indexed row of one
+    of ``ids`` is never linked (the store's document of an id wins: a replaced flushed
+    document's old row, seen before it was hidden)."""
+    new = set(ids)
+    linked = [] if near is None else sorted(i for i in near.sigs if i not in index and i not in new)
     if near is None or not linked:
         return index.plan(ids, sigs)
     both = np.concatenate((np.stack([near.sigs[i] for i in linked]), sigs)).astype(np.uint32)

@@ -144,11 +144,13 @@ class Change:
     ``add``: documents ``nums`` (consecutive, deleted ones included), ``ids`` and their
     concatenated little-endian ``sigs``. ``delete``: document ``nums[0]``, id ``name``.
     ``put_set``: set ``name``, its current ``row`` (None if deleted since). ``delete_set``:
-    set ``name``.
+    set ``name``. ``flush``: a replica took a flush's batch through document ``nums[0]``
+    (the store records deletes up to it from then on). ``flushed``: a flush was committed,
+    ``name`` its mark (app/service/flush.py).
     """
 
     seq: int
-    kind: Literal["add", "delete", "put_set", "delete_set"]
+    kind: Literal["add", "delete", "put_set", "delete_set", "flush", "flushed"]
     name: str = ""
     nums: list[int] | None = None
     ids: list[str] | None = None
@@ -191,6 +193,12 @@ class Store(Protocol):
     def prune(self, retention: float, batch: int) -> int: ...
     def available(self) -> bool: ...
     def take_budget(self, caller: str, unit: str, amount: int, per_minute: int) -> float | None: ...
+    def lock_flush(self) -> bool: ...
+    def unlock_flush(self) -> None: ...
+    def flush_state(self) -> dict[str, str]: ...
+    def set_flush_state(self, values: dict[str, str], clear_deletes: int = 0) -> None: ...
+    def index_deletes(self) -> list[tuple[int, str, bytes, int]]: ...
+    def take_flush(self, through: int) -> list[tuple[int, str, bytes, int]]: ...
     def close(self) -> None: ...
 
 
@@ -593,6 +601,19 @@ class SQLiteStore:
         """The index's deletes not forgotten yet: (seq, id, digest, number), in order."""
         sql = "SELECT seq, id, digest, num FROM index_deletes ORDER BY seq"
         return [(int(a), str(b), bytes(c), int(d)) for a, b, c, d in self._db.execute(sql)]
+
+    def take_flush(self, through: int) -> list[tuple[int, str, bytes, int]]:
+        """From now on record the deletion of any document numbered up to ``through`` (a
+        flush's batch is taken); the index's deletes (``index_deletes``)."""
+        self.index_deletes_through = through
+        return self.index_deletes()
+
+    def lock_flush(self) -> bool:
+        """One flusher: the data directory's lock already makes this process the only one."""
+        return True
+
+    def unlock_flush(self) -> None:
+        """Nothing to release (``lock_flush``)."""
 
     def close(self) -> None:
         """Close the databases (everything committed is already durable) and release the data

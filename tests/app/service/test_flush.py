@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,8 @@ from hypothesis import strategies as st
 from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service import flush as flush_module
-from neardup.app.service import operations as operations_module
 from neardup.app.service.store import SQLiteStore
-from neardup.core.engine import DocIndex
+from neardup.core.engine import DocIndex, text_digest
 from tests.app.service.test_served import (
     IDS,
     PARAMS,
@@ -296,7 +296,7 @@ def test_a_part_written_but_not_committed_is_written_again(tmp_path, threads, mo
             raise OSError("killed before the commit")
         return real(written, params)
 
-    monkeypatch.setattr(operations_module, "commit_flush", fails_once)
+    monkeypatch.setattr(flush_module, "commit_flush", fails_once)
 
     async def run() -> tuple:
         service = await _start(tmp_path / "data", url, **ON_DEMAND)
@@ -363,6 +363,35 @@ def _digest(text: str) -> bytes:
     return text_digest(text)[:16]
 
 
+def test_a_flushed_document_replaced_by_a_near_copy_never_matches_its_old_row(
+    tmp_path, threads
+) -> None:
+    """PUT of a flushed document with a text near its old one: its old row (hidden from
+    then on, but looked up before) is never linked as an indexed document of the same id."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            await service.register([NewDoc("p", "ant bee cat dog eel", {})])
+            await service.flush()
+            replaced = await service.replace(NewDoc("p", "ant bee cat dog", {}))
+            out = [replaced.matches, await service.query(["ant bee cat dog"], None, None)]
+            out.append(await _counts(service))
+            await service.flush()
+            out.append(await _counts(service))
+            return out
+        finally:
+            await service.close()
+
+    found, query, before, after = asyncio.run(run())
+    assert (found.count, query) == (0, [(1, [("p", 1.0, "p")])])
+    assert before == after == {"documents": 1, "indexed_documents": 1, "indexed_linked": 0,
+                               "clusters": 0, "duplicates": 0}  # fmt: skip
+    assert _rows(url) == {"p": 1, "y": 1}
+
+
 def test_a_commit_lost_to_a_batch_run_is_written_again_on_its_version(
     tmp_path, threads, monkeypatch
 ) -> None:
@@ -378,7 +407,7 @@ def test_a_commit_lost_to_a_batch_run_is_written_again_on_its_version(
             write_index(url, [("x", "gnu gnu gnu")])
         return written
 
-    monkeypatch.setattr(operations_module, "write_flush", racing)
+    monkeypatch.setattr(flush_module, "write_flush", racing)
 
     async def run() -> tuple:
         async with asyncio.timeout(120):
@@ -414,15 +443,10 @@ def test_flushing_by_size_runs_in_the_background(tmp_path, threads) -> None:
     assert _rows(url) == {"b": 1, "c": 1, "y": 1}
 
 
-def test_a_shared_store_refuses_to_flush() -> None:
-    from pydantic import ValidationError
-
-    with pytest.raises(
-        ValidationError, match=r"NEARDUP_FLUSH_ROWS \(--flush-rows\): a service on a shared store"
-    ):
-        Settings(store_url="postgresql://u@h/db", index="idx", flush_rows=5)
-    quiet = Settings(store_url="postgresql://u@h/db", index="idx")
-    assert not quiet.flushes
+def test_a_shared_store_flushes_one_replica_at_a_time_by_the_same_settings() -> None:
+    shared = Settings(store_url="postgresql://u@h/db", index="idx", flush_rows=5)
+    assert shared.flushes and Settings(store_url="postgresql://u@h/db", index="idx").flushes
+    assert not Settings(store_url="postgresql://u@h/db", index="idx", **READ_ONLY).flushes
     assert Settings(index="idx").flushes and not Settings(index="idx", **READ_ONLY).flushes
 
 
@@ -463,7 +487,7 @@ def test_writes_while_a_flush_is_written_are_exact(tmp_path, threads, monkeypatc
         release.wait(120)
         return real(*args)
 
-    monkeypatch.setattr(operations_module, "write_flush", paused)
+    monkeypatch.setattr(flush_module, "write_flush", paused)
 
     async def run() -> list:
         out: list[Any] = []
@@ -495,3 +519,323 @@ def test_writes_while_a_flush_is_written_are_exact(tmp_path, threads, monkeypatc
     ]  # fmt: skip
     assert _rows(url) == {"c": 1, "e": 1, "y": 1}
     assert DocIndex.open(url).id_digests(["c"]) == {"c": _digest("five six seven")}
+
+
+# --- replicas on one PostgreSQL store, serving (and flushing into) one index ---------------------
+
+
+async def _replica(pg_url: str, url: str, **more: Any) -> Service:
+    settings = Settings(workers=1, store_url=pg_url, index=url, **PARAMS, **{**ON_DEMAND, **more})
+    return await Service.start(settings)
+
+
+async def _settled(*services: Service, version: int) -> None:
+    """Wait (generously: a loaded machine) until every replica applied the store's whole log
+    and serves ``version`` of the index with nothing left to settle."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        heads = [s.store.position() for s in services]
+        done = all(
+            s.served is not None
+            and s.served.version >= version
+            and s.flusher is not None
+            and s.flusher._settling is None
+            for s in services
+        )
+        if done and len(set(heads)) == 1:
+            async with services[0]._writing():  # the head of the log, as the store holds it
+                pass
+            if all(s.store.position() == services[0].store.position() for s in services):
+                return
+        assert asyncio.get_running_loop().time() < deadline, "replicas never caught up"
+        await asyncio.sleep(0.05)
+
+
+def _stats_of(service: Service) -> tuple:
+    stats = service.stats()
+    return tuple(stats[k] for k in (*COUNTS, "unflushed", "index_version"))
+
+
+def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_url) -> None:
+    """Two replicas on one PostgreSQL store and one index: one flush commits each batch (the
+    other finds the flush lock taken, or nothing left), every document is a row once, and
+    both count the flushed rows as their own; a delete of a flushed document on one replica
+    hides its row on the other until whichever flushes next commits it; a batch run then
+    reads exactly the live documents."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        out: list = []
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "cat", {})])
+            await b.register([NewDoc("r", "one two three", {}), NewDoc("s", "ant bee cat", {})])
+            versions = await asyncio.gather(a.flush(), b.flush())
+            out.append(sorted(v is None for v in versions))
+            [version] = [v for v in versions if v is not None]
+            await _settled(a, b, version=version)
+            out.append(_rows(url))
+            out.append((_stats_of(a), _stats_of(b)))
+            # A delete and a replace of flushed documents, each on one replica.
+            await a.delete("p")
+            await b.replace(NewDoc("r", "five six seven", {}))
+            await _settled(a, b, version=version)
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
+            out.append(
+                [await s.query(["ant bee cat dog", "one two three"], None, None) for s in (a, b)]
+            )
+            out.append((_stats_of(a), _stats_of(b)))
+            # The replica that did not delete p flushes: it commits p's deletion too.
+            flusher = b if versions[0] is not None else a
+            after = await flusher.flush()
+            await _settled(a, b, version=after)
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
+            out.append((_stats_of(a), _stats_of(b)))
+        finally:
+            await a.close()
+            await b.close()
+        return out
+
+    out = asyncio.run(run())
+    assert out[0] == [False, True]  # one flush committed, the other none
+    assert out[1] == {"p": 1, "q": 1, "r": 1, "s": 1, "y": 1}
+    # documents, indexed_documents, indexed_linked, clusters, duplicates, unflushed, version
+    assert out[2] == ((4, 1, 0, 1, 1, 0, 2), (4, 1, 0, 1, 1, 0, 2))
+    assert out[3] == (["p", "r"], ["p", "r"])
+    neither = [(1, [("s", 0.6875, "s")]), (0, [])]  # p's row hidden, r's old text gone
+    assert out[4] == [neither, neither]
+    assert out[5] == ((3, 1, 0, 0, 0, 1, 2), (3, 1, 0, 0, 0, 1, 2))
+    assert out[6] == ([], [])
+    assert out[7] == ((3, 1, 0, 0, 0, 0, 3), (3, 1, 0, 0, 0, 0, 3))
+    assert _rows(url) == {"q": 1, "r": 1, "s": 1, "y": 1}
+    index = DocIndex.open(url)
+    assert index.id_digests(["r"])["r"] == text_digest("five six seven")[:16]
+
+
+def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
+    tmp_path, threads, pg_url, monkeypatch
+) -> None:
+    """While replica A writes a flush (paused in the middle), replica B's flush skips at once
+    (A holds the flush lock) and writes nothing; B's delete of a document in A's batch is
+    recorded by the store: hidden on both once A's flush is served, and its row deleted by
+    the next flush (B's)."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = flush_module.write_flush
+    started, go = threading.Event(), threading.Event()
+
+    def paused(*args):
+        started.set()
+        assert go.wait(60)
+        return real(*args)
+
+    monkeypatch.setattr(flush_module, "write_flush", paused)
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        c: Service | None = None
+        out: list = []
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            flushing = asyncio.create_task(a.flush())
+            assert await asyncio.to_thread(started.wait, 60)
+            out.append(await asyncio.wait_for(b.flush(), 30))  # A holds the lock: skipped
+            await asyncio.wait_for(b.delete("q"), 60)  # q is in A's batch
+            go.set()
+            version = await flushing
+            await _settled(a, b, version=version)
+            out.append(_rows(url))
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
+            out.append((_stats_of(a), _stats_of(b)))
+            c = await _replica(pg_url, url, **READ_ONLY)  # reads the same from the store
+            out.append((sorted(c.served.hidden), _stats_of(c)))
+            after = await b.flush()
+            await _settled(a, b, c, version=after)
+            out.append((version, after))
+            out.append((sorted(a.served.hidden), sorted(b.served.hidden), sorted(c.served.hidden)))
+            out.append((_stats_of(a), _stats_of(b), _stats_of(c)))
+        finally:
+            go.set()
+            await a.close()
+            await b.close()
+            if c is not None:
+                await c.close()
+        return out
+
+    out = asyncio.run(run())
+    assert out[0] is None
+    assert out[1] == {"p": 1, "q": 1, "y": 1}
+    assert out[2] == (["q"], ["q"])
+    assert out[3] == ((1, 1, 0, 0, 0, 0, 2), (1, 1, 0, 0, 0, 0, 2))
+    assert out[4] == (["q"], (1, 1, 0, 0, 0, 0, 2))  # a replica started now: the same
+    assert out[5] == (2, 3)
+    assert out[6] == ([], [], [])
+    assert out[7] == ((1, 1, 0, 0, 0, 0, 3),) * 3
+    assert _rows(url) == {"p": 1, "y": 1}
+
+
+def test_a_replica_dying_between_its_commit_and_recording_it_is_adopted_by_the_next(
+    tmp_path, threads, pg_url, monkeypatch
+) -> None:
+    """Replica A commits a flush and dies before the store records it: the next flush (B's)
+    finds the attempt's file in the version it names, records it, and writes nothing twice."""
+    from neardup.app.service.pgstore import PostgresStore
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = PostgresStore.set_flush_state
+
+    def dies(self, values, clear_deletes=0):
+        if "committed" in values:
+            raise OSError("killed")
+        return real(self, values, clear_deletes)
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            with monkeypatch.context() as patched:
+                patched.setattr(PostgresStore, "set_flush_state", dies)
+                with pytest.raises(OSError):
+                    await a.flush()
+            await _crash(a)
+            await b.register([NewDoc("r", "five six", {})])
+            version = await b.flush()
+            await _settled(b, version=version)
+            return [version, _stats_of(b)]
+        finally:
+            await b.close()
+
+    assert asyncio.run(run()) == [3, (3, 1, 0, 0, 0, 0, 3)]
+    assert _rows(url) == {"p": 1, "q": 1, "r": 1, "y": 1}
+    index = DocIndex.open(url)
+    assert [p.run.get("from") for p in index.parts if p.run.get("engine") == "service"] == [0, 2]
+
+
+def test_the_index_is_the_truth_for_flushed_documents(tmp_path, threads) -> None:
+    """A flushed document whose row ``neardup index delete`` deleted, or a batch run's
+    ``--recrawled replace`` replaced, is deleted from the service at the refresh that serves
+    that version: its id is then answered by the index alone (not at all, or as the batch's
+    new row, an indexed document the service reads only), the same after a restart."""
+    from neardup.app.service import Conflict, NotFound
+    from neardup.core.engine import delete_ids
+    from tests.app.service.test_served_deletes import _replace
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def answers(service: Service) -> list:
+        out: list = []
+        for doc_id in ("p", "q"):
+            try:
+                out.append((await service.document(doc_id))[3])  # indexed
+            except NotFound:
+                out.append("gone")
+        texts = ["ant bee cat dog", "one two three", "gnu eel cat bee"]
+        out.append(await service.query(texts, None, None))
+        out.append(await _counts(service))
+        out.append(sorted(service.served.hidden))
+        return out
+
+    async def run() -> list:
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            await service.register([NewDoc("p", "ant bee cat dog", {}),
+                                    NewDoc("q", "one two three", {}),
+                                    NewDoc("r", "five six seven", {})])  # fmt: skip
+            await service.flush()
+            assert delete_ids(url, ["p"]).deleted == ("p",)
+            _replace(url, [("q", "gnu eel cat bee")])
+            assert await service.refresh_index()
+            if service.flusher._sized is not None:  # the flush started: the deletes settled
+                await service.flusher._sized
+            out = [await answers(service)]
+            with pytest.raises(Conflict):
+                await service.replace(NewDoc("q", "one two three", {}))
+        finally:
+            await service.close()
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            out.append(await answers(service))
+        finally:
+            await service.close()
+        return out
+
+    now, restarted = asyncio.run(run())
+    assert now == restarted
+    assert now == [
+        "gone", True,
+        [(0, []), (0, []), (2, [("q", 1.0, "q"), ("y", 0.5625, "y")])],
+        {"documents": 1, "indexed_documents": 2, "indexed_linked": 0, "clusters": 0,
+         "duplicates": 0},
+        [],
+    ]  # fmt: skip
+    assert _rows(url) == {"q": 1, "r": 1, "y": 1}
+    assert DocIndex.open(url).id_digests(["q"])["q"] == text_digest("gnu eel cat bee")[:16]
+
+
+def test_replicas_follow_the_index_for_flushed_documents(tmp_path, threads, pg_url) -> None:
+    """``neardup index delete`` of a flushed document, served by two replicas at once: the
+    document is deleted once (whichever replica comes first), and both answer alike."""
+    from neardup.core.engine import delete_ids
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            version = await a.flush()
+            await _settled(a, b, version=version)
+            assert delete_ids(url, ["p"]).deleted == ("p",)
+            assert await asyncio.gather(a.refresh_index(), b.refresh_index()) == [True, True]
+            for s in (a, b):
+                if s.flusher._sized is not None:
+                    await s.flusher._sized
+            await a.flush()
+            await b.flush()
+            await _settled(a, b, version=version + 1)
+            texts = ["ant bee cat dog", "one two"]
+            return [
+                [(await s.query(texts, None, None), _stats_of(s), sorted(s.served.hidden))
+                 for s in (a, b)],
+                await a.digests(["p", "q"]),
+            ]  # fmt: skip
+        finally:
+            await a.close()
+            await b.close()
+
+    answers, stored = asyncio.run(run())
+    assert answers[0] == answers[1]
+    assert answers[0] == ([(0, []), (1, [("q", 1.0, "q")])], (1, 1, 0, 0, 0, 0, 3), [])
+    assert sorted(stored) == ["q"]
+    assert _rows(url) == {"q": 1, "y": 1}
+
+
+def test_a_replica_that_never_flushes_started_first_counts_the_flushed_rows_as_its_own(
+    tmp_path, threads, pg_url
+) -> None:
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        c = await _replica(pg_url, url, **READ_ONLY)  # before any replica that flushes
+        a = await _replica(pg_url, url)
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "ant bee cat", {})])
+            version = await a.flush()
+            await _settled(a, c, version=version)
+            return [_stats_of(a), _stats_of(c), await c.query(["ant bee cat"], None, None)]
+        finally:
+            await a.close()
+            await c.close()
+
+    own, other, found = asyncio.run(run())
+    assert own == other == (2, 1, 0, 1, 1, 0, 2)
+    assert found == [(2, [("q", 1.0, "p"), ("p", 0.6875, "p")])]

@@ -74,7 +74,9 @@ def test_a_role_with_only_table_privileges_serves_the_store_its_owner_made(postg
     said = _one_line(str(refused.value))
     assert f"role {role} lacks DELETE on budgets, INSERT on budgets, UPDATE on budgets" in said
     assert "DELETE on changes, INSERT on changes" in said
-    assert "USAGE on probe_id_seq" in said
+    assert "USAGE on probe_id_seq" in said and "USAGE on index_deletes_seq_seq" in said
+    assert "DELETE on index_deletes, INSERT on index_deletes" in said
+    assert "DELETE on index_flush, INSERT on index_flush" in said
     assert f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA nd TO {role}" in said
     with psycopg.connect(admin_url, autocommit=True) as c:
         c.execute(
@@ -173,6 +175,36 @@ def test_an_upgrade_migrates_an_older_layout_once_in_order(postgres, monkeypatch
         ).fetchone()
     assert versions == [(1,), (2,), (3,)]
     assert column == ("NO",)
+
+
+def test_a_store_of_layout_3_is_migrated_to_flush_keeping_its_log(postgres, monkeypatch):
+    url = postgres.database()
+    with monkeypatch.context() as patched:
+        patched.setattr(pgstore, "SCHEMA_VERSION", 3)
+        old = PostgresStore(url)
+        old.ensure_params(PARAMS)
+        old.lock_writes()
+        old.add_documents([StoredDoc(0, "a", b"d" * 32, b"\0" * 512, {}, "text")])
+        old.close()
+    store = PostgresStore(url)  # layout 4: the flush tables, the flush entries of the log
+    try:
+        store.lock_writes()
+        assert store.take_flush(0) == []
+        store.lock_writes()
+        store.delete_document(0)  # flushed (through 0): recorded for the index
+        assert [(i, n) for _, i, _, n in store.index_deletes()] == [("a", 0)]
+        store.lock_writes()
+        store.set_flush_state({"committed": "{}"}, clear_deletes=2**62)
+        with psycopg.connect(url) as c:
+            kinds = c.execute("SELECT kind FROM changes ORDER BY seq").fetchall()
+            versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
+        assert kinds == [("add",), ("flush",), ("delete",), ("flushed",)]
+        assert versions == [(1,), (2,), (3,), (4,)] and store.index_deletes() == []
+        assert store.flush_state() == {
+            "deletes_through": "0", "batch_deletes": "0", "committed": "{}"
+        }  # fmt: skip
+    finally:
+        store.close()
 
 
 def test_a_wrong_or_missing_password_unknown_role_or_database_are_named(postgres):
@@ -348,7 +380,7 @@ def test_an_empty_schema_versions_table_is_version_1_and_migrated(postgres, capl
     with psycopg.connect(url) as c:
         versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
         dated = c.execute("SELECT count(*) FROM changes WHERE at IS NOT NULL").fetchone()
-    assert versions == [(2,), (3,)] and dated == (0,)
+    assert versions == [(v,) for v in range(2, SCHEMA_VERSION + 1)] and dated == (0,)
 
 
 def test_each_connection_has_the_durability_timeouts_and_keepalives_it_promises(postgres):
