@@ -221,6 +221,8 @@ class Anchors:
     def starts(self, buf: NDArray[np.uint8], word_start: NDArray[np.int64]) -> NDArray[np.int64]:
         """The words (indices into ``word_start``) whose first ``key_bytes`` bytes are an
         anchor's: every word an anchor can start at (a filter: the hashes then decide)."""
+        if not len(self.keys):
+            return np.zeros(0, dtype=np.int64)
         keys = leading_bytes(buf, word_start, self.key_bytes)
         maybe = np.flatnonzero(self.key_slots.take(_slot(keys)))
         keys = keys[maybe]

@@ -214,12 +214,20 @@ def buffer_weights(
     counted = np.flatnonzero(by_first < 0)
     if not len(counted):
         return by_first
-    # int32 where it holds every count: half the memory traffic of the one pass over bytes
-    leads = np.zeros(len(buf) + 1, dtype=np.int32 if len(buf) < 1 << 31 else np.int64)
-    np.cumsum((buf & 0xC0) != 0x80, out=leads[1:])
-    points = leads.take(word_end[counted]) - leads.take(word_start[counted])
-    by_first[counted] = -by_first[counted] * points
+    by_first[counted] *= -_code_points(buf, word_start[counted], word_end[counted])
     return by_first
+
+
+def _code_points(
+    buf: NDArray[np.uint8], start: NDArray[np.int64], end: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """The code points of every ``buf[start:end]``: its bytes that are no UTF-8 continuation
+    byte, counted by one prefix sum over the bytes (int32 where it holds every count: half the
+    memory of int64)."""
+    wide = np.int32 if len(buf) < 1 << 31 else np.int64
+    leads = np.zeros(len(buf) + 1, dtype=wide)
+    np.cumsum(np.not_equal(buf & 0xC0, 0x80), out=leads[1:], dtype=wide)
+    return (leads.take(end) - leads.take(start)).astype(np.int64)
 
 
 def window_ends(
