@@ -57,7 +57,6 @@ class GramBuffer:
         return word_end, total, first
 
 
-
 def leading_bytes(buf: NDArray[np.uint8], at: NDArray[np.int64], k: int) -> NDArray[np.uint64]:
     """The first ``k`` (1 to 8) bytes of ``buf`` from every offset ``at`` as one little-endian
     number (bytes past the end read as zeros): one gather through an unaligned view."""

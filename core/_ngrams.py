@@ -204,7 +204,10 @@ class Anchors:
         ``anchor_end`` in ``spans.buf``, of ``sizes`` words each."""
         start = spans.start[which]
         raw = spans.buf.tobytes()
-        anchors = [raw[s:e].decode("utf-8") for s, e in zip(start.tolist(), anchor_end.tolist())]
+        anchors = [
+            raw[s:e].decode("utf-8")
+            for s, e in zip(start.tolist(), anchor_end.tolist(), strict=True)
+        ]
         grams = [spans.grams[i] for i in which.tolist()]
         for anchor, size, gram in zip(anchors, sizes.tolist(), grams, strict=True):
             self.by_anchor.setdefault(anchor, []).append((size, gram))

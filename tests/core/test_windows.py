@@ -381,9 +381,7 @@ def _as_anchors(reference: list[tuple[str, int, str]]) -> tuple[object, ...]:
     items=st.lists(st.one_of(multilingual_text(), unspaced_run), min_size=1, max_size=6),
     n=st.integers(1, 13),
 )
-def test_anchors_weighed_at_once_are_the_ones_weighed_one_gram_at_a_time(
-    items: list[str], n: int
-):
+def test_anchors_weighed_at_once_are_the_ones_weighed_one_gram_at_a_time(items: list[str], n: int):
     """``Anchors.of`` weighs every gram in one numpy pass over one buffer: the whole items,
     their anchors, sizes and hashes are the ones a gram-by-gram weighing finds, in the same
     order (bare grams: theirs; the whole items named: sorted)."""
@@ -408,7 +406,9 @@ def test_anchors_weighed_at_once_are_the_ones_weighed_one_gram_at_a_time(
 
 #: ``unspaced_run``, and shorter: at a small n a whole item is a few Han characters or kana, its
 #: anchor under eight bytes.
-any_run = st.text(alphabet=st.sampled_from(list("กขคงจฉ中文字かなカナកខគ")), min_size=1, max_size=70)
+any_run = st.text(
+    alphabet=st.sampled_from(list("กขคงจฉ中文字かなカナកខគ")), min_size=1, max_size=70
+)
 
 
 @pytest.mark.parametrize("jit", [False, True])
