@@ -227,7 +227,8 @@ def _code_points(
     wide = np.int32 if len(buf) < 1 << 31 else np.int64
     leads = np.zeros(len(buf) + 1, dtype=wide)
     np.cumsum(np.not_equal(buf & 0xC0, 0x80), out=leads[1:], dtype=wide)
-    return (leads.take(end) - leads.take(start)).astype(np.int64)
+    before: NDArray[np.int64] = leads.take(start).astype(np.int64)
+    return leads.take(end).astype(np.int64) - before
 
 
 def window_ends(
