@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from neardup.core._fnv import fnv1a64_spans
 from neardup.core._windows import buffer_weights
 
-__all__ = ["GramBuffer", "leading_bytes"]
+__all__ = ["ByteKeys", "GramBuffer"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,29 @@ class GramBuffer:
         return word_end, total, first
 
 
-def leading_bytes(buf: NDArray[np.uint8], at: NDArray[np.int64], k: int) -> NDArray[np.uint64]:
-    """The first ``k`` (1 to 8) bytes of ``buf`` from every offset ``at`` as one little-endian
-    number (bytes past the end read as zeros): one gather through an unaligned view."""
-    padded = np.zeros(len(buf) + 8, dtype=np.uint8)
-    padded[: len(buf)] = buf
-    view = np.ndarray((len(buf) + 1,), dtype="<u8", buffer=padded, strides=(1,))
-    found = view.take(at).astype(np.uint64)
-    if k < 8:
-        found &= np.uint64((1 << (8 * k)) - 1)
-    return found
+#: Folds a key's second eight bytes into its first (odd: no two values of them alike after).
+_FOLD = np.uint64(0x9E3779B97F4A7C15)
+
+
+class ByteKeys:
+    """Keys of the leading bytes of a buffer at many offsets: of up to eight bytes, the
+    little-endian number they are; of nine to sixteen, the next ones' number times an odd
+    constant added in. Equal bytes make equal keys; unequal bytes rarely do. One or two gathers
+    a key through an unaligned view of the buffer (bytes past its end read as zeros)."""
+
+    def __init__(self, buf: NDArray[np.uint8]) -> None:
+        padded = np.zeros(len(buf) + 16, dtype=np.uint8)
+        padded[: len(buf)] = buf
+        self.view = np.ndarray((len(buf) + 9,), dtype="<u8", buffer=padded, strides=(1,))
+
+    def key(self, at: NDArray[np.int64], k: int) -> NDArray[np.uint64]:
+        """The key of the ``k`` (1 to 16) bytes from every offset ``at``."""
+        found: NDArray[np.uint64] = self.view.take(at).astype(np.uint64)
+        if k < 8:
+            found &= np.uint64((1 << (8 * k)) - 1)
+        if k > 8:
+            more = self.view.take(at + 8).astype(np.uint64)
+            if k < 16:
+                more &= np.uint64((1 << (8 * (k - 8))) - 1)
+            found += more * _FOLD
+        return found

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core._fnv import fnv1a64_spans
-from neardup.core._grambuf import GramBuffer, leading_bytes
+from neardup.core._grambuf import ByteKeys, GramBuffer
 from neardup.core._text import check_tokenizer, words
 from neardup.core._tokens import Tokens, shingle_spans
 from neardup.core._windows import (
@@ -146,14 +146,15 @@ class Anchors:
     """The whole items among protected n-grams (those lighter than a window, ``multilingual``
     only), by anchor: ``by_anchor[anchor]`` lists (words, whole n-gram) for the exact check;
     the hashes (sorted by anchor hash) find candidates in a batch at numpy speed, looked up only
-    at the words whose first ``key_bytes`` bytes begin an anchor (``keys``, sorted)."""
+    at the words whose first ``key_bytes`` (up to 16) bytes begin an anchor (``keys``, sorted;
+    ``key_slots``: a table of their first eight bytes' hashes)."""
 
     need: int
     by_anchor: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     anchor_hashes: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
     sizes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     whole_hashes: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
-    key_bytes: int = 8
+    key_bytes: int = 16
     keys: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
     key_slots: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, np.bool_))
 
@@ -216,21 +217,25 @@ class Anchors:
         self.anchor_hashes = hashes[order]
         self.sizes = sizes[order]
         self.whole_hashes = fnv1a64_spans(spans.buf, start, spans.end[which])[order]
-        self.key_bytes = min(8, int((anchor_end - start).min()))
-        self.keys = np.unique(leading_bytes(spans.buf, start, self.key_bytes))
+        self.key_bytes = min(16, int((anchor_end - start).min()))
+        keys = ByteKeys(spans.buf)
+        self.keys = np.unique(keys.key(start, self.key_bytes))
         self.key_slots = np.zeros(1 << _KEY_SLOTS_BITS, dtype=np.bool_)
-        self.key_slots[_slot(self.keys)] = True
+        self.key_slots[_slot(keys.key(start, min(8, self.key_bytes)))] = True
 
     def starts(self, buf: NDArray[np.uint8], word_start: NDArray[np.int64]) -> NDArray[np.int64]:
         """The words (indices into ``word_start``) whose first ``key_bytes`` bytes are an
-        anchor's: every word an anchor can start at (a filter: the hashes then decide)."""
+        anchor's: every word an anchor can start at (a filter: the hashes then decide). The
+        first eight bytes of every word pick a slot of ``key_slots``; the few words of an
+        anchor's slot are keyed whole and looked up in ``keys``."""
         if not len(self.keys):
             return np.zeros(0, dtype=np.int64)
-        keys = leading_bytes(buf, word_start, self.key_bytes)
-        maybe = np.flatnonzero(self.key_slots.take(_slot(keys)))
-        keys = keys[maybe]
-        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-        return np.asarray(maybe[self.keys[at] == keys], dtype=np.int64)
+        keys = ByteKeys(buf)
+        first = keys.key(word_start, min(8, self.key_bytes))
+        maybe = np.flatnonzero(self.key_slots.take(_slot(first)))
+        found = keys.key(word_start[maybe], self.key_bytes)
+        at = np.minimum(np.searchsorted(self.keys, found), len(self.keys) - 1)
+        return np.asarray(maybe[self.keys[at] == found], dtype=np.int64)
 
     def spans(
         self, w: Sequence[str], weights: NDArray[np.int64] | None = None
