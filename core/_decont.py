@@ -8,7 +8,7 @@ from os import PathLike
 
 from neardup.core._corpus import Doc
 from neardup.core._ngrams import NgramIndex, check_n
-from neardup.core._protected import protected_ngrams, protected_paths
+from neardup.core._protected import protected_paths, read_protected_set
 
 __all__ = ["decontaminate", "decontaminate_with"]
 
@@ -32,8 +32,11 @@ def decontaminate(
         CorpusError: a protected file is missing, unreadable or has a bad JSONL line.
     """
     check_n(n)
-    grams = protected_ngrams(protected_paths(protected), n, tokenizer)
-    return decontaminate_with(docs, NgramIndex(grams, n, tokenizer))
+    sets = [read_protected_set(path, n, tokenizer=tokenizer) for path in protected_paths(protected)]
+    grams = {g for s in sets for g in s.grams}
+    # the sets know their whole items: the index need not weigh every n-gram to find them
+    wholes = {g for s in sets for g in s.wholes or ()}
+    return decontaminate_with(docs, NgramIndex(grams, n, tokenizer, wholes))
 
 
 def decontaminate_with(docs: Iterable[Doc], index: NgramIndex) -> Iterator[Doc]:

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.core._fnv import fnv1a64_spans
+from neardup.core._grambuf import ByteKeys, GramBuffer
 from neardup.core._text import check_tokenizer, words
 from neardup.core._tokens import Tokens, shingle_spans
 from neardup.core._windows import (
@@ -135,43 +136,106 @@ def gram_hashes(grams: Sequence[str]) -> NDArray[np.uint64]:
     return fnv1a64_spans(buf, end - lengths, end)
 
 
+#: Slots of the filter of anchors' leading bytes (a multiplicative hash of them picks one).
+_KEY_SLOTS_BITS = 16
+_KEY_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
 @dataclass
 class Anchors:
     """The whole items among protected n-grams (those lighter than a window, ``multilingual``
     only), by anchor: ``by_anchor[anchor]`` lists (words, whole n-gram) for the exact check;
-    the hashes (sorted by anchor hash) find candidates in a batch at numpy speed."""
+    the hashes (sorted by anchor hash) find candidates in a batch at numpy speed, looked up only
+    at the words whose first ``key_bytes`` (up to 16) bytes begin an anchor (``keys``, sorted;
+    ``key_slots``: a table of their first eight bytes' hashes)."""
 
     need: int
     by_anchor: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     anchor_hashes: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
     sizes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     whole_hashes: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
+    key_bytes: int = 16
+    keys: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
+    key_slots: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, np.bool_))
 
     @classmethod
     def of(
-        cls, grams: Iterable[str], n: int, tokenizer: str, light: Iterable[str] | None = None
+        cls,
+        grams: Iterable[str],
+        n: int,
+        tokenizer: str,
+        light: Iterable[str] | None = None,
+        buffer: GramBuffer | None = None,
     ) -> Anchors:
         """The anchors of the grams lighter than a window (none under ``words``); ``light``:
         those grams, when known (a protected set knows its whole items), else every gram is
-        weighed to find them."""
+        weighed to find them, all at once (``buffer``: the grams' ``GramBuffer``, when already
+        in hand)."""
         found = cls(anchor_weight(n))
         if tokenizer == "words":
             return found
-        wholes: list[tuple[str, int, str]] = []
-        for gram in _light(list(grams), n) if light is None else sorted(light):
-            w = gram.split(" ")
-            end = int(window_ends(word_weights(w), np.array([len(w)]), n, found.need)[0])
-            if end >= 0:  # a gram lighter than its anchor matches nothing
-                wholes.append((" ".join(w[:end]), len(w), gram))
-        for anchor, size, gram in wholes:
-            found.by_anchor.setdefault(anchor, []).append((size, gram))
-        if wholes:
-            hashes = gram_hashes([a for a, _, _ in wholes])
-            order = np.argsort(hashes, kind="stable")
-            found.anchor_hashes = hashes[order]
-            found.sizes = np.array([s for _, s, _ in wholes], dtype=np.int64)[order]
-            found.whole_hashes = gram_hashes([g for _, _, g in wholes])[order]
+        if light is None:
+            spans = GramBuffer.of(list(grams)) if buffer is None else buffer
+        else:
+            spans = GramBuffer.of(sorted(light))
+        if not spans.grams:
+            return found
+        word_end, total, first = spans.weighed()
+        past = np.append(first[1:], len(total) - 1)  # one past each gram's last word
+        which = np.arange(len(first), dtype=np.int64)
+        if light is None:
+            which = np.flatnonzero(total.take(past) - total.take(first) < n * WEIGHT_UNIT)
+        # The first end whose words from the gram's first weigh ``need``; a gram lighter than
+        # its anchor matches nothing.
+        ends = np.searchsorted(total, total.take(first[which]) + found.need, side="left")
+        held = ends <= past[which]
+        which, ends = which[held], ends[held]
+        if len(which):
+            found._add(spans, which, word_end.take(ends - 1), past[which] - first[which])
         return found
+
+    def _add(
+        self,
+        spans: GramBuffer,
+        which: NDArray[np.int64],
+        anchor_end: NDArray[np.int64],
+        sizes: NDArray[np.int64],
+    ) -> None:
+        """Hold the grams ``spans.grams[which]`` (in that order), their anchors ending at
+        ``anchor_end`` in ``spans.buf``, of ``sizes`` words each."""
+        start = spans.start[which]
+        raw = spans.buf.tobytes()
+        anchors = [
+            raw[s:e].decode("utf-8")
+            for s, e in zip(start.tolist(), anchor_end.tolist(), strict=True)
+        ]
+        grams = [spans.grams[i] for i in which.tolist()]
+        for anchor, size, gram in zip(anchors, sizes.tolist(), grams, strict=True):
+            self.by_anchor.setdefault(anchor, []).append((size, gram))
+        hashes = fnv1a64_spans(spans.buf, start, anchor_end)
+        order = np.argsort(hashes, kind="stable")
+        self.anchor_hashes = hashes[order]
+        self.sizes = sizes[order]
+        self.whole_hashes = fnv1a64_spans(spans.buf, start, spans.end[which])[order]
+        self.key_bytes = min(16, int((anchor_end - start).min()))
+        keys = ByteKeys(spans.buf)
+        self.keys = np.unique(keys.key(start, self.key_bytes))
+        self.key_slots = np.zeros(1 << _KEY_SLOTS_BITS, dtype=np.bool_)
+        self.key_slots[_slot(keys.key(start, min(8, self.key_bytes)))] = True
+
+    def starts(self, buf: NDArray[np.uint8], word_start: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The words (indices into ``word_start``) whose first ``key_bytes`` bytes are an
+        anchor's: every word an anchor can start at (a filter: the hashes then decide). The
+        first eight bytes of every word pick a slot of ``key_slots``; the few words of an
+        anchor's slot are keyed whole and looked up in ``keys``."""
+        if not len(self.keys):
+            return np.zeros(0, dtype=np.int64)
+        keys = ByteKeys(buf)
+        first = keys.key(word_start, min(8, self.key_bytes))
+        maybe = np.flatnonzero(self.key_slots.take(_slot(first)))
+        found = keys.key(word_start[maybe], self.key_bytes)
+        at = np.minimum(np.searchsorted(self.keys, found), len(self.keys) - 1)
+        return np.asarray(maybe[self.keys[at] == found], dtype=np.int64)
 
     def spans(
         self, w: Sequence[str], weights: NDArray[np.int64] | None = None
@@ -193,42 +257,37 @@ class Anchors:
         self, tokens: Tokens, n: int, weights: NDArray[np.int64] | None = None
     ) -> NDArray[np.int64]:
         """The documents of a batch holding a whole item's hash at one of its anchors' (a hash
-        filter: the exact check confirms); ``weights``: its words', when already in hand."""
+        filter: the exact check confirms); ``weights``: its words', when already in hand.
+        Anchors are weighed and hashed only at the words whose leading bytes begin one."""
         if not len(self.anchor_hashes) or not len(tokens.word_start):
             return np.zeros(0, dtype=np.int64)
+        at = self.starts(tokens.buf, tokens.word_start)
         if weights is None:
             weights = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end)
-        ends = window_ends(weights, tokens.doc_words, n, self.need)
-        at = np.flatnonzero(ends >= 0)
-        hashes = fnv1a64_spans(tokens.buf, tokens.word_start[at], tokens.word_end[ends[at] - 1])
+        total = np.zeros(len(weights) + 1, dtype=np.int64)
+        np.cumsum(weights, out=total[1:])
+        bounds = np.cumsum(tokens.doc_words)  # one past each document's last word
+        doc = np.searchsorted(bounds, at, side="right")
+        ends = np.searchsorted(total, total.take(at) + self.need, side="left")
+        held = ends <= bounds.take(doc)
+        at, ends, doc = at[held], ends[held], doc[held]
+        hashes = fnv1a64_spans(tokens.buf, tokens.word_start.take(at), tokens.word_end[ends - 1])
         lo = np.searchsorted(self.anchor_hashes, hashes, side="left")
         many = np.searchsorted(self.anchor_hashes, hashes, side="right") - lo
-        where = np.repeat(at, many)
+        hit = np.repeat(np.arange(len(at)), many)
         which = np.arange(int(many.sum())) - np.repeat(np.cumsum(many) - many, many)
         which += np.repeat(lo, many)
+        where = at[hit]
         last = where + self.sizes[which] - 1
-        doc_end = np.repeat(np.cumsum(tokens.doc_words), tokens.doc_words)
-        inside = last < doc_end[where]
-        where, which, last = where[inside], which[inside], last[inside]
+        inside = last < bounds.take(doc[hit])
+        hit, which, where, last = hit[inside], which[inside], where[inside], last[inside]
         whole = fnv1a64_spans(tokens.buf, tokens.word_start[where], tokens.word_end[last])
-        doc = np.repeat(np.arange(len(tokens.doc_words)), tokens.doc_words)
-        return np.asarray(doc[where[whole == self.whole_hashes[which]]], dtype=np.int64)
+        return np.asarray(doc[hit[whole == self.whole_hashes[which]]], dtype=np.int64)
 
 
-def _light(grams: list[str], n: int) -> list[str]:
-    """The grams weighing less than ``n`` English words (words joined by single spaces),
-    weighed at numpy speed off their UTF-8 bytes."""
-    if not grams:
-        return []
-    encoded = [g.encode("utf-8") for g in grams]
-    buf = np.frombuffer(b" ".join(encoded), dtype=np.uint8)
-    spaces = np.flatnonzero(buf == 0x20)
-    starts = np.concatenate(([0], spaces + 1)).astype(np.int64)
-    ends = np.concatenate((spaces, [len(buf)])).astype(np.int64)
-    counts = np.fromiter((g.count(" ") + 1 for g in grams), dtype=np.int64, count=len(grams))
-    weights = buffer_weights(buf, starts, ends)
-    sums = np.add.reduceat(weights, np.cumsum(counts) - counts)
-    return [grams[i] for i in np.flatnonzero(sums < n * WEIGHT_UNIT).tolist()]
+def _slot(keys: NDArray[np.uint64]) -> NDArray[np.int64]:
+    """The slot of ``Anchors.key_slots`` of every key: its top bits after a multiplicative hash."""
+    return np.asarray((keys * _KEY_MIX) >> np.uint64(64 - _KEY_SLOTS_BITS), dtype=np.int64)
 
 
 class NgramIndex:
@@ -252,9 +311,10 @@ class NgramIndex:
         self.grams = grams
         self.n = n
         self.tokenizer = tokenizer
-        self.hashes = np.sort(gram_hashes(list(grams)))
+        spans = GramBuffer.of(list(grams))  # encoded once: hashed, and weighed if need be
+        self.hashes = np.sort(spans.hashes())
         # ``wholes``: the grams protected as a whole, when the caller knows them (else weighed)
-        self.anchors = Anchors.of(grams, n, tokenizer, wholes)
+        self.anchors = Anchors.of(grams, n, tokenizer, wholes, spans)
 
     def first_shared(self, text: str) -> str | None:
         """``first_shared_ngram(text, grams, n, tokenizer)``, the whole items weighed once."""

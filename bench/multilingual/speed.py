@@ -14,7 +14,10 @@ highest (the spread the machine's load makes). Goal (issue 31): at most 1.3.
 Run from the repository root::
 
     python -m bench.multilingual.speed [--languages ta,bn,...] [--repeats R] [--speed-kb KB]
-        [--quick] [--markdown]
+        [--quick] [--markdown] [--decont]
+
+``--decont``: what whole items cost a contamination check and an index build instead
+(``bench.multilingual.anchors``; default languages th, km, my, ja, zh_CN and en).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import time
 from dataclasses import dataclass
 
 from bench.common import options
-from bench.common.machine import at_start, commit, facts
+from bench.common.machine import Start, at_start, commit, facts
 from bench.common.options import Size
 from bench.multilingual.catalogs import LANGUAGES, ROOTS, documents, language_messages
 from neardup.core._tokens import Tokens
@@ -40,6 +43,8 @@ SIZES = {
 DEFAULT = (
     "zh_CN,zh_TW,ja,ko,th,km,my,lo,dz,hi,bn,ta,si,ar,he,el,vi,ru,de,en"
 )  # fmt: skip
+#: ``--decont``'s: the scripts with whole items, and English as the control.
+DECONT = "th,km,my,ja,zh_CN,en"
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,27 @@ def measure(
     )
 
 
+def _decont(
+    wanted: list[str],
+    repeats: int,
+    roots: tuple[str, ...],
+    command: str,
+    start: Start,
+    markdown: bool,
+) -> int:
+    from bench.multilingual.anchors import tables
+
+    found = tables(wanted, repeats, roots)
+    if markdown:
+        print("## Whole items' cost, interleaved (`bench.multilingual.speed --decont`)\n")
+        print(f"- command: `{command}`")
+        for key, value in facts(start).items():
+            print(f"- {key}: {value}")
+        print(f"- commit: {commit()}\n")
+    print("\n".join(found))
+    return 0
+
+
 def _row(row: Speed) -> str:
     ratio = statistics.median(row.ratios)
     over = " (over 1.3)" if ratio > 1.3 else ""
@@ -121,8 +147,13 @@ def main(argv: list[str] | None = None) -> int:
         default=":".join(ROOTS),
         help="colon-separated roots of LOCALE/LC_MESSAGES/*.mo (default: %(default)s)",
     )
+    parser.add_argument(
+        "--decont", action="store_true", help="time whole items' cost (bench.multilingual.anchors)"
+    )
     args = parser.parse_args(argv)
     roots = tuple(root for root in args.catalogs.split(":") if root)
+    if args.decont and args.languages == DEFAULT:
+        args.languages = DECONT
     _, command = options.command_line("bench.multilingual.speed", argv)
     sizes = options.sizes(args, SIZES)
     wanted = [lang for lang in args.languages.split(",") if lang]
@@ -134,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     if _compiled.load() is None:
         parser.error("the compiled kernels did not load: nothing to time")
     start = at_start()
+    if args.decont:
+        return _decont(wanted, sizes["repeats"], roots, command, start, args.markdown)
     rows = []
     missing: list[str] = []
     for language in wanted:

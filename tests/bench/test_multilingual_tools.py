@@ -79,3 +79,23 @@ def test_digest_notices_paths_that_disagree(monkeypatch):
 
     monkeypatch.setattr(Tokens, "__init__", numpy_drops_a_word)
     assert not digests(texts, "multilingual")[3]
+
+
+def test_speed_decont_prints_the_check_and_the_build_per_language(roots, capsys):  # noqa: F811
+    """``--decont``: what whole items cost a check and a build, a row per language in each
+    table (``not installed`` for a language without catalogs), and the n-grams together."""
+    assert speed(["--catalogs", roots, "--languages", "de,th,km", "--repeats", "2", "--decont",
+                  "--markdown"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.startswith("## Whole items' cost, interleaved (`bench.multilingual.speed --decont`)")
+    check, build = out.split("\n\n| language | n-grams |")
+    rows = [line for line in check.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [r.split("|")[1].strip() for r in rows[1:]] == ["de", "th", "km"]
+    assert "not installed" in rows[-1]
+    built = [line for line in build.splitlines()[2:] if line.startswith("| ")]
+    assert [r.split("|")[1].strip() for r in built] == ["de", "th", "km", "all"]
+    assert "not installed" in built[2]
+    for line in [*rows[1:3], *built[:2], built[3]]:
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        low, high = (float(x) for x in cells[5].split(" - "))
+        assert 0 < low <= float(cells[4]) <= high

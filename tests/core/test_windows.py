@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -332,3 +333,116 @@ def test_a_protected_set_names_its_whole_items_as_weighing_finds_them():
     weighed = Anchors.of(protected.grams.keys(), 13, M)
     assert weighed.by_anchor == protected.index.anchors.by_anchor
     assert sorted(g for v in weighed.by_anchor.values() for _, g in v) == sorted(whole)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.one_of(multilingual_text(), unspaced_run), min_size=1, max_size=5))
+def test_the_batch_weights_are_the_scalar_weights(texts: list[str]):
+    """``buffer_weights`` (first code point decoded in numpy, code points counted only for the
+    scripts weighed per code point) gives every word ``word_weights``' weight."""
+    tokens = Tokens(texts, tokenizer=M)
+    got = buffer_weights(tokens.buf, tokens.word_start, tokens.word_end).tolist()
+    assert got == word_weights([w for t in texts for w in words(t, M)]).tolist()
+
+
+def _reference_anchors(grams: list[str], n: int) -> list[tuple[str, int, str]]:
+    """(anchor, words, gram) of every gram lighter than a window, in order, weighed one at a
+    time with plain loops: its first words reaching ``anchor_weight(n)``."""
+    out = []
+    for gram in grams:
+        w = gram.split(" ")
+        if sum(word_weights(w).tolist()) >= n * WEIGHT_UNIT:
+            continue
+        total = 0
+        for i, weight in enumerate(word_weights(w).tolist()):
+            total += weight
+            if total >= anchor_weight(n):
+                out.append((" ".join(w[: i + 1]), len(w), gram))
+                break
+    return out
+
+
+def _as_anchors(reference: list[tuple[str, int, str]]) -> tuple[object, ...]:
+    """What ``Anchors`` holds of them: by anchor, and the arrays sorted by anchor hash."""
+    from neardup.core._ngrams import gram_hashes
+
+    by_anchor: dict[str, list[tuple[int, str]]] = {}
+    for anchor, size, gram in reference:
+        by_anchor.setdefault(anchor, []).append((size, gram))
+    hashes = gram_hashes([a for a, _, _ in reference])
+    order = np.argsort(hashes, kind="stable")
+    sizes = np.array([s for _, s, _ in reference], dtype=np.int64)[order]
+    wholes = gram_hashes([g for _, _, g in reference])[order]
+    return by_anchor, hashes[order].tolist(), sizes.tolist(), wholes.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    items=st.lists(st.one_of(multilingual_text(), unspaced_run), min_size=1, max_size=6),
+    n=st.integers(1, 13),
+)
+def test_anchors_weighed_at_once_are_the_ones_weighed_one_gram_at_a_time(items: list[str], n: int):
+    """``Anchors.of`` weighs every gram in one numpy pass over one buffer: the whole items,
+    their anchors, sizes and hashes are the ones a gram-by-gram weighing finds, in the same
+    order (bare grams: theirs; the whole items named: sorted)."""
+    from neardup.core._ngrams import Anchors
+
+    grams: list[str] = []
+    wholes: set[str] = set()
+    for item in items:
+        found = protected_grams(words(item, M), n, M)
+        grams += [g for g in found if g not in grams]
+        if found and not windows(words(item, M), n, M):
+            wholes.update(found)
+    reference = _reference_anchors(grams, n)
+    assert {g for _, _, g in reference} <= wholes
+    for got, want in (
+        (Anchors.of(grams, n, M), reference),
+        (Anchors.of(grams, n, M, wholes), _reference_anchors(sorted(wholes), n)),
+    ):
+        held = got.by_anchor, got.anchor_hashes.tolist(), got.sizes.tolist()
+        assert (*held, got.whole_hashes.tolist()) == _as_anchors(want)
+
+
+#: ``unspaced_run``, and shorter: at a small n a whole item is a few Han characters or kana, its
+#: anchor under eight bytes.
+any_run = st.text(
+    alphabet=st.sampled_from(list("กขคงจฉ中文字かなカナកខគ")), min_size=1, max_size=70
+)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@settings(max_examples=40, deadline=None)
+@given(
+    items=st.lists(st.one_of(multilingual_text(), any_run), min_size=1, max_size=4),
+    texts=st.lists(multilingual_text(max_runs=3), min_size=1, max_size=4),
+    n=st.integers(1, 13),
+    pick=st.integers(0, 10**6),
+)
+def test_anchors_are_looked_up_at_every_word_one_begins(
+    jit: bool, items: list[str], texts: list[str], n: int, pick: int
+):
+    """The batch path weighs and hashes anchors only at the words whose leading bytes begin
+    one (``Anchors.starts``): every word where an anchor's words are, found by plain loops, is
+    among them, and the documents it finds are the exact check's."""
+    grams = {g for item in items for g in protected_grams(words(item, M), n, M)}
+    anchors = NgramIndex(grams, n, M).anchors
+    if anchors.by_anchor:  # an anchor alone (its item may not follow), and its whole item
+        anchor = sorted(anchors.by_anchor)[pick % len(anchors.by_anchor)]
+        texts = [*texts, f"{texts[0]} {anchor} {texts[-1]}", f"x {anchor} y"]
+        texts.append(f"x {anchors.by_anchor[anchor][0][1]}")
+    tokens = Tokens(texts, jit=jit, tokenizer=M)
+    want: set[int] = set()
+    offset = 0
+    for text in texts:
+        w = words(text, M)
+        for lo in range(len(w)):
+            for hi in range(lo + 1, min(lo + 40, len(w)) + 1):  # an anchor: under 40 words
+                if " ".join(w[lo:hi]) in anchors.by_anchor:
+                    want.add(offset + lo)
+        offset += len(w)
+    assert want <= set(anchors.starts(tokens.buf, tokens.word_start).tolist())
+    exact = {i for i, t in enumerate(texts) if anchors.spans(words(t, M))}
+    assert set(anchors.documents(tokens, n).tolist()) == exact
+    if anchors.by_anchor:
+        assert len(texts) - 1 in exact
