@@ -8,7 +8,12 @@ VmHWM after start (once ready and warmed up by ``--warmup`` queries), and the la
 single-text ``POST /v1/query`` requests, one at a time (half of them near copies of the real
 part's texts, which the served index matches, half new texts), p50 and p99; then the seconds of
 one registration of 1,000 and one of 10,000 new documents whose ids fall between indexed ids
-(the id checks' worst case).
+(the id checks' worst case). Served read only (``--flush-rows 0 --flush-seconds 0``), as
+before the service wrote its documents into the index; then once more writing them
+(``--flush-rows 10000``): the 10,000-document registration starts a flush of the 11,000
+registered, and the seconds until ``/v1/stats`` counts it (``index_flushes``), the part
+written and committed and its version served, are measured, with the latency of single-text
+queries sent meanwhile (reads never wait for a flush) and the seconds of the SIGTERM stop.
 
 Run from the repository root::
 
@@ -84,6 +89,30 @@ def _registered(client: httpx.Client, docs: int) -> dict[str, float]:
     return out
 
 
+#: What the flushing run sets: a flush once the registrations reach this many documents.
+FLUSH_ROWS = 10_000
+
+
+def _flushed(client: httpx.Client, queries: list[str]) -> dict[str, Any]:
+    """Seconds until the flush the registrations started is served, and the latency of the
+    single-text queries sent one at a time meanwhile."""
+    start = time.perf_counter()
+    took: list[float] = []
+    while client.get("/v1/stats").json().get("index_flushes", 0) < 1:
+        text = queries[len(took) % len(queries)]
+        sent = time.perf_counter()
+        client.post("/v1/query", json={"texts": [text]}).raise_for_status()
+        took.append(time.perf_counter() - sent)
+        if time.perf_counter() - start > 600:
+            raise RuntimeError("no flush served in 600 s")
+    seconds = time.perf_counter() - start
+    latency = summarize(took) if took else None
+    return {
+        "flush_s": round(seconds, 2), "queries_meanwhile": len(took),
+        "p99_meanwhile_ms": None if latency is None else round(latency.p99, 2),
+    }  # fmt: skip
+
+
 def _serve(
     work: Path, name: str, queries: list[str], warmup: int, docs: int, *args: str
 ) -> dict[str, Any]:
@@ -101,9 +130,13 @@ def _serve(
                 response.raise_for_status()
                 matched += response.json()["results"][0]["match_count"] > 0
             registered = _registered(client, docs)
+            if name == "flushing":
+                registered.update(_flushed(client, queries))
             stats = client.get("/v1/stats").json()
     finally:
+        stopping = time.perf_counter()
         stop_server(server)
+        registered["stop_s"] = round(time.perf_counter() - stopping, 2)
     latency = summarize(took)
     return {
         "name": name, "ready_seconds": round(server.ready_seconds, 2),
@@ -122,8 +155,14 @@ def measure(docs: int, part_docs: int, work: Path, queries: int, warmup: int) ->
     build_seconds = build(str(url), docs, part_docs, texts)
     asked = _queries(queries)
     without = _serve(work, "without", asked, warmup, docs)
-    with_index = _serve(work, "with", asked, warmup, docs, "--index", str(url))
-    return {"docs": docs, "build_seconds": round(build_seconds, 1), "runs": [without, with_index]}
+    read_only = ("--flush-rows", "0", "--flush-seconds", "0")
+    with_index = _serve(work, "with", asked, warmup, docs, "--index", str(url), *read_only)
+    flushing = _serve(
+        work, "flushing", asked, warmup, docs, "--index", str(url),
+        "--flush-rows", str(FLUSH_ROWS), "--flush-seconds", "0",
+    )  # fmt: skip
+    runs = [without, with_index, flushing]
+    return {"docs": docs, "build_seconds": round(build_seconds, 1), "runs": runs}
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
@@ -131,16 +170,24 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "| service | indexed documents | ready (s) | RssAnon after start (MiB) | VmHWM (MiB) "
         "| /v1/query p50 (ms) | p99 (ms) | queries matched "
         + "".join(f"| POST of {n:,} new (s) " for n in BATCHES)
-        + "|",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + " ---: |" * len(BATCHES),
+        + "| flush of 11,000 served (s) | queries meanwhile, p99 (ms) | SIGTERM stop (s) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + " ---: |" * (len(BATCHES) + 3),
     ]
+    labels = {
+        "without": "`neardup serve`",
+        "with": "`neardup serve --index IDX`, read only",
+        "flushing": f"`neardup serve --index IDX --flush-rows {FLUSH_ROWS}`",
+    }
     for run in result["runs"]:
-        label = "`neardup serve`" if run["name"] == "without" else "`neardup serve --index IDX`"
+        meanwhile = (
+            f"{run['queries_meanwhile']}, {run['p99_meanwhile_ms']}" if "flush_s" in run else "-"
+        )
         rows.append(
-            f"| {label} | {run['indexed_documents']:,} | {run['ready_seconds']} | "
+            f"| {labels[run['name']]} | {run['indexed_documents']:,} | {run['ready_seconds']} | "
             f"{run['rss_anon_mib']} | {run['vm_hwm_mib']} | {run['p50_ms']} | {run['p99_ms']} "
             f"| {run['matched']} of {run['queries']} | "
-            + "".join(f"{run[f'register_{n}_s']} | " for n in BATCHES).rstrip()
+            + "".join(f"{run[f'register_{n}_s']} | " for n in BATCHES)
+            + f"{run.get('flush_s', '-')} | {meanwhile} | {run['stop_s']} |"
         )
     return "\n".join([
         f"### The service on a persistent index ({result['docs']:,} indexed documents)", "",
