@@ -556,14 +556,42 @@ class Flusher:
         """On a shared store, under the flush lock: a flush another replica committed but
         did not record (it died in between) is recorded as committed, so its documents are
         never written again."""
+        attempt = await self._adoptable()
+        if attempt is not None:
+            await self._flushed(attempt, self._cut)
+
+    async def _adoptable(self) -> Mark | None:
+        """Under the flush lock: the store's attempt if the version it names lists its token
+        (committed, not recorded: its flusher died in between), and it is past the mark."""
         state = await self.service._io_call(self.store.flush_state)
         attempt = Mark.from_json(state.get("attempt"))
         if attempt is None or attempt.version <= self.mark.version:
-            return
+            return None
         files = await asyncio.to_thread(self.served.index.files_of_version, attempt.version)
-        if attempt.token in (files or ()):
-            log.info("the last flush was committed as version %d: recorded", attempt.version)
-            await self._flushed(attempt, self._cut)
+        if attempt.token not in (files or ()):
+            return None
+        log.info("the last flush was committed as version %d: recorded", attempt.version)
+        return attempt
+
+    async def adopt(self, latest: DocIndex) -> bool:
+        """A refresh found ``latest`` holding a part of this store's beyond the mark
+        (``may_serve`` False): if no replica holds the flush lock, its flusher died between
+        the commit and recording it, so the commit is adopted here (``start_mark``'s check,
+        recorded as committed for every replica) without waiting for a flush, whatever this
+        replica's flush settings; whether ``latest`` can be served now. Another replica
+        holding the lock (or this one flushing) records its own commit: False."""
+        if not self.shared or self._lock.locked():
+            return False
+        async with self._lock:  # (not locked: taken at once)
+            if not await self.service._io_call(self.store.lock_flush):
+                return False
+            try:
+                attempt = await self._adoptable()
+                if attempt is not None:
+                    await self._take(attempt, self._cut)
+            finally:
+                await self.service._io_call(self.store.unlock_flush)
+        return self.may_serve(latest)
 
     async def _batch(self) -> tuple[Batch, int]:
         """What to flush, taken under the write lock (exact: no registration in between, and
@@ -599,10 +627,7 @@ class Flusher:
         write its documents again, even if recording it fails, when the attempt recorded
         before the commit tells the next start), record it (durably: its deletes forgotten),
         then serve the version committed (``settle``: the rows it deleted hidden no more)."""
-        self.mark = mark
-        self._flushed_at = time.monotonic()
-        self._settling = (mark.version, cut, mark.through)
-        await self._record({"committed": mark.as_json()}, mark.deletes)
+        await self._take(mark, cut)
         if self.served.version >= mark.version:
             self.settle()  # served already (by the refresh task, or nothing was committed)
             return
@@ -610,6 +635,13 @@ class Flusher:
             await self.service.refresh_index()
         except Exception:  # its rows stay hidden until a version holding it is served
             log.exception("could not serve the version flushed; serving the one read")
+
+    async def _take(self, mark: Mark, cut: int) -> None:
+        """Take ``mark`` as what was flushed, then record it (``_flushed``)."""
+        self.mark = mark
+        self._flushed_at = time.monotonic()
+        self._settling = (mark.version, cut, mark.through)
+        await self._record({"committed": mark.as_json()}, mark.deletes)
 
     def settle(self) -> None:
         """Once a version holding the last flush is served (in the step that serves it): its

@@ -471,8 +471,16 @@ class Service:
             return False
         latest = await asyncio.to_thread(served.newer, self.params)
         flusher = self.flusher
-        if latest is None or (flusher is not None and not flusher.may_serve(latest)):
-            return False  # (a flush another replica committed: served once it is applied)
+        if latest is None:
+            return False
+        # A flush another replica committed: served once its commit is applied, or now if
+        # its flusher died before recording it (adopted here).
+        if (
+            flusher is not None
+            and not flusher.may_serve(latest)
+            and not await flusher.adopt(latest)
+        ):
+            return False
         known = {p.name for p in served.index.parts}
         # Parts this store flushed hold its own documents (or hidden ones): nothing to link.
         store_id = "" if flusher is None else flusher.store_id

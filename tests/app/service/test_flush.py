@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service import flush as flush_module
+from neardup.app.service.flush import Mark
 from neardup.app.service.store import SQLiteStore
 from neardup.core.engine import DocIndex, text_digest
 from tests.app.service.test_served import (
@@ -714,6 +715,57 @@ def test_a_replica_dying_between_its_commit_and_recording_it_is_adopted_by_the_n
     assert _rows(url) == {"p": 1, "q": 1, "r": 1, "y": 1}
     index = DocIndex.open(url)
     assert [p.run.get("from") for p in index.parts if p.run.get("engine") == "service"] == [0, 2]
+
+
+def test_a_replica_that_never_flushes_adopts_a_dead_flushers_commit_at_its_refresh(
+    tmp_path, threads, pg_url, monkeypatch
+) -> None:
+    """Replica A commits a flush and dies before the store records it; replica B never
+    flushes (FLUSH_ROWS and FLUSH_SECONDS 0). A batch append then committed is served by B's
+    next refresh (no flush needed): B takes the free flush lock, finds the attempt's file in
+    the version it names, records the commit, and counts A's rows as the service's, once."""
+    from neardup.app.service.pgstore import PostgresStore
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = PostgresStore.set_flush_state
+
+    def dies(self, values, clear_deletes=0):
+        if "committed" in values:
+            raise OSError("killed")
+        return real(self, values, clear_deletes)
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url, **READ_ONLY, index_refresh=0)
+        out: list = []
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            with monkeypatch.context() as patched:
+                patched.setattr(PostgresStore, "set_flush_state", dies)
+                with pytest.raises(OSError):
+                    await a.flush()
+            await _crash(a)
+            write_index(url, [("z", "five six seven")])  # a batch append: version 3
+            async with b._writing():  # A's writes applied
+                pass
+            out.append(await b.refresh_index())
+            await _settled(b, version=3)
+            out.append(_stats_of(b))
+            out.append(Mark.from_json(b.store.flush_state().get("committed")).version)
+            a = await _replica(pg_url, url)
+            out.append(await a.flush())  # nothing left to write
+            await _settled(a, b, version=3)
+            out.append((_stats_of(a), _stats_of(b)))
+        finally:
+            await a.close()
+            await b.close()
+        return out
+
+    assert asyncio.run(run()) == [
+        True, (2, 2, 0, 0, 0, 0, 3), 2, None, ((2, 2, 0, 0, 0, 0, 3),) * 2,
+    ]  # fmt: skip
+    assert _rows(url) == {"p": 1, "q": 1, "y": 1, "z": 1}
 
 
 def test_the_index_is_the_truth_for_flushed_documents(tmp_path, threads) -> None:
