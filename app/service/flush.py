@@ -392,6 +392,22 @@ class Flusher:
                 with suppress(Exception):
                     await task
 
+    @property
+    def settles(self) -> bool:
+        """Whether a flush will settle the deletes recorded here: the service flushes, or
+        shares its store with replicas (one of them may). Not so on an embedded store whose
+        flush settings are now 0, after it flushed before."""
+        return self.shared or self.service.flushing
+
+    def forget(self, num: int) -> None:
+        """On an embedded store no flush settles (``settles``): delete document ``num``, a
+        flushed one whose row the version served deleted or replaced (the one rule), without
+        noting it for the index (there is nothing left to delete: a later flush, and a
+        start, must not hide the id). Blocking."""
+        store = self.store
+        assert isinstance(store, SQLiteStore)
+        store.delete_document(num, note=False)
+
     def flushed_number(self, num: int) -> bool:
         """Whether document ``num`` is in the index, or in a flush being written (its deletion
         is then recorded by the store for the next flush)."""

@@ -368,8 +368,9 @@ class Service:
             log.info(
                 "serving the index version=%d documents=%d", self.served.version, self.served.rows
             )
-            if self.flushing or self.store.position() is not None:
-                # A replica on a shared store that does not flush follows the others' flushes.
+            if self.flushing or self.store.position() is not None or self._flushed_before():
+                # A replica on a shared store that does not flush follows the others' flushes;
+                # a service that flushed before, its flushed rows (the one rule, deletes).
                 self.flusher = Flusher(self, self.served)
                 self.flusher.start(resolve=self.flushing)
             if not self.flushing:
@@ -543,8 +544,11 @@ class Service:
                 if self.index.number(doc_id) != num or doc_id not in self.index:
                     continue  # deleted or replaced meanwhile (here, or by another replica)
                 removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
-                await self._write(self.store.delete_document, num)
-                self._hide_flushed(doc_id, num)
+                if flusher.settles:  # hidden until the flush that follows settles it
+                    await self._write(self.store.delete_document, num)
+                    self._hide_flushed(doc_id, num)
+                else:  # no flush follows: nothing to hide, nor to record for one
+                    await self._write(flusher.forget, num)
                 self.index.apply_removal(removal)
             log.info(
                 "document %r deleted: the index version=%d %s its flushed row",
@@ -1046,11 +1050,16 @@ class Service:
         """The flushes done since the start."""
         return 0 if self.flusher is None else self.flusher.flushes
 
+    def _flushed_before(self) -> bool:
+        """Whether the store recorded a flush committed (its rows are in an index). Blocking."""
+        committed = Mark.from_json(self.store.flush_state().get("committed"))
+        return committed is not None and committed.version > 0
+
     def _flushes_into(self) -> Flusher | None:
-        """The flusher, while the settings say the service flushes, or on a shared store
-        (another replica may flush); else None."""
-        flusher = self.flusher
-        return flusher if flusher is not None and (self.flushing or flusher.shared) else None
+        """The flusher: made when the settings say the service flushes, on a shared store
+        (another replica may flush), or when the store flushed before (its rows are the
+        service's whatever the settings now); else None."""
+        return self.flusher
 
     async def flush(self) -> int | None:
         """Flush into the served index now (``Flusher.flush``): the version committed, or None
@@ -1060,7 +1069,7 @@ class Service:
         return await self.flusher.flush()
 
     def unflushed(self) -> int:
-        """The service's documents not in the index yet (0 when it does not flush)."""
+        """The service's documents not in the index yet (0 when it never flushed, nor may)."""
         flusher = self._flushes_into()
         return 0 if flusher is None else flusher.unflushed()
 

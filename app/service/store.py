@@ -439,10 +439,12 @@ class SQLiteStore:
                 [(d.num, d.id, d.digest, d.sig, json_text(d.meta), d.text) for d in docs],
             )
 
-    def delete_document(self, num: int) -> None:
-        """Remove a document, durably (noting it for the index: ``index_deletes_through``)."""
+    def delete_document(self, num: int, note: bool = True) -> None:
+        """Remove a document, durably (with ``note``, noting it for the index:
+        ``index_deletes_through``)."""
         with self._transaction():
-            self._note_index_delete(num)
+            if note:
+                self._note_index_delete(num)
             self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
 
     def replace_document(self, old: int, doc: StoredDoc) -> None:
