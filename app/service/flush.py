@@ -32,7 +32,9 @@ numbers are given under that lock, so none commits below a batch's bound after i
 Taking a batch and committing a flush are log entries (``flush``, ``flushed``): every replica
 applies them in order with the writes, so each hides a deleted flushed document's row as it
 applies the delete, stops hiding it once the version deleting it is served, and counts the
-flushed rows as the service's own (``Flusher``).
+flushed rows as the service's own (``Flusher``). A replica whose flusher died between its
+commit and recording it is adopted by the next flush, or sooner by any replica's refresh that
+finds its part (``Flusher.adopt``, under the flush lock: flush settings 0 included).
 """
 
 from __future__ import annotations

@@ -522,6 +522,46 @@ def test_writes_while_a_flush_is_written_are_exact(tmp_path, threads, monkeypatc
     assert DocIndex.open(url).id_digests(["c"]) == {"c": _digest("five six seven")}
 
 
+def test_a_service_restarted_read_only_keeps_its_flushed_rows_its_own(tmp_path, threads) -> None:
+    """Flushed, then restarted with both flush settings 0: the flushed rows are still the
+    service's (counted once), a DELETE of a flushed document hides its row and is recorded,
+    so the flush after flushing is turned on again deletes the row."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        out: list = []
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        await service.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+        await service.flush()
+        await service.close()
+        service = await _start(tmp_path / "data", url, **READ_ONLY)
+        try:
+            out.append(_stats_of(service))
+            await service.register([NewDoc("r", "five six seven", {})])
+            await service.delete("p")
+            out.append((_stats_of(service), sorted(service.served.hidden)))
+            out.append(await service.query(["ant bee cat dog"], None, None))
+        finally:
+            await service.close()
+        out.append(_rows(url))  # read only: nothing written
+        service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        try:
+            out.append(await service.flush())
+        finally:
+            await service.close()
+        return out
+
+    assert asyncio.run(run()) == [
+        (2, 1, 0, 0, 0, 0, 2),
+        ((2, 1, 0, 0, 0, 1, 2), ["p"]),
+        [(0, [])],
+        {"p": 1, "q": 1, "y": 1},
+        3,
+    ]
+    assert _rows(url) == {"q": 1, "r": 1, "y": 1}
+
+
 # --- replicas on one PostgreSQL store, serving (and flushing into) one index ---------------------
 
 
