@@ -523,8 +523,8 @@ class Flusher:
                 self._busy_until = self._flushed_at + BUSY_SECONDS
                 return None
             try:
-                if self.shared:
-                    await self._adopt()
+                if self.shared and await self._adopt():
+                    await self._serve_flushed_version()
                 return await self._flush()
             finally:
                 await service._io_call(self.store.unlock_flush)
@@ -570,17 +570,23 @@ class Flusher:
         async with service._writing():
             await service._write(self.store.set_flush_state, values, clear_deletes)
 
-    async def _adopt(self) -> None:
+    async def _adopt(self) -> bool:
         """On a shared store, under the flush lock: a flush another replica committed but
         did not record (it died in between) is recorded as committed, so its documents are
-        never written again."""
-        attempt = await self._adoptable()
-        if attempt is not None:
-            await self._flushed(attempt, self._cut)
+        never written again (True). Checked and recorded under the write lock, the log
+        applied first: a commit its flusher recorded meanwhile is known here, not adopted."""
+        async with self.service._writing():
+            attempt = await self._adoptable()
+            if attempt is None:
+                return False
+            self._took(attempt, self._cut)
+            values = {"committed": attempt.as_json()}
+            await self.service._write(self.store.set_flush_state, values, attempt.deletes)
+        return True
 
     async def _adoptable(self) -> Mark | None:
-        """Under the flush lock: the store's attempt if the version it names lists its token
-        (committed, not recorded: its flusher died in between), and it is past the mark."""
+        """The store's attempt if it is past the mark and the version it names lists its
+        token (committed, not recorded: its flusher died in between)."""
         state = await self.service._io_call(self.store.flush_state)
         attempt = Mark.from_json(state.get("attempt"))
         if attempt is None or attempt.version <= self.mark.version:
@@ -594,19 +600,17 @@ class Flusher:
     async def adopt(self, latest: DocIndex) -> bool:
         """A refresh found ``latest`` holding a part of this store's beyond the mark
         (``may_serve`` False): if no replica holds the flush lock, its flusher died between
-        the commit and recording it, so the commit is adopted here (``start_mark``'s check,
-        recorded as committed for every replica) without waiting for a flush, whatever this
-        replica's flush settings; whether ``latest`` can be served now. Another replica
-        holding the lock (or this one flushing) records its own commit: False."""
+        the commit and recording it, so the commit is adopted here (``_adopt``: recorded as
+        committed for every replica) without waiting for a flush, whatever this replica's
+        flush settings; whether ``latest`` can be served now. Another replica holding the
+        lock (or this one flushing) records its own commit: False."""
         if not self.shared or self._lock.locked():
             return False
         async with self._lock:  # (not locked: taken at once)
             if not await self.service._io_call(self.store.lock_flush):
                 return False
             try:
-                attempt = await self._adoptable()
-                if attempt is not None:
-                    await self._take(attempt, self._cut)
+                await self._adopt()
             finally:
                 await self.service._io_call(self.store.unlock_flush)
         return self.may_serve(latest)
@@ -645,8 +649,13 @@ class Flusher:
         write its documents again, even if recording it fails, when the attempt recorded
         before the commit tells the next start), record it (durably: its deletes forgotten),
         then serve the version committed (``settle``: the rows it deleted hidden no more)."""
-        await self._take(mark, cut)
-        if self.served.version >= mark.version:
+        self._took(mark, cut)
+        await self._record({"committed": mark.as_json()}, mark.deletes)
+        await self._serve_flushed_version()
+
+    async def _serve_flushed_version(self) -> None:
+        """Serve the version the mark names (``settle``: the rows it deleted hidden no more)."""
+        if self.served.version >= self.mark.version:
             self.settle()  # served already (by the refresh task, or nothing was committed)
             return
         try:
@@ -654,12 +663,12 @@ class Flusher:
         except Exception:  # its rows stay hidden until a version holding it is served
             log.exception("could not serve the version flushed; serving the one read")
 
-    async def _take(self, mark: Mark, cut: int) -> None:
-        """Take ``mark`` as what was flushed, then record it (``_flushed``)."""
+    def _took(self, mark: Mark, cut: int) -> None:
+        """Take ``mark`` as what was flushed, the hides counted up to ``cut`` settled once
+        its version is served."""
         self.mark = mark
         self._flushed_at = time.monotonic()
         self._settling = (mark.version, cut, mark.through)
-        await self._record({"committed": mark.as_json()}, mark.deletes)
 
     def settle(self) -> None:
         """Once a version holding the last flush is served (in the step that serves it): its
