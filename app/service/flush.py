@@ -190,6 +190,12 @@ def start_mark(store: Store, index: DocIndex) -> tuple[str, Mark]:
     return store_id, committed
 
 
+def _digest_halves(ids: list[str], digests: dict[str, bytes]) -> NDArray[np.uint64]:
+    """The 16-byte text digests of ``ids`` as two uint64 each (``write_part``'s form)."""
+    raw = b"".join(digests[i][:16] for i in ids)
+    return np.frombuffer(raw, dtype="<u8").reshape(-1, 2).astype(np.uint64)
+
+
 def _doomed(base: DocIndex, batch: Batch) -> list[str]:
     """The ids whose rows of ``base`` the flush deletes: a deleted or replaced flushed
     document's row (its id with its digest), and the row of an id the batch writes (the
@@ -631,10 +637,10 @@ class Flusher:
             deletes = await service._write(store.take_flush, recorded)
             self.deletes_through = recorded
             cut = self._cut = self._hides
-        raw = b"".join(digests[i][:16] for i in ids)
-        halves = np.frombuffer(raw, dtype="<u8").reshape(-1, 2).astype(np.uint64)
         later = [(q, i, d) for q, i, d, _ in deletes if q > self.mark.deletes]
-        return Batch(ids, halves, sigs.astype(np.uint32), through, later), cut
+        # Grows with the documents flushed (all of a store's at its first flush): off the loop.
+        halves = await asyncio.to_thread(_digest_halves, ids, digests)
+        return Batch(ids, halves, sigs, through, later), cut
 
     def _unflushed_documents(self) -> tuple[list[str], NDArray[np.uint32]]:
         """The ids and signatures of the service's documents numbered after the mark."""
