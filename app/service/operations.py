@@ -236,7 +236,8 @@ class Service:
         self.reloading: str | None = None
         self.reloads = 0
         #: Flushing into the served index (app/service/flush.py), made at start when the
-        #: service flushes, or serves an index on a shared store (another replica may flush);
+        #: service flushes, serves an index on a shared store (another replica may flush), or
+        #: its store flushed before (its rows are the service's whatever the settings now);
         #: None otherwise.
         self.flusher: Flusher | None = None
         self._refreshing = asyncio.Lock()
@@ -1055,12 +1056,6 @@ class Service:
         committed = Mark.from_json(self.store.flush_state().get("committed"))
         return committed is not None and committed.version > 0
 
-    def _flushes_into(self) -> Flusher | None:
-        """The flusher: made when the settings say the service flushes, on a shared store
-        (another replica may flush), or when the store flushed before (its rows are the
-        service's whatever the settings now); else None."""
-        return self.flusher
-
     async def flush(self) -> int | None:
         """Flush into the served index now (``Flusher.flush``): the version committed, or None
         when there was nothing to write, another replica flushes, or this service does not."""
@@ -1070,24 +1065,24 @@ class Service:
 
     def unflushed(self) -> int:
         """The service's documents not in the index yet (0 when it never flushed, nor may)."""
-        flusher = self._flushes_into()
+        flusher = self.flusher
         return 0 if flusher is None else flusher.unflushed()
 
     def _indexed_others(self) -> int:
         """The served index's documents but the service's own (``Flusher.indexed_others``)."""
         if self.served is None:
             return 0
-        flusher = self._flushes_into()
+        flusher = self.flusher
         return self.served.rows if flusher is None else flusher.indexed_others()
 
     def _flushed_number(self, num: int) -> bool:
         """Whether document ``num`` has a row in the served index (or in a flush written)."""
-        flusher = self._flushes_into()
+        flusher = self.flusher
         return flusher is not None and flusher.flushed_number(num)
 
     def _hide_flushed(self, doc_id: str, num: int) -> None:
         """After document ``num`` was deleted or replaced: its row, if flushed, hidden."""
-        flusher = self._flushes_into()
+        flusher = self.flusher
         if flusher is not None:
             flusher.hide(doc_id, num)
 
@@ -1212,11 +1207,11 @@ class Service:
                     self._hide_flushed(change.name, change.nums[0])
                     self._link_twin(change.name, twin)
             elif change.kind == "flush" and change.nums is not None:
-                if (flusher := self._flushes_into()) is not None:
+                if (flusher := self.flusher) is not None:
                     flusher.batch_taken(change.nums[0])
             elif change.kind == "flushed":
                 mark = Mark.from_json(change.name)
-                if (flusher := self._flushes_into()) is not None and mark is not None:
+                if (flusher := self.flusher) is not None and mark is not None:
                     flusher.committed(mark)
             elif change.kind == "put_set" and change.row is not None:
                 row = change.row
