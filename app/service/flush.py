@@ -360,7 +360,30 @@ class Flusher:
             latest = self.served.newer(self.service.params)
             if latest is not None:
                 self.served.index = latest
+        self._serve_recorded(committed)
         return state, deletes
+
+    def _serve_recorded(self, committed: Mark) -> None:
+        """Serve a version ``committed`` (the store's mark, read in the start's snapshot)
+        allows: a replica's flush committed into the index but not recorded yet (its
+        replica is between the two, or died there) holds documents the store still counts
+        as unflushed, which would be answered for twice. The version before that flush's
+        part is served instead, as a running replica keeps serving it (``may_serve``), until
+        the commit is recorded (or adopted) and the refresh serves the newer one. Blocking."""
+        served = self.served.index
+        older: DocIndex | None = served
+        while older is not None and any(
+            run_store(p) == self.store_id and int(p.run.get("through", -1)) > committed.through
+            for p in older.parts
+        ):  # back past that part's version: one step, more after a batch run's commits
+            older = older.at_version(older.version - 1) if older.version > 1 else None
+        if older is None or older is served:
+            return
+        log.info(
+            "the index's version %d holds a flush not recorded yet: serving version %d until "
+            "it is", served.version, older.version,
+        )  # fmt: skip
+        self.served.index = older
 
     def load(self, read: tuple[dict[str, str], list[tuple[int, str, bytes, int]]]) -> None:
         """Take what ``read`` returned as what was flushed (in the step that installs the
@@ -549,7 +572,9 @@ class Flusher:
                 after = Mark(mark.version, mark.token, mark.through, batch.deletes_through)
                 await self._flushed(after, cut)
                 return None
-            await self._record({"attempt": written.mark.as_json()})
+            if not await self._attempt(written):
+                await asyncio.to_thread(written.discard)
+                return None
             try:
                 version = await asyncio.to_thread(commit_flush, written, service.params)
             except IndexConflictError as exc:
@@ -565,6 +590,29 @@ class Flusher:
             )  # fmt: skip
             return version
         return None
+
+    async def _attempt(self, written: Written) -> bool:
+        """Record ``written``'s mark as the attempt, before its commit, if the flush is still
+        this replica's (False: nothing recorded, the flush abandoned). On a shared store the
+        flush lock may have been lost meanwhile (its connection died: the server released
+        it) and another replica may be flushing the same documents: checked under the write
+        lock. (A lock lost after this check, before the commit, costs work, not rows: the
+        later of two commits of one batch deletes the earlier one's rows of its ids, and a
+        start adopts whichever attempt was recorded last.)"""
+        if not self.shared:
+            await self._record({"attempt": written.mark.as_json()})
+            return True
+        service = self.service
+        async with service._writing():
+            held = await service._io_call(self.store.holds_flush_lock)
+            if not held:
+                log.warning(
+                    "flush abandoned: the flush lock was lost (its connection ended); the "
+                    "replica holding it now flushes these documents"
+                )
+                return False
+            await service._write(self.store.set_flush_state, {"attempt": written.mark.as_json()})
+        return True
 
     async def _record(self, values: dict[str, str], clear_deletes: int = 0) -> None:
         """Record flush state in the store (on a shared store in a write, under its lock:

@@ -1042,6 +1042,20 @@ class PostgresStore:
             with suppress(Exception):
                 conn.close()
 
+    def holds_flush_lock(self) -> bool:
+        """Whether the flush lock ``lock_flush`` took is still held: its connection answers
+        (the server releases an advisory lock with the session that took it, so a connection
+        that died, or was ended, lost it to whichever replica takes it next)."""
+        conn = self._flusher
+        if conn is None:
+            return False
+        try:
+            with self._deadline(conn):
+                conn.execute("SELECT 1").fetchone()
+        except Exception:  # any failure: the session, and with it the lock, may be gone
+            return False
+        return True
+
     @property
     def _flush_key(self) -> int:
         return FLUSH_LOCK if self._lock_key == WRITE_LOCK else self._lock_key + 1

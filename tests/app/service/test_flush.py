@@ -922,3 +922,126 @@ def test_a_replica_that_never_flushes_started_first_counts_the_flushed_rows_as_i
     own, other, found = asyncio.run(run())
     assert own == other == (2, 1, 0, 1, 1, 0, 2)
     assert found == [(2, [("q", 1.0, "p"), ("p", 0.6875, "p")])]
+
+
+def _terminate(pg_url: str, pid: int) -> None:
+    """End the PostgreSQL backend ``pid`` as a dropped connection would (the server releases
+    its advisory locks)."""
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+
+
+def test_a_flusher_whose_lock_connection_dies_mid_flush_writes_nothing_twice(
+    tmp_path, threads, pg_url, monkeypatch
+) -> None:
+    """Replica A takes the flush lock and its batch, then its lock's connection dies while
+    the part is written (the server releases the lock): replica B takes the lock and flushes
+    the same documents. A, resumed, must neither commit them again nor move the store's mark
+    back: every document is one row, both replicas (and one started later) answer alike, and
+    the next flush writes nothing."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = flush_module.write_flush
+    started, go = threading.Event(), threading.Event()
+
+    def paused(*args):
+        if not started.is_set():  # only the first flush (A's) waits
+            started.set()
+            assert go.wait(60)
+        return real(*args)
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        b = await _replica(pg_url, url)
+        c: Service | None = None
+        out: list = []
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            with monkeypatch.context() as patched:
+                patched.setattr(flush_module, "write_flush", paused)
+                flushing = asyncio.create_task(a.flush())
+                assert await asyncio.to_thread(started.wait, 60)
+                await asyncio.to_thread(_terminate, pg_url, a.store._flusher.info.backend_pid)
+                version = await asyncio.wait_for(b.flush(), 60)  # the lock is free again
+                go.set()
+                late = await asyncio.wait_for(flushing, 60)
+            await _settled(a, b, version=max(version or 0, late or 0))
+            out.append((version, late))
+            out.append(_rows(url))
+            out.append((_stats_of(a), _stats_of(b)))
+            committed = Mark.from_json(b.store.flush_state().get("committed"))
+            out.append(committed.version == DocIndex.open(url).version)
+            c = await _replica(pg_url, url, **READ_ONLY)
+            out.append(_stats_of(c))
+            out.append((await a.flush(), await b.flush()))
+        finally:
+            go.set()
+            await a.close()
+            await b.close()
+            if c is not None:
+                await c.close()
+        return out
+
+    out = asyncio.run(run())
+    assert out[0] == (2, None)  # B committed; A found the lock lost and committed nothing
+    assert out[1] == {"p": 1, "q": 1, "y": 1}
+    assert out[2] == ((2, 1, 0, 0, 0, 0, 2), (2, 1, 0, 0, 0, 0, 2))
+    assert out[3] is True
+    assert out[4] == (2, 1, 0, 0, 0, 0, 2)
+    assert out[5] == (None, None)
+    index = DocIndex.open(url)
+    assert [p.run.get("from") for p in index.parts if p.run.get("engine") == "service"] == [0]
+
+
+def test_a_replica_started_between_a_commit_and_its_record_counts_each_document_once(
+    tmp_path, threads, pg_url, monkeypatch
+) -> None:
+    """Replica A commits a flush into the index and is slow to record it in the store: a
+    replica C starting meanwhile opens the index at the version holding A's part while the
+    store's mark is still the one before. C must answer for each document once (its own,
+    not again as an indexed one), before and after A records the commit."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+    real = flush_module.commit_flush
+    paused, go = threading.Event(), threading.Event()
+
+    def slow(*args):
+        version = real(*args)
+        paused.set()
+        assert go.wait(60)
+        return version
+
+    async def run() -> list:
+        a = await _replica(pg_url, url)
+        c: Service | None = None
+        out: list = []
+        try:
+            await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "one two", {})])
+            with monkeypatch.context() as patched:
+                patched.setattr(flush_module, "commit_flush", slow)
+                flushing = asyncio.create_task(a.flush())
+                assert await asyncio.to_thread(paused.wait, 60)
+                assert DocIndex.open(url).version == 2  # committed, not recorded
+                c = await _replica(pg_url, url, **READ_ONLY)
+                out.append(_stats_of(c))
+                out.append(await c.query(["ant bee cat dog", "eel fox gnu"], None, None))
+                go.set()
+                version = await asyncio.wait_for(flushing, 60)
+            await _settled(a, c, version=version)
+            out.append((_stats_of(a), _stats_of(c)))
+            out.append(await c.query(["ant bee cat dog", "eel fox gnu"], None, None))
+        finally:
+            go.set()
+            await a.close()
+            if c is not None:
+                await c.close()
+        return out
+
+    out = asyncio.run(run())
+    found = [(1, [("p", 1.0, "p")]), (1, [("y", 1.0, "y")])]
+    assert out[0] == (2, 1, 0, 0, 0, 2, 1)  # A's part not served until recorded: unflushed
+    assert out[1] == found
+    assert out[2] == ((2, 1, 0, 0, 0, 0, 2), (2, 1, 0, 0, 0, 0, 2))
+    assert out[3] == found
