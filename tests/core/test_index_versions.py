@@ -469,6 +469,11 @@ def test_files_of_version_lists_what_that_version_listed_for_good(tmp_path: Path
         f.path for p in latest.parts for f in p.all_files
     }
     assert latest.files_of_version(latest.version + 1) is None
+    older = latest.at_version(2)  # what a replica serves until a flush is recorded
+    assert older is not None
+    assert (older.version, [p.name for p in older.parts], older.rows) == (
+        2, [p.name for p in first.parts], first.rows,
+    )  # fmt: skip
     (tmp_path / "idx" / "_index" / "00000001.json").write_text("{}")
     with pytest.raises(IndexDamagedError, match=r"00000001\.json"):
         latest.files_of_version(1)
