@@ -146,11 +146,17 @@ class _Labels:
         self._next: int | None = None
 
     def take(self) -> int:
+        self.read()
+        label = self._next or 1
+        self._next = label + 1
+        return label
+
+    def read(self) -> None:
+        """Read the largest label now, before labels are dropped that the caller gives again
+        (a new label is then never one of them)."""
         if self._next is None:
             row = self._db.fetch("SELECT coalesce(max(label), 0) FROM clusters")
             self._next = int(row[0][0]) + 1
-        label, self._next = self._next, self._next + 1
-        return label
 
 
 def apply_write(db: Sql, write: ClusterWrite) -> None:
@@ -163,6 +169,7 @@ def apply_write(db: Sql, write: ClusterWrite) -> None:
         old = sorted(set(_labels(db, write.cleared).values()))
         sizes = _sizes(db, old)
         freed = sorted(old, key=lambda label: (-sizes.get(label, 0), label))
+        labels.read()
         _drop(db, old)
     members: list[tuple[str, int, bool]] = []
     clusters: list[tuple[int, str, int, int]] = []

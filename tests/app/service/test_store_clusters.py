@@ -28,9 +28,7 @@ Clusters = dict[str, tuple[list[str], int]]
 
 def memory_clusters(index: ServiceIndex) -> Clusters:
     """Root -> (sorted members, own) of every cluster of two or more in memory."""
-    return {
-        row.root: (sorted(i for i, _ in row.members), row.own) for row in index.all_clusters()
-    }
+    return {row.root: (sorted(i for i, _ in row.members), row.own) for row in index.all_clusters()}
 
 
 def store_clusters(store: Store, ids: list[str]) -> Clusters:
@@ -70,27 +68,44 @@ def check(service: Service, ids: list[str]) -> None:
     assert owned == {r: int(own > 0) for r, (_, own) in want.items()}
 
 
+def _ids(op: tuple) -> list[str]:
+    if op[0] in ("register", "if_new"):
+        return [i for i, _ in op[1]]
+    return [op[1]] if op[0] in ("put", "delete") else []
+
+
 async def _start(data: Path, **more: Any) -> Service:
     return await Service.start(Settings(workers=1, data_dir=data, **PARAMS, **more))
 
 
-texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=5).map(" ".join)
+#: Texts that chain (each near the next): unions of clusters, and splits when one goes.
+CHAINED = ["ant bee cat dog", "cat dog eel fox", "eel fox gnu ant", "ant bee cat dog eel fox",
+           "cat dog eel fox gnu", "bee cat dog eel"]  # fmt: skip
+texts = st.one_of(
+    st.sampled_from(CHAINED),
+    st.sampled_from(CHAINED),
+    st.sampled_from(CHAINED),
+    st.lists(st.sampled_from(WORDS), min_size=0, max_size=5).map(" ".join),
+)
 
 
 @st.composite
 def writes(draw: st.DrawFn) -> list[tuple]:
-    """Registrations (plain and if_new), PUTs, DELETEs and restarts."""
+    """Registrations (plain and if_new) of new ids, PUTs and DELETEs of ids made so far (or
+    unknown), and restarts."""
     ops: list[tuple] = []
-    for _ in range(draw(st.integers(1, 14))):
-        kind = draw(st.sampled_from(["register", "register", "if_new", "put", "put", "delete",
-                                     "restart"]))  # fmt: skip
+    made = ["u0"]
+    for step in range(draw(st.integers(4, 20))):
+        kind = draw(st.sampled_from(["register", "register", "register", "if_new", "put", "put",
+                                     "delete", "delete", "restart"]))  # fmt: skip
         if kind in ("register", "if_new"):
-            chosen = draw(st.lists(st.sampled_from(IDS[:12]), min_size=1, max_size=5, unique=True))
+            chosen = [f"{step:02d}{j}" for j in range(draw(st.integers(1, 3)))]
+            made += chosen
             ops.append((kind, [(i, draw(texts)) for i in chosen]))
         elif kind == "put":
-            ops.append((kind, draw(st.sampled_from(IDS[:12])), draw(texts)))
+            ops.append((kind, draw(st.sampled_from(made)), draw(texts)))
         elif kind == "delete":
-            ops.append((kind, draw(st.sampled_from(IDS[:12]))))
+            ops.append((kind, draw(st.sampled_from(made))))
         else:
             ops.append((kind,))
     return ops
@@ -102,6 +117,7 @@ def writes(draw: st.DrawFn) -> list[tuple]:
 )
 def test_store_clusters_follow_every_write(tmp_path_factory, threads, ops) -> None:
     data = tmp_path_factory.mktemp("clusters") / "data"
+    ids = sorted({i for op in ops for i in _ids(op)} | {"u0"})
 
     async def run() -> None:
         service = await _start(data)
@@ -112,7 +128,7 @@ def test_store_clusters_follow_every_write(tmp_path_factory, threads, ops) -> No
                     service = await _start(data)
                 else:
                     await _apply(service, op, set())
-                check(service, IDS)
+                check(service, ids)
         finally:
             await service.close()
 
@@ -206,6 +222,33 @@ def test_store_clusters_page_by_size_then_root(tmp_path, threads) -> None:
             assert store.cluster_members("a1", "a2", 2) == ["a3"]
             assert store.cluster_members("a2", None, 2) == []  # not a root
             assert store.cluster_rows(["a3", "s", "nope"]) == {"a3": ("a1", 3)}
+        finally:
+            await service.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_merge_two_clusters_then_split(tmp_path, threads) -> None:
+    """A document bridging two clusters merges them (the smaller relabelled into the larger,
+    the root the smallest id); deleting it splits them again; a PUT moves a document."""
+    copies = {"m1": "ant bee cat dog", "m2": "ant bee cat dog", "m3": "ant bee cat dog",
+              "k1": "cat dog eel fox", "k2": "cat dog eel fox"}  # fmt: skip
+
+    async def run() -> None:
+        service = await _start(tmp_path / "data")
+        try:
+            await service.register([NewDoc(i, t, {}) for i, t in copies.items()])
+            assert sorted(service.index.clusters_by_size().values()) == [2, 3]
+            check(service, [*copies, "a0"])
+            await service.register([NewDoc("a0", "ant bee cat dog eel fox", {})])
+            assert service.index.clusters_by_size() == {"a0": 6}
+            check(service, [*copies, "a0"])
+            await service.delete("a0")
+            assert sorted(service.index.clusters_by_size().values()) == [2, 3]
+            check(service, [*copies, "a0"])
+            await service.replace(NewDoc("k2", "ant bee cat dog", {}))
+            assert sorted(service.index.clusters_by_size().values()) == [4]
+            check(service, [*copies, "a0"])
         finally:
             await service.close()
 
