@@ -19,6 +19,7 @@ from neardup.app.service import NewDoc, Service
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import Store
 from tests.app.service.test_flush import ON_DEMAND, scenarios
+from tests.app.service.test_replicas import _converged
 from tests.app.service.test_served import IDS, PARAMS, WORDS, _apply, threads, write_index
 
 __all__ = ["threads"]  # the fixture, imported for the tests below
@@ -253,3 +254,72 @@ def test_store_clusters_merge_two_clusters_then_split(tmp_path, threads) -> None
             await service.close()
 
     asyncio.run(run())
+
+
+# --- PostgreSQL: replicas, and the migration from layout 4 ------------------------------------
+
+_SCHEMAS = iter(range(10**6))
+
+
+@given(ops=writes(), on_b=st.lists(st.booleans(), min_size=20, max_size=20))
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_store_clusters_on_postgres_replicas(pg_url, threads, ops, on_b) -> None:
+    """Two replicas of one PostgreSQL store, each write taken by either: once they converged,
+    the store's clusters are each one's in-memory clusters."""
+    schema = f"c{next(_SCHEMAS)}"
+    ids = sorted({i for op in ops for i in _ids(op)} | {"u0"})
+
+    async def start() -> Service:
+        return await Service.start(
+            Settings(workers=1, store_url=pg_url, store_schema=schema, **PARAMS)
+        )
+
+    async def run() -> None:
+        a, b = await start(), await start()
+        try:
+            for op, second in zip(ops, on_b, strict=False):
+                if op[0] == "restart":
+                    await b.close()
+                    b = await start()
+                else:
+                    await _apply(b if second else a, op, set())
+                await _converged([a, b])
+                check(a, ids)
+                check(b, ids)
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_filled_once_on_postgres_from_layout_4(pg_url, threads) -> None:
+    """A store of layout 4 (no cluster tables) is migrated to 5 and its clusters filled at
+    the first start, once."""
+    import psycopg
+
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(CHAINED)]
+
+    async def run(check_filled: bool) -> None:
+        service = await Service.start(Settings(workers=1, store_url=pg_url, **PARAMS))
+        try:
+            if check_filled:
+                assert service.store.clusters_filled()
+                assert memory_clusters(service.index)
+                check(service, [d.id for d in docs])
+            else:
+                await service.register(docs)
+        finally:
+            await service.close()
+
+    asyncio.run(run(False))
+    with psycopg.connect(pg_url, autocommit=True) as c:  # back to layout 4
+        c.execute("DROP TABLE clusters; DROP TABLE cluster_members")
+        c.execute("DELETE FROM schema_versions WHERE version = 5")
+        c.execute("DELETE FROM index_flush WHERE key = 'clusters_filled'")
+    asyncio.run(run(True))
+    with psycopg.connect(pg_url) as c:
+        versions = [r[0] for r in c.execute("SELECT version FROM schema_versions ORDER BY 1")]
+        assert versions[-1] == 5
