@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service.index import ServiceIndex
-from neardup.app.service.store import Store
+from neardup.app.service.store import SQLiteStore, Store
 from tests.app.service.test_flush import ON_DEMAND, scenarios
 from tests.app.service.test_replicas import _converged
 from tests.app.service.test_served import IDS, PARAMS, WORDS, _apply, threads, write_index
@@ -67,6 +67,13 @@ def check(service: Service, ids: list[str]) -> None:
     assert {r: m for r, (m, _) in got.items()} == {r: m for r, (m, _) in want.items()}
     owned = own_counts(service.store)
     assert owned == {r: int(own > 0) for r, (_, own) in want.items()}
+    if isinstance(service.store, SQLiteStore):  # own counts and flags, exactly
+        db = service.store._db
+        assert dict(db.execute("SELECT root, own FROM clusters")) == {
+            r: own for r, (_, own) in want.items()
+        }
+        flags = {i: bool(o) for i, o in db.execute("SELECT id, own FROM cluster_members")}
+        assert flags == {i: own for row in service.index.all_clusters() for i, own in row.members}
 
 
 def _ids(op: tuple) -> list[str]:
