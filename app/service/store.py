@@ -1,11 +1,13 @@
 """The durable store: SQLite in WAL mode with full fsync, one transaction per request batch.
 
 Everything the in-memory index holds can be rebuilt from here (signatures are stored, never
-recomputed). ``Store`` is the small interface the service needs; ``SQLiteStore`` is the embedded
-default and ``open_store`` picks the shared PostgreSQL store (``app.service.pgstore``) when
-STORE_URL is set. A shared store also keeps a log of changes (``Change``) that every replica
-follows (pruned past a retention window, with the deleted documents' rows it names); the
-embedded store has no other writer, so its log is always empty, and a deletion deletes the
+recomputed); the clusters of two or more are kept too (app/service/clusters.py), written by
+every write in its transaction. ``Store`` is the small interface the service needs;
+``SQLiteStore`` is the embedded default and ``open_store`` picks the shared PostgreSQL store
+(``app.service.pgstore``) when STORE_URL is set. A shared store also keeps a log of changes
+(``Change``) that every replica follows (pruned past a retention window, with the deleted
+documents' rows it names); the embedded store has no other writer, so its log is always
+empty, and a deletion deletes the
 row. ``SQLiteStore`` holds the data directory's lock while open, refuses a damaged database
 (DamagedStore) and reports a write that failed for a full or failing disk as StoreFull, rolled
 back whole.
@@ -184,7 +186,9 @@ class Store(Protocol):
 
     Writes go between ``lock_writes`` (which returns the changes other processes logged since
     this one last looked, to apply first) and ``unlock_writes``; a write commits and ends the
-    transaction that ``lock_writes`` began.
+    transaction that ``lock_writes`` began. A document write also writes, in its transaction,
+    what it changes in the clusters (``ClusterWrite``: app/service/clusters.py); the cluster
+    readers are bounded by their arguments.
     """
 
     def ensure_params(self, params: dict[str, int | str]) -> None: ...
