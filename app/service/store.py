@@ -7,10 +7,9 @@ every write in its transaction. ``Store`` is the small interface the service nee
 (``app.service.pgstore``) when STORE_URL is set. A shared store also keeps a log of changes
 (``Change``) that every replica follows (pruned past a retention window, with the deleted
 documents' rows it names); the embedded store has no other writer, so its log is always
-empty, and a deletion deletes the
-row. ``SQLiteStore`` holds the data directory's lock while open, refuses a damaged database
-(DamagedStore) and reports a write that failed for a full or failing disk as StoreFull, rolled
-back whole.
+empty, and a deletion deletes the row. ``SQLiteStore`` holds the data directory's lock while
+open, refuses a damaged database (DamagedStore) and reports a write that failed for a full or
+failing disk as StoreFull, rolled back whole.
 """
 
 from __future__ import annotations
