@@ -330,3 +330,50 @@ def test_store_clusters_filled_once_on_postgres_from_layout_4(pg_url, threads) -
     with psycopg.connect(pg_url) as c:
         versions = [r[0] for r in c.execute("SELECT version FROM schema_versions ORDER BY 1")]
         assert versions[-1] == 5
+
+
+@given(spec=scenarios(), on_b=st.lists(st.booleans(), min_size=12, max_size=12))
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_store_clusters_on_postgres_replicas_serving_an_index(
+    pg_url, tmp_path_factory, threads, spec, on_b
+) -> None:
+    """Two replicas serving one index on one PostgreSQL store: each links the indexed documents
+    its writes match (and the other follows), flushes and refreshes; the store's clusters are
+    each one's in-memory clusters once they converged."""
+    tmp = tmp_path_factory.mktemp("pglinked")
+    write_index(str(tmp / "a"), spec["indexed"] or [("zz", "unused words here")])
+    names = {i for i, _ in spec["indexed"]}
+    ids = [*IDS, "zz"]
+    schema = f"i{next(_SCHEMAS)}"
+
+    async def start(name: str) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp / name, store_url=pg_url, store_schema=schema,
+                     index=str(tmp / "a"), **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> None:
+        a, b = await start("a"), await start("b")
+        try:
+            for op, second in zip(spec["ops"], on_b, strict=False):
+                one = b if second else a
+                if op[0] == "flush":
+                    await one.flush()
+                    await _converged([a, b])
+                    await a.refresh_index()
+                    await b.refresh_index()
+                elif op[0] == "restart":
+                    await b.close()
+                    b = await start("b")
+                elif op[0] != "query":
+                    await _apply(one, op, names)
+                await _converged([a, b])
+                check(a, ids)
+                check(b, ids)
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(run())
