@@ -514,11 +514,11 @@ class Service:
                 if plan is not None:
                     self.index.apply(plan)
                     touched += plan.ids
-                if touched:  # the linked documents' clusters, as a start writes them
-                    await self._sync_linked(touched)
                 served.index = latest
                 if flusher is not None:
                     flusher.settle()
+                if touched:  # the linked documents' clusters, as a start writes them
+                    await self._sync_linked(touched)
                 break
         log.info(
             "serving the index version=%d documents=%d linked=%d",
