@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.app.service.clusters import ClusterWrite
 from neardup.app.service.errors import StoreUnavailable
 from neardup.app.service.served import ServedIndex
 from neardup.app.service.store import SQLiteStore, Store
@@ -430,14 +431,14 @@ class Flusher:
         flush settings are now 0, after it flushed before."""
         return self.shared or self.service.flushing
 
-    def forget(self, num: int) -> None:
+    def forget(self, num: int, clusters: ClusterWrite | None = None) -> None:
         """On an embedded store no flush settles (``settles``): delete document ``num``, a
         flushed one whose row the version served deleted or replaced (the one rule), without
         noting it for the index (there is nothing left to delete: a later flush, and a
         start, must not hide the id). Blocking."""
         store = self.store
         assert isinstance(store, SQLiteStore)
-        store.delete_document(num, note=False)
+        store.delete_document(num, clusters, note=False)
 
     def flushed_number(self, num: int) -> bool:
         """Whether document ``num`` is in the index, or in a flush being written (its deletion

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.app.service.clusters import ClusterMerge, ClusterRow, ClusterWrite
 from neardup.core.engine import (
     Components,
     MinhashParams,
@@ -397,6 +398,93 @@ class ServiceIndex:
         self._clusters.detach(removal.num)
         self._clusters.regroup(removal.group, removal.roots)
 
+    # --- the store's clusters (app/service/clusters.py) ---------------------------------------
+
+    def cluster_write(self, plan: Plan, removal: Removal | None = None) -> ClusterWrite:
+        """What applying ``plan`` changes in the store's clusters: one union per cluster it
+        makes or grows. Pure (run it with the plan, off the event loop). ``removal``: a
+        replace's, applied first (the plan was made before it: a link to the removed document
+        goes to another member of its class, or nowhere)."""
+        post = _PostRemoval(self, removal)
+        slot, n = plan.slot, len(plan.ids)
+        # Union-find over the new documents (-1 - j) and the existing roots they join (slots).
+        parent: dict[int, int] = {-1 - j: -1 - j for j in range(n)}
+
+        def find(k: int) -> int:
+            while parent.setdefault(k, k) != k:
+                parent[k] = parent[parent[k]]
+                k = parent[k]
+            return k
+
+        for j, links in enumerate(plan.links):
+            for link in links.tolist():
+                target = -1 - (link - slot) if link >= slot else post.target(link)
+                if target is not None:
+                    other = target if target < 0 else post.find(target)
+                    parent[find(other)] = find(-1 - j)
+        groups: dict[int, tuple[list[int], list[int]]] = {}
+        for k in list(parent):
+            new, existing = groups.setdefault(find(k), ([], []))
+            (new if k < 0 else existing).append(-1 - k if k < 0 else k)
+        merges = []
+        for new, existing in groups.values():
+            size = len(new) + sum(post.size(e) for e in existing)
+            if size < 2:
+                continue
+            added = [(plan.ids[j], j >= plan.indexed) for j in new]
+            added += [(self._ids[e], post.own(e) > 0) for e in existing if post.size(e) == 1]
+            own = sum(own for _, own in added) + sum(
+                post.own(e) for e in existing if post.size(e) > 1
+            )
+            joined = [self._ids[e] for e in existing if post.size(e) > 1]
+            root = min([plan.ids[j] for j in new] + [self._ids[e] for e in existing])
+            merges.append(ClusterMerge(joined, added, root, size, own))
+        write = ClusterWrite(merges=merges)
+        return write if removal is None else self.removal_write(removal).then(write)
+
+    def removal_write(self, removal: Removal) -> ClusterWrite:
+        """What applying ``removal`` changes in the store's clusters: the removed document's
+        cluster dropped and its remaining members' new clusters (of two or more) written."""
+        parts: dict[int, list[int]] = {}
+        for m, r in zip(removal.group, removal.roots, strict=True):
+            parts.setdefault(r, []).append(m)
+        rows = [
+            ClusterRow(self._ids[r], [(self._ids[m], not self._indexed[m]) for m in ms])
+            for r, ms in parts.items()
+            if len(ms) > 1
+        ]
+        return ClusterWrite(cleared=[removal.doc_id], rows=rows)
+
+    def cluster_of(self, doc_id: str) -> ClusterRow | None:
+        """The cluster of ``doc_id`` as the store keeps it (None: a singleton, or unknown)."""
+        num = self._num_of.get(doc_id)
+        if num is None:
+            return None
+        members = self._clusters.members.get(self._clusters.find(num))
+        if members is None or len(members) < 2:
+            return None
+        root = self._ids[self._clusters.find(num)]
+        return ClusterRow(root, [(self._ids[m], not self._indexed[m]) for m in members])
+
+    def all_clusters(self) -> Iterator[ClusterRow]:
+        """Every cluster of two or more as the store keeps it (a migration's fill)."""
+        for root, members in list(self._clusters.members.items()):
+            if len(members) > 1:
+                yield ClusterRow(
+                    self._ids[root], [(self._ids[m], not self._indexed[m]) for m in members]
+                )
+
+    def id_of(self, slot: int) -> str:
+        """The id of the document in ``slot``."""
+        return self._ids[slot]
+
+    def linked_ids(self) -> list[str]:
+        """The ids of the linked indexed documents."""
+        if not self._linked:
+            return []
+        flags = self._indexed
+        return [i for i, s in self._num_of.items() if flags[s]]
+
     # --- recovery -----------------------------------------------------------------------------
 
     def load(
@@ -467,6 +555,49 @@ class ServiceIndex:
         # store's number (8); per live document a dict entry (about 100).
         id_bytes = self._id_chars + 65 * len(self._ids) + 100 * len(self._num_of)
         return int(self._sigs.nbytes() + self._clusters.nbytes() + id_bytes)
+
+
+class _PostRemoval:
+    """The index's clusters as they are after a planned removal (or now, without one)."""
+
+    def __init__(self, index: ServiceIndex, removal: Removal | None) -> None:
+        self._index = index
+        self._removal = removal
+        self._root: dict[int, int] = {}
+        self._parts: dict[int, list[int]] = {}
+        if removal is not None:
+            self._root = dict(zip(removal.group, removal.roots, strict=True))
+            for m, r in self._root.items():
+                self._parts.setdefault(r, []).append(m)
+
+    def target(self, slot: int) -> int | None:
+        """``slot``, or for the removed document another member of its class (None: none)."""
+        removal = self._removal
+        if removal is None or slot != removal.num:
+            return slot
+        sigs = self._index._sigs
+        others = [m for m in sigs.members(sigs.representative(slot)) if m != slot]
+        return others[0] if others else None
+
+    def find(self, slot: int) -> int:
+        root = self._root.get(slot)
+        return self._index._clusters.find(slot) if root is None else root
+
+    def _members(self, root: int) -> list[int]:
+        part = self._parts.get(root)
+        if part is not None:
+            return part
+        return self._index._clusters.members.get(root, [root])
+
+    def size(self, root: int) -> int:
+        return len(self._members(root))
+
+    def own(self, root: int) -> int:
+        members = self._members(root)
+        if not self._index._linked:
+            return len(members)
+        flags = self._index._indexed
+        return sum(1 for m in members if not flags[m])
 
 
 class _LazyIds(Sequence[str]):

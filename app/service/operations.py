@@ -48,6 +48,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.app.config import Settings
+from neardup.app.service.cluster_sync import sync_clusters
+from neardup.app.service.clusters import ClusterWrite
 from neardup.app.service.errors import (
     Conflict,
     LogPruned,
@@ -61,7 +63,7 @@ from neardup.app.service.errors import (
     json_limits,
 )
 from neardup.app.service.flush import Flusher, Mark, run_store
-from neardup.app.service.index import Found, Plan, ServiceIndex, merged
+from neardup.app.service.index import Found, Plan, Removal, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
 from neardup.app.service.served import (
@@ -266,6 +268,7 @@ class Service:
         try:
             # Recovery is CPU work: off the event loop, so the server answers /readyz meanwhile.
             await asyncio.to_thread(service._recover)
+            await service._store_clusters()
         except BaseException:
             await service._stop_warming()
             pool.close()
@@ -500,16 +503,22 @@ class Service:
                         return False
                     continue
                 gone = [i for i in deleted if self.index.is_indexed(i)]
+                touched = list(gone)
                 for doc_id in gone:  # no longer in the index: not answered from memory either
-                    self.index.remove(doc_id)
+                    removal = self.index.plan_removal(doc_id)
+                    touched += [self.index.id_of(m) for m in removal.group]
+                    self.index.apply_removal(removal)
                 plan = await asyncio.to_thread(
                     self._refresh_plan, served, latest, since, ids, sigs, gone
                 )
                 if plan is not None:
                     self.index.apply(plan)
+                    touched += plan.ids
                 served.index = latest
                 if flusher is not None:
                     flusher.settle()
+                if touched:  # the linked documents' clusters, as a start writes them
+                    await self._sync_linked(touched)
                 break
         log.info(
             "serving the index version=%d documents=%d linked=%d",
@@ -545,11 +554,12 @@ class Service:
                 if self.index.number(doc_id) != num or doc_id not in self.index:
                     continue  # deleted or replaced meanwhile (here, or by another replica)
                 removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
+                clusters = self.index.removal_write(removal)
                 if flusher.settles:  # hidden until the flush that follows settles it
-                    await self._write(self.store.delete_document, num)
+                    await self._write(self.store.delete_document, num, clusters)
                     self._hide_flushed(doc_id, num)
                 else:  # no flush follows: nothing to hide, nor to record for one
-                    await self._write(flusher.forget, num)
+                    await self._write(flusher.forget, num, clusters)
                 self.index.apply_removal(removal)
             log.info(
                 "document %r deleted: the index version=%d %s its flushed row",
@@ -613,6 +623,38 @@ class Service:
         in first. Blocking: off the loop, under the write lock."""
         return linking_plan(self.index, ids, sigs, self._near(sigs))
 
+    def _replace_clusters(
+        self, removal: Removal, doc_id: str, sigs: NDArray[np.uint32], near: Near | None
+    ) -> ClusterWrite:
+        """What a replace changes in the store's clusters: ``removal``, then the new text's
+        plan (made before the removal). Blocking: off the loop, under the write lock."""
+        return self.index.cluster_write(linking_plan(self.index, [doc_id], sigs, near), removal)
+
+    async def _store_clusters(self) -> None:
+        """At start: fill the store's cluster tables from the recovered clusters if it was made
+        before them (once, O(N)); else write the clusters of the linked indexed documents (and
+        of those linked at the last start), which each start links anew."""
+        if not await self._io_call(self.store.clusters_filled):
+            async with self._writing():
+                rows = await asyncio.to_thread(lambda: list(self.index.all_clusters()))
+                if await self._write(self.store.fill_clusters, rows):
+                    log.info("store clusters filled clusters=%d", len(rows))
+            return
+        if self.served is None:
+            return
+        linked = self.index.linked_ids() + await self._io_call(self.store.linked_members)
+        if linked:
+            async with self._writing():
+                await self._write(sync_clusters, self.store, self.index, linked)
+
+    async def _sync_linked(self, ids: list[str]) -> None:
+        """Write the clusters of ``ids`` after a linking (``sync_clusters``); a failure is
+        logged (the change it follows is durable; the next start writes them)."""
+        try:
+            await self._write(sync_clusters, self.store, self.index, ids)
+        except Exception:
+            log.exception("could not write the clusters of linked documents; the next start will")
+
     def _indexed_digests(self, doc_ids: list[str]) -> dict[str, bytes]:
         """The 16-byte text digest of each of ``doc_ids`` that is in the served index."""
         if self.served is None or not doc_ids:
@@ -624,15 +666,16 @@ class Service:
         service's own document of that id shadows until it is deleted. Blocking: off the loop."""
         return None if self.served is None else self.served.signature(doc_id)
 
-    def _link_twin(self, doc_id: str, sig: NDArray[np.uint32] | None) -> None:
+    def _link_twin(self, doc_id: str, sig: NDArray[np.uint32] | None) -> bool:
         """Once the service's own ``doc_id`` is gone, serve the indexed document of that id
         (signature ``sig``; None: none) as a start would: linked if a document here matches
-        it. Synchronous: one document's plan is bounded by its candidates."""
+        it (True). Synchronous: one document's plan is bounded by its candidates."""
         if sig is None or doc_id in self.index:
-            return
+            return False
         plan = matched_rows_plan(self.index, [doc_id], sig[None, :])
         if plan is not None:
             self.index.apply(plan)
+        return plan is not None
 
     def _in_served(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is a document of the served index. Blocking: off the loop."""
@@ -777,7 +820,8 @@ class Service:
                 self._stored(docs[i], plan.start + k, digests[i], sigs[i])
                 for k, i in enumerate(fresh)
             ]
-            await self._write(self.store.add_documents, rows)
+            clusters = await asyncio.to_thread(self.index.cluster_write, plan)
+            await self._write(self.store.add_documents, rows, clusters)
             self.index.apply(plan)
             found = dict(zip(plan.ids, plan.found, strict=True))
             # Documents re-sent unchanged (a resumed ingest, a retry): their matches among the
@@ -911,7 +955,8 @@ class Service:
                 if num is None or stored is None:
                     plan = await asyncio.to_thread(self._plan_looked_up, [doc.id], sig[None, :])
                     row = self._stored(doc, plan.start, digest, sig)
-                    await self._write(self.store.add_documents, [row])
+                    clusters = await asyncio.to_thread(self.index.cluster_write, plan)
+                    await self._write(self.store.add_documents, [row], clusters)
                     self.index.apply(plan)
                     return self._result(doc, plan.found[plan.indexed], created=True)
                 if not meta_given:
@@ -926,7 +971,10 @@ class Service:
                 row = self._stored(doc, self.index.next_number, digest, sig)
                 removal = await asyncio.to_thread(self.index.plan_removal, doc.id)
                 near = await asyncio.to_thread(self._near, sig[None, :])
-                await self._write(self.store.replace_document, num, row)
+                clusters = await asyncio.to_thread(
+                    self._replace_clusters, removal, doc.id, sig[None, :], near
+                )
+                await self._write(self.store.replace_document, num, row, clusters)
                 self._hide_flushed(doc.id, num)
                 # Durable: now memory. One document's plan is bounded by its candidates (copies
                 # are one class); it stays here so no reader sees the id missing meanwhile.
@@ -950,10 +998,12 @@ class Service:
             flushed = self._flushed_number(num)
             # The index's row of a flushed document is this one: it must not come back.
             twin = None if flushed else await asyncio.to_thread(self._twin, doc_id)
-            await self._write(self.store.delete_document, num)
+            clusters = self.index.removal_write(removal)
+            await self._write(self.store.delete_document, num, clusters)
             self._hide_flushed(doc_id, num)
             self.index.apply_removal(removal)
-            self._link_twin(doc_id, twin)
+            if self._link_twin(doc_id, twin):
+                await self._sync_linked([doc_id])
 
     # --- clusters -----------------------------------------------------------------------------
 

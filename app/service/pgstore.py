@@ -44,7 +44,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
@@ -53,12 +53,14 @@ import psycopg.errors
 from psycopg import sql
 
 from neardup.app.config import redact
+from neardup.app.service import clusters as cluster_sql
 from neardup.app.service.budget_sql import (
     BUDGET_FULL_AFTER,
     BUDGET_SWEEP_SECONDS,
     budget_schema,
     budget_take_sql,
 )
+from neardup.app.service.clusters import ClusterRow, ClusterWrite
 from neardup.app.service.errors import (
     DamagedStore,
     LogPruned,
@@ -105,11 +107,11 @@ STATEMENT_TIMEOUT_MS = 30_000
 IDLE_IN_WRITE_MS = 60_000
 
 #: The version of the store's layout this neardup writes (``schema_versions``).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: The tables the store reads and writes (the role needs SELECT, INSERT, UPDATE, DELETE).
 TABLES = (
     "params", "documents", "protected_sets", "changes", "probe", "schema_versions", "budgets",
-    "index_flush", "index_deletes",
+    "index_flush", "index_deletes", "clusters", "cluster_members",
 )  # fmt: skip
 #: The sequences the store draws from (the role needs USAGE).
 SEQUENCES = ("probe_id_seq", "index_deletes_seq_seq")
@@ -179,7 +181,30 @@ ALTER TABLE changes DROP CONSTRAINT IF EXISTS changes_kind_check;
 ALTER TABLE changes ADD CONSTRAINT changes_kind_check
     CHECK (kind IN ('add', 'delete', 'put_set', 'delete_set', 'flush', 'flushed'));
 """,
+    # 5: the clusters of two or more members (app/service/clusters.py), written by every
+    # write in its transaction; filled once at start from the recovered clusters (a store of
+    # layout 4 holds documents but no clusters), then ``clusters_filled`` recorded in
+    # ``index_flush``.
+    5: """
+CREATE TABLE IF NOT EXISTS clusters (
+    label BIGINT PRIMARY KEY,
+    root TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    own INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS clusters_by_size ON clusters (size DESC, root COLLATE "C");
+CREATE TABLE IF NOT EXISTS cluster_members (
+    id TEXT PRIMARY KEY,
+    label BIGINT NOT NULL,
+    own BOOLEAN NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cluster_members_by_label ON cluster_members (label, id COLLATE "C");
+""",
 }
+#: ``clusters``' and ``cluster_members``' ids in the contract's order (code points).
+_C = ' COLLATE "C"'
+#: The key of ``index_flush`` recording that the cluster tables were filled (layout 5).
+_FILLED = "clusters_filled"
 #: ``take_budget``'s statement: the clock is the server's, one for every replica.
 _TAKE = budget_take_sql(
     lambda n: f"%({n})s", "extract(epoch FROM clock_timestamp())::float8", "least", "greatest",
@@ -742,10 +767,14 @@ class PostgresStore:
         assert row is not None
         return int(row[0])
 
-    def add_documents(self, docs: Sequence[StoredDoc]) -> None:
-        """Store a batch (numbered from the store's next number) and its log row, durably."""
+    def add_documents(
+        self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
+    ) -> None:
+        """Store a batch (numbered from the store's next number), its log row and what it
+        changes in the clusters, durably."""
         seq = None
         with self._write() as conn:
+            _write_clusters(conn, clusters)
             if not docs:
                 return
             lo = docs[0].num
@@ -758,23 +787,29 @@ class PostgresStore:
             seq = self._log(conn, "add", lo, lo + len(docs))
         self._applied = seq
 
-    def delete_document(self, num: int) -> None:
-        """Mark a document deleted (its text and meta cleared), durably."""
+    def delete_document(self, num: int, clusters: ClusterWrite | None = None) -> None:
+        """Mark a document deleted (its text and meta cleared) and regroup its cluster
+        (``clusters``), durably."""
         seq = None
         with self._write() as conn:
             _note_index_delete(conn, num)
+            _write_clusters(conn, clusters)
             doc_id = _mark_deleted(conn, num)
             if doc_id is not None:
                 seq = self._log(conn, "delete", num, num + 1, doc_id)
         if seq is not None:
             self._applied = seq
 
-    def replace_document(self, old: int, doc: StoredDoc) -> None:
+    def replace_document(
+        self, old: int, doc: StoredDoc, clusters: ClusterWrite | None = None
+    ) -> None:
         """Mark document ``old`` deleted and store ``doc`` (its new text, numbered from the
-        store's next number) in one durable transaction, logged as a delete then an add."""
+        store's next number) with what that changes in the clusters, in one durable
+        transaction, logged as a delete then an add."""
         seq = None
         with self._write() as conn:
             _note_index_delete(conn, old)
+            _write_clusters(conn, clusters)
             old_id = _mark_deleted(conn, old)
             if old_id is None:
                 raise RuntimeError(f"document {old} to replace is not in the store")
@@ -1117,6 +1152,71 @@ class PostgresStore:
         self._applied = seq
         return [(int(a), str(b), bytes(c), int(d)) for a, b, c, d in rows]
 
+    # --- clusters (app/service/clusters.py) ----------------------------------------------------
+
+    def write_clusters(self, clusters: ClusterWrite) -> bool:
+        """Apply ``clusters`` (a linking of indexed documents, computed from this replica's
+        state) durably: in the write transaction (``lock_writes``), or else in one of its own
+        under the write lock, and then only if no other replica wrote since this one's
+        position (False: nothing written; the next start writes it)."""
+        if self._tx is not None:
+            with self._write() as conn:
+                _write_clusters(conn, clusters)
+            return True
+
+        def alone(conn: _Conn) -> bool:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                head = conn.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()
+                if head is None or int(head[0]) != self._applied:
+                    return False
+                _write_clusters(conn, clusters)
+                return True
+
+        return self._run(alone)
+
+    def clusters_filled(self) -> bool:
+        """Whether the cluster tables hold the clusters (a store migrated from layout 4 is
+        filled once at start)."""
+        row = self._run(
+            lambda c: c.execute("SELECT 1 FROM index_flush WHERE key = %s", (_FILLED,)).fetchone()
+        )
+        return row is not None
+
+    def fill_clusters(self, rows: Iterable[ClusterRow]) -> bool:
+        """In the write transaction (``lock_writes``): fill the cluster tables with ``rows``
+        (every cluster of two or more) and record it; False (nothing written) if another
+        replica filled them already."""
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM index_flush WHERE key = %s", (_FILLED,)).fetchone():
+                return False
+            cluster_sql.fill(_PgSql(conn), rows)
+            _put_flush_state(conn, {_FILLED: "1"})
+        return True
+
+    def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """(root, size) of each of ``ids`` that is in a cluster of two or more."""
+        return self._run(lambda c: cluster_sql.cluster_rows(_PgSql(c), ids))
+
+    def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
+        """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
+        most ``limit`` (none if ``root`` roots no cluster of two or more)."""
+        return self._run(lambda c: cluster_sql.cluster_members(_PgSql(c), root, after, limit, _C))
+
+    def clusters_page(
+        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+    ) -> list[tuple[str, int]]:
+        """(root, size) of the clusters of at least ``min_size``, largest first then by root,
+        after the (size, root) cursor ``after``, at most ``limit`` (``owned``: those holding a
+        document of the service's own)."""
+        return self._run(
+            lambda c: cluster_sql.clusters_page(_PgSql(c), min_size, after, limit, owned, _C)
+        )
+
+    def linked_members(self) -> list[str]:
+        """The ids of cluster members that are linked indexed documents."""
+        return self._run(lambda c: cluster_sql.linked_members(_PgSql(c)))
+
     def close(self) -> None:
         """Roll back an open write, close the connections. Idempotent."""
         if self._closed:
@@ -1243,6 +1343,29 @@ def _note_index_delete(conn: _Conn, num: int) -> None:
         "WHERE key = 'deletes_through')",
         (num,),
     )
+
+
+class _PgSql:
+    """``clusters.Sql`` over a psycopg connection (``?`` placeholders as ``%s``)."""
+
+    def __init__(self, conn: _Conn) -> None:
+        self._conn = conn
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.execute(sql.replace("?", "%s"), list(params)).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(sql.replace("?", "%s"), list(params))
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._conn.cursor() as cur:
+            cur.executemany(sql.replace("?", "%s"), rows)
+
+
+def _write_clusters(conn: _Conn, clusters: ClusterWrite | None) -> None:
+    """In the caller's write transaction: what a write changes in the clusters."""
+    if clusters:
+        cluster_sql.apply_write(_PgSql(conn), clusters)
 
 
 def _mark_deleted(conn: _Conn, num: int) -> str | None:

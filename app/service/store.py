@@ -1,14 +1,15 @@
 """The durable store: SQLite in WAL mode with full fsync, one transaction per request batch.
 
 Everything the in-memory index holds can be rebuilt from here (signatures are stored, never
-recomputed). ``Store`` is the small interface the service needs; ``SQLiteStore`` is the embedded
-default and ``open_store`` picks the shared PostgreSQL store (``app.service.pgstore``) when
-STORE_URL is set. A shared store also keeps a log of changes (``Change``) that every replica
-follows (pruned past a retention window, with the deleted documents' rows it names); the
-embedded store has no other writer, so its log is always empty, and a deletion deletes the
-row. ``SQLiteStore`` holds the data directory's lock while open, refuses a damaged database
-(DamagedStore) and reports a write that failed for a full or failing disk as StoreFull, rolled
-back whole.
+recomputed); the clusters of two or more are kept too (app/service/clusters.py), written by
+every write in its transaction. ``Store`` is the small interface the service needs;
+``SQLiteStore`` is the embedded default and ``open_store`` picks the shared PostgreSQL store
+(``app.service.pgstore``) when STORE_URL is set. A shared store also keeps a log of changes
+(``Change``) that every replica follows (pruned past a retention window, with the deleted
+documents' rows it names); the embedded store has no other writer, so its log is always
+empty, and a deletion deletes the row. ``SQLiteStore`` holds the data directory's lock while
+open, refuses a damaged database (DamagedStore) and reports a write that failed for a full or
+failing disk as StoreFull, rolled back whole.
 """
 
 from __future__ import annotations
@@ -16,19 +17,21 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from neardup.app.service import clusters as cluster_sql
 from neardup.app.service.budget_sql import (
     BUDGET_FULL_AFTER,
     BUDGET_SWEEP_SECONDS,
     budget_schema,
     budget_take_sql,
 )
+from neardup.app.service.clusters import ClusterRow, ClusterWrite
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
     DamagedStore,
@@ -91,7 +94,26 @@ CREATE TABLE IF NOT EXISTS index_deletes (
     digest BLOB NOT NULL,
     num INTEGER NOT NULL
 );
+-- The clusters of two or more members (app/service/clusters.py), written by every write.
+CREATE TABLE IF NOT EXISTS clusters (
+    label INTEGER PRIMARY KEY,
+    root TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    own INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS clusters_by_size ON clusters (size DESC, root);
+CREATE TABLE IF NOT EXISTS cluster_members (
+    id TEXT PRIMARY KEY,
+    label INTEGER NOT NULL,
+    own BOOLEAN NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS cluster_members_by_label ON cluster_members (label, id);
 """
+
+#: The store's layout version (``PRAGMA user_version``): 1 once the cluster tables are filled
+#: (a store made before them, version 0, is filled once at start from the recovered clusters);
+#: a newer one is refused.
+LAYOUT_VERSION = 1
 
 #: What a room probe writes: a write of this size must fit before /readyz says ready again.
 PROBE_BYTES = 64 << 10
@@ -163,7 +185,9 @@ class Store(Protocol):
 
     Writes go between ``lock_writes`` (which returns the changes other processes logged since
     this one last looked, to apply first) and ``unlock_writes``; a write commits and ends the
-    transaction that ``lock_writes`` began.
+    transaction that ``lock_writes`` began. A document write also writes, in its transaction,
+    what it changes in the clusters (``ClusterWrite``: app/service/clusters.py); the cluster
+    readers are bounded by their arguments.
     """
 
     def ensure_params(self, params: dict[str, int | str]) -> None: ...
@@ -173,9 +197,22 @@ class Store(Protocol):
     def set_settings(self, settings: dict[str, str]) -> dict[str, str]: ...
     def probe(self) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
-    def add_documents(self, docs: Sequence[StoredDoc]) -> None: ...
-    def delete_document(self, num: int) -> None: ...
-    def replace_document(self, old: int, doc: StoredDoc) -> None: ...
+    def add_documents(
+        self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
+    ) -> None: ...
+    def delete_document(self, num: int, clusters: ClusterWrite | None = None) -> None: ...
+    def replace_document(
+        self, old: int, doc: StoredDoc, clusters: ClusterWrite | None = None
+    ) -> None: ...
+    def write_clusters(self, clusters: ClusterWrite) -> bool: ...
+    def clusters_filled(self) -> bool: ...
+    def fill_clusters(self, rows: Iterable[ClusterRow]) -> bool: ...
+    def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]: ...
+    def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]: ...
+    def clusters_page(
+        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+    ) -> list[tuple[str, int]]: ...
+    def linked_members(self) -> list[str]: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
@@ -432,24 +469,34 @@ class SQLiteStore:
         """The text digests of those of ``ids`` that are registered."""
         return dict(self._rows_in("SELECT id, digest FROM documents WHERE id IN ({})", ids))
 
-    def add_documents(self, docs: Sequence[StoredDoc]) -> None:
-        """Store a batch of documents in one durable transaction."""
+    def add_documents(
+        self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
+    ) -> None:
+        """Store a batch of documents and what it changes in the clusters in one durable
+        transaction."""
         with self._transaction():
             self._db.executemany(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
                 [(d.num, d.id, d.digest, d.sig, json_text(d.meta), d.text) for d in docs],
             )
+            self._write_clusters(clusters)
 
-    def delete_document(self, num: int, note: bool = True) -> None:
-        """Remove a document, durably (with ``note``, noting it for the index:
-        ``index_deletes_through``)."""
+    def delete_document(
+        self, num: int, clusters: ClusterWrite | None = None, note: bool = True
+    ) -> None:
+        """Remove a document and regroup its cluster (``clusters``), durably (with ``note``,
+        noting it for the index: ``index_deletes_through``)."""
         with self._transaction():
             if note:
                 self._note_index_delete(num)
             self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
+            self._write_clusters(clusters)
 
-    def replace_document(self, old: int, doc: StoredDoc) -> None:
-        """Remove document ``old`` and store ``doc`` (its new text) in one durable transaction."""
+    def replace_document(
+        self, old: int, doc: StoredDoc, clusters: ClusterWrite | None = None
+    ) -> None:
+        """Remove document ``old`` and store ``doc`` (its new text), with what that changes in
+        the clusters, in one durable transaction."""
         with self._transaction():
             self._note_index_delete(old)
             self._db.execute("DELETE FROM documents WHERE num = ?", (old,))
@@ -457,6 +504,56 @@ class SQLiteStore:
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
                 (doc.num, doc.id, doc.digest, doc.sig, json_text(doc.meta), doc.text),
             )
+            self._write_clusters(clusters)
+
+    # --- clusters (app/service/clusters.py) ----------------------------------------------------
+
+    def _write_clusters(self, clusters: ClusterWrite | None) -> None:
+        if clusters:
+            cluster_sql.apply_write(_SQLiteSql(self._db), clusters)
+
+    def write_clusters(self, clusters: ClusterWrite) -> bool:
+        """Apply ``clusters`` (a linking of indexed documents) in one durable transaction;
+        True (the embedded store has no other writer)."""
+        with self._transaction():
+            self._write_clusters(clusters)
+        return True
+
+    def clusters_filled(self) -> bool:
+        """Whether the cluster tables hold the clusters (else they are filled once at start)."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0]) >= LAYOUT_VERSION
+
+    def fill_clusters(self, rows: Iterable[ClusterRow]) -> bool:
+        """Fill the cluster tables with ``rows`` (every cluster of two or more) and record the
+        layout version, in one durable transaction; False if they were filled already."""
+        if self.clusters_filled():
+            return False
+        with self._transaction():
+            cluster_sql.fill(_SQLiteSql(self._db), rows)
+            self._db.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+        return True
+
+    def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """(root, size) of each of ``ids`` that is in a cluster of two or more."""
+        return cluster_sql.cluster_rows(_SQLiteSql(self._db), ids)
+
+    def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
+        """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
+        most ``limit`` (none if ``root`` roots no cluster of two or more)."""
+        return cluster_sql.cluster_members(_SQLiteSql(self._db), root, after, limit, "")
+
+    def clusters_page(
+        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+    ) -> list[tuple[str, int]]:
+        """(root, size) of the clusters of at least ``min_size``, largest first then by root,
+        after the (size, root) cursor ``after``, at most ``limit`` (``owned``: those holding a
+        document of the service's own)."""
+        db = _SQLiteSql(self._db)
+        return cluster_sql.clusters_page(db, min_size, after, limit, owned, "")
+
+    def linked_members(self) -> list[str]:
+        """The ids of cluster members that are linked indexed documents."""
+        return cluster_sql.linked_members(_SQLiteSql(self._db))
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One document by id, or None."""
@@ -632,6 +729,22 @@ class SQLiteStore:
             self._lock.release()
 
 
+class _SQLiteSql:
+    """``clusters.Sql`` over a SQLite connection."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._db.execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._db.execute(sql, params)
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._db.executemany(sql, rows)
+
+
 def open_store(settings: Settings) -> Store:
     """The store the settings name: PostgreSQL at STORE_URL if set, else SQLite in DATA_DIR."""
     if settings.store_url:
@@ -663,6 +776,13 @@ def _open(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.execute("PRAGMA foreign_keys=OFF")
+        layout = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if layout > LAYOUT_VERSION:
+            db.close()
+            raise DamagedStore(
+                f"{path} has layout version {layout}, newer than this neardup's "
+                f"({LAYOUT_VERSION}): run the neardup version that wrote it"
+            )
         db.executescript(_SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(protected_sets)")}
         if "format" not in columns:

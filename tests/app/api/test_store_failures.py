@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.exceptions import StarletteDeprecationWarning
@@ -32,7 +33,7 @@ BIG = [{"id": "big", "text": " ".join(f"word{i}" for i in range(30_000))}]
 class FailingStore(SQLiteStore):
     """A store whose batch writes raise."""
 
-    def add_documents(self, docs: Sequence[StoredDoc]) -> None:
+    def add_documents(self, docs: Sequence[StoredDoc], clusters: Any = None) -> None:
         raise RuntimeError("the write failed")
 
 
@@ -44,11 +45,11 @@ class BlockingStore(SQLiteStore):
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def add_documents(self, docs: Sequence[StoredDoc]) -> None:
+    def add_documents(self, docs: Sequence[StoredDoc], clusters: Any = None) -> None:
         self.entered.set()
         if not self.release.wait(timeout=60):
             raise RuntimeError("never released")
-        super().add_documents(docs)
+        super().add_documents(docs, clusters)
 
 
 @contextmanager

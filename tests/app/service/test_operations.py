@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -908,10 +909,10 @@ class FullStore(SQLiteStore):
     full = False
     probes = 0
 
-    def add_documents(self, docs: Sequence[StoredDoc]) -> None:
+    def add_documents(self, docs: Sequence[StoredDoc], clusters: Any = None) -> None:
         if self.full:
             raise StoreFull("disk full; nothing was stored")
-        super().add_documents(docs)
+        super().add_documents(docs, clusters)
 
     def probe(self) -> None:
         self.probes += 1
