@@ -489,8 +489,17 @@ class DocIndex:
         files, key, id tables and deletion vectors (versions never change, and each path is
         written for one version only, so a path tells whose commit a version was); None when
         there is no such version; IndexDamagedError if its file is malformed."""
+        older = self.at_version(version)
+        return None if older is None else {f.path for p in older.parts for f in p.all_files}
+
+    def at_version(self, version: int) -> DocIndex | None:
+        """Version ``version`` of this index (an earlier one, or this one), read from its file
+        alone (versions never change); None when there is no such version; IndexDamagedError
+        if its file is malformed."""
         from neardup.core._json import read_json
 
+        if version == self.version:
+            return self
         name = version_file(version)
         try:
             with self.fs.open(posixpath.join(self.root, name), "rb") as handle:
@@ -499,11 +508,7 @@ class DocIndex:
             return None
         except (OSError, ValueError) as exc:
             raise IndexDamagedError(self.url, name, f"cannot be read ({exc})") from None
-        problem = manifest_problem(manifest, version)
-        if problem is not None:
-            raise IndexDamagedError(self.url, name, problem)
-        parts = [IndexPart.from_json(p) for p in manifest["parts"]]
-        return {f.path for p in parts for f in p.all_files}
+        return DocIndex(self.url, self.fs, self.root, version, manifest)
 
     def check_ids(self, ids: Sequence[str]) -> None:
         """IndexIdError naming every id of ``ids`` already in the index and its part."""
