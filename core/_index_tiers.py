@@ -11,9 +11,12 @@ tier up, so at rest every tier below the largest holds fewer than ``factor`` par
 (with flushes of 100,000 rows, ``factor`` 10 and ``max_rows`` 1,000,000: at most 54 parts below
 a million rows, plus one part per ~million rows). A part larger than ``max_rows / factor`` is
 left alone once ``factor`` of its like would exceed ``max_rows``: one compaction never rewrites
-the whole index, and its memory is bounded by ``max_rows``. A part whose deletion vector
-deletes at least ``DELETED_SHARE`` of its rows is rewritten alone (its deleted rows dropped)
-when no tier is due. Pure: parts in, the group out.
+the whole index, and its memory is bounded by ``max_rows``. Merging drops deleted rows; a part
+too large to be merged with its like (over ``max_rows / factor`` live rows) whose deletion
+vector deletes at least ``DELETED_SHARE`` of its rows is rewritten alone (its deleted rows
+dropped) when no tier is due. A smaller part keeps its deleted rows until its tier is merged
+(fewer than ``factor`` such parts a tier: a bounded waste, and no version for each delete).
+Pure: parts in, the group out.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ def tier(rows: int, factor: int) -> int:
 def next_group(parts: Sequence[IndexPart], factor: int, max_rows: int) -> list[IndexPart]:
     """The parts the next compaction merges (in listing order), or none: the lowest tier with
     at least ``factor`` parts that fit together in ``max_rows`` live rows (as many of its
-    parts as fit), else the part with the largest share of deleted rows, at least
-    ``DELETED_SHARE`` (alone, if it fits)."""
+    parts as fit), else of the parts over ``max_rows / factor`` live rows (and at most
+    ``max_rows``) the one with the largest share of deleted rows, at least ``DELETED_SHARE``
+    (alone)."""
     tiers: dict[int, list[IndexPart]] = {}
     for part in parts:
         if part.live_rows <= max_rows:
@@ -60,8 +64,8 @@ def next_group(parts: Sequence[IndexPart], factor: int, max_rows: int) -> list[I
             return group
     heavy = [
         p for p in parts
-        if p.deleted is not None and p.live_rows <= max_rows
-        and p.deleted.rows >= DELETED_SHARE * p.rows
+        if p.deleted is not None and max_rows < p.live_rows * factor
+        and p.live_rows <= max_rows and p.deleted.rows >= DELETED_SHARE * p.rows
     ]  # fmt: skip
     if heavy:
         return [max(heavy, key=lambda p: p.deleted.rows / p.rows if p.deleted else 0.0)]

@@ -46,7 +46,8 @@ engine computes the same signatures, candidates, confirmations and components th
   (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``id_digests``, ``id_signatures``,
   ``lookup``, ``verify``,
   ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
-  ``lookup_index``, ``write_part``, ``index_part_name``, ``commit_index``, ``index_params``,
+  ``lookup_index``, ``write_part``, ``index_part_name``, ``index_part_version``,
+  ``commit_index``, ``index_params``,
   ``run_info``, ``index_record`` and ``index_record_line`` (a run's manifest record, and its
   line),
   ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
@@ -121,6 +122,7 @@ from neardup.core._index import (
 from neardup.core._index_deletes import DeleteResult, delete_ids, deleted_since, write_deletes
 from neardup.core._index_ids import id_hashes as index_id_hashes
 from neardup.core._index_log import part_name as index_part_name
+from neardup.core._index_log import part_version as index_part_version
 from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
 from neardup.core._index_ops import (
     CompactResult,
@@ -353,6 +355,7 @@ __all__ = [
     "index_leftovers",
     "index_params",
     "index_part_name",
+    "index_part_version",
     "index_record",
     "index_record_line",
     "indexed_documents",

@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.app.config import Settings
+from neardup.app.service.compaction import Compactor, deleted_between, linked_parts
 from neardup.app.service.errors import (
     Conflict,
     LogPruned,
@@ -60,7 +61,7 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     json_limits,
 )
-from neardup.app.service.flush import Flusher, Mark, run_store
+from neardup.app.service.flush import Flusher, Mark
 from neardup.app.service.index import Found, Plan, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
@@ -102,7 +103,6 @@ from neardup.core.engine import (
     apply_mode,
     charged_words,
     collision_message,
-    deleted_since,
     drop_rule,
     lsh_probability,
     parse_protected_set,
@@ -240,6 +240,9 @@ class Service:
         #: its store flushed before (its rows are the service's whatever the settings now);
         #: None otherwise.
         self.flusher: Flusher | None = None
+        #: The index's parts compacted in the background (app/service/compaction.py), made at
+        #: start when the service flushes and COMPACT_ROWS is set; None otherwise.
+        self.compactor: Compactor | None = None
         self._refreshing = asyncio.Lock()
 
     @classmethod
@@ -275,6 +278,9 @@ class Service:
             service._refresher = asyncio.create_task(service._refresh_every())
         if service.flusher is not None and service.flushing:
             service.flusher.start_background()
+            if settings.compacts:
+                service.compactor = Compactor(service, service.flusher)
+                service.compactor.start()
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
@@ -483,14 +489,11 @@ class Service:
             and not await flusher.adopt(latest)
         ):
             return False
-        known = {p.name for p in served.index.parts}
-        # Parts this store flushed hold its own documents (or hidden ones): nothing to link.
+        # Parts this store flushed hold its own documents (or hidden ones), compactions rows
+        # known already: nothing to link (app/service/compaction.py).
         store_id = "" if flusher is None else flusher.store_id
-        added = [
-            p for p in latest.parts
-            if p.name not in known and (not store_id or run_store(p) != store_id)
-        ]  # fmt: skip
-        deleted = await asyncio.to_thread(deleted_since, served.index, latest)
+        added = await asyncio.to_thread(linked_parts, served.index, latest, store_id)
+        deleted = await asyncio.to_thread(deleted_between, served.index, latest)
         while True:
             since, reloads = self.index.next_number, self.reloads
             ids, sigs = await self._matched_new_rows(latest, added)
@@ -517,6 +520,8 @@ class Service:
         )  # fmt: skip
         if flusher is not None and deleted:
             await self._drop_overruled(flusher, latest, deleted)
+        if self.compactor is not None:
+            self.compactor.soon()
         return True
 
     async def _drop_overruled(self, flusher: Flusher, latest: DocIndex, deleted: list[str]) -> None:
@@ -698,6 +703,8 @@ class Service:
         """Flush into the served index (bounded: a failure is logged, the store holds every
         document), stop the pool and close the store (after in-flight requests finished)."""
         await self._stop_warming()
+        if self.compactor is not None:  # abandoned: the flush at shutdown goes first
+            await self.compactor.close()
         if self.flusher is not None:
             await self.flusher.close(flush=self.flushing)
         if self._refresher is not None:
@@ -1023,6 +1030,9 @@ class Service:
             "index_version": 0 if self.served is None else self.served.version,
             "unflushed": unflushed,
             "index_flushes": self.flushes,
+            "index_parts": 0 if self.served is None else len(self.served.index.parts),
+            "part_compactions": 0 if self.compactor is None else self.compactor.done,
+            "part_compactions_failed": 0 if self.compactor is None else self.compactor.failed,
             "indexed_linked": self.index.linked,
             "clusters": len(sizes),
             "duplicates": sum(sizes.values()) - len(sizes),

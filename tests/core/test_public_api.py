@@ -77,7 +77,7 @@ ENGINE_NAMES = {
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
     "IndexParameterError",
     "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
-    "compaction_group", "rewrite_group", "compaction_run", "commit_compaction", "remove_leftovers",
+    "compaction_group", "index_part_version", "rewrite_group", "compaction_run", "commit_compaction", "remove_leftovers",
     # one guard for every command that writes; an index in a directory of its own (issue 32)
     "check_index_home",
     # one JSON reader: long integers and deep nesting named, never a 500 (issue 32)
