@@ -158,21 +158,24 @@ def linked_parts(served: DocIndex, latest: DocIndex, store_id: str) -> list[Inde
     return [p for p in latest.parts if not _rows_known(latest, p, known, store_id)]
 
 
-def deleted_between(old: DocIndex, new: DocIndex) -> list[str]:
+def deleted_between(old: DocIndex, new: DocIndex) -> list[str] | None:
     """The ids of rows live in ``old`` that a version up to ``new`` deleted (``deleted_since``),
     also when a compaction since dropped the part that held the row: then each version between
-    is compared with the one before it. Blocking."""
+    is compared with the one before it. None when that cannot be read (a part and its vectors
+    removed at once by ``neardup index compact``; ``deleted_since`` is all that is known then).
+    Blocking."""
     names = {p.name for p in new.parts}
     if all(p.name in names for p in old.parts):
         return deleted_since(old, new)
     found: set[str] = set()
     before = old
-    for version in range(old.version + 1, new.version + 1):
-        after = new.at_version(version)
-        if after is None:  # versions are never removed: read as if it were the last
-            after = new
-        found.update(deleted_since(before, after))
-        before = after
+    try:
+        for version in range(old.version + 1, new.version + 1):
+            after = new.at_version(version) or new  # (versions are never removed)
+            found.update(deleted_since(before, after))
+            before = after
+    except IndexConflictError:  # a vector removed with its part: IndexChangedError
+        return None
     return sorted(found)
 
 

@@ -103,6 +103,7 @@ from neardup.core.engine import (
     apply_mode,
     charged_words,
     collision_message,
+    deleted_since,
     drop_rule,
     lsh_probability,
     parse_protected_set,
@@ -494,6 +495,12 @@ class Service:
         store_id = "" if flusher is None else flusher.store_id
         added = await asyncio.to_thread(linked_parts, served.index, latest, store_id)
         deleted = await asyncio.to_thread(deleted_between, served.index, latest)
+        if deleted is None:  # deletes in parts compacted and removed: every own id checked
+            log.warning("deletes between versions %d and %d are lost to a compaction: the "
+                        "service's documents are checked against the index by id",
+                        served.version, latest.version)  # fmt: skip
+            known = await asyncio.to_thread(deleted_since, served.index, latest)
+            deleted = sorted({*known, *await self.read_index(_own_ids)})
         while True:
             since, reloads = self.index.next_number, self.reloads
             ids, sigs = await self._matched_new_rows(latest, added)
@@ -1505,6 +1512,11 @@ def _hits(
                 for item, gram in hits[: max(room, 0)]
             )
     return [Hits(c, found) for c, found in zip(counts, listed, strict=True)]
+
+
+def _own_ids(index: ServiceIndex) -> list[str]:
+    """The ids of the service's own live documents."""
+    return index.documents_since(0)
 
 
 def _roots(index: ServiceIndex, min_size: int) -> list[str]:
