@@ -229,11 +229,9 @@ class Compactor:
         is committed (and served); False when there is nothing to do, another replica holds
         the lock, or another run committed first (tried again at the next version served)."""
         flusher, service = self.flusher, self.service
-        if flusher._lock.locked():  # a flush (or this) under way: woken again once served
-            return False
         if not self._due(flusher.served.index):  # the version served: no lock taken for it
             return False
-        async with flusher._lock:
+        async with flusher._lock:  # after a flush under way (whose refresh woke this)
             if not await service._io_call(service.store.lock_flush):
                 return False  # another replica flushes or compacts
             try:
