@@ -243,9 +243,14 @@ class Compactor:
         flusher.soon()  # a flush by size skipped meanwhile
         if version is None:
             return False
-        await service.refresh_index()
-        latest = await asyncio.to_thread(DocIndex.open, flusher.served.url)
-        removed = await asyncio.to_thread(remove_leftovers, latest)
+        try:  # committed: what follows failing is not the compaction's failure
+            await service.refresh_index()
+            latest = await asyncio.to_thread(DocIndex.open, flusher.served.url)
+            removed = await asyncio.to_thread(remove_leftovers, latest)
+        except Exception:
+            log.exception("compacted the index (version %d), but could not serve it or remove "
+                          "its leftovers; the refresh tries again", version)  # fmt: skip
+            return True
         if removed:
             log.info("removed leftovers of the index dropped over an hour ago: %d", len(removed))
         return True
