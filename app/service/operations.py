@@ -26,7 +26,8 @@ by age and at shutdown; on a shared store one replica at a time); the rows it wr
 documents (the store's document of an id wins), those of documents deleted since are hidden
 (``ServedIndex.hidden``) until the next flush deletes them, and a flushed document whose row a
 newer version deleted or replaced is deleted here too (``_drop_overruled``: the index is the
-truth for flushed documents).
+truth for flushed documents). The parts its flushes add are compacted in the background
+(``Compactor``, app/service/compaction.py); a refresh reads no row a compaction only moved.
 """
 
 from __future__ import annotations
