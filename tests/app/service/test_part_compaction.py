@@ -267,12 +267,13 @@ def test_a_failing_compaction_is_counted_and_the_service_goes_on(
             await service.register([NewDoc("x", "eel fox gnu", {})])
             version = await service.flush()
             stats = service.stats()
-            return [version, stats["part_compactions"], stats["part_compactions_failed"],
+            # (another try after RETRY_SECONDS fails too, on a slow machine)
+            return [version, stats["part_compactions"], stats["part_compactions_failed"] >= 1,
                     stats["documents"], stats["index_parts"]]  # fmt: skip
         finally:
             await service.close()
 
-    assert asyncio.run(run()) == [3, 0, 1, 1, 3]
+    assert asyncio.run(run()) == [3, 0, True, 1, 3]
 
 
 def test_close_abandons_a_compaction_under_way(tmp_path, threads, monkeypatch) -> None:
