@@ -113,8 +113,15 @@ def test_compaction_in_the_background_survives_sigkill_and_stops_on_sigterm(
     server = start_server(tmp_path, *args)
     try:
         stats = _stats(server.url)
+        metrics = httpx.get(f"{server.url}/metrics", timeout=60).text
     finally:
         stop_server(server)
     assert (stats["documents"], stats["indexed_documents"], stats["unflushed"]) == (
         len(names), 1, 0,
     )  # fmt: skip
+    served = DocIndex.open(str(idx)).at_version(stats["index_version"])  # (one may follow)
+    assert served is not None
+    parts = len(served.parts)
+    assert stats["index_parts"] == parts and "neardup_index_parts " in metrics
+    assert "neardup_part_compactions " in metrics
+    assert "neardup_part_compactions_failed 0.0" in metrics
