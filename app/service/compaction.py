@@ -37,7 +37,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from neardup.app.service.flush import _version, run_store
 from neardup.core.engine import (
@@ -63,7 +63,6 @@ __all__ = [
 ]  # fmt: skip
 
 log = logging.getLogger("neardup")
-_T = TypeVar("_T")
 
 #: Seconds after a failed compaction before the next is tried.
 RETRY_SECONDS = 30.0
@@ -109,18 +108,6 @@ async def write_in_child(job: dict[str, Any]) -> dict[str, Any] | None:
         raise CompactionFailed(f"exit {child.returncode}: {lines[-1]}")
     part: dict[str, Any] | None = json.loads(out)["part"]
     return part
-
-
-async def _uncancelled(call: Callable[[], _T]) -> _T:
-    """``call()`` in a thread, awaited to its end even if the caller is cancelled meanwhile
-    (then re-raised): a commit is never left running after the flush lock is released."""
-    task = asyncio.ensure_future(asyncio.to_thread(call))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        with suppress(Exception):
-            await task
-        raise
 
 
 def _source_known(index: DocIndex, name: str, known: set[str], store_id: str, depth: int) -> bool:
@@ -279,16 +266,25 @@ class Compactor:
         written = await self.write(job)
         part = None if written is None else IndexPart.from_json(written)
         added = [] if part is None else [part]
-        try:
-            version = await _uncancelled(
-                lambda: commit_compaction(latest, [group], added, keep_merged=True)
-            )
-        except BaseException as exc:
-            if part is not None:  # listed by no version: removed
+        commit = asyncio.ensure_future(
+            asyncio.to_thread(commit_compaction, latest, [group], added, keep_merged=True)
+        )
+        try:  # never left running after the flush lock is released, nor undone once committed
+            version = await asyncio.shield(commit)
+        except asyncio.CancelledError:
+            with suppress(BaseException):
+                await commit
+            if not commit.done() or commit.cancelled() or commit.exception() is not None:
                 await asyncio.to_thread(_remove_part, latest, part)
-            if isinstance(exc, IndexConflictError):
-                log.info("compaction: %s; compacting again later", exc)
-                return None
+            else:  # committed as the service stops: served at the next start
+                self.done += 1
+            raise
+        except IndexConflictError as exc:
+            await asyncio.to_thread(_remove_part, latest, part)
+            log.info("compaction: %s; compacting again later", exc)
+            return None
+        except BaseException:
+            await asyncio.to_thread(_remove_part, latest, part)
             raise
         self.done += 1
         log.info(
@@ -298,8 +294,10 @@ class Compactor:
         return version
 
 
-def _remove_part(index: DocIndex, part: IndexPart) -> None:
-    """Remove the directory of ``part``, written but committed by no version."""
+def _remove_part(index: DocIndex, part: IndexPart | None) -> None:
+    """Remove the directory of ``part`` (if any), written but committed by no version."""
+    if part is None:
+        return
     with suppress(OSError, FileNotFoundError):
         index.fs.rm(index.path(f"parts/{part.name}"), recursive=True)
 

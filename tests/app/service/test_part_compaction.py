@@ -311,6 +311,42 @@ def test_close_abandons_a_compaction_under_way(tmp_path, threads, monkeypatch) -
     assert _rows(url) == {"a": 1, "b": 1, "x": 1}
 
 
+def test_a_compaction_cancelled_while_it_commits_keeps_what_it_committed(
+    tmp_path, threads, monkeypatch
+) -> None:
+    """The service closes while a compaction's commit runs: the close waits for the commit
+    (never left running once the flush lock is released), and a commit that succeeded is
+    never undone (its part's files stay: the version lists them)."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("a", "ant bee"), ("b", "cat dog")], parts=2)
+    started, go = threading.Event(), threading.Event()
+    real = compaction_module.commit_compaction
+
+    def paused(*args: Any, **kwargs: Any) -> int:
+        started.set()
+        go.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compaction_module, "commit_compaction", paused)
+
+    async def run() -> int:
+        service = await _flushing(tmp_path, url, compact_parts=2)
+        assert await asyncio.to_thread(started.wait, 60)
+        closing = asyncio.create_task(service.close())
+        await asyncio.sleep(0.2)  # the compaction cancelled while its commit waits
+        go.set()
+        await asyncio.wait_for(closing, 60)
+        return service.compactor.done
+
+    try:
+        assert asyncio.run(run()) == 1
+    finally:
+        go.set()
+    info = index_info(url)  # every listed file there
+    assert (info["rows"], info["parts_total"]) == (2, 1)
+    assert _rows(url) == {"a": 1, "b": 1}
+
+
 def test_the_child_process_writes_the_part_the_thread_would(tmp_path) -> None:
     """``write_in_child`` (a real child process) writes the part ``write_compacted`` writes
     for a job, and its failure is CompactionFailed with the child's last line."""
