@@ -98,13 +98,10 @@ def test_compaction_in_the_background_survives_sigkill_and_stops_on_sigterm(
     try:
         assert _stats(server.url)["documents"] == len(names)  # every acknowledged one
         n = _register_until_compacting(server, names, n)
-        started = time.monotonic()
-        code = stop_server(server)  # SIGTERM while the child writes
-        stopped = time.monotonic() - started
+        code = stop_server(server)  # SIGTERM while the child writes (SIGKILL after 60 s)
     finally:
         stop_server(server)
     assert code in (0, -15), server.log_tail()  # (uvicorn re-raises SIGTERM once stopped)
-    assert stopped < 60, stopped  # not waiting for the compaction (STOP_TIMEOUT is longer)
     info = neardup("index", "info", "idx", "--json", cwd=tmp_path)
     assert info.returncode == 0, info.stderr
     ids = _ids_in_index(idx)
