@@ -102,6 +102,13 @@ class Settings(BaseSettings):
     #: deletions) waiting. 0: not by age. On a shared store (STORE_URL) one replica at a time
     #: flushes (the others skip; docs/postgres.md).
     flush_seconds: float = Field(300.0, ge=0)
+    #: With INDEX and flushing: the most live rows one background compaction of the index's
+    #: parts rewrites (its child process peaks at ~750 bytes a row plus ~0.3 GB); parts
+    #: larger than this are left alone. 0: the service never compacts.
+    compact_rows: int = Field(1_000_000, ge=0)
+    #: ... and how many parts of one size tier are merged into one (the tier's width: parts
+    #: stay within COMPACT_PARTS - 1 per tier).
+    compact_parts: int = Field(10, ge=2)
     #: Seconds a call to the shared store may take before it is abandoned (503, and not
     #: ready until a call succeeds); also how stale a follower may be before it is not ready.
     store_timeout: float = Field(10.0, gt=0)
@@ -233,6 +240,11 @@ class Settings(BaseSettings):
         """Whether the service writes its documents into the index it serves: with INDEX and
         FLUSH_ROWS or FLUSH_SECONDS set (on a shared store, one replica at a time)."""
         return self.index is not None and (self.flush_rows > 0 or self.flush_seconds > 0)
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the service compacts the index it flushes into (COMPACT_ROWS set)."""
+        return self.flushes and self.compact_rows > 0
 
     def _renamed_rate(self, value: int) -> None:
         """CONTAMINATION_NGRAMS_PER_MINUTE, the deprecated name: its value as the words a

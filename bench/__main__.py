@@ -31,6 +31,7 @@ MODULES = (
     "bench.index.lookups",
     "bench.index.deletes",
     "bench.index.serve",
+    "bench.index.parts",
     "bench.index.ids",
     "bench.decont",
     "bench.probing",

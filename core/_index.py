@@ -493,11 +493,13 @@ class DocIndex:
         return None if older is None else {f.path for p in older.parts for f in p.all_files}
 
     def at_version(self, version: int) -> DocIndex | None:
-        """Version ``version`` of this index (an older one, committed and never changed: a
-        reader may serve it until it may serve a newer one); None when there is no such
-        version; IndexDamagedError if its file is malformed."""
+        """Version ``version`` of this index (an earlier one, or this one), read from its file
+        alone (versions never change); None when there is no such version; IndexDamagedError
+        if its file is malformed."""
         from neardup.core._json import read_json
 
+        if version == self.version:
+            return self
         name = version_file(version)
         try:
             with self.fs.open(posixpath.join(self.root, name), "rb") as handle:
@@ -506,9 +508,6 @@ class DocIndex:
             return None
         except (OSError, ValueError) as exc:
             raise IndexDamagedError(self.url, name, f"cannot be read ({exc})") from None
-        problem = manifest_problem(manifest, version)
-        if problem is not None:
-            raise IndexDamagedError(self.url, name, problem)
         return DocIndex(self.url, self.fs, self.root, version, manifest)
 
     def check_ids(self, ids: Sequence[str]) -> None:

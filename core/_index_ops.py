@@ -41,20 +41,29 @@ from neardup.core._index_parts import part_matrix
 from neardup.core.errors import IndexDamagedError
 
 __all__ = [
+    "DROPPED",
     "LEFTOVER_AGE",
     "PART_ROWS",
     "CompactResult",
     "Leftover",
     "check_files",
+    "commit_compaction",
     "compact_index",
+    "compaction_run",
     "index_info",
     "leftovers",
+    "remove_leftovers",
+    "rewrite_group",
 ]
 
 #: Seconds a leftover must have been left alone before ``compact_index`` removes it.
 LEFTOVER_AGE = 3600.0
 #: Rows ``compact_index`` gathers into one part by default.
 PART_ROWS = 1_000_000
+#: A marker in the directory of a part a compaction dropped but kept for readers of earlier
+#: versions (``commit_compaction``): written as the part is dropped, so that the part is a
+#: leftover as young as its drop.
+DROPPED = "_dropped"
 _PARTS = "parts"
 _LOG = "_index"
 
@@ -109,7 +118,7 @@ def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
         relative = path[len(root) :] if path.startswith(root) else path
         pieces = relative.split("/")
         inside = len(pieces) > 2 and pieces[1] in names  # in a listed part's directory
-        if relative in listed or (inside and pieces[2:] == [COMMITTED]):
+        if relative in listed or (inside and pieces[2:] in ([COMMITTED], [DROPPED])):
             continue  # a listed file, or a listed part's marker
         # parts/<part>, or a stray file alone where its directory is a listed part's
         key = "/".join(pieces[:2]) if len(pieces) > 2 and not inside else relative
@@ -279,6 +288,72 @@ def _remove_tree(index: DocIndex, relative: str) -> None:
         index.fs.rm(index.path(relative), recursive=True)
 
 
+def rewrite_group(
+    index: DocIndex, group: Sequence[IndexPart], run: dict[str, Any]
+) -> IndexPart | None:
+    """The live rows of ``group`` (parts of ``index``) written as one new part, sorted by id,
+    for the version after ``index.version`` with ``run`` (listed by no version until
+    ``commit_compaction`` commits it); None when every row is deleted (the group is only
+    dropped). Memory: about 750 bytes a live row at 128 permutations plus ~90 MB for the
+    batches (docs/index.md, "Leftovers and compaction")."""
+    ids, digests, sigs = _read_rows(index, group)
+    if not ids:
+        return None
+    return write_part(index, index.minhash_params(), ids, digests, sigs, run)
+
+
+def compaction_run(
+    neardup: str, group: Sequence[IndexPart], engine: str = "local"
+) -> dict[str, Any]:
+    """A compacted part's ``run``: ``mode`` ``compact`` and ``from_parts``, the group's names."""
+    return {**run_info(engine, neardup, [], mode="compact"), "from_parts": [p.name for p in group]}
+
+
+def _mark_dropped(index: DocIndex, names: Sequence[str], marked: bool) -> None:
+    """Write (``marked``) or remove the ``DROPPED`` marker of each part of ``names``."""
+    for name in names:
+        path = index.path(f"{_PARTS}/{name}/{DROPPED}")
+        with suppress(OSError, FileNotFoundError):
+            if marked:
+                index.fs.pipe_file(path, b"{}\n")
+            else:
+                index.fs.rm(path)
+
+
+def commit_compaction(
+    index: DocIndex,
+    groups: Sequence[Sequence[IndexPart]],
+    added: Sequence[IndexPart],
+    *,
+    keep_merged: bool = False,
+) -> int:
+    """Commit the next version of ``index``: the parts of ``groups`` dropped, ``added`` (their
+    ``rewrite_group`` parts) added. IndexConflictError if another run committed first (the
+    caller removes ``added``). With ``keep_merged`` the dropped parts' files stay for readers
+    of earlier versions: each is marked ``DROPPED`` (written before the commit, removed if it
+    fails), so it is a leftover as young as its drop, removed once older than the leftover
+    age (``remove_leftovers``); without, the caller removes them at once."""
+    merged = [p.name for g in groups for p in g]
+    if keep_merged:
+        _mark_dropped(index, merged, True)
+    try:
+        params = index.minhash_params()
+        return commit_index(index, params, add=added, drop=merged, compaction=True)
+    except BaseException:
+        if keep_merged:
+            _mark_dropped(index, merged, False)
+        raise
+
+
+def remove_leftovers(index: DocIndex, age: float = LEFTOVER_AGE) -> tuple[str, ...]:
+    """Remove the leftovers of ``index`` left alone for ``age`` seconds or more (those whose
+    age the filesystem does not say stay); their paths."""
+    stale = [x for x in leftovers(index) if x.age is not None and x.age >= age]
+    for x in stale:
+        _remove_tree(index, x.path)
+    return tuple(x.path for x in stale)
+
+
 def compact_index(
     url: str,
     *,
@@ -306,24 +381,19 @@ def compact_index(
     """
     index = DocIndex.open(url)
     check_files(index)
-    params = index.minhash_params()
     stale = [x for x in leftovers(index) if x.age is not None and x.age >= leftover_age]
     groups = _groups(index.parts, part_rows)
     added: list[IndexPart] = []
     version = index.version
     try:
         for group in groups:
-            ids, digests, sigs = _read_rows(index, group)
-            names = [p.name for p in group]
-            run = {**run_info("local", neardup, [], mode="compact"), "from_parts": names}
-            if ids:  # a group whose every row is deleted is only dropped
-                added.append(write_part(index, params, ids, digests, sigs, run))
-            del ids, digests, sigs
+            part = rewrite_group(index, group, compaction_run(neardup, group))
+            if part is not None:  # a group whose every row is deleted is only dropped
+                added.append(part)
         if groups:
             if before_commit is not None:
                 before_commit()
-            merged = [p.name for g in groups for p in g]
-            version = commit_index(index, params, add=added, drop=merged, compaction=True)
+            version = commit_compaction(index, groups, added)
     except BaseException:
         for part in added:  # never committed: nobody lists them
             _remove_tree(index, f"{_PARTS}/{part.name}")

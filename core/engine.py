@@ -46,13 +46,16 @@ engine computes the same signatures, candidates, confirmations and components th
   (``open``, ``check_params``, ``check_ids``, ``id_parts``, ``id_digests``, ``id_signatures``,
   ``lookup``, ``verify``,
   ``row_groups``, ``file_urls``), ``IndexPart``, ``IndexFile``, ``IndexLookup``,
-  ``lookup_index``, ``write_part``, ``index_part_name``, ``commit_index``, ``index_params``,
+  ``lookup_index``, ``write_part``, ``index_part_name``, ``index_part_version``,
+  ``commit_index``, ``index_params``,
   ``run_info``, ``index_record`` and ``index_record_line`` (a run's manifest record, and its
   line),
   ``part_table``, ``binary_matrix``, ``INDEX_FORMAT``, ``INDEX_FORMAT_VERSION``,
   ``INDEX_COLUMNS``, ``INDEX_PARAMS_KEY``, ``index_id_hashes`` (the id table's hash of ids,
   docs/index.md); what ``neardup index`` does to one: ``index_info``,
-  ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``; re-crawled
+  ``index_leftovers``, ``IndexLeftover``, ``compact_index``, ``CompactResult``; a service's
+  background compaction: ``compaction_group`` (the size-tiered policy), ``rewrite_group``,
+  ``compaction_run``, ``commit_compaction``, ``remove_leftovers``; re-crawled
   ids (a new row whose id is indexed): ``indexed_documents``, ``IndexedDocs``,
   ``recrawl_verdicts`` (``RECRAWL_SAME``, ``RECRAWL_NEAR``, ``RECRAWL_CHANGED``),
   ``RECRAWL_POLICIES``, ``recrawl_policy``, ``derived_id`` (``RECRAWL_REVISION``),
@@ -119,13 +122,23 @@ from neardup.core._index import (
 from neardup.core._index_deletes import DeleteResult, delete_ids, deleted_since, write_deletes
 from neardup.core._index_ids import id_hashes as index_id_hashes
 from neardup.core._index_log import part_name as index_part_name
+from neardup.core._index_log import part_version as index_part_version
 from neardup.core._index_lookup import IndexLookup, lookup_index, lookup_without
-from neardup.core._index_ops import CompactResult, compact_index, index_info
+from neardup.core._index_ops import (
+    CompactResult,
+    commit_compaction,
+    compact_index,
+    compaction_run,
+    index_info,
+    remove_leftovers,
+    rewrite_group,
+)
 from neardup.core._index_ops import Leftover as IndexLeftover
 from neardup.core._index_ops import leftovers as index_leftovers
 from neardup.core._index_parts import COLUMNS as INDEX_COLUMNS
 from neardup.core._index_parts import PARAMS_KEY as INDEX_PARAMS_KEY
 from neardup.core._index_parts import binary_matrix, part_table
+from neardup.core._index_tiers import next_group as compaction_group
 from neardup.core._json import (
     MAX_JSON_DEPTH,
     JSONBudget,
@@ -308,8 +321,11 @@ __all__ = [
     "cluster_roots",
     "cluster_survivors",
     "collision_message",
+    "commit_compaction",
     "commit_index",
     "compact_index",
+    "compaction_group",
+    "compaction_run",
     "confirm",
     "constant_problem",
     "corpus_format",
@@ -339,6 +355,7 @@ __all__ = [
     "index_leftovers",
     "index_params",
     "index_part_name",
+    "index_part_version",
     "index_record",
     "index_record_line",
     "indexed_documents",
@@ -370,6 +387,8 @@ __all__ = [
     "read_protected_set",
     "recrawl_policy",
     "recrawl_verdicts",
+    "remove_leftovers",
+    "rewrite_group",
     "rewrite_without",
     "run_info",
     "same_json",

@@ -117,6 +117,17 @@ def _serve_parser(sub: _Sub[argparse.ArgumentParser]) -> None:
         help="... and once this many seconds passed since the last flush (300; 0: not by age)",
     )
     serve.add_argument(
+        "--compact-rows",
+        type=int,
+        help="the most rows one background compaction of the index's parts rewrites "
+        "(1000000, ~750 bytes a row of memory in its process; 0: never compact)",
+    )
+    serve.add_argument(
+        "--compact-parts",
+        type=int,
+        help="parts of one size tier merged into one by a background compaction (10)",
+    )
+    serve.add_argument(
         "--store-url", help="postgresql://USER@HOST:PORT/DB: a store shared by replicas"
     )
     serve.add_argument(

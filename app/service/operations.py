@@ -26,7 +26,8 @@ by age and at shutdown; on a shared store one replica at a time); the rows it wr
 documents (the store's document of an id wins), those of documents deleted since are hidden
 (``ServedIndex.hidden``) until the next flush deletes them, and a flushed document whose row a
 newer version deleted or replaced is deleted here too (``_drop_overruled``: the index is the
-truth for flushed documents).
+truth for flushed documents). The parts its flushes add are compacted in the background
+(``Compactor``, app/service/compaction.py); a refresh reads no row a compaction only moved.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from numpy.typing import NDArray
 from neardup.app.config import Settings
 from neardup.app.service.cluster_sync import sync_clusters
 from neardup.app.service.clusters import ClusterWrite
+from neardup.app.service.compaction import Compactor, deleted_between, linked_parts
 from neardup.app.service.errors import (
     Conflict,
     LogPruned,
@@ -62,7 +64,7 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     json_limits,
 )
-from neardup.app.service.flush import Flusher, Mark, run_store
+from neardup.app.service.flush import Flusher, Mark
 from neardup.app.service.index import Found, Plan, Removal, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
 from neardup.app.service.pool import SignaturePool
@@ -242,6 +244,9 @@ class Service:
         #: its store flushed before (its rows are the service's whatever the settings now);
         #: None otherwise.
         self.flusher: Flusher | None = None
+        #: The index's parts compacted in the background (app/service/compaction.py), made at
+        #: start when the service flushes and COMPACT_ROWS is set; None otherwise.
+        self.compactor: Compactor | None = None
         self._refreshing = asyncio.Lock()
 
     @classmethod
@@ -278,6 +283,9 @@ class Service:
             service._refresher = asyncio.create_task(service._refresh_every())
         if service.flusher is not None and service.flushing:
             service.flusher.start_background()
+            if settings.compacts:
+                service.compactor = Compactor(service, service.flusher)
+                service.compactor.start()
         if store.position() is not None:  # a shared store: follow the other replicas' changes
             service._synced = time.monotonic()  # the recovery's snapshot; warming up took a while
             service._follower = asyncio.create_task(service._follow())
@@ -486,14 +494,17 @@ class Service:
             and not await flusher.adopt(latest)
         ):
             return False
-        known = {p.name for p in served.index.parts}
-        # Parts this store flushed hold its own documents (or hidden ones): nothing to link.
+        # Parts this store flushed hold its own documents (or hidden ones), compactions rows
+        # known already: nothing to link (app/service/compaction.py).
         store_id = "" if flusher is None else flusher.store_id
-        added = [
-            p for p in latest.parts
-            if p.name not in known and (not store_id or run_store(p) != store_id)
-        ]  # fmt: skip
-        deleted = await asyncio.to_thread(deleted_since, served.index, latest)
+        added = await asyncio.to_thread(linked_parts, served.index, latest, store_id)
+        deleted = await asyncio.to_thread(deleted_between, served.index, latest)
+        if deleted is None:  # deletes in parts compacted and removed: every own id checked
+            log.warning("deletes between versions %d and %d are lost to a compaction: the "
+                        "service's documents are checked against the index by id",
+                        served.version, latest.version)  # fmt: skip
+            known = await asyncio.to_thread(deleted_since, served.index, latest)
+            deleted = sorted({*known, *await self.read_index(_own_ids)})
         while True:
             since, reloads = self.index.next_number, self.reloads
             ids, sigs = await self._matched_new_rows(latest, added)
@@ -526,6 +537,8 @@ class Service:
         )  # fmt: skip
         if flusher is not None and deleted:
             await self._drop_overruled(flusher, latest, deleted)
+        if self.compactor is not None:
+            self.compactor.soon()
         return True
 
     async def _drop_overruled(self, flusher: Flusher, latest: DocIndex, deleted: list[str]) -> None:
@@ -741,6 +754,8 @@ class Service:
         """Flush into the served index (bounded: a failure is logged, the store holds every
         document), stop the pool and close the store (after in-flight requests finished)."""
         await self._stop_warming()
+        if self.compactor is not None:  # abandoned: the flush at shutdown goes first
+            await self.compactor.close()
         if self.flusher is not None:
             await self.flusher.close(flush=self.flushing)
         if self._refresher is not None:
@@ -1073,6 +1088,9 @@ class Service:
             "index_version": 0 if self.served is None else self.served.version,
             "unflushed": unflushed,
             "index_flushes": self.flushes,
+            "index_parts": 0 if self.served is None else len(self.served.index.parts),
+            "part_compactions": 0 if self.compactor is None else self.compactor.done,
+            "part_compactions_failed": 0 if self.compactor is None else self.compactor.failed,
             "indexed_linked": self.index.linked,
             "clusters": len(sizes),
             "duplicates": sum(sizes.values()) - len(sizes),
@@ -1545,6 +1563,11 @@ def _hits(
                 for item, gram in hits[: max(room, 0)]
             )
     return [Hits(c, found) for c, found in zip(counts, listed, strict=True)]
+
+
+def _own_ids(index: ServiceIndex) -> list[str]:
+    """The ids of the service's own live documents."""
+    return index.documents_since(0)
 
 
 def _roots(index: ServiceIndex, min_size: int) -> list[str]:

@@ -77,6 +77,9 @@ ENGINE_NAMES = {
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
     "IndexParameterError",
     "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
+    # the service's background compaction (issue 30, part 5)
+    "compaction_group", "index_part_version", "rewrite_group", "compaction_run",
+    "commit_compaction", "remove_leftovers",
     # one guard for every command that writes; an index in a directory of its own (issue 32)
     "check_index_home",
     # one JSON reader: long integers and deep nesting named, never a 500 (issue 32)

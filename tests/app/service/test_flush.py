@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
+from neardup.app.service import compaction as compaction_module
 from neardup.app.service import flush as flush_module
 from neardup.app.service.flush import Mark
 from neardup.app.service.store import SQLiteStore
-from neardup.core.engine import DocIndex, text_digest
+from neardup.core.engine import DocIndex, index_info, text_digest
 from tests.app.service.test_served import (
     IDS,
     PARAMS,
@@ -40,8 +41,37 @@ __all__ = ["threads"]  # the fixture, imported for the tests below
 ON_DEMAND = {"flush_rows": 0, "flush_seconds": 1e9}
 #: The index read only: no flush at all.
 READ_ONLY = {"flush_rows": 0, "flush_seconds": 0}
+#: Parts compacted two of a tier at a time (the flushing service of the comparisons below).
+COMPACTING = {"compact_parts": 2}
 #: What /v1/stats must say alike whether the service flushed or not.
 COUNTS = ("documents", "indexed_documents", "indexed_linked", "clusters", "duplicates")
+
+
+@pytest.fixture(autouse=True)
+def compact_in_threads(monkeypatch):
+    """A compaction's part written in a thread of the test process (the service's code, core's
+    writer), not a child process."""
+
+    async def in_thread(job: dict) -> dict | None:
+        return await asyncio.to_thread(compaction_module.write_compacted, job)
+
+    monkeypatch.setattr(compaction_module, "write_in_child", in_thread)
+
+
+async def _compact(service: Service, every: bool = False) -> int:
+    """Compact until the policy finds nothing (or the flush lock is taken); with ``every``, by
+    a policy merging every part of the index into one (a compaction's worst case for the
+    service: every part it knows dropped at once). How many compactions were committed."""
+    real = compaction_module.compaction_group
+    if every:
+        compaction_module.compaction_group = lambda parts, *_: list(parts) if len(parts) > 1 else []
+    done = 0
+    try:
+        while service.compactor is not None and await service.compactor.compact():
+            done += 1
+    finally:
+        compaction_module.compaction_group = real
+    return done
 
 
 async def _start(data: Path, url: str, **more: Any) -> Service:
@@ -77,7 +107,7 @@ def scenarios(draw: st.DrawFn) -> dict:
     ops: list[tuple] = []
     for _ in range(draw(st.integers(1, 12))):
         kind = draw(st.sampled_from(["register", "register", "if_new", "put", "delete", "query",
-                                     "flush", "flush", "restart"]))  # fmt: skip
+                                     "flush", "flush", "restart", "compact"]))  # fmt: skip
         if kind in ("register", "if_new"):
             chosen = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
             ops.append((kind, [(i, draw(texts)) for i in chosen]))
@@ -101,19 +131,24 @@ async def _compared(tmp: Path, spec: dict, flush: dict[str, Any]) -> tuple[list,
     """Run ``spec`` on a service flushing with the settings ``flush`` (index ``tmp/a``) and on
     a read-only one (a copy, ``tmp/b``): every answer and the counts after each operation,
     then the state of every id, of each. A "flush" step flushes on demand (or, flushing in the
-    background, lets a background flush go on); "restart" restarts the flushing service.
-    Once both are closed, every document is in index ``a`` once."""
-    write_index(str(tmp / "a"), spec["indexed"] or [("zz", "unused words here")])
+    background, lets a background flush go on); "restart" restarts the flushing service;
+    "compact" compacts its index (parts merged two of a tier at a time: ``COMPACTING``, in the
+    background too, after every version served). Once both are closed, every document is in
+    index ``a`` once, and the index is readable (``neardup index info``)."""
+    write_index(str(tmp / "a"), [*spec["indexed"], ("zz", "unused words here")], parts=2)
     shutil.copytree(tmp / "a", tmp / "b")
-    names = {i for i, _ in spec["indexed"]}
+    names = {i for i, _ in spec["indexed"]} | {"zz"}
     got: list[Any] = []
     want: list[Any] = []
+    flush = {**flush, **COMPACTING}
     flushing = await _start(tmp / "fa", str(tmp / "a"), **flush)
     reading = await _start(tmp / "fb", str(tmp / "b"), **READ_ONLY)
     try:
         for op in spec["ops"]:
-            if op[0] == "flush" and flush == ON_DEMAND:
+            if op[0] == "flush" and flush["flush_rows"] == 0:
                 await flushing.flush()
+            elif op[0] == "compact":
+                event(f"compacted: {await _compact(flushing, every=True) > 0}")
             elif op[0] == "flush":
                 await asyncio.sleep(0)  # let a background flush go on
             elif op[0] == "restart":
@@ -130,6 +165,7 @@ async def _compared(tmp: Path, spec: dict, flush: dict[str, Any]) -> tuple[list,
         await flushing.close()
         await reading.close()
     assert all(n == 1 for n in _rows(str(tmp / "a")).values())
+    index_info(str(tmp / "a"))  # every listed file there and whole
     return got, want
 
 

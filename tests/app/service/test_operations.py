@@ -493,7 +493,8 @@ def test_cluster_largest_clusters_and_stats(service_in):
     assert largest == [("g1-0", 4), ("g2-0", 2)]
     assert stats == {
         "documents": 10, "indexed_documents": 0, "index_version": 0, "unflushed": 0,
-        "index_flushes": 0, "indexed_linked": 0,
+        "index_flushes": 0, "index_parts": 0, "part_compactions": 0,
+        "part_compactions_failed": 0, "indexed_linked": 0,
         "clusters": 2, "duplicates": 4, "protected_sets": 1, "broken_protected_sets": 0,
         "index_bytes": nbytes, "pool_restarts": 0, "inflight": 0,
         "recovery_seconds": stats["recovery_seconds"], "log_position": None,
