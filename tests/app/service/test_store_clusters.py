@@ -18,7 +18,7 @@ from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import SQLiteStore, Store
-from tests.app.service.test_flush import ON_DEMAND, scenarios
+from tests.app.service.test_flush import ON_DEMAND, _compact, scenarios
 from tests.app.service.test_replicas import _converged
 from tests.app.service.test_served import IDS, PARAMS, WORDS, _apply, threads, write_index
 
@@ -162,6 +162,9 @@ def test_store_clusters_follow_linking_and_flushes(tmp_path_factory, threads, sp
             for op in spec["ops"]:
                 if op[0] == "flush":
                     await service.flush()
+                    await service.refresh_index()
+                elif op[0] == "compact":  # every part merged: rows move, clusters do not
+                    await _compact(service, every=True)
                     await service.refresh_index()
                 elif op[0] == "restart":
                     await service.close()
@@ -359,8 +362,11 @@ def test_store_clusters_on_postgres_replicas_serving_an_index(
         try:
             for op, second in zip(spec["ops"], on_b, strict=False):
                 one = b if second else a
-                if op[0] == "flush":
-                    await one.flush()
+                if op[0] in ("flush", "compact"):
+                    if op[0] == "flush":
+                        await one.flush()
+                    else:  # every part merged: rows move, clusters do not
+                        await _compact(one, every=True)
                     await _converged([a, b])
                     await a.refresh_index()
                     await b.refresh_index()
