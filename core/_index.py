@@ -2,7 +2,8 @@
 
 Layout of an index at ``URL`` (a directory or an fsspec URL; docs/index.md)::
 
-    URL/_index/00000001.json      committed versions; the highest number is the index
+    URL/_index/00000001.json              committed versions (the flat log, to the seal)
+    URL/_index/log/00000/00000002.json    those after the seal, 1,000 a directory
     URL/parts/<part>/data-00000.parquet
 
 A version lists its parameters (``index_params``: every ``MinhashParams`` field but ``ngram``,
@@ -42,6 +43,8 @@ from neardup.core._index_log import (
     part_name,
     part_version,
     read_latest,
+    read_version,
+    sealed_of,
     version_file,
 )
 from neardup.core._index_parts import (
@@ -489,19 +492,10 @@ class DocIndex:
         files, key, id tables and deletion vectors (versions never change, and each path is
         written for one version only, so a path tells whose commit a version was); None when
         there is no such version; IndexDamagedError if its file is malformed."""
-        from neardup.core._json import read_json
-
-        name = version_file(version)
-        try:
-            with self.fs.open(posixpath.join(self.root, name), "rb") as handle:
-                manifest = read_json(handle.read().decode("utf-8"))
-        except FileNotFoundError:
+        sealed = sealed_of(self.manifest) if self.manifest else None
+        manifest = read_version(self.url, self.fs, self.root, version, sealed)
+        if manifest is None:
             return None
-        except (OSError, ValueError) as exc:
-            raise IndexDamagedError(self.url, name, f"cannot be read ({exc})") from None
-        problem = manifest_problem(manifest, version)
-        if problem is not None:
-            raise IndexDamagedError(self.url, name, problem)
         parts = [IndexPart.from_json(p) for p in manifest["parts"]]
         return {f.path for p in parts for f in p.all_files}
 
@@ -625,8 +619,9 @@ def commit_index(
     deletion vectors ``deletes`` (by part name: ``write_deletes``), plus ``add`` (parts written
     for that version: ``write_part``), then mark the added parts committed. Returns the version;
     IndexConflictError if another run committed it first (``compaction``: its message says
-    what a losing compaction leaves). Every version written is of ``FORMAT_VERSION`` (3: id
-    tables and deletion vectors), which neardups reading only 1 and 2 refuse."""
+    what a losing compaction leaves). Every version written is of ``FORMAT_VERSION`` (4: the
+    grouped log after the first such version, the seal), which neardups reading 3 at most
+    refuse."""
     from neardup.core._index_deletes import apply_deletes
 
     version = index.version + 1
@@ -645,6 +640,8 @@ def commit_index(
         "params": index.params or index_params(params),
         "parts": [p.as_json() for p in parts],
         "rows": sum(p.live_rows for p in parts),
+        # The first version of FORMAT_VERSION seals the flat log; later ones keep its number.
+        "sealed": sealed_of(index.manifest) or version,
     }
     if not create_version(index.url, index.fs, index.root, version, body):
         winner = DocIndex.open(index.url)  # a fresh listing: never the version this run read
