@@ -206,6 +206,16 @@ def _newest(url: str, fs: Any, root: str) -> tuple[int, list[int]]:
     return newest, []
 
 
+def _present(fs: Any, path: str) -> bool:
+    """Whether the file ``path`` is there, asked of the file itself (a HEAD on an object store),
+    never of a cached listing."""
+    try:
+        fs.info(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
+
+
 def _read(url: str, fs: Any, root: str, name: str, version: int) -> dict[str, Any]:
     """The manifest at ``name``, checked whole: IndexDamagedError naming it otherwise."""
     try:
@@ -239,7 +249,7 @@ def _read_newest(url: str, fs: Any, root: str, newest: int, listed: list[int]) -
             url, name, f"is in the grouped log but of format_version {manifest['format_version']}"
         )
     if sealed == newest:  # the seal's copy: the version is its flat file, as older neardups read
-        if not fs.exists(posixpath.join(root, version_file(newest))):
+        if not _present(fs, posixpath.join(root, version_file(newest))):
             raise _missing(url, version_file(newest), newest, newest)
         return _read_newest(url, fs, root, newest, [])
     first = max(newest // GROUP * GROUP, sealed + 1)
@@ -247,7 +257,7 @@ def _read_newest(url: str, fs: Any, root: str, newest: int, listed: list[int]) -
     if gap:
         raise _missing(url, _grouped_file(gap[0]), first - 1, newest)
     before = version_path(first - 1, sealed)
-    if first > 1 and not fs.exists(posixpath.join(root, before)):
+    if first > 1 and not _present(fs, posixpath.join(root, before)):
         raise _missing(url, before, first - 1, newest)
     return manifest
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 __all__ = [
     "ROOT",
     "env",
+    "flat_layout",
     "index_table",
     "latest_manifest",
     "neardup",
@@ -101,6 +103,19 @@ def version_files(idx: Path) -> list[Path]:
     found = {int(p.stem): p for p in (idx / "_index" / "log").glob("*/[0-9]*.json")}
     found.update({int(p.stem): p for p in (idx / "_index").glob("[0-9]*.json")})
     return [found[v] for v in sorted(found)]
+
+
+def flat_layout(idx: Path) -> None:
+    """Turn ``idx`` into an index of the layout before format_version 4 (what a neardup before
+    it left): every version in the flat log ``_index/``, of format_version 3 (or lower, as
+    written), without ``sealed``; the grouped log removed."""
+    for path in version_files(idx):
+        body = json.loads(path.read_text())
+        body.pop("sealed", None)
+        body["format_version"] = min(body["format_version"], 3)
+        target = idx / "_index" / f"{int(path.stem):08d}.json"
+        target.write_text(json.dumps(body, sort_keys=True, indent=1) + "\n")
+    shutil.rmtree(idx / "_index" / "log", ignore_errors=True)
 
 
 def latest_manifest(idx: Path) -> tuple[int, dict[str, Any]]:
