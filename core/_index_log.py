@@ -317,22 +317,21 @@ def read_version(
     return None
 
 
-def all_versions(url: str, fs: Any, root: str) -> list[int]:
+def all_versions(url: str, fs: Any, root: str, sealed: int | None) -> list[int]:
     """Every committed version, ascending, from listings of the whole log (a listing per 1,000
-    versions): the flat log up to the seal, the grouped log after it. IndexDamagedError naming
-    the first version missing between 1 and the newest (what an open checks only near the
-    newest)."""
+    versions) of an index sealed at ``sealed`` (None: not sealed): the flat log up to the seal,
+    the grouped log after it. IndexDamagedError naming the first version missing between 1 and
+    the newest (what an open checks only from the newest group's first version)."""
     forget_listings(fs, root)
     flat = _numbers(_names(fs, posixpath.join(root, LOG)))
     found = set(flat)
-    for group in _groups(fs, root):
-        found.update(_in_group(fs, root, group))
+    for group in _groups(fs, root):  # (the seal's copy is no version: its flat file is)
+        found.update(v for v in _in_group(fs, root, group) if sealed is None or v > sealed)
     listed = sorted(found)
     newest = listed[-1] if listed else 0
     if len(listed) != newest:
         gap = min(set(range(1, newest + 1)) - found)
-        where = version_file(gap) if flat and gap < flat[-1] else _grouped_file(gap)
-        raise _missing(url, where, 1, newest)
+        raise _missing(url, version_path(gap, sealed), 1, newest)
     return listed
 
 

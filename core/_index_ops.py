@@ -179,7 +179,7 @@ def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
     index = DocIndex.open(url)
     check_files(index)
     found = leftovers(index)
-    versions = all_versions(url, index.fs, index.root)  # the whole log, checked 1 to N
+    versions = all_versions(url, index.fs, index.root, sealed_of(index.manifest))  # 1 to N
     parts = [
         {"name": p.name, "rows": p.live_rows, "bytes": sum(f.bytes for f in p.all_files),
          "files": len(p.files), "layout": _layout(p), "run": p.run,
