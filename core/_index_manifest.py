@@ -176,7 +176,7 @@ def _sealed_problem(body: dict[str, Any], version: int) -> str | None:
         if "sealed" in body:
             return f"sealed is listed, which format_version {body['format_version']} has not"
         return None
-    if not _count(sealed) or not 1 <= sealed <= version:
+    if not isinstance(sealed, int) or not _count(sealed) or not 1 <= sealed <= version:
         return f"sealed is {sealed!r}, not a version from 1 to {version}"
     return None
 
@@ -224,5 +224,3 @@ def _manifest_body_problem(body: dict[str, Any], version: int) -> str | None:
     if not _count(rows) or rows != live:
         return f"rows is {rows!r}, its parts hold {live}"
     return None
-
-

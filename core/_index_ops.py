@@ -305,8 +305,8 @@ def compact_index(
 ) -> CompactResult:
     """Rewrite runs of small parts of the index at ``url`` as parts of at most ``part_rows``
     rows, commit that as the next version (an index of format_version 3 or older gets one even
-    with nothing to rewrite: its log is then grouped, ``_index_log``), then remove the old parts' files and the leftovers
-    older than ``leftover_age`` seconds.
+    with nothing to rewrite: its log is then grouped, ``_index_log``), then remove the old
+    parts' files and the leftovers older than ``leftover_age`` seconds.
 
     Args:
         url: the index.

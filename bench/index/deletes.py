@@ -73,8 +73,6 @@ def _files(url: Path) -> dict[str, int]:
     return {str(p.relative_to(url)): p.stat().st_size for p in url.rglob("*") if p.is_file()}
 
 
-
-
 def _run(url: Path, args: Sequence[str], rewrite: bool = False) -> dict[str, float]:
     """Wall and CPU seconds of one process, and the bytes of the files it added under ``url``;
     then undone (every file it added removed, so the index is the one before)."""

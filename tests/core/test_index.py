@@ -166,7 +166,8 @@ def test_index_commit_race_loses_cleanly(tmp_path: Path) -> None:
     assert [p.name for p in after.parts] == [base.parts[0].name, theirs.name]
     assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json", "log"]
     assert sorted(os.listdir(tmp_path / "idx/_index/log/00000")) == [
-        "00000001.json", "00000002.json"
+        "00000001.json",
+        "00000002.json",
     ]  # the seal's copy and version 2
     # The loser's files stay as a leftover no version lists: invisible to readers.
     assert after.id_parts(["m"]) == {}

@@ -279,6 +279,10 @@ def _file_twice(body: dict) -> None:
         (lambda b: b["parts"][0].__setitem__("keys", []), "part {name} has keys without a path"),
         (_set("format_version", 1),
          "part {name} lists a key table, which format_version 1 has not"),
+        (_set("sealed", 2), "sealed is 2, not a version from 1 to 1"),
+        (_set("sealed", True), "sealed is True, not a version from 1 to 1"),
+        (_drop("sealed"), "sealed is None, not a version from 1 to 1"),
+        (_set("format_version", 3), "sealed is listed, which format_version 3 has not"),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )  # fmt: skip
