@@ -192,7 +192,9 @@ def test_a_version_lost_from_an_older_group_is_found_by_info_not_read(
 
 
 def _old_neardup(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process as a neardup before format_version 4: reads 1 to 3, lists the flat log."""
+    """This process as a neardup before format_version 4 reading an index whose parts are all
+    written for the seal or before (so its lost-version check, which runs first, finds
+    nothing): it reads 1 to 3 and lists the flat log only."""
     monkeypatch.setattr(_index_manifest, "FORMAT_VERSIONS", (1, 2, 3))
     monkeypatch.setattr(_index_log, "_groups", lambda fs, root: [])
 
@@ -214,18 +216,19 @@ def test_an_index_of_the_flat_layout_opens_and_its_next_commit_seals_it(
     assert (idx / "_index/log/00001/00000005.json").read_bytes() == (
         idx / "_index/00000005.json"
     ).read_bytes()
+    with monkeypatch.context() as older:
+        _old_neardup(older)
+        with pytest.raises(IndexDamagedError) as caught:
+            DocIndex.open(url)
+    assert str(caught.value) == (
+        f"{url}: the index is damaged: _index/00000005.json has format_version 4; this "
+        "neardup reads 1, 2 and 3"
+    )
     assert _commit(url, idx) == 6 and (idx / "_index/log/00002/00000006.json").exists()
     assert DocIndex.open(url).manifest["sealed"] == 5
     assert DocIndex.open(url).files_of_version(5) is not None
     assert DocIndex.open(url).files_of_version(3) is not None
     assert index_info(url)["versions"] == [1, 2, 3, 4, 5, 6]
-    _old_neardup(monkeypatch)
-    with pytest.raises(IndexDamagedError) as caught:
-        DocIndex.open(url)
-    assert str(caught.value) == (
-        f"{url}: the index is damaged: _index/00000005.json has format_version 4; this "
-        "neardup reads 1, 2 and 3"
-    )
 
 
 def test_an_older_neardup_reads_a_flat_index_and_refuses_it_once_compacted(
