@@ -13,7 +13,8 @@ link from a temporary name locally, which fails when the name exists; ``xb`` els
 runs committing the same version one wins and the other gets ``IndexConflictError``, and no
 reader ever sees a part that is not complete. Files under ``parts/`` that no version lists are
 leftovers of killed runs, invisible to readers. Which versions are committed, each manifest's
-checks and the commit itself are ``_index_log``'s (a lost version is damage, never a rollback).
+checks are ``_index_log``'s (a lost version is damage, never a rollback), the commit itself
+``_index_commit``'s.
 """
 
 from __future__ import annotations
@@ -30,16 +31,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._index_commit import create_version, mark_committed
 from neardup.core._index_ids import IDS_FILE, IdBuilder
 from neardup.core._index_keys import KEYS_FILE, KeyBuilder
 from neardup.core._index_log import (
     FORMAT,
     FORMAT_VERSION,
     PARTS,
-    create_version,
     index_params,
     manifest_problem,
-    mark_committed,
     part_name,
     part_version,
     read_latest,

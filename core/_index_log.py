@@ -1,5 +1,5 @@
-"""The version log of an index: which versions are committed, the newest read and checked, and
-the commit.
+"""The version log of an index: where each version is, which versions are committed, and the
+newest read and checked (the commit itself is ``_index_commit``'s).
 
 An index holds its versions V = 1 .. N (N, the newest, is the index) and part directories
 ``parts/p{V:08d}-{12 hex digits}/``, V being the version the part was written for: the one after
@@ -40,13 +40,9 @@ part's files hold (``_index`` and ``_index_parts`` do), so a new part layout kee
 
 from __future__ import annotations
 
-import json
-import os
 import posixpath
 import re
-import uuid
 from collections.abc import Iterable, MutableMapping
-from contextlib import suppress
 from typing import Any
 
 from neardup.core._index_manifest import (
@@ -61,7 +57,6 @@ from neardup.core._index_manifest import (
     part_version,
 )
 from neardup.core._json import read_json
-from neardup.core._storage import _is_local
 from neardup.core.errors import IndexDamagedError
 
 __all__ = [
@@ -74,11 +69,10 @@ __all__ = [
     "LOG",
     "PARTS",
     "all_versions",
-    "create_version",
     "forget_listings",
+    "grouped_file",
     "index_params",
     "manifest_problem",
-    "mark_committed",
     "part_name",
     "part_version",
     "read_latest",
@@ -108,7 +102,8 @@ def version_file(version: int) -> str:
     return f"{LOG}/{version:08d}.json"
 
 
-def _grouped_file(version: int) -> str:
+def grouped_file(version: int) -> str:
+    """A version's file in the grouped log, relative to the index (the seal's copy too)."""
     return f"{LOG}/{GROUPED}/{version // GROUP:05d}/{version:08d}.json"
 
 
@@ -116,7 +111,7 @@ def version_path(version: int, sealed: int | None) -> str:
     """Where version ``version`` of an index sealed at ``sealed`` (None: not sealed, every
     version flat) is, relative to the index: the flat log up to the seal, the grouped log
     after it."""
-    return version_file(version) if sealed is None or version <= sealed else _grouped_file(version)
+    return version_file(version) if sealed is None or version <= sealed else grouped_file(version)
 
 
 def sealed_of(manifest: dict[str, Any]) -> int | None:
@@ -241,7 +236,7 @@ def _read_newest(url: str, fs: Any, root: str, newest: int, listed: list[int]) -
                 "later versions are in the grouped log"
             )  # fmt: skip
         return manifest
-    name = _grouped_file(newest)
+    name = grouped_file(newest)
     manifest = _read(url, fs, root, name, newest)
     sealed = sealed_of(manifest)
     if sealed is None:
@@ -255,7 +250,7 @@ def _read_newest(url: str, fs: Any, root: str, newest: int, listed: list[int]) -
     first = max(newest // GROUP * GROUP, sealed + 1)
     gap = sorted(set(range(first, newest + 1)) - set(listed))
     if gap:
-        raise _missing(url, _grouped_file(gap[0]), first - 1, newest)
+        raise _missing(url, grouped_file(gap[0]), first - 1, newest)
     before = version_path(first - 1, sealed)
     if first > 1 and not _present(fs, posixpath.join(root, before)):
         raise _missing(url, before, first - 1, newest)
@@ -310,7 +305,7 @@ def read_version(
     there is no such version."""
     names = [version_path(version, sealed)]
     if sealed is None:
-        names.append(_grouped_file(version))
+        names.append(grouped_file(version))
     for name in names:
         if fs.exists(posixpath.join(root, name)):
             return _read(url, fs, root, name, version)
@@ -333,78 +328,3 @@ def all_versions(url: str, fs: Any, root: str, sealed: int | None) -> list[int]:
         gap = min(set(range(1, newest + 1)) - found)
         raise _missing(url, version_path(gap, sealed), 1, newest)
     return listed
-
-
-def create_version(url: str, fs: Any, root: str, version: int, body: dict[str, Any]) -> bool:
-    """Create version ``version`` holding ``body`` (checked first: ValueError naming what is
-    wrong; nothing written) unless it exists (then False), all or nothing: in the flat log up
-    to the seal (``body``'s ``sealed``; a version of format_version 3 or older has none), in the
-    grouped log after it. The seal itself is then copied into the grouped log (best effort:
-    without the copy the flat log is listed until the next version), which opens it."""
-    problem = manifest_problem(body, version)
-    if problem is not None:
-        raise ValueError(f"{url}: {version_file(version)} would be malformed: it {problem}")
-    data = (json.dumps(body, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
-    sealed = sealed_of(body)
-    name = version_path(version, sealed)
-    temp = posixpath.join(root, LOG) if name == version_file(version) else _grouped_dir(root)
-    fs.makedirs(posixpath.dirname(posixpath.join(root, name)), exist_ok=True)
-    forget_listings(fs, root)  # where a store has no exclusive create, a listing decides
-    if not _create_exclusive(fs, posixpath.join(root, name), data, temp):
-        return False
-    if sealed == version:
-        with suppress(OSError):
-            copy = posixpath.join(root, _grouped_file(version))
-            fs.makedirs(posixpath.dirname(copy), exist_ok=True)
-            _create_exclusive(fs, copy, data, _grouped_dir(root))
-    return True
-
-
-def _grouped_dir(root: str) -> str:
-    return posixpath.join(root, LOG, GROUPED)
-
-
-def mark_committed(fs: Any, root: str, names: Iterable[str], version: int) -> None:
-    """Mark the parts ``names`` (those written for ``version``) committed as ``version``.
-
-    Best effort: the version is committed already, and a part without its marker is still
-    read; only a later loss of this version's file would then go unnoticed."""
-    body = (json.dumps({"version": version}) + "\n").encode("utf-8")
-    for name in names:
-        if part_version(name) == version:
-            with suppress(OSError):
-                fs.pipe_file(posixpath.join(root, PARTS, name, COMMITTED), body)
-
-
-def _create_exclusive(fs: Any, path: str, data: bytes, temp_dir: str | None = None) -> bool:
-    """Create ``path`` holding ``data`` unless it exists (then False), all or nothing; locally
-    through a temporary file in ``temp_dir`` (by default ``path``'s directory)."""
-    if _is_local(fs):
-        local = fs._strip_protocol(path)
-        where = posixpath.dirname(local) if temp_dir is None else fs._strip_protocol(temp_dir)
-        temp = posixpath.join(where, f".tmp-{os.getpid()}-{uuid.uuid4().hex}")
-        with open(temp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temp, local)
-        except FileExistsError:
-            return False
-        finally:
-            with suppress(OSError):
-                os.unlink(temp)
-        return True
-    try:
-        with fs.open(path, "xb") as handle:
-            handle.write(data)
-        return True
-    except FileExistsError:
-        return False
-    except (ValueError, NotImplementedError, TypeError):
-        pass  # no exclusive create on this filesystem: one writer at a time (docs/index.md)
-    if fs.exists(path):
-        return False
-    with fs.open(path, "wb") as handle:
-        handle.write(data)
-    return True

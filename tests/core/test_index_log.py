@@ -14,9 +14,9 @@ import pytest
 
 from neardup.core import _index, _index_idrows
 from neardup.core._index import _spans
+from neardup.core._index_commit import _create_exclusive
 from neardup.core._index_idrows import find_ids
 from neardup.core._index_idrows import groups_in_range as _groups_in_range
-from neardup.core._index_log import _create_exclusive
 from neardup.core._index_log import versions as _versions
 from neardup.core.engine import (
     DocIndex,
