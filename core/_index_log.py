@@ -307,7 +307,7 @@ def read_version(
     if sealed is None:
         names.append(grouped_file(version))
     for name in names:
-        if fs.exists(posixpath.join(root, name)):
+        if _present(fs, posixpath.join(root, name)):
             return _read(url, fs, root, name, version)
     return None
 
