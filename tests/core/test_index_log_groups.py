@@ -346,3 +346,20 @@ def test_a_committed_version_is_never_read_as_an_older_one(
         with pytest.raises(IndexDamagedError) as caught:
             index_info(url)
         assert caught.value.path == _path(lost, group)
+
+
+def test_a_commits_temporary_file_is_a_leftover_found_without_walking_the_groups(
+    tmp_path: Path, small_groups: int
+) -> None:
+    from neardup.core.engine import index_leftovers
+
+    idx = tmp_path / "idx"
+    url = _build(idx, 4)
+    (idx / "_index/log/.tmp-1-abc").write_bytes(b"{}")  # where a grouped commit writes it
+    (idx / "_index/.tmp-2-def").write_bytes(b"{}")  # where the seal's commit writes it
+    found = [x.path for x in index_leftovers(DocIndex.open(url))]
+    assert found == ["_index/.tmp-2-def", "_index/log/.tmp-1-abc"]
+    assert compact_index(url, neardup="t", leftover_age=0).removed == (
+        "_index/.tmp-2-def",
+        "_index/log/.tmp-1-abc",
+    )
