@@ -17,7 +17,8 @@ per size, layout and filesystem:
 
 Run from the repository root::
 
-    python -m bench.index.versions [--versions 1000 10000 100000] [--repeat 5] [--markdown]
+    python -m bench.index.versions [--versions 1000 10000 100000] [--repeat 5] [--quick]
+        [--fs file memory] [--markdown]
 """
 
 from __future__ import annotations
@@ -89,17 +90,21 @@ def _body(version: int, format_version: int, sealed: int | None) -> bytes:
 
 def build(fs: Any, root: str, versions: int, layout: str) -> None:
     """``versions`` tiny version files at ``root`` in ``layout`` (``flat``: format 3, all in
-    ``_index/``; ``grouped``: version 1 sealing the flat log, the others grouped)."""
+    ``_index/``; ``grouped``: version 1 sealing the flat log, copied into the grouped log,
+    the others there)."""
     fs.makedirs(f"{root}/_index", exist_ok=True)
     if layout == "flat":
         for v in range(1, versions + 1):
             fs.pipe_file(f"{root}/_index/{v:08d}.json", _body(v, 3, None))
         return
-    from neardup.core._index_log import version_path
+    from neardup.core._index_log import grouped_file, version_path
 
     made: set[str] = set()
+    paths = [(1, grouped_file(1))]  # the seal's copy, as its commit writes it
     for v in range(1, versions + 1):
-        path = f"{root}/{version_path(v, 1)}"
+        paths.append((v, version_path(v, 1)))
+    for v, relative in paths:
+        path = f"{root}/{relative}"
         directory = path.rsplit("/", 1)[0]
         if directory not in made:
             fs.makedirs(directory, exist_ok=True)
@@ -217,9 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--fs", nargs="+", default=["file", "memory"], choices=["file", "memory"])
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="1,000 and 5,000 versions only")
     args = parser.parse_args(argv)
     started = now()
-    rows = run(args.versions, args.repeat, args.fs)
+    sizes = [1_000, 5_000] if args.quick else args.versions
+    rows = run(sizes, args.repeat, args.fs)
     command = "python -m bench.index.versions " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.markdown:
         print(markdown(rows, started, now(), command.strip()))
