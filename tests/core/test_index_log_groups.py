@@ -317,7 +317,7 @@ def test_writers_committing_at_once_lose_no_version_and_no_part(
     lost=st.none() | st.integers(1, 10),
 )
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 def test_a_committed_version_is_never_read_as_an_older_one(
     tmp_path_factory, monkeypatch, versions: int, group: int, lost: int | None
