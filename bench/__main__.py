@@ -33,6 +33,7 @@ MODULES = (
     "bench.index.serve",
     "bench.index.parts",
     "bench.index.ids",
+    "bench.index.versions",
     "bench.decont",
     "bench.probing",
     "bench.coldstart",

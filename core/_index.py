@@ -2,7 +2,8 @@
 
 Layout of an index at ``URL`` (a directory or an fsspec URL; docs/index.md)::
 
-    URL/_index/00000001.json      committed versions; the highest number is the index
+    URL/_index/00000001.json              committed versions (the flat log, to the seal)
+    URL/_index/log/00000/00000002.json    those after the seal, 1,000 a directory
     URL/parts/<part>/data-00000.parquet
 
 A version lists its parameters (``index_params``: every ``MinhashParams`` field but ``ngram``,
@@ -12,7 +13,8 @@ link from a temporary name locally, which fails when the name exists; ``xb`` els
 runs committing the same version one wins and the other gets ``IndexConflictError``, and no
 reader ever sees a part that is not complete. Files under ``parts/`` that no version lists are
 leftovers of killed runs, invisible to readers. Which versions are committed, each manifest's
-checks and the commit itself are ``_index_log``'s (a lost version is damage, never a rollback).
+checks are ``_index_log``'s (a lost version is damage, never a rollback), the commit itself
+``_index_commit``'s.
 """
 
 from __future__ import annotations
@@ -29,19 +31,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from neardup.core._index_commit import create_version, mark_committed
 from neardup.core._index_ids import IDS_FILE, IdBuilder
 from neardup.core._index_keys import KEYS_FILE, KeyBuilder
 from neardup.core._index_log import (
     FORMAT,
     FORMAT_VERSION,
     PARTS,
-    create_version,
     index_params,
     manifest_problem,
-    mark_committed,
     part_name,
     part_version,
     read_latest,
+    read_version,
+    sealed_of,
     version_file,
 )
 from neardup.core._index_parts import (
@@ -494,20 +497,14 @@ class DocIndex:
 
     def at_version(self, version: int) -> DocIndex | None:
         """Version ``version`` of this index (an earlier one, or this one), read from its file
-        alone (versions never change); None when there is no such version; IndexDamagedError
-        if its file is malformed."""
-        from neardup.core._json import read_json
-
+        alone (versions never change; in either log: ``read_version``); None when there is no
+        such version; IndexDamagedError if its file is malformed."""
         if version == self.version:
             return self
-        name = version_file(version)
-        try:
-            with self.fs.open(posixpath.join(self.root, name), "rb") as handle:
-                manifest = read_json(handle.read().decode("utf-8"))
-        except FileNotFoundError:
+        sealed = sealed_of(self.manifest) if self.manifest else None
+        manifest = read_version(self.url, self.fs, self.root, version, sealed)
+        if manifest is None:
             return None
-        except (OSError, ValueError) as exc:
-            raise IndexDamagedError(self.url, name, f"cannot be read ({exc})") from None
         return DocIndex(self.url, self.fs, self.root, version, manifest)
 
     def check_ids(self, ids: Sequence[str]) -> None:
@@ -630,8 +627,9 @@ def commit_index(
     deletion vectors ``deletes`` (by part name: ``write_deletes``), plus ``add`` (parts written
     for that version: ``write_part``), then mark the added parts committed. Returns the version;
     IndexConflictError if another run committed it first (``compaction``: its message says
-    what a losing compaction leaves). Every version written is of ``FORMAT_VERSION`` (3: id
-    tables and deletion vectors), which neardups reading only 1 and 2 refuse."""
+    what a losing compaction leaves). Every version written is of ``FORMAT_VERSION`` (4: the
+    grouped log after the first such version, the seal), which neardups reading 3 at most
+    refuse."""
     from neardup.core._index_deletes import apply_deletes
 
     version = index.version + 1
@@ -650,6 +648,8 @@ def commit_index(
         "params": index.params or index_params(params),
         "parts": [p.as_json() for p in parts],
         "rows": sum(p.live_rows for p in parts),
+        # The first version of FORMAT_VERSION seals the flat log; later ones keep its number.
+        "sealed": sealed_of(index.manifest) or version,
     }
     if not create_version(index.url, index.fs, index.root, version, body):
         winner = DocIndex.open(index.url)  # a fresh listing: never the version this run read

@@ -35,8 +35,7 @@ from neardup.core._index import (
     run_info,
     write_part,
 )
-from neardup.core._index_log import COMMITTED
-from neardup.core._index_log import versions as _versions
+from neardup.core._index_log import COMMITTED, GROUPED, all_versions, sealed_of
 from neardup.core._index_parts import part_matrix
 from neardup.core.errors import IndexDamagedError
 
@@ -106,9 +105,25 @@ def _files(fs: Any, directory: str) -> dict[str, dict[str, Any]]:
     return {str(path): info for path, info in found.items() if info.get("type") != "directory"}
 
 
+def _hidden_files(fs: Any, directory: str) -> dict[str, dict[str, Any]]:
+    """The files named ``.*`` in ``directory`` itself (a listing, not a walk: the grouped log's
+    versions are not listed); none if it is missing."""
+    try:
+        found = fs.ls(directory, detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    return {
+        str(info["name"]): info
+        for info in found
+        if info.get("type") != "directory"
+        and posixpath.basename(str(info["name"]).rstrip("/")).startswith(".")
+    }
+
+
 def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
     """The leftovers under ``index``: part directories (or stray files) under ``parts/`` that its
-    version does not list, and temporary files in ``_index/``, sorted by path."""
+    version does not list, and temporary files in ``_index/`` and ``_index/log/``, sorted by
+    path."""
     now = time.time() if now is None else now
     listed = {f.path for p in index.parts for f in p.all_files}
     names = {p.name for p in index.parts}
@@ -123,10 +138,9 @@ def leftovers(index: DocIndex, now: float | None = None) -> list[Leftover]:
         # parts/<part>, or a stray file alone where its directory is a listed part's
         key = "/".join(pieces[:2]) if len(pieces) > 2 and not inside else relative
         groups.setdefault(key, []).append(info)
-    for path, info in _files(index.fs, index.path(_LOG)).items():
-        name = posixpath.basename(path)
-        if name.startswith("."):
-            groups.setdefault(f"{_LOG}/{name}", []).append(info)
+    for log in (_LOG, f"{_LOG}/{GROUPED}"):  # a commit's temporary files: never in a group
+        for path, info in _hidden_files(index.fs, index.path(log)).items():
+            groups.setdefault(f"{log}/{posixpath.basename(path)}", []).append(info)
     out = []
     for key, infos in sorted(groups.items()):
         times = [_mtime(i) for i in infos]
@@ -162,17 +176,19 @@ def _layout(part: IndexPart) -> int:
 
 def index_info(url: str, *, limit: int = 100) -> dict[str, Any]:
     """What ``neardup index info`` prints: the latest version (and the committed versions, the
-    last ``limit``, all counted), its parameters and parts (the first ``limit``, all counted),
+    last ``limit``, all counted: the whole log is listed and checked, 1 to the newest), its
+    parameters and parts (the first ``limit``, all counted),
     totals, and the leftovers (the first ``limit``, counted).
 
     Raises:
         IndexMissingError: nothing committed at ``url``.
-        IndexDamagedError: a listed file is missing or damaged (``check_files``).
+        IndexDamagedError: a listed file is missing or damaged (``check_files``), or a version
+            of the log is missing (``all_versions``).
     """
     index = DocIndex.open(url)
     check_files(index)
     found = leftovers(index)
-    versions = _versions(index.fs, index.root)
+    versions = all_versions(url, index.fs, index.root, sealed_of(index.manifest))  # 1 to N
     parts = [
         {"name": p.name, "rows": p.live_rows, "bytes": sum(f.bytes for f in p.all_files),
          "files": len(p.files), "layout": _layout(p), "run": p.run,
@@ -363,8 +379,9 @@ def compact_index(
     before_commit: Callable[[], None] | None = None,
 ) -> CompactResult:
     """Rewrite runs of small parts of the index at ``url`` as parts of at most ``part_rows``
-    rows, commit that as the next version, then remove the old parts' files and the leftovers
-    older than ``leftover_age`` seconds.
+    rows, commit that as the next version (an index of format_version 3 or older gets one even
+    with nothing to rewrite: its log is then grouped, ``_index_log``), then remove the old
+    parts' files and the leftovers older than ``leftover_age`` seconds.
 
     Args:
         url: the index.
@@ -390,7 +407,7 @@ def compact_index(
             part = rewrite_group(index, group, compaction_run(neardup, group))
             if part is not None:  # a group whose every row is deleted is only dropped
                 added.append(part)
-        if groups:
+        if groups or sealed_of(index.manifest) is None:  # (or only the log migrated)
             if before_commit is not None:
                 before_commit()
             version = commit_compaction(index, groups, added)

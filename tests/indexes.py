@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,11 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 __all__ = [
     "ROOT",
     "env",
+    "flat_layout",
     "index_table",
     "latest_manifest",
     "neardup",
     "snapshot",
     "spawn",
+    "version_file",
+    "version_files",
     "write_corpora",
 ]
 
@@ -86,11 +90,38 @@ def write_corpora(tmp: Path, base_docs: int, batches: dict[str, int]) -> None:
         (tmp / f"{name}.jsonl").write_text(text.replace('"id": "n', f'"id": "{name}-n'))
 
 
+def version_file(idx: Path, version: int) -> Path:
+    """The file of version ``version`` of ``idx``: in the flat log (``_index/``) if there, else
+    where the grouped log keeps it (docs/index.md, "The version log")."""
+    flat = idx / "_index" / f"{version:08d}.json"
+    return flat if flat.exists() else idx / "_index" / "log" / f"{version // 1000:05d}" / flat.name
+
+
+def version_files(idx: Path) -> list[Path]:
+    """Every version file of ``idx`` (both logs; the seal's copy in the grouped log counted
+    once), by version."""
+    found = {int(p.stem): p for p in (idx / "_index" / "log").glob("*/[0-9]*.json")}
+    found.update({int(p.stem): p for p in (idx / "_index").glob("[0-9]*.json")})
+    return [found[v] for v in sorted(found)]
+
+
+def flat_layout(idx: Path) -> None:
+    """Turn ``idx`` into an index of the layout before format_version 4 (what a neardup before
+    it left): every version in the flat log ``_index/``, of format_version 3 (or lower, as
+    written), without ``sealed``; the grouped log removed."""
+    for path in version_files(idx):
+        body = json.loads(path.read_text())
+        body.pop("sealed", None)
+        body["format_version"] = min(body["format_version"], 3)
+        target = idx / "_index" / f"{int(path.stem):08d}.json"
+        target.write_text(json.dumps(body, sort_keys=True, indent=1) + "\n")
+    shutil.rmtree(idx / "_index" / "log", ignore_errors=True)
+
+
 def latest_manifest(idx: Path) -> tuple[int, dict[str, Any]]:
     """The latest committed version of ``idx`` and its JSON, read as docs/index.md says."""
-    versions = sorted(int(p.stem) for p in (idx / "_index").glob("*.json"))
-    latest = versions[-1]
-    return latest, json.loads((idx / "_index" / f"{latest:08d}.json").read_text())
+    latest = version_files(idx)[-1]
+    return int(latest.stem), json.loads(latest.read_text())
 
 
 def snapshot(idx: Path) -> dict[str, Any]:
@@ -104,7 +135,7 @@ def snapshot(idx: Path) -> dict[str, Any]:
     }
     return {
         "version": version,
-        "manifest": (idx / "_index" / f"{version:08d}.json").read_bytes(),
+        "manifest": version_file(idx, version).read_bytes(),
         "files": files,
     }
 

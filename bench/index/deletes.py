@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bench.common.machine import now
-from bench.index.lookups import REAL_DOCS, _text, _write_jsonl, build
+from bench.index.lookups import REAL_DOCS, _latest, _text, _write_jsonl, build
 
 __all__ = ["main", "measure"]
 
@@ -71,10 +71,6 @@ def _rewrite_main() -> None:
 
 def _files(url: Path) -> dict[str, int]:
     return {str(p.relative_to(url)): p.stat().st_size for p in url.rglob("*") if p.is_file()}
-
-
-def _latest(url: Path) -> int:
-    return max(int(p.stem) for p in (url / "_index").glob("[0-9]*.json"))
 
 
 def _run(url: Path, args: Sequence[str], rewrite: bool = False) -> dict[str, float]:

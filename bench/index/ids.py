@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,7 +36,15 @@ import numpy as np
 
 from bench.common.machine import now
 from bench.index import lookups
-from bench.index.lookups import REAL_DOCS, _latest, _neardup, _text, _undo_append, _write_jsonl
+from bench.index.lookups import (
+    REAL_DOCS,
+    _flat_layout,
+    _neardup,
+    _newest_file,
+    _text,
+    _undo_append,
+    _write_jsonl,
+)
 
 __all__ = ["build", "main"]
 
@@ -94,8 +103,10 @@ def _checks(url: str, docs: int) -> dict[str, float]:
 
 
 def _statistics_layout(url: Path) -> None:
-    """Rewrite the newest version as format_version 2: no id table listed."""
-    path = url / "_index" / f"{_latest(url):08d}.json"
+    """Rewrite the newest version as format_version 2: no id table listed (the log made flat
+    first: an older format is only read there)."""
+    _flat_layout(url)
+    path = _newest_file(url)
     body = json.loads(path.read_text())
     for part in body["parts"]:
         part.pop("ids", None)
@@ -105,7 +116,7 @@ def _statistics_layout(url: Path) -> None:
 
 def _processes(url: Path, work: Path, repeat: int) -> dict[str, tuple[float, float]]:
     """(wall, CPU) seconds of a one-document query (median) and of the append."""
-    version = _latest(url)
+    version = int(_newest_file(url).stem)
     query = [
         _neardup("index", "query", str(url), str(work / "one.jsonl"), "--output",
                  str(work / "answer.jsonl"), "--quiet")
@@ -133,7 +144,9 @@ def measure(docs: int, part_docs: int, keep: Path, work: Path, repeat: int) -> d
         result: dict[str, Any] = {"docs": docs, "build_s": build(str(url), docs, part_docs, texts)}
     else:
         result = {"docs": docs, "build_s": None}
-    original = (url / "_index" / f"{_latest(url):08d}.json").read_bytes()
+    original = work / "_index.kept"  # the log as built, restored at the end
+    shutil.rmtree(original, ignore_errors=True)
+    shutil.copytree(url / "_index", original)
     _write_jsonl(work / "one.jsonl", [("q-0", texts[7] + " changed")])
     picked = np.random.default_rng(7).choice(docs, size=min(100, docs), replace=False)
     recrawled = [url_id(i) for i in picked.tolist()]  # 100 indexed ids, crawled again
@@ -146,7 +159,8 @@ def measure(docs: int, part_docs: int, keep: Path, work: Path, repeat: int) -> d
         _statistics_layout(url)
         result["stats"] = _processes(url, work, repeat)
     finally:
-        (url / "_index" / f"{_latest(url):08d}.json").write_bytes(original)
+        shutil.rmtree(url / "_index")
+        shutil.copytree(original, url / "_index")
     return result
 
 

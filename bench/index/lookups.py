@@ -117,25 +117,56 @@ def _neardup(*args: str) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _versions(url: Path) -> dict[int, Path]:
+    """Every version file of the index at ``url``, both logs (docs/index.md, "The version
+    log"; the seal's copy in the grouped log gives way to its flat file)."""
+    found = {int(p.stem): p for p in (url / "_index" / "log").glob("*/[0-9]*.json")}
+    found.update({int(p.stem): p for p in (url / "_index").glob("[0-9]*.json")})
+    return found
+
+
 def _latest(url: Path) -> int:
-    return max(int(p.stem) for p in (url / "_index").glob("[0-9]*.json"))
+    return max(_versions(url))
+
+
+def _newest_file(url: Path) -> Path:
+    return _versions(url)[_latest(url)]
 
 
 def _undo_append(url: Path, version: int) -> None:
     """Remove the versions after ``version`` and the parts they added (a benchmark's reset)."""
-    keep = json.loads((url / "_index" / f"{version:08d}.json").read_text())
+    files = _versions(url)
+    keep = json.loads(files[version].read_text())
     listed = {p["name"] for p in keep["parts"]}
     for newer in range(version + 1, _latest(url) + 1):
-        body = json.loads((url / "_index" / f"{newer:08d}.json").read_text())
+        body = json.loads(files[newer].read_text())
         for part in body["parts"]:
             if part["name"] not in listed:
                 shutil.rmtree(url / "parts" / part["name"], ignore_errors=True)
-        (url / "_index" / f"{newer:08d}.json").unlink()
+        for path in (
+            url / "_index" / f"{newer:08d}.json",
+            url / "_index" / "log" / f"{newer // 1000:05d}" / f"{newer:08d}.json",
+        ):
+            path.unlink(missing_ok=True)  # fmt: skip
+
+
+def _flat_layout(url: Path) -> None:
+    """The index as a neardup before format_version 4 left it: every version in the flat log
+    (format_version 3 at most, no ``sealed``), the grouped log removed."""
+    for version, path in sorted(_versions(url).items()):
+        body = json.loads(path.read_text())
+        body.pop("sealed", None)
+        body["format_version"] = min(body["format_version"], 3)
+        target = url / "_index" / f"{version:08d}.json"
+        target.write_text(json.dumps(body, sort_keys=True, indent=1) + "\n")
+    shutil.rmtree(url / "_index" / "log", ignore_errors=True)
 
 
 def _first_layout(url: Path) -> None:
-    """Rewrite the newest version as format_version 1: no key table (nor id table) listed."""
-    path = url / "_index" / f"{_latest(url):08d}.json"
+    """Rewrite the newest version as format_version 1: no key table (nor id table) listed (the
+    log made flat first: an older format is only read there)."""
+    _flat_layout(url)
+    path = _newest_file(url)
     body = json.loads(path.read_text())
     for part in body["parts"]:
         part.pop("keys", None)
@@ -145,7 +176,7 @@ def _first_layout(url: Path) -> None:
 
 
 def _disk(url: Path) -> tuple[int, int]:
-    body = json.loads((url / "_index" / f"{_latest(url):08d}.json").read_text())
+    body = json.loads(_newest_file(url).read_text())
     data = sum(f["bytes"] for p in body["parts"] for f in p["files"])
     keys = sum(p["keys"]["bytes"] for p in body["parts"] if "keys" in p)
     return data, keys

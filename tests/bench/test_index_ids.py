@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from tests.indexes import ROOT, env
+from tests.indexes import ROOT, env, latest_manifest
 
 
 def _run(tmp_path) -> subprocess.CompletedProcess:
@@ -25,8 +25,7 @@ def test_a_tiny_run_measures_both_paths_and_keeps_its_index(tmp_path) -> None:
     assert len(cells) == 13 and all(float(c.split(" / ")[0]) >= 0 for c in cells[1:])
     result = json.loads(first.stderr.strip().splitlines()[-1])
     assert result["build_s"] > 0
-    manifest = sorted((tmp_path / "idx-ids-3000" / "_index").glob("*.json"))[-1]
-    body = json.loads(manifest.read_text())
-    assert body["format_version"] == 3 and all("ids" in p for p in body["parts"])  # restored
+    _, body = latest_manifest(tmp_path / "idx-ids-3000")
+    assert body["format_version"] == 4 and all("ids" in p for p in body["parts"])  # restored
     again = json.loads(_run(tmp_path).stderr.strip().splitlines()[-1])
     assert again["build_s"] is None

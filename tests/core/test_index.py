@@ -58,8 +58,8 @@ def test_index_commit_writes_a_version_readable_without_neardup(tmp_path: Path) 
     index = _add(url, ["d"], ["seven eight nine"])
     assert index.version == 2
     assert index.rows == 4 and len(index.parts) == 2
-    body = json.loads((tmp_path / "idx/_index/00000002.json").read_text())
-    assert body["format"] == "neardup-index" and body["format_version"] == 3
+    body = json.loads((tmp_path / "idx/_index/log/00000/00000002.json").read_text())
+    assert body["format"] == "neardup-index" and body["format_version"] == 4
     assert body["params"] == index_params(PARAMS) and "ngram" not in body["params"]
     assert body["parts"][0]["name"].startswith("p00000001-")
     assert body["parts"][1]["run"]["inputs"] == ["in"]
@@ -164,7 +164,11 @@ def test_index_commit_race_loses_cleanly(tmp_path: Path) -> None:
         commit_index(base, PARAMS, [mine])
     after = DocIndex.open(url)
     assert [p.name for p in after.parts] == [base.parts[0].name, theirs.name]
-    assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json", "00000002.json"]
+    assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json", "log"]
+    assert sorted(os.listdir(tmp_path / "idx/_index/log/00000")) == [
+        "00000001.json",
+        "00000002.json",
+    ]  # the seal's copy and version 2
     # The loser's files stay as a leftover no version lists: invisible to readers.
     assert after.id_parts(["m"]) == {}
 
@@ -521,11 +525,11 @@ def test_an_index_of_another_format_version_is_refused_naming_both(tmp_path: Pat
     _add(url, ["a"], ["one two"])
     version = Path(url) / "_index" / "00000001.json"
     body = json.loads(version.read_text())
-    body["format_version"] = 4
+    body["format_version"] = 5
     version.write_text(json.dumps(body))
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
     assert str(caught.value) == (
-        f"{url}: the index is damaged: _index/00000001.json has format_version 4; "
-        "this neardup reads 1, 2 and 3"
+        f"{url}: the index is damaged: _index/00000001.json has format_version 5; "
+        "this neardup reads 1, 2, 3 and 4"
     )

@@ -30,6 +30,7 @@ from neardup.core.engine import (
 )
 from tests.core.test_index_keys import _small_pages
 from tests.core.test_index_near import PARAMS, _sigs
+from tests.indexes import version_file
 
 POOL = [f"d{i:02d}" for i in range(24)]
 
@@ -165,14 +166,13 @@ def _one_delete(tmp_path: Path) -> tuple[str, dict]:
     sigs = np.arange(5 * 8, dtype=np.uint32).reshape(5, 8)
     _append(url, {f"a{i}": (sigs[i], i) for i in range(5)})
     delete_ids(url, ["a1", "a3"])
-    version = Path(url) / "_index" / "00000002.json"
-    return url, json.loads(version.read_text())
+    return url, json.loads(version_file(Path(url), 2).read_text())
 
 
-def test_a_version_with_deletion_vectors_is_format_3_and_counts_live_rows(tmp_path) -> None:
+def test_a_version_with_deletion_vectors_is_format_4_and_counts_live_rows(tmp_path) -> None:
     url, body = _one_delete(tmp_path)
     part = body["parts"][0]
-    assert body["format_version"] == 3 and body["rows"] == 3 and part["rows"] == 5
+    assert body["format_version"] == 4 and body["rows"] == 3 and part["rows"] == 5
     assert part["deleted"]["rows"] == 2
     assert part["deleted"]["path"].startswith(f"parts/{part['name']}/deleted-00000002-")
     import pyarrow as pa  # readable without neardup: one uint32 column "row"
@@ -182,8 +182,8 @@ def test_a_version_with_deletion_vectors_is_format_3_and_counts_live_rows(tmp_pa
     info = index_info(url)
     assert (info["rows"], info["deleted"], info["parts"][0]["rows"]) == (3, 2, 3)
     compact_index(url, neardup="t")
-    after = json.loads((Path(url) / "_index" / "00000003.json").read_text())
-    assert after["format_version"] == 3 and "deleted" not in after["parts"][0]
+    after = json.loads(version_file(Path(url), 3).read_text())
+    assert after["format_version"] == 4 and "deleted" not in after["parts"][0]
     assert after["rows"] == 3 and after["parts"][0]["rows"] == 3
 
 
@@ -209,7 +209,7 @@ def test_a_version_with_deletion_vectors_is_format_3_and_counts_live_rows(tmp_pa
 def test_a_malformed_deletion_entry_is_damage(tmp_path, change, problem) -> None:
     url, body = _one_delete(tmp_path)
     change(body)
-    (Path(url) / "_index" / "00000002.json").write_text(json.dumps(body))
+    version_file(Path(url), 2).write_text(json.dumps(body))
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
     assert problem in str(caught.value)
@@ -275,12 +275,14 @@ def test_a_lost_delete_race_commits_nothing_and_removes_its_vectors(tmp_path) ->
 def test_a_neardup_reading_formats_1_and_2_refuses_an_index_with_deletion_vectors(
     tmp_path, monkeypatch
 ) -> None:
-    from neardup.core import _index_log
+    from neardup.core import _index_log, _index_manifest
 
     url, _ = _one_delete(tmp_path)
-    monkeypatch.setattr(_index_log, "FORMAT_VERSIONS", (1, 2))  # the neardup before this one
+    # The neardups before format_version 3: only 1 and 2 read, only the flat log listed.
+    monkeypatch.setattr(_index_manifest, "FORMAT_VERSIONS", (1, 2))
+    monkeypatch.setattr(_index_log, "_groups", lambda fs, root: [])
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
     assert str(caught.value).endswith(
-        "_index/00000002.json has format_version 3; this neardup reads 1 and 2"
+        "_index/00000001.json has format_version 4; this neardup reads 1 and 2"
     )

@@ -3,6 +3,7 @@ file names, the exclusive create, a version file's body, the reader's checks and
 messages, the row groups read together and those an id range skips."""
 
 import json
+import shutil
 from pathlib import Path
 
 import fsspec
@@ -13,9 +14,9 @@ import pytest
 
 from neardup.core import _index, _index_idrows
 from neardup.core._index import _spans
+from neardup.core._index_commit import _create_exclusive
 from neardup.core._index_idrows import find_ids
 from neardup.core._index_idrows import groups_in_range as _groups_in_range
-from neardup.core._index_log import _create_exclusive
 from neardup.core._index_log import versions as _versions
 from neardup.core.engine import (
     DocIndex,
@@ -204,11 +205,11 @@ def test_commit_writes_the_version_body_byte_for_byte(tmp_path: Path) -> None:
     name = "p00000002-0123456789ab"
     extra = IndexPart(name, 5, (IndexFile(f"parts/{name}/x.parquet", 5, 99),), {"k": "é"})
     assert commit_index(first, other, [extra], drop=["nothing"]) == 2
-    raw = (Path(url) / "_index" / "00000002.json").read_bytes()
+    raw = (Path(url) / "_index" / "log" / "00000" / "00000002.json").read_bytes()
     body = {
-        "format": "neardup-index", "format_version": 3, "version": 2,
+        "format": "neardup-index", "format_version": 4, "version": 2,
         "params": index_params(PARAMS),  # the index's, not the committing run's
-        "parts": [part.as_json(), extra.as_json()], "rows": 7,
+        "parts": [part.as_json(), extra.as_json()], "rows": 7, "sealed": 1,
     }  # fmt: skip
     assert raw == (json.dumps(body, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode()
     assert part.name.startswith("p00000001-") and len(part.name) == len("p00000001-") + 12
@@ -401,8 +402,7 @@ def test_a_missing_file_of_an_index_whose_log_is_gone_is_damage(tmp_path: Path) 
     url = str(tmp_path / "idx")
     reader = _add(url, ["a"])
     (Path(url) / reader.parts[0].files[0].path).unlink()
-    for name in (Path(url) / "_index").iterdir():
-        name.unlink()
+    shutil.rmtree(Path(url) / "_index")
     with pytest.raises(IndexDamagedError, match="is missing"):
         reader.verify()
 

@@ -28,6 +28,7 @@ from neardup.core.engine import (
     text_digests,
     write_part,
 )
+from tests.indexes import version_file, version_files
 
 PARAMS = MinhashParams(num_perm=32, bands=8, threshold=0.5, k=2)
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
@@ -100,9 +101,7 @@ def test_compacting_a_compacted_index_changes_nothing(tmp_path):
     assert first.merged and first.parts_after == 1
     again = compact_index(url, neardup="t")
     assert (again.merged, again.added, again.version) == ((), (), first.version)
-    assert sorted(p.name for p in (Path(url) / "_index").iterdir()) == [
-        f"{v:08d}.json" for v in range(1, 5)
-    ]
+    assert [p.name for p in version_files(Path(url))] == [f"{v:08d}.json" for v in range(1, 5)]
 
 
 def test_a_run_committing_during_compaction_makes_it_fail_and_nothing_is_lost(tmp_path):
@@ -152,7 +151,7 @@ def test_info_describes_the_latest_version_capped_and_counted(tmp_path):
     info = index_info(url, limit=2)
     assert (info["version"], info["rows"], info["parts_total"], info["files"]) == (3, 9, 3, 3)
     assert [p["rows"] for p in info["parts"]] == [2, 3]
-    manifest = json.loads((Path(url) / "_index" / "00000003.json").read_text())
+    manifest = json.loads(version_file(Path(url), 3).read_text())
     assert info["bytes"] == sum(
         f["bytes"] for p in manifest["parts"] for f in [*p["files"], p["keys"], p["ids"]]
     )
@@ -340,7 +339,7 @@ def test_info_lists_versions_and_caps_every_list_at_the_limit(tmp_path):
     url = str(tmp_path / "idx")
     _build(url, [2, 3, 4])
     info = index_info(url, limit=2)
-    assert (info["index"], info["format"], info["format_version"]) == (url, "neardup-index", 3)
+    assert (info["index"], info["format"], info["format_version"]) == (url, "neardup-index", 4)
     assert (info["versions_total"], info["versions"]) == (3, [2, 3])
     nothing = index_info(url, limit=0)
     assert (nothing["versions"], nothing["parts"], nothing["leftovers"]) == ([], [], [])
@@ -395,10 +394,10 @@ def test_a_part_of_values_of_the_wrong_width_is_damage_and_nothing_changes(tmp_p
     bad = pa.array([b"\1" * width] * table.num_rows, type=pa.binary())
     table = table.set_column(table.column_names.index(column), column, bad)
     pq.write_table(table, target)
-    version_file = Path(url) / "_index" / f"{index.version:08d}.json"
-    manifest = json.loads(version_file.read_text())
+    newest = version_file(Path(url), index.version)
+    manifest = json.loads(newest.read_text())
     manifest["parts"][1]["files"][0]["bytes"] = target.stat().st_size
-    version_file.write_text(json.dumps(manifest))
+    newest.write_text(json.dumps(manifest))
     listing = sorted(str(p) for p in Path(url).rglob("*"))
     with pytest.raises(IndexDamagedError) as caught:
         compact_index(url, neardup="t")

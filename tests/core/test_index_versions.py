@@ -54,16 +54,28 @@ def _damage(url: str, name: str) -> str:
     return f"{url}: the index is damaged: {name} "
 
 
+def _path(version: int) -> str:
+    """Where version ``version`` of an index this neardup made is: the seal (1) in the flat
+    log, the others in the grouped log."""
+    return f"_index/{version:08d}.json" if version == 1 else f"_index/log/00000/{version:08d}.json"
+
+
+def _lose(idx: Path, version: int) -> None:
+    """Version ``version`` lost: its file (and the seal's copy in the grouped log)."""
+    for name in (f"_index/{version:08d}.json", f"_index/log/00000/{version:08d}.json"):
+        (idx / name).unlink(missing_ok=True)
+
+
 # -- a lost version (finding 12) ------------------------------------------------------------
 
 
 def test_a_lost_newest_version_is_damage_never_a_rollback_nor_a_leftover(tmp_path: Path) -> None:
     url = str(tmp_path / "idx")
     index = _build(url, 3)
-    (tmp_path / "idx" / "_index" / "00000003.json").unlink()
+    _lose(tmp_path / "idx", 3)
     before = _tree(tmp_path / "idx")
     expected = (
-        _damage(url, "_index/00000003.json") + f"is missing but parts/{index.parts[2].name} was "
+        _damage(url, _path(3)) + f"is missing but parts/{index.parts[2].name} was "
         "committed as it; restore it: an index is never read as an older version, nor started "
         "again over committed parts"
     )
@@ -87,36 +99,36 @@ def test_any_one_version_lost_of_appends_and_a_compaction_is_damage_naming_it(
     url = str(tmp_path / "idx")
     _build(url, 3)
     assert compact_index(url, neardup="t").version == 4
-    (tmp_path / "idx" / "_index" / f"{lost:08d}.json").unlink()
+    _lose(tmp_path / "idx", lost)
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url, missing_ok=True)
-    assert caught.value.path == f"_index/{lost:08d}.json"
+    assert caught.value.path == _path(lost)
     assert caught.value.problem.startswith("is missing")
 
 
 def test_every_version_lost_over_committed_parts_is_damage_not_a_new_index(tmp_path: Path) -> None:
     url = str(tmp_path / "idx")
     index = _build(url, 1)
-    (tmp_path / "idx" / "_index" / "00000001.json").unlink()
+    _lose(tmp_path / "idx", 1)
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url, missing_ok=True)
     assert str(caught.value).startswith(
-        _damage(url, "_index/00000001.json") + f"is missing but parts/{index.parts[0].name} "
+        _damage(url, _path(1)) + f"is missing but parts/{index.parts[0].name} "
     )
 
 
 def test_a_lost_version_between_the_first_and_the_newest_is_damage(tmp_path: Path) -> None:
     url = str(tmp_path / "idx")
     _build(url, 3)
-    (tmp_path / "idx" / "_index" / "00000002.json").unlink()
+    _lose(tmp_path / "idx", 2)
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
-    assert str(caught.value) == _damage(url, "_index/00000002.json") + (
+    assert str(caught.value) == _damage(url, _path(2)) + (
         "is missing (versions 1 to 3 must all be there); restore it: an index is never read "
         "without one of its versions"
     )
-    (tmp_path / "idx" / "_index" / "00000002.json").write_text("{}")
-    (tmp_path / "idx" / "_index" / "00000001.json").unlink()
+    (tmp_path / "idx" / _path(2)).write_text("{}")
+    _lose(tmp_path / "idx", 1)
     with pytest.raises(IndexDamagedError, match=r"_index/00000001\.json is missing"):
         DocIndex.open(url)
 
@@ -127,7 +139,7 @@ def test_a_part_written_against_a_lost_version_proves_it_committed(tmp_path: Pat
     url = str(tmp_path / "idx")
     index = _build(url, 3)
     (tmp_path / "idx" / "parts" / index.parts[2].name / "_committed").unlink()
-    (tmp_path / "idx" / "_index" / "00000003.json").unlink()
+    _lose(tmp_path / "idx", 3)
     assert DocIndex.open(url).version == 2  # no proof of version 3 left: read as it is
     killed = tmp_path / "idx" / "parts" / "p00000004-0123456789ab"
     killed.mkdir()
@@ -135,7 +147,7 @@ def test_a_part_written_against_a_lost_version_proves_it_committed(tmp_path: Pat
     with pytest.raises(IndexDamagedError) as caught:
         DocIndex.open(url)
     assert str(caught.value).startswith(
-        _damage(url, "_index/00000003.json") + f"is missing but parts/{killed.name} was "
+        _damage(url, _path(3)) + f"is missing but parts/{killed.name} was "
         "written by a run that read it; "
     )
 
@@ -163,14 +175,14 @@ def test_a_version_committed_while_open_lists_is_read_not_damage(tmp_path, monke
     the newer version is read."""
     url = str(tmp_path / "idx")
     _build(url, 2)
-    real = _index_log.versions
+    real = _index_log._newest
     calls = []
 
-    def listed_before_the_commit(fs, root):
+    def listed_before_the_commit(url, fs, root):
         calls.append(1)
-        return [1] if len(calls) == 1 else real(fs, root)
+        return (1, [1]) if len(calls) == 1 else real(url, fs, root)
 
-    monkeypatch.setattr(_index_log, "versions", listed_before_the_commit)
+    monkeypatch.setattr(_index_log, "_newest", listed_before_the_commit)
     assert DocIndex.open(url).version == 2
     assert len(calls) > 1
 
@@ -267,6 +279,10 @@ def _file_twice(body: dict) -> None:
         (lambda b: b["parts"][0].__setitem__("keys", []), "part {name} has keys without a path"),
         (_set("format_version", 1),
          "part {name} lists a key table, which format_version 1 has not"),
+        (_set("sealed", 2), "sealed is 2, not a version from 1 to 1"),
+        (_set("sealed", True), "sealed is True, not a version from 1 to 1"),
+        (_drop("sealed"), "sealed is None, not a version from 1 to 1"),
+        (_set("format_version", 3), "sealed is listed, which format_version 3 has not"),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )  # fmt: skip
@@ -301,7 +317,8 @@ def test_a_commit_never_writes_a_malformed_manifest(tmp_path: Path) -> None:
     index.manifest["params"] = {**index_params(PARAMS), "k": "5"}
     with pytest.raises(ValueError, match=r"00000002\.json would be malformed: it is malformed"):
         commit_index(index, PARAMS)
-    assert [p.name for p in (tmp_path / "idx" / "_index").iterdir()] == ["00000001.json"]
+    found = sorted(str(p.relative_to(tmp_path / "idx")) for p in (tmp_path / "idx").rglob("*.json"))
+    assert found == ["_index/00000001.json", "_index/log/00000/00000001.json"]
 
 
 def test_compacting_a_part_of_corrupt_data_pages_is_damage_and_changes_nothing(tmp_path) -> None:
@@ -437,8 +454,8 @@ def test_a_version_lost_behind_a_listing_cache_is_still_damage(cached) -> None:
     mine, theirs = cached
     _build(mine, 2)
     assert DocIndex.open(mine).version == 2
-    fsspec.filesystem("memory").rm(f"{theirs}/_index/00000002.json")
-    with pytest.raises(IndexDamagedError, match=r"_index/00000002\.json is missing but"):
+    fsspec.filesystem("memory").rm(f"{theirs}/{_path(2)}")
+    with pytest.raises(IndexDamagedError, match=r"_index/log/00000/00000002\.json is missing but"):
         DocIndex.open(mine)
 
 

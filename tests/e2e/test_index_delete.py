@@ -61,7 +61,7 @@ def test_kill_9_before_the_commit_leaves_the_index_as_it_was(built, tmp_path) ->
     assert f"deleted {len(ids)} documents" in line and "2 ids not in the index" in line
     assert (ids_path.read_bytes(), ids_path.stat().st_mtime_ns) == given  # never changed
     version, manifest = latest_manifest(idx)
-    assert version == before["version"] + 1 and manifest["format_version"] == 3
+    assert version == before["version"] + 1 and manifest["format_version"] == 4
     left = index_table(idx)
     assert sorted(left.column("id").to_pylist()) == sorted(
         set(rows.column("id").to_pylist()) - set(ids)

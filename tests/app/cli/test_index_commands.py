@@ -21,7 +21,7 @@ from neardup.core.engine import (
     write_docs,
     write_part,
 )
-from tests.indexes import ROOT, index_table, latest_manifest, neardup
+from tests.indexes import ROOT, flat_layout, index_table, latest_manifest, neardup, version_file
 
 #: Four texts of 60 words, no two alike (word numbers drawn from a seeded generator).
 BASE = [
@@ -71,6 +71,7 @@ def test_info_names_parts_of_the_first_layout_and_compact_rewrites_them(idx, tmp
     ``index compact`` rewrites it with one, and queries answer the same before and after."""
     old = tmp_path / "old"
     shutil.copytree(idx, old)
+    flat_layout(old)  # as an older neardup left it
     version, manifest = latest_manifest(old)
     path = old / "_index" / f"{version:08d}.json"
     for part in manifest["parts"]:
@@ -85,8 +86,10 @@ def test_info_names_parts_of_the_first_layout_and_compact_rewrites_them(idx, tmp
     assert before.returncode == 0 and '"match_count": 1' in before.stdout, before.stderr
     done = neardup("index", "compact", old, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    _, after = latest_manifest(old)
-    assert after["format_version"] == 3 and all("keys" in p and "ids" in p for p in after["parts"])
+    latest, after = latest_manifest(old)
+    assert after["format_version"] == 4 and all("keys" in p and "ids" in p for p in after["parts"])
+    assert after["sealed"] == latest  # the log migrated: the seal, and its copy opening the log
+    assert (old / "_index" / "log" / "00000" / f"{latest:08d}.json").exists()
     lines = neardup("index", "info", old, cwd=tmp_path).stdout.splitlines()
     assert not any("first layout" in line for line in lines)
     again = neardup("index", "query", old, "q.jsonl", cwd=tmp_path)
@@ -261,17 +264,17 @@ def test_every_index_flag_has_help_and_shows_its_default():
 
 
 def _lose_newest(idx: Path) -> str:
-    (idx / "_index" / "00000003.json").unlink()
-    return "_index/00000003.json is missing but parts/p00000003-"
+    version_file(idx, 3).unlink()
+    return "_index/log/00000/00000003.json is missing but parts/p00000003-"
 
 
 def _edit_newest(change) -> Any:
     def damage(idx: Path) -> str:
-        path = idx / "_index" / "00000003.json"
+        path = version_file(idx, 3)
         body = json.loads(path.read_text())
         problem = change(body)
         path.write_text(json.dumps(body))
-        return f"_index/00000003.json is malformed ({problem}"
+        return f"_index/log/00000/00000003.json is malformed ({problem}"
 
     return damage
 
@@ -335,6 +338,7 @@ def test_info_names_parts_without_an_id_table(idx, tmp_path):
     found, by the data files' statistics, and ``index compact`` gives it an id table."""
     old = tmp_path / "old"
     shutil.copytree(idx, old)
+    flat_layout(old)  # as an older neardup left it
     version, manifest = latest_manifest(old)
     path = old / "_index" / f"{version:08d}.json"
     for part in manifest["parts"]:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from neardup.app.cli import main
 from neardup.core.engine import DocIndex, MinhashParams, batch_signatures, text_digests
 from tests.index_oracle import New, Outcome, oracle
-from tests.indexes import index_table
+from tests.indexes import index_table, version_files
 
 ROOT = Path(__file__).resolve().parents[3]
 PARAMS = MinhashParams(num_perm=32, bands=8, threshold=0.5, k=2)
@@ -235,7 +235,7 @@ def _nothing_written(tmp: Path, name: str, versions: list[str]) -> None:
     assert not (tmp / f"{name}.out.jsonl").exists()
     assert not (tmp / f"{name}.removed.jsonl").exists()
     assert not (tmp / f"{name}.out.jsonl.manifest.json").exists()
-    assert sorted(os.listdir(tmp / "idx/_index")) == versions
+    assert [p.name for p in version_files(tmp / "idx")] == versions
 
 
 @pytest.mark.parametrize(
@@ -414,7 +414,7 @@ def test_index_outputs_apart_from_the_index(tmp_path, capsys):
     assert main(["dedup", str(tmp_path / "idx"), "--output", str(tmp_path / "o.jsonl"), "--index",
                  str(tmp_path / "idx"), *FLAGS]) == 2  # fmt: skip
     assert "overlap" in capsys.readouterr().err
-    assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json"]
+    assert [p.name for p in version_files(tmp_path / "idx")] == ["00000001.json"]
 
 
 def test_index_cli_subprocess_dump_after_dump(tmp_path):
@@ -451,7 +451,7 @@ def test_index_dry_run_adds_nothing(tmp_path, capsys):
     assert _run(tmp_path, "b", [New("n1", "all new words"), New("n2", LONG)], "--dry-run") == 0
     report = json.loads(capsys.readouterr().out)
     assert report["counts"]["exact_dropped"] == 1 and report["counts"]["written"] == 1
-    assert sorted(os.listdir(tmp_path / "idx/_index")) == ["00000001.json"]
+    assert [p.name for p in version_files(tmp_path / "idx")] == ["00000001.json"]
     assert len(os.listdir(tmp_path / "idx/parts")) == 1
 
 
