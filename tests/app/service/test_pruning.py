@@ -80,7 +80,8 @@ async def _replaces(tmp_path, url, updates: int) -> dict:
         assert _state(pruner) == _state(writer)
         if pruner._compacting is not None:
             await pruner._compacting
-        return {"rows": _rows(url), "pruner": pruner.stats(), "writer": writer.stats()}
+        pruned = {**pruner.stats(), "reloads": pruner.reloads}
+        return {"rows": _rows(url), "pruner": pruned, "writer": writer.stats()}
     finally:
         await pruner.close()
         await writer.close()
@@ -98,7 +99,9 @@ def test_many_replaces_leave_rows_and_index_bounded_by_the_live_documents(
     for replica in ("writer", "pruner"):
         assert many[replica]["documents"] == len(LIVE)
         assert many[replica]["index_bytes"] <= 1.1 * few[replica]["index_bytes"]
-    assert many["pruner"]["index_compactions"] >= 1
+    # Removed slots dropped: by a compaction, or by a reload (on a loaded machine the pruner,
+    # retention 0.05 s, falls behind its own pruned log and rebuilds from the live documents).
+    assert many["pruner"]["index_compactions"] + many["pruner"]["reloads"] >= 1
 
 
 def test_a_follower_behind_the_kept_log_reloads_and_agrees(tmp_path, pg_url, caplog):
