@@ -49,6 +49,7 @@ from neardup.core.engine import (
     compaction_run,
     deleted_since,
     index_part_version,
+    read_json,
     remove_leftovers,
     rewrite_group,
 )
@@ -106,7 +107,7 @@ async def write_in_child(job: dict[str, Any]) -> dict[str, Any] | None:
     if child.returncode != 0:
         lines = err.decode("utf-8", "replace").strip().splitlines() or ["no message"]
         raise CompactionFailed(f"exit {child.returncode}: {lines[-1]}")
-    part: dict[str, Any] | None = json.loads(out)["part"]
+    part: dict[str, Any] | None = read_json(out.decode("utf-8"))["part"]
     return part
 
 
@@ -304,5 +305,5 @@ def _remove_part(index: DocIndex, part: IndexPart | None) -> None:
 
 def main() -> None:
     """The child: a job (JSON) on standard input, ``{"part": ...}`` on standard output."""
-    job = json.loads(sys.stdin.buffer.read())
+    job = read_json(sys.stdin.buffer.read().decode("utf-8"))
     sys.stdout.write(json.dumps({"part": write_compacted(job)}))
