@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -59,12 +60,14 @@ if TYPE_CHECKING:
     from neardup.app.service.operations import Service
 
 __all__ = [
-    "RETRY_SECONDS", "CompactionFailed", "Compactor", "deleted_between", "linked_parts",
+    "CHILD", "RETRY_SECONDS", "CompactionFailed", "Compactor", "deleted_between", "linked_parts",
     "write_compacted", "write_in_child",
 ]  # fmt: skip
 
 log = logging.getLogger("neardup")
 
+#: The compaction's child process: ``python -c CHILD PARENT_PID`` (``main``).
+CHILD = "from neardup.app.service.compaction import main; main()"
 #: Seconds after a failed compaction before the next is tried.
 RETRY_SECONDS = 30.0
 #: Compacted parts followed back through their sources (a part compacted again and again).
@@ -93,7 +96,7 @@ async def write_in_child(job: dict[str, Any]) -> dict[str, Any] | None:
     """``write_compacted`` in a child process (its memory returned when it ends); cancelled,
     the child is killed (what it wrote is a leftover)."""
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from neardup.app.service.compaction import main; main()",
+        sys.executable, "-c", CHILD, str(os.getpid()),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
@@ -303,7 +306,31 @@ def _remove_part(index: DocIndex, part: IndexPart | None) -> None:
         index.fs.rm(index.path(f"parts/{part.name}"), recursive=True)
 
 
+#: Linux's prctl option: the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have this child killed when its parent (the server, pid ``parent``) dies, even by a
+    SIGKILL to the server alone: a part nobody would commit is not written on (what it wrote
+    is a leftover). Linux only (prctl); elsewhere the parent's end of the job's pipe closing
+    ends a child still reading it, and one already writing ends with its work."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+
+
 def main() -> None:
-    """The child: a job (JSON) on standard input, ``{"part": ...}`` on standard output."""
+    """The child (``CHILD``, the parent's pid its argument): a job (JSON) on standard input,
+    ``{"part": ...}`` on standard output."""
+    _die_with_parent(int(sys.argv[1]))
     job = read_json(sys.stdin.buffer.read().decode("utf-8"))
     sys.stdout.write(json.dumps({"part": write_compacted(job)}))

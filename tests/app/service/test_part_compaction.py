@@ -10,7 +10,12 @@ serve the new version."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -398,3 +403,66 @@ def test_replicas_compact_one_at_a_time_and_all_serve_the_result(tmp_path, threa
     assert out[2][0] == out[2][1]
     assert out[3] == [(3, 1), (3, 1)]
     assert _rows(url) == {"p": 1, "q": 1, "r": 1, "y": 1}
+
+
+#: The server, reduced to what starts a compaction's child: its job's pipe is the test's
+#: (``argv[1]``), which the test keeps open, so the child waits for its job after the server
+#: is gone unless it dies with it.
+_SERVER = (
+    "import os, subprocess, sys, time\n"
+    "from neardup.app.service.compaction import CHILD\n"
+    "subprocess.Popen([sys.executable, '-c', CHILD, str(os.getpid())], stdin=int(sys.argv[1]))\n"
+    "time.sleep(600)\n"
+)
+
+
+def _children(pid: int) -> list[int]:
+    """The compaction children of process ``pid`` (from /proc)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"compaction import main" in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")  # (a zombie: dead, not reaped by whoever adopted it)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_a_compaction_child_dies_with_a_server_killed_alone(tmp_path) -> None:
+    """SIGKILL to the server alone (not its process group) while its compaction's child
+    runs: the child ends too (prctl's parent-death signal, or its own check if the server
+    died before it asked for it), not left writing a part that nobody commits. Its job's
+    pipe stays open here, so without either it would wait for ever."""
+    read, write = os.pipe()
+    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(read)], pass_fds=(read,))
+    os.close(read)
+    child = None
+    try:
+        deadline = time.monotonic() + 120  # (a loaded machine: generous)
+        while not (found := _children(server.pid)):
+            assert time.monotonic() < deadline and server.poll() is None, "no child started"
+            time.sleep(0.05)
+        [child] = found
+        server.kill()
+        server.wait(60)
+        deadline = time.monotonic() + 120
+        while not _gone(child):
+            assert time.monotonic() < deadline, "the compaction's child outlived its server"
+            time.sleep(0.05)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        if child is not None and not _gone(child):
+            os.kill(child, signal.SIGKILL)
+        os.close(write)
