@@ -2,7 +2,7 @@
 persistent index (docs/index.md) without a server.
 
 - ``info``: the latest version, its parameters, parts (rows, bytes, the run that made each),
-  totals and the leftovers of killed runs; ``--json`` for machines.
+  totals and the leftovers (of killed runs, and parts compacted away); ``--json`` for machines.
 - ``compact``: runs of small parts rewritten as few, committed as the next version; the old
   parts' files and leftovers older than an hour removed after the commit.
 - ``delete``: the ids of a file (one a line, or JSON Lines with ``id``) taken out of the index
@@ -117,11 +117,12 @@ def info_text(info: dict[str, Any]) -> str:
         lines.append(f"  ... and {info['parts_total'] - len(info['parts']):,} more (--limit)")
     count = info["leftovers_total"]
     if not count:
-        lines.append("leftovers of killed runs: none")
+        lines.append("leftovers (killed runs, parts compacted away): none")
         return "\n".join(lines)
     lines.append(
-        f"leftovers of killed runs (no version lists them; `neardup index compact` removes those "
-        f"over an hour old): {count:,}, {_size(info['leftovers_bytes'])}"
+        "leftovers of killed runs and parts compacted away (no version lists them; `neardup "
+        f"index compact` removes those over an hour old): {count:,}, "
+        f"{_size(info['leftovers_bytes'])}"
     )
     for x in info["leftovers"]:
         lines.append(f"  {x['path']}  {_size(x['bytes'])}  {_age(x['age_seconds'])}")

@@ -63,7 +63,7 @@ def test_info_prints_the_version_parameters_parts_and_leftovers(idx, tmp_path):
     for part, line in zip(manifest["parts"], lines[3:6], strict=True):
         assert line.split()[:3] == [part["name"], str(part["rows"]), "rows"]
         assert line.endswith(f": dump{manifest['parts'].index(part)}.jsonl")
-    assert lines[-1] == "leftovers of killed runs: none"
+    assert lines[-1] == "leftovers (killed runs, parts compacted away): none"
 
 
 def test_info_names_parts_of_the_first_layout_and_compact_rewrites_them(idx, tmp_path):
