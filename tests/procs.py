@@ -33,6 +33,11 @@ def pool_workers(pid: int) -> list[int]:
     return _children(pid, b"spawn_main")
 
 
+def compaction_children(pid: int) -> list[int]:
+    """The pids of ``pid``'s children writing a compaction's part (app/service/compaction.py)."""
+    return _children(pid, b"compaction import main")
+
+
 def resource_trackers(pid: int) -> list[int]:
     """The pids of ``pid``'s multiprocessing resource tracker processes."""
     return _children(pid, b"resource_tracker")

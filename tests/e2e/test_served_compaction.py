@@ -15,6 +15,7 @@ import httpx
 from neardup.core.engine import DocIndex
 from tests.e2e.conftest import start_server, stop_server
 from tests.indexes import neardup
+from tests.procs import compaction_children
 
 #: Seconds a compaction's child process is watched for (a loaded machine: generous).
 WATCH_SECONDS = 240.0
@@ -34,21 +35,6 @@ def _register(url: str, names: list[str]) -> None:
     assert answer.status_code == 200, answer.text
 
 
-def _compacting(server_pid: int) -> bool:
-    """Whether a compaction's child process of the server runs now."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes()
-            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == server_pid and b"compaction import main" in cmdline:
-            return True
-    return False
-
-
 def _register_until_compacting(server, names: list[str], first: int) -> int:
     """Register pairs of documents (each pair a flush) until a compaction's child runs; the
     next document number."""
@@ -60,7 +46,7 @@ def _register_until_compacting(server, names: list[str], first: int) -> int:
         names += batch
         n += 2
         for _ in range(20):
-            if _compacting(server.pid):
+            if compaction_children(server.pid):
                 return n
             time.sleep(0.01)
     raise AssertionError(f"no compaction seen: {_stats(server.url)}")

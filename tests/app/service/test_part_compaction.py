@@ -43,6 +43,7 @@ from tests.app.service.test_flush import (
     compact_in_threads,
 )
 from tests.app.service.test_served import threads, write_index
+from tests.procs import compaction_children
 
 __all__ = ["compact_in_threads", "threads"]  # the fixtures, imported for the tests below
 
@@ -416,20 +417,6 @@ _SERVER = (
 )
 
 
-def _children(pid: int) -> list[int]:
-    """The compaction children of process ``pid`` (from /proc)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            stat = (proc / "stat").read_text()
-            cmdline = (proc / "cmdline").read_bytes()
-        except (OSError, ValueError):
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"compaction import main" in cmdline:
-            found.append(int(proc.name))
-    return found
-
-
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -450,7 +437,7 @@ def test_a_compaction_child_dies_with_a_server_killed_alone(tmp_path) -> None:
     child = None
     try:
         deadline = time.monotonic() + 120  # (a loaded machine: generous)
-        while not (found := _children(server.pid)):
+        while not (found := compaction_children(server.pid)):
             assert time.monotonic() < deadline and server.poll() is None, "no child started"
             time.sleep(0.05)
         [child] = found
