@@ -737,6 +737,36 @@ def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
     assert _rows(url) == {"p": 1, "y": 1}
 
 
+def _dies_before_recording(real: Any) -> Any:
+    """``PostgresStore.set_flush_state`` (``real``) failing to record a commit, as a replica
+    killed between its commit and recording it would."""
+
+    def dies(self, values, clear_deletes=0):
+        if "committed" in values:
+            raise OSError("killed")
+        return real(self, values, clear_deletes)
+
+    return dies
+
+
+def _first_waits(real: Any, started: threading.Event, go: threading.Event, *, after: bool) -> Any:
+    """``real`` whose first call waits for ``go`` (``started`` set then): before calling
+    ``real``, or ``after`` it returned. Later calls (another replica's) go straight on."""
+
+    def paused(*args):
+        first = not started.is_set()
+        if first and not after:
+            started.set()
+            assert go.wait(60)
+        result = real(*args)
+        if first and after:
+            started.set()
+            assert go.wait(60)
+        return result
+
+    return paused
+
+
 def test_a_replica_dying_between_its_commit_and_recording_it_is_adopted_by_the_next(
     tmp_path, threads, pg_url, monkeypatch
 ) -> None:
@@ -746,12 +776,7 @@ def test_a_replica_dying_between_its_commit_and_recording_it_is_adopted_by_the_n
 
     url = str(tmp_path / "idx")
     write_index(url, [("y", "eel fox gnu")])
-    real = PostgresStore.set_flush_state
-
-    def dies(self, values, clear_deletes=0):
-        if "committed" in values:
-            raise OSError("killed")
-        return real(self, values, clear_deletes)
+    dies = _dies_before_recording(PostgresStore.set_flush_state)
 
     async def run() -> list:
         a = await _replica(pg_url, url)
@@ -787,12 +812,7 @@ def test_a_replica_that_never_flushes_adopts_a_dead_flushers_commit_at_its_refre
 
     url = str(tmp_path / "idx")
     write_index(url, [("y", "eel fox gnu")])
-    real = PostgresStore.set_flush_state
-
-    def dies(self, values, clear_deletes=0):
-        if "committed" in values:
-            raise OSError("killed")
-        return real(self, values, clear_deletes)
+    dies = _dies_before_recording(PostgresStore.set_flush_state)
 
     async def run() -> list:
         a = await _replica(pg_url, url)
@@ -979,14 +999,8 @@ def test_a_flusher_whose_lock_connection_dies_mid_flush_writes_nothing_twice(
     the next flush writes nothing."""
     url = str(tmp_path / "idx")
     write_index(url, [("y", "eel fox gnu")])
-    real = flush_module.write_flush
     started, go = threading.Event(), threading.Event()
-
-    def paused(*args):
-        if not started.is_set():  # only the first flush (A's) waits
-            started.set()
-            assert go.wait(60)
-        return real(*args)
+    paused = _first_waits(flush_module.write_flush, started, go, after=False)  # A's flush
 
     async def run() -> list:
         a = await _replica(pg_url, url)
@@ -1040,14 +1054,8 @@ def test_a_replica_started_between_a_commit_and_its_record_counts_each_document_
     not again as an indexed one), before and after A records the commit."""
     url = str(tmp_path / "idx")
     write_index(url, [("y", "eel fox gnu")])
-    real = flush_module.commit_flush
     paused, go = threading.Event(), threading.Event()
-
-    def slow(*args):
-        version = real(*args)
-        paused.set()
-        assert go.wait(60)
-        return version
+    slow = _first_waits(flush_module.commit_flush, paused, go, after=True)  # A's commit
 
     async def run() -> list:
         a = await _replica(pg_url, url)
