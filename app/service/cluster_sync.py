@@ -31,6 +31,17 @@ def sync_write(store: Store, index: ServiceIndex, ids: Iterable[str]) -> Cluster
     seen: set[str] = set()
     todo = set(ids)
     stored: dict[str, set[str]] = {}
+    memory: dict[str, ClusterRow | None] = {}  # by root: each cluster's members listed once
+
+    def in_memory(doc_id: str) -> ClusterRow | None:
+        if doc_id not in index:
+            return None
+        root = index.root_of(doc_id)
+        if root not in memory:
+            memory[root] = index.cluster_of(doc_id)
+            return memory[root]
+        return None  # (its members are taken already)
+
     while todo:
         seen |= todo
         more: set[str] = set()
@@ -39,15 +50,11 @@ def sync_write(store: Store, index: ServiceIndex, ids: Iterable[str]) -> Cluster
                 stored[root] = set(store.cluster_members(root, None, size))
                 more |= stored[root]
         for doc_id in todo:
-            row = index.cluster_of(doc_id)
+            row = in_memory(doc_id)
             if row is not None:
                 more.update(i for i, _ in row.members)
         todo = more - seen
-    rows: dict[str, ClusterRow] = {}
-    for doc_id in seen:
-        row = index.cluster_of(doc_id)
-        if row is not None:
-            rows[row.root] = row
+    rows = {root: row for root, row in memory.items() if row is not None}
     held = {root: {i for i, _ in row.members} for root, row in rows.items()}
     if held == stored:
         return None
