@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import fsspec
+import pytest
 
 from neardup.app.cli import main
 from neardup.core.engine import (
@@ -25,7 +28,7 @@ from neardup.core.engine import (
     write_docs,
     write_part,
 )
-from tests.indexes import index_table, latest_manifest, neardup
+from tests.indexes import env, index_table, latest_manifest, neardup
 from tests.s3 import S3Server
 
 FLAGS = ["--num-perm", "32", "--bands", "8", "--threshold", "0.5", "--k", "2", "--workers", "1",
@@ -211,3 +214,49 @@ def test_a_dedup_run_losing_its_commit_on_s3_is_exit_3_and_its_rerun_dedups_agai
         "n0",
         "w0",
     ]
+
+
+#: How an object store's client error ends (app/cli/main.py).
+HINT = """(the object store's credentials and endpoint: docs/index.md, "Object storage")"""
+
+
+def _without_aws(**extra: str) -> dict[str, str]:
+    """A ``neardup`` subprocess's environment with no AWS setting but ``extra`` (no credentials
+    file either, nor the instance metadata service, which a machine off EC2 waits for)."""
+    base = {k: v for k, v in env().items() if not k.startswith("AWS_")}
+    return {**base, "AWS_EC2_METADATA_DISABLED": "true", "AWS_MAX_ATTEMPTS": "1", **extra}
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"},
+         'Could not connect to the endpoint URL: "http://127.0.0.1:9/'),
+        ({}, "Unable to locate credentials"),
+    ],
+    ids=["unreachable-endpoint", "no-credentials"],
+)  # fmt: skip
+def test_an_object_store_the_client_cannot_use_is_one_line_and_exit_2(
+    tmp_path: Path, setting: dict[str, str], message: str
+) -> None:
+    """botocore's own errors (not OSError): a wrong endpoint (nothing listens on port 9: one
+    attempt, ``AWS_MAX_ATTEMPTS``), or no credentials at all; never a traceback."""
+    write_docs(tmp_path / "d.jsonl", [Doc("a", BASE[0])])
+    none = str(tmp_path / "none")
+    files = {"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none}
+    place = {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
+    idx = "s3://neardup-x/idx"
+    commands = {
+        "index info": ["index", "info", idx],
+        "dedup": ["dedup", "d.jsonl", "--output", "o.jsonl", "--index", idx],
+    }
+    for name, args in commands.items():
+        done = subprocess.run(
+            [sys.executable, "-m", "neardup", *args], cwd=tmp_path, capture_output=True,
+            text=True, timeout=300, env=_without_aws(**files, **place, **setting),
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.strip().splitlines()[-1:]
+        assert line.startswith(f"neardup {name}: error: ") and message in line, line
+        assert line.endswith(HINT) and "Traceback" not in done.stderr
+        assert not (tmp_path / "o.jsonl").exists()
