@@ -616,13 +616,16 @@ def _stats_of(service: Service) -> tuple:
     return tuple(stats[k] for k in (*COUNTS, "unflushed", "index_version"))
 
 
-def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_url) -> None:
-    """Two replicas on one PostgreSQL store and one index: one flush commits each batch (the
-    other finds the flush lock taken, or nothing left), every document is a row once, and
-    both count the flushed rows as their own; a delete of a flushed document on one replica
-    hides its row on the other until whichever flushes next commits it; a batch run then
-    reads exactly the live documents."""
-    url = str(tmp_path / "idx")
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_replicas_on_one_store_flush_each_document_once(
+    tmp_path, threads, pg_url, where, request
+) -> None:
+    """Two replicas on one PostgreSQL store and one index (a local directory, or on S3: moto's
+    server, tests/s3.py): one flush commits each batch (the other finds the flush lock taken,
+    or nothing left), every document is a row once, and both count the flushed rows as their
+    own; a delete of a flushed document on one replica hides its row on the other until
+    whichever flushes next commits it; a batch run then reads exactly the live documents."""
+    url = str(tmp_path / "idx") if where == "local" else f"{request.getfixturevalue('s3')}/idx"
     write_index(url, [("y", "eel fox gnu")])
 
     async def run() -> list:
