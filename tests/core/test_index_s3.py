@@ -141,7 +141,10 @@ def test_a_part_larger_than_a_block_is_uploaded_in_parts_and_read_by_ranges(
         part = write_part(index, params, ids, digests, sigs, run_info("local", "t", []))
         commit_index(index, params, [part])
     on_s3, here = DocIndex.open(url), DocIndex.open(local)
-    assert on_s3.parts[0].files[0].bytes > 5 * 2**20  # more than a block: a multipart upload
+    data = on_s3.parts[0].files[0]
+    assert data.bytes > 5 * 2**20  # more than a block: a multipart upload, as its ETag says
+    etag = s3_server.filesystem().info(on_s3.path(data.path))["ETag"].strip('"')
+    assert etag.endswith(f"-{-(-data.bytes // (5 * 2**20))}"), etag
     on_s3.verify()
     asked = np.ascontiguousarray(sigs[::997])
     got, want = on_s3.lookup(asked, digests[::997]), here.lookup(asked, digests[::997])
