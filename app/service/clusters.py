@@ -24,14 +24,18 @@ from typing import Any, Protocol
 __all__ = [
     "ClusterMerge",
     "ClusterRow",
+    "ClusterSlice",
     "ClusterWrite",
     "Sql",
     "apply_write",
     "cluster_members",
     "cluster_rows",
+    "cluster_sizes",
+    "cluster_slice",
     "clusters_page",
     "fill",
     "linked_members",
+    "listing",
 ]
 
 #: Ids bound in one ``IN (...)`` list (under SQLite's limit on parameters).
@@ -220,6 +224,7 @@ def fill(db: Sql, rows: Iterable[ClusterRow]) -> None:
     transaction."""
     db.run("DELETE FROM cluster_members")
     db.run("DELETE FROM clusters")
+    db.run("DELETE FROM cluster_sizes")  # counted again from the rows below, whatever it held
     members: list[tuple[str, int, bool]] = []
     clusters: list[tuple[Any, ...]] = []
     for label, row in enumerate(rows, start=1):
@@ -231,7 +236,18 @@ def fill(db: Sql, rows: Iterable[ClusterRow]) -> None:
     _put(db, members, clusters)
 
 
-# --- reading (what the next step serves clusters from) ----------------------------------------
+# --- reading: what the service answers clusters from ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterSlice:
+    """One cluster as an answer lists it: its root, its size, ``members`` in id order (those
+    asked for: after a cursor, at most a limit) and whether more follow them."""
+
+    root: str
+    size: int
+    members: list[str]
+    more: bool
 
 
 def cluster_rows(db: Sql, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
@@ -257,19 +273,131 @@ def cluster_members(db: Sql, root: str, after: str | None, limit: int, collate: 
     return [str(r[0]) for r in db.fetch(sql, (root, "" if after is None else after, limit))]
 
 
+def cluster_slice(
+    db: Sql, root: str, after: str | None, limit: int, collate: str
+) -> ClusterSlice | bool:
+    """The cluster rooted at ``root``: its members after ``after``, at most ``limit``; True if
+    ``root`` is a member of a cluster but not its root, False if it is in none."""
+    sql = (
+        "SELECT c.root, c.size, c.label FROM cluster_members m JOIN clusters c "
+        "ON c.label = m.label WHERE m.id = ?"
+    )
+    rows = db.fetch(sql, (root,))
+    if not rows:
+        return False
+    if str(rows[0][0]) != root:
+        return True
+    size, label = int(rows[0][1]), int(rows[0][2])
+    sql = (
+        f"SELECT id FROM cluster_members WHERE label = ? AND id{collate} > ? "
+        f"ORDER BY id{collate} LIMIT ?"
+    )
+    ids = [str(r[0]) for r in db.fetch(sql, (label, "" if after is None else after, limit + 1))]
+    return ClusterSlice(root, size, ids[:limit], len(ids) > limit)
+
+
+def listing(
+    db: Sql,
+    min_size: int,
+    after: str | None,
+    limit: int,
+    most: int,
+    per_cluster: int,
+    collate: str,
+    alive: str,
+) -> tuple[list[ClusterSlice], str | None]:
+    """A page of the listing by root (``GET /v1/clusters``): the ``limit`` clusters of at
+    least ``min_size`` members holding a document of the service's own, rooted after
+    ``after``, and with ``min_size`` 1 the service's own documents in no cluster (singletons)
+    merged in; and the next cursor (None: the last page).
+
+    Each cluster lists its first ``per_cluster`` members at most, and all of them together
+    ``most`` at most (beyond, a cluster lists its root alone): the answer's budget cannot
+    hold more (each member takes 4 bytes or more). ``alive``: the condition (ending in
+    ``AND``) a row of ``documents`` meets when it is live."""
+    start = "" if after is None else after
+    sql = (
+        f"SELECT root, size, label FROM clusters WHERE own > 0 AND size >= ? AND root{collate} > ? "
+        f"ORDER BY root{collate} LIMIT ?"
+    )
+    found: list[tuple[str, int, int | None]] = [
+        (str(r), int(s), int(label))
+        for r, s, label in db.fetch(sql, (max(min_size, 2), start, limit + 1))
+    ]
+    if min_size <= 1:
+        sql = (
+            f"SELECT d.id FROM documents d WHERE {alive} d.id{collate} > ? AND NOT EXISTS "
+            f"(SELECT 1 FROM cluster_members m WHERE m.id = d.id) ORDER BY d.id{collate} LIMIT ?"
+        )
+        found += [(str(r[0]), 1, None) for r in db.fetch(sql, (start, limit + 1))]
+        found.sort()  # code points, the order of both (UTF-8 bytes, COLLATE "C")
+    page = found[:limit]
+    cursor = page[-1][0] if len(found) > limit and page else None
+    return _with_members(db, page, most, per_cluster, collate), cursor
+
+
+def _with_members(
+    db: Sql, page: list[tuple[str, int, int | None]], most: int, per_cluster: int, collate: str
+) -> list[ClusterSlice]:
+    """``page``'s clusters with their first members: those listed whole read in one query a
+    chunk, the others (cut by ``per_cluster`` or ``most``) one query each, at most
+    ``most / per_cluster + 1`` of them (a cluster listing its root alone reads nothing)."""
+    takes: list[int] = []
+    left = most
+    for _, size, _ in page:
+        takes.append(min(size, per_cluster, max(left, 1)))
+        left -= takes[-1]
+    whole = [label for (_, size, label), take in zip(page, takes, strict=True)
+             if label is not None and take == size]  # fmt: skip
+    held: dict[int, list[str]] = {}
+    for chunk in _chunks(whole):
+        sql = f"SELECT label, id FROM cluster_members WHERE label IN ({_in(len(chunk))})"
+        for label, i in db.fetch(sql, chunk):
+            held.setdefault(int(label), []).append(str(i))
+    out: list[ClusterSlice] = []
+    for (root, size, label), take in zip(page, takes, strict=True):
+        if label is None or take == 1:
+            members = [root]  # a singleton, or a cluster's first member: its root
+        elif take == size:
+            members = sorted(held.get(label, []))
+        else:
+            sql = f"SELECT id FROM cluster_members WHERE label = ? ORDER BY id{collate} LIMIT ?"
+            members = [str(r[0]) for r in db.fetch(sql, (label, take))]
+        out.append(ClusterSlice(root, size, members, len(members) < size))
+    return out
+
+
 def clusters_page(
-    db: Sql, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool, collate: str
+    db: Sql,
+    min_size: int,
+    after: tuple[int, str] | None,
+    limit: int,
+    owned: bool,
+    collate: str,
+    offset: int = 0,
 ) -> list[tuple[str, int]]:
     """(root, size) of clusters of at least ``min_size`` members, largest first then by root,
-    after the cursor ``after`` (a (size, root) of the previous page), at most ``limit``;
-    ``owned``: only those holding a document of the service's own (as listings show them)."""
+    after the cursor ``after`` (a (size, root) of the previous page) and ``offset`` rows, at
+    most ``limit``; ``owned``: only those holding a document of the service's own (as
+    listings show them)."""
     where = "size >= ?" + (" AND own > 0" if owned else "")
     params: list[Any] = [max(min_size, 2)]
     if after is not None:
         where += f" AND (size < ? OR (size = ? AND root{collate} > ?))"
         params += [after[0], after[0], after[1]]
-    sql = f"SELECT root, size FROM clusters WHERE {where} ORDER BY size DESC, root{collate} LIMIT ?"
-    return [(str(r), int(s)) for r, s in db.fetch(sql, [*params, limit])]
+    sql = (
+        f"SELECT root, size FROM clusters WHERE {where} ORDER BY size DESC, root{collate} "
+        "LIMIT ? OFFSET ?"
+    )
+    return [(str(r), int(s)) for r, s in db.fetch(sql, [*params, limit, offset])]
+
+
+def cluster_sizes(db: Sql) -> dict[int, int]:
+    """Size -> how many clusters of that size hold a document of the service's own (the
+    listed ones), from ``cluster_sizes``: one row a distinct size, kept by the stores'
+    triggers on ``clusters`` in every write's transaction."""
+    rows = db.fetch("SELECT size, clusters FROM cluster_sizes WHERE clusters > 0")
+    return {int(size): int(n) for size, n in rows}
 
 
 def linked_members(db: Sql) -> list[str]:

@@ -60,7 +60,7 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.clusters import ClusterRow, ClusterSlice, ClusterWrite
 from neardup.app.service.errors import (
     DamagedStore,
     LogPruned,
@@ -107,11 +107,11 @@ STATEMENT_TIMEOUT_MS = 30_000
 IDLE_IN_WRITE_MS = 60_000
 
 #: The version of the store's layout this neardup writes (``schema_versions``).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: The tables the store reads and writes (the role needs SELECT, INSERT, UPDATE, DELETE).
 TABLES = (
     "params", "documents", "protected_sets", "changes", "probe", "schema_versions", "budgets",
-    "index_flush", "index_deletes", "clusters", "cluster_members",
+    "index_flush", "index_deletes", "clusters", "cluster_members", "cluster_sizes",
 )  # fmt: skip
 #: The sequences the store draws from (the role needs USAGE).
 SEQUENCES = ("probe_id_seq", "index_deletes_seq_seq")
@@ -199,6 +199,41 @@ CREATE TABLE IF NOT EXISTS cluster_members (
     own BOOLEAN NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cluster_members_by_label ON cluster_members (label, id COLLATE "C");
+""",
+    # 6: clusters answered from the tables (app/service/clusters.py, "reading"): the listing
+    # by root, the live documents by id in code-point order (singletons, merged into that
+    # listing), and how many listed clusters (own > 0) there are of each size, kept by a
+    # trigger in the transaction of every write to ``clusters`` (stats, the size histogram).
+    6: """
+CREATE INDEX IF NOT EXISTS clusters_by_root ON clusters (root COLLATE "C");
+CREATE INDEX IF NOT EXISTS documents_alive_by_id ON documents (id COLLATE "C") WHERE NOT deleted;
+CREATE TABLE IF NOT EXISTS cluster_sizes (
+    size INTEGER PRIMARY KEY,
+    clusters BIGINT NOT NULL
+);
+DELETE FROM cluster_sizes;
+INSERT INTO cluster_sizes (size, clusters)
+    SELECT size, count(*) FROM clusters WHERE own > 0 GROUP BY size;
+CREATE OR REPLACE FUNCTION clusters_sized() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        IF OLD.own > 0 THEN
+            UPDATE cluster_sizes SET clusters = clusters - 1 WHERE size = OLD.size;
+            DELETE FROM cluster_sizes WHERE size = OLD.size AND clusters <= 0;
+        END IF;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        IF NEW.own > 0 THEN
+            INSERT INTO cluster_sizes AS s (size, clusters) VALUES (NEW.size, 1)
+            ON CONFLICT (size) DO UPDATE SET clusters = s.clusters + 1;
+        END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS clusters_sized ON clusters;
+CREATE TRIGGER clusters_sized AFTER INSERT OR DELETE OR UPDATE OF size, own ON clusters
+    FOR EACH ROW EXECUTE FUNCTION clusters_sized();
 """,
 }
 #: ``clusters``' and ``cluster_members``' ids in the contract's order (code points).
@@ -879,6 +914,23 @@ class PostgresStore:
             self._applied = found[-1].seq
         return found
 
+    def _read(self, fn: Callable[[_Conn], _T]) -> _T:
+        """``fn`` in one repeatable-read snapshot (its statements see one state of the
+        store, whatever other replicas write meanwhile); in the open snapshot or write
+        transaction if there is one."""
+
+        def read(conn: _Conn) -> _T:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                found = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+            return found
+
+        return self._run(read if self._snapshot is None and self._tx is None else fn)
+
     def _read_changes(self, conn: _Conn) -> list[Change]:
         """The entries past this replica's position (LogPruned if some of them were pruned);
         the caller takes them as applied."""
@@ -1204,14 +1256,42 @@ class PostgresStore:
         return self._run(lambda c: cluster_sql.cluster_members(_PgSql(c), root, after, limit, _C))
 
     def clusters_page(
-        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+        self,
+        min_size: int,
+        after: tuple[int, str] | None,
+        limit: int,
+        owned: bool = True,
+        offset: int = 0,
     ) -> list[tuple[str, int]]:
         """(root, size) of the clusters of at least ``min_size``, largest first then by root,
-        after the (size, root) cursor ``after``, at most ``limit`` (``owned``: those holding a
-        document of the service's own)."""
+        after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
+        (``owned``: those holding a document of the service's own)."""
         return self._run(
-            lambda c: cluster_sql.clusters_page(_PgSql(c), min_size, after, limit, owned, _C)
+            lambda c: cluster_sql.clusters_page(
+                _PgSql(c), min_size, after, limit, owned, _C, offset
+            )
         )
+
+    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool:
+        """``clusters.cluster_slice``: the cluster rooted at ``root``, its members after
+        ``after``, at most ``limit``; True: ``root`` is a member, not a root; False: in none.
+        One snapshot (REPEATABLE READ)."""
+        return self._read(lambda c: cluster_sql.cluster_slice(_PgSql(c), root, after, limit, _C))
+
+    def cluster_listing(
+        self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]:
+        """``clusters.listing``: a page of the clusters by root, and the next cursor, read in
+        one snapshot (REPEATABLE READ)."""
+        return self._read(
+            lambda c: cluster_sql.listing(
+                _PgSql(c), min_size, after, limit, most, per_cluster, _C, "NOT d.deleted AND"
+            )
+        )
+
+    def cluster_sizes(self) -> dict[int, int]:
+        """Size -> how many listed clusters are of that size (``clusters.cluster_sizes``)."""
+        return self._run(lambda c: cluster_sql.cluster_sizes(_PgSql(c)))
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""

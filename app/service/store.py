@@ -31,7 +31,7 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.clusters import ClusterRow, ClusterSlice, ClusterWrite
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
     DamagedStore,
@@ -108,7 +108,38 @@ CREATE TABLE IF NOT EXISTS cluster_members (
     own BOOLEAN NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cluster_members_by_label ON cluster_members (label, id);
+-- The listing by root (GET /v1/clusters).
+CREATE INDEX IF NOT EXISTS clusters_by_root ON clusters (root);
+-- How many listed clusters (own > 0) there are of each size (stats, the size histogram),
+-- kept by these triggers in the transaction of every write to ``clusters``.
+CREATE TABLE IF NOT EXISTS cluster_sizes (
+    size INTEGER PRIMARY KEY,
+    clusters INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS clusters_sized_insert AFTER INSERT ON clusters WHEN NEW.own > 0
+BEGIN
+    INSERT INTO cluster_sizes (size, clusters) VALUES (NEW.size, 1)
+    ON CONFLICT (size) DO UPDATE SET clusters = clusters + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS clusters_sized_delete AFTER DELETE ON clusters WHEN OLD.own > 0
+BEGIN
+    UPDATE cluster_sizes SET clusters = clusters - 1 WHERE size = OLD.size;
+    DELETE FROM cluster_sizes WHERE size = OLD.size AND clusters <= 0;
+END;
+CREATE TRIGGER IF NOT EXISTS clusters_sized_update AFTER UPDATE OF size, own ON clusters
+BEGIN
+    UPDATE cluster_sizes SET clusters = clusters - 1 WHERE size = OLD.size AND OLD.own > 0;
+    DELETE FROM cluster_sizes WHERE size = OLD.size AND clusters <= 0;
+    INSERT INTO cluster_sizes (size, clusters) SELECT NEW.size, 1 WHERE NEW.own > 0
+    ON CONFLICT (size) DO UPDATE SET clusters = clusters + 1;
+END;
 """
+#: ``cluster_sizes`` counted once from the clusters, in the transaction creating it (a store
+#: whose cluster tables predate it); the triggers keep it from then on.
+_COUNT_SIZES = (
+    "DELETE FROM cluster_sizes; INSERT INTO cluster_sizes (size, clusters) "
+    "SELECT size, count(*) FROM clusters WHERE own > 0 GROUP BY size;"
+)
 
 #: The store's layout version (``PRAGMA user_version``): 1 once the cluster tables are filled
 #: (a store made before them, version 0, is filled once at start from the recovered clusters);
@@ -210,8 +241,18 @@ class Store(Protocol):
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]: ...
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]: ...
     def clusters_page(
-        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+        self,
+        min_size: int,
+        after: tuple[int, str] | None,
+        limit: int,
+        owned: bool = True,
+        offset: int = 0,
     ) -> list[tuple[str, int]]: ...
+    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool: ...
+    def cluster_listing(
+        self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]: ...
+    def cluster_sizes(self) -> dict[int, int]: ...
     def linked_members(self) -> list[str]: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
@@ -543,13 +584,34 @@ class SQLiteStore:
         return cluster_sql.cluster_members(_SQLiteSql(self._db), root, after, limit, "")
 
     def clusters_page(
-        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+        self,
+        min_size: int,
+        after: tuple[int, str] | None,
+        limit: int,
+        owned: bool = True,
+        offset: int = 0,
     ) -> list[tuple[str, int]]:
         """(root, size) of the clusters of at least ``min_size``, largest first then by root,
-        after the (size, root) cursor ``after``, at most ``limit`` (``owned``: those holding a
-        document of the service's own)."""
+        after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
+        (``owned``: those holding a document of the service's own)."""
         db = _SQLiteSql(self._db)
-        return cluster_sql.clusters_page(db, min_size, after, limit, owned, "")
+        return cluster_sql.clusters_page(db, min_size, after, limit, owned, "", offset)
+
+    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool:
+        """``clusters.cluster_slice``: the cluster rooted at ``root``, its members after
+        ``after``, at most ``limit``; True: ``root`` is a member, not a root; False: in none."""
+        return cluster_sql.cluster_slice(_SQLiteSql(self._db), root, after, limit, "")
+
+    def cluster_listing(
+        self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]:
+        """``clusters.listing``: a page of the clusters by root, and the next cursor."""
+        db = _SQLiteSql(self._db)
+        return cluster_sql.listing(db, min_size, after, limit, most, per_cluster, "", "")
+
+    def cluster_sizes(self) -> dict[int, int]:
+        """Size -> how many listed clusters are of that size (``clusters.cluster_sizes``)."""
+        return cluster_sql.cluster_sizes(_SQLiteSql(self._db))
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
@@ -783,7 +845,9 @@ def _open(path: Path) -> sqlite3.Connection:
                 f"{path} has layout version {layout}, newer than this neardup's "
                 f"({LAYOUT_VERSION}): run the neardup version that wrote it"
             )
-        db.executescript(_SCHEMA)
+        sized = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cluster_sizes'").fetchone()
+        # One transaction: a crash never leaves ``cluster_sizes`` made but not counted.
+        db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} {'' if sized else _COUNT_SIZES} COMMIT;")
         columns = {row[1] for row in db.execute("PRAGMA table_info(protected_sets)")}
         if "format" not in columns:
             db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")
