@@ -274,17 +274,22 @@ def cluster_members(db: Sql, root: str, after: str | None, limit: int, collate: 
 
 
 def cluster_slice(
-    db: Sql, root: str, after: str | None, limit: int, collate: str
-) -> ClusterSlice | bool:
-    """The cluster rooted at ``root``: its members after ``after``, at most ``limit``; True if
-    ``root`` is a member of a cluster but not its root, False if it is in none."""
+    db: Sql, root: str, after: str | None, limit: int, collate: str, alive: str
+) -> ClusterSlice | bool | None:
+    """The cluster rooted at ``root``: its members after ``after``, at most ``limit`` (a live
+    document of the service's own in no cluster: alone); True if ``root`` is a member of a
+    cluster but not its root; None if it is in none and no live document. ``alive``: as for
+    ``listing``."""
     sql = (
         "SELECT c.root, c.size, c.label FROM cluster_members m JOIN clusters c "
         "ON c.label = m.label WHERE m.id = ?"
     )
     rows = db.fetch(sql, (root,))
     if not rows:
-        return False
+        sql = f"SELECT 1 FROM documents d WHERE {alive} d.id = ?"
+        if not db.fetch(sql, (root,)):
+            return None
+        return ClusterSlice(root, 1, [root] if after is None or root > after else [], False)
     if str(rows[0][0]) != root:
         return True
     size, label = int(rows[0][1]), int(rows[0][2])

@@ -196,6 +196,8 @@ class Service:
         self.broken_sets: dict[str, str] = {}
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        #: the store's cluster reads, on their own connection: they never wait for a write
+        self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-reads")
         self.limits = BatchLimits(settings)
         #: contamination checks per caller: keys with the protect scope by texts, others by
         #: words checked (``_charge``)
@@ -324,6 +326,12 @@ class Service:
         """``fn(*args)`` on the store's thread, its STORE_TIMEOUT counted from now."""
         args = (time.monotonic(), fn, *args)
         return await asyncio.get_running_loop().run_in_executor(self._io, queued_call, *args)
+
+    async def _read_call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` (a store read on its read connection) on the read thread, its
+        STORE_TIMEOUT counted from now."""
+        args = (time.monotonic(), fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._reads, queued_call, *args)
 
     async def _write(self, fn: Callable[..., _T], *args: Any) -> _T:
         """A store write: StoreFull is remembered (the service is unready) until one succeeds."""
@@ -776,6 +784,7 @@ class Service:
             with suppress(asyncio.CancelledError):
                 await self._follower
         await asyncio.to_thread(self._listen.shutdown, True)
+        await asyncio.to_thread(self._reads.shutdown, True)
         async with self._lock:
             self.pool.close()
             await asyncio.to_thread(self.budgets.close)
@@ -1029,10 +1038,10 @@ class Service:
     ) -> tuple[list[ClusterSlice], str | None]:
         """Clusters of at least ``min_size`` members ordered by root id (with ``min_size`` 1,
         the service's own documents in no cluster too), ``limit`` from after the root
-        ``after``, and the next cursor: read from the store's cluster tables on its thread.
+        ``after``, and the next cursor: read from the store's cluster tables on its read thread.
         Each lists its first ``per_cluster`` members at most, all of them ``most`` at most
         (``clusters.listing``)."""
-        return await self._io_call(
+        return await self._read_call(
             self.store.cluster_listing, min_size, after, limit, most, per_cluster
         )
 
@@ -1046,20 +1055,13 @@ class Service:
         Raises:
             NotFound: ``root`` is not the root of a cluster (a member of one, or unknown).
         """
-        found = await self._io_call(self._cluster_slice, root, after, limit)
-        served = found is False and indexed and self.served is not None
+        found = await self._read_call(self.store.cluster_slice, root, after, limit)
+        served = found is None and indexed and self.served is not None
         if served and bool(await asyncio.to_thread(self._indexed_digests, [root])):
             found = _alone(root, after)
         if isinstance(found, ClusterSlice):
             return found
         raise NotFound(f"{root!r} is not the root of a cluster")
-
-    def _cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool:
-        """``cluster_slice``'s store reads, on the store's thread."""
-        found = self.store.cluster_slice(root, after, limit)
-        if found is False and self.store.digests([root]):
-            return _alone(root, after)
-        return found
 
     async def cluster(self, root: str) -> list[str]:
         """The sorted member ids of the cluster rooted at ``root`` (a document of the service's
@@ -1076,7 +1078,7 @@ class Service:
             rows = self.store.clusters_page(2, None, limit, offset=offset)
             return rows, self.store.cluster_sizes()
 
-        return await self._io_call(read)
+        return await self._read_call(read)
 
     async def read_stats(self) -> dict[str, Any]:
         """``stats`` with ``clusters`` (of two or more, listed) and ``duplicates`` (their
@@ -1084,7 +1086,7 @@ class Service:
         size); the last counts read while the store does not answer."""
         if self.store.available():
             with suppress(StoreUnavailable):
-                sizes = await self._io_call(self.store.cluster_sizes)
+                sizes = await self._read_call(self.store.cluster_sizes)
                 clusters = sum(sizes.values())
                 members = sum(size * n for size, n in sizes.items())
                 self._cluster_counts = {"clusters": clusters, "duplicates": members - clusters}

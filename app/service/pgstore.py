@@ -238,6 +238,8 @@ CREATE TRIGGER clusters_sized AFTER INSERT OR DELETE OR UPDATE OF size, own ON c
 }
 #: ``clusters``' and ``cluster_members``' ids in the contract's order (code points).
 _C = ' COLLATE "C"'
+#: A live row of ``documents`` (as ``d``), for the cluster reads (``clusters.listing``).
+_ALIVE = "NOT d.deleted AND"
 #: The key of ``index_flush`` recording that the cluster tables were filled (layout 5).
 _FILLED = "clusters_filled"
 #: ``take_budget``'s statement: the clock is the server's, one for every replica.
@@ -289,6 +291,10 @@ class PostgresStore:
         #: never waits for a write, nor runs in its transaction), with its own deadlines
         self._budget_db: _Conn | None = None
         self._budget_watchdog = _Watchdog()
+        #: the cluster reads' connection, used by the service's read thread alone (a read
+        #: never waits for a write, nor runs in its transaction), with its own deadlines
+        self._read_db: _Conn | None = None
+        self._read_watchdog = _Watchdog()
         self._swept = 0.0
         self._applied = 0
         #: the answer settings this replica serves with (``ensure_settings``): every read of
@@ -454,10 +460,10 @@ class PostgresStore:
         queued = QUEUED_AT.get()
         return self._timeout if queued is None else queued + self._timeout - time.monotonic()
 
-    def _connection(self, budget: bool = False) -> _Conn:
-        """The store's connection (``budget``: the budget thread's), opened (again) if there
-        is none or it broke."""
-        conn = self._budget_db if budget else self._db
+    def _connection(self, budget: bool = False, reads: bool = False) -> _Conn:
+        """The store's connection (``budget``: the budget thread's; ``reads``: the read
+        thread's), opened (again) if there is none or it broke."""
+        conn = self._budget_db if budget else self._read_db if reads else self._db
         if conn is not None and not conn.closed and not conn.broken:
             return conn
         if conn is not None:
@@ -469,12 +475,16 @@ class PostgresStore:
             self._budget_db = None
             self._budget_db = self._connect(durable=False)
             return self._budget_db
+        if reads:
+            self._read_db = None
+            self._read_db = self._connect()
+            return self._read_db
         self._db = None
         self._db = self._connect()
         return self._db
 
     @contextmanager
-    def _deadline(self, conn: _Conn, budget: bool = False) -> Iterator[None]:
+    def _deadline(self, conn: _Conn, budget: bool = False, reads: bool = False) -> Iterator[None]:
         """The block's calls on ``conn`` abandoned once the call's STORE_TIMEOUT is spent
         (``_left``): a watchdog (the budget thread's own for ``budget``) shuts the
         connection's socket down, which ends a call waiting on a frozen server (``_Overdue``,
@@ -486,7 +496,9 @@ class PostgresStore:
         left = self._left()
         if left <= 0:  # queued behind calls that took it all: the database is that slow
             raise _Overdue(f"no answer within {self._timeout:g} s (STORE_TIMEOUT)")
-        watchdog = self._budget_watchdog if budget else self._watchdog
+        watchdog = (
+            self._budget_watchdog if budget else self._read_watchdog if reads else self._watchdog
+        )
         fired = watchdog.arm(conn, left)
         try:
             yield
@@ -497,30 +509,30 @@ class PostgresStore:
         finally:
             watchdog.disarm()
 
-    def _run(self, fn: Callable[[_Conn], _T], budget: bool = False) -> _T:
+    def _run(self, fn: Callable[[_Conn], _T], budget: bool = False, reads: bool = False) -> _T:
         """``fn`` on the connection of the open snapshot or write transaction if any; else on
-        the store's connection (``budget``: the budget thread's, never a transaction's), once
-        more on a fresh one if that had died meanwhile (``fn`` must be safe to repeat: reads,
-        or a transaction it begins itself); all within the call's STORE_TIMEOUT, connecting
-        included (``_deadline``, ``_connect``)."""
+        the store's connection (``budget``: the budget thread's, ``reads``: the read thread's,
+        never a transaction's), once more on a fresh one if that had died meanwhile (``fn``
+        must be safe to repeat: reads, or a transaction it begins itself); all within the
+        call's STORE_TIMEOUT, connecting included (``_deadline``, ``_connect``)."""
         with self._guard():
-            held = None if budget else self._snapshot or self._tx
+            held = None if budget or reads else self._snapshot or self._tx
             if held is not None:
                 with self._deadline(held):
                     return fn(held)
-            before = self._budget_db if budget else self._db
+            before = self._budget_db if budget else self._read_db if reads else self._db
             fresh = before is None or before.closed or before.broken
-            conn = self._connection(budget)
+            conn = self._connection(budget, reads)
             try:
-                with self._deadline(conn, budget):
+                with self._deadline(conn, budget, reads):
                     return fn(conn)
             except _Overdue:
                 raise  # it did not answer in time: trying again would wait as long
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if fresh or not conn.broken:
                     raise
-            conn = self._connection(budget)
-            with self._deadline(conn, budget):
+            conn = self._connection(budget, reads)
+            with self._deadline(conn, budget, reads):
                 return fn(conn)
 
     # --- contamination budgets ----------------------------------------------------------------
@@ -915,9 +927,8 @@ class PostgresStore:
         return found
 
     def _read(self, fn: Callable[[_Conn], _T]) -> _T:
-        """``fn`` in one repeatable-read snapshot (its statements see one state of the
-        store, whatever other replicas write meanwhile); in the open snapshot or write
-        transaction if there is one."""
+        """``fn`` on the read thread's connection, in one repeatable-read snapshot (its
+        statements see one state of the store, whatever other replicas write meanwhile)."""
 
         def read(conn: _Conn) -> _T:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -929,7 +940,7 @@ class PostgresStore:
                 raise
             return found
 
-        return self._run(read if self._snapshot is None and self._tx is None else fn)
+        return self._run(read, reads=True)
 
     def _read_changes(self, conn: _Conn) -> list[Change]:
         """The entries past this replica's position (LogPruned if some of them were pruned);
@@ -1266,17 +1277,19 @@ class PostgresStore:
         """(root, size) of the clusters of at least ``min_size``, largest first then by root,
         after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
         (``owned``: those holding a document of the service's own)."""
-        return self._run(
+        return self._read(
             lambda c: cluster_sql.clusters_page(
                 _PgSql(c), min_size, after, limit, owned, _C, offset
             )
         )
 
-    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool:
+    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool | None:
         """``clusters.cluster_slice``: the cluster rooted at ``root``, its members after
-        ``after``, at most ``limit``; True: ``root`` is a member, not a root; False: in none.
-        One snapshot (REPEATABLE READ)."""
-        return self._read(lambda c: cluster_sql.cluster_slice(_PgSql(c), root, after, limit, _C))
+        ``after``, at most ``limit`` (a live document in no cluster: alone); True: ``root`` is
+        a member, not a root; None: no live document and in no cluster. One snapshot."""
+        return self._read(
+            lambda c: cluster_sql.cluster_slice(_PgSql(c), root, after, limit, _C, _ALIVE)
+        )
 
     def cluster_listing(
         self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
@@ -1285,13 +1298,13 @@ class PostgresStore:
         one snapshot (REPEATABLE READ)."""
         return self._read(
             lambda c: cluster_sql.listing(
-                _PgSql(c), min_size, after, limit, most, per_cluster, _C, "NOT d.deleted AND"
+                _PgSql(c), min_size, after, limit, most, per_cluster, _C, _ALIVE
             )
         )
 
     def cluster_sizes(self) -> dict[int, int]:
         """Size -> how many listed clusters are of that size (``clusters.cluster_sizes``)."""
-        return self._run(lambda c: cluster_sql.cluster_sizes(_PgSql(c)))
+        return self._read(lambda c: cluster_sql.cluster_sizes(_PgSql(c)))
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
@@ -1304,13 +1317,14 @@ class PostgresStore:
         self._closed = True
         with suppress(Exception):
             self.unlock_writes()
-        for conn in (self._listener, self._db, self._budget_db, self._flusher):
+        for conn in (self._listener, self._db, self._budget_db, self._read_db, self._flusher):
             if conn is not None:
                 with suppress(Exception):
                     conn.close()
-        self._listener = self._db = self._budget_db = self._flusher = None
+        self._listener = self._db = self._budget_db = self._read_db = self._flusher = None
         self._watchdog.close()
         self._budget_watchdog.close()
+        self._read_watchdog.close()
 
 
 class _Watchdog:

@@ -248,7 +248,9 @@ class Store(Protocol):
         owned: bool = True,
         offset: int = 0,
     ) -> list[tuple[str, int]]: ...
-    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool: ...
+    def cluster_slice(
+        self, root: str, after: str | None, limit: int
+    ) -> ClusterSlice | bool | None: ...
     def cluster_listing(
         self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
     ) -> tuple[list[ClusterSlice], str | None]: ...
@@ -422,6 +424,12 @@ class SQLiteStore:
             self._db = _open(self.path)
             try:
                 self._budgets = _open_budgets(self.budgets_path)
+                #: the cluster reads' connection (the service's read thread's alone): in WAL,
+                #: a read sees the last commit and never waits for a write
+                self._reader = sqlite3.connect(
+                    self.path, check_same_thread=False, isolation_level=None
+                )
+                self._reader.execute("PRAGMA query_only=ON")
             except BaseException:
                 self._db.close()
                 raise
@@ -594,24 +602,35 @@ class SQLiteStore:
         """(root, size) of the clusters of at least ``min_size``, largest first then by root,
         after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
         (``owned``: those holding a document of the service's own)."""
-        db = _SQLiteSql(self._db)
-        return cluster_sql.clusters_page(db, min_size, after, limit, owned, "", offset)
+        return self._read(
+            lambda db: cluster_sql.clusters_page(db, min_size, after, limit, owned, "", offset)
+        )
 
-    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool:
+    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool | None:
         """``clusters.cluster_slice``: the cluster rooted at ``root``, its members after
-        ``after``, at most ``limit``; True: ``root`` is a member, not a root; False: in none."""
-        return cluster_sql.cluster_slice(_SQLiteSql(self._db), root, after, limit, "")
+        ``after``, at most ``limit`` (a live document in no cluster: alone); True: ``root`` is
+        a member, not a root; None: no live document and in no cluster."""
+        return self._read(lambda db: cluster_sql.cluster_slice(db, root, after, limit, "", ""))
 
     def cluster_listing(
         self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
     ) -> tuple[list[ClusterSlice], str | None]:
         """``clusters.listing``: a page of the clusters by root, and the next cursor."""
-        db = _SQLiteSql(self._db)
-        return cluster_sql.listing(db, min_size, after, limit, most, per_cluster, "", "")
+        return self._read(
+            lambda db: cluster_sql.listing(db, min_size, after, limit, most, per_cluster, "", "")
+        )
 
     def cluster_sizes(self) -> dict[int, int]:
         """Size -> how many listed clusters are of that size (``clusters.cluster_sizes``)."""
-        return cluster_sql.cluster_sizes(_SQLiteSql(self._db))
+        return self._read(cluster_sql.cluster_sizes)
+
+    def _read(self, fn: Callable[[_SQLiteSql], _T]) -> _T:
+        """``fn`` on the read connection, in one read transaction (one snapshot: WAL)."""
+        self._reader.execute("BEGIN")
+        try:
+            return fn(_SQLiteSql(self._reader))
+        finally:
+            self._reader.execute("COMMIT")
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
@@ -786,6 +805,7 @@ class SQLiteStore:
         directory's lock. Idempotent."""
         try:
             self._budgets.close()
+            self._reader.close()
             self._db.close()
         finally:
             self._lock.release()

@@ -17,7 +17,7 @@ router = APIRouter(tags=["stats"], route_class=StrictJSONRoute, responses=ERRORS
 
 
 async def _stats(request: Request, service: Service) -> dict[str, Any]:
-    """The service's counts (the clusters' read from the store's counts, on its thread) and
+    """The service's counts (the clusters' read from the store's counts, on its read thread) and
     the admission's (requests admitted, bytes buffered, shed)."""
     capacity: Capacity = request.app.state.capacity
     return {**await service.read_stats(), **capacity.stats()}
