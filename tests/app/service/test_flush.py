@@ -24,6 +24,7 @@ from neardup.app.service import flush as flush_module
 from neardup.app.service.flush import Mark
 from neardup.app.service.store import SQLiteStore
 from neardup.core.engine import DocIndex, index_info, text_digest
+from tests.app.service.cluster_reads import answers_as_memory
 from tests.app.service.test_served import (
     IDS,
     PARAMS,
@@ -123,7 +124,7 @@ def scenarios(draw: st.DrawFn) -> dict:
 
 
 async def _counts(service: Service) -> dict[str, int]:
-    stats = service.stats()
+    stats = await service.read_stats()
     return {k: stats[k] for k in COUNTS}
 
 
@@ -159,6 +160,9 @@ async def _compared(tmp: Path, spec: dict, flush: dict[str, Any]) -> tuple[list,
                 want.append(await _apply(reading, op, names))
             got.append(await _counts(flushing))
             want.append(await _counts(reading))
+            # Each one's cluster answers, read from its store's tables, are its memory's.
+            await answers_as_memory(flushing, [*IDS, "zz"])
+            await answers_as_memory(reading, [*IDS, "zz"])
         got.append(await _state(flushing, [*IDS, "zz"]))
         want.append(await _state(reading, [*IDS, "zz"]))
     finally:
