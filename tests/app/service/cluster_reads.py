@@ -125,7 +125,7 @@ async def answers_as_memory(service: Service, ids: list[str]) -> None:
         )
         assert await _raised(cluster_or_indexed(service, doc_id)) == want, doc_id
         if isinstance(want, list):
-            assert await _paged(service, doc_id) == want, doc_id
+            assert await _paged(service, doc_id, want) == want, doc_id
             assert await _raised(service.cluster(doc_id)) == _memory_or_raised(
                 memory_cluster, index, doc_id
             ), doc_id
@@ -153,11 +153,13 @@ async def _cut(service: Service, index: ServiceIndex, min_size: int) -> None:
         listed += len(s.members)
 
 
-async def _paged(service: Service, root: str) -> list[str]:
-    """A cluster's members read one at a time, each from the last one's cursor."""
+async def _paged(service: Service, root: str, want: list[str]) -> list[str]:
+    """A cluster's members read one at a time, each from the last one's cursor, each page
+    saying whether more follow as ``want`` (memory's members) does."""
     members: list[str] = []
     while True:
         found = await service.cluster_slice(root, members[-1] if members else None, 1)
         members += found.members
+        assert found.size == len(want) and found.more == (len(members) < len(want)), found
         if not found.more:
             return members

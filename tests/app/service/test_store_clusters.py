@@ -18,7 +18,7 @@ from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import SQLiteStore, Store
-from tests.app.service.cluster_reads import answers_as_memory
+from tests.app.service.cluster_reads import answers_as_memory, page
 from tests.app.service.test_flush import ON_DEMAND, _compact, scenarios
 from tests.app.service.test_replicas import _converged
 from tests.app.service.test_served import IDS, PARAMS, WORDS, _apply, threads, write_index
@@ -270,6 +270,30 @@ def test_store_clusters_merge_two_clusters_then_split(tmp_path, threads) -> None
             await service.replace(NewDoc("k2", "ant bee cat dog", {}))
             assert sorted(service.index.clusters_by_size().values()) == [4]
             await checked(service, [*copies, "a0"])
+        finally:
+            await service.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_of_indexed_documents_alone_are_not_listed(tmp_path, threads) -> None:
+    """Indexed documents linked by a document of the service's own stay a cluster once it is
+    deleted: kept in the tables (own 0), answered by root, but listed nowhere (memory neither)
+    and not counted."""
+    write_index(str(tmp_path / "a"), [("x", "ant bee cat dog"), ("y", "ant bee cat dog")])
+
+    async def run() -> None:
+        service = await _start(tmp_path / "fa", index=str(tmp_path / "a"), **ON_DEMAND)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            await checked(service, ["b", "x", "y"])
+            assert (await service.read_stats())["clusters"] == 1
+            await service.delete("b")
+            await checked(service, ["b", "x", "y"])
+            assert service.store.clusters_page(2, None, 9, owned=False) == [("x", 2)]
+            assert (await service.cluster_slice("x", None, 9)).members == ["x", "y"]
+            assert await page(service, 1, 9, None) == ([], None)
+            assert (await service.read_stats())["clusters"] == 0
         finally:
             await service.close()
 
