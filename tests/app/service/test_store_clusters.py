@@ -224,6 +224,32 @@ def test_store_clusters_filled_once_from_a_store_made_before_them(tmp_path, thre
         asyncio.run(_start(data))
 
 
+def test_store_cluster_sizes_counted_once_for_a_store_made_before_them(tmp_path, threads) -> None:
+    """A store whose cluster tables predate ``cluster_sizes`` (and its triggers) gets it
+    counted from the clusters when opened; the triggers keep it from then on."""
+    data = tmp_path / "data"
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(["ant bee", "ant bee", "ant bee",
+            "eel fox", "eel fox", "gnu"])]  # fmt: skip
+
+    async def register(more: list[NewDoc]) -> dict[str, Any]:
+        service = await _start(data)
+        try:
+            await service.register(more)
+            await checked(service, [d.id for d in docs])
+            return await service.read_stats()
+        finally:
+            await service.close()
+
+    asyncio.run(register(docs))
+    with sqlite3.connect(data / "neardup.sqlite3") as db:  # back to the layout before it
+        db.executescript(
+            "DROP TRIGGER clusters_sized_insert; DROP TRIGGER clusters_sized_update; "
+            "DROP TRIGGER clusters_sized_delete; DROP TABLE cluster_sizes"
+        )
+    stats = asyncio.run(register([NewDoc("y", "gnu", {})]))
+    assert (stats["clusters"], stats["duplicates"]) == (3, 4)
+
+
 def test_store_clusters_page_by_size_then_root(tmp_path, threads) -> None:
     """``clusters_page`` lists the largest first, then by root, from a (size, root) cursor;
     ``cluster_members`` pages a cluster in id order; singletons have no rows."""
