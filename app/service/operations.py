@@ -48,8 +48,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.app.config import Settings
+from neardup.app.service.cluster_reads import ClusterSlice
 from neardup.app.service.cluster_sync import sync_clusters
-from neardup.app.service.clusters import ClusterSlice, ClusterWrite
+from neardup.app.service.clusters import ClusterWrite
 from neardup.app.service.compaction import Compactor, deleted_between, linked_parts
 from neardup.app.service.errors import (
     Conflict,
@@ -1040,7 +1041,7 @@ class Service:
         the service's own documents in no cluster too), ``limit`` from after the root
         ``after``, and the next cursor: read from the store's cluster tables on its read thread.
         Each lists its first ``per_cluster`` members at most, all of them ``most`` at most
-        (``clusters.listing``)."""
+        (``cluster_reads.listing``)."""
         return await self._read_call(
             self.store.cluster_listing, min_size, after, limit, most, per_cluster
         )

@@ -53,6 +53,7 @@ import psycopg.errors
 from psycopg import sql
 
 from neardup.app.config import redact
+from neardup.app.service import cluster_reads
 from neardup.app.service import clusters as cluster_sql
 from neardup.app.service.budget_sql import (
     BUDGET_FULL_AFTER,
@@ -60,7 +61,8 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
-from neardup.app.service.clusters import ClusterRow, ClusterSlice, ClusterWrite
+from neardup.app.service.cluster_reads import ClusterSlice
+from neardup.app.service.clusters import ClusterRow, ClusterWrite
 from neardup.app.service.errors import (
     DamagedStore,
     LogPruned,
@@ -200,7 +202,7 @@ CREATE TABLE IF NOT EXISTS cluster_members (
 );
 CREATE INDEX IF NOT EXISTS cluster_members_by_label ON cluster_members (label, id COLLATE "C");
 """,
-    # 6: clusters answered from the tables (app/service/clusters.py, "reading"): the listing
+    # 6: clusters answered from the tables (app/service/cluster_reads.py): the listing
     # by root, the live documents by id in code-point order (singletons, merged into that
     # listing), and how many listed clusters (own > 0) there are of each size, kept by a
     # trigger in the transaction of every write to ``clusters`` (stats, the size histogram).
@@ -238,7 +240,7 @@ CREATE TRIGGER clusters_sized AFTER INSERT OR DELETE OR UPDATE OF size, own ON c
 }
 #: ``clusters``' and ``cluster_members``' ids in the contract's order (code points).
 _C = ' COLLATE "C"'
-#: A live row of ``documents`` (as ``d``), for the cluster reads (``clusters.listing``).
+#: A live row of ``documents`` (as ``d``), for the cluster reads (``cluster_reads.listing``).
 _ALIVE = "NOT d.deleted AND"
 #: The key of ``index_flush`` recording that the cluster tables were filled (layout 5).
 _FILLED = "clusters_filled"
@@ -1259,12 +1261,12 @@ class PostgresStore:
 
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
-        return self._run(lambda c: cluster_sql.cluster_rows(_PgSql(c), ids))
+        return self._run(lambda c: cluster_reads.cluster_rows(_PgSql(c), ids))
 
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
         most ``limit`` (none if ``root`` roots no cluster of two or more)."""
-        return self._run(lambda c: cluster_sql.cluster_members(_PgSql(c), root, after, limit, _C))
+        return self._run(lambda c: cluster_reads.cluster_members(_PgSql(c), root, after, limit, _C))
 
     def clusters_page(
         self,
@@ -1278,37 +1280,37 @@ class PostgresStore:
         after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
         (``owned``: those holding a document of the service's own)."""
         return self._read(
-            lambda c: cluster_sql.clusters_page(
+            lambda c: cluster_reads.clusters_page(
                 _PgSql(c), min_size, after, limit, owned, _C, offset
             )
         )
 
     def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool | None:
-        """``clusters.cluster_slice``: the cluster rooted at ``root``, its members after
+        """``cluster_reads.cluster_slice``: the cluster rooted at ``root``, its members after
         ``after``, at most ``limit`` (a live document in no cluster: alone); True: ``root`` is
         a member, not a root; None: no live document and in no cluster. One snapshot."""
         return self._read(
-            lambda c: cluster_sql.cluster_slice(_PgSql(c), root, after, limit, _C, _ALIVE)
+            lambda c: cluster_reads.cluster_slice(_PgSql(c), root, after, limit, _C, _ALIVE)
         )
 
     def cluster_listing(
         self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
     ) -> tuple[list[ClusterSlice], str | None]:
-        """``clusters.listing``: a page of the clusters by root, and the next cursor, read in
+        """``cluster_reads.listing``: a page of the clusters by root, and the next cursor, read in
         one snapshot (REPEATABLE READ)."""
         return self._read(
-            lambda c: cluster_sql.listing(
+            lambda c: cluster_reads.listing(
                 _PgSql(c), min_size, after, limit, most, per_cluster, _C, _ALIVE
             )
         )
 
     def cluster_sizes(self) -> dict[int, int]:
-        """Size -> how many listed clusters are of that size (``clusters.cluster_sizes``)."""
-        return self._read(lambda c: cluster_sql.cluster_sizes(_PgSql(c)))
+        """Size -> how many listed clusters are of that size (``cluster_reads.cluster_sizes``)."""
+        return self._read(lambda c: cluster_reads.cluster_sizes(_PgSql(c)))
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
-        return self._run(lambda c: cluster_sql.linked_members(_PgSql(c)))
+        return self._run(lambda c: cluster_reads.linked_members(_PgSql(c)))
 
     def close(self) -> None:
         """Roll back an open write, close the connections. Idempotent."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from neardup.app.service import cluster_reads
 from neardup.app.service import clusters as cluster_sql
 from neardup.app.service.budget_sql import (
     BUDGET_FULL_AFTER,
@@ -31,7 +32,8 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
-from neardup.app.service.clusters import ClusterRow, ClusterSlice, ClusterWrite
+from neardup.app.service.cluster_reads import ClusterSlice
+from neardup.app.service.clusters import ClusterRow, ClusterWrite
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
     DamagedStore,
@@ -584,12 +586,12 @@ class SQLiteStore:
 
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
-        return cluster_sql.cluster_rows(_SQLiteSql(self._db), ids)
+        return cluster_reads.cluster_rows(_SQLiteSql(self._db), ids)
 
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
         most ``limit`` (none if ``root`` roots no cluster of two or more)."""
-        return cluster_sql.cluster_members(_SQLiteSql(self._db), root, after, limit, "")
+        return cluster_reads.cluster_members(_SQLiteSql(self._db), root, after, limit, "")
 
     def clusters_page(
         self,
@@ -603,26 +605,26 @@ class SQLiteStore:
         after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
         (``owned``: those holding a document of the service's own)."""
         return self._read(
-            lambda db: cluster_sql.clusters_page(db, min_size, after, limit, owned, "", offset)
+            lambda db: cluster_reads.clusters_page(db, min_size, after, limit, owned, "", offset)
         )
 
     def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool | None:
-        """``clusters.cluster_slice``: the cluster rooted at ``root``, its members after
+        """``cluster_reads.cluster_slice``: the cluster rooted at ``root``, its members after
         ``after``, at most ``limit`` (a live document in no cluster: alone); True: ``root`` is
         a member, not a root; None: no live document and in no cluster."""
-        return self._read(lambda db: cluster_sql.cluster_slice(db, root, after, limit, "", ""))
+        return self._read(lambda db: cluster_reads.cluster_slice(db, root, after, limit, "", ""))
 
     def cluster_listing(
         self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
     ) -> tuple[list[ClusterSlice], str | None]:
-        """``clusters.listing``: a page of the clusters by root, and the next cursor."""
+        """``cluster_reads.listing``: a page of the clusters by root, and the next cursor."""
         return self._read(
-            lambda db: cluster_sql.listing(db, min_size, after, limit, most, per_cluster, "", "")
+            lambda db: cluster_reads.listing(db, min_size, after, limit, most, per_cluster, "", "")
         )
 
     def cluster_sizes(self) -> dict[int, int]:
-        """Size -> how many listed clusters are of that size (``clusters.cluster_sizes``)."""
-        return self._read(cluster_sql.cluster_sizes)
+        """Size -> how many listed clusters are of that size (``cluster_reads.cluster_sizes``)."""
+        return self._read(cluster_reads.cluster_sizes)
 
     def _read(self, fn: Callable[[_SQLiteSql], _T]) -> _T:
         """``fn`` on the read connection, in one read transaction (one snapshot: WAL)."""
@@ -634,7 +636,7 @@ class SQLiteStore:
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
-        return cluster_sql.linked_members(_SQLiteSql(self._db))
+        return cluster_reads.linked_members(_SQLiteSql(self._db))
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One document by id, or None."""

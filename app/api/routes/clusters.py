@@ -1,5 +1,5 @@
 """``/v1/clusters``: clusters ordered by root, with paging; a cluster's members, with paging;
-answered from the store's cluster tables (app/service/clusters.py, "reading")."""
+answered from the store's cluster tables (app/service/cluster_reads.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from neardup.app.api.answers import Budget, answer, budget_bytes, json_bytes
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.deps import ServiceDep, require
 from neardup.app.api.schemas import ERRORS, ClusterOut, ClustersResponse
-from neardup.app.service.clusters import ClusterSlice
+from neardup.app.service.cluster_reads import ClusterSlice
 
 router = APIRouter(prefix="/v1", tags=["clusters"], route_class=StrictJSONRoute, responses=ERRORS)
 

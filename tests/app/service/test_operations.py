@@ -47,7 +47,7 @@ from neardup.core.engine import (
     piece_collision,
     text_digest,
 )
-from tests.app.service.cluster_reads import page
+from tests.app.service.cluster_reads import memory_roots, page
 
 BASE = " ".join(f"word{i}" for i in range(40))
 OTHER = " ".join(f"other{i} thing{i * 3}" for i in range(40))
@@ -1197,11 +1197,11 @@ def test_a_replica_too_far_behind_reloads_from_the_store(service_in, tmp_path, c
             await _adds(service, 0, [("a", _near(1)), ("b", OTHER)], 0)  # never logged to us
             store.put_protected_set(ProtectedSetRow("ev", 2, 16, ProtectedFormat.JSONL, SET_BODY))
             store.raises["lock_writes"].append(operations.LogPruned("position 3 was pruned"))
-            roots = service._sorted_roots(1)
+            roots = memory_roots(service.index, 1)
             await service.register([NewDoc("c", THIRD, {})])
             store.raises["lock_writes"].append(operations.LogPruned("position 3 was pruned"))
             await service.delete("c")
-            return (roots, service._sorted_roots(1), service.reloads, service.reloading,
+            return (roots, memory_roots(service.index, 1), service.reloads, service.reloading,
                     sorted(service.protected), service.stats()["log_reloads"])  # fmt: skip
         finally:
             await service.close()
@@ -1466,17 +1466,17 @@ def test_warm_up_waits_for_the_workers_and_logs_them(service_in, caplog):
 
 
 def test_a_replica_reloaded_before_any_change_answers_from_the_new_state(service_in, tmp_path):
-    """A reload swaps in an index one version on, even from an index never changed: the roots
-    sorted before it are sorted again."""
+    """A reload swaps in an index one version on, even from an index never changed: its roots
+    are the new state's."""
 
     async def run():
         service = await _start(tmp_path, LogStore)
         try:
-            before = service._sorted_roots(1)
+            before = memory_roots(service.index, 1)
             await _adds(service, 0, [("b", OTHER), ("a", _near(1))], 0)  # never logged to us
             service.store.raises["changes"].append(operations.LogPruned("too far behind"))
             await _followed(service)
-            return before, service._sorted_roots(1), service.reloads
+            return before, memory_roots(service.index, 1), service.reloads
         finally:
             await service.close()
 
