@@ -1066,8 +1066,11 @@ class Service:
 
     async def cluster(self, root: str) -> list[str]:
         """The sorted member ids of the cluster rooted at ``root`` (a document of the service's
-        own alone: itself), every one, from the store's tables (NotFound if not a root)."""
-        return (await self.cluster_slice(root, None, _EVERY, indexed=False)).members
+        own alone, or a linked indexed one: itself), every one, from the store's tables
+        (NotFound if not a root). The web pages' cluster pages: they draw the members'
+        signatures from memory, so an indexed document linked in nowhere is not found."""
+        linked = self.index.is_indexed(root)
+        return (await self.cluster_slice(root, None, _EVERY, indexed=linked)).members
 
     async def largest_clusters(
         self, offset: int, limit: int

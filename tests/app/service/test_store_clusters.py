@@ -326,6 +326,25 @@ def test_store_clusters_of_indexed_documents_alone_are_not_listed(tmp_path, thre
     asyncio.run(run())
 
 
+def test_store_clusters_an_indexed_document_left_alone(tmp_path, threads) -> None:
+    """An indexed document linked by a document of the service's own that is deleted: in no
+    cluster, answered by root alone (``GET /v1/clusters/{root}`` and its web page), as memory
+    answers it."""
+    write_index(str(tmp_path / "a"), [("x", "ant bee cat dog")])
+
+    async def run() -> None:
+        service = await _start(tmp_path / "fa", index=str(tmp_path / "a"), **ON_DEMAND)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            await service.delete("b")
+            await checked(service, ["b", "x"])
+            assert await service.cluster("x") == ["x"]
+        finally:
+            await service.close()
+
+    asyncio.run(run())
+
+
 # --- PostgreSQL: replicas, and the migration from layout 4 ------------------------------------
 
 _SCHEMAS = iter(range(10**6))
