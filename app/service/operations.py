@@ -36,7 +36,6 @@ import asyncio
 import ctypes
 import logging
 import time
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.app.config import Settings
+from neardup.app.service.cluster_reads import ClusterSlice
 from neardup.app.service.cluster_sync import sync_clusters
 from neardup.app.service.clusters import ClusterWrite
 from neardup.app.service.compaction import Compactor, deleted_between, linked_parts
@@ -123,6 +123,8 @@ _T = TypeVar("_T")
 
 #: Reads of the index off the event loop that a write may overlap before one waits for writers.
 READ_ATTEMPTS = 3
+#: A cluster's members read whole (the cluster pages of the web interface): no limit.
+_EVERY = 1 << 40
 #: Documents read from the store at a time while recovering.
 RECOVERY_CHUNK = 50_000
 #: While the disk is full, readiness probes the store for room at most this often.
@@ -195,6 +197,8 @@ class Service:
         self.broken_sets: dict[str, str] = {}
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        #: the store's cluster reads, on their own connection: they never wait for a write
+        self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-reads")
         self.limits = BatchLimits(settings)
         #: contamination checks per caller: keys with the protect scope by texts, others by
         #: words checked (``_charge``)
@@ -206,7 +210,8 @@ class Service:
             unit="words",
             setting="NEARDUP_CONTAMINATION_WORDS_PER_MINUTE",
         )
-        self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
+        #: the clusters and duplicates the store counted last (``read_stats``)
+        self._cluster_counts = {"clusters": 0, "duplicates": 0}
         #: a cluster page's derived rows (app.service.views), keyed by (index version, root):
         #: one cluster at a time, recomputed after any write
         self.cluster_pages: dict[tuple[int, str], object] = {}
@@ -322,6 +327,12 @@ class Service:
         """``fn(*args)`` on the store's thread, its STORE_TIMEOUT counted from now."""
         args = (time.monotonic(), fn, *args)
         return await asyncio.get_running_loop().run_in_executor(self._io, queued_call, *args)
+
+    async def _read_call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` (a store read on its read connection) on the read thread, its
+        STORE_TIMEOUT counted from now."""
+        args = (time.monotonic(), fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._reads, queued_call, *args)
 
     async def _write(self, fn: Callable[..., _T], *args: Any) -> _T:
         """A store write: StoreFull is remembered (the service is unready) until one succeeds."""
@@ -774,6 +785,7 @@ class Service:
             with suppress(asyncio.CancelledError):
                 await self._follower
         await asyncio.to_thread(self._listen.shutdown, True)
+        await asyncio.to_thread(self._reads.shutdown, True)
         async with self._lock:
             self.pool.close()
             await asyncio.to_thread(self.budgets.close)
@@ -1022,65 +1034,70 @@ class Service:
 
     # --- clusters -----------------------------------------------------------------------------
 
-    def clusters(
-        self, min_size: int, limit: int, after: str | None
-    ) -> tuple[list[list[str]], str | None]:
-        """Clusters ordered by root id, ``limit`` from after ``after``; and the next cursor."""
-        return _page(self._sorted_roots(min_size), self.index, limit, after)
-
     async def clusters_page(
-        self, min_size: int, limit: int, after: str | None
-    ) -> tuple[list[list[str]], str | None]:
-        """``clusters``, read off the event loop (``read_index``)."""
-        key = max(min_size, 1)
+        self, min_size: int, limit: int, after: str | None, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]:
+        """Clusters of at least ``min_size`` members ordered by root id (with ``min_size`` 1,
+        the service's own documents in no cluster too), ``limit`` from after the root
+        ``after``, and the next cursor: read from the store's cluster tables on its read thread.
+        Each lists its first ``per_cluster`` members at most, all of them ``most`` at most
+        (``cluster_reads.listing``)."""
+        return await self._read_call(
+            self.store.cluster_listing, min_size, after, limit, most, per_cluster
+        )
 
-        def read(index: ServiceIndex) -> tuple[list[str], tuple[list[list[str]], str | None]]:
-            cached = self._roots_cache
-            if cached is not None and cached[0] == (index.version, key):
-                roots = cached[1]
-            else:
-                roots = _roots(index, min_size)
-            return roots, _page(roots, index, limit, after)
+    async def cluster_slice(
+        self, root: str, after: str | None, limit: int, indexed: bool = True
+    ) -> ClusterSlice:
+        """The cluster rooted at ``root`` (its members after ``after``, at most ``limit``), from
+        the store's tables: a document of the service's own in no cluster is one alone, and so
+        is (with ``indexed``) a document of the served index that nothing here matches.
 
-        index = self.index
-        roots, page = await self.read_index(read)
-        if index is self.index:  # read as of index.version (read_index checked): keep the roots
-            self._roots_cache = ((index.version, key), roots)
-        return page
+        Raises:
+            NotFound: ``root`` is not the root of a cluster (a member of one, or unknown).
+        """
+        found = await self._read_call(self.store.cluster_slice, root, after, limit)
+        served = found is None and indexed and self.served is not None
+        if served and bool(await asyncio.to_thread(self._indexed_digests, [root])):
+            found = _alone(root, after)
+        if isinstance(found, ClusterSlice):
+            return found
+        raise NotFound(f"{root!r} is not the root of a cluster")
 
-    def _sorted_roots(self, min_size: int) -> list[str]:
-        """Root ids of clusters of at least ``min_size``, sorted; kept until the next write, so
-        paging through a million singletons sorts them once, not once a page."""
-        key = (self.index.version, max(min_size, 1))
-        if self._roots_cache is not None and self._roots_cache[0] == key:
-            return self._roots_cache[1]
-        roots = _roots(self.index, min_size)
-        self._roots_cache = (key, roots)
-        return roots
+    async def cluster(self, root: str) -> list[str]:
+        """The sorted member ids of the cluster rooted at ``root`` (a document of the service's
+        own alone, or a linked indexed one: itself), every one, from the store's tables
+        (NotFound if not a root). The web pages' cluster pages: they draw the members'
+        signatures from memory, so an indexed document linked in nowhere is not found."""
+        linked = self.index.is_indexed(root)
+        return (await self.cluster_slice(root, None, _EVERY, indexed=linked)).members
 
-    def cluster(self, root: str, index: ServiceIndex | None = None) -> list[str]:
-        """The sorted member ids of the cluster rooted at ``root``."""
-        index = self.index if index is None else index
-        if not index.is_root(root):
-            raise NotFound(f"{root!r} is not the root of a cluster")
-        return index.members(root)
+    async def largest_clusters(
+        self, offset: int, limit: int
+    ) -> tuple[list[tuple[str, int]], dict[int, int]]:
+        """(root, size) of the clusters of two or more, largest first, then by root, ``limit``
+        from ``offset``; and how many there are of each size (the store's counts)."""
 
-    def cluster_or_indexed(self, root: str, index: ServiceIndex | None = None) -> list[str]:
-        """``cluster``, or ``[root]`` for a document of the served index that nothing here
-        matches (a singleton). Blocking (it may read the index's ids): off the event loop."""
-        index = self.index if index is None else index
-        if not index.is_root(root) and root not in index and self._indexed_digests([root]):
-            return [root]
-        return self.cluster(root, index)
+        def read() -> tuple[list[tuple[str, int]], dict[int, int]]:
+            rows = self.store.clusters_page(2, None, limit, offset=offset)
+            return rows, self.store.cluster_sizes()
 
-    def largest_clusters(self) -> list[tuple[str, int]]:
-        """(root, size) of every cluster of two or more, largest first, then by root."""
-        sizes = self.index.clusters_by_size(2)
-        return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))
+        return await self._read_call(read)
+
+    async def read_stats(self) -> dict[str, Any]:
+        """``stats`` with ``clusters`` (of two or more, listed) and ``duplicates`` (their
+        members but the roots), from the counts the store keeps per size (one row a distinct
+        size); the last counts read while the store does not answer."""
+        if self.store.available():
+            with suppress(StoreUnavailable):
+                sizes = await self._read_call(self.store.cluster_sizes)
+                clusters = sum(sizes.values())
+                members = sum(size * n for size, n in sizes.items())
+                self._cluster_counts = {"clusters": clusters, "duplicates": members - clusters}
+        return {**self.stats(), **self._cluster_counts}
 
     def stats(self) -> dict[str, Any]:
-        """Counts for /v1/stats and /metrics."""
-        sizes = self.index.clusters_by_size(2)
+        """Counts for /v1/stats and /metrics but the clusters' (``read_stats`` adds them)."""
         unflushed = self.unflushed()
         return {
             "documents": len(self.index),
@@ -1092,8 +1109,6 @@ class Service:
             "part_compactions": 0 if self.compactor is None else self.compactor.done,
             "part_compactions_failed": 0 if self.compactor is None else self.compactor.failed,
             "indexed_linked": self.index.linked,
-            "clusters": len(sizes),
-            "duplicates": sum(sizes.values()) - len(sizes),
             "protected_sets": len(self.protected),
             "broken_protected_sets": len(self.broken_sets),
             "index_bytes": self.index.nbytes(),
@@ -1570,22 +1585,9 @@ def _own_ids(index: ServiceIndex) -> list[str]:
     return index.documents_since(0)
 
 
-def _roots(index: ServiceIndex, min_size: int) -> list[str]:
-    """Root ids of the clusters of at least ``min_size`` members, sorted."""
-    if min_size <= 1:
-        return sorted(index.roots())
-    return sorted(index.clusters_by_size(min_size))
-
-
-def _page(
-    roots: list[str], index: ServiceIndex, limit: int, after: str | None
-) -> tuple[list[list[str]], str | None]:
-    """The members of the ``limit`` clusters of ``roots`` after ``after``; the next cursor."""
-    start = bisect_right(roots, after) if after is not None else 0
-    page = roots[start : start + limit]
-    groups = [index.members(root) for root in page]
-    more = start + limit < len(roots)
-    return groups, (page[-1] if more and page else None)
+def _alone(root: str, after: str | None) -> ClusterSlice:
+    """A document in no cluster, as a cluster of one."""
+    return ClusterSlice(root, 1, [root] if after is None or root > after else [], False)
 
 
 def _matched_rows(

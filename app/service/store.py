@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from neardup.app.service import cluster_reads
 from neardup.app.service import clusters as cluster_sql
 from neardup.app.service.budget_sql import (
     BUDGET_FULL_AFTER,
@@ -31,6 +32,7 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
+from neardup.app.service.cluster_reads import ClusterSlice
 from neardup.app.service.clusters import ClusterRow, ClusterWrite
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
@@ -108,7 +110,38 @@ CREATE TABLE IF NOT EXISTS cluster_members (
     own BOOLEAN NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cluster_members_by_label ON cluster_members (label, id);
+-- The listing by root (GET /v1/clusters).
+CREATE INDEX IF NOT EXISTS clusters_by_root ON clusters (root);
+-- How many listed clusters (own > 0) there are of each size (stats, the size histogram),
+-- kept by these triggers in the transaction of every write to ``clusters``.
+CREATE TABLE IF NOT EXISTS cluster_sizes (
+    size INTEGER PRIMARY KEY,
+    clusters INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS clusters_sized_insert AFTER INSERT ON clusters WHEN NEW.own > 0
+BEGIN
+    INSERT INTO cluster_sizes (size, clusters) VALUES (NEW.size, 1)
+    ON CONFLICT (size) DO UPDATE SET clusters = clusters + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS clusters_sized_delete AFTER DELETE ON clusters WHEN OLD.own > 0
+BEGIN
+    UPDATE cluster_sizes SET clusters = clusters - 1 WHERE size = OLD.size;
+    DELETE FROM cluster_sizes WHERE size = OLD.size AND clusters <= 0;
+END;
+CREATE TRIGGER IF NOT EXISTS clusters_sized_update AFTER UPDATE OF size, own ON clusters
+BEGIN
+    UPDATE cluster_sizes SET clusters = clusters - 1 WHERE size = OLD.size AND OLD.own > 0;
+    DELETE FROM cluster_sizes WHERE size = OLD.size AND clusters <= 0;
+    INSERT INTO cluster_sizes (size, clusters) SELECT NEW.size, 1 WHERE NEW.own > 0
+    ON CONFLICT (size) DO UPDATE SET clusters = clusters + 1;
+END;
 """
+#: ``cluster_sizes`` counted once from the clusters, in the transaction creating it (a store
+#: whose cluster tables predate it); the triggers keep it from then on.
+_COUNT_SIZES = (
+    "DELETE FROM cluster_sizes; INSERT INTO cluster_sizes (size, clusters) "
+    "SELECT size, count(*) FROM clusters WHERE own > 0 GROUP BY size;"
+)
 
 #: The store's layout version (``PRAGMA user_version``): 1 once the cluster tables are filled
 #: (a store made before them, version 0, is filled once at start from the recovered clusters);
@@ -210,8 +243,20 @@ class Store(Protocol):
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]: ...
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]: ...
     def clusters_page(
-        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+        self,
+        min_size: int,
+        after: tuple[int, str] | None,
+        limit: int,
+        owned: bool = True,
+        offset: int = 0,
     ) -> list[tuple[str, int]]: ...
+    def cluster_slice(
+        self, root: str, after: str | None, limit: int
+    ) -> ClusterSlice | bool | None: ...
+    def cluster_listing(
+        self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]: ...
+    def cluster_sizes(self) -> dict[int, int]: ...
     def linked_members(self) -> list[str]: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
@@ -381,6 +426,12 @@ class SQLiteStore:
             self._db = _open(self.path)
             try:
                 self._budgets = _open_budgets(self.budgets_path)
+                #: the cluster reads' connection (the service's read thread's alone): in WAL,
+                #: a read sees the last commit and never waits for a write
+                self._reader = sqlite3.connect(
+                    self.path, check_same_thread=False, isolation_level=None
+                )
+                self._reader.execute("PRAGMA query_only=ON")
             except BaseException:
                 self._db.close()
                 raise
@@ -535,25 +586,57 @@ class SQLiteStore:
 
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
-        return cluster_sql.cluster_rows(_SQLiteSql(self._db), ids)
+        return cluster_reads.cluster_rows(_SQLiteSql(self._db), ids)
 
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
         most ``limit`` (none if ``root`` roots no cluster of two or more)."""
-        return cluster_sql.cluster_members(_SQLiteSql(self._db), root, after, limit, "")
+        return cluster_reads.cluster_members(_SQLiteSql(self._db), root, after, limit, "")
 
     def clusters_page(
-        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+        self,
+        min_size: int,
+        after: tuple[int, str] | None,
+        limit: int,
+        owned: bool = True,
+        offset: int = 0,
     ) -> list[tuple[str, int]]:
         """(root, size) of the clusters of at least ``min_size``, largest first then by root,
-        after the (size, root) cursor ``after``, at most ``limit`` (``owned``: those holding a
-        document of the service's own)."""
-        db = _SQLiteSql(self._db)
-        return cluster_sql.clusters_page(db, min_size, after, limit, owned, "")
+        after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
+        (``owned``: those holding a document of the service's own)."""
+        return self._read(
+            lambda db: cluster_reads.clusters_page(db, min_size, after, limit, owned, "", offset)
+        )
+
+    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool | None:
+        """``cluster_reads.cluster_slice``: the cluster rooted at ``root``, its members after
+        ``after``, at most ``limit`` (a live document in no cluster: alone); True: ``root`` is
+        a member, not a root; None: no live document and in no cluster."""
+        return self._read(lambda db: cluster_reads.cluster_slice(db, root, after, limit, "", ""))
+
+    def cluster_listing(
+        self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]:
+        """``cluster_reads.listing``: a page of the clusters by root, and the next cursor."""
+        return self._read(
+            lambda db: cluster_reads.listing(db, min_size, after, limit, most, per_cluster, "", "")
+        )
+
+    def cluster_sizes(self) -> dict[int, int]:
+        """Size -> how many listed clusters are of that size (``cluster_reads.cluster_sizes``)."""
+        return self._read(cluster_reads.cluster_sizes)
+
+    def _read(self, fn: Callable[[_SQLiteSql], _T]) -> _T:
+        """``fn`` on the read connection, in one read transaction (one snapshot: WAL)."""
+        self._reader.execute("BEGIN")
+        try:
+            return fn(_SQLiteSql(self._reader))
+        finally:
+            self._reader.execute("COMMIT")
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
-        return cluster_sql.linked_members(_SQLiteSql(self._db))
+        return cluster_reads.linked_members(_SQLiteSql(self._db))
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One document by id, or None."""
@@ -724,6 +807,7 @@ class SQLiteStore:
         directory's lock. Idempotent."""
         try:
             self._budgets.close()
+            self._reader.close()
             self._db.close()
         finally:
             self._lock.release()
@@ -783,7 +867,9 @@ def _open(path: Path) -> sqlite3.Connection:
                 f"{path} has layout version {layout}, newer than this neardup's "
                 f"({LAYOUT_VERSION}): run the neardup version that wrote it"
             )
-        db.executescript(_SCHEMA)
+        sized = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cluster_sizes'").fetchone()
+        # One transaction: a crash never leaves ``cluster_sizes`` made but not counted.
+        db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} {'' if sized else _COUNT_SIZES} COMMIT;")
         columns = {row[1] for row in db.execute("PRAGMA table_info(protected_sets)")}
         if "format" not in columns:
             db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")

@@ -24,6 +24,7 @@ from neardup.app.service import flush as flush_module
 from neardup.app.service.flush import Mark
 from neardup.app.service.store import SQLiteStore
 from neardup.core.engine import DocIndex, index_info, text_digest
+from tests.app.service.cluster_reads import answers_as_memory
 from tests.app.service.test_served import (
     IDS,
     PARAMS,
@@ -123,7 +124,7 @@ def scenarios(draw: st.DrawFn) -> dict:
 
 
 async def _counts(service: Service) -> dict[str, int]:
-    stats = service.stats()
+    stats = await service.read_stats()
     return {k: stats[k] for k in COUNTS}
 
 
@@ -159,6 +160,9 @@ async def _compared(tmp: Path, spec: dict, flush: dict[str, Any]) -> tuple[list,
                 want.append(await _apply(reading, op, names))
             got.append(await _counts(flushing))
             want.append(await _counts(reading))
+            # Each one's cluster answers, read from its store's tables, are its memory's.
+            await answers_as_memory(flushing, [*IDS, "zz"])
+            await answers_as_memory(reading, [*IDS, "zz"])
         got.append(await _state(flushing, [*IDS, "zz"]))
         want.append(await _state(reading, [*IDS, "zz"]))
     finally:
@@ -556,10 +560,10 @@ def test_a_service_restarted_read_only_keeps_its_flushed_rows_its_own(tmp_path, 
         await service.close()
         service = await _start(tmp_path / "data", url, **READ_ONLY)
         try:
-            out.append(_stats_of(service))
+            out.append(await _stats_of(service))
             await service.register([NewDoc("r", "five six seven", {})])
             await service.delete("p")
-            out.append((_stats_of(service), sorted(service.served.hidden)))
+            out.append((await _stats_of(service), sorted(service.served.hidden)))
             out.append(await service.query(["ant bee cat dog"], None, None))
         finally:
             await service.close()
@@ -611,8 +615,8 @@ async def _settled(*services: Service, version: int) -> None:
         await asyncio.sleep(0.05)
 
 
-def _stats_of(service: Service) -> tuple:
-    stats = service.stats()
+async def _stats_of(service: Service) -> tuple:
+    stats = await service.read_stats()
     return tuple(stats[k] for k in (*COUNTS, "unflushed", "index_version"))
 
 
@@ -640,7 +644,7 @@ def test_replicas_on_one_store_flush_each_document_once(
             [version] = [v for v in versions if v is not None]
             await _settled(a, b, version=version)
             out.append(_rows(url))
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
             # A delete and a replace of flushed documents, each on one replica.
             await a.delete("p")
             await b.replace(NewDoc("r", "five six seven", {}))
@@ -649,13 +653,13 @@ def test_replicas_on_one_store_flush_each_document_once(
             out.append(
                 [await s.query(["ant bee cat dog", "one two three"], None, None) for s in (a, b)]
             )
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
             # The replica that did not delete p flushes: it commits p's deletion too.
             flusher = b if versions[0] is not None else a
             after = await flusher.flush()
             await _settled(a, b, version=after)
             out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
         finally:
             await a.close()
             await b.close()
@@ -712,14 +716,14 @@ def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
             await _settled(a, b, version=version)
             out.append(_rows(url))
             out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
             c = await _replica(pg_url, url, **READ_ONLY)  # reads the same from the store
-            out.append((sorted(c.served.hidden), _stats_of(c)))
+            out.append((sorted(c.served.hidden), await _stats_of(c)))
             after = await b.flush()
             await _settled(a, b, c, version=after)
             out.append((version, after))
             out.append((sorted(a.served.hidden), sorted(b.served.hidden), sorted(c.served.hidden)))
-            out.append((_stats_of(a), _stats_of(b), _stats_of(c)))
+            out.append((await _stats_of(a), await _stats_of(b), await _stats_of(c)))
         finally:
             go.set()
             await a.close()
@@ -794,7 +798,7 @@ def test_a_replica_dying_between_its_commit_and_recording_it_is_adopted_by_the_n
             await b.register([NewDoc("r", "five six", {})])
             version = await b.flush()
             await _settled(b, version=version)
-            return [version, _stats_of(b)]
+            return [version, await _stats_of(b)]
         finally:
             await b.close()
 
@@ -833,12 +837,12 @@ def test_a_replica_that_never_flushes_adopts_a_dead_flushers_commit_at_its_refre
                 pass
             assert await b.refresh_index()  # at once: no flush needed
             await _settled(b, version=3)
-            out.append(_stats_of(b))
+            out.append(await _stats_of(b))
             out.append(Mark.from_json(b.store.flush_state().get("committed")).version)
             a = await _replica(pg_url, url)
             out.append(await a.flush())  # nothing left to write
             await _settled(a, b, version=3)
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
         finally:
             await a.close()
             await b.close()
@@ -945,7 +949,7 @@ def test_replicas_follow_the_index_for_flushed_documents(tmp_path, threads, pg_u
             await _settled(a, b, version=version + 1)
             texts = ["ant bee cat dog", "one two"]
             return [
-                [(await s.query(texts, None, None), _stats_of(s), sorted(s.served.hidden))
+                [(await s.query(texts, None, None), await _stats_of(s), sorted(s.served.hidden))
                  for s in (a, b)],
                 await a.digests(["p", "q"]),
             ]  # fmt: skip
@@ -973,7 +977,11 @@ def test_a_replica_that_never_flushes_started_first_counts_the_flushed_rows_as_i
             await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "ant bee cat", {})])
             version = await a.flush()
             await _settled(a, c, version=version)
-            return [_stats_of(a), _stats_of(c), await c.query(["ant bee cat"], None, None)]
+            return [
+                await _stats_of(a),
+                await _stats_of(c),
+                await c.query(["ant bee cat"], None, None),
+            ]
         finally:
             await a.close()
             await c.close()
@@ -1023,11 +1031,11 @@ def test_a_flusher_whose_lock_connection_dies_mid_flush_writes_nothing_twice(
             await _settled(a, b, version=max(version or 0, late or 0))
             out.append((version, late))
             out.append(_rows(url))
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
             committed = Mark.from_json(b.store.flush_state().get("committed"))
             out.append(committed.version == DocIndex.open(url).version)
             c = await _replica(pg_url, url, **READ_ONLY)
-            out.append(_stats_of(c))
+            out.append(await _stats_of(c))
             out.append((await a.flush(), await b.flush()))
         finally:
             go.set()
@@ -1072,12 +1080,12 @@ def test_a_replica_started_between_a_commit_and_its_record_counts_each_document_
                 assert await asyncio.to_thread(paused.wait, 60)
                 assert DocIndex.open(url).version == 2  # committed, not recorded
                 c = await _replica(pg_url, url, **READ_ONLY)
-                out.append(_stats_of(c))
+                out.append(await _stats_of(c))
                 out.append(await c.query(["ant bee cat dog", "eel fox gnu"], None, None))
                 go.set()
                 version = await asyncio.wait_for(flushing, 60)
             await _settled(a, c, version=version)
-            out.append((_stats_of(a), _stats_of(c)))
+            out.append((await _stats_of(a), await _stats_of(c)))
             out.append(await c.query(["ant bee cat dog", "eel fox gnu"], None, None))
         finally:
             go.set()

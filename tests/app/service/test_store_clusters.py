@@ -18,6 +18,7 @@ from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import SQLiteStore, Store
+from tests.app.service.cluster_reads import answers_as_memory, page
 from tests.app.service.test_flush import ON_DEMAND, _compact, scenarios
 from tests.app.service.test_replicas import _converged
 from tests.app.service.test_served import IDS, PARAMS, WORDS, _apply, threads, write_index
@@ -74,6 +75,12 @@ def check(service: Service, ids: list[str]) -> None:
         }
         flags = {i: bool(o) for i, o in db.execute("SELECT id, own FROM cluster_members")}
         assert flags == {i: own for row in service.index.all_clusters() for i, own in row.members}
+
+
+async def checked(service: Service, ids: list[str]) -> None:
+    """``check``, then every cluster answer of the routes, read from the tables, is memory's."""
+    check(service, ids)
+    await answers_as_memory(service, ids)
 
 
 def _ids(op: tuple) -> list[str]:
@@ -136,7 +143,7 @@ def test_store_clusters_follow_every_write(tmp_path_factory, threads, ops) -> No
                     service = await _start(data)
                 else:
                     await _apply(service, op, set())
-                check(service, ids)
+                await checked(service, ids)
         finally:
             await service.close()
 
@@ -158,7 +165,7 @@ def test_store_clusters_follow_linking_and_flushes(tmp_path_factory, threads, sp
     async def run() -> None:
         service = await _start(tmp / "fa", index=str(tmp / "a"), **ON_DEMAND)
         try:
-            check(service, ids)
+            await checked(service, ids)
             for op in spec["ops"]:
                 if op[0] == "flush":
                     await service.flush()
@@ -171,7 +178,7 @@ def test_store_clusters_follow_linking_and_flushes(tmp_path_factory, threads, sp
                     service = await _start(tmp / "fa", index=str(tmp / "a"), **ON_DEMAND)
                 elif op[0] != "query":
                     await _apply(service, op, names)
-                check(service, ids)
+                await checked(service, ids)
         finally:
             await service.close()
 
@@ -194,7 +201,10 @@ def test_store_clusters_filled_once_from_a_store_made_before_them(tmp_path, thre
 
     asyncio.run(register())
     with sqlite3.connect(data / "neardup.sqlite3") as db:  # back to the previous layout
-        db.executescript("DROP TABLE clusters; DROP TABLE cluster_members; PRAGMA user_version=0")
+        db.executescript(
+            "DROP TABLE clusters; DROP TABLE cluster_members; DROP TABLE cluster_sizes; "
+            "PRAGMA user_version=0"
+        )
 
     async def reopen() -> None:
         service = await _start(data)
@@ -202,7 +212,7 @@ def test_store_clusters_filled_once_from_a_store_made_before_them(tmp_path, thre
             assert service.store.clusters_filled()
             want = memory_clusters(service.index)
             assert len(want) == 2
-            check(service, [d.id for d in docs])
+            await checked(service, [d.id for d in docs])
         finally:
             await service.close()
 
@@ -212,6 +222,32 @@ def test_store_clusters_filled_once_from_a_store_made_before_them(tmp_path, thre
         db.execute("PRAGMA user_version = 2")  # a newer neardup's
     with pytest.raises(Exception, match="newer than this neardup"):
         asyncio.run(_start(data))
+
+
+def test_store_cluster_sizes_counted_once_for_a_store_made_before_them(tmp_path, threads) -> None:
+    """A store whose cluster tables predate ``cluster_sizes`` (and its triggers) gets it
+    counted from the clusters when opened; the triggers keep it from then on."""
+    data = tmp_path / "data"
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(["ant bee", "ant bee", "ant bee",
+            "eel fox", "eel fox", "gnu"])]  # fmt: skip
+
+    async def register(more: list[NewDoc]) -> dict[str, Any]:
+        service = await _start(data)
+        try:
+            await service.register(more)
+            await checked(service, [d.id for d in docs])
+            return await service.read_stats()
+        finally:
+            await service.close()
+
+    asyncio.run(register(docs))
+    with sqlite3.connect(data / "neardup.sqlite3") as db:  # back to the layout before it
+        db.executescript(
+            "DROP TRIGGER clusters_sized_insert; DROP TRIGGER clusters_sized_update; "
+            "DROP TRIGGER clusters_sized_delete; DROP TABLE cluster_sizes"
+        )
+    stats = asyncio.run(register([NewDoc("y", "gnu", {})]))
+    assert (stats["clusters"], stats["duplicates"]) == (3, 4)
 
 
 def test_store_clusters_page_by_size_then_root(tmp_path, threads) -> None:
@@ -250,16 +286,59 @@ def test_store_clusters_merge_two_clusters_then_split(tmp_path, threads) -> None
         try:
             await service.register([NewDoc(i, t, {}) for i, t in copies.items()])
             assert sorted(service.index.clusters_by_size().values()) == [2, 3]
-            check(service, [*copies, "a0"])
+            await checked(service, [*copies, "a0"])
             await service.register([NewDoc("a0", "ant bee cat dog eel fox", {})])
             assert service.index.clusters_by_size() == {"a0": 6}
-            check(service, [*copies, "a0"])
+            await checked(service, [*copies, "a0"])
             await service.delete("a0")
             assert sorted(service.index.clusters_by_size().values()) == [2, 3]
-            check(service, [*copies, "a0"])
+            await checked(service, [*copies, "a0"])
             await service.replace(NewDoc("k2", "ant bee cat dog", {}))
             assert sorted(service.index.clusters_by_size().values()) == [4]
-            check(service, [*copies, "a0"])
+            await checked(service, [*copies, "a0"])
+        finally:
+            await service.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_of_indexed_documents_alone_are_not_listed(tmp_path, threads) -> None:
+    """Indexed documents linked by a document of the service's own stay a cluster once it is
+    deleted: kept in the tables (own 0), answered by root, but listed nowhere (memory neither)
+    and not counted."""
+    write_index(str(tmp_path / "a"), [("x", "ant bee cat dog"), ("y", "ant bee cat dog")])
+
+    async def run() -> None:
+        service = await _start(tmp_path / "fa", index=str(tmp_path / "a"), **ON_DEMAND)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            await checked(service, ["b", "x", "y"])
+            assert (await service.read_stats())["clusters"] == 1
+            await service.delete("b")
+            await checked(service, ["b", "x", "y"])
+            assert service.store.clusters_page(2, None, 9, owned=False) == [("x", 2)]
+            assert (await service.cluster_slice("x", None, 9)).members == ["x", "y"]
+            assert await page(service, 1, 9, None) == ([], None)
+            assert (await service.read_stats())["clusters"] == 0
+        finally:
+            await service.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_an_indexed_document_left_alone(tmp_path, threads) -> None:
+    """An indexed document linked by a document of the service's own that is deleted: in no
+    cluster, answered by root alone (``GET /v1/clusters/{root}`` and its web page), as memory
+    answers it."""
+    write_index(str(tmp_path / "a"), [("x", "ant bee cat dog")])
+
+    async def run() -> None:
+        service = await _start(tmp_path / "fa", index=str(tmp_path / "a"), **ON_DEMAND)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            await service.delete("b")
+            await checked(service, ["b", "x"])
+            assert await service.cluster("x") == ["x"]
         finally:
             await service.close()
 
@@ -296,8 +375,8 @@ def test_store_clusters_on_postgres_replicas(pg_url, threads, ops, on_b) -> None
                 else:
                     await _apply(b if second else a, op, set())
                 await _converged([a, b])
-                check(a, ids)
-                check(b, ids)
+                await checked(a, ids)
+                await checked(b, ids)
         finally:
             await a.close()
             await b.close()
@@ -318,7 +397,7 @@ def test_store_clusters_filled_once_on_postgres_from_layout_4(pg_url, threads) -
             if check_filled:
                 assert service.store.clusters_filled()
                 assert memory_clusters(service.index)
-                check(service, [d.id for d in docs])
+                await checked(service, [d.id for d in docs])
             else:
                 await service.register(docs)
         finally:
@@ -326,13 +405,13 @@ def test_store_clusters_filled_once_on_postgres_from_layout_4(pg_url, threads) -
 
     asyncio.run(run(False))
     with psycopg.connect(pg_url, autocommit=True) as c:  # back to layout 4
-        c.execute("DROP TABLE clusters; DROP TABLE cluster_members")
-        c.execute("DELETE FROM schema_versions WHERE version = 5")
+        c.execute("DROP TABLE clusters; DROP TABLE cluster_members; DROP TABLE cluster_sizes")
+        c.execute("DELETE FROM schema_versions WHERE version >= 5")
         c.execute("DELETE FROM index_flush WHERE key = 'clusters_filled'")
     asyncio.run(run(True))
     with psycopg.connect(pg_url) as c:
         versions = [r[0] for r in c.execute("SELECT version FROM schema_versions ORDER BY 1")]
-        assert versions[-1] == 5
+        assert versions[-1] == 6
 
 
 @given(spec=scenarios(), on_b=st.lists(st.booleans(), min_size=12, max_size=12))
@@ -376,8 +455,8 @@ def test_store_clusters_on_postgres_replicas_serving_an_index(
                 elif op[0] != "query":
                     await _apply(one, op, names)
                 await _converged([a, b])
-                check(a, ids)
-                check(b, ids)
+                await checked(a, ids)
+                await checked(b, ids)
         finally:
             await a.close()
             await b.close()
