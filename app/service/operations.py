@@ -125,6 +125,10 @@ _T = TypeVar("_T")
 READ_ATTEMPTS = 3
 #: Documents read from the store at a time while recovering.
 RECOVERY_CHUNK = 50_000
+#: Flushed documents the index overruled (``_drop_overruled``) deleted in one store write (one
+#: transaction, one round of the write lock): bounded, so writers and readers wait at most
+#: one such batch, whatever the number of rows a version deleted.
+OVERRULED_BATCH = 1000
 #: While the disk is full, readiness probes the store for room at most this often.
 PROBE_INTERVAL = 1.0
 #: A replica on a shared store looks for other replicas' changes at least this often.
@@ -547,7 +551,8 @@ class Service:
         text (``--recrawled replace``), is deleted here too, as a DELETE would (every replica
         follows; the store's delete is idempotent across replicas), so its id is answered by
         the index alone: not at all, or by the batch's new row once the flush that follows
-        (started now) settles the delete."""
+        (started now) settles the delete. Deleted OVERRULED_BATCH at a time, a store write
+        each (one log entry per document for the replicas)."""
         own = {
             i: n
             for i in deleted
@@ -561,22 +566,29 @@ class Service:
         stored = await self._io_call(self.store.digests, sorted(own))
         rows = await asyncio.to_thread(latest.id_digests, sorted(own))
         overruled = sorted(i for i in own if i in stored and rows.get(i) != stored[i][:16])
-        for doc_id in overruled:
+        for lo in range(0, len(overruled), OVERRULED_BATCH):
+            batch = overruled[lo : lo + OVERRULED_BATCH]
             async with self._writing():
-                num = own[doc_id]
-                if self.index.number(doc_id) != num or doc_id not in self.index:
-                    continue  # deleted or replaced meanwhile (here, or by another replica)
-                removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
-                clusters = self.index.removal_write(removal)
+                # deleted or replaced meanwhile (here, or by another replica): left alone
+                batch = [i for i in batch if self.index.number(i) == own[i] and i in self.index]
+                if not batch:
+                    continue
+                nums = [own[i] for i in batch]
+                # Each cluster they leave is regrouped once (their removals interact).
+                removals = await asyncio.to_thread(self.index.plan_removals, batch)
+                clusters = await asyncio.to_thread(self.index.removal_write, removals)
                 if flusher.settles:  # hidden until the flush that follows settles it
-                    await self._write(self.store.delete_document, num, clusters)
-                    self._hide_flushed(doc_id, num)
+                    await self._write(self.store.delete_documents, nums, clusters)
+                    for doc_id, num in zip(batch, nums, strict=True):
+                        self._hide_flushed(doc_id, num)
                 else:  # no flush follows: nothing to hide, nor to record for one
-                    await self._write(flusher.forget, num, clusters)
-                self.index.apply_removal(removal)
+                    await self._write(flusher.forget, nums, clusters)
+                self.index.apply_removals(removals)
+            replaced = sum(1 for i in batch if i in rows)
             log.info(
-                "document %r deleted: the index version=%d %s its flushed row",
-                doc_id, latest.version, "replaced" if doc_id in rows else "deleted",
+                "documents deleted=%d (%r first): the index version=%d deleted %d of their "
+                "flushed rows and replaced %d",
+                len(batch), batch[0], latest.version, len(batch) - replaced, replaced,
             )  # fmt: skip
         if overruled and self.flushing:
             flusher.soon(now=True)

@@ -201,6 +201,9 @@ class Store(Protocol):
         self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
     ) -> None: ...
     def delete_document(self, num: int, clusters: ClusterWrite | None = None) -> None: ...
+    def delete_documents(
+        self, nums: Sequence[int], clusters: ClusterWrite | None = None
+    ) -> None: ...
     def replace_document(
         self, old: int, doc: StoredDoc, clusters: ClusterWrite | None = None
     ) -> None: ...
@@ -486,10 +489,18 @@ class SQLiteStore:
     ) -> None:
         """Remove a document and regroup its cluster (``clusters``), durably (with ``note``,
         noting it for the index: ``index_deletes_through``)."""
+        self.delete_documents([num], clusters, note)
+
+    def delete_documents(
+        self, nums: Sequence[int], clusters: ClusterWrite | None = None, note: bool = True
+    ) -> None:
+        """``delete_document`` of several documents (in number order), in one durable
+        transaction."""
+        nums = sorted(nums)
         with self._transaction():
             if note:
-                self._note_index_delete(num)
-            self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
+                self._note_index_deletes(nums)
+            self._db.executemany("DELETE FROM documents WHERE num = ?", [(n,) for n in nums])
             self._write_clusters(clusters)
 
     def replace_document(
@@ -498,7 +509,7 @@ class SQLiteStore:
         """Remove document ``old`` and store ``doc`` (its new text), with what that changes in
         the clusters, in one durable transaction."""
         with self._transaction():
-            self._note_index_delete(old)
+            self._note_index_deletes([old])
             self._db.execute("DELETE FROM documents WHERE num = ?", (old,))
             self._db.execute(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
@@ -672,17 +683,18 @@ class SQLiteStore:
 
     # --- flushing into a served index (app/service/flush.py) -----------------------------------
 
-    def _note_index_delete(self, num: int) -> None:
-        """In the caller's transaction: record document ``num``'s id and digest among the
-        index's deletes if it is numbered up to ``index_deletes_through`` (flushed, or in a
-        flush being written)."""
+    def _note_index_deletes(self, nums: Sequence[int]) -> None:
+        """In the caller's transaction: record documents ``nums``' ids and digests among the
+        index's deletes (in that order), those numbered up to ``index_deletes_through``
+        (flushed, or in a flush being written)."""
         through = self.index_deletes_through
-        if through is not None and num <= through:
-            self._db.execute(
-                "INSERT INTO index_deletes (id, digest, num) "
-                "SELECT id, digest, num FROM documents WHERE num = ?",
-                (num,),
-            )
+        if through is None:
+            return
+        self._db.executemany(
+            "INSERT INTO index_deletes (id, digest, num) "
+            "SELECT id, digest, num FROM documents WHERE num = ?",
+            [(n,) for n in nums if n <= through],
+        )
 
     def flush_state(self) -> dict[str, str]:
         """The recorded flush state: the store's identity and its marks (JSON), by key."""

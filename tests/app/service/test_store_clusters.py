@@ -1,7 +1,8 @@
 """The store's clusters (app/service/clusters.py): after every write (register, if_new, PUT,
-DELETE, restart; flush and linking with ``--index``) the store's cluster tables hold exactly
-the in-memory index's clusters of two or more (root, members, size, own), singletons none; a
-store made before the tables is filled once at start; the readers page as documented."""
+DELETE, restart; flush, linking and flushed rows the index deletes with ``--index``) the
+store's cluster tables hold exactly the in-memory index's clusters of two or more (root,
+members, size, own), singletons none; a store made before the tables is filled once at start;
+the readers page as documented."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import SQLiteStore, Store
-from tests.app.service.test_flush import ON_DEMAND, _compact, scenarios
+from tests.app.service.test_flush import ON_DEMAND, _compact, _drop, scenarios
 from tests.app.service.test_replicas import _converged
 from tests.app.service.test_served import IDS, PARAMS, WORDS, _apply, threads, write_index
 
@@ -169,6 +170,8 @@ def test_store_clusters_follow_linking_and_flushes(tmp_path_factory, threads, sp
                 elif op[0] == "restart":
                     await service.close()
                     service = await _start(tmp / "fa", index=str(tmp / "a"), **ON_DEMAND)
+                elif op[0] == "drop":  # several flushed rows deleted by the index at once
+                    await _drop(service, str(tmp / "a"), op[1])
                 elif op[0] != "query":
                     await _apply(service, op, names)
                 check(service, ids)
@@ -264,6 +267,50 @@ def test_store_clusters_merge_two_clusters_then_split(tmp_path, threads) -> None
             await service.close()
 
     asyncio.run(run())
+
+
+def test_store_clusters_after_the_index_deletes_many_flushed_rows(tmp_path, threads) -> None:
+    """An index version deleting many of the service's flushed rows: the service deletes
+    them in bounded writes (``OVERRULED_BATCH``: here 2, so 5 documents take 3 store writes,
+    two of one cluster in one write, three of another in two), and ends with the clusters (in
+    memory and in the store) of a service that deleted them one by one."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("zz", "unused words here")])
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(CHAINED)]
+    docs += [NewDoc(f"y{i}", "one two three", {}) for i in range(5)]
+    dropped = ["x1", "x3", "y0", "y1", "y3"]
+
+    async def run() -> tuple[Clusters, Clusters, list[int]]:
+        service = await _start(tmp_path / "a", index=url, **ON_DEMAND)
+        alone = await _start(tmp_path / "b")
+        sizes: list[int] = []
+        real = service.store.delete_documents
+
+        def spy(nums: list[int], *args: Any, **kwargs: Any) -> None:
+            sizes.append(len(nums))
+            real(nums, *args, **kwargs)
+
+        service.store.delete_documents = spy  # type: ignore[method-assign]
+        try:
+            for one in (service, alone):
+                await one.register(docs)
+            assert sorted(service.index.clusters_by_size().values()) == [5, 6]
+            await service.flush()
+            await service.refresh_index()
+            assert await _drop(service, url, dropped, batch=2) == dropped
+            for doc_id in dropped:
+                await alone.delete(doc_id)
+            check(service, [d.id for d in docs])
+            check(alone, [d.id for d in docs])
+            return memory_clusters(service.index), memory_clusters(alone.index), sizes
+        finally:
+            await service.close()
+            await alone.close()
+
+    got, want, sizes = asyncio.run(run())
+    assert got == want
+    assert want == {"x0": (["x0", "x5"], 2), "x2": (["x2", "x4"], 2), "y2": (["y2", "y4"], 2)}
+    assert sizes == [2, 2, 1]
 
 
 # --- PostgreSQL: replicas, and the migration from layout 4 ------------------------------------
@@ -373,6 +420,10 @@ def test_store_clusters_on_postgres_replicas_serving_an_index(
                 elif op[0] == "restart":
                     await b.close()
                     b = await start("b")
+                elif op[0] == "drop":  # deleted by the first to serve it, followed by the other
+                    await _drop(one, str(tmp / "a"), op[1])
+                    await _converged([a, b])
+                    await (a if second else b).refresh_index()
                 elif op[0] != "query":
                     await _apply(one, op, names)
                 await _converged([a, b])
