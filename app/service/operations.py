@@ -657,20 +657,35 @@ class Service:
 
     async def _store_clusters(self) -> None:
         """At start: fill the store's cluster tables from the recovered clusters if it was made
-        before them (once, O(N)); else write the clusters of the linked indexed documents (and
-        of those linked at the last start), which each start links anew."""
+        before them (once, O(N)); else write the clusters of the linked indexed documents
+        (``_store_relinked``)."""
         if not await self._io_call(self.store.clusters_filled):
             async with self._writing():
                 rows = await asyncio.to_thread(lambda: list(self.index.all_clusters()))
                 if await self._write(self.store.fill_clusters, rows):
                     log.info("store clusters filled clusters=%d", len(rows))
             return
+        async with self._lock:
+            await self._store_relinked()
+
+    async def _store_relinked(self) -> None:
+        """After the state was read from the store (a start, a reload: ``_read_state``), whose
+        ``_link_all`` links the indexed documents anew: write the clusters of the linked ones,
+        and of those the store holds as linked (linked before, maybe not now), as this replica
+        holds them; under the store's write lock, the other replicas' changes applied first.
+        The caller holds this process's lock (``_lock``)."""
         if self.served is None:
             return
-        linked = self.index.linked_ids() + await self._io_call(self.store.linked_members)
-        if linked:
-            async with self._writing():
+        changes = await self._io_call(self.store.lock_writes)
+        try:
+            self._synced = time.monotonic()
+            await self._apply(changes)
+            linked = self.index.linked_ids() + await self._io_call(self.store.linked_members)
+            if linked:  # (a write commits and ends the transaction; else it is rolled back)
                 await self._write(sync_clusters, self.store, self.index, linked)
+        finally:
+            await self._io_call(self.store.unlock_writes)
+            self.log_position = self.store.position()
 
     async def _sync_linked(self, ids: list[str]) -> None:
         """Write the clusters of ``ids`` after a linking (``sync_clusters``); a failure is
@@ -735,6 +750,10 @@ class Service:
         started = time.perf_counter()
         state = await self._io_call(self._read_state)  # the store's thread: no other call meanwhile
         self._install(state)
+        try:  # the documents linked anew: their clusters written, as a start writes them
+            await self._store_relinked()
+        except (StoreUnavailable, StoreFull, LogPruned):
+            log.exception("could not write the clusters of linked documents; the next start will")
         self.reloading = None
         self.reloads += 1
         log.info(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -432,5 +433,55 @@ def test_store_clusters_on_postgres_replicas_serving_an_index(
         finally:
             await a.close()
             await b.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_written_by_a_reload_as_by_a_start(pg_url, tmp_path, threads) -> None:
+    """A replica behind the kept log reloads its state, linking the indexed documents anew
+    (``_link_all``): it writes their clusters as a start does, here a cluster the store lost
+    (its linking write failed: the database was away), so the store's clusters are again
+    every replica's in-memory clusters."""
+    import psycopg
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("x", "ant bee cat dog"), ("zz", "unused words here")])
+
+    async def start(name: str, retention: float) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     log_retention_seconds=retention, **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> None:
+        leader, stale = await start("a", 0.05), await start("b", 3600)
+        try:
+            await leader.register([NewDoc("b1", "ant bee cat dog", {})])  # x linked
+            await _converged([leader, stale])
+            assert memory_clusters(stale.index) == {"b1": (["b1", "x"], 1)}
+            assert stale._follower is not None
+            stale._follower.cancel()  # it reads the log no more
+            behind = stale.log_position
+            with psycopg.connect(pg_url, autocommit=True) as c:  # the linking write lost
+                c.execute("DELETE FROM cluster_members; DELETE FROM clusters")
+                await leader.register([NewDoc("c1", "one two three", {})])
+                await leader.register([NewDoc("c2", "five six seven", {})])
+                oldest = lambda: c.execute("SELECT min(seq) FROM changes").fetchone()[0]  # noqa: E731
+                deadline = time.monotonic() + 60
+                while oldest() <= behind + 1:  # pruned past the stale replica's position
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.02)
+            stale._follower = asyncio.create_task(stale._follow())
+            deadline = time.monotonic() + 60
+            while stale.reloads == 0:
+                assert time.monotonic() < deadline, "never reloaded"
+                await asyncio.sleep(0.02)
+            await _converged([leader, stale])
+            assert memory_clusters(stale.index) == {"b1": (["b1", "x"], 1)}
+            check(stale, ["b1", "c1", "c2", "x"])
+            check(leader, ["b1", "c1", "c2", "x"])
+        finally:
+            await leader.close()
+            await stale.close()
 
     asyncio.run(run())
