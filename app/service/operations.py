@@ -668,30 +668,43 @@ class Service:
         async with self._lock:
             await self._store_relinked()
 
-    async def _store_relinked(self) -> None:
-        """After the state was read from the store (a start, a reload: ``_read_state``), whose
-        ``_link_all`` links the indexed documents anew: write the clusters of the linked ones,
-        and of those the store holds as linked (linked before, maybe not now), as this replica
-        holds them; under the store's write lock, the other replicas' changes applied first.
-        The caller holds this process's lock (``_lock``)."""
+    async def _store_relinked(self, ids: Sequence[str] | None = None) -> None:
+        """Write the clusters of linked indexed documents as this replica holds them
+        (``sync_clusters``): of ``ids`` (documents a refresh or a delete linked or unlinked),
+        or by default, after the state was read from the store (a start, a reload), whose
+        ``_link_all`` links them anew, of the linked ones and of those the store holds as
+        linked (linked before, maybe not now). Under the store's write lock, the other
+        replicas' changes applied first, so it is never refused; a replica behind the kept
+        log reloads instead (which writes every linked one's). The caller holds this
+        process's lock (``_lock``)."""
         if self.served is None:
             return
-        changes = await self._io_call(self.store.lock_writes)
+        try:
+            changes = await self._io_call(self.store.lock_writes)
+        except LogPruned as exc:
+            if self.reloading is not None:  # (the reload's own write)
+                raise
+            await self._reload(exc)
+            return
+        except SettingsChanged as exc:
+            self._settings_changed(exc)
+            raise
         try:
             self._synced = time.monotonic()
             await self._apply(changes)
-            linked = self.index.linked_ids() + await self._io_call(self.store.linked_members)
-            if linked:  # (a write commits and ends the transaction; else it is rolled back)
-                await self._write(sync_clusters, self.store, self.index, linked)
+            if ids is None:
+                ids = self.index.linked_ids() + await self._io_call(self.store.linked_members)
+            if ids:  # (a write commits and ends the transaction; else it is rolled back)
+                await self._write(sync_clusters, self.store, self.index, ids)
         finally:
             await self._io_call(self.store.unlock_writes)
             self.log_position = self.store.position()
 
     async def _sync_linked(self, ids: list[str]) -> None:
-        """Write the clusters of ``ids`` after a linking (``sync_clusters``); a failure is
+        """``_store_relinked(ids)`` after a linking (the caller holds ``_lock``); a failure is
         logged (the change it follows is durable; the next start writes them)."""
         try:
-            await self._write(sync_clusters, self.store, self.index, ids)
+            await self._store_relinked(ids)
         except Exception:
             log.exception("could not write the clusters of linked documents; the next start will")
 

@@ -60,7 +60,7 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.clusters import ClusterRow, ClusterWrite, StoredCluster
 from neardup.app.service.errors import (
     DamagedStore,
     LogPruned,
@@ -1237,6 +1237,10 @@ class PostgresStore:
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
         return self._run(lambda c: cluster_sql.linked_members(_PgSql(c)))
+
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]:
+        """The clusters holding any of ``ids`` as stored, by label (``stored_clusters``)."""
+        return self._run(lambda c: cluster_sql.stored_clusters(_PgSql(c), ids))
 
     def close(self) -> None:
         """Roll back an open write, close the connections. Idempotent."""

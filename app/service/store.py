@@ -31,7 +31,7 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.clusters import ClusterRow, ClusterWrite, StoredCluster
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
     DamagedStore,
@@ -216,6 +216,7 @@ class Store(Protocol):
         self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
     ) -> list[tuple[str, int]]: ...
     def linked_members(self) -> list[str]: ...
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
@@ -565,6 +566,10 @@ class SQLiteStore:
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
         return cluster_sql.linked_members(_SQLiteSql(self._db))
+
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]:
+        """The clusters holding any of ``ids`` as stored, by label (``stored_clusters``)."""
+        return cluster_sql.stored_clusters(_SQLiteSql(self._db), ids)
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One document by id, or None."""

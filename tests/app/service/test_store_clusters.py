@@ -485,3 +485,54 @@ def test_store_clusters_written_by_a_reload_as_by_a_start(pg_url, tmp_path, thre
             await stale.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("behind", [False, True])
+def test_store_clusters_of_replicas_serving_different_versions(
+    pg_url, tmp_path, threads, behind
+) -> None:
+    """A replica writes from the version it serves: here one still serving the version before
+    ``neardup index delete`` of a linked document joins a new copy to that cluster, counting
+    the deleted one (a size one too large, written over the other replica's linking write).
+    Once it serves the new version too, the store's clusters are every replica's again; also
+    when it had not read the other's latest write when it refreshed (``behind``: its linking
+    write is made under the write lock, after that write, not dropped)."""
+    from neardup.core.engine import delete_ids
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("x", "ant bee cat dog"), ("zz", "unused words here")])
+    ids = ["b1", "b2", "c1", "c9", "x"]
+
+    async def start(name: str) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> None:
+        a, b = await start("a"), await start("b")
+        try:
+            await a.register([NewDoc(i, "ant bee cat dog", {}) for i in ("b1", "c1")])
+            await _converged([a, b])
+            assert memory_clusters(b.index) == {"b1": (["b1", "c1", "x"], 2)}
+            assert delete_ids(url, ["x"]).deleted == ("x",)
+            assert await a.refresh_index()  # x out of the cluster: written
+            check(a, ids)
+            await b.register([NewDoc("b2", "ant bee cat dog", {})])  # b still serves x
+            await _converged([a, b])
+            if behind:
+                assert b._follower is not None
+                b._follower.cancel()
+                await a.register([NewDoc("c9", "one two three", {})])
+            assert await b.refresh_index()
+            if behind:
+                b._follower = asyncio.create_task(b._follow())
+            await _converged([a, b])
+            for one in (a, b):
+                assert memory_clusters(one.index) == {"b1": (["b1", "b2", "c1"], 3)}
+                check(one, ids)
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(run())
