@@ -1286,17 +1286,25 @@ class Service:
 
         A replace is logged as a delete and the add of the same id: both are applied in one
         step, so no reader sees the document missing in between, and ``log_position`` never
-        names the state between them, which no replica acknowledged."""
-        skip = False
-        for change, after in zip(changes, [*changes[1:], None], strict=False):
+        names the state between them, which no replica acknowledged. Consecutive deletes of
+        flushed documents (what ``_drop_overruled`` logs, up to OVERRULED_BATCH a write) are
+        applied in one step (``_apply_deletes``)."""
+        skip = 0  # entries applied with an earlier one
+        for k, (change, after) in enumerate(zip(changes, [*changes[1:], None], strict=False)):
             if skip:
-                skip = False
+                skip -= 1
                 self.log_position = change.seq
                 continue
             if _is_replace(change, after):
                 assert after is not None and after.nums is not None
                 await self._apply_replace(change, after)
-                skip = True
+                skip = 1
+                continue
+            run = self._flushed_deletes(changes, k)
+            if len(run) > 1:
+                await self._apply_deletes(run)
+                skip = len(run) - 1
+                self.log_position = change.seq
                 continue
             if change.kind == "add" and change.ids:
                 # Another replica stored an id this one serves from the index (it read an
@@ -1341,6 +1349,39 @@ class Service:
                 self.broken_sets.pop(change.name, None)
                 self._set_bytes.pop(change.name, None)
             self.log_position = change.seq
+
+    def _flushed_deletes(self, changes: Sequence[Change], k: int) -> list[Change]:
+        """The deletes of flushed documents from ``changes[k]`` on, consecutive (none part of
+        a replace): applied together, their removals interact as in ``_drop_overruled``; a
+        flushed document has no indexed twin to link (the index's row was its own)."""
+        run: list[Change] = []
+        for j in range(k, len(changes)):
+            change = changes[j]
+            after = changes[j + 1] if j + 1 < len(changes) else None
+            if (
+                change.kind != "delete"
+                or change.nums is None
+                or not self._flushed_number(change.nums[0])
+                or _is_replace(change, after)
+            ):
+                break
+            run.append(change)
+        return run
+
+    async def _apply_deletes(self, deletes: Sequence[Change]) -> None:
+        """Logged deletes of flushed documents (``_flushed_deletes``) as one step on the
+        index: each cluster they leave regrouped once (``ServiceIndex.plan_removals``)."""
+        gone: dict[str, int] = {}
+        for change in deletes:
+            assert change.nums is not None
+            if self.index.number(change.name) == change.nums[0]:
+                gone[change.name] = change.nums[0]
+        if not gone:
+            return
+        removals = await asyncio.to_thread(self.index.plan_removals, list(gone))
+        self.index.apply_removals(removals)
+        for doc_id, num in gone.items():
+            self._hide_flushed(doc_id, num)
 
     async def _apply_replace(self, delete: Change, add: Change) -> None:
         """A logged replace (``delete`` of an id, then ``add`` of one document of that id) as

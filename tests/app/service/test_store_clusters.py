@@ -536,3 +536,54 @@ def test_store_clusters_of_replicas_serving_different_versions(
             await b.close()
 
     asyncio.run(run())
+
+
+def test_store_clusters_after_a_replica_follows_many_flushed_rows_deleted(
+    pg_url, tmp_path, threads
+) -> None:
+    """The deletes a replica logs for flushed rows the index deleted (several writes, one log
+    entry per document) are applied by another replica in one step (one regroup per cluster
+    left): both end with the clusters of a service that deleted them one by one, as the
+    store holds them."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("zz", "unused words here")])
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(CHAINED)]
+    docs += [NewDoc(f"y{i}", "one two three", {}) for i in range(5)]
+    dropped = ["x1", "x3", "y0", "y1", "y3"]
+    want = {"x0": (["x0", "x5"], 2), "x2": (["x2", "x4"], 2), "y2": (["y2", "y4"], 2)}
+
+    async def start(name: str) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> list[int]:
+        a, b = await start("a"), await start("b")
+        sizes: list[int] = []
+        try:
+            await a.register(docs)
+            await a.flush()
+            await a.refresh_index()
+            await _converged([a, b])
+            assert b._follower is not None
+            b._follower.cancel()  # b reads the log again once a wrote every delete
+            real = b.index.plan_removals
+
+            def spy(ids: list[str]) -> Any:
+                sizes.append(len(ids))
+                return real(ids)
+
+            b.index.plan_removals = spy  # type: ignore[method-assign]
+            assert await _drop(a, url, dropped, batch=2) == dropped
+            b._follower = asyncio.create_task(b._follow())
+            await _converged([a, b])
+            for one in (a, b):
+                assert memory_clusters(one.index) == want
+                check(one, [d.id for d in docs])
+        finally:
+            await a.close()
+            await b.close()
+        return sizes
+
+    assert asyncio.run(run()) == [5]
