@@ -8,10 +8,10 @@ clustering the remaining members' signatures again, and recovery clusters them a
 of one text are one class: a new copy costs the same whatever the number of earlier copies, and
 ``matches`` are summarised (a count and the best ``max_matches``).
 
-Mutation is planned first (``plan``, ``plan_removal``: pure computation on the current index,
-safe to run off the event loop) and applied after the store has made the change durable
-(``apply``, ``apply_removal``: synchronous and cheap), so a reader never sees half a change and
-a failed write leaves the index untouched.
+Mutation is planned first (``plan``, ``plan_removal``, ``plan_removals``: pure computation on
+the current index, safe to run off the event loop) and applied after the store has made the
+change durable (``apply``, ``apply_removal``, ``apply_removals``: synchronous and cheap), so
+a reader never sees half a change and a failed write leaves the index untouched.
 
 Memory follows the live documents, not every document ever registered: core's structures are
 sized by their own positions (slots), and each slot records the store's number of its document

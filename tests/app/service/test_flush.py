@@ -106,14 +106,18 @@ def scenarios(draw: st.DrawFn) -> dict:
     ids = draw(st.permutations(IDS))
     indexed = deduplicated([(i, draw(texts)) for i in ids[: draw(st.integers(0, 6))]])
     ops: list[tuple] = []
+    made: set[str] = set()
     for _ in range(draw(st.integers(1, 12))):
         kind = draw(st.sampled_from(["register", "register", "if_new", "put", "delete", "query",
-                                     "flush", "flush", "restart", "compact", "drop"]))  # fmt: skip
-        if kind == "drop":
-            ops.append((kind, draw(st.lists(st.sampled_from(ids), min_size=2, max_size=6,
-                                            unique=True))))  # fmt: skip
+                                     "flush", "flush", "restart", "compact", "drop",
+                                     "drop"]))  # fmt: skip
+        if kind == "drop":  # mostly ids registered before
+            pool = sorted(made) or ids
+            ops.append((kind, draw(st.lists(st.sampled_from(pool), min_size=1,
+                                            max_size=len(pool), unique=True))))  # fmt: skip
         elif kind in ("register", "if_new"):
             chosen = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
+            made.update(chosen)
             ops.append((kind, [(i, draw(texts)) for i in chosen]))
         elif kind == "put":
             ops.append((kind, draw(st.sampled_from(ids)), draw(texts)))
@@ -127,12 +131,14 @@ def scenarios(draw: st.DrawFn) -> dict:
 
 
 async def _drop(service: Service, url: str, ids: list[str], batch: int = 2) -> list[str]:
-    """``neardup index delete`` of the rows of those of ``ids`` that are ``service``'s own
-    flushed documents, then that version served: the service deletes them too
+    """A flush, then ``neardup index delete`` of the rows of those of ``ids`` that are
+    ``service``'s own flushed documents, then that version served: the service deletes them too
     (``_drop_overruled``, ``batch`` a store write, so one cluster's members may go in one
     write or in two), and a flush follows (awaited). The ids so deleted."""
     flusher = service.flusher
     assert flusher is not None
+    await service.flush()  # flushed, and that version served: its documents are rows
+    await service.refresh_index()
     own = [
         i for i in ids
         if (n := service.index.number(i)) is not None and n <= flusher.served_through
