@@ -27,8 +27,10 @@ __all__ = [
     "ClusterRow",
     "ClusterWrite",
     "Sql",
+    "StoredCluster",
     "apply_write",
     "fill",
+    "stored_clusters",
 ]
 
 #: Ids bound in one ``IN (...)`` list (under SQLite's limit on parameters).
@@ -49,6 +51,22 @@ class ClusterRow:
     @property
     def own(self) -> int:
         return sum(1 for _, own in self.members if own)
+
+    def stored(self) -> StoredCluster:
+        """What the store holds of this cluster once written."""
+        return StoredCluster(self.root, self.size, self.own, frozenset(self.members))
+
+
+@dataclass(frozen=True)
+class StoredCluster:
+    """A cluster as the store holds it: its row (root, size, own) and its members' rows as
+    (id, own). A write made from a stale view (a replica not serving the index's newer version
+    yet) can leave the row apart from the members: a sync compares both (``cluster_sync``)."""
+
+    root: str
+    size: int
+    own: int
+    members: frozenset[tuple[str, bool]]
 
 
 @dataclass(frozen=True)
@@ -227,3 +245,21 @@ def fill(db: Sql, rows: Iterable[ClusterRow]) -> None:
             _put(db, members, clusters)
             members, clusters = [], []
     _put(db, members, clusters)
+
+
+def stored_clusters(db: Sql, ids: Sequence[str]) -> dict[int, StoredCluster]:
+    """The clusters holding any of ``ids``, by label, as stored (a label with member rows and
+    no cluster row: root "", size and own 0)."""
+    labels = sorted(set(_labels(db, ids).values()))
+    rows: dict[int, tuple[str, int, int]] = {}
+    members: dict[int, set[tuple[str, bool]]] = {label: set() for label in labels}
+    for chunk in _chunks(labels):
+        sql = f"SELECT label, root, size, own FROM clusters WHERE label IN ({_in(len(chunk))})"
+        rows.update((int(b), (str(r), int(n), int(o))) for b, r, n, o in db.fetch(sql, chunk))
+        sql = f"SELECT label, id, own FROM cluster_members WHERE label IN ({_in(len(chunk))})"
+        for label, i, own in db.fetch(sql, chunk):
+            members[int(label)].add((str(i), bool(own)))
+    return {
+        label: StoredCluster(*rows.get(label, ("", 0, 0)), frozenset(members[label]))
+        for label in labels
+    }

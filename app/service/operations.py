@@ -127,6 +127,10 @@ READ_ATTEMPTS = 3
 _EVERY = 1 << 40
 #: Documents read from the store at a time while recovering.
 RECOVERY_CHUNK = 50_000
+#: Flushed documents the index overruled (``_drop_overruled``) deleted in one store write (one
+#: transaction, one round of the write lock): bounded, so writers and readers wait at most
+#: one such batch, whatever the number of rows a version deleted.
+OVERRULED_BATCH = 1000
 #: While the disk is full, readiness probes the store for room at most this often.
 PROBE_INTERVAL = 1.0
 #: A replica on a shared store looks for other replicas' changes at least this often.
@@ -558,7 +562,8 @@ class Service:
         text (``--recrawled replace``), is deleted here too, as a DELETE would (every replica
         follows; the store's delete is idempotent across replicas), so its id is answered by
         the index alone: not at all, or by the batch's new row once the flush that follows
-        (started now) settles the delete."""
+        (started now) settles the delete. Deleted OVERRULED_BATCH at a time, a store write
+        each (one log entry per document for the replicas)."""
         own = {
             i: n
             for i in deleted
@@ -572,22 +577,29 @@ class Service:
         stored = await self._io_call(self.store.digests, sorted(own))
         rows = await asyncio.to_thread(latest.id_digests, sorted(own))
         overruled = sorted(i for i in own if i in stored and rows.get(i) != stored[i][:16])
-        for doc_id in overruled:
+        for lo in range(0, len(overruled), OVERRULED_BATCH):
+            batch = overruled[lo : lo + OVERRULED_BATCH]
             async with self._writing():
-                num = own[doc_id]
-                if self.index.number(doc_id) != num or doc_id not in self.index:
-                    continue  # deleted or replaced meanwhile (here, or by another replica)
-                removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
-                clusters = self.index.removal_write(removal)
+                # deleted or replaced meanwhile (here, or by another replica): left alone
+                batch = [i for i in batch if self.index.number(i) == own[i] and i in self.index]
+                if not batch:
+                    continue
+                nums = [own[i] for i in batch]
+                # Each cluster they leave is regrouped once (their removals interact).
+                removals = await asyncio.to_thread(self.index.plan_removals, batch)
+                clusters = await asyncio.to_thread(self.index.removal_write, removals)
                 if flusher.settles:  # hidden until the flush that follows settles it
-                    await self._write(self.store.delete_document, num, clusters)
-                    self._hide_flushed(doc_id, num)
+                    await self._write(self.store.delete_documents, nums, clusters)
+                    for doc_id, num in zip(batch, nums, strict=True):
+                        self._hide_flushed(doc_id, num)
                 else:  # no flush follows: nothing to hide, nor to record for one
-                    await self._write(flusher.forget, num, clusters)
-                self.index.apply_removal(removal)
+                    await self._write(flusher.forget, nums, clusters)
+                self.index.apply_removals(removals)
+            replaced = sum(1 for i in batch if i in rows)
             log.info(
-                "document %r deleted: the index version=%d %s its flushed row",
-                doc_id, latest.version, "replaced" if doc_id in rows else "deleted",
+                "documents deleted=%d (%r first): the index version=%d deleted %d of their "
+                "flushed rows and replaced %d",
+                len(batch), batch[0], latest.version, len(batch) - replaced, replaced,
             )  # fmt: skip
         if overruled and self.flushing:
             flusher.soon(now=True)
@@ -656,26 +668,54 @@ class Service:
 
     async def _store_clusters(self) -> None:
         """At start: fill the store's cluster tables from the recovered clusters if it was made
-        before them (once, O(N)); else write the clusters of the linked indexed documents (and
-        of those linked at the last start), which each start links anew."""
+        before them (once, O(N)); else write the clusters of the linked indexed documents
+        (``_store_relinked``)."""
         if not await self._io_call(self.store.clusters_filled):
             async with self._writing():
                 rows = await asyncio.to_thread(lambda: list(self.index.all_clusters()))
                 if await self._write(self.store.fill_clusters, rows):
                     log.info("store clusters filled clusters=%d", len(rows))
             return
+        async with self._lock:
+            await self._store_relinked()
+
+    async def _store_relinked(self, ids: Sequence[str] | None = None) -> None:
+        """Write the clusters of linked indexed documents as this replica holds them
+        (``sync_clusters``): of ``ids`` (documents a refresh or a delete linked or unlinked),
+        or by default, after the state was read from the store (a start, a reload), whose
+        ``_link_all`` links them anew, of the linked ones and of those the store holds as
+        linked (linked before, maybe not now). Under the store's write lock, the other
+        replicas' changes applied first, so it is never refused; a replica behind the kept
+        log reloads instead (which writes every linked one's). The caller holds this
+        process's lock (``_lock``)."""
         if self.served is None:
             return
-        linked = self.index.linked_ids() + await self._io_call(self.store.linked_members)
-        if linked:
-            async with self._writing():
-                await self._write(sync_clusters, self.store, self.index, linked)
+        try:
+            changes = await self._io_call(self.store.lock_writes)
+        except LogPruned as exc:
+            if self.reloading is not None:  # (the reload's own write)
+                raise
+            await self._reload(exc)
+            return
+        except SettingsChanged as exc:
+            self._settings_changed(exc)
+            raise
+        try:
+            self._synced = time.monotonic()
+            await self._apply(changes)
+            if ids is None:
+                ids = self.index.linked_ids() + await self._io_call(self.store.linked_members)
+            if ids:  # (a write commits and ends the transaction; else it is rolled back)
+                await self._write(sync_clusters, self.store, self.index, ids)
+        finally:
+            await self._io_call(self.store.unlock_writes)
+            self.log_position = self.store.position()
 
     async def _sync_linked(self, ids: list[str]) -> None:
-        """Write the clusters of ``ids`` after a linking (``sync_clusters``); a failure is
+        """``_store_relinked(ids)`` after a linking (the caller holds ``_lock``); a failure is
         logged (the change it follows is durable; the next start writes them)."""
         try:
-            await self._write(sync_clusters, self.store, self.index, ids)
+            await self._store_relinked(ids)
         except Exception:
             log.exception("could not write the clusters of linked documents; the next start will")
 
@@ -734,6 +774,10 @@ class Service:
         started = time.perf_counter()
         state = await self._io_call(self._read_state)  # the store's thread: no other call meanwhile
         self._install(state)
+        try:  # the documents linked anew: their clusters written, as a start writes them
+            await self._store_relinked()
+        except (StoreUnavailable, StoreFull, LogPruned):
+            log.exception("could not write the clusters of linked documents; the next start will")
         self.reloading = None
         self.reloads += 1
         log.info(
@@ -1257,17 +1301,25 @@ class Service:
 
         A replace is logged as a delete and the add of the same id: both are applied in one
         step, so no reader sees the document missing in between, and ``log_position`` never
-        names the state between them, which no replica acknowledged."""
-        skip = False
-        for change, after in zip(changes, [*changes[1:], None], strict=False):
+        names the state between them, which no replica acknowledged. Consecutive deletes of
+        flushed documents (what ``_drop_overruled`` logs, up to OVERRULED_BATCH a write) are
+        applied in one step (``_apply_deletes``)."""
+        skip = 0  # entries applied with an earlier one
+        for k, (change, after) in enumerate(zip(changes, [*changes[1:], None], strict=False)):
             if skip:
-                skip = False
+                skip -= 1
                 self.log_position = change.seq
                 continue
             if _is_replace(change, after):
                 assert after is not None and after.nums is not None
                 await self._apply_replace(change, after)
-                skip = True
+                skip = 1
+                continue
+            run = self._flushed_deletes(changes, k)
+            if len(run) > 1:
+                await self._apply_deletes(run)
+                skip = len(run) - 1
+                self.log_position = change.seq
                 continue
             if change.kind == "add" and change.ids:
                 # Another replica stored an id this one serves from the index (it read an
@@ -1312,6 +1364,39 @@ class Service:
                 self.broken_sets.pop(change.name, None)
                 self._set_bytes.pop(change.name, None)
             self.log_position = change.seq
+
+    def _flushed_deletes(self, changes: Sequence[Change], k: int) -> list[Change]:
+        """The deletes of flushed documents from ``changes[k]`` on, consecutive (none part of
+        a replace): applied together, their removals interact as in ``_drop_overruled``; a
+        flushed document has no indexed twin to link (the index's row was its own)."""
+        run: list[Change] = []
+        for j in range(k, len(changes)):
+            change = changes[j]
+            after = changes[j + 1] if j + 1 < len(changes) else None
+            if (
+                change.kind != "delete"
+                or change.nums is None
+                or not self._flushed_number(change.nums[0])
+                or _is_replace(change, after)
+            ):
+                break
+            run.append(change)
+        return run
+
+    async def _apply_deletes(self, deletes: Sequence[Change]) -> None:
+        """Logged deletes of flushed documents (``_flushed_deletes``) as one step on the
+        index: each cluster they leave regrouped once (``ServiceIndex.plan_removals``)."""
+        gone: dict[str, int] = {}
+        for change in deletes:
+            assert change.nums is not None
+            if self.index.number(change.name) == change.nums[0]:
+                gone[change.name] = change.nums[0]
+        if not gone:
+            return
+        removals = await asyncio.to_thread(self.index.plan_removals, list(gone))
+        self.index.apply_removals(removals)
+        for doc_id, num in gone.items():
+            self._hide_flushed(doc_id, num)
 
     async def _apply_replace(self, delete: Change, add: Change) -> None:
         """A logged replace (``delete`` of an id, then ``add`` of one document of that id) as

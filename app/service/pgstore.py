@@ -62,7 +62,7 @@ from neardup.app.service.budget_sql import (
     budget_take_sql,
 )
 from neardup.app.service.cluster_reads import ClusterSlice
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.clusters import ClusterRow, ClusterWrite, StoredCluster
 from neardup.app.service.errors import (
     DamagedStore,
     LogPruned,
@@ -816,6 +816,20 @@ class PostgresStore:
         assert row is not None
         return int(row[0])
 
+    def _log_deletes(self, conn: _Conn, gone: list[tuple[int, str]]) -> int:
+        """``_log`` of a ``delete`` entry per document of ``gone`` (number, id), in that order,
+        in one statement; the last entry's number."""
+        row = conn.execute(
+            "INSERT INTO changes (seq, kind, lo, hi, name) "
+            "SELECT h.seq + d.k, 'delete', d.num, d.num + 1, d.id "
+            "FROM (SELECT coalesce(max(seq), 0) AS seq FROM changes) h, "
+            "unnest(%s::bigint[], %s::text[]) WITH ORDINALITY AS d(num, id, k) "
+            "ORDER BY d.k RETURNING seq",
+            ([n for n, _ in gone], [i for _, i in gone]),
+        ).fetchall()
+        conn.execute(f"NOTIFY {self._channel}")
+        return max(int(r[0]) for r in row)
+
     def add_documents(
         self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
     ) -> None:
@@ -839,13 +853,19 @@ class PostgresStore:
     def delete_document(self, num: int, clusters: ClusterWrite | None = None) -> None:
         """Mark a document deleted (its text and meta cleared) and regroup its cluster
         (``clusters``), durably."""
+        self.delete_documents([num], clusters)
+
+    def delete_documents(self, nums: Sequence[int], clusters: ClusterWrite | None = None) -> None:
+        """``delete_document`` of several documents in one durable transaction, logged as one
+        ``delete`` entry per document deleted (in number order), as many deletes would be."""
         seq = None
+        nums = sorted(nums)
         with self._write() as conn:
-            _note_index_delete(conn, num)
+            _note_index_deletes(conn, nums)
             _write_clusters(conn, clusters)
-            doc_id = _mark_deleted(conn, num)
-            if doc_id is not None:
-                seq = self._log(conn, "delete", num, num + 1, doc_id)
+            gone = _mark_deleted(conn, nums)
+            if gone:
+                seq = self._log_deletes(conn, gone)
         if seq is not None:
             self._applied = seq
 
@@ -857,11 +877,12 @@ class PostgresStore:
         transaction, logged as a delete then an add."""
         seq = None
         with self._write() as conn:
-            _note_index_delete(conn, old)
+            _note_index_deletes(conn, [old])
             _write_clusters(conn, clusters)
-            old_id = _mark_deleted(conn, old)
-            if old_id is None:
+            marked = _mark_deleted(conn, [old])
+            if not marked:
                 raise RuntimeError(f"document {old} to replace is not in the store")
+            old_id = marked[0][1]
             _check_next(conn, [doc.num])
             text = None if doc.text is None else doc.text.encode("utf-8")
             conn.execute(
@@ -1312,6 +1333,10 @@ class PostgresStore:
         """The ids of cluster members that are linked indexed documents."""
         return self._run(lambda c: cluster_reads.linked_members(_PgSql(c)))
 
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]:
+        """The clusters holding any of ``ids`` as stored, by label (``stored_clusters``)."""
+        return self._run(lambda c: cluster_sql.stored_clusters(_PgSql(c), ids))
+
     def close(self) -> None:
         """Roll back an open write, close the connections. Idempotent."""
         if self._closed:
@@ -1429,15 +1454,15 @@ def _connect_within(connect: Callable[[], _Conn], seconds: float) -> _Conn:
     return made
 
 
-def _note_index_delete(conn: _Conn, num: int) -> None:
-    """In the caller's write transaction: record alive document ``num``'s id and digest among
-    the index's deletes if it is numbered up to the store's ``deletes_through`` (flushed, or in
-    a flush being written, by any replica)."""
+def _note_index_deletes(conn: _Conn, nums: list[int]) -> None:
+    """In the caller's write transaction: record alive documents ``nums``' ids and digests
+    among the index's deletes (in number order), those numbered up to the store's
+    ``deletes_through`` (flushed, or in a flush being written, by any replica)."""
     conn.execute(
         "INSERT INTO index_deletes (id, digest, num) SELECT id, digest, num FROM documents "
-        "WHERE num = %s AND NOT deleted AND num <= (SELECT value::bigint FROM index_flush "
-        "WHERE key = 'deletes_through')",
-        (num,),
+        "WHERE num = ANY(%s) AND NOT deleted AND num <= (SELECT value::bigint FROM index_flush "
+        "WHERE key = 'deletes_through') ORDER BY num",
+        (nums,),
     )
 
 
@@ -1464,15 +1489,15 @@ def _write_clusters(conn: _Conn, clusters: ClusterWrite | None) -> None:
         cluster_sql.apply_write(_PgSql(conn), clusters)
 
 
-def _mark_deleted(conn: _Conn, num: int) -> str | None:
-    """Mark document ``num`` deleted (text and meta cleared; the row stays for the log's
-    replay); its id, or None if there is no such alive document."""
-    row = conn.execute(
+def _mark_deleted(conn: _Conn, nums: list[int]) -> list[tuple[int, str]]:
+    """Mark documents ``nums`` deleted (text and meta cleared; the rows stay for the log's
+    replay); (number, id) of those that were alive, in number order."""
+    rows = conn.execute(
         "UPDATE documents SET deleted = true, text = NULL, meta = '{}' "
-        "WHERE num = %s AND NOT deleted RETURNING id",
-        (num,),
-    ).fetchone()
-    return None if row is None else str(row[0])
+        "WHERE num = ANY(%s) AND NOT deleted RETURNING num, id",
+        (nums,),
+    ).fetchall()
+    return sorted((int(n), str(i)) for n, i in rows)
 
 
 def _check_next(conn: _Conn, nums: list[int]) -> None:

@@ -33,7 +33,7 @@ from neardup.app.service.budget_sql import (
     budget_take_sql,
 )
 from neardup.app.service.cluster_reads import ClusterSlice
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.clusters import ClusterRow, ClusterWrite, StoredCluster
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
     DamagedStore,
@@ -234,6 +234,9 @@ class Store(Protocol):
         self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
     ) -> None: ...
     def delete_document(self, num: int, clusters: ClusterWrite | None = None) -> None: ...
+    def delete_documents(
+        self, nums: Sequence[int], clusters: ClusterWrite | None = None
+    ) -> None: ...
     def replace_document(
         self, old: int, doc: StoredDoc, clusters: ClusterWrite | None = None
     ) -> None: ...
@@ -258,6 +261,7 @@ class Store(Protocol):
     ) -> tuple[list[ClusterSlice], str | None]: ...
     def cluster_sizes(self) -> dict[int, int]: ...
     def linked_members(self) -> list[str]: ...
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
@@ -537,10 +541,18 @@ class SQLiteStore:
     ) -> None:
         """Remove a document and regroup its cluster (``clusters``), durably (with ``note``,
         noting it for the index: ``index_deletes_through``)."""
+        self.delete_documents([num], clusters, note)
+
+    def delete_documents(
+        self, nums: Sequence[int], clusters: ClusterWrite | None = None, note: bool = True
+    ) -> None:
+        """``delete_document`` of several documents (in number order), in one durable
+        transaction."""
+        nums = sorted(nums)
         with self._transaction():
             if note:
-                self._note_index_delete(num)
-            self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
+                self._note_index_deletes(nums)
+            self._db.executemany("DELETE FROM documents WHERE num = ?", [(n,) for n in nums])
             self._write_clusters(clusters)
 
     def replace_document(
@@ -549,7 +561,7 @@ class SQLiteStore:
         """Remove document ``old`` and store ``doc`` (its new text), with what that changes in
         the clusters, in one durable transaction."""
         with self._transaction():
-            self._note_index_delete(old)
+            self._note_index_deletes([old])
             self._db.execute("DELETE FROM documents WHERE num = ?", (old,))
             self._db.execute(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
@@ -637,6 +649,10 @@ class SQLiteStore:
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
         return cluster_reads.linked_members(_SQLiteSql(self._db))
+
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]:
+        """The clusters holding any of ``ids`` as stored, by label (``stored_clusters``)."""
+        return cluster_sql.stored_clusters(_SQLiteSql(self._db), ids)
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One document by id, or None."""
@@ -755,17 +771,18 @@ class SQLiteStore:
 
     # --- flushing into a served index (app/service/flush.py) -----------------------------------
 
-    def _note_index_delete(self, num: int) -> None:
-        """In the caller's transaction: record document ``num``'s id and digest among the
-        index's deletes if it is numbered up to ``index_deletes_through`` (flushed, or in a
-        flush being written)."""
+    def _note_index_deletes(self, nums: Sequence[int]) -> None:
+        """In the caller's transaction: record documents ``nums``' ids and digests among the
+        index's deletes (in that order), those numbered up to ``index_deletes_through``
+        (flushed, or in a flush being written)."""
         through = self.index_deletes_through
-        if through is not None and num <= through:
-            self._db.execute(
-                "INSERT INTO index_deletes (id, digest, num) "
-                "SELECT id, digest, num FROM documents WHERE num = ?",
-                (num,),
-            )
+        if through is None:
+            return
+        self._db.executemany(
+            "INSERT INTO index_deletes (id, digest, num) "
+            "SELECT id, digest, num FROM documents WHERE num = ?",
+            [(n,) for n in nums if n <= through],
+        )
 
     def flush_state(self) -> dict[str, str]:
         """The recorded flush state: the store's identity and its marks (JSON), by key."""

@@ -21,9 +21,10 @@ from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service import compaction as compaction_module
 from neardup.app.service import flush as flush_module
+from neardup.app.service import operations as operations_module
 from neardup.app.service.flush import Mark
 from neardup.app.service.store import SQLiteStore
-from neardup.core.engine import DocIndex, index_info, text_digest
+from neardup.core.engine import DocIndex, IndexConflictError, delete_ids, index_info, text_digest
 from tests.app.service.cluster_reads import answers_as_memory
 from tests.app.service.test_served import (
     IDS,
@@ -101,16 +102,23 @@ texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join)
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> dict:
-    """Indexed documents (deduplicated), then registrations, PUTs, DELETEs, queries, flushes
-    and restarts."""
+    """Indexed documents (deduplicated), then registrations, PUTs, DELETEs, queries, flushes,
+    restarts, compactions and drops (``neardup index delete`` of several ids' rows: ``_drop``)."""
     ids = draw(st.permutations(IDS))
     indexed = deduplicated([(i, draw(texts)) for i in ids[: draw(st.integers(0, 6))]])
     ops: list[tuple] = []
+    made: set[str] = set()
     for _ in range(draw(st.integers(1, 12))):
         kind = draw(st.sampled_from(["register", "register", "if_new", "put", "delete", "query",
-                                     "flush", "flush", "restart", "compact"]))  # fmt: skip
-        if kind in ("register", "if_new"):
+                                     "flush", "flush", "restart", "compact", "drop",
+                                     "drop"]))  # fmt: skip
+        if kind == "drop":  # mostly ids registered before
+            pool = sorted(made) or ids
+            ops.append((kind, draw(st.lists(st.sampled_from(pool), min_size=1,
+                                            max_size=len(pool), unique=True))))  # fmt: skip
+        elif kind in ("register", "if_new"):
             chosen = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
+            made.update(chosen)
             ops.append((kind, [(i, draw(texts)) for i in chosen]))
         elif kind == "put":
             ops.append((kind, draw(st.sampled_from(ids)), draw(texts)))
@@ -123,6 +131,38 @@ def scenarios(draw: st.DrawFn) -> dict:
     return {"indexed": indexed, "ops": ops}
 
 
+async def _drop(service: Service, url: str, ids: list[str], batch: int = 2) -> list[str]:
+    """A flush, then ``neardup index delete`` of the rows of those of ``ids`` that are
+    ``service``'s own flushed documents, then that version served: the service deletes them too
+    (``_drop_overruled``, ``batch`` a store write, so one cluster's members may go in one
+    write or in two), and a flush follows (awaited). The ids so deleted."""
+    flusher = service.flusher
+    assert flusher is not None
+    await service.flush()  # flushed, and that version served: its documents are rows
+    await service.refresh_index()
+    own = [
+        i for i in ids
+        if (n := service.index.number(i)) is not None and n <= flusher.served_through
+    ]  # fmt: skip
+    if not own:
+        return []
+    for _ in range(50):  # a background compaction may commit first: as a user would, again
+        try:
+            await asyncio.to_thread(delete_ids, url, own)
+            break
+        except IndexConflictError:
+            await asyncio.sleep(0.05)
+    real = operations_module.OVERRULED_BATCH
+    operations_module.OVERRULED_BATCH = batch
+    try:
+        assert await service.refresh_index()
+    finally:
+        operations_module.OVERRULED_BATCH = real
+    if flusher._sized is not None:
+        await flusher._sized
+    return own
+
+
 async def _counts(service: Service) -> dict[str, int]:
     stats = await service.read_stats()
     return {k: stats[k] for k in COUNTS}
@@ -133,6 +173,8 @@ async def _compared(tmp: Path, spec: dict, flush: dict[str, Any]) -> tuple[list,
     a read-only one (a copy, ``tmp/b``): every answer and the counts after each operation,
     then the state of every id, of each. A "flush" step flushes on demand (or, flushing in the
     background, lets a background flush go on); "restart" restarts the flushing service;
+    "drop" (flushing on demand) deletes some of its flushed documents' rows from the index
+    (``_drop``), which the read-only one deletes by DELETE;
     "compact" compacts its index (parts merged two of a tier at a time: ``COMPACTING``, in the
     background too, after every version served). Once both are closed, every document is in
     index ``a`` once, and the index is readable (``neardup index info``)."""
@@ -155,6 +197,13 @@ async def _compared(tmp: Path, spec: dict, flush: dict[str, Any]) -> tuple[list,
             elif op[0] == "restart":
                 await flushing.close()
                 flushing = await _start(tmp / "fa", str(tmp / "a"), **flush)
+            elif op[0] == "drop":  # flushed rows deleted by the index: as DELETEs here
+                dropped = (
+                    [] if flush["flush_rows"] else await _drop(flushing, str(tmp / "a"), op[1])
+                )
+                for doc_id in dropped:
+                    await reading.delete(doc_id)
+                event(f"dropped: {len(dropped)}")
             else:
                 got.append(await _apply(flushing, op, names))
                 want.append(await _apply(reading, op, names))

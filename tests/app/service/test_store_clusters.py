@@ -1,12 +1,14 @@
 """The store's clusters (app/service/clusters.py): after every write (register, if_new, PUT,
-DELETE, restart; flush and linking with ``--index``) the store's cluster tables hold exactly
-the in-memory index's clusters of two or more (root, members, size, own), singletons none; a
-store made before the tables is filled once at start; the readers page as documented."""
+DELETE, restart; flush, linking and flushed rows the index deletes with ``--index``) the
+store's cluster tables hold exactly the in-memory index's clusters of two or more (root,
+members, size, own), singletons none; a store made before the tables is filled once at start;
+the readers page as documented."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from neardup.app.service import NewDoc, Service
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import SQLiteStore, Store
 from tests.app.service.cluster_reads import answers_as_memory, page
-from tests.app.service.test_flush import ON_DEMAND, _compact, scenarios
+from tests.app.service.test_flush import ON_DEMAND, _compact, _drop, scenarios
 from tests.app.service.test_replicas import _converged
 from tests.app.service.test_served import IDS, PARAMS, WORDS, _apply, threads, write_index
 
@@ -176,6 +178,8 @@ def test_store_clusters_follow_linking_and_flushes(tmp_path_factory, threads, sp
                 elif op[0] == "restart":
                     await service.close()
                     service = await _start(tmp / "fa", index=str(tmp / "a"), **ON_DEMAND)
+                elif op[0] == "drop":  # several flushed rows deleted by the index at once
+                    await _drop(service, str(tmp / "a"), op[1])
                 elif op[0] != "query":
                     await _apply(service, op, names)
                 await checked(service, ids)
@@ -345,6 +349,50 @@ def test_store_clusters_an_indexed_document_left_alone(tmp_path, threads) -> Non
     asyncio.run(run())
 
 
+def test_store_clusters_after_the_index_deletes_many_flushed_rows(tmp_path, threads) -> None:
+    """An index version deleting many of the service's flushed rows: the service deletes
+    them in bounded writes (``OVERRULED_BATCH``: here 2, so 5 documents take 3 store writes,
+    two of one cluster in one write, three of another in two), and ends with the clusters (in
+    memory and in the store) of a service that deleted them one by one."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("zz", "unused words here")])
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(CHAINED)]
+    docs += [NewDoc(f"y{i}", "one two three", {}) for i in range(5)]
+    dropped = ["x1", "x3", "y0", "y1", "y3"]
+
+    async def run() -> tuple[Clusters, Clusters, list[int]]:
+        service = await _start(tmp_path / "a", index=url, **ON_DEMAND)
+        alone = await _start(tmp_path / "b")
+        sizes: list[int] = []
+        real = service.store.delete_documents
+
+        def spy(nums: list[int], *args: Any, **kwargs: Any) -> None:
+            sizes.append(len(nums))
+            real(nums, *args, **kwargs)
+
+        service.store.delete_documents = spy  # type: ignore[method-assign]
+        try:
+            for one in (service, alone):
+                await one.register(docs)
+            assert sorted(service.index.clusters_by_size().values()) == [5, 6]
+            await service.flush()
+            await service.refresh_index()
+            assert await _drop(service, url, dropped, batch=2) == dropped
+            for doc_id in dropped:
+                await alone.delete(doc_id)
+            check(service, [d.id for d in docs])
+            check(alone, [d.id for d in docs])
+            return memory_clusters(service.index), memory_clusters(alone.index), sizes
+        finally:
+            await service.close()
+            await alone.close()
+
+    got, want, sizes = asyncio.run(run())
+    assert got == want
+    assert want == {"x0": (["x0", "x5"], 2), "x2": (["x2", "x4"], 2), "y2": (["y2", "y4"], 2)}
+    assert sizes == [2, 2, 1]
+
+
 # --- PostgreSQL: replicas, and the migration from layout 4 ------------------------------------
 
 _SCHEMAS = iter(range(10**6))
@@ -452,6 +500,10 @@ def test_store_clusters_on_postgres_replicas_serving_an_index(
                 elif op[0] == "restart":
                     await b.close()
                     b = await start("b")
+                elif op[0] == "drop":  # deleted by the first to serve it, followed by the other
+                    await _drop(one, str(tmp / "a"), op[1])
+                    await _converged([a, b])
+                    await (a if second else b).refresh_index()
                 elif op[0] != "query":
                     await _apply(one, op, names)
                 await _converged([a, b])
@@ -462,3 +514,155 @@ def test_store_clusters_on_postgres_replicas_serving_an_index(
             await b.close()
 
     asyncio.run(run())
+
+
+def test_store_clusters_written_by_a_reload_as_by_a_start(pg_url, tmp_path, threads) -> None:
+    """A replica behind the kept log reloads its state, linking the indexed documents anew
+    (``_link_all``): it writes their clusters as a start does, here a cluster the store lost
+    (its linking write failed: the database was away), so the store's clusters are again
+    every replica's in-memory clusters."""
+    import psycopg
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("x", "ant bee cat dog"), ("zz", "unused words here")])
+
+    async def start(name: str, retention: float) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     log_retention_seconds=retention, **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> None:
+        leader, stale = await start("a", 0.05), await start("b", 3600)
+        try:
+            await leader.register([NewDoc("b1", "ant bee cat dog", {})])  # x linked
+            await _converged([leader, stale])
+            assert memory_clusters(stale.index) == {"b1": (["b1", "x"], 1)}
+            assert stale._follower is not None
+            stale._follower.cancel()  # it reads the log no more
+            behind = stale.log_position
+            with psycopg.connect(pg_url, autocommit=True) as c:  # the linking write lost
+                c.execute("DELETE FROM cluster_members; DELETE FROM clusters")
+                await leader.register([NewDoc("c1", "one two three", {})])
+                await leader.register([NewDoc("c2", "five six seven", {})])
+                oldest = lambda: c.execute("SELECT min(seq) FROM changes").fetchone()[0]  # noqa: E731
+                deadline = time.monotonic() + 60
+                while oldest() <= behind + 1:  # pruned past the stale replica's position
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.02)
+            stale._follower = asyncio.create_task(stale._follow())
+            deadline = time.monotonic() + 60
+            while stale.reloads == 0:
+                assert time.monotonic() < deadline, "never reloaded"
+                await asyncio.sleep(0.02)
+            await _converged([leader, stale])
+            assert memory_clusters(stale.index) == {"b1": (["b1", "x"], 1)}
+            check(stale, ["b1", "c1", "c2", "x"])
+            check(leader, ["b1", "c1", "c2", "x"])
+        finally:
+            await leader.close()
+            await stale.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("behind", [False, True])
+def test_store_clusters_of_replicas_serving_different_versions(
+    pg_url, tmp_path, threads, behind
+) -> None:
+    """A replica writes from the version it serves: here one still serving the version before
+    ``neardup index delete`` of a linked document joins a new copy to that cluster, counting
+    the deleted one (a size one too large, written over the other replica's linking write).
+    Once it serves the new version too, the store's clusters are every replica's again; also
+    when it had not read the other's latest write when it refreshed (``behind``: its linking
+    write is made under the write lock, after that write, not dropped)."""
+    from neardup.core.engine import delete_ids
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("x", "ant bee cat dog"), ("zz", "unused words here")])
+    ids = ["b1", "b2", "c1", "c9", "x"]
+
+    async def start(name: str) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> None:
+        a, b = await start("a"), await start("b")
+        try:
+            await a.register([NewDoc(i, "ant bee cat dog", {}) for i in ("b1", "c1")])
+            await _converged([a, b])
+            assert memory_clusters(b.index) == {"b1": (["b1", "c1", "x"], 2)}
+            assert delete_ids(url, ["x"]).deleted == ("x",)
+            assert await a.refresh_index()  # x out of the cluster: written
+            check(a, ids)
+            await b.register([NewDoc("b2", "ant bee cat dog", {})])  # b still serves x
+            await _converged([a, b])
+            if behind:
+                assert b._follower is not None
+                b._follower.cancel()
+                await a.register([NewDoc("c9", "one two three", {})])
+            assert await b.refresh_index()
+            if behind:
+                b._follower = asyncio.create_task(b._follow())
+            await _converged([a, b])
+            for one in (a, b):
+                assert memory_clusters(one.index) == {"b1": (["b1", "b2", "c1"], 3)}
+                check(one, ids)
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_after_a_replica_follows_many_flushed_rows_deleted(
+    pg_url, tmp_path, threads
+) -> None:
+    """The deletes a replica logs for flushed rows the index deleted (several writes, one log
+    entry per document) are applied by another replica in one step (one regroup per cluster
+    left): both end with the clusters of a service that deleted them one by one, as the
+    store holds them."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("zz", "unused words here")])
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(CHAINED)]
+    docs += [NewDoc(f"y{i}", "one two three", {}) for i in range(5)]
+    dropped = ["x1", "x3", "y0", "y1", "y3"]
+    want = {"x0": (["x0", "x5"], 2), "x2": (["x2", "x4"], 2), "y2": (["y2", "y4"], 2)}
+
+    async def start(name: str) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> list[int]:
+        a, b = await start("a"), await start("b")
+        sizes: list[int] = []
+        try:
+            await a.register(docs)
+            await a.flush()
+            await a.refresh_index()
+            await _converged([a, b])
+            assert b._follower is not None
+            b._follower.cancel()  # b reads the log again once a wrote every delete
+            real = b.index.plan_removals
+
+            def spy(ids: list[str]) -> Any:
+                sizes.append(len(ids))
+                return real(ids)
+
+            b.index.plan_removals = spy  # type: ignore[method-assign]
+            assert await _drop(a, url, dropped, batch=2) == dropped
+            b._follower = asyncio.create_task(b._follow())
+            await _converged([a, b])
+            for one in (a, b):
+                assert memory_clusters(one.index) == want
+                check(one, [d.id for d in docs])
+        finally:
+            await a.close()
+            await b.close()
+        return sizes
+
+    assert asyncio.run(run()) == [5]
