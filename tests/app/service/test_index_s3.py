@@ -63,7 +63,9 @@ async def _lifetime(data: Path, url: str, fs: Any) -> list[Any]:
     service = await _start(data, url, index_refresh=0, compact_parts=2, **ON_DEMAND)
     try:
         said.append(await _stats_of(service))
-        said += [await _compact(service, every=True), await _stats_of(service)]
+        # (the versions a compaction takes depend on when its background rounds find the
+        # parts: the counts are compared, not the version reached)
+        said += [await _compact(service, every=True), (await _stats_of(service))[:-1]]
         said.append(await service.query(["ant bee cat dog", "hen ibis jay"], None, None))
     finally:
         await service.close()
