@@ -50,7 +50,7 @@ from neardup.core.engine import (
     id_rank,
 )
 
-__all__ = ["COMPACT_AFTER", "Found", "Plan", "Removal", "ServiceIndex", "merged"]
+__all__ = ["COMPACT_AFTER", "Faulted", "Found", "Plan", "Removal", "ServiceIndex", "merged"]
 
 #: Removed slots are compacted away once they are as many as the live documents and at least
 #: this many (a small index is not rebuilt for every few removals).
@@ -97,6 +97,16 @@ class Removal:
 
 
 @dataclass(frozen=True)
+class Faulted:
+    """One cluster (or singleton) not held in memory, as ``ServiceIndex.fault_in`` takes it:
+    its members' ids, signatures, and store numbers (-1 for an indexed document)."""
+
+    ids: list[str]
+    sigs: NDArray[np.uint32]
+    numbers: list[int]
+
+
+@dataclass(frozen=True)
 class _Source:
     """Matched documents that share one estimate: how many, and the first ids in id order."""
 
@@ -124,6 +134,7 @@ class ServiceIndex:
         self._id_chars = 0  # total length of the slots' ids, for nbytes()
         self._indexed = bytearray()  # per slot: 1 for an indexed document linked in
         self._linked = 0  # live slots of indexed documents
+        self._unordered = False  # slots out of number order (``fault_in`` brought some back)
         self.version = 0  # bumped by every change, for caches of derived views
         self._sigs = SignatureIndex(params.num_perm, params.bands, self._ids)
         self._clusters = Components(self._ids)
@@ -217,6 +228,11 @@ class ServiceIndex:
     def documents_since(self, number: int) -> list[str]:
         """The ids of the live documents of the service's own numbered ``number`` or more, in
         number order (slots hold them in that order: the cost grows with them, not with N)."""
+        if self._unordered:  # slots do not follow numbers: every live one looked at
+            live = sorted(
+                (n, i) for i, s in self._num_of.items() if (n := self._numbers[s]) >= number
+            )
+            return [i for _, i in live]
         out: list[str] = []
         slot = len(self._ids) - 1
         while slot >= 0:
@@ -255,9 +271,10 @@ class ServiceIndex:
         sources: list[list[_Source]] = [[] for _ in doc_ids]
         for row, rep, e in zip(rows.tolist(), reps.tolist(), est.tolist(), strict=True):
             members = np.asarray(self._sigs.members(rep), dtype=np.int64)
-            # Indexed documents come before every document of the service's own.
-            indexed = np.frombuffer(self._indexed, dtype=np.uint8)[members].astype(np.bool_)
-            earlier = members[(members < nums[row]) | indexed]
+            # By store number (indexed documents have none, -1: before every document of the
+            # service's own); slots follow numbers only until a cluster is faulted in.
+            numbers = np.frombuffer(self._numbers, dtype=np.int64)
+            earlier = members[numbers[members] < numbers[nums[row]]]
             if len(earlier):
                 first = [self._ids[m] for m in earlier[: self.max_matches].tolist()]
                 sources[row].append(_Source(e, len(earlier), first))
@@ -364,6 +381,43 @@ class ServiceIndex:
             if len(links):
                 for root in np.unique(self._clusters.roots(links)).tolist():
                     self._clusters.union(num, root)
+
+    def fault_in(self, clusters: Sequence[Faulted]) -> None:
+        """Bring back whole clusters (or singletons) that are not held here: their documents
+        with their store numbers (-1: an indexed document), their signatures, and one cluster
+        each, rooted at its smallest id, as the store's tables hold them. Synchronous and
+        cheap per document; the caller plans after it (the plan then sees every member).
+
+        Raises:
+            ValueError: a document is held here already (a cluster is brought in whole or not
+                at all).
+        """
+        ids = [i for c in clusters for i in c.ids]
+        if not ids:
+            return
+        held = [i for i in ids if i in self._num_of]
+        if held or len(set(ids)) != len(ids):
+            raise ValueError(f"documents held already or repeated: {sorted(set(held))[:5]}")
+        sigs = np.concatenate([c.sigs for c in clusters]).astype(np.uint32)
+        numbers = [n for c in clusters for n in c.numbers]
+        self.version += 1
+        placement = self._sigs.place(sigs, self.threshold)
+        self._ids.extend(ids)  # before ``add``: classes order their members by id
+        slots = self._sigs.add(sigs, placement)
+        self._numbers.extend(numbers)
+        flags = bytes(1 if n < 0 else 0 for n in numbers)
+        self._indexed.extend(flags)
+        self._linked += sum(flags)
+        self._unordered = True
+        self._num_of.update(zip(ids, slots.tolist(), strict=True))
+        self._id_chars += sum(map(len, ids))
+        self._clusters.grow(self._sigs.count)
+        at = 0
+        for c in clusters:
+            first = int(slots[at])
+            for slot in slots[at + 1 : at + len(c.ids)].tolist():
+                self._clusters.union(first, slot)
+            at += len(c.ids)
 
     def remove(self, doc_id: str) -> None:
         """Take a document out now: ``plan_removal`` then ``apply_removal``."""
@@ -530,8 +584,23 @@ class ServiceIndex:
         clusters carried over as they are. Reads this index only (run it off the event loop,
         with writers kept out); the owner swaps it in. Its version is one more than this one's.
         """
+        return self._kept(np.array(sorted(self._num_of.values()), dtype=np.int64))
+
+    def evicted(self, through: int) -> ServiceIndex:
+        """This index with only the memtable (the service's documents numbered after
+        ``through``, the flush mark served) and the clusters holding one of them, whole: what a
+        flushed document needs here once its version is served. Everything else is in the
+        index's parts and the store's tables, and ``fault_in`` brings it back when a write
+        touches it. Pure (off the loop, writers kept out); the owner swaps it in."""
+        live = np.array(sorted(self._num_of.values()), dtype=np.int64)
+        numbers = np.frombuffer(self._numbers, dtype=np.int64)[live]
+        roots = self._clusters.roots(live)
+        wanted = np.unique(roots[numbers > through])
+        return self._kept(live[np.isin(roots, wanted)])
+
+    def _kept(self, slots: NDArray[np.int64]) -> ServiceIndex:
+        """A fresh index of the live ``slots`` (increasing, whole clusters) in that order."""
         fresh = ServiceIndex(self.params, self.max_matches)
-        slots = np.array(sorted(self._num_of.values()), dtype=np.int64)
         ids = [self._ids[s] for s in slots.tolist()]
         fresh._ids.extend(ids)
         fresh._num_of = dict(zip(ids, range(len(ids)), strict=True))
@@ -539,7 +608,10 @@ class ServiceIndex:
         fresh._next = self._next
         fresh._id_chars = sum(map(len, ids))
         fresh._indexed = bytearray(np.frombuffer(self._indexed, dtype=np.uint8)[slots].tobytes())
-        fresh._linked = self._linked
+        fresh._linked = sum(fresh._indexed)
+        numbers = np.frombuffer(fresh._numbers, dtype=np.int64)
+        own = numbers[numbers >= 0]
+        fresh._unordered = bool(np.any(own[1:] < own[:-1]))
         fresh._sigs = self._sigs.compacted(slots, fresh._ids)
         roots = self._clusters.roots(slots)
         moved = np.searchsorted(slots, roots)
