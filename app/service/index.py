@@ -34,7 +34,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -98,12 +98,15 @@ class Removal:
 
 @dataclass(frozen=True)
 class Faulted:
-    """One cluster (or singleton) not held in memory, as ``ServiceIndex.fault_in`` takes it:
-    its members' ids, signatures, and store numbers (-1 for an indexed document)."""
+    """Members of one cluster (or a singleton) not held in memory, as
+    ``ServiceIndex.fault_in`` takes them: ids, signatures, store numbers (-1 for an indexed
+    document), and the ids of the cluster's members that are held."""
 
     ids: list[str]
     sigs: NDArray[np.uint32]
     numbers: list[int]
+    #: members of the same cluster held in memory already (a memtable document's, at start)
+    held: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ class ServiceIndex:
         self._id_chars = 0  # total length of the slots' ids, for nbytes()
         self._indexed = bytearray()  # per slot: 1 for an indexed document linked in
         self._linked = 0  # live slots of indexed documents
+        self._documents = 0  # the service's own live documents, held here or not
         self._unordered = False  # slots out of number order (``fault_in`` brought some back)
         self.version = 0  # bumped by every change, for caches of derived views
         self._sigs = SignatureIndex(params.num_perm, params.bands, self._ids)
@@ -142,12 +146,18 @@ class ServiceIndex:
     # --- reading, by id -----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        """The service's own documents (linked indexed documents are not counted)."""
-        return len(self._num_of) - self._linked
+        """The service's own documents, held here or flushed and let go (``evicted``); linked
+        indexed documents are not counted."""
+        return self._documents
 
     def __contains__(self, doc_id: object) -> bool:
         """Whether ``doc_id`` is a document here: the service's own or a linked indexed one."""
         return doc_id in self._num_of
+
+    @property
+    def held(self) -> int:
+        """Documents held in memory: the service's own and linked indexed ones."""
+        return len(self._num_of)
 
     @property
     def linked(self) -> int:
@@ -372,6 +382,7 @@ class ServiceIndex:
         self._numbers.extend(range(plan.start, plan.start + own))
         self._indexed.extend(b"\x01" * plan.indexed + b"\x00" * own)
         self._linked += plan.indexed
+        self._documents += own
         self._next = plan.start + own
         nums = self._sigs.add(plan.sigs, plan.placement)
         self._num_of.update(zip(plan.ids, nums.tolist(), strict=True))
@@ -383,14 +394,13 @@ class ServiceIndex:
                     self._clusters.union(num, root)
 
     def fault_in(self, clusters: Sequence[Faulted]) -> None:
-        """Bring back whole clusters (or singletons) that are not held here: their documents
-        with their store numbers (-1: an indexed document), their signatures, and one cluster
-        each, rooted at its smallest id, as the store's tables hold them. Synchronous and
-        cheap per document; the caller plans after it (the plan then sees every member).
+        """Bring back documents not held here, with their store numbers (-1: an indexed
+        document) and signatures, each group joined into one cluster with the members of it
+        held here already (``Faulted.held``), as the store's tables hold it (rooted at its
+        smallest id). Synchronous; the caller plans after it (the plan then sees every member).
 
         Raises:
-            ValueError: a document is held here already (a cluster is brought in whole or not
-                at all).
+            ValueError: a document to bring back is held here already, or given twice.
         """
         ids = [i for c in clusters for i in c.ids]
         if not ids:
@@ -414,9 +424,9 @@ class ServiceIndex:
         self._clusters.grow(self._sigs.count)
         at = 0
         for c in clusters:
-            first = int(slots[at])
-            for slot in slots[at + 1 : at + len(c.ids)].tolist():
-                self._clusters.union(first, slot)
+            group = slots[at : at + len(c.ids)].tolist() + [self._num_of[i] for i in c.held]
+            for slot in group[1:]:
+                self._clusters.union(group[0], slot)
             at += len(c.ids)
 
     def remove(self, doc_id: str) -> None:
@@ -447,6 +457,7 @@ class ServiceIndex:
             raise RuntimeError("the index changed between planning and applying a removal")
         del self._num_of[removal.doc_id]
         self._linked -= self._indexed[removal.num]
+        self._documents -= 1 - self._indexed[removal.num]
         self.version += 1
         self._sigs.remove(removal.num)
         self._clusters.detach(removal.num)
@@ -546,10 +557,14 @@ class ServiceIndex:
         count: int,
         next_number: int,
         chunks: Iterable[tuple[list[int], list[str], NDArray[np.uint32]]],
+        documents: int | None = None,
     ) -> None:
         """Rebuild an empty index from the store: its ``count`` documents, a chunk at a time in
         increasing number order (each number below ``next_number``, the store's next), into
-        slots 0 to ``count - 1``; then classes and clusters from the signatures."""
+        slots 0 to ``count - 1``; then classes and clusters from the signatures. ``documents``:
+        the service's documents in all (default ``count``), when those loaded are the
+        memtable only (the others flushed, held by the index; ``fault_in`` brings their
+        clusters)."""
         if self._sigs.count:
             raise RuntimeError("load() rebuilds an empty index only")
         self._sigs.start_load(count)
@@ -568,6 +583,7 @@ class ServiceIndex:
         if slot != count or (slot and self._numbers[-1] >= next_number):
             raise RuntimeError(f"not all of the store's {count} documents below {next_number} read")
         self._next = next_number
+        self._documents = count if documents is None else documents
         self._sigs.finish_load()
         self._clusters.assign(self._cluster_all())
 
@@ -609,6 +625,7 @@ class ServiceIndex:
         fresh._id_chars = sum(map(len, ids))
         fresh._indexed = bytearray(np.frombuffer(self._indexed, dtype=np.uint8)[slots].tobytes())
         fresh._linked = sum(fresh._indexed)
+        fresh._documents = self._documents
         numbers = np.frombuffer(fresh._numbers, dtype=np.int64)
         own = numbers[numbers >= 0]
         fresh._unordered = bool(np.any(own[1:] < own[:-1]))

@@ -64,6 +64,7 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     json_limits,
 )
+from neardup.app.service.faults import faulted
 from neardup.app.service.flush import Flusher, Mark
 from neardup.app.service.index import Found, Plan, Removal, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
@@ -228,6 +229,8 @@ class Service:
         self._synced = time.monotonic()
         #: The index's compaction, running in the background (``_compact_soon``).
         self._compacting: asyncio.Task[None] | None = None
+        #: Flushed documents leaving memory, in the background (``evict_soon``).
+        self._evicting: asyncio.Task[None] | None = None
         #: How many times the index was compacted since the start.
         self.compactions = 0
         #: The task reading the served index's manifest every INDEX_REFRESH seconds.
@@ -398,22 +401,29 @@ class Service:
         """The index and the protected sets as the store holds them (its live documents), and
         the log position they reflect: one snapshot, read in the calling thread."""
         num_perm = self.params.num_perm
-        chunks = (
-            (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
-            for nums, ids, blob in self.store.iter_signatures(RECOVERY_CHUNK)
-        )
         index = ServiceIndex(self.params, self.settings.max_matches)
         with self.store.recovering():  # one snapshot, whose log position is then ours
             flush = None if self.flusher is None else self.flusher.read()
+            mark = None if self.flusher is None else self.flusher.mark
+            if flush is not None:  # a shared store's, read in this snapshot
+                mark = Mark.from_json(flush[0].get("committed")) or Mark()
             # Numbers flushed are never given again (the store's largest may have been deleted).
-            flushed = -1 if self.flusher is None else self.flusher.mark.through
+            flushed = -1 if mark is None else mark.through
             extent = max(self.store.extent(), flushed + 1)
-            count = self.store.document_count()
+            total = self.store.document_count()
+            # Flushed documents are the index's (and their clusters the tables'): only the
+            # memtable is read, unless the tables are to be filled from memory (once).
+            after = flushed if self.store.clusters_filled() else -1
+            count = self.store.document_count(after) if after >= 0 else total
             log.info("recovering: reading up to %d documents from the store", count)
+            chunks = (
+                (nums, ids, np.frombuffer(b, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
+                for nums, ids, b in self.store.iter_signatures(RECOVERY_CHUNK, after)
+            )
             every = self.settings.recovery_log_seconds
-            index.load(count, extent, _recovery_progress(chunks, count, every))
+            index.load(count, extent, _recovery_progress(chunks, count, every), total)
             sets = self.store.protected_sets()
-        self._link_all(index)
+            self._link_all(index)
         _release_free_memory()
         state = _State(index, {}, {}, {}, None, flush)
         for row in sets:
@@ -442,12 +452,18 @@ class Service:
         """Link into a freshly loaded ``index`` the indexed documents its documents match (a
         lookup by key of every document of the service's: the cost grows with them, not with
         the served index)."""
-        if self.served is None:
+        served = self.served
+        if served is None:
             return
-        count = len(index)
+        count = index.held
+        if self.flusher is not None:  # the memtable's clusters, whole (flushed members too)
+            index.fault_in(faulted(self.store, served, index, index.documents_since(0)))
         for lo in range(0, count, RECOVERY_CHUNK):
             sigs = index.slot_signatures(lo, min(lo + RECOVERY_CHUNK, count))
-            plan = linking_plan(index, [], sigs[:0], self.served.near(sigs, self.params.threshold))
+            near = served.near(sigs, self.params.threshold)
+            if self.flusher is not None:  # what they match that memory does not hold
+                index.fault_in(faulted(self.store, served, index, near.sigs))
+            plan = linking_plan(index, [], sigs[:0], near)
             if plan.ids:
                 index.apply(plan)
         if index.linked:
@@ -504,15 +520,16 @@ class Service:
                         "service's documents are checked against the index by id",
                         served.version, latest.version)  # fmt: skip
             known = await asyncio.to_thread(deleted_since, served.index, latest)
-            deleted = sorted({*known, *await self.read_index(_own_ids)})
+            deleted = sorted({*known, *await self._io_call(_own_ids, self.store)})
         while True:
             since, reloads = self.index.next_number, self.reloads
-            ids, sigs = await self._matched_new_rows(latest, added)
+            ids, sigs, flushed_hits = await self._matched_new_rows(latest, added)
             async with self._lock:
                 if self.reloads != reloads:  # the index was rebuilt meanwhile: look again
                     if served.version >= latest.version:  # (and the served index read again)
                         return False
                     continue
+                await self._fault_in([*deleted, *flushed_hits])
                 gone = [i for i in deleted if self.index.is_indexed(i)]
                 touched = list(gone)
                 for doc_id in gone:  # no longer in the index: not answered from memory either
@@ -548,14 +565,8 @@ class Service:
         follows; the store's delete is idempotent across replicas), so its id is answered by
         the index alone: not at all, or by the batch's new row once the flush that follows
         (started now) settles the delete."""
-        own = {
-            i: n
-            for i in deleted
-            if (n := self.index.number(i)) is not None
-            and i in self.index
-            and not self.index.is_indexed(i)
-            and n <= flusher.served_through
-        }
+        numbered = await self._io_call(self.store.numbered, deleted)
+        own = {i: n for i, (n, _) in numbered.items() if n <= flusher.served_through}
         if not own:
             return
         stored = await self._io_call(self.store.digests, sorted(own))
@@ -564,6 +575,7 @@ class Service:
         for doc_id in overruled:
             async with self._writing():
                 num = own[doc_id]
+                await self._fault_in([doc_id])
                 if self.index.number(doc_id) != num or doc_id not in self.index:
                     continue  # deleted or replaced meanwhile (here, or by another replica)
                 removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
@@ -583,17 +595,32 @@ class Service:
 
     async def _matched_new_rows(
         self, latest: DocIndex, added: list[IndexPart]
-    ) -> tuple[list[str], NDArray[np.uint32]]:
+    ) -> tuple[list[str], NDArray[np.uint32], list[str]]:
         """The rows of ``added`` (parts of ``latest``) that a document of the service's own
-        matches: read a batch at a time, each looked up as a reader (``read_index``)."""
+        matches: read a batch at a time, each looked up as a reader (``read_index``) among
+        those in memory, and among the flushed ones in ``latest`` (when they leave memory);
+        and the ids of those flushed ones (whose clusters the linking brings back)."""
         ids: list[str] = []
         kept = [np.empty((0, self.params.num_perm), dtype=np.uint32)]
+        hits: set[str] = set()
         batches = latest.signature_batches(added)
         while (batch := await asyncio.to_thread(next, batches, None)) is not None:
-            rows = await self.read_index(partial(_matched_rows, *batch, self.served))
-            ids += [batch[0][k] for k in rows]
-            kept.append(batch[1][rows])
-        return ids, np.concatenate(kept)
+            rows = set(await self.read_index(partial(_matched_rows, *batch, self.served)))
+            if self.flusher is not None and self.served is not None:
+                near = await asyncio.to_thread(
+                    self.served.near, batch[1], self.params.threshold, latest
+                )
+                found = {i for hits_k in near.rows for i, _ in hits_k} - set(batch[0])
+                own = await self._io_call(self.store.numbered, sorted(found))
+                for k, row in enumerate(near.rows):
+                    matched = [i for i, _ in row if i in own and i != batch[0][k]]
+                    if matched:
+                        rows.add(k)
+                        hits.update(matched)
+            order = sorted(rows)
+            ids += [batch[0][k] for k in order]
+            kept.append(batch[1][order])
+        return ids, np.concatenate(kept), sorted(hits)
 
     def _refresh_plan(
         self,
@@ -631,10 +658,37 @@ class Service:
             return None
         return self.served.near(sigs, self.params.threshold if threshold is None else threshold)
 
-    def _plan_looked_up(self, ids: list[str], sigs: NDArray[np.uint32]) -> Plan:
-        """``ServiceIndex.plan`` of new documents with the indexed documents they match linked
-        in first. Blocking: off the loop, under the write lock."""
-        return linking_plan(self.index, ids, sigs, self._near(sigs))
+    async def _looked_up(
+        self, ids: list[str], sigs: NDArray[np.uint32]
+    ) -> tuple[Plan, Near | None]:
+        """``ServiceIndex.plan`` of new documents with the clusters of the documents they match
+        in the index brought back (``_fault_in``) and the indexed documents in none linked in
+        first; and what they matched there. Under the write lock."""
+        near = await self._near_faulted(sigs)
+        plan = await asyncio.to_thread(linking_plan, self.index, ids, sigs, near)
+        return plan, near
+
+    async def _near_faulted(self, sigs: NDArray[np.uint32]) -> Near | None:
+        """``_near``, with the clusters of what it found brought back into memory. Under the
+        write lock."""
+        near = await asyncio.to_thread(self._near, sigs)
+        if near is not None:
+            await self._fault_in(near.sigs)
+        return near
+
+    async def _fault_in(self, ids: Iterable[str]) -> None:
+        """Bring back into memory the clusters of ``ids`` that it does not hold, and the
+        service's own flushed documents among them (app/service/faults.py): every document a
+        write's plan reads is then in memory. Only a service whose documents are flushed lets
+        them leave memory. Under the write lock."""
+        served, index = self.served, self.index
+        if served is None or self.flusher is None:
+            return
+        wanted = [i for i in ids if i not in index]
+        if wanted:
+            found = await self._io_call(faulted, self.store, served, index, wanted)
+            if found:
+                self.index.fault_in(found)
 
     def _replace_clusters(
         self, removal: Removal, doc_id: str, sigs: NDArray[np.uint32], near: Near | None
@@ -656,6 +710,8 @@ class Service:
         if self.served is None:
             return
         linked = self.index.linked_ids() + await self._io_call(self.store.linked_members)
+        if self.flusher is not None:  # the others' clusters are the tables' (not held here)
+            linked = [i for i in linked if i in self.index]
         if linked:
             async with self._writing():
                 await self._write(sync_clusters, self.store, self.index, linked)
@@ -766,9 +822,10 @@ class Service:
             self._pruner.cancel()
             with suppress(asyncio.CancelledError):
                 await self._pruner
-        if self._compacting is not None:
-            with suppress(Exception):
-                await self._compacting
+        for task in (self._compacting, self._evicting):
+            if task is not None:
+                with suppress(Exception):
+                    await task
         if self._follower is not None:
             self._follower.cancel()
             with suppress(asyncio.CancelledError):
@@ -826,9 +883,9 @@ class Service:
             fresh_ids = [docs[i].id for i in fresh]
             left: dict[int, Found] = {}
             if if_new:
-                plan, left = await asyncio.to_thread(self._plan_if_new, fresh_ids, sigs[fresh])
+                plan, left = await self._plan_if_new(fresh_ids, sigs[fresh])
             else:
-                plan = await asyncio.to_thread(self._plan_looked_up, fresh_ids, sigs[fresh])
+                plan, _ = await self._looked_up(fresh_ids, sigs[fresh])
             duplicates = {docs[fresh[k]].id: found for k, found in left.items()}
             fresh = [i for k, i in enumerate(fresh) if k not in left]
             rows = [
@@ -842,6 +899,7 @@ class Service:
             # Documents re-sent unchanged (a resumed ingest, a retry): their matches among the
             # documents before them, in one pass off the event loop (the lock keeps writers out).
             again = [d.id for d in docs if d.id in known]
+            await self._fault_in([*again, *indexed])
             if again:
                 matched = await asyncio.to_thread(self.index.earlier_matches, again)
                 found.update(zip(again, matched, strict=True))
@@ -854,15 +912,15 @@ class Service:
                 for d in docs
             ]
 
-    def _plan_if_new(
+    async def _plan_if_new(
         self, ids: list[str], sigs: NDArray[np.uint32]
     ) -> tuple[Plan, dict[int, Found]]:
         """``ServiceIndex.plan_if_new``, the indexed documents not linked here counted as
-        registered matches (a document with one is a duplicate). Blocking: off the loop."""
-        near = self._near(sigs)
-        cap = self.settings.max_matches
-        extra = None if near is None else [near.found(k, cap, self.index) for k in range(len(ids))]
-        return self.index.plan_if_new(ids, sigs, extra)
+        registered matches (a document with one is a duplicate). Under the write lock."""
+        near = await self._near_faulted(sigs)
+        index, cap = self.index, self.settings.max_matches
+        extra = None if near is None else [near.found(k, cap, index) for k in range(len(ids))]
+        return await asyncio.to_thread(index.plan_if_new, ids, sigs, extra)
 
     def _duplicate(self, doc: NewDoc, found: Found) -> Registered:
         """A document left out under ``if_new``: its cluster is its best match's."""
@@ -901,7 +959,14 @@ class Service:
         self, sigs: NDArray[np.uint32], threshold: float | None, limit: int | None
     ) -> list[tuple[int, list[tuple[str, float, str]]]]:
         """``query`` of texts of those signatures (the threshold not checked again)."""
-        return await self.read_index(partial(_query_matches, sigs, threshold, limit, self))
+        found = await self.read_index(partial(_query_matches, sigs, threshold, limit, self))
+        if self.flusher is None:
+            return [(n, [(i, e, r or i) for i, e, r in best]) for n, best in found]
+        # Matches memory does not hold (flushed, indexed): their roots are the tables'.
+        rows = await self._io_call(
+            self.store.cluster_rows, sorted({i for _, b in found for i, _, r in b if r is None})
+        )
+        return [(n, [(i, e, r or rows.get(i, (i, 0))[0]) for i, e, r in best]) for n, best in found]
 
     async def indexed_signature(self, doc_id: str) -> NDArray[np.uint32] | None:
         """The signature of ``doc_id`` if it is a document of the served index that is not
@@ -931,15 +996,44 @@ class Service:
 
     async def document(self, doc_id: str) -> tuple[str, str, dict[str, Any] | None, bool]:
         """(id, cluster root, meta, indexed) of a registered document: one of the service's
-        own, or of the served index (no meta: None; indexed True)."""
-        if self.index.number(doc_id) is None:
+        own (the store's), or of the served index (no meta: None; indexed True)."""
+        index = self.index
+        held = doc_id in index
+        # Held: the service's own if it has a number. Not held: flushed (the store's), or in
+        # the served index only, or unknown (the store is asked only when documents leave
+        # memory: its thread serves writes too).
+        stored = None
+        if index.number(doc_id) is not None or (not held and self.flusher is not None):
+            stored = await self._io_call(self.store.document, doc_id)
+        if stored is None:
             if self.served is not None and await asyncio.to_thread(self._in_served, doc_id):
-                return doc_id, self.root(doc_id), None, True
+                return doc_id, (await self.root_and_size(doc_id))[0], None, True
             raise NotFound(f"no document {doc_id!r}")
-        stored = await self._io_call(self.store.document, doc_id)
-        if stored is None or doc_id not in self.index:
-            raise NotFound(f"no document {doc_id!r}")
-        return doc_id, self.index.root_of(doc_id), stored.meta, False
+        return doc_id, (await self.root_and_size(doc_id))[0], stored.meta, False
+
+    async def root_and_size(self, doc_id: str) -> tuple[str, int]:
+        """The root and size of ``doc_id``'s cluster: memory's if it holds the document, else
+        the store's tables (a flushed document, or an indexed one), else itself alone."""
+        index = self.index
+        if doc_id in index:
+            root = index.root_of(doc_id)
+            return root, index.size_of(root)
+        if self.flusher is None:  # nothing leaves memory: an indexed document in no cluster
+            return doc_id, 1
+        rows = await self._io_call(self.store.cluster_rows, [doc_id])
+        return rows.get(doc_id, (doc_id, 1))
+
+    async def signature_of(self, doc_id: str) -> NDArray[np.uint32] | None:
+        """The signature of a registered document: memory's, the store's (one of the service's
+        own flushed ones) or the served index's; None if unknown."""
+        index = self.index
+        if doc_id in index:
+            sig: NDArray[np.uint32] = index.signatures_of([doc_id])[0]
+            return sig
+        own = await self._io_call(self.store.numbered, [doc_id])
+        if doc_id in own:
+            return np.frombuffer(own[doc_id][1], dtype="<u4").astype(np.uint32)
+        return await self.indexed_signature(doc_id)
 
     def _known(self, doc_id: str) -> int:
         num = self.index.number(doc_id)
@@ -950,6 +1044,10 @@ class Service:
     async def texts(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The stored texts of those documents (none when STORE_TEXT is off)."""
         nums = {n: i for i in doc_ids if (n := self.index.number(i)) is not None}
+        flushed = [i for i in doc_ids if i not in self.index]
+        if flushed and self.flusher is not None:  # (in memory no more)
+            numbered = await self._io_call(self.store.numbered, flushed)
+            nums.update((num, i) for i, (num, _) in numbered.items())
         found = await self._io_call(self.store.texts, list(nums))
         return {nums[n]: text for n, text in found.items()}
 
@@ -964,11 +1062,12 @@ class Service:
             [sig] = await self.pool.signatures([doc.text])
             digest = text_digest(doc.text)
             async with self._writing():
+                await self._fault_in([doc.id])
                 await self._refuse_indexed(doc.id, "replace")
                 num = self.index.number(doc.id)
                 stored = None if num is None else await self._io_call(self.store.document, doc.id)
                 if num is None or stored is None:
-                    plan = await asyncio.to_thread(self._plan_looked_up, [doc.id], sig[None, :])
+                    plan, _ = await self._looked_up([doc.id], sig[None, :])
                     row = self._stored(doc, plan.start, digest, sig)
                     clusters = await asyncio.to_thread(self.index.cluster_write, plan)
                     await self._write(self.store.add_documents, [row], clusters)
@@ -984,8 +1083,8 @@ class Service:
                     [found] = await asyncio.to_thread(self.index.earlier_matches, [doc.id])
                     return self._result(doc, found, created=False)
                 row = self._stored(doc, self.index.next_number, digest, sig)
+                near = await self._near_faulted(sig[None, :])
                 removal = await asyncio.to_thread(self.index.plan_removal, doc.id)
-                near = await asyncio.to_thread(self._near, sig[None, :])
                 clusters = await asyncio.to_thread(
                     self._replace_clusters, removal, doc.id, sig[None, :], near
                 )
@@ -1006,6 +1105,7 @@ class Service:
     async def delete(self, doc_id: str) -> None:
         """Delete a document; its cluster is regrouped from the remaining members."""
         async with self._writing():
+            await self._fault_in([doc_id])
             await self._refuse_indexed(doc_id, "delete")
             num = self._known(doc_id)
             # Regrouping the cluster grows with its size: planned off the event loop.
@@ -1181,6 +1281,32 @@ class Service:
                 if self.flusher is not None and self.flushing:
                     self.flusher.soon()
 
+    def evict_soon(self) -> None:
+        """Let the flushed documents leave memory, in the background (``_evict``), once a
+        version holding them is served."""
+        if self._evicting is None or self._evicting.done():
+            self._evicting = asyncio.create_task(self._evict())
+
+    async def _evict(self) -> None:
+        """Swap in the index of the memtable and the clusters holding one of its documents
+        (``ServiceIndex.evicted``): the flushed documents are answered from the index's parts
+        and the store's tables, and brought back when a write touches them (``_fault_in``).
+        Built off the event loop while writers wait for the lock."""
+        flusher = self.flusher
+        if flusher is None:
+            return
+        async with self._lock:
+            through, before = flusher.served_through, self.index
+            try:
+                self.index = await asyncio.to_thread(before.evicted, through)
+            except Exception:  # the index in use is intact: it keeps the flushed documents
+                log.exception("could not let the flushed documents leave memory")
+                return
+            log.debug(
+                "flushed documents left memory through=%d held=%d->%d",
+                through, before.held, self.index.held,
+            )  # fmt: skip
+
     def _compact_soon(self) -> None:
         """Compact the index in the background once its removed documents' slots are as many
         as the live documents (``ServiceIndex.wants_compaction``)."""
@@ -1262,11 +1388,12 @@ class Service:
                     self.index.apply_removal(removal)
                 sigs = np.frombuffer(change.sigs, dtype="<u4").astype(np.uint32)
                 sigs = sigs.reshape(len(change.ids), self.params.num_perm)
-                plan = await asyncio.to_thread(self._plan_looked_up, change.ids, sigs)
+                plan, _ = await self._looked_up(change.ids, sigs)
                 if change.nums is None or plan.start != change.nums[0]:
                     raise RuntimeError(f"log entry {change.seq} does not follow the index")
                 self.index.apply(plan)
             elif change.kind == "delete" and change.nums is not None:
+                await self._fault_in([change.name])
                 if self.index.number(change.name) == change.nums[0]:
                     removal = await asyncio.to_thread(self.index.plan_removal, change.name)
                     flushed = self._flushed_number(change.nums[0])
@@ -1306,9 +1433,10 @@ class Service:
         sigs = np.frombuffer(add.sigs, dtype="<u4").astype(np.uint32)
         sigs = sigs.reshape(1, self.params.num_perm)
         removal = None
+        await self._fault_in([delete.name])
+        near = await self._near_faulted(sigs)
         if delete.nums is not None and self.index.number(delete.name) == delete.nums[0]:
             removal = await asyncio.to_thread(self.index.plan_removal, delete.name)
-        near = await asyncio.to_thread(self._near, sigs)
         if removal is not None:
             self.index.apply_removal(removal)
             assert delete.nums is not None
@@ -1565,9 +1693,10 @@ def _hits(
     return [Hits(c, found) for c, found in zip(counts, listed, strict=True)]
 
 
-def _own_ids(index: ServiceIndex) -> list[str]:
-    """The ids of the service's own live documents."""
-    return index.documents_since(0)
+def _own_ids(store: Store) -> list[str]:
+    """The ids of every document of the service's own (the store's: flushed ones are not
+    held in memory). Blocking: the store's thread."""
+    return [i for _, ids, _ in store.iter_signatures(RECOVERY_CHUNK) for i in ids]
 
 
 def _roots(index: ServiceIndex, min_size: int) -> list[str]:
@@ -1602,10 +1731,10 @@ def _query_matches(
     limit: int | None,
     service: Service,
     index: ServiceIndex,
-) -> list[tuple[int, list[tuple[str, float, str]]]]:
+) -> list[tuple[int, list[tuple[str, float, str | None]]]]:
     """Per signature, its matches' count and the best as (id, estimate, root), the served
-    index's documents among them; copies of one text are looked up once and share one
-    result."""
+    index's documents among them (root None: not held in memory); copies of one text are
+    looked up once and share one result."""
     if not len(sigs):
         return []
     distinct, inverse = np.unique(sigs, axis=0, return_inverse=True)
@@ -1614,7 +1743,10 @@ def _query_matches(
     if near is not None:
         cap = index.max_matches if limit is None else min(limit, index.max_matches)
         matched = [merged(f, near.found(d, cap, index), cap) for d, f in enumerate(matched)]
-    found = [(f.count, [(i, e, service.root(i, index)) for i, e in f.best]) for f in matched]
+    found = [
+        (f.count, [(i, e, index.root_of(i) if i in index else None) for i, e in f.best])
+        for f in matched
+    ]
     return [found[d] for d in inverse.reshape(-1).tolist()]
 
 
