@@ -4,8 +4,9 @@ part it committed.
 
 Locally the file is written to a temporary file, flushed to disk, then hard-linked to its name
 (``link`` fails when the name exists); elsewhere it is created with fsspec's ``"xb"`` (a
-conditional write on S3, GCS and Azure); a filesystem without either checks, then writes: one
-writer at a time there.
+conditional write on S3, GCS and Azure); a filesystem without either, or one whose ``"xb"`` is
+known not to be exclusive (``EXCLUSIVE_SINCE``), checks, then writes: one writer at a time
+there.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
+import sys
 import uuid
 from collections.abc import Iterable
 from contextlib import suppress
@@ -34,6 +37,12 @@ from neardup.core._index_log import (
 from neardup.core._storage import _is_local
 
 __all__ = ["create_version", "mark_committed"]
+
+#: The first release of an fsspec backend whose ``"xb"`` is exclusive for every file: s3fs
+#: 2024.12 to 2025.6 accept ``"xb"`` but send a file of one block (every version file) as a
+#: plain ``PutObject``, without ``If-None-Match``, so a commit would overwrite a version another
+#: run committed; before 2024.12 s3fs refuses ``"xb"``. (docs/index.md, "Object storage")
+EXCLUSIVE_SINCE = {"s3fs": (2025, 7)}
 
 
 def create_version(url: str, fs: Any, root: str, version: int, body: dict[str, Any]) -> bool:
@@ -96,16 +105,29 @@ def _create_exclusive(fs: Any, path: str, data: bytes, temp_dir: str | None = No
             with suppress(OSError):
                 os.unlink(temp)
         return True
-    try:
-        with fs.open(path, "xb") as handle:
-            handle.write(data)
-        return True
-    except FileExistsError:
-        return False
-    except (ValueError, NotImplementedError, TypeError):
-        pass  # no exclusive create on this filesystem: one writer at a time (docs/index.md)
+    if _exclusive(fs):
+        try:
+            with fs.open(path, "xb") as handle:
+                handle.write(data)
+            return True
+        except FileExistsError:
+            return False
+        except (ValueError, NotImplementedError, TypeError):
+            pass  # no exclusive create on this filesystem: one writer at a time (docs/index.md)
     if fs.exists(path):
         return False
     with fs.open(path, "wb") as handle:
         handle.write(data)
     return True
+
+
+def _exclusive(fs: Any) -> bool:
+    """Whether ``fs``'s ``"xb"`` may be trusted to fail when the file exists: not for a backend
+    release older than ``EXCLUSIVE_SINCE`` says (its package's ``__version__``)."""
+    package = type(fs).__module__.partition(".")[0]
+    since = EXCLUSIVE_SINCE.get(package)
+    if since is None:
+        return True
+    version = str(getattr(sys.modules.get(package), "__version__", ""))
+    release = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
+    return release >= since

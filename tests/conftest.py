@@ -1,6 +1,6 @@
 """Test-suite settings: a deterministic Hypothesis profile so CI runs the same examples; a
-throwaway PostgreSQL server for the tests of the shared store; the JVMs the Spark tests start
-compile with the client compiler only."""
+throwaway PostgreSQL server for the tests of the shared store; an S3 server (moto) for the
+index on object storage; the JVMs the Spark tests start compile with the client compiler only."""
 
 import os
 from collections.abc import Iterator
@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from bench.common.postgres import SHARED, PostgresServer
+from tests.s3 import S3Server, start_s3_server
 
 settings.register_profile(
     "ci",
@@ -42,3 +43,20 @@ def postgres() -> Iterator[PostgresServer]:
 def pg_url(postgres: PostgresServer) -> str:
     """The URL of a new, empty database on the session's PostgreSQL server."""
     return postgres.database()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server on 127.0.0.1, one for the session (tests/s3.py)."""
+    server = start_s3_server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``s3://BUCKET``: a new bucket on the session's S3 server, the environment (this process's,
+    and so a ``neardup`` subprocess's) pointing s3fs at it as a user points it at a store."""
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{s3_server.bucket()}"

@@ -36,6 +36,7 @@ __all__ = [
     "JSONObject",
     "answer",
     "answer_bound",
+    "budget_bytes",
     "dump_json",
     "json_bytes",
     "note_request_bytes",
@@ -103,11 +104,16 @@ def note_request_bytes(request: Request, body_bytes: int) -> None:
     setattr(request.state, _STATE_KEY, body_bytes + line)
 
 
-def _budget(request: Request) -> Budget:
+def budget_bytes(request: Request) -> int:
+    """The bytes the lists of ``request``'s answer may take (its ``Budget``'s start)."""
     size = getattr(request.state, _STATE_KEY, None)
     if size is None:
         size = int(request.headers.get("content-length") or 0)
-    return Budget(BASE_BYTES + PER_REQUEST_BYTE * size)
+    return BASE_BYTES + PER_REQUEST_BYTE * size
+
+
+def _budget(request: Request) -> Budget:
+    return Budget(budget_bytes(request))
 
 
 async def answer(

@@ -624,6 +624,18 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.Argument
     raise KeyError(name)
 
 
+#: What a user checks when an object store's client fails before any request is answered.
+_STORE_HINT = 'the object store\'s credentials and endpoint: docs/index.md, "Object storage"'
+
+
+def _store_client_errors() -> tuple[type[BaseException], ...]:
+    """The errors of the object stores' clients this run has imported that are not OSError:
+    s3fs raises botocore's own for a store it cannot reach (a wrong ``AWS_ENDPOINT_URL``, after
+    botocore's retries) or sign for (no credentials); its other failures are OSError."""
+    boto = sys.modules.get("botocore.exceptions")
+    return (boto.BotoCoreError,) if boto is not None else ()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neardup`` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -655,6 +667,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except OSError as exc:  # a file the run could not write (permissions, a full disk, ...)
         print(f"neardup {name}: error: {exc}", file=sys.stderr)
+        return 2
+    except _store_client_errors() as exc:  # an object store without credentials or endpoint
+        print(f"neardup {name}: error: {exc} ({_STORE_HINT})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"neardup {name}: interrupted; no partial output left", file=sys.stderr)

@@ -6,7 +6,9 @@ A registration, a replace and a delete write what they change in their own trans
 (``ServiceIndex.cluster_write``, ``removal_write``); a linking is computed by each replica from
 the log and the served index, so it is written as the clusters' whole state here: writing it
 twice (replicas computing the same links) changes nothing, and nothing is written when the
-store already holds it.
+store already holds it. The service writes it under the store's write lock, after the other
+replicas' changes (``Service._store_relinked``). Compared whole (rows and members), it also
+repairs a cluster a replica serving an older version of the index wrote from that version.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.clusters import ClusterRow, ClusterWrite, StoredCluster
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import Store
 
@@ -26,11 +28,13 @@ log = logging.getLogger("neardup")
 def sync_write(store: Store, index: ServiceIndex, ids: Iterable[str]) -> ClusterWrite | None:
     """The write making the store's clusters of ``ids`` those of ``index`` (None: they are
     already): the clusters of ``ids`` in the store and in memory, closed over their members
-    (every cluster touched is dropped and written whole). Blocking: the store's thread, with
-    writers kept out. The cost grows with those clusters."""
+    (every cluster touched is dropped and written whole). Compared whole, rows and members: a
+    write from a replica that served an older version of the index may have left a cluster's
+    size, root or own counting documents that version had. Blocking: the store's thread,
+    with writers kept out. The cost grows with those clusters."""
     seen: set[str] = set()
     todo = set(ids)
-    stored: dict[str, set[str]] = {}
+    stored: dict[int, StoredCluster] = {}
     memory: dict[str, ClusterRow | None] = {}  # by root: each cluster's members listed once
 
     def in_memory(doc_id: str) -> ClusterRow | None:
@@ -45,26 +49,25 @@ def sync_write(store: Store, index: ServiceIndex, ids: Iterable[str]) -> Cluster
     while todo:
         seen |= todo
         more: set[str] = set()
-        for root, size in set(store.cluster_rows(sorted(todo)).values()):
-            if root not in stored:
-                stored[root] = set(store.cluster_members(root, None, size))
-                more |= stored[root]
+        for label, cluster in store.stored_clusters(sorted(todo)).items():
+            if label not in stored:
+                stored[label] = cluster
+                more.update(i for i, _ in cluster.members)
         for doc_id in todo:
             row = in_memory(doc_id)
             if row is not None:
                 more.update(i for i, _ in row.members)
         todo = more - seen
-    rows = {root: row for root, row in memory.items() if row is not None}
-    held = {root: {i for i, _ in row.members} for root, row in rows.items()}
-    if held == stored:
+    rows = [row for row in memory.values() if row is not None]
+    if {row.stored() for row in rows} == set(stored.values()):
         return None
-    return ClusterWrite(cleared=sorted(seen), rows=list(rows.values()))
+    return ClusterWrite(cleared=sorted(seen), rows=rows)
 
 
 def sync_clusters(store: Store, index: ServiceIndex, ids: Iterable[str]) -> bool:
     """Write ``sync_write`` (if anything) through ``store.write_clusters``; False if a shared
-    store refused it (another replica wrote since this one's position: a later start writes
-    it). Blocking, as ``sync_write``."""
+    store refused it (called outside its write transaction, after another replica wrote
+    since this one's position). Blocking, as ``sync_write``."""
     write = sync_write(store, index, ids)
     if write is None:
         return True

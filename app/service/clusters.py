@@ -12,7 +12,8 @@ What a write changes is computed by the in-memory index (``ServiceIndex.cluster_
 dropped (``cleared``), clusters written whole (``rows``: a deletion's regroup), then unions
 (``merges``). A union relabels the smaller clusters' members into the largest one's label
 (weighted: O(smaller) row writes); a new cluster takes the next label. The SQL below is one
-for both stores, written with ``?`` placeholders (``Sql`` adapts them).
+for both stores, written with ``?`` placeholders (``Sql`` adapts them). Reading them:
+app/service/cluster_reads.py.
 """
 
 from __future__ import annotations
@@ -26,12 +27,10 @@ __all__ = [
     "ClusterRow",
     "ClusterWrite",
     "Sql",
+    "StoredCluster",
     "apply_write",
-    "cluster_members",
-    "cluster_rows",
-    "clusters_page",
     "fill",
-    "linked_members",
+    "stored_clusters",
 ]
 
 #: Ids bound in one ``IN (...)`` list (under SQLite's limit on parameters).
@@ -52,6 +51,22 @@ class ClusterRow:
     @property
     def own(self) -> int:
         return sum(1 for _, own in self.members if own)
+
+    def stored(self) -> StoredCluster:
+        """What the store holds of this cluster once written."""
+        return StoredCluster(self.root, self.size, self.own, frozenset(self.members))
+
+
+@dataclass(frozen=True)
+class StoredCluster:
+    """A cluster as the store holds it: its row (root, size, own) and its members' rows as
+    (id, own). A write made from a stale view (a replica not serving the index's newer version
+    yet) can leave the row apart from the members: a sync compares both (``cluster_sync``)."""
+
+    root: str
+    size: int
+    own: int
+    members: frozenset[tuple[str, bool]]
 
 
 @dataclass(frozen=True)
@@ -220,6 +235,7 @@ def fill(db: Sql, rows: Iterable[ClusterRow]) -> None:
     transaction."""
     db.run("DELETE FROM cluster_members")
     db.run("DELETE FROM clusters")
+    db.run("DELETE FROM cluster_sizes")  # counted again from the rows below, whatever it held
     members: list[tuple[str, int, bool]] = []
     clusters: list[tuple[Any, ...]] = []
     for label, row in enumerate(rows, start=1):
@@ -231,47 +247,19 @@ def fill(db: Sql, rows: Iterable[ClusterRow]) -> None:
     _put(db, members, clusters)
 
 
-# --- reading (what the next step serves clusters from) ----------------------------------------
-
-
-def cluster_rows(db: Sql, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
-    """(root, size) of each of ``ids`` that is in a cluster of two or more."""
-    found: dict[str, tuple[str, int]] = {}
-    for chunk in _chunks(ids):
-        sql = (
-            "SELECT m.id, c.root, c.size FROM cluster_members m JOIN clusters c "
-            f"ON c.label = m.label WHERE m.id IN ({_in(len(chunk))})"
-        )
-        found.update((str(i), (str(root), int(size))) for i, root, size in db.fetch(sql, chunk))
-    return found
-
-
-def cluster_members(db: Sql, root: str, after: str | None, limit: int, collate: str) -> list[str]:
-    """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at most
-    ``limit`` (none: ``root`` is not the root of a cluster of two or more)."""
-    sql = (
-        "SELECT m.id FROM cluster_members r JOIN clusters c ON c.label = r.label AND c.root = r.id "
-        f"JOIN cluster_members m ON m.label = c.label WHERE r.id = ? AND m.id{collate} > ? "
-        f"ORDER BY m.id{collate} LIMIT ?"
-    )
-    return [str(r[0]) for r in db.fetch(sql, (root, "" if after is None else after, limit))]
-
-
-def clusters_page(
-    db: Sql, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool, collate: str
-) -> list[tuple[str, int]]:
-    """(root, size) of clusters of at least ``min_size`` members, largest first then by root,
-    after the cursor ``after`` (a (size, root) of the previous page), at most ``limit``;
-    ``owned``: only those holding a document of the service's own (as listings show them)."""
-    where = "size >= ?" + (" AND own > 0" if owned else "")
-    params: list[Any] = [max(min_size, 2)]
-    if after is not None:
-        where += f" AND (size < ? OR (size = ? AND root{collate} > ?))"
-        params += [after[0], after[0], after[1]]
-    sql = f"SELECT root, size FROM clusters WHERE {where} ORDER BY size DESC, root{collate} LIMIT ?"
-    return [(str(r), int(s)) for r, s in db.fetch(sql, [*params, limit])]
-
-
-def linked_members(db: Sql) -> list[str]:
-    """The ids of cluster members that are not the service's own (linked indexed documents)."""
-    return [str(r[0]) for r in db.fetch("SELECT id FROM cluster_members WHERE NOT own")]
+def stored_clusters(db: Sql, ids: Sequence[str]) -> dict[int, StoredCluster]:
+    """The clusters holding any of ``ids``, by label, as stored (a label with member rows and
+    no cluster row: root "", size and own 0)."""
+    labels = sorted(set(_labels(db, ids).values()))
+    rows: dict[int, tuple[str, int, int]] = {}
+    members: dict[int, set[tuple[str, bool]]] = {label: set() for label in labels}
+    for chunk in _chunks(labels):
+        sql = f"SELECT label, root, size, own FROM clusters WHERE label IN ({_in(len(chunk))})"
+        rows.update((int(b), (str(r), int(n), int(o))) for b, r, n, o in db.fetch(sql, chunk))
+        sql = f"SELECT label, id, own FROM cluster_members WHERE label IN ({_in(len(chunk))})"
+        for label, i, own in db.fetch(sql, chunk):
+            members[int(label)].add((str(i), bool(own)))
+    return {
+        label: StoredCluster(*rows.get(label, ("", 0, 0)), frozenset(members[label]))
+        for label in labels
+    }

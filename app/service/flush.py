@@ -45,6 +45,7 @@ import logging
 import posixpath
 import time
 import uuid
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from importlib import metadata
@@ -431,14 +432,14 @@ class Flusher:
         flush settings are now 0, after it flushed before."""
         return self.shared or self.service.flushing
 
-    def forget(self, num: int, clusters: ClusterWrite | None = None) -> None:
-        """On an embedded store no flush settles (``settles``): delete document ``num``, a
-        flushed one whose row the version served deleted or replaced (the one rule), without
-        noting it for the index (there is nothing left to delete: a later flush, and a
-        start, must not hide the id). Blocking."""
+    def forget(self, nums: Sequence[int], clusters: ClusterWrite | None = None) -> None:
+        """On an embedded store no flush settles (``settles``): delete documents ``nums``,
+        flushed ones whose rows the version served deleted or replaced (the one rule), in one
+        transaction, without noting them for the index (there is nothing left to delete: a
+        later flush, and a start, must not hide the ids). Blocking."""
         store = self.store
         assert isinstance(store, SQLiteStore)
-        store.delete_document(num, clusters, note=False)
+        store.delete_documents(nums, clusters, note=False)
 
     def flushed_number(self, num: int) -> bool:
         """Whether document ``num`` is in the index, or in a flush being written (its deletion

@@ -8,10 +8,10 @@ clustering the remaining members' signatures again, and recovery clusters them a
 of one text are one class: a new copy costs the same whatever the number of earlier copies, and
 ``matches`` are summarised (a count and the best ``max_matches``).
 
-Mutation is planned first (``plan``, ``plan_removal``: pure computation on the current index,
-safe to run off the event loop) and applied after the store has made the change durable
-(``apply``, ``apply_removal``: synchronous and cheap), so a reader never sees half a change and
-a failed write leaves the index untouched.
+Mutation is planned first (``plan``, ``plan_removal``, ``plan_removals``: pure computation on
+the current index, safe to run off the event loop) and applied after the store has made the
+change durable (``apply``, ``apply_removal``, ``apply_removals``: synchronous and cheap), so
+a reader never sees half a change and a failed write leaves the index untouched.
 
 Memory follows the live documents, not every document ever registered: core's structures are
 sized by their own positions (slots), and each slot records the store's number of its document
@@ -50,7 +50,9 @@ from neardup.core.engine import (
     id_rank,
 )
 
-__all__ = ["COMPACT_AFTER", "Faulted", "Found", "Plan", "Removal", "ServiceIndex", "merged"]
+__all__ = [
+    "COMPACT_AFTER", "Faulted", "Found", "Plan", "Removal", "Removals", "ServiceIndex", "merged",
+]  # fmt: skip
 
 #: Removed slots are compacted away once they are as many as the live documents and at least
 #: this many (a small index is not rebuilt for every few removals).
@@ -107,6 +109,21 @@ class Faulted:
     numbers: list[int]
     #: members of the same cluster held in memory already (a memtable document's, at start)
     held: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Removals:
+    """Several documents' removal, planned at once: each cluster they leave regrouped once,
+    from the members that stay (what removing them one after the other comes to: the
+    components of the confirmed pairs among those members)."""
+
+    doc_ids: list[str]
+    #: the documents' slots in the index
+    nums: list[int]
+    #: the index's version when planned; applying after any other change is refused
+    version: int
+    #: per cluster left: the members that stay, and their new roots
+    groups: list[tuple[list[int], list[int]]]
 
 
 @dataclass(frozen=True)
@@ -440,12 +457,32 @@ class ServiceIndex:
         num = self._num_of[doc_id]
         root = self._clusters.find(num)
         group = [m for m in self._clusters.members.get(root, [num]) if m != num]
-        roots = group
-        if len(group) > 1:
-            ids = [self._ids[m] for m in group]
-            found = cluster_roots(self._sigs.signatures(group), self.params, id_rank(ids))
-            roots = [group[r] for r in found.tolist()]
-        return Removal(doc_id, num, self.version, group, roots)
+        return Removal(doc_id, num, self.version, group, self._regrouped(group))
+
+    def _regrouped(self, group: list[int]) -> list[int]:
+        """The new root of every member of ``group`` (what stays of one cluster): its
+        members' signatures clustered again."""
+        if len(group) < 2:
+            return group
+        ids = [self._ids[m] for m in group]
+        found = cluster_roots(self._sigs.signatures(group), self.params, id_rank(ids))
+        return [group[r] for r in found.tolist()]
+
+    def plan_removals(self, doc_ids: Sequence[str]) -> Removals:
+        """``plan_removal`` of several documents at once (KeyError if one is unknown; each
+        once): the documents grouped by the cluster they leave, each of those clusters
+        regrouped once from the members that stay. Reads the index only; the cost grows with
+        those clusters' sizes."""
+        nums = [self._num_of[i] for i in doc_ids]
+        leaving: dict[int, list[int]] = {}
+        for num in nums:
+            leaving.setdefault(self._clusters.find(num), []).append(num)
+        gone = set(nums)
+        groups = []
+        for root, removed in leaving.items():
+            group = [m for m in self._clusters.members.get(root, removed) if m not in gone]
+            groups.append((group, self._regrouped(group)))
+        return Removals(list(doc_ids), nums, self.version, groups)
 
     def apply_removal(self, removal: Removal) -> None:
         """Take a planned document out (after the store deleted it). Synchronous.
@@ -462,6 +499,27 @@ class ServiceIndex:
         self._sigs.remove(removal.num)
         self._clusters.detach(removal.num)
         self._clusters.regroup(removal.group, removal.roots)
+
+    def apply_removals(self, removals: Removals) -> None:
+        """Take planned documents out (after the store deleted them). Synchronous.
+
+        Raises:
+            RuntimeError: the index changed since the removals were planned.
+        """
+        if removals.version != self.version:
+            raise RuntimeError("the index changed between planning and applying a removal")
+        self.version += 1
+        for doc_id, num in zip(removals.doc_ids, removals.nums, strict=True):
+            del self._num_of[doc_id]
+            self._linked -= self._indexed[num]
+            self._documents -= 1 - self._indexed[num]
+            self._sigs.remove(num)
+        # Every removed document detached first (the first of a cluster takes its members'
+        # list; the others find nothing left to take), then each cluster's rest regrouped.
+        for num in removals.nums:
+            self._clusters.detach(num)
+        for group, roots in removals.groups:
+            self._clusters.regroup(group, roots)
 
     # --- the store's clusters (app/service/clusters.py) ---------------------------------------
 
@@ -507,18 +565,25 @@ class ServiceIndex:
         write = ClusterWrite(merges=merges)
         return write if removal is None else self.removal_write(removal).then(write)
 
-    def removal_write(self, removal: Removal) -> ClusterWrite:
-        """What applying ``removal`` changes in the store's clusters: the removed document's
-        cluster dropped and its remaining members' new clusters (of two or more) written."""
+    def removal_write(self, removal: Removal | Removals) -> ClusterWrite:
+        """What applying ``removal`` changes in the store's clusters: the removed documents'
+        clusters dropped and their remaining members' new clusters (of two or more) written."""
+        if isinstance(removal, Removal):
+            return ClusterWrite([removal.doc_id], self._parts(removal.group, removal.roots))
+        rows = [row for group, roots in removal.groups for row in self._parts(group, roots)]
+        return ClusterWrite(list(removal.doc_ids), rows)
+
+    def _parts(self, group: list[int], roots: list[int]) -> list[ClusterRow]:
+        """The clusters of two or more that ``group`` (members regrouped under ``roots``)
+        becomes."""
         parts: dict[int, list[int]] = {}
-        for m, r in zip(removal.group, removal.roots, strict=True):
+        for m, r in zip(group, roots, strict=True):
             parts.setdefault(r, []).append(m)
-        rows = [
+        return [
             ClusterRow(self._ids[r], [(self._ids[m], not self._indexed[m]) for m in ms])
             for r, ms in parts.items()
             if len(ms) > 1
         ]
-        return ClusterWrite(cleared=[removal.doc_id], rows=rows)
 
     def cluster_of(self, doc_id: str) -> ClusterRow | None:
         """The cluster of ``doc_id`` as the store keeps it (None: a singleton, or unknown)."""

@@ -36,7 +36,6 @@ import asyncio
 import ctypes
 import logging
 import time
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from neardup.app.config import Settings
+from neardup.app.service.cluster_reads import ClusterSlice
 from neardup.app.service.cluster_sync import sync_clusters
 from neardup.app.service.clusters import ClusterWrite
 from neardup.app.service.compaction import Compactor, deleted_between, linked_parts
@@ -124,8 +124,14 @@ _T = TypeVar("_T")
 
 #: Reads of the index off the event loop that a write may overlap before one waits for writers.
 READ_ATTEMPTS = 3
+#: A cluster's members read whole (the cluster pages of the web interface): no limit.
+_EVERY = 1 << 40
 #: Documents read from the store at a time while recovering.
 RECOVERY_CHUNK = 50_000
+#: Flushed documents the index overruled (``_drop_overruled``) deleted in one store write (one
+#: transaction, one round of the write lock): bounded, so writers and readers wait at most
+#: one such batch, whatever the number of rows a version deleted.
+OVERRULED_BATCH = 1000
 #: While the disk is full, readiness probes the store for room at most this often.
 PROBE_INTERVAL = 1.0
 #: A replica on a shared store looks for other replicas' changes at least this often.
@@ -196,6 +202,8 @@ class Service:
         self.broken_sets: dict[str, str] = {}
         self._lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        #: the store's cluster reads, on their own connection: they never wait for a write
+        self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-reads")
         self.limits = BatchLimits(settings)
         #: contamination checks per caller: keys with the protect scope by texts, others by
         #: words checked (``_charge``)
@@ -207,7 +215,8 @@ class Service:
             unit="words",
             setting="NEARDUP_CONTAMINATION_WORDS_PER_MINUTE",
         )
-        self._roots_cache: tuple[tuple[int, int], list[str]] | None = None
+        #: the clusters and duplicates the store counted last (``read_stats``)
+        self._cluster_counts = {"clusters": 0, "duplicates": 0}
         #: a cluster page's derived rows (app.service.views), keyed by (index version, root):
         #: one cluster at a time, recomputed after any write
         self.cluster_pages: dict[tuple[int, str], object] = {}
@@ -325,6 +334,12 @@ class Service:
         """``fn(*args)`` on the store's thread, its STORE_TIMEOUT counted from now."""
         args = (time.monotonic(), fn, *args)
         return await asyncio.get_running_loop().run_in_executor(self._io, queued_call, *args)
+
+    async def _read_call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` (a store read on its read connection) on the read thread, its
+        STORE_TIMEOUT counted from now."""
+        args = (time.monotonic(), fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._reads, queued_call, *args)
 
     async def _write(self, fn: Callable[..., _T], *args: Any) -> _T:
         """A store write: StoreFull is remembered (the service is unready) until one succeeds."""
@@ -564,7 +579,8 @@ class Service:
         text (``--recrawled replace``), is deleted here too, as a DELETE would (every replica
         follows; the store's delete is idempotent across replicas), so its id is answered by
         the index alone: not at all, or by the batch's new row once the flush that follows
-        (started now) settles the delete."""
+        (started now) settles the delete. Deleted OVERRULED_BATCH at a time, a store write
+        each (one log entry per document for the replicas)."""
         numbered = await self._io_call(self.store.numbered, deleted)
         own = {i: n for i, (n, _) in numbered.items() if n <= flusher.served_through}
         if not own:
@@ -572,23 +588,30 @@ class Service:
         stored = await self._io_call(self.store.digests, sorted(own))
         rows = await asyncio.to_thread(latest.id_digests, sorted(own))
         overruled = sorted(i for i in own if i in stored and rows.get(i) != stored[i][:16])
-        for doc_id in overruled:
+        for lo in range(0, len(overruled), OVERRULED_BATCH):
+            batch = overruled[lo : lo + OVERRULED_BATCH]
             async with self._writing():
-                num = own[doc_id]
-                await self._fault_in([doc_id])
-                if self.index.number(doc_id) != num or doc_id not in self.index:
-                    continue  # deleted or replaced meanwhile (here, or by another replica)
-                removal = await asyncio.to_thread(self.index.plan_removal, doc_id)
-                clusters = self.index.removal_write(removal)
+                await self._fault_in(batch)  # (flushed: memory may hold them no more)
+                # deleted or replaced meanwhile (here, or by another replica): left alone
+                batch = [i for i in batch if self.index.number(i) == own[i] and i in self.index]
+                if not batch:
+                    continue
+                nums = [own[i] for i in batch]
+                # Each cluster they leave is regrouped once (their removals interact).
+                removals = await asyncio.to_thread(self.index.plan_removals, batch)
+                clusters = await asyncio.to_thread(self.index.removal_write, removals)
                 if flusher.settles:  # hidden until the flush that follows settles it
-                    await self._write(self.store.delete_document, num, clusters)
-                    self._hide_flushed(doc_id, num)
+                    await self._write(self.store.delete_documents, nums, clusters)
+                    for doc_id, num in zip(batch, nums, strict=True):
+                        self._hide_flushed(doc_id, num)
                 else:  # no flush follows: nothing to hide, nor to record for one
-                    await self._write(flusher.forget, num, clusters)
-                self.index.apply_removal(removal)
+                    await self._write(flusher.forget, nums, clusters)
+                self.index.apply_removals(removals)
+            replaced = sum(1 for i in batch if i in rows)
             log.info(
-                "document %r deleted: the index version=%d %s its flushed row",
-                doc_id, latest.version, "replaced" if doc_id in rows else "deleted",
+                "documents deleted=%d (%r first): the index version=%d deleted %d of their "
+                "flushed rows and replaced %d",
+                len(batch), batch[0], latest.version, len(batch) - replaced, replaced,
             )  # fmt: skip
         if overruled and self.flushing:
             flusher.soon(now=True)
@@ -699,28 +722,56 @@ class Service:
 
     async def _store_clusters(self) -> None:
         """At start: fill the store's cluster tables from the recovered clusters if it was made
-        before them (once, O(N)); else write the clusters of the linked indexed documents (and
-        of those linked at the last start), which each start links anew."""
+        before them (once, O(N)); else write the clusters of the linked indexed documents
+        (``_store_relinked``)."""
         if not await self._io_call(self.store.clusters_filled):
             async with self._writing():
                 rows = await asyncio.to_thread(lambda: list(self.index.all_clusters()))
                 if await self._write(self.store.fill_clusters, rows):
                     log.info("store clusters filled clusters=%d", len(rows))
             return
+        async with self._lock:
+            await self._store_relinked()
+
+    async def _store_relinked(self, ids: Sequence[str] | None = None) -> None:
+        """Write the clusters of linked indexed documents as this replica holds them
+        (``sync_clusters``): of ``ids`` (documents a refresh or a delete linked or unlinked),
+        or by default, after the state was read from the store (a start, a reload), whose
+        ``_link_all`` links them anew, of the linked ones and of those the store holds as
+        linked (linked before, maybe not now). Under the store's write lock, the other
+        replicas' changes applied first, so it is never refused; a replica behind the kept
+        log reloads instead (which writes every linked one's). The caller holds this
+        process's lock (``_lock``)."""
         if self.served is None:
             return
-        linked = self.index.linked_ids() + await self._io_call(self.store.linked_members)
-        if self.flusher is not None:  # the others' clusters are the tables' (not held here)
-            linked = [i for i in linked if i in self.index]
-        if linked:
-            async with self._writing():
-                await self._write(sync_clusters, self.store, self.index, linked)
+        try:
+            changes = await self._io_call(self.store.lock_writes)
+        except LogPruned as exc:
+            if self.reloading is not None:  # (the reload's own write)
+                raise
+            await self._reload(exc)
+            return
+        except SettingsChanged as exc:
+            self._settings_changed(exc)
+            raise
+        try:
+            self._synced = time.monotonic()
+            await self._apply(changes)
+            if ids is None:
+                ids = self.index.linked_ids() + await self._io_call(self.store.linked_members)
+            if self.flusher is not None:  # the others' clusters are the tables' (not held)
+                ids = [i for i in ids if i in self.index]
+            if ids:  # (a write commits and ends the transaction; else it is rolled back)
+                await self._write(sync_clusters, self.store, self.index, ids)
+        finally:
+            await self._io_call(self.store.unlock_writes)
+            self.log_position = self.store.position()
 
     async def _sync_linked(self, ids: list[str]) -> None:
-        """Write the clusters of ``ids`` after a linking (``sync_clusters``); a failure is
+        """``_store_relinked(ids)`` after a linking (the caller holds ``_lock``); a failure is
         logged (the change it follows is durable; the next start writes them)."""
         try:
-            await self._write(sync_clusters, self.store, self.index, ids)
+            await self._store_relinked(ids)
         except Exception:
             log.exception("could not write the clusters of linked documents; the next start will")
 
@@ -779,6 +830,10 @@ class Service:
         started = time.perf_counter()
         state = await self._io_call(self._read_state)  # the store's thread: no other call meanwhile
         self._install(state)
+        try:  # the documents linked anew: their clusters written, as a start writes them
+            await self._store_relinked()
+        except (StoreUnavailable, StoreFull, LogPruned):
+            log.exception("could not write the clusters of linked documents; the next start will")
         self.reloading = None
         self.reloads += 1
         log.info(
@@ -831,6 +886,7 @@ class Service:
             with suppress(asyncio.CancelledError):
                 await self._follower
         await asyncio.to_thread(self._listen.shutdown, True)
+        await asyncio.to_thread(self._reads.shutdown, True)
         async with self._lock:
             self.pool.close()
             await asyncio.to_thread(self.budgets.close)
@@ -1122,65 +1178,70 @@ class Service:
 
     # --- clusters -----------------------------------------------------------------------------
 
-    def clusters(
-        self, min_size: int, limit: int, after: str | None
-    ) -> tuple[list[list[str]], str | None]:
-        """Clusters ordered by root id, ``limit`` from after ``after``; and the next cursor."""
-        return _page(self._sorted_roots(min_size), self.index, limit, after)
-
     async def clusters_page(
-        self, min_size: int, limit: int, after: str | None
-    ) -> tuple[list[list[str]], str | None]:
-        """``clusters``, read off the event loop (``read_index``)."""
-        key = max(min_size, 1)
+        self, min_size: int, limit: int, after: str | None, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]:
+        """Clusters of at least ``min_size`` members ordered by root id (with ``min_size`` 1,
+        the service's own documents in no cluster too), ``limit`` from after the root
+        ``after``, and the next cursor: read from the store's cluster tables on its read thread.
+        Each lists its first ``per_cluster`` members at most, all of them ``most`` at most
+        (``cluster_reads.listing``)."""
+        return await self._read_call(
+            self.store.cluster_listing, min_size, after, limit, most, per_cluster
+        )
 
-        def read(index: ServiceIndex) -> tuple[list[str], tuple[list[list[str]], str | None]]:
-            cached = self._roots_cache
-            if cached is not None and cached[0] == (index.version, key):
-                roots = cached[1]
-            else:
-                roots = _roots(index, min_size)
-            return roots, _page(roots, index, limit, after)
+    async def cluster_slice(
+        self, root: str, after: str | None, limit: int, indexed: bool = True
+    ) -> ClusterSlice:
+        """The cluster rooted at ``root`` (its members after ``after``, at most ``limit``), from
+        the store's tables: a document of the service's own in no cluster is one alone, and so
+        is (with ``indexed``) a document of the served index that nothing here matches.
 
-        index = self.index
-        roots, page = await self.read_index(read)
-        if index is self.index:  # read as of index.version (read_index checked): keep the roots
-            self._roots_cache = ((index.version, key), roots)
-        return page
+        Raises:
+            NotFound: ``root`` is not the root of a cluster (a member of one, or unknown).
+        """
+        found = await self._read_call(self.store.cluster_slice, root, after, limit)
+        served = found is None and indexed and self.served is not None
+        if served and bool(await asyncio.to_thread(self._indexed_digests, [root])):
+            found = _alone(root, after)
+        if isinstance(found, ClusterSlice):
+            return found
+        raise NotFound(f"{root!r} is not the root of a cluster")
 
-    def _sorted_roots(self, min_size: int) -> list[str]:
-        """Root ids of clusters of at least ``min_size``, sorted; kept until the next write, so
-        paging through a million singletons sorts them once, not once a page."""
-        key = (self.index.version, max(min_size, 1))
-        if self._roots_cache is not None and self._roots_cache[0] == key:
-            return self._roots_cache[1]
-        roots = _roots(self.index, min_size)
-        self._roots_cache = (key, roots)
-        return roots
+    async def cluster(self, root: str) -> list[str]:
+        """The sorted member ids of the cluster rooted at ``root`` (a document of the service's
+        own alone, or a linked indexed one: itself), every one, from the store's tables
+        (NotFound if not a root). The web pages' cluster pages: they draw the members'
+        signatures from memory, so an indexed document linked in nowhere is not found."""
+        linked = self.index.is_indexed(root)
+        return (await self.cluster_slice(root, None, _EVERY, indexed=linked)).members
 
-    def cluster(self, root: str, index: ServiceIndex | None = None) -> list[str]:
-        """The sorted member ids of the cluster rooted at ``root``."""
-        index = self.index if index is None else index
-        if not index.is_root(root):
-            raise NotFound(f"{root!r} is not the root of a cluster")
-        return index.members(root)
+    async def largest_clusters(
+        self, offset: int, limit: int
+    ) -> tuple[list[tuple[str, int]], dict[int, int]]:
+        """(root, size) of the clusters of two or more, largest first, then by root, ``limit``
+        from ``offset``; and how many there are of each size (the store's counts)."""
 
-    def cluster_or_indexed(self, root: str, index: ServiceIndex | None = None) -> list[str]:
-        """``cluster``, or ``[root]`` for a document of the served index that nothing here
-        matches (a singleton). Blocking (it may read the index's ids): off the event loop."""
-        index = self.index if index is None else index
-        if not index.is_root(root) and root not in index and self._indexed_digests([root]):
-            return [root]
-        return self.cluster(root, index)
+        def read() -> tuple[list[tuple[str, int]], dict[int, int]]:
+            rows = self.store.clusters_page(2, None, limit, offset=offset)
+            return rows, self.store.cluster_sizes()
 
-    def largest_clusters(self) -> list[tuple[str, int]]:
-        """(root, size) of every cluster of two or more, largest first, then by root."""
-        sizes = self.index.clusters_by_size(2)
-        return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))
+        return await self._read_call(read)
+
+    async def read_stats(self) -> dict[str, Any]:
+        """``stats`` with ``clusters`` (of two or more, listed) and ``duplicates`` (their
+        members but the roots), from the counts the store keeps per size (one row a distinct
+        size); the last counts read while the store does not answer."""
+        if self.store.available():
+            with suppress(StoreUnavailable):
+                sizes = await self._read_call(self.store.cluster_sizes)
+                clusters = sum(sizes.values())
+                members = sum(size * n for size, n in sizes.items())
+                self._cluster_counts = {"clusters": clusters, "duplicates": members - clusters}
+        return {**self.stats(), **self._cluster_counts}
 
     def stats(self) -> dict[str, Any]:
-        """Counts for /v1/stats and /metrics."""
-        sizes = self.index.clusters_by_size(2)
+        """Counts for /v1/stats and /metrics but the clusters' (``read_stats`` adds them)."""
         unflushed = self.unflushed()
         return {
             "documents": len(self.index),
@@ -1192,8 +1253,6 @@ class Service:
             "part_compactions": 0 if self.compactor is None else self.compactor.done,
             "part_compactions_failed": 0 if self.compactor is None else self.compactor.failed,
             "indexed_linked": self.index.linked,
-            "clusters": len(sizes),
-            "duplicates": sum(sizes.values()) - len(sizes),
             "protected_sets": len(self.protected),
             "broken_protected_sets": len(self.broken_sets),
             "index_bytes": self.index.nbytes(),
@@ -1368,17 +1427,25 @@ class Service:
 
         A replace is logged as a delete and the add of the same id: both are applied in one
         step, so no reader sees the document missing in between, and ``log_position`` never
-        names the state between them, which no replica acknowledged."""
-        skip = False
-        for change, after in zip(changes, [*changes[1:], None], strict=False):
+        names the state between them, which no replica acknowledged. Consecutive deletes of
+        flushed documents (what ``_drop_overruled`` logs, up to OVERRULED_BATCH a write) are
+        applied in one step (``_apply_deletes``)."""
+        skip = 0  # entries applied with an earlier one
+        for k, (change, after) in enumerate(zip(changes, [*changes[1:], None], strict=False)):
             if skip:
-                skip = False
+                skip -= 1
                 self.log_position = change.seq
                 continue
             if _is_replace(change, after):
                 assert after is not None and after.nums is not None
                 await self._apply_replace(change, after)
-                skip = True
+                skip = 1
+                continue
+            run = self._flushed_deletes(changes, k)
+            if len(run) > 1:
+                await self._apply_deletes(run)
+                skip = len(run) - 1
+                self.log_position = change.seq
                 continue
             if change.kind == "add" and change.ids:
                 # Another replica stored an id this one serves from the index (it read an
@@ -1424,6 +1491,39 @@ class Service:
                 self.broken_sets.pop(change.name, None)
                 self._set_bytes.pop(change.name, None)
             self.log_position = change.seq
+
+    def _flushed_deletes(self, changes: Sequence[Change], k: int) -> list[Change]:
+        """The deletes of flushed documents from ``changes[k]`` on, consecutive (none part of
+        a replace): applied together, their removals interact as in ``_drop_overruled``; a
+        flushed document has no indexed twin to link (the index's row was its own)."""
+        run: list[Change] = []
+        for j in range(k, len(changes)):
+            change = changes[j]
+            after = changes[j + 1] if j + 1 < len(changes) else None
+            if (
+                change.kind != "delete"
+                or change.nums is None
+                or not self._flushed_number(change.nums[0])
+                or _is_replace(change, after)
+            ):
+                break
+            run.append(change)
+        return run
+
+    async def _apply_deletes(self, deletes: Sequence[Change]) -> None:
+        """Logged deletes of flushed documents (``_flushed_deletes``) as one step on the
+        index: each cluster they leave regrouped once (``ServiceIndex.plan_removals``)."""
+        gone: dict[str, int] = {}
+        for change in deletes:
+            assert change.nums is not None
+            if self.index.number(change.name) == change.nums[0]:
+                gone[change.name] = change.nums[0]
+        if not gone:
+            return
+        removals = await asyncio.to_thread(self.index.plan_removals, list(gone))
+        self.index.apply_removals(removals)
+        for doc_id, num in gone.items():
+            self._hide_flushed(doc_id, num)
 
     async def _apply_replace(self, delete: Change, add: Change) -> None:
         """A logged replace (``delete`` of an id, then ``add`` of one document of that id) as
@@ -1699,22 +1799,9 @@ def _own_ids(store: Store) -> list[str]:
     return [i for _, ids, _ in store.iter_signatures(RECOVERY_CHUNK) for i in ids]
 
 
-def _roots(index: ServiceIndex, min_size: int) -> list[str]:
-    """Root ids of the clusters of at least ``min_size`` members, sorted."""
-    if min_size <= 1:
-        return sorted(index.roots())
-    return sorted(index.clusters_by_size(min_size))
-
-
-def _page(
-    roots: list[str], index: ServiceIndex, limit: int, after: str | None
-) -> tuple[list[list[str]], str | None]:
-    """The members of the ``limit`` clusters of ``roots`` after ``after``; the next cursor."""
-    start = bisect_right(roots, after) if after is not None else 0
-    page = roots[start : start + limit]
-    groups = [index.members(root) for root in page]
-    more = start + limit < len(roots)
-    return groups, (page[-1] if more and page else None)
+def _alone(root: str, after: str | None) -> ClusterSlice:
+    """A document in no cluster, as a cluster of one."""
+    return ClusterSlice(root, 1, [root] if after is None or root > after else [], False)
 
 
 def _matched_rows(

@@ -53,6 +53,7 @@ import psycopg.errors
 from psycopg import sql
 
 from neardup.app.config import redact
+from neardup.app.service import cluster_reads
 from neardup.app.service import clusters as cluster_sql
 from neardup.app.service.budget_sql import (
     BUDGET_FULL_AFTER,
@@ -60,7 +61,8 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.cluster_reads import ClusterSlice
+from neardup.app.service.clusters import ClusterRow, ClusterWrite, StoredCluster
 from neardup.app.service.errors import (
     DamagedStore,
     LogPruned,
@@ -107,11 +109,11 @@ STATEMENT_TIMEOUT_MS = 30_000
 IDLE_IN_WRITE_MS = 60_000
 
 #: The version of the store's layout this neardup writes (``schema_versions``).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: The tables the store reads and writes (the role needs SELECT, INSERT, UPDATE, DELETE).
 TABLES = (
     "params", "documents", "protected_sets", "changes", "probe", "schema_versions", "budgets",
-    "index_flush", "index_deletes", "clusters", "cluster_members",
+    "index_flush", "index_deletes", "clusters", "cluster_members", "cluster_sizes",
 )  # fmt: skip
 #: The sequences the store draws from (the role needs USAGE).
 SEQUENCES = ("probe_id_seq", "index_deletes_seq_seq")
@@ -200,9 +202,46 @@ CREATE TABLE IF NOT EXISTS cluster_members (
 );
 CREATE INDEX IF NOT EXISTS cluster_members_by_label ON cluster_members (label, id COLLATE "C");
 """,
+    # 6: clusters answered from the tables (app/service/cluster_reads.py): the listing
+    # by root, the live documents by id in code-point order (singletons, merged into that
+    # listing), and how many listed clusters (own > 0) there are of each size, kept by a
+    # trigger in the transaction of every write to ``clusters`` (stats, the size histogram).
+    6: """
+CREATE INDEX IF NOT EXISTS clusters_by_root ON clusters (root COLLATE "C");
+CREATE INDEX IF NOT EXISTS documents_alive_by_id ON documents (id COLLATE "C") WHERE NOT deleted;
+CREATE TABLE IF NOT EXISTS cluster_sizes (
+    size INTEGER PRIMARY KEY,
+    clusters BIGINT NOT NULL
+);
+DELETE FROM cluster_sizes;
+INSERT INTO cluster_sizes (size, clusters)
+    SELECT size, count(*) FROM clusters WHERE own > 0 GROUP BY size;
+CREATE OR REPLACE FUNCTION clusters_sized() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        IF OLD.own > 0 THEN
+            UPDATE cluster_sizes SET clusters = clusters - 1 WHERE size = OLD.size;
+            DELETE FROM cluster_sizes WHERE size = OLD.size AND clusters <= 0;
+        END IF;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        IF NEW.own > 0 THEN
+            INSERT INTO cluster_sizes AS s (size, clusters) VALUES (NEW.size, 1)
+            ON CONFLICT (size) DO UPDATE SET clusters = s.clusters + 1;
+        END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS clusters_sized ON clusters;
+CREATE TRIGGER clusters_sized AFTER INSERT OR DELETE OR UPDATE OF size, own ON clusters
+    FOR EACH ROW EXECUTE FUNCTION clusters_sized();
+""",
 }
 #: ``clusters``' and ``cluster_members``' ids in the contract's order (code points).
 _C = ' COLLATE "C"'
+#: A live row of ``documents`` (as ``d``), for the cluster reads (``cluster_reads.listing``).
+_ALIVE = "NOT d.deleted AND"
 #: The key of ``index_flush`` recording that the cluster tables were filled (layout 5).
 _FILLED = "clusters_filled"
 #: ``take_budget``'s statement: the clock is the server's, one for every replica.
@@ -254,6 +293,10 @@ class PostgresStore:
         #: never waits for a write, nor runs in its transaction), with its own deadlines
         self._budget_db: _Conn | None = None
         self._budget_watchdog = _Watchdog()
+        #: the cluster reads' connection, used by the service's read thread alone (a read
+        #: never waits for a write, nor runs in its transaction), with its own deadlines
+        self._read_db: _Conn | None = None
+        self._read_watchdog = _Watchdog()
         self._swept = 0.0
         self._applied = 0
         #: the answer settings this replica serves with (``ensure_settings``): every read of
@@ -419,10 +462,10 @@ class PostgresStore:
         queued = QUEUED_AT.get()
         return self._timeout if queued is None else queued + self._timeout - time.monotonic()
 
-    def _connection(self, budget: bool = False) -> _Conn:
-        """The store's connection (``budget``: the budget thread's), opened (again) if there
-        is none or it broke."""
-        conn = self._budget_db if budget else self._db
+    def _connection(self, budget: bool = False, reads: bool = False) -> _Conn:
+        """The store's connection (``budget``: the budget thread's; ``reads``: the read
+        thread's), opened (again) if there is none or it broke."""
+        conn = self._budget_db if budget else self._read_db if reads else self._db
         if conn is not None and not conn.closed and not conn.broken:
             return conn
         if conn is not None:
@@ -434,12 +477,16 @@ class PostgresStore:
             self._budget_db = None
             self._budget_db = self._connect(durable=False)
             return self._budget_db
+        if reads:
+            self._read_db = None
+            self._read_db = self._connect()
+            return self._read_db
         self._db = None
         self._db = self._connect()
         return self._db
 
     @contextmanager
-    def _deadline(self, conn: _Conn, budget: bool = False) -> Iterator[None]:
+    def _deadline(self, conn: _Conn, budget: bool = False, reads: bool = False) -> Iterator[None]:
         """The block's calls on ``conn`` abandoned once the call's STORE_TIMEOUT is spent
         (``_left``): a watchdog (the budget thread's own for ``budget``) shuts the
         connection's socket down, which ends a call waiting on a frozen server (``_Overdue``,
@@ -451,7 +498,9 @@ class PostgresStore:
         left = self._left()
         if left <= 0:  # queued behind calls that took it all: the database is that slow
             raise _Overdue(f"no answer within {self._timeout:g} s (STORE_TIMEOUT)")
-        watchdog = self._budget_watchdog if budget else self._watchdog
+        watchdog = (
+            self._budget_watchdog if budget else self._read_watchdog if reads else self._watchdog
+        )
         fired = watchdog.arm(conn, left)
         try:
             yield
@@ -462,30 +511,30 @@ class PostgresStore:
         finally:
             watchdog.disarm()
 
-    def _run(self, fn: Callable[[_Conn], _T], budget: bool = False) -> _T:
+    def _run(self, fn: Callable[[_Conn], _T], budget: bool = False, reads: bool = False) -> _T:
         """``fn`` on the connection of the open snapshot or write transaction if any; else on
-        the store's connection (``budget``: the budget thread's, never a transaction's), once
-        more on a fresh one if that had died meanwhile (``fn`` must be safe to repeat: reads,
-        or a transaction it begins itself); all within the call's STORE_TIMEOUT, connecting
-        included (``_deadline``, ``_connect``)."""
+        the store's connection (``budget``: the budget thread's, ``reads``: the read thread's,
+        never a transaction's), once more on a fresh one if that had died meanwhile (``fn``
+        must be safe to repeat: reads, or a transaction it begins itself); all within the
+        call's STORE_TIMEOUT, connecting included (``_deadline``, ``_connect``)."""
         with self._guard():
-            held = None if budget else self._snapshot or self._tx
+            held = None if budget or reads else self._snapshot or self._tx
             if held is not None:
                 with self._deadline(held):
                     return fn(held)
-            before = self._budget_db if budget else self._db
+            before = self._budget_db if budget else self._read_db if reads else self._db
             fresh = before is None or before.closed or before.broken
-            conn = self._connection(budget)
+            conn = self._connection(budget, reads)
             try:
-                with self._deadline(conn, budget):
+                with self._deadline(conn, budget, reads):
                     return fn(conn)
             except _Overdue:
                 raise  # it did not answer in time: trying again would wait as long
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if fresh or not conn.broken:
                     raise
-            conn = self._connection(budget)
-            with self._deadline(conn, budget):
+            conn = self._connection(budget, reads)
+            with self._deadline(conn, budget, reads):
                 return fn(conn)
 
     # --- contamination budgets ----------------------------------------------------------------
@@ -767,6 +816,20 @@ class PostgresStore:
         assert row is not None
         return int(row[0])
 
+    def _log_deletes(self, conn: _Conn, gone: list[tuple[int, str]]) -> int:
+        """``_log`` of a ``delete`` entry per document of ``gone`` (number, id), in that order,
+        in one statement; the last entry's number."""
+        row = conn.execute(
+            "INSERT INTO changes (seq, kind, lo, hi, name) "
+            "SELECT h.seq + d.k, 'delete', d.num, d.num + 1, d.id "
+            "FROM (SELECT coalesce(max(seq), 0) AS seq FROM changes) h, "
+            "unnest(%s::bigint[], %s::text[]) WITH ORDINALITY AS d(num, id, k) "
+            "ORDER BY d.k RETURNING seq",
+            ([n for n, _ in gone], [i for _, i in gone]),
+        ).fetchall()
+        conn.execute(f"NOTIFY {self._channel}")
+        return max(int(r[0]) for r in row)
+
     def add_documents(
         self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
     ) -> None:
@@ -790,13 +853,19 @@ class PostgresStore:
     def delete_document(self, num: int, clusters: ClusterWrite | None = None) -> None:
         """Mark a document deleted (its text and meta cleared) and regroup its cluster
         (``clusters``), durably."""
+        self.delete_documents([num], clusters)
+
+    def delete_documents(self, nums: Sequence[int], clusters: ClusterWrite | None = None) -> None:
+        """``delete_document`` of several documents in one durable transaction, logged as one
+        ``delete`` entry per document deleted (in number order), as many deletes would be."""
         seq = None
+        nums = sorted(nums)
         with self._write() as conn:
-            _note_index_delete(conn, num)
+            _note_index_deletes(conn, nums)
             _write_clusters(conn, clusters)
-            doc_id = _mark_deleted(conn, num)
-            if doc_id is not None:
-                seq = self._log(conn, "delete", num, num + 1, doc_id)
+            gone = _mark_deleted(conn, nums)
+            if gone:
+                seq = self._log_deletes(conn, gone)
         if seq is not None:
             self._applied = seq
 
@@ -808,11 +877,12 @@ class PostgresStore:
         transaction, logged as a delete then an add."""
         seq = None
         with self._write() as conn:
-            _note_index_delete(conn, old)
+            _note_index_deletes(conn, [old])
             _write_clusters(conn, clusters)
-            old_id = _mark_deleted(conn, old)
-            if old_id is None:
+            marked = _mark_deleted(conn, [old])
+            if not marked:
                 raise RuntimeError(f"document {old} to replace is not in the store")
+            old_id = marked[0][1]
             _check_next(conn, [doc.num])
             text = None if doc.text is None else doc.text.encode("utf-8")
             conn.execute(
@@ -878,6 +948,22 @@ class PostgresStore:
         if found:
             self._applied = found[-1].seq
         return found
+
+    def _read(self, fn: Callable[[_Conn], _T]) -> _T:
+        """``fn`` on the read thread's connection, in one repeatable-read snapshot (its
+        statements see one state of the store, whatever other replicas write meanwhile)."""
+
+        def read(conn: _Conn) -> _T:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                found = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+            return found
+
+        return self._run(read, reads=True)
 
     def _read_changes(self, conn: _Conn) -> list[Change]:
         """The entries past this replica's position (LogPruned if some of them were pruned);
@@ -1211,26 +1297,60 @@ class PostgresStore:
 
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
-        return self._run(lambda c: cluster_sql.cluster_rows(_PgSql(c), ids))
+        return self._run(lambda c: cluster_reads.cluster_rows(_PgSql(c), ids))
 
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
         most ``limit`` (none if ``root`` roots no cluster of two or more)."""
-        return self._run(lambda c: cluster_sql.cluster_members(_PgSql(c), root, after, limit, _C))
+        return self._run(lambda c: cluster_reads.cluster_members(_PgSql(c), root, after, limit, _C))
 
     def clusters_page(
-        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+        self,
+        min_size: int,
+        after: tuple[int, str] | None,
+        limit: int,
+        owned: bool = True,
+        offset: int = 0,
     ) -> list[tuple[str, int]]:
         """(root, size) of the clusters of at least ``min_size``, largest first then by root,
-        after the (size, root) cursor ``after``, at most ``limit`` (``owned``: those holding a
-        document of the service's own)."""
-        return self._run(
-            lambda c: cluster_sql.clusters_page(_PgSql(c), min_size, after, limit, owned, _C)
+        after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
+        (``owned``: those holding a document of the service's own)."""
+        return self._read(
+            lambda c: cluster_reads.clusters_page(
+                _PgSql(c), min_size, after, limit, owned, _C, offset
+            )
         )
+
+    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool | None:
+        """``cluster_reads.cluster_slice``: the cluster rooted at ``root``, its members after
+        ``after``, at most ``limit`` (a live document in no cluster: alone); True: ``root`` is
+        a member, not a root; None: no live document and in no cluster. One snapshot."""
+        return self._read(
+            lambda c: cluster_reads.cluster_slice(_PgSql(c), root, after, limit, _C, _ALIVE)
+        )
+
+    def cluster_listing(
+        self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]:
+        """``cluster_reads.listing``: a page of the clusters by root, and the next cursor, read in
+        one snapshot (REPEATABLE READ)."""
+        return self._read(
+            lambda c: cluster_reads.listing(
+                _PgSql(c), min_size, after, limit, most, per_cluster, _C, _ALIVE
+            )
+        )
+
+    def cluster_sizes(self) -> dict[int, int]:
+        """Size -> how many listed clusters are of that size (``cluster_reads.cluster_sizes``)."""
+        return self._read(lambda c: cluster_reads.cluster_sizes(_PgSql(c)))
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
-        return self._run(lambda c: cluster_sql.linked_members(_PgSql(c)))
+        return self._run(lambda c: cluster_reads.linked_members(_PgSql(c)))
+
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]:
+        """The clusters holding any of ``ids`` as stored, by label (``stored_clusters``)."""
+        return self._run(lambda c: cluster_sql.stored_clusters(_PgSql(c), ids))
 
     def close(self) -> None:
         """Roll back an open write, close the connections. Idempotent."""
@@ -1239,13 +1359,14 @@ class PostgresStore:
         self._closed = True
         with suppress(Exception):
             self.unlock_writes()
-        for conn in (self._listener, self._db, self._budget_db, self._flusher):
+        for conn in (self._listener, self._db, self._budget_db, self._read_db, self._flusher):
             if conn is not None:
                 with suppress(Exception):
                     conn.close()
-        self._listener = self._db = self._budget_db = self._flusher = None
+        self._listener = self._db = self._budget_db = self._read_db = self._flusher = None
         self._watchdog.close()
         self._budget_watchdog.close()
+        self._read_watchdog.close()
 
 
 class _Watchdog:
@@ -1348,15 +1469,15 @@ def _connect_within(connect: Callable[[], _Conn], seconds: float) -> _Conn:
     return made
 
 
-def _note_index_delete(conn: _Conn, num: int) -> None:
-    """In the caller's write transaction: record alive document ``num``'s id and digest among
-    the index's deletes if it is numbered up to the store's ``deletes_through`` (flushed, or in
-    a flush being written, by any replica)."""
+def _note_index_deletes(conn: _Conn, nums: list[int]) -> None:
+    """In the caller's write transaction: record alive documents ``nums``' ids and digests
+    among the index's deletes (in number order), those numbered up to the store's
+    ``deletes_through`` (flushed, or in a flush being written, by any replica)."""
     conn.execute(
         "INSERT INTO index_deletes (id, digest, num) SELECT id, digest, num FROM documents "
-        "WHERE num = %s AND NOT deleted AND num <= (SELECT value::bigint FROM index_flush "
-        "WHERE key = 'deletes_through')",
-        (num,),
+        "WHERE num = ANY(%s) AND NOT deleted AND num <= (SELECT value::bigint FROM index_flush "
+        "WHERE key = 'deletes_through') ORDER BY num",
+        (nums,),
     )
 
 
@@ -1383,15 +1504,15 @@ def _write_clusters(conn: _Conn, clusters: ClusterWrite | None) -> None:
         cluster_sql.apply_write(_PgSql(conn), clusters)
 
 
-def _mark_deleted(conn: _Conn, num: int) -> str | None:
-    """Mark document ``num`` deleted (text and meta cleared; the row stays for the log's
-    replay); its id, or None if there is no such alive document."""
-    row = conn.execute(
+def _mark_deleted(conn: _Conn, nums: list[int]) -> list[tuple[int, str]]:
+    """Mark documents ``nums`` deleted (text and meta cleared; the rows stay for the log's
+    replay); (number, id) of those that were alive, in number order."""
+    rows = conn.execute(
         "UPDATE documents SET deleted = true, text = NULL, meta = '{}' "
-        "WHERE num = %s AND NOT deleted RETURNING id",
-        (num,),
-    ).fetchone()
-    return None if row is None else str(row[0])
+        "WHERE num = ANY(%s) AND NOT deleted RETURNING num, id",
+        (nums,),
+    ).fetchall()
+    return sorted((int(n), str(i)) for n, i in rows)
 
 
 def _check_next(conn: _Conn, nums: list[int]) -> None:

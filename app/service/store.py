@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from neardup.app.service import cluster_reads
 from neardup.app.service import clusters as cluster_sql
 from neardup.app.service.budget_sql import (
     BUDGET_FULL_AFTER,
@@ -31,7 +32,8 @@ from neardup.app.service.budget_sql import (
     budget_schema,
     budget_take_sql,
 )
-from neardup.app.service.clusters import ClusterRow, ClusterWrite
+from neardup.app.service.cluster_reads import ClusterSlice
+from neardup.app.service.clusters import ClusterRow, ClusterWrite, StoredCluster
 from neardup.app.service.dirlock import DataDirLock
 from neardup.app.service.errors import (
     DamagedStore,
@@ -108,7 +110,38 @@ CREATE TABLE IF NOT EXISTS cluster_members (
     own BOOLEAN NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cluster_members_by_label ON cluster_members (label, id);
+-- The listing by root (GET /v1/clusters).
+CREATE INDEX IF NOT EXISTS clusters_by_root ON clusters (root);
+-- How many listed clusters (own > 0) there are of each size (stats, the size histogram),
+-- kept by these triggers in the transaction of every write to ``clusters``.
+CREATE TABLE IF NOT EXISTS cluster_sizes (
+    size INTEGER PRIMARY KEY,
+    clusters INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS clusters_sized_insert AFTER INSERT ON clusters WHEN NEW.own > 0
+BEGIN
+    INSERT INTO cluster_sizes (size, clusters) VALUES (NEW.size, 1)
+    ON CONFLICT (size) DO UPDATE SET clusters = clusters + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS clusters_sized_delete AFTER DELETE ON clusters WHEN OLD.own > 0
+BEGIN
+    UPDATE cluster_sizes SET clusters = clusters - 1 WHERE size = OLD.size;
+    DELETE FROM cluster_sizes WHERE size = OLD.size AND clusters <= 0;
+END;
+CREATE TRIGGER IF NOT EXISTS clusters_sized_update AFTER UPDATE OF size, own ON clusters
+BEGIN
+    UPDATE cluster_sizes SET clusters = clusters - 1 WHERE size = OLD.size AND OLD.own > 0;
+    DELETE FROM cluster_sizes WHERE size = OLD.size AND clusters <= 0;
+    INSERT INTO cluster_sizes (size, clusters) SELECT NEW.size, 1 WHERE NEW.own > 0
+    ON CONFLICT (size) DO UPDATE SET clusters = clusters + 1;
+END;
 """
+#: ``cluster_sizes`` counted once from the clusters, in the transaction creating it (a store
+#: whose cluster tables predate it); the triggers keep it from then on.
+_COUNT_SIZES = (
+    "DELETE FROM cluster_sizes; INSERT INTO cluster_sizes (size, clusters) "
+    "SELECT size, count(*) FROM clusters WHERE own > 0 GROUP BY size;"
+)
 
 #: The store's layout version (``PRAGMA user_version``): 1 once the cluster tables are filled
 #: (a store made before them, version 0, is filled once at start from the recovered clusters);
@@ -202,6 +235,9 @@ class Store(Protocol):
         self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
     ) -> None: ...
     def delete_document(self, num: int, clusters: ClusterWrite | None = None) -> None: ...
+    def delete_documents(
+        self, nums: Sequence[int], clusters: ClusterWrite | None = None
+    ) -> None: ...
     def replace_document(
         self, old: int, doc: StoredDoc, clusters: ClusterWrite | None = None
     ) -> None: ...
@@ -211,9 +247,22 @@ class Store(Protocol):
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]: ...
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]: ...
     def clusters_page(
-        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+        self,
+        min_size: int,
+        after: tuple[int, str] | None,
+        limit: int,
+        owned: bool = True,
+        offset: int = 0,
     ) -> list[tuple[str, int]]: ...
+    def cluster_slice(
+        self, root: str, after: str | None, limit: int
+    ) -> ClusterSlice | bool | None: ...
+    def cluster_listing(
+        self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]: ...
+    def cluster_sizes(self) -> dict[int, int]: ...
     def linked_members(self) -> list[str]: ...
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
@@ -384,6 +433,12 @@ class SQLiteStore:
             self._db = _open(self.path)
             try:
                 self._budgets = _open_budgets(self.budgets_path)
+                #: the cluster reads' connection (the service's read thread's alone): in WAL,
+                #: a read sees the last commit and never waits for a write
+                self._reader = sqlite3.connect(
+                    self.path, check_same_thread=False, isolation_level=None
+                )
+                self._reader.execute("PRAGMA query_only=ON")
             except BaseException:
                 self._db.close()
                 raise
@@ -494,10 +549,18 @@ class SQLiteStore:
     ) -> None:
         """Remove a document and regroup its cluster (``clusters``), durably (with ``note``,
         noting it for the index: ``index_deletes_through``)."""
+        self.delete_documents([num], clusters, note)
+
+    def delete_documents(
+        self, nums: Sequence[int], clusters: ClusterWrite | None = None, note: bool = True
+    ) -> None:
+        """``delete_document`` of several documents (in number order), in one durable
+        transaction."""
+        nums = sorted(nums)
         with self._transaction():
             if note:
-                self._note_index_delete(num)
-            self._db.execute("DELETE FROM documents WHERE num = ?", (num,))
+                self._note_index_deletes(nums)
+            self._db.executemany("DELETE FROM documents WHERE num = ?", [(n,) for n in nums])
             self._write_clusters(clusters)
 
     def replace_document(
@@ -506,7 +569,7 @@ class SQLiteStore:
         """Remove document ``old`` and store ``doc`` (its new text), with what that changes in
         the clusters, in one durable transaction."""
         with self._transaction():
-            self._note_index_delete(old)
+            self._note_index_deletes([old])
             self._db.execute("DELETE FROM documents WHERE num = ?", (old,))
             self._db.execute(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
@@ -543,25 +606,61 @@ class SQLiteStore:
 
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
-        return cluster_sql.cluster_rows(_SQLiteSql(self._db), ids)
+        return cluster_reads.cluster_rows(_SQLiteSql(self._db), ids)
 
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
         most ``limit`` (none if ``root`` roots no cluster of two or more)."""
-        return cluster_sql.cluster_members(_SQLiteSql(self._db), root, after, limit, "")
+        return cluster_reads.cluster_members(_SQLiteSql(self._db), root, after, limit, "")
 
     def clusters_page(
-        self, min_size: int, after: tuple[int, str] | None, limit: int, owned: bool = True
+        self,
+        min_size: int,
+        after: tuple[int, str] | None,
+        limit: int,
+        owned: bool = True,
+        offset: int = 0,
     ) -> list[tuple[str, int]]:
         """(root, size) of the clusters of at least ``min_size``, largest first then by root,
-        after the (size, root) cursor ``after``, at most ``limit`` (``owned``: those holding a
-        document of the service's own)."""
-        db = _SQLiteSql(self._db)
-        return cluster_sql.clusters_page(db, min_size, after, limit, owned, "")
+        after the (size, root) cursor ``after`` and ``offset`` rows, at most ``limit``
+        (``owned``: those holding a document of the service's own)."""
+        return self._read(
+            lambda db: cluster_reads.clusters_page(db, min_size, after, limit, owned, "", offset)
+        )
+
+    def cluster_slice(self, root: str, after: str | None, limit: int) -> ClusterSlice | bool | None:
+        """``cluster_reads.cluster_slice``: the cluster rooted at ``root``, its members after
+        ``after``, at most ``limit`` (a live document in no cluster: alone); True: ``root`` is
+        a member, not a root; None: no live document and in no cluster."""
+        return self._read(lambda db: cluster_reads.cluster_slice(db, root, after, limit, "", ""))
+
+    def cluster_listing(
+        self, min_size: int, after: str | None, limit: int, most: int, per_cluster: int
+    ) -> tuple[list[ClusterSlice], str | None]:
+        """``cluster_reads.listing``: a page of the clusters by root, and the next cursor."""
+        return self._read(
+            lambda db: cluster_reads.listing(db, min_size, after, limit, most, per_cluster, "", "")
+        )
+
+    def cluster_sizes(self) -> dict[int, int]:
+        """Size -> how many listed clusters are of that size (``cluster_reads.cluster_sizes``)."""
+        return self._read(cluster_reads.cluster_sizes)
+
+    def _read(self, fn: Callable[[_SQLiteSql], _T]) -> _T:
+        """``fn`` on the read connection, in one read transaction (one snapshot: WAL)."""
+        self._reader.execute("BEGIN")
+        try:
+            return fn(_SQLiteSql(self._reader))
+        finally:
+            self._reader.execute("COMMIT")
 
     def linked_members(self) -> list[str]:
         """The ids of cluster members that are linked indexed documents."""
-        return cluster_sql.linked_members(_SQLiteSql(self._db))
+        return cluster_reads.linked_members(_SQLiteSql(self._db))
+
+    def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]:
+        """The clusters holding any of ``ids`` as stored, by label (``stored_clusters``)."""
+        return cluster_sql.stored_clusters(_SQLiteSql(self._db), ids)
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One document by id, or None."""
@@ -686,17 +785,18 @@ class SQLiteStore:
 
     # --- flushing into a served index (app/service/flush.py) -----------------------------------
 
-    def _note_index_delete(self, num: int) -> None:
-        """In the caller's transaction: record document ``num``'s id and digest among the
-        index's deletes if it is numbered up to ``index_deletes_through`` (flushed, or in a
-        flush being written)."""
+    def _note_index_deletes(self, nums: Sequence[int]) -> None:
+        """In the caller's transaction: record documents ``nums``' ids and digests among the
+        index's deletes (in that order), those numbered up to ``index_deletes_through``
+        (flushed, or in a flush being written)."""
         through = self.index_deletes_through
-        if through is not None and num <= through:
-            self._db.execute(
-                "INSERT INTO index_deletes (id, digest, num) "
-                "SELECT id, digest, num FROM documents WHERE num = ?",
-                (num,),
-            )
+        if through is None:
+            return
+        self._db.executemany(
+            "INSERT INTO index_deletes (id, digest, num) "
+            "SELECT id, digest, num FROM documents WHERE num = ?",
+            [(n,) for n in nums if n <= through],
+        )
 
     def flush_state(self) -> dict[str, str]:
         """The recorded flush state: the store's identity and its marks (JSON), by key."""
@@ -738,6 +838,7 @@ class SQLiteStore:
         directory's lock. Idempotent."""
         try:
             self._budgets.close()
+            self._reader.close()
             self._db.close()
         finally:
             self._lock.release()
@@ -797,7 +898,9 @@ def _open(path: Path) -> sqlite3.Connection:
                 f"{path} has layout version {layout}, newer than this neardup's "
                 f"({LAYOUT_VERSION}): run the neardup version that wrote it"
             )
-        db.executescript(_SCHEMA)
+        sized = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cluster_sizes'").fetchone()
+        # One transaction: a crash never leaves ``cluster_sizes`` made but not counted.
+        db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} {'' if sized else _COUNT_SIZES} COMMIT;")
         columns = {row[1] for row in db.execute("PRAGMA table_info(protected_sets)")}
         if "format" not in columns:
             db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")

@@ -156,7 +156,7 @@ async def cluster_view(
 
 
 async def _cluster_view(service: Service, root: str, page: int, find: str | None) -> ClusterView:
-    members = service.cluster(root)
+    members = await service.cluster(root)
     ranked = await _ranking(service, root, members)
     pages = max(1, -(-len(ranked.groups) // PAGE_ROWS))
     at = None if find is None else next((k for k, g in enumerate(ranked.groups) if find in g), None)
@@ -233,7 +233,7 @@ async def cluster_rows(service: Service, root: str) -> tuple[list[list[str]], li
     to the root (NotFound if ``root`` is not a root)."""
     for _ in range(_ATTEMPTS):
         try:
-            ranked = await _ranking(service, root, service.cluster(root))
+            ranked = await _ranking(service, root, await service.cluster(root))
         except KeyError:  # the root was deleted meanwhile
             continue
         return ranked.groups, ranked.estimates

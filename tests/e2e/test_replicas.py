@@ -108,10 +108,13 @@ def test_three_replicas_under_kill_and_database_restart_behave_as_one(tmp_path, 
             # Where the database is and what it said go to the log, not to every client.
             assert refused.json()["detail"] == STORE_AWAY
             stored = httpx.get(f"{servers[2].url}/v1/documents/race0-a", timeout=10)
-            assert stored.status_code == 503  # it reads the store; the clusters do not
+            assert stored.status_code == 503  # it reads the store; so do the clusters
             assert stored.json()["detail"] == STORE_AWAY
             assert f":{postgres.port}/" in servers[0].log.read_text()  # the operator's log says
-            assert httpx.get(f"{servers[2].url}/v1/clusters/race0-a").status_code == 200
+            cluster = httpx.get(f"{servers[2].url}/v1/clusters/race0-a", timeout=10)
+            assert cluster.status_code == 503 and cluster.json()["detail"] == STORE_AWAY
+            stats = httpx.get(f"{servers[2].url}/v1/stats", timeout=10)
+            assert stats.status_code == 200 and stats.json()["store_up"] == 0  # counts kept
             time.sleep(1.0)
         finally:
             postgres.start()  # the writers resume by themselves

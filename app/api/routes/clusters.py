@@ -1,17 +1,18 @@
-"""``/v1/clusters``: clusters ordered by root, with paging; a cluster's members, with paging."""
+"""``/v1/clusters``: clusters ordered by root, with paging; a cluster's members, with paging;
+answered from the store's cluster tables (app/service/cluster_reads.py)."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from neardup.app.api.answers import Budget, answer, json_bytes
+from neardup.app.api.answers import Budget, answer, budget_bytes, json_bytes
 from neardup.app.api.bodies import StrictJSONRoute
 from neardup.app.api.deps import ServiceDep, require
 from neardup.app.api.schemas import ERRORS, ClusterOut, ClustersResponse
+from neardup.app.service.cluster_reads import ClusterSlice
 
 router = APIRouter(prefix="/v1", tags=["clusters"], route_class=StrictJSONRoute, responses=ERRORS)
 
@@ -24,6 +25,8 @@ MAX_MEMBERS = 10_000
 #: one ``members_next`` (an answer ends where one is set), ids of up to 256 characters of 4
 #: bytes, and the JSON around them; taken from the budget first, so the answer is within it.
 _CURSORS = 2 * (4 * 256 + 3) + 64
+#: The fewest bytes a listed member takes (``json_bytes`` of a one-character id).
+_LEAST_MEMBER = 4
 
 
 @router.get("/clusters", dependencies=[require("read")], response_model=ClustersResponse)
@@ -37,21 +40,22 @@ async def clusters(
     """Clusters of at least ``min_size`` members, by root, after the root ``after``; the page
     ends early where the answer's budget is spent (``next`` goes on from there), and a cluster
     too large for it lists its first members (``members_next`` goes on)."""
-    groups, next_root = await service.clusters_page(min_size, limit, after)
+    most = budget_bytes(request) // _LEAST_MEMBER + 1  # more than the answer can hold
+    groups, next_root = await service.clusters_page(min_size, limit, after, most, MAX_MEMBERS)
     return await answer(request, partial(_page, groups, next_root))
 
 
-def _page(groups: list[list[str]], next_root: str | None, budget: Budget) -> ClustersResponse:
+def _page(groups: list[ClusterSlice], next_root: str | None, budget: Budget) -> ClustersResponse:
     budget.take(_CURSORS)
     listed: list[ClusterOut] = []
-    for members in groups:
+    for group in groups:
         # Listed only with its first member (its root again): a cluster listed with no member
         # and no ``members_next`` would have its members on no page (``next`` goes past it).
-        if listed and budget.left < _FIXED_CLUSTER + 2 * json_bytes(members[0]):
+        if listed and budget.left < _FIXED_CLUSTER + 2 * json_bytes(group.root):
             budget.truncated = True
             return ClustersResponse(clusters=listed, next=listed[-1].root, truncated=True)
-        budget.take(_FIXED_CLUSTER + json_bytes(members[0]))
-        out = _cluster(members[0], members, None, MAX_MEMBERS, budget)
+        budget.take(_FIXED_CLUSTER + json_bytes(group.root))
+        out = _cluster(group, None, budget)
         listed.append(out)
         if out.members_next is not None:  # the budget is spent: the page ends here
             more = len(listed) < len(groups) or next_root is not None
@@ -61,16 +65,12 @@ def _page(groups: list[list[str]], next_root: str | None, budget: Budget) -> Clu
     return ClustersResponse(clusters=listed, next=next_root, truncated=budget.truncated)
 
 
-def _cluster(
-    root: str, members: list[str], after: str | None, limit: int, budget: Budget
-) -> ClusterOut:
-    """``members`` after ``after``, at most ``limit`` and as many as fit."""
-    start = 0 if after is None else bisect_right(members, after)
-    wanted = members[start : start + min(limit, MAX_MEMBERS)]
-    shown = budget.prefix(wanted, json_bytes)
-    more = start + len(shown) < len(members)
+def _cluster(group: ClusterSlice, after: str | None, budget: Budget) -> ClusterOut:
+    """``group``'s members (those after ``after``, at most the limit asked) as many as fit."""
+    shown = budget.prefix(group.members, json_bytes)
+    more = len(shown) < len(group.members) or group.more
     return ClusterOut(
-        root=root, size=len(members), members=shown,
+        root=group.root, size=group.size, members=shown,
         members_next=shown[-1] if more and shown else (after if more else None),
     )  # fmt: skip
 
@@ -86,13 +86,11 @@ async def cluster(
     """One cluster by its root (404 if ``root`` is not a root): its size and its sorted members
     after ``after``, at most ``limit`` and as many as the answer's budget holds
     (``members_next`` goes on)."""
-    members = await service.read_index(partial(service.cluster_or_indexed, root))
-    return await answer(request, partial(_cluster_answer, root, members, after, limit))
+    group = await service.cluster_slice(root, after, limit)
+    return await answer(request, partial(_cluster_answer, group, after))
 
 
-def _cluster_answer(
-    root: str, members: list[str], after: str | None, limit: int, budget: Budget
-) -> ClusterOut:
+def _cluster_answer(group: ClusterSlice, after: str | None, budget: Budget) -> ClusterOut:
     """``_cluster`` as one cluster's answer: its cursor and keys taken from the budget first."""
     budget.take(_CURSORS)
-    return _cluster(root, members, after, limit, budget)
+    return _cluster(group, after, budget)

@@ -16,20 +16,22 @@ from neardup.app.service import Service
 router = APIRouter(tags=["stats"], route_class=StrictJSONRoute, responses=ERRORS)
 
 
-def _stats(request: Request, service: Service) -> dict[str, Any]:
-    """The service's counts and the admission's (requests admitted, bytes buffered, shed)."""
+async def _stats(request: Request, service: Service) -> dict[str, Any]:
+    """The service's counts (the clusters' read from the store's counts, on its read thread) and
+    the admission's (requests admitted, bytes buffered, shed)."""
     capacity: Capacity = request.app.state.capacity
-    return {**service.stats(), **capacity.stats()}
+    return {**await service.read_stats(), **capacity.stats()}
 
 
 @router.get("/v1/stats", dependencies=[require("read")], response_model=dict[str, Any])
 async def stats(request: Request, service: AnyServiceDep) -> Response:
     """Documents, clusters (two or more members), duplicates, protected sets, and more."""
-    counts = await service.read_index(lambda _: _stats(request, service))  # grows with clusters
+    counts = await _stats(request, service)
     return await answer(request, lambda _: counts)
 
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request, service: AnyServiceDep) -> Response:
     """Prometheus text format."""
-    return request.app.state.metrics.render(_stats(request, service))  # type: ignore[no-any-return]
+    counts = await _stats(request, service)
+    return request.app.state.metrics.render(counts)  # type: ignore[no-any-return]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from neardup.core.engine import lsh_probability, lsh_threshold
@@ -26,9 +26,12 @@ class Bar:
     height: float
 
 
-def size_histogram(sizes: Sequence[int], height: float = 120.0, width: float = 40.0) -> list[Bar]:
-    """Bars of clusters by size bucket (clusters of two or more members)."""
-    counts = [sum(1 for s in sizes if lo <= s <= hi) for _, lo, hi in SIZE_BUCKETS]
+def size_histogram(
+    sizes: Mapping[int, int], height: float = 120.0, width: float = 40.0
+) -> list[Bar]:
+    """Bars of clusters by size bucket (clusters of two or more members), from how many
+    clusters there are of each size."""
+    counts = [sum(n for s, n in sizes.items() if lo <= s <= hi) for _, lo, hi in SIZE_BUCKETS]
     top = max(counts, default=0) or 1
     bars = []
     for i, ((label, _, _), count) in enumerate(zip(SIZE_BUCKETS, counts, strict=True)):

@@ -95,13 +95,13 @@ async def overview(
     request: Request, service: ServiceDep, page: int = 1, find_id: str | None = None
 ) -> HTMLResponse:
     """Counts, the cluster-size histogram, a search by id, and the largest clusters first."""
-    ranked = service.largest_clusters()
     page = max(1, page)
-    rows = ranked[(page - 1) * PAGE : page * PAGE]
+    rows, sizes = await service.largest_clusters((page - 1) * PAGE, PAGE)
+    stats = await service.read_stats()
     return render_page(
-        request, "overview.html", stats=service.stats(),
-        bars=size_histogram([size for _, size in ranked]), rows=rows, page=page,
-        pages=max(1, -(-len(ranked) // PAGE)), sets=sorted(service.protected), find_id=find_id,
+        request, "overview.html", stats=stats, bars=size_histogram(sizes), rows=rows,
+        page=page, pages=max(1, -(-stats["clusters"] // PAGE)), sets=sorted(service.protected),
+        find_id=find_id,
     )  # fmt: skip
 
 

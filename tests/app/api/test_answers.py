@@ -20,6 +20,7 @@ from neardup.app.api.schemas import (
     QueryResponse,
 )
 from neardup.app.service import Hits, Registered
+from neardup.app.service.cluster_reads import ClusterSlice
 from neardup.app.service.index import Found
 
 GRAM = " ".join(["boilerplate"] * 13)
@@ -81,19 +82,26 @@ def test_query_and_registration_answers_list_matches_within_the_budget():
     assert len(registered.results[0].matches) < 100 and registered.results[2].matches == []
 
 
+def _slice(members: list[str], after: str | None = None, limit: int = 10_000) -> ClusterSlice:
+    """What the store reads of the cluster of ``members`` (sorted): those after ``after``, at
+    most ``limit``, and whether more follow."""
+    rest = [m for m in members if after is None or m > after]
+    return ClusterSlice(members[0], len(members), rest[:limit], len(rest) > limit)
+
+
 def test_a_cluster_lists_its_members_in_pages_within_the_budget():
     members = [f"m{i:05d}" for i in range(30_000)]
-    first = _cluster("m00000", members, None, 10_000, Budget(10**9))
+    first = _cluster(_slice(members), None, Budget(10**9))
     assert first.size == 30_000 and first.members == members[:10_000]
     assert first.members_next == members[9_999]
-    after = _cluster("m00000", members, first.members_next, 10_000, Budget(10**9))
+    after = _cluster(_slice(members, first.members_next), first.members_next, Budget(10**9))
     assert after.members[0] == members[10_000]
-    last = _cluster("m00000", members, members[-3], 10_000, Budget(10**9))
+    last = _cluster(_slice(members, members[-3]), members[-3], Budget(10**9))
     assert last.members == members[-2:] and last.members_next is None
-    small = _cluster("m00000", members, None, 10_000, Budget(800))
+    small = _cluster(_slice(members), None, Budget(800))
     assert 0 < len(small.members) < 100 and small.members_next == small.members[-1]
     # The first cluster spends the budget: the page ends after it, and the next page goes on.
-    page = _page([members, ["n1", "n2"]], None, Budget(50_000))
+    page = _page([_slice(members), _slice(["n1", "n2"])], None, Budget(50_000))
     assert page.truncated and [c.root for c in page.clusters] == ["m00000"]
     assert page.next == "m00000" and page.clusters[0].members_next is not None
 
@@ -117,11 +125,12 @@ def test_paging_clusters_by_next_and_members_next_lists_every_member_whatever_th
         got: dict[str, list[str]] = {}
         after: str | None = None
         for _ in range(20):
-            page = _page([g for g in groups if after is None or g[0] > after], None, Budget(size))
+            left = [_slice(g) for g in groups if after is None or g[0] > after]
+            page = _page(left, None, Budget(size))
             for out in page.clusters:
                 members, cursor = list(out.members), out.members_next
                 while cursor is not None:
-                    more = _cluster(out.root, by_root[out.root], cursor, 10, Budget(10**6))
+                    more = _cluster(_slice(by_root[out.root], cursor, 10), cursor, Budget(10**6))
                     members += more.members
                     cursor = more.members_next
                 got[out.root] = members
@@ -138,9 +147,10 @@ def test_a_clusters_answer_is_within_its_budget_cursors_and_all():
     wide = "\U0001f600" * 250
     groups = [[f"{wide}{c}{i:05d}" for i in range(n)] for c, n in (("a", 3), ("b", 40), ("c", 2))]
     for limit in range(20_000, 60_000, 997):
-        page = dump_json(_page(groups, f"{wide}d", Budget(limit)))
+        page = dump_json(_page([_slice(g) for g in groups], f"{wide}d", Budget(limit)))
         assert len(page) <= limit, limit
-        one = dump_json(_cluster_answer(groups[1][0], groups[1], groups[1][0], 40, Budget(limit)))
+        one = dump_json(_cluster_answer(_slice(groups[1], groups[1][0], 40), groups[1][0],
+                                        Budget(limit)))  # fmt: skip
         assert len(one) <= limit, limit
 
 

@@ -33,7 +33,7 @@ def test_highlight_marks_every_word_of_a_shared_ngram():
 
 
 def test_histogram_buckets_cluster_sizes():
-    bars = size_histogram([2, 2, 3, 7, 150])
+    bars = size_histogram({2: 2, 3: 1, 7: 1, 150: 1})
     counts = {b.label: b.count for b in bars}
     assert counts == {"2": 2, "3": 1, "4": 0, "5": 0, "6-10": 1, "11-20": 0, "21-50": 0,
                       "51-100": 0, "101+": 1}  # fmt: skip

@@ -21,9 +21,11 @@ from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service import compaction as compaction_module
 from neardup.app.service import flush as flush_module
+from neardup.app.service import operations as operations_module
 from neardup.app.service.flush import Mark
 from neardup.app.service.store import SQLiteStore
-from neardup.core.engine import DocIndex, index_info, text_digest
+from neardup.core.engine import DocIndex, IndexConflictError, delete_ids, index_info, text_digest
+from tests.app.service.cluster_reads import answers_as_memory
 from tests.app.service.test_served import (
     IDS,
     PARAMS,
@@ -100,16 +102,23 @@ texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join)
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> dict:
-    """Indexed documents (deduplicated), then registrations, PUTs, DELETEs, queries, flushes
-    and restarts."""
+    """Indexed documents (deduplicated), then registrations, PUTs, DELETEs, queries, flushes,
+    restarts, compactions and drops (``neardup index delete`` of several ids' rows: ``_drop``)."""
     ids = draw(st.permutations(IDS))
     indexed = deduplicated([(i, draw(texts)) for i in ids[: draw(st.integers(0, 6))]])
     ops: list[tuple] = []
+    made: set[str] = set()
     for _ in range(draw(st.integers(1, 12))):
         kind = draw(st.sampled_from(["register", "register", "if_new", "put", "delete", "query",
-                                     "flush", "flush", "restart", "compact"]))  # fmt: skip
-        if kind in ("register", "if_new"):
+                                     "flush", "flush", "restart", "compact", "drop",
+                                     "drop"]))  # fmt: skip
+        if kind == "drop":  # mostly ids registered before
+            pool = sorted(made) or ids
+            ops.append((kind, draw(st.lists(st.sampled_from(pool), min_size=1,
+                                            max_size=len(pool), unique=True))))  # fmt: skip
+        elif kind in ("register", "if_new"):
             chosen = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
+            made.update(chosen)
             ops.append((kind, [(i, draw(texts)) for i in chosen]))
         elif kind == "put":
             ops.append((kind, draw(st.sampled_from(ids)), draw(texts)))
@@ -122,8 +131,40 @@ def scenarios(draw: st.DrawFn) -> dict:
     return {"indexed": indexed, "ops": ops}
 
 
+async def _drop(service: Service, url: str, ids: list[str], batch: int = 2) -> list[str]:
+    """A flush, then ``neardup index delete`` of the rows of those of ``ids`` that are
+    ``service``'s own flushed documents, then that version served: the service deletes them too
+    (``_drop_overruled``, ``batch`` a store write, so one cluster's members may go in one
+    write or in two), and a flush follows (awaited). The ids so deleted."""
+    flusher = service.flusher
+    assert flusher is not None
+    await service.flush()  # flushed, and that version served: its documents are rows
+    await service.refresh_index()
+    own = [
+        i for i in ids
+        if (n := service.index.number(i)) is not None and n <= flusher.served_through
+    ]  # fmt: skip
+    if not own:
+        return []
+    for _ in range(50):  # a background compaction may commit first: as a user would, again
+        try:
+            await asyncio.to_thread(delete_ids, url, own)
+            break
+        except IndexConflictError:
+            await asyncio.sleep(0.05)
+    real = operations_module.OVERRULED_BATCH
+    operations_module.OVERRULED_BATCH = batch
+    try:
+        assert await service.refresh_index()
+    finally:
+        operations_module.OVERRULED_BATCH = real
+    if flusher._sized is not None:
+        await flusher._sized
+    return own
+
+
 async def _counts(service: Service) -> dict[str, int]:
-    stats = service.stats()
+    stats = await service.read_stats()
     return {k: stats[k] for k in COUNTS}
 
 
@@ -132,6 +173,8 @@ async def _compared(tmp: Path, spec: dict, flush: dict[str, Any]) -> tuple[list,
     a read-only one (a copy, ``tmp/b``): every answer and the counts after each operation,
     then the state of every id, of each. A "flush" step flushes on demand (or, flushing in the
     background, lets a background flush go on); "restart" restarts the flushing service;
+    "drop" (flushing on demand) deletes some of its flushed documents' rows from the index
+    (``_drop``), which the read-only one deletes by DELETE;
     "compact" compacts its index (parts merged two of a tier at a time: ``COMPACTING``, in the
     background too, after every version served). Once both are closed, every document is in
     index ``a`` once, and the index is readable (``neardup index info``)."""
@@ -154,11 +197,21 @@ async def _compared(tmp: Path, spec: dict, flush: dict[str, Any]) -> tuple[list,
             elif op[0] == "restart":
                 await flushing.close()
                 flushing = await _start(tmp / "fa", str(tmp / "a"), **flush)
+            elif op[0] == "drop":  # flushed rows deleted by the index: as DELETEs here
+                dropped = (
+                    [] if flush["flush_rows"] else await _drop(flushing, str(tmp / "a"), op[1])
+                )
+                for doc_id in dropped:
+                    await reading.delete(doc_id)
+                event(f"dropped: {len(dropped)}")
             else:
                 got.append(await _apply(flushing, op, names))
                 want.append(await _apply(reading, op, names))
             got.append(await _counts(flushing))
             want.append(await _counts(reading))
+            # Each one's cluster answers, read from its store's tables, are its memory's.
+            await answers_as_memory(flushing, [*IDS, "zz"])
+            await answers_as_memory(reading, [*IDS, "zz"])
         got.append(await _state(flushing, [*IDS, "zz"]))
         want.append(await _state(reading, [*IDS, "zz"]))
     finally:
@@ -556,10 +609,10 @@ def test_a_service_restarted_read_only_keeps_its_flushed_rows_its_own(tmp_path, 
         await service.close()
         service = await _start(tmp_path / "data", url, **READ_ONLY)
         try:
-            out.append(_stats_of(service))
+            out.append(await _stats_of(service))
             await service.register([NewDoc("r", "five six seven", {})])
             await service.delete("p")
-            out.append((_stats_of(service), sorted(service.served.hidden)))
+            out.append((await _stats_of(service), sorted(service.served.hidden)))
             out.append(await service.query(["ant bee cat dog"], None, None))
         finally:
             await service.close()
@@ -611,18 +664,21 @@ async def _settled(*services: Service, version: int) -> None:
         await asyncio.sleep(0.05)
 
 
-def _stats_of(service: Service) -> tuple:
-    stats = service.stats()
+async def _stats_of(service: Service) -> tuple:
+    stats = await service.read_stats()
     return tuple(stats[k] for k in (*COUNTS, "unflushed", "index_version"))
 
 
-def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_url) -> None:
-    """Two replicas on one PostgreSQL store and one index: one flush commits each batch (the
-    other finds the flush lock taken, or nothing left), every document is a row once, and
-    both count the flushed rows as their own; a delete of a flushed document on one replica
-    hides its row on the other until whichever flushes next commits it; a batch run then
-    reads exactly the live documents."""
-    url = str(tmp_path / "idx")
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_replicas_on_one_store_flush_each_document_once(
+    tmp_path, threads, pg_url, where, request
+) -> None:
+    """Two replicas on one PostgreSQL store and one index (a local directory, or on S3: moto's
+    server, tests/s3.py): one flush commits each batch (the other finds the flush lock taken,
+    or nothing left), every document is a row once, and both count the flushed rows as their
+    own; a delete of a flushed document on one replica hides its row on the other until
+    whichever flushes next commits it; a batch run then reads exactly the live documents."""
+    url = str(tmp_path / "idx") if where == "local" else f"{request.getfixturevalue('s3')}/idx"
     write_index(url, [("y", "eel fox gnu")])
 
     async def run() -> list:
@@ -637,7 +693,7 @@ def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_ur
             [version] = [v for v in versions if v is not None]
             await _settled(a, b, version=version)
             out.append(_rows(url))
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
             # A delete and a replace of flushed documents, each on one replica.
             await a.delete("p")
             await b.replace(NewDoc("r", "five six seven", {}))
@@ -646,13 +702,13 @@ def test_replicas_on_one_store_flush_each_document_once(tmp_path, threads, pg_ur
             out.append(
                 [await s.query(["ant bee cat dog", "one two three"], None, None) for s in (a, b)]
             )
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
             # The replica that did not delete p flushes: it commits p's deletion too.
             flusher = b if versions[0] is not None else a
             after = await flusher.flush()
             await _settled(a, b, version=after)
             out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
         finally:
             await a.close()
             await b.close()
@@ -709,14 +765,14 @@ def test_while_one_replica_flushes_another_skips_and_its_deletes_wait(
             await _settled(a, b, version=version)
             out.append(_rows(url))
             out.append((sorted(a.served.hidden), sorted(b.served.hidden)))
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
             c = await _replica(pg_url, url, **READ_ONLY)  # reads the same from the store
-            out.append((sorted(c.served.hidden), _stats_of(c)))
+            out.append((sorted(c.served.hidden), await _stats_of(c)))
             after = await b.flush()
             await _settled(a, b, c, version=after)
             out.append((version, after))
             out.append((sorted(a.served.hidden), sorted(b.served.hidden), sorted(c.served.hidden)))
-            out.append((_stats_of(a), _stats_of(b), _stats_of(c)))
+            out.append((await _stats_of(a), await _stats_of(b), await _stats_of(c)))
         finally:
             go.set()
             await a.close()
@@ -791,7 +847,7 @@ def test_a_replica_dying_between_its_commit_and_recording_it_is_adopted_by_the_n
             await b.register([NewDoc("r", "five six", {})])
             version = await b.flush()
             await _settled(b, version=version)
-            return [version, _stats_of(b)]
+            return [version, await _stats_of(b)]
         finally:
             await b.close()
 
@@ -830,12 +886,12 @@ def test_a_replica_that_never_flushes_adopts_a_dead_flushers_commit_at_its_refre
                 pass
             assert await b.refresh_index()  # at once: no flush needed
             await _settled(b, version=3)
-            out.append(_stats_of(b))
+            out.append(await _stats_of(b))
             out.append(Mark.from_json(b.store.flush_state().get("committed")).version)
             a = await _replica(pg_url, url)
             out.append(await a.flush())  # nothing left to write
             await _settled(a, b, version=3)
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
         finally:
             await a.close()
             await b.close()
@@ -942,7 +998,7 @@ def test_replicas_follow_the_index_for_flushed_documents(tmp_path, threads, pg_u
             await _settled(a, b, version=version + 1)
             texts = ["ant bee cat dog", "one two"]
             return [
-                [(await s.query(texts, None, None), _stats_of(s), sorted(s.served.hidden))
+                [(await s.query(texts, None, None), await _stats_of(s), sorted(s.served.hidden))
                  for s in (a, b)],
                 await a.digests(["p", "q"]),
             ]  # fmt: skip
@@ -970,7 +1026,11 @@ def test_a_replica_that_never_flushes_started_first_counts_the_flushed_rows_as_i
             await a.register([NewDoc("p", "ant bee cat dog", {}), NewDoc("q", "ant bee cat", {})])
             version = await a.flush()
             await _settled(a, c, version=version)
-            return [_stats_of(a), _stats_of(c), await c.query(["ant bee cat"], None, None)]
+            return [
+                await _stats_of(a),
+                await _stats_of(c),
+                await c.query(["ant bee cat"], None, None),
+            ]
         finally:
             await a.close()
             await c.close()
@@ -1020,11 +1080,11 @@ def test_a_flusher_whose_lock_connection_dies_mid_flush_writes_nothing_twice(
             await _settled(a, b, version=max(version or 0, late or 0))
             out.append((version, late))
             out.append(_rows(url))
-            out.append((_stats_of(a), _stats_of(b)))
+            out.append((await _stats_of(a), await _stats_of(b)))
             committed = Mark.from_json(b.store.flush_state().get("committed"))
             out.append(committed.version == DocIndex.open(url).version)
             c = await _replica(pg_url, url, **READ_ONLY)
-            out.append(_stats_of(c))
+            out.append(await _stats_of(c))
             out.append((await a.flush(), await b.flush()))
         finally:
             go.set()
@@ -1069,12 +1129,12 @@ def test_a_replica_started_between_a_commit_and_its_record_counts_each_document_
                 assert await asyncio.to_thread(paused.wait, 60)
                 assert DocIndex.open(url).version == 2  # committed, not recorded
                 c = await _replica(pg_url, url, **READ_ONLY)
-                out.append(_stats_of(c))
+                out.append(await _stats_of(c))
                 out.append(await c.query(["ant bee cat dog", "eel fox gnu"], None, None))
                 go.set()
                 version = await asyncio.wait_for(flushing, 60)
             await _settled(a, c, version=version)
-            out.append((_stats_of(a), _stats_of(c)))
+            out.append((await _stats_of(a), await _stats_of(c)))
             out.append(await c.query(["ant bee cat dog", "eel fox gnu"], None, None))
         finally:
             go.set()

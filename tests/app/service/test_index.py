@@ -54,6 +54,41 @@ def test_deletion_leaves_core_clusters_of_the_remaining_docs(order, deleted):
     assert _clusters(index) == core_clusters(remaining)
 
 
+#: The documents in clusters of two or more (removals of several of one cluster interact).
+CLUSTERED = sorted(i for group in core_clusters(CORPUS.docs) if len(group) > 1 for i in group)
+
+
+@settings(max_examples=20)
+@given(
+    st.permutations(IDS),
+    st.lists(
+        st.sets(st.sampled_from(CLUSTERED) | st.sampled_from(IDS), min_size=1, max_size=8),
+        min_size=1, max_size=3,
+    ),
+)  # fmt: skip
+def test_removals_planned_together_leave_core_clusters_of_the_remaining_docs(order, batches):
+    """``plan_removals``: several documents (of one cluster or many) taken out at once, batch
+    after batch, leave what removing them one by one leaves; the index is untouched until
+    applied, and the store's write is the clusters that stay."""
+    index = ServiceIndex(MinhashParams())
+    _register(index, order)
+    gone: set[str] = set()
+    for batch in batches:
+        ids = sorted(batch - gone)
+        before = _clusters(index)
+        removals = index.plan_removals(ids)
+        write = index.removal_write(removals)
+        assert _clusters(index) == before
+        index.apply_removals(removals)
+        gone |= set(ids)
+        remaining = {i: CORPUS.docs[i] for i in IDS if i not in gone}
+        assert _clusters(index) == core_clusters(remaining)
+        assert sorted(write.cleared) == ids
+        touched = {i for group in before if group & set(ids) for i in group} - gone
+        want = [g for g in _clusters(index) if g & touched and len(g) > 1]
+        assert sorted(({i for i, _ in r.members} for r in write.rows), key=min) == want
+
+
 def test_a_planned_removal_leaves_the_index_untouched_until_applied():
     index = ServiceIndex(MinhashParams())
     _register(index, IDS)

@@ -47,6 +47,7 @@ from neardup.core.engine import (
     piece_collision,
     text_digest,
 )
+from tests.app.service.cluster_reads import memory_roots, page
 
 BASE = " ".join(f"word{i}" for i in range(40))
 OTHER = " ".join(f"other{i} thing{i * 3}" for i in range(40))
@@ -413,7 +414,7 @@ def test_delete_removes_the_row_and_regroups_the_cluster(service_in):
                 await service.delete("nope")
             await service.delete("c0")
             return (str(caught.value), service.store.document("c0"), "c0" in service.index,
-                    service.index.root_of("c2"), service.cluster("c1"),
+                    service.index.root_of("c2"), await service.cluster("c1"),
                     service.store.document_count())  # fmt: skip
 
     message, row, indexed, root, members, count = _run(run())
@@ -440,14 +441,14 @@ def test_clusters_are_paged_by_root_with_a_cursor(service_in):
             pages = []
             after = None
             for _ in range(5):  # 3 pages, then no cursor
-                groups, after = service.clusters(1, 2, after)
+                groups, after = await page(service, 1, 2, after)
                 pages.append(groups)
                 if after is None:
                     break
-            big, cursor = service.clusters(2, 1, None)
-            rest, end = service.clusters(2, 5, cursor)
-            last, none = service.clusters(1, 6, None)
-            empty = service.clusters(1, 3, "zzz")
+            big, cursor = await page(service, 2, 1, None)
+            rest, end = await page(service, 2, 5, cursor)
+            last, none = await page(service, 1, 6, None)
+            empty = await page(service, 1, 3, "zzz")
             return pages, (big, cursor, rest, end), (last, none), empty
 
     pages, (big, cursor, rest, end), (last, none), empty = _run(run())
@@ -460,37 +461,23 @@ def test_clusters_are_paged_by_root_with_a_cursor(service_in):
     assert empty == ([], None)
 
 
-def test_the_roots_are_sorted_once_until_the_next_write(service_in):
-    async def run():
-        async with service_in() as service:
-            await service.register(_groups())
-            first = service._sorted_roots(1)
-            again = service._sorted_roots(0)
-            big = service._sorted_roots(2)
-            await service.register([NewDoc("a0", THIRD, {})])
-            after = service._sorted_roots(1)
-            return first, again, big, after
-
-    first, again, big, after = _run(run())
-    assert again is first
-    assert big == ["g1-0", "g2-0"]
-    assert after == ["a0", *first]
-
-
 def test_cluster_largest_clusters_and_stats(service_in):
     async def run():
         async with service_in() as service:
             await service.register([*_groups(), NewDoc("g3", _near(7), {})])
             with pytest.raises(NotFound) as caught:
-                service.cluster("g1-1")
+                await service.cluster("g1-1")
             await service.put_protected_set("ev", SET_BODY, ProtectedFormat.JSONL)
-            return (service.cluster("g2-0"), str(caught.value), service.largest_clusters(),
-                    service.stats(), service.index.nbytes(), service.store_state())  # fmt: skip
+            return (await service.cluster("g2-0"), str(caught.value),
+                    await service.largest_clusters(0, 50), await service.largest_clusters(1, 5),
+                    await service.read_stats(), service.index.nbytes(),
+                    service.store_state())  # fmt: skip
 
-    members, message, largest, stats, nbytes, state = _run(run())
+    members, message, largest, second, stats, nbytes, state = _run(run())
     assert members == ["g2-0", "g2-1"]
     assert message == "'g1-1' is not the root of a cluster"
-    assert largest == [("g1-0", 4), ("g2-0", 2)]
+    assert largest == ([("g1-0", 4), ("g2-0", 2)], {4: 1, 2: 1})
+    assert second == ([("g2-0", 2)], {4: 1, 2: 1})
     assert stats == {
         "documents": 10, "indexed_documents": 0, "index_version": 0, "unflushed": 0,
         "index_flushes": 0, "index_parts": 0, "part_compactions": 0,
@@ -510,9 +497,9 @@ def test_largest_clusters_ties_by_root(service_in):
             docs += [NewDoc(f"b{i}", f"{OTHER} t{i}", {}) for i in range(2)]
             docs += [NewDoc(f"m{i}", _near(i), {}) for i in range(3)]
             await service.register(docs)
-            return service.largest_clusters()
+            return await service.largest_clusters(0, 50)
 
-    assert _run(run()) == [("m0", 3), ("b0", 2), ("z0", 2)]
+    assert _run(run()) == ([("m0", 3), ("b0", 2), ("z0", 2)], {3: 1, 2: 2})
 
 
 # --- protected sets -------------------------------------------------------------------------
@@ -817,12 +804,12 @@ def test_a_restart_recovers_the_documents_and_the_protected_sets(service_in, cap
             await service.register(_groups())
             await service.delete("s3")
             await service.put_protected_set("ev", SET_BODY, ProtectedFormat.JSONL)
-            before = (service.clusters(1, 100, None), dict(service._set_bytes))
+            before = (await page(service, 1, 100, None), dict(service._set_bytes))
         operations.RECOVERY_CHUNK = 3
         caplog.clear()
         try:
             async with service_in(recovery_log_seconds=0) as again:
-                after = (again.clusters(1, 100, None), dict(again._set_bytes))
+                after = (await page(again, 1, 100, None), dict(again._set_bytes))
                 added = await again.register([NewDoc("new", THIRD, {})])
                 return (before, after, again.protected_set("ev").items, again.recovery_seconds,
                         again.store.document("new").num, added, again.index.version)  # fmt: skip
@@ -1210,11 +1197,11 @@ def test_a_replica_too_far_behind_reloads_from_the_store(service_in, tmp_path, c
             await _adds(service, 0, [("a", _near(1)), ("b", OTHER)], 0)  # never logged to us
             store.put_protected_set(ProtectedSetRow("ev", 2, 16, ProtectedFormat.JSONL, SET_BODY))
             store.raises["lock_writes"].append(operations.LogPruned("position 3 was pruned"))
-            roots = service._sorted_roots(1)
+            roots = memory_roots(service.index, 1)
             await service.register([NewDoc("c", THIRD, {})])
             store.raises["lock_writes"].append(operations.LogPruned("position 3 was pruned"))
             await service.delete("c")
-            return (roots, service._sorted_roots(1), service.reloads, service.reloading,
+            return (roots, memory_roots(service.index, 1), service.reloads, service.reloading,
                     sorted(service.protected), service.stats()["log_reloads"])  # fmt: skip
         finally:
             await service.close()
@@ -1365,7 +1352,7 @@ def test_the_index_is_compacted_once_removed_slots_are_as_many_as_live_ones(
                 no,
                 service.stats()["index_compactions"],
                 service.index.removed,
-                service.clusters(1, 10, None)[0],
+                (await page(service, 1, 10, None))[0],
                 await service.query([_near(1)], None, None),
             )
 
@@ -1479,17 +1466,17 @@ def test_warm_up_waits_for_the_workers_and_logs_them(service_in, caplog):
 
 
 def test_a_replica_reloaded_before_any_change_answers_from_the_new_state(service_in, tmp_path):
-    """A reload swaps in an index one version on, even from an index never changed: the roots
-    sorted before it are sorted again."""
+    """A reload swaps in an index one version on, even from an index never changed: its roots
+    are the new state's."""
 
     async def run():
         service = await _start(tmp_path, LogStore)
         try:
-            before = service._sorted_roots(1)
+            before = memory_roots(service.index, 1)
             await _adds(service, 0, [("b", OTHER), ("a", _near(1))], 0)  # never logged to us
             service.store.raises["changes"].append(operations.LogPruned("too far behind"))
             await _followed(service)
-            return before, service._sorted_roots(1), service.reloads
+            return before, memory_roots(service.index, 1), service.reloads
         finally:
             await service.close()
 
@@ -1519,7 +1506,7 @@ def test_the_index_is_compacted_again_after_more_removals(service_in, monkeypatc
                     await service.delete(i)
                 await service._compacting
                 counts.append(service.compactions)
-            return counts, service.clusters(1, 10, None)[0]
+            return counts, (await page(service, 1, 10, None))[0]
 
     assert _run(run()) == ([1, 2], [["g1-2"]])
 
@@ -1648,7 +1635,7 @@ def test_a_compaction_that_fails_leaves_the_index_in_use(service_in, monkeypatch
             for i in ("s0", "s1", "s2", "s3", "g2-0"):
                 await service.delete(i)
             await service._compacting
-            return service.compactions, service.index.removed, service.clusters(1, 10, None)[0]
+            return service.compactions, service.index.removed, (await page(service, 1, 10, None))[0]
 
     count, removed, clusters = _run(run())
     assert count == 0 and removed == 5

@@ -186,7 +186,9 @@ def test_a_store_of_layout_3_is_migrated_to_flush_keeping_its_log(postgres, monk
         old.lock_writes()
         old.add_documents([StoredDoc(0, "a", b"d" * 32, b"\0" * 512, {}, "text")])
         old.close()
-    store = PostgresStore(url)  # layout 4 (then 5): the flush tables, the flush entries of the log
+    store = PostgresStore(
+        url
+    )  # layout 4 (then 5, 6): the flush tables, the flush entries of the log
     try:
         store.lock_writes()
         assert store.take_flush(0) == []
@@ -199,7 +201,7 @@ def test_a_store_of_layout_3_is_migrated_to_flush_keeping_its_log(postgres, monk
             kinds = c.execute("SELECT kind FROM changes ORDER BY seq").fetchall()
             versions = c.execute("SELECT version FROM schema_versions ORDER BY 1").fetchall()
         assert kinds == [("add",), ("flush",), ("delete",), ("flushed",)]
-        assert versions == [(1,), (2,), (3,), (4,), (5,)] and store.index_deletes() == []
+        assert versions == [(1,), (2,), (3,), (4,), (5,), (6,)] and store.index_deletes() == []
         assert store.flush_state() == {
             "deletes_through": "0", "batch_deletes": "0", "committed": "{}"
         }  # fmt: skip

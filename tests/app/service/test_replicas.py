@@ -14,6 +14,7 @@ from neardup.app.service import Conflict, NewDoc, NotFound, Service
 from neardup.app.service import pool as pool_module
 from neardup.core.engine import ProtectedFormat
 from neardup.core.minhash import clusters as core_clusters
+from tests.app.service.cluster_reads import cluster_or_indexed, memory_page
 from tests.app.service.test_served import PARAMS, write_index
 from tests.fixtures import planted_corpus
 
@@ -25,7 +26,7 @@ def _settings(tmp_path, url=None):
 
 
 def _groups(service):
-    return [set(group) for group in service.clusters(1, 10**9, None)[0]]
+    return [set(group) for group in memory_page(service.index, 1, 10**9, None)[0]]
 
 
 def _docs(ids):
@@ -183,7 +184,7 @@ def test_two_replicas_serving_one_index_answer_alike_and_refuse_its_ids(
     async def seen(service, text, ids=("z", "y")):
         [(count, best)] = await service.query([text], None, None)
         roots = [service.root(i) for i in ids]
-        return roots, [service.cluster_or_indexed(r) for r in roots], count, best
+        return roots, [await cluster_or_indexed(service, r) for r in roots], count, best
 
     async def refused(service):
         out = []
@@ -221,10 +222,10 @@ def test_two_replicas_serving_one_index_answer_alike_and_refuse_its_ids(
             await a.register([NewDoc("q", "nine ten eleven twelve", {})])
             write_index(url, [("q", "ant bee cat dog")])
             assert [await s.refresh_index() for s in (a, b)] == [True, True]
-            both = [(s.cluster("b"), (await s.document("q"))[3]) for s in (a, b)]
+            both = [(await s.cluster("b"), (await s.document("q"))[3]) for s in (a, b)]
             await a.delete("q")
             await _converged([a, b])
-            both += [(s.cluster("b"), (await s.document("q"))[3]) for s in (a, b)]
+            both += [(await s.cluster("b"), (await s.document("q"))[3]) for s in (a, b)]
             return made, views, linked, answers, moved, both
         finally:
             await a.close()

@@ -35,6 +35,7 @@ from neardup.core.engine import (
     text_digests,
     write_part,
 )
+from tests.app.service.cluster_reads import cluster_or_indexed, memory_cluster, page
 
 PARAMS = {"num_perm": 16, "bands": 8, "threshold": 0.5, "k": 1}
 WORDS = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu"]
@@ -183,7 +184,7 @@ async def _state(service: Service, ids: list[str]) -> Any:
             roots[i] = (await service.document(i))[1]
         except Exception as exc:
             roots[i] = type(exc).__name__
-    return roots, await service.clusters_page(2, 1000, None)
+    return roots, await page(service, 2, 1000, None)
 
 
 def _skipped(op: tuple, indexed: set[str]) -> bool:
@@ -251,8 +252,8 @@ def test_get_put_delete_and_clusters_of_indexed_documents(tmp_path, threads) -> 
             out["if_new"] = (dup.status, dup.cluster, dup.matches.best)
             [made] = await service.register([NewDoc("b", "ant bee cat dog", {"m": 1})])
             out["made"] = (made.status, made.cluster, made.matches.best)
-            out["cluster"] = service.cluster("a")
-            out["single"] = service.cluster_or_indexed("z")
+            out["cluster"] = await service.cluster("a")
+            out["single"] = await cluster_or_indexed(service, "z")
             for call in (service.delete("a"), service.replace(NewDoc("z", "new", {}))):
                 with pytest.raises(Conflict) as caught:
                     await call
@@ -263,7 +264,7 @@ def test_get_put_delete_and_clusters_of_indexed_documents(tmp_path, threads) -> 
             keys = ("documents", "indexed_documents", "index_version", "indexed_linked")
             out["stats"] = {k: service.stats()[k] for k in keys}
             await service.delete("b")
-            out["after"] = await service.clusters_page(2, 10, None)
+            out["after"] = await page(service, 2, 10, None)
             return out
 
     out = _run(run())
@@ -292,7 +293,7 @@ def test_after_a_restart_a_document_sent_again_counts_its_linked_indexed_matches
         async with started(tmp_path / "data", index=url) as service:
             [again] = await service.register([NewDoc("b", "ant bee cat dog", {})])
             same = await service.replace(NewDoc("b", "ant bee cat dog", {}))
-            return [_registered([again]), _registered([same]), service.cluster("b")]
+            return [_registered([again]), _registered([same]), await service.cluster("b")]
 
     assert _run(run()) == [
         [("b", "b", "unchanged", 1, [("z", 1.0)])],
@@ -332,7 +333,8 @@ def test_an_index_the_service_cannot_serve_stops_the_start(tmp_path, threads) ->
 
 
 def test_a_replica_links_what_other_replicas_registered_and_replaced(tmp_path, threads) -> None:
-    """Adds and replaces read from a shared store's log are looked up in the index too."""
+    """Adds and replaces read from a shared store's log are looked up in the index too (in
+    memory: the fake log's adds write no cluster rows, as the replica that wrote them would)."""
     from neardup.app.service.store import Change, SQLiteStore
     from tests.app.service.test_operations import LogStore, _adds, _followed, _start
 
@@ -345,12 +347,12 @@ def test_a_replica_links_what_other_replicas_registered_and_replaced(tmp_path, t
             store = service.store
             store.entries = [await _adds(service, 1, [("b", "ant bee cat dog"), ("c", "ant")], 0)]
             await _followed(service)
-            out = [service.cluster("b"), service.index.linked]
+            out = [memory_cluster(service.index, "b"), service.index.linked]
             SQLiteStore.delete_document(store, 1)
             add = await _adds(service, 3, [("c", "eel fox gnu")], 2)
             store.entries = [Change(2, "delete", name="c", nums=[1]), add]
             await _followed(service)
-            out += [service.cluster("c"), service.index.linked, service.log_position]
+            out += [memory_cluster(service.index, "c"), service.index.linked, service.log_position]
             return out
         finally:
             await service.close()
@@ -371,19 +373,19 @@ def test_parts_committed_after_the_start_are_served_and_linked(tmp_path, threads
             out.append(await service.refresh_index())  # nothing new
             write_index(url, [("z", "ant bee cat dog"), ("x", "cat")])
             out.append(await service.refresh_index())
-            out += [service.cluster("b"), service.stats()["index_version"]]
+            out += [await service.cluster("b"), service.stats()["index_version"]]
             [(count, best)] = await service.query(["ant bee cat dog"], None, None)
             out.append((count, best))
         # Restarted: the same clusters, linked at the start this time.
         async with started(tmp_path / "data", index=url, index_refresh=0.05) as service:
-            out.append(service.cluster("b"))
+            out.append(await service.cluster("b"))
             write_index(url, [("a", "ant bee cat dog")])
             written = DocIndex.open(url).version  # after the first service's flush at shutdown
             for _ in range(600):  # the version is swapped in once its rows are linked
                 if service.stats()["index_version"] == written:
                     break
                 await asyncio.sleep(0.05)
-            out.append(service.cluster_or_indexed("a"))
+            out.append(await cluster_or_indexed(service, "a"))
         return out
 
     assert _run(run()) == [
@@ -432,7 +434,7 @@ def test_a_refresh_reads_new_parts_while_writes_go_on(tmp_path, threads, monkeyp
             finally:
                 release.set()
                 done = await refresh
-            return [done, service.cluster("b"), service.cluster("c"), service.root("u"),
+            return [done, await service.cluster("b"), await service.cluster("c"), service.root("u"),
                     service.index.linked, service.stats()["index_version"]]  # fmt: skip
 
     assert _run(run()) == [True, ["b", "z"], ["c", "v"], "u", 2, 2]
@@ -454,15 +456,15 @@ def test_an_id_in_the_store_and_the_index_is_the_stores_until_deleted(tmp_path, 
         async with started(tmp_path / "data", index=url) as service:
             out.append(await service.document("x"))
             out.append(await service.query(["one two three four", "ant bee cat dog"], None, None))
-            out += [service.cluster("w"), service.cluster("x")]
+            out += [await service.cluster("w"), await service.cluster("x")]
             with pytest.raises(Conflict):
                 await service.register([NewDoc("x", "one two three four", {})])
             await service.delete("x")
             out.append(await service.document("x"))
             out.append(await service.query(["one two three four"], None, None))
-            out += [service.cluster("w"), service.root("y")]
+            out += [await service.cluster("w"), service.root("y")]
         async with started(tmp_path / "data", index=url) as service:
-            out += [service.cluster("w"), service.root("y")]
+            out += [await service.cluster("w"), service.root("y")]
         return out
 
     assert _run(run()) == [
@@ -478,7 +480,8 @@ def test_an_id_in_the_store_and_the_index_is_the_stores_until_deleted(tmp_path, 
 
 def test_a_replica_storing_a_linked_indexed_id_unlinks_it(tmp_path, threads) -> None:
     """Another replica (serving an older version of the index) stored an id this one had
-    linked from the index: the store's document wins, the indexed one leaves its cluster."""
+    linked from the index: the store's document wins, the indexed one leaves its cluster (in
+    memory: the fake log's adds write no cluster rows, as the replica that wrote them would)."""
     from tests.app.service.test_operations import LogStore, _adds, _followed, _start
 
     url = str(tmp_path / "idx")
@@ -488,11 +491,15 @@ def test_a_replica_storing_a_linked_indexed_id_unlinks_it(tmp_path, threads) -> 
         service = await _start(tmp_path, LogStore, index=url, **PARAMS)
         try:
             await service.register([NewDoc("b", "ant bee cat dog", {})])
-            out: list[Any] = [service.cluster("b"), service.index.linked]
+            out: list[Any] = [memory_cluster(service.index, "b"), service.index.linked]
             store = service.store
             store.entries = [await _adds(service, 5, [("z", "one two three four")], 1)]
             await _followed(service)
-            out += [service.cluster("b"), service.index.linked, await service.document("z")]
+            out += [
+                memory_cluster(service.index, "b"),
+                service.index.linked,
+                await service.document("z"),
+            ]
             out.append(await service.query(["ant bee cat dog"], None, None))
             return out
         finally:

@@ -42,7 +42,7 @@ async def _answers(service: Any) -> list:
         x = "found"
     except Exception as exc:
         x = type(exc).__name__
-    return [found, x, service.cluster("b"), service.index.linked,
+    return [found, x, await service.cluster("b"), service.index.linked,
             service.stats()["indexed_documents"]]  # fmt: skip
 
 

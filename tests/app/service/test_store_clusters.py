@@ -1,12 +1,14 @@
 """The store's clusters (app/service/clusters.py): after every write (register, if_new, PUT,
-DELETE, restart; flush and linking with ``--index``) the store's cluster tables hold exactly
-the in-memory index's clusters of two or more (root, members, size, own), singletons none; a
-store made before the tables is filled once at start; the readers page as documented."""
+DELETE, restart; flush, linking and flushed rows the index deletes with ``--index``) the
+store's cluster tables hold exactly the in-memory index's clusters of two or more (root,
+members, size, own), singletons none; a store made before the tables is filled once at start;
+the readers page as documented."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,8 @@ from neardup.app.config import Settings
 from neardup.app.service import NewDoc, Service
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import SQLiteStore, Store
-from tests.app.service.test_flush import ON_DEMAND, _compact, scenarios
+from tests.app.service.cluster_reads import answers_as_memory, page
+from tests.app.service.test_flush import ON_DEMAND, _compact, _drop, scenarios
 from tests.app.service.test_replicas import _converged
 from tests.app.service.test_served import IDS, PARAMS, WORDS, _apply, threads, write_index
 
@@ -78,6 +81,12 @@ def check(service: Service, ids: list[str]) -> None:
         }
         flags = {i: bool(o) for i, o in db.execute("SELECT id, own FROM cluster_members")}
         assert flags == {i: own for row in service.index.all_clusters() for i, own in row.members}
+
+
+async def checked(service: Service, ids: list[str]) -> None:
+    """``check``, then every cluster answer of the routes, read from the tables, is memory's."""
+    check(service, ids)
+    await answers_as_memory(service, ids)
 
 
 def _ids(op: tuple) -> list[str]:
@@ -140,7 +149,7 @@ def test_store_clusters_follow_every_write(tmp_path_factory, threads, ops) -> No
                     service = await _start(data)
                 else:
                     await _apply(service, op, set())
-                check(service, ids)
+                await checked(service, ids)
         finally:
             await service.close()
 
@@ -162,7 +171,7 @@ def test_store_clusters_follow_linking_and_flushes(tmp_path_factory, threads, sp
     async def run() -> None:
         service = await _start(tmp / "fa", index=str(tmp / "a"), **ON_DEMAND)
         try:
-            check(service, ids)
+            await checked(service, ids)
             for op in spec["ops"]:
                 if op[0] == "flush":
                     await service.flush()
@@ -173,9 +182,11 @@ def test_store_clusters_follow_linking_and_flushes(tmp_path_factory, threads, sp
                 elif op[0] == "restart":
                     await service.close()
                     service = await _start(tmp / "fa", index=str(tmp / "a"), **ON_DEMAND)
+                elif op[0] == "drop":  # several flushed rows deleted by the index at once
+                    await _drop(service, str(tmp / "a"), op[1])
                 elif op[0] != "query":
                     await _apply(service, op, names)
-                check(service, ids)
+                await checked(service, ids)
         finally:
             await service.close()
 
@@ -198,7 +209,10 @@ def test_store_clusters_filled_once_from_a_store_made_before_them(tmp_path, thre
 
     asyncio.run(register())
     with sqlite3.connect(data / "neardup.sqlite3") as db:  # back to the previous layout
-        db.executescript("DROP TABLE clusters; DROP TABLE cluster_members; PRAGMA user_version=0")
+        db.executescript(
+            "DROP TABLE clusters; DROP TABLE cluster_members; DROP TABLE cluster_sizes; "
+            "PRAGMA user_version=0"
+        )
 
     async def reopen() -> None:
         service = await _start(data)
@@ -206,7 +220,7 @@ def test_store_clusters_filled_once_from_a_store_made_before_them(tmp_path, thre
             assert service.store.clusters_filled()
             want = memory_clusters(service.index)
             assert len(want) == 2
-            check(service, [d.id for d in docs])
+            await checked(service, [d.id for d in docs])
         finally:
             await service.close()
 
@@ -216,6 +230,32 @@ def test_store_clusters_filled_once_from_a_store_made_before_them(tmp_path, thre
         db.execute("PRAGMA user_version = 2")  # a newer neardup's
     with pytest.raises(Exception, match="newer than this neardup"):
         asyncio.run(_start(data))
+
+
+def test_store_cluster_sizes_counted_once_for_a_store_made_before_them(tmp_path, threads) -> None:
+    """A store whose cluster tables predate ``cluster_sizes`` (and its triggers) gets it
+    counted from the clusters when opened; the triggers keep it from then on."""
+    data = tmp_path / "data"
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(["ant bee", "ant bee", "ant bee",
+            "eel fox", "eel fox", "gnu"])]  # fmt: skip
+
+    async def register(more: list[NewDoc]) -> dict[str, Any]:
+        service = await _start(data)
+        try:
+            await service.register(more)
+            await checked(service, [d.id for d in docs])
+            return await service.read_stats()
+        finally:
+            await service.close()
+
+    asyncio.run(register(docs))
+    with sqlite3.connect(data / "neardup.sqlite3") as db:  # back to the layout before it
+        db.executescript(
+            "DROP TRIGGER clusters_sized_insert; DROP TRIGGER clusters_sized_update; "
+            "DROP TRIGGER clusters_sized_delete; DROP TABLE cluster_sizes"
+        )
+    stats = asyncio.run(register([NewDoc("y", "gnu", {})]))
+    assert (stats["clusters"], stats["duplicates"]) == (3, 4)
 
 
 def test_store_clusters_page_by_size_then_root(tmp_path, threads) -> None:
@@ -254,20 +294,107 @@ def test_store_clusters_merge_two_clusters_then_split(tmp_path, threads) -> None
         try:
             await service.register([NewDoc(i, t, {}) for i, t in copies.items()])
             assert sorted(service.index.clusters_by_size().values()) == [2, 3]
-            check(service, [*copies, "a0"])
+            await checked(service, [*copies, "a0"])
             await service.register([NewDoc("a0", "ant bee cat dog eel fox", {})])
             assert service.index.clusters_by_size() == {"a0": 6}
-            check(service, [*copies, "a0"])
+            await checked(service, [*copies, "a0"])
             await service.delete("a0")
             assert sorted(service.index.clusters_by_size().values()) == [2, 3]
-            check(service, [*copies, "a0"])
+            await checked(service, [*copies, "a0"])
             await service.replace(NewDoc("k2", "ant bee cat dog", {}))
             assert sorted(service.index.clusters_by_size().values()) == [4]
-            check(service, [*copies, "a0"])
+            await checked(service, [*copies, "a0"])
         finally:
             await service.close()
 
     asyncio.run(run())
+
+
+def test_store_clusters_of_indexed_documents_alone_are_not_listed(tmp_path, threads) -> None:
+    """Indexed documents linked by a document of the service's own stay a cluster once it is
+    deleted: kept in the tables (own 0), answered by root, but listed nowhere (memory neither)
+    and not counted."""
+    write_index(str(tmp_path / "a"), [("x", "ant bee cat dog"), ("y", "ant bee cat dog")])
+
+    async def run() -> None:
+        service = await _start(tmp_path / "fa", index=str(tmp_path / "a"), **ON_DEMAND)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            await checked(service, ["b", "x", "y"])
+            assert (await service.read_stats())["clusters"] == 1
+            await service.delete("b")
+            await checked(service, ["b", "x", "y"])
+            assert service.store.clusters_page(2, None, 9, owned=False) == [("x", 2)]
+            assert (await service.cluster_slice("x", None, 9)).members == ["x", "y"]
+            assert await page(service, 1, 9, None) == ([], None)
+            assert (await service.read_stats())["clusters"] == 0
+        finally:
+            await service.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_an_indexed_document_left_alone(tmp_path, threads) -> None:
+    """An indexed document linked by a document of the service's own that is deleted: in no
+    cluster, answered by root alone (``GET /v1/clusters/{root}`` and its web page), as memory
+    answers it."""
+    write_index(str(tmp_path / "a"), [("x", "ant bee cat dog")])
+
+    async def run() -> None:
+        service = await _start(tmp_path / "fa", index=str(tmp_path / "a"), **ON_DEMAND)
+        try:
+            await service.register([NewDoc("b", "ant bee cat dog", {})])
+            await service.delete("b")
+            await checked(service, ["b", "x"])
+            assert await service.cluster("x") == ["x"]
+        finally:
+            await service.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_after_the_index_deletes_many_flushed_rows(tmp_path, threads) -> None:
+    """An index version deleting many of the service's flushed rows: the service deletes
+    them in bounded writes (``OVERRULED_BATCH``: here 2, so 5 documents take 3 store writes,
+    two of one cluster in one write, three of another in two), and ends with the clusters (in
+    memory and in the store) of a service that deleted them one by one."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("zz", "unused words here")])
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(CHAINED)]
+    docs += [NewDoc(f"y{i}", "one two three", {}) for i in range(5)]
+    dropped = ["x1", "x3", "y0", "y1", "y3"]
+
+    async def run() -> tuple[Clusters, Clusters, list[int]]:
+        service = await _start(tmp_path / "a", index=url, **ON_DEMAND)
+        alone = await _start(tmp_path / "b")
+        sizes: list[int] = []
+        real = service.store.delete_documents
+
+        def spy(nums: list[int], *args: Any, **kwargs: Any) -> None:
+            sizes.append(len(nums))
+            real(nums, *args, **kwargs)
+
+        service.store.delete_documents = spy  # type: ignore[method-assign]
+        try:
+            for one in (service, alone):
+                await one.register(docs)
+            assert sorted(service.index.clusters_by_size().values()) == [5, 6]
+            await service.flush()
+            await service.refresh_index()
+            assert await _drop(service, url, dropped, batch=2) == dropped
+            for doc_id in dropped:
+                await alone.delete(doc_id)
+            check(service, [d.id for d in docs])
+            check(alone, [d.id for d in docs])
+            return memory_clusters(service.index), memory_clusters(alone.index), sizes
+        finally:
+            await service.close()
+            await alone.close()
+
+    got, want, sizes = asyncio.run(run())
+    assert got == want
+    assert want == {"x0": (["x0", "x5"], 2), "x2": (["x2", "x4"], 2), "y2": (["y2", "y4"], 2)}
+    assert sizes == [2, 2, 1]
 
 
 # --- PostgreSQL: replicas, and the migration from layout 4 ------------------------------------
@@ -300,8 +427,8 @@ def test_store_clusters_on_postgres_replicas(pg_url, threads, ops, on_b) -> None
                 else:
                     await _apply(b if second else a, op, set())
                 await _converged([a, b])
-                check(a, ids)
-                check(b, ids)
+                await checked(a, ids)
+                await checked(b, ids)
         finally:
             await a.close()
             await b.close()
@@ -322,7 +449,7 @@ def test_store_clusters_filled_once_on_postgres_from_layout_4(pg_url, threads) -
             if check_filled:
                 assert service.store.clusters_filled()
                 assert memory_clusters(service.index)
-                check(service, [d.id for d in docs])
+                await checked(service, [d.id for d in docs])
             else:
                 await service.register(docs)
         finally:
@@ -330,13 +457,13 @@ def test_store_clusters_filled_once_on_postgres_from_layout_4(pg_url, threads) -
 
     asyncio.run(run(False))
     with psycopg.connect(pg_url, autocommit=True) as c:  # back to layout 4
-        c.execute("DROP TABLE clusters; DROP TABLE cluster_members")
-        c.execute("DELETE FROM schema_versions WHERE version = 5")
+        c.execute("DROP TABLE clusters; DROP TABLE cluster_members; DROP TABLE cluster_sizes")
+        c.execute("DELETE FROM schema_versions WHERE version >= 5")
         c.execute("DELETE FROM index_flush WHERE key = 'clusters_filled'")
     asyncio.run(run(True))
     with psycopg.connect(pg_url) as c:
         versions = [r[0] for r in c.execute("SELECT version FROM schema_versions ORDER BY 1")]
-        assert versions[-1] == 5
+        assert versions[-1] == 6
 
 
 @given(spec=scenarios(), on_b=st.lists(st.booleans(), min_size=12, max_size=12))
@@ -377,13 +504,169 @@ def test_store_clusters_on_postgres_replicas_serving_an_index(
                 elif op[0] == "restart":
                     await b.close()
                     b = await start("b")
+                elif op[0] == "drop":  # deleted by the first to serve it, followed by the other
+                    await _drop(one, str(tmp / "a"), op[1])
+                    await _converged([a, b])
+                    await (a if second else b).refresh_index()
                 elif op[0] != "query":
                     await _apply(one, op, names)
                 await _converged([a, b])
-                check(a, ids)
-                check(b, ids)
+                await checked(a, ids)
+                await checked(b, ids)
         finally:
             await a.close()
             await b.close()
 
     asyncio.run(run())
+
+
+def test_store_clusters_written_by_a_reload_as_by_a_start(pg_url, tmp_path, threads) -> None:
+    """A replica behind the kept log reloads its state, linking the indexed documents anew
+    (``_link_all``): it writes their clusters as a start does, here a cluster the store lost
+    (its linking write failed: the database was away), so the store's clusters are again
+    every replica's in-memory clusters."""
+    import psycopg
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("x", "ant bee cat dog"), ("zz", "unused words here")])
+
+    async def start(name: str, retention: float) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     log_retention_seconds=retention, **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> None:
+        leader, stale = await start("a", 0.05), await start("b", 3600)
+        try:
+            await leader.register([NewDoc("b1", "ant bee cat dog", {})])  # x linked
+            await _converged([leader, stale])
+            assert memory_clusters(stale.index) == {"b1": (["b1", "x"], 1)}
+            assert stale._follower is not None
+            stale._follower.cancel()  # it reads the log no more
+            behind = stale.log_position
+            with psycopg.connect(pg_url, autocommit=True) as c:  # the linking write lost
+                c.execute("DELETE FROM cluster_members; DELETE FROM clusters")
+                await leader.register([NewDoc("c1", "one two three", {})])
+                await leader.register([NewDoc("c2", "five six seven", {})])
+                oldest = lambda: c.execute("SELECT min(seq) FROM changes").fetchone()[0]  # noqa: E731
+                deadline = time.monotonic() + 60
+                while oldest() <= behind + 1:  # pruned past the stale replica's position
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.02)
+            stale._follower = asyncio.create_task(stale._follow())
+            deadline = time.monotonic() + 60
+            while stale.reloads == 0:
+                assert time.monotonic() < deadline, "never reloaded"
+                await asyncio.sleep(0.02)
+            await _converged([leader, stale])
+            assert memory_clusters(stale.index) == {"b1": (["b1", "x"], 1)}
+            check(stale, ["b1", "c1", "c2", "x"])
+            check(leader, ["b1", "c1", "c2", "x"])
+        finally:
+            await leader.close()
+            await stale.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("behind", [False, True])
+def test_store_clusters_of_replicas_serving_different_versions(
+    pg_url, tmp_path, threads, behind
+) -> None:
+    """A replica writes from the version it serves: here one still serving the version before
+    ``neardup index delete`` of a linked document joins a new copy to that cluster, counting
+    the deleted one (a size one too large, written over the other replica's linking write).
+    Once it serves the new version too, the store's clusters are every replica's again; also
+    when it had not read the other's latest write when it refreshed (``behind``: its linking
+    write is made under the write lock, after that write, not dropped)."""
+    from neardup.core.engine import delete_ids
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("x", "ant bee cat dog"), ("zz", "unused words here")])
+    ids = ["b1", "b2", "c1", "c9", "x"]
+
+    async def start(name: str) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> None:
+        a, b = await start("a"), await start("b")
+        try:
+            await a.register([NewDoc(i, "ant bee cat dog", {}) for i in ("b1", "c1")])
+            await _converged([a, b])
+            assert memory_clusters(b.index) == {"b1": (["b1", "c1", "x"], 2)}
+            assert delete_ids(url, ["x"]).deleted == ("x",)
+            assert await a.refresh_index()  # x out of the cluster: written
+            check(a, ids)
+            await b.register([NewDoc("b2", "ant bee cat dog", {})])  # b still serves x
+            await _converged([a, b])
+            if behind:
+                assert b._follower is not None
+                b._follower.cancel()
+                await a.register([NewDoc("c9", "one two three", {})])
+            assert await b.refresh_index()
+            if behind:
+                b._follower = asyncio.create_task(b._follow())
+            await _converged([a, b])
+            for one in (a, b):
+                assert memory_clusters(one.index) == {"b1": (["b1", "b2", "c1"], 3)}
+                check(one, ids)
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(run())
+
+
+def test_store_clusters_after_a_replica_follows_many_flushed_rows_deleted(
+    pg_url, tmp_path, threads
+) -> None:
+    """The deletes a replica logs for flushed rows the index deleted (several writes, one log
+    entry per document) are applied by another replica in one step (one regroup per cluster
+    left): both end with the clusters of a service that deleted them one by one, as the
+    store holds them."""
+    url = str(tmp_path / "idx")
+    write_index(url, [("zz", "unused words here")])
+    docs = [NewDoc(f"x{i}", t, {}) for i, t in enumerate(CHAINED)]
+    docs += [NewDoc(f"y{i}", "one two three", {}) for i in range(5)]
+    dropped = ["x1", "x3", "y0", "y1", "y3"]
+    want = {"x0": (["x0", "x5"], 2), "x2": (["x2", "x4"], 2), "y2": (["y2", "y4"], 2)}
+
+    async def start(name: str) -> Service:
+        return await Service.start(
+            Settings(workers=1, data_dir=tmp_path / name, store_url=pg_url, index=url,
+                     **PARAMS, **ON_DEMAND)
+        )  # fmt: skip
+
+    async def run() -> list[int]:
+        a, b = await start("a"), await start("b")
+        sizes: list[int] = []
+        try:
+            await a.register(docs)
+            await a.flush()
+            await a.refresh_index()
+            await _converged([a, b])
+            assert b._follower is not None
+            b._follower.cancel()  # b reads the log again once a wrote every delete
+            real = b.index.plan_removals
+
+            def spy(ids: list[str]) -> Any:
+                sizes.append(len(ids))
+                return real(ids)
+
+            b.index.plan_removals = spy  # type: ignore[method-assign]
+            assert await _drop(a, url, dropped, batch=2) == dropped
+            b._follower = asyncio.create_task(b._follow())
+            await _converged([a, b])
+            for one in (a, b):
+                assert memory_clusters(one.index) == want
+                check(one, [d.id for d in docs])
+        finally:
+            await a.close()
+            await b.close()
+        return sizes
+
+    assert asyncio.run(run()) == [5]

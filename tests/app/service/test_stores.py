@@ -194,6 +194,30 @@ def test_each_replica_reads_the_others_changes_in_commit_order(pg_url):
         b.close()
 
 
+def test_many_documents_deleted_in_one_write(opener):
+    """``delete_documents``: one transaction; the ones flushed noted for the index; on the
+    shared store one ``delete`` log entry per document deleted (an unknown number none), in
+    number order, as that many deletes would log them."""
+    store = opener()
+    store.ensure_params(PARAMS)
+    _write(store, store.add_documents, [_doc(n, f"d{n}") for n in range(5)])
+    _write(store, store.take_flush, 2)  # documents up to 2 flushed
+    before = store.position()
+    _write(store, store.delete_documents, [3, 0, 1, 9])
+    assert store.digests([f"d{n}" for n in range(5)]).keys() == {"d2", "d4"}
+    assert [(i, n) for _, i, _, n in store.index_deletes()] == [("d0", 0), ("d1", 1)]
+    if isinstance(store, PostgresStore):
+        follower = opener()
+        follower._applied = before
+        seen = follower.changes()
+        assert [(c.seq - before, c.kind, c.name, c.nums) for c in seen] == [
+            (1, "delete", "d0", [0]),
+            (2, "delete", "d1", [1]),
+            (3, "delete", "d3", [3]),
+        ]
+        assert store.position() == before + 3
+
+
 def test_a_late_replica_replays_a_batch_whose_documents_were_deleted_since(pg_url):
     a = PostgresStore(pg_url)
     a.ensure_params(PARAMS)

@@ -243,7 +243,7 @@ def test_a_member_deleted_while_its_page_is_drawn_is_left_out_and_a_changing_clu
             async def deleted_meanwhile(ids):
                 found = await read(ids)
                 if doomed:
-                    service.index.remove(doomed.pop())  # as a DELETE between the page's reads
+                    await service.delete(doomed.pop())  # a DELETE between the page's reads
                 return found
 
             service.digests = deleted_meanwhile
