@@ -1019,9 +1019,8 @@ class Service:
         if self.flusher is None:
             return [(n, [(i, e, r or i) for i, e, r in best]) for n, best in found]
         # Matches memory does not hold (flushed, indexed): their roots are the tables'.
-        rows = await self._io_call(
-            self.store.cluster_rows, sorted({i for _, b in found for i, _, r in b if r is None})
-        )
+        held_not = sorted({i for _, b in found for i, _, r in b if r is None})
+        rows = await self._read_call(self.store.read_cluster_rows, held_not)
         return [(n, [(i, e, r or rows.get(i, (i, 0))[0]) for i, e, r in best]) for n, best in found]
 
     async def indexed_signature(self, doc_id: str) -> NDArray[np.uint32] | None:
@@ -1076,7 +1075,7 @@ class Service:
             return root, index.size_of(root)
         if self.flusher is None:  # nothing leaves memory: an indexed document in no cluster
             return doc_id, 1
-        rows = await self._io_call(self.store.cluster_rows, [doc_id])
+        rows = await self._read_call(self.store.read_cluster_rows, [doc_id])
         return rows.get(doc_id, (doc_id, 1))
 
     async def signature_of(self, doc_id: str) -> NDArray[np.uint32] | None:
@@ -1086,7 +1085,7 @@ class Service:
         if doc_id in index:
             sig: NDArray[np.uint32] = index.signatures_of([doc_id])[0]
             return sig
-        own = await self._io_call(self.store.numbered, [doc_id])
+        own = await self._read_call(self.store.read_numbered, [doc_id])
         if doc_id in own:
             return np.frombuffer(own[doc_id][1], dtype="<u4").astype(np.uint32)
         return await self.indexed_signature(doc_id)
@@ -1102,7 +1101,7 @@ class Service:
         nums = {n: i for i in doc_ids if (n := self.index.number(i)) is not None}
         flushed = [i for i in doc_ids if i not in self.index]
         if flushed and self.flusher is not None:  # (in memory no more)
-            numbered = await self._io_call(self.store.numbered, flushed)
+            numbered = await self._read_call(self.store.read_numbered, flushed)
             nums.update((num, i) for i, (num, _) in numbered.items())
         found = await self._io_call(self.store.texts, list(nums))
         return {nums[n]: text for n, text in found.items()}
@@ -1173,6 +1172,8 @@ class Service:
             await self._write(self.store.delete_document, num, clusters)
             self._hide_flushed(doc_id, num)
             self.index.apply_removal(removal)
+            if twin is not None:  # what it matches brought back: flushed documents too
+                await self._near_faulted(twin[None, :])
             if self._link_twin(doc_id, twin):
                 await self._sync_linked([doc_id])
 
@@ -1210,11 +1211,26 @@ class Service:
 
     async def cluster(self, root: str) -> list[str]:
         """The sorted member ids of the cluster rooted at ``root`` (a document of the service's
-        own alone, or a linked indexed one: itself), every one, from the store's tables
-        (NotFound if not a root). The web pages' cluster pages: they draw the members'
-        signatures from memory, so an indexed document linked in nowhere is not found."""
-        linked = self.index.is_indexed(root)
-        return (await self.cluster_slice(root, None, _EVERY, indexed=linked)).members
+        own alone: itself), every one, from the store's tables (NotFound if not a root). The
+        web pages' cluster pages: an indexed document in no cluster is not found (its document
+        page shows it)."""
+        return (await self.cluster_slice(root, None, _EVERY, indexed=False)).members
+
+    async def member_signatures(self, ids: Sequence[str]) -> dict[str, NDArray[np.uint32]]:
+        """The signature of each of ``ids`` that is a registered document: memory's, else the
+        store's (the service's own flushed ones), else the served index's."""
+        index = self.index
+        held = [i for i in ids if i in index]
+        found = dict(zip(held, index.signatures_of(held), strict=True)) if held else {}
+        rest = [i for i in ids if i not in index]
+        if rest:
+            own = await self._read_call(self.store.read_numbered, rest)
+            for doc_id, (_, sig) in own.items():
+                found[doc_id] = np.frombuffer(sig, dtype="<u4").astype(np.uint32)
+            rest = [i for i in rest if i not in own]
+        if rest and self.served is not None:
+            found.update(await asyncio.to_thread(self.served.index.id_signatures, rest))
+        return found
 
     async def largest_clusters(
         self, offset: int, limit: int
@@ -1467,7 +1483,11 @@ class Service:
                     twin = None if flushed else await asyncio.to_thread(self._twin, change.name)
                     self.index.apply_removal(removal)
                     self._hide_flushed(change.name, change.nums[0])
+                    if twin is not None:
+                        await self._near_faulted(twin[None, :])
                     self._link_twin(change.name, twin)
+                elif change.name not in self.index:  # flushed and let go: its row hidden
+                    self._hide_flushed(change.name, change.nums[0])
             elif change.kind == "flush" and change.nums is not None:
                 if (flusher := self.flusher) is not None:
                     flusher.batch_taken(change.nums[0])
@@ -1537,8 +1557,9 @@ class Service:
         near = await self._near_faulted(sigs)
         if delete.nums is not None and self.index.number(delete.name) == delete.nums[0]:
             removal = await asyncio.to_thread(self.index.plan_removal, delete.name)
-        if removal is not None:
-            self.index.apply_removal(removal)
+        if removal is not None or (delete.nums is not None and delete.name not in self.index):
+            if removal is not None:
+                self.index.apply_removal(removal)
             assert delete.nums is not None
             self._hide_flushed(delete.name, delete.nums[0])
         plan = linking_plan(self.index, [delete.name], sigs, near)

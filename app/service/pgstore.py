@@ -1299,6 +1299,14 @@ class PostgresStore:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
         return self._run(lambda c: cluster_reads.cluster_rows(_PgSql(c), ids))
 
+    def read_cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """``cluster_rows`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda c: cluster_reads.cluster_rows(_PgSql(c), ids))
+
+    def read_numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """``numbered`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda c: cluster_reads.numbered(_PgSql(c), ids, " AND NOT deleted"))
+
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
         most ``limit`` (none if ``root`` roots no cluster of two or more)."""

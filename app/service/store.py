@@ -245,6 +245,8 @@ class Store(Protocol):
     def clusters_filled(self) -> bool: ...
     def fill_clusters(self, rows: Iterable[ClusterRow]) -> bool: ...
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]: ...
+    def read_cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]: ...
+    def read_numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]: ...
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]: ...
     def clusters_page(
         self,
@@ -607,6 +609,14 @@ class SQLiteStore:
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
         return cluster_reads.cluster_rows(_SQLiteSql(self._db), ids)
+
+    def read_cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """``cluster_rows`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda db: cluster_reads.cluster_rows(db, ids))
+
+    def read_numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """``numbered`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda db: cluster_reads.numbered(db, ids))
 
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at

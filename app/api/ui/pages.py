@@ -113,7 +113,7 @@ async def find(request: Request, service: ServiceDep, id: str = "") -> Response:
     if id:
         with suppress(NotFound):
             _, root, _, indexed = await service.document(id)
-    alone = root == id and indexed and id not in service.index
+    alone = root == id and indexed
     if alone and (await service.root_and_size(id))[1] == 1:  # an indexed one: its page
         return RedirectResponse(f"/ui/documents/{quote(id, safe='')}", status_code=303)
     if root:
