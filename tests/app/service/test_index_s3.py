@@ -51,19 +51,19 @@ async def _lifetime(data: Path, url: str, fs: Any) -> list[Any]:
     service = await _start(data, url, index_refresh=0, **ON_DEMAND)
     try:
         await service.register([NewDoc("b", "ant bee cat dog", {}), NewDoc("c", "cat", {})])
-        said += [await service.flush(), _stats_of(service)]
+        said += [await service.flush(), await _stats_of(service)]
         await service.delete("c")  # flushed: a deletion vector at the next flush
         await service.register([NewDoc("d", "hen ibis jay kite", {})])
-        said += [await service.flush(), _stats_of(service)]
+        said += [await service.flush(), await _stats_of(service)]
         _batch_run(url, fs)
-        said += [await service.refresh_index(), _stats_of(service)]
+        said += [await service.refresh_index(), await _stats_of(service)]
         said.append(await service.query(["ant bee cat dog", "hen ibis jay"], None, None))
     finally:
         await service.close()
     service = await _start(data, url, index_refresh=0, compact_parts=2, **ON_DEMAND)
     try:
-        said.append(_stats_of(service))
-        said += [await _compact(service, every=True), _stats_of(service)]
+        said.append(await _stats_of(service))
+        said += [await _compact(service, every=True), await _stats_of(service)]
         said.append(await service.query(["ant bee cat dog", "hen ibis jay"], None, None))
     finally:
         await service.close()

@@ -385,6 +385,11 @@ def test_parts_committed_after_the_start_are_served_and_linked(tmp_path, threads
                 if service.stats()["index_version"] == written:
                     break
                 await asyncio.sleep(0.05)
+            # The tables get the links just after (the refresh's linking write): read then.
+            for _ in range(600):
+                if len(await cluster_or_indexed(service, "a")) > 1:
+                    break
+                await asyncio.sleep(0.05)
             out.append(await cluster_or_indexed(service, "a"))
         return out
 
