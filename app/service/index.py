@@ -446,6 +446,12 @@ class ServiceIndex:
                 self._clusters.union(group[0], slot)
             at += len(c.ids)
 
+    def dropped(self, count: int = 1) -> None:
+        """``count`` documents of the service's own, not held here (flushed and let go), were
+        deleted: counted (``len``) no more."""
+        self.version += 1
+        self._documents -= count
+
     def remove(self, doc_id: str) -> None:
         """Take a document out now: ``plan_removal`` then ``apply_removal``."""
         self.apply_removal(self.plan_removal(doc_id))

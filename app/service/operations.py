@@ -1487,6 +1487,7 @@ class Service:
                         await self._near_faulted(twin[None, :])
                     self._link_twin(change.name, twin)
                 elif change.name not in self.index:  # flushed and let go: its row hidden
+                    self.index.dropped()
                     self._hide_flushed(change.name, change.nums[0])
             elif change.kind == "flush" and change.nums is not None:
                 if (flusher := self.flusher) is not None:
@@ -1534,10 +1535,17 @@ class Service:
         """Logged deletes of flushed documents (``_flushed_deletes``) as one step on the
         index: each cluster they leave regrouped once (``ServiceIndex.plan_removals``)."""
         gone: dict[str, int] = {}
+        let_go: dict[str, int] = {}  # flushed and not held: counted and hidden only
         for change in deletes:
             assert change.nums is not None
             if self.index.number(change.name) == change.nums[0]:
                 gone[change.name] = change.nums[0]
+            elif change.name not in self.index:
+                let_go[change.name] = change.nums[0]
+        if let_go:
+            self.index.dropped(len(let_go))
+            for doc_id, num in let_go.items():
+                self._hide_flushed(doc_id, num)
         if not gone:
             return
         removals = await asyncio.to_thread(self.index.plan_removals, list(gone))
@@ -1560,6 +1568,8 @@ class Service:
         if removal is not None or (delete.nums is not None and delete.name not in self.index):
             if removal is not None:
                 self.index.apply_removal(removal)
+            else:  # flushed and let go
+                self.index.dropped()
             assert delete.nums is not None
             self._hide_flushed(delete.name, delete.nums[0])
         plan = linking_plan(self.index, [delete.name], sigs, near)
