@@ -400,9 +400,11 @@ def test_store_clusters_after_the_index_deletes_many_flushed_rows(tmp_path, thre
             check(alone, [d.id for d in docs])
             # (the flushing one's clusters are the tables': its flushed documents left memory)
             tables = store_clusters(service.store, [d.id for d in docs])
-            return {r: (m, own_of(service.store, r)) for r, (m, _) in tables.items()}, (
-                memory_clusters(alone.index)
-            ), sizes
+            return (
+                {r: (m, own_of(service.store, r)) for r, (m, _) in tables.items()},
+                (memory_clusters(alone.index)),
+                sizes,
+            )
         finally:
             await service.close()
             await alone.close()
