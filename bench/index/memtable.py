@@ -14,7 +14,9 @@ flushed ones: their clusters brought back) and RssAnon after it.
 
 Run from the repository root::
 
-    python -m bench.index.memtable [--docs 100000] [--before ../main] [--markdown]
+    python -m bench.index.memtable [--docs 100000] [--before ../main] [--markdown] [--quick]
+
+Without ``--before`` (as ``make bench`` runs it) only this checkout's server is measured.
 """
 
 from __future__ import annotations
@@ -163,9 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, help="a checkout to serve the 'before' from")
     parser.add_argument("--work", type=Path, help="where to build (default: a temporary dir)")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="20,000 documents")
     args = parser.parse_args(argv)
+    docs = 20_000 if args.quick else args.docs
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
-        result = measure(args.docs, Path(tmp), args.before)
+        result = measure(docs, Path(tmp), args.before)
     command = "python -m bench.index.memtable " + " ".join(sys.argv[1:] if argv is None else argv)
     print(markdown(result, command) if args.markdown else json.dumps(result, indent=2))
     return 0
