@@ -32,6 +32,7 @@ MODULES = (
     "bench.index.deletes",
     "bench.index.serve",
     "bench.index.parts",
+    "bench.index.memtable",
     "bench.index.ids",
     "bench.index.versions",
     "bench.decont",

@@ -27,6 +27,7 @@ __all__ = [
     "clusters_page",
     "linked_members",
     "listing",
+    "numbered",
 ]
 
 
@@ -50,6 +51,16 @@ def cluster_rows(db: Sql, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
             f"ON c.label = m.label WHERE m.id IN ({_in(len(chunk))})"
         )
         found.update((str(i), (str(root), int(size))) for i, root, size in db.fetch(sql, chunk))
+    return found
+
+
+def numbered(db: Sql, ids: Sequence[str], alive: str = "") -> dict[str, tuple[int, bytes]]:
+    """The number and signature bytes of each of ``ids`` that is a live document of the
+    service's own (``alive``: the condition a row is live by, for stores that mark deletes)."""
+    found: dict[str, tuple[int, bytes]] = {}
+    for chunk in _chunks(ids):
+        sql = f"SELECT id, num, sig FROM documents WHERE id IN ({_in(len(chunk))}){alive}"
+        found.update((str(i), (int(n), bytes(b))) for i, n, b in db.fetch(sql, chunk))
     return found
 
 

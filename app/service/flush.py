@@ -737,6 +737,7 @@ class Flusher:
             return
         self._settling = None
         self.served_through = through
+        self.service.evict_soon()  # its documents are the index's: memory may let them go
         kept = {i for i in self.served.hidden if self._hidden_at.get(i, (0, -1))[0] > cut}
         self._hidden_at = {i: n for i, n in self._hidden_at.items() if i in kept}
         self.served.hidden = kept

@@ -34,7 +34,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,7 +50,9 @@ from neardup.core.engine import (
     id_rank,
 )
 
-__all__ = ["COMPACT_AFTER", "Found", "Plan", "Removal", "Removals", "ServiceIndex", "merged"]
+__all__ = [
+    "COMPACT_AFTER", "Faulted", "Found", "Plan", "Removal", "Removals", "ServiceIndex", "merged",
+]  # fmt: skip
 
 #: Removed slots are compacted away once they are as many as the live documents and at least
 #: this many (a small index is not rebuilt for every few removals).
@@ -97,6 +99,19 @@ class Removal:
 
 
 @dataclass(frozen=True)
+class Faulted:
+    """Members of one cluster (or a singleton) not held in memory, as
+    ``ServiceIndex.fault_in`` takes them: ids, signatures, store numbers (-1 for an indexed
+    document), and the ids of the cluster's members that are held."""
+
+    ids: list[str]
+    sigs: NDArray[np.uint32]
+    numbers: list[int]
+    #: members of the same cluster held in memory already (a memtable document's, at start)
+    held: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Removals:
     """Several documents' removal, planned at once: each cluster they leave regrouped once,
     from the members that stay (what removing them one after the other comes to: the
@@ -139,6 +154,8 @@ class ServiceIndex:
         self._id_chars = 0  # total length of the slots' ids, for nbytes()
         self._indexed = bytearray()  # per slot: 1 for an indexed document linked in
         self._linked = 0  # live slots of indexed documents
+        self._documents = 0  # the service's own live documents, held here or not
+        self._unordered = False  # slots out of number order (``fault_in`` brought some back)
         self.version = 0  # bumped by every change, for caches of derived views
         self._sigs = SignatureIndex(params.num_perm, params.bands, self._ids)
         self._clusters = Components(self._ids)
@@ -146,12 +163,18 @@ class ServiceIndex:
     # --- reading, by id -----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        """The service's own documents (linked indexed documents are not counted)."""
-        return len(self._num_of) - self._linked
+        """The service's own documents, held here or flushed and let go (``evicted``); linked
+        indexed documents are not counted."""
+        return self._documents
 
     def __contains__(self, doc_id: object) -> bool:
         """Whether ``doc_id`` is a document here: the service's own or a linked indexed one."""
         return doc_id in self._num_of
+
+    @property
+    def held(self) -> int:
+        """Documents held in memory: the service's own and linked indexed ones."""
+        return len(self._num_of)
 
     @property
     def linked(self) -> int:
@@ -232,6 +255,11 @@ class ServiceIndex:
     def documents_since(self, number: int) -> list[str]:
         """The ids of the live documents of the service's own numbered ``number`` or more, in
         number order (slots hold them in that order: the cost grows with them, not with N)."""
+        if self._unordered:  # slots do not follow numbers: every live one looked at
+            live = sorted(
+                (n, i) for i, s in self._num_of.items() if (n := self._numbers[s]) >= number
+            )
+            return [i for _, i in live]
         out: list[str] = []
         slot = len(self._ids) - 1
         while slot >= 0:
@@ -270,9 +298,10 @@ class ServiceIndex:
         sources: list[list[_Source]] = [[] for _ in doc_ids]
         for row, rep, e in zip(rows.tolist(), reps.tolist(), est.tolist(), strict=True):
             members = np.asarray(self._sigs.members(rep), dtype=np.int64)
-            # Indexed documents come before every document of the service's own.
-            indexed = np.frombuffer(self._indexed, dtype=np.uint8)[members].astype(np.bool_)
-            earlier = members[(members < nums[row]) | indexed]
+            # By store number (indexed documents have none, -1: before every document of the
+            # service's own); slots follow numbers only until a cluster is faulted in.
+            numbers = np.frombuffer(self._numbers, dtype=np.int64)
+            earlier = members[numbers[members] < numbers[nums[row]]]
             if len(earlier):
                 first = [self._ids[m] for m in earlier[: self.max_matches].tolist()]
                 sources[row].append(_Source(e, len(earlier), first))
@@ -370,6 +399,7 @@ class ServiceIndex:
         self._numbers.extend(range(plan.start, plan.start + own))
         self._indexed.extend(b"\x01" * plan.indexed + b"\x00" * own)
         self._linked += plan.indexed
+        self._documents += own
         self._next = plan.start + own
         nums = self._sigs.add(plan.sigs, plan.placement)
         self._num_of.update(zip(plan.ids, nums.tolist(), strict=True))
@@ -379,6 +409,48 @@ class ServiceIndex:
             if len(links):
                 for root in np.unique(self._clusters.roots(links)).tolist():
                     self._clusters.union(num, root)
+
+    def fault_in(self, clusters: Sequence[Faulted]) -> None:
+        """Bring back documents not held here, with their store numbers (-1: an indexed
+        document) and signatures, each group joined into one cluster with the members of it
+        held here already (``Faulted.held``), as the store's tables hold it (rooted at its
+        smallest id). Synchronous; the caller plans after it (the plan then sees every member).
+
+        Raises:
+            ValueError: a document to bring back is held here already, or given twice.
+        """
+        ids = [i for c in clusters for i in c.ids]
+        if not ids:
+            return
+        held = [i for i in ids if i in self._num_of]
+        if held or len(set(ids)) != len(ids):
+            raise ValueError(f"documents held already or repeated: {sorted(set(held))[:5]}")
+        sigs = np.concatenate([c.sigs for c in clusters]).astype(np.uint32)
+        numbers = [n for c in clusters for n in c.numbers]
+        self.version += 1
+        placement = self._sigs.place(sigs, self.threshold)
+        self._ids.extend(ids)  # before ``add``: classes order their members by id
+        slots = self._sigs.add(sigs, placement)
+        self._numbers.extend(numbers)
+        flags = bytes(1 if n < 0 else 0 for n in numbers)
+        self._indexed.extend(flags)
+        self._linked += sum(flags)
+        self._unordered = True
+        self._num_of.update(zip(ids, slots.tolist(), strict=True))
+        self._id_chars += sum(map(len, ids))
+        self._clusters.grow(self._sigs.count)
+        at = 0
+        for c in clusters:
+            group = slots[at : at + len(c.ids)].tolist() + [self._num_of[i] for i in c.held]
+            for slot in group[1:]:
+                self._clusters.union(group[0], slot)
+            at += len(c.ids)
+
+    def dropped(self, count: int = 1) -> None:
+        """``count`` documents of the service's own, not held here (flushed and let go), were
+        deleted: counted (``len``) no more."""
+        self.version += 1
+        self._documents -= count
 
     def remove(self, doc_id: str) -> None:
         """Take a document out now: ``plan_removal`` then ``apply_removal``."""
@@ -428,6 +500,7 @@ class ServiceIndex:
             raise RuntimeError("the index changed between planning and applying a removal")
         del self._num_of[removal.doc_id]
         self._linked -= self._indexed[removal.num]
+        self._documents -= 1 - self._indexed[removal.num]
         self.version += 1
         self._sigs.remove(removal.num)
         self._clusters.detach(removal.num)
@@ -445,6 +518,7 @@ class ServiceIndex:
         for doc_id, num in zip(removals.doc_ids, removals.nums, strict=True):
             del self._num_of[doc_id]
             self._linked -= self._indexed[num]
+            self._documents -= 1 - self._indexed[num]
             self._sigs.remove(num)
         # Every removed document detached first (the first of a cluster takes its members'
         # list; the others find nothing left to take), then each cluster's rest regrouped.
@@ -554,10 +628,14 @@ class ServiceIndex:
         count: int,
         next_number: int,
         chunks: Iterable[tuple[list[int], list[str], NDArray[np.uint32]]],
+        documents: int | None = None,
     ) -> None:
         """Rebuild an empty index from the store: its ``count`` documents, a chunk at a time in
         increasing number order (each number below ``next_number``, the store's next), into
-        slots 0 to ``count - 1``; then classes and clusters from the signatures."""
+        slots 0 to ``count - 1``; then classes and clusters from the signatures. ``documents``:
+        the service's documents in all (default ``count``), when those loaded are the
+        memtable only (the others flushed, held by the index; ``fault_in`` brings their
+        clusters)."""
         if self._sigs.count:
             raise RuntimeError("load() rebuilds an empty index only")
         self._sigs.start_load(count)
@@ -576,6 +654,7 @@ class ServiceIndex:
         if slot != count or (slot and self._numbers[-1] >= next_number):
             raise RuntimeError(f"not all of the store's {count} documents below {next_number} read")
         self._next = next_number
+        self._documents = count if documents is None else documents
         self._sigs.finish_load()
         self._clusters.assign(self._cluster_all())
 
@@ -592,8 +671,23 @@ class ServiceIndex:
         clusters carried over as they are. Reads this index only (run it off the event loop,
         with writers kept out); the owner swaps it in. Its version is one more than this one's.
         """
+        return self._kept(np.array(sorted(self._num_of.values()), dtype=np.int64))
+
+    def evicted(self, through: int) -> ServiceIndex:
+        """This index with only the memtable (the service's documents numbered after
+        ``through``, the flush mark served) and the clusters holding one of them, whole: what a
+        flushed document needs here once its version is served. Everything else is in the
+        index's parts and the store's tables, and ``fault_in`` brings it back when a write
+        touches it. Pure (off the loop, writers kept out); the owner swaps it in."""
+        live = np.array(sorted(self._num_of.values()), dtype=np.int64)
+        numbers = np.frombuffer(self._numbers, dtype=np.int64)[live]
+        roots = self._clusters.roots(live)
+        wanted = np.unique(roots[numbers > through])
+        return self._kept(live[np.isin(roots, wanted)])
+
+    def _kept(self, slots: NDArray[np.int64]) -> ServiceIndex:
+        """A fresh index of the live ``slots`` (increasing, whole clusters) in that order."""
         fresh = ServiceIndex(self.params, self.max_matches)
-        slots = np.array(sorted(self._num_of.values()), dtype=np.int64)
         ids = [self._ids[s] for s in slots.tolist()]
         fresh._ids.extend(ids)
         fresh._num_of = dict(zip(ids, range(len(ids)), strict=True))
@@ -601,7 +695,11 @@ class ServiceIndex:
         fresh._next = self._next
         fresh._id_chars = sum(map(len, ids))
         fresh._indexed = bytearray(np.frombuffer(self._indexed, dtype=np.uint8)[slots].tobytes())
-        fresh._linked = self._linked
+        fresh._linked = sum(fresh._indexed)
+        fresh._documents = self._documents
+        numbers = np.frombuffer(fresh._numbers, dtype=np.int64)
+        own = numbers[numbers >= 0]
+        fresh._unordered = bool(np.any(own[1:] < own[:-1]))
         fresh._sigs = self._sigs.compacted(slots, fresh._ids)
         roots = self._clusters.roots(slots)
         moved = np.searchsorted(slots, roots)

@@ -82,13 +82,14 @@ async def document_view(service: Service, doc_id: str) -> DocumentView:
     """The page of a registered document (one of the service's own or of the served index);
     NotFound for an unknown id."""
     _, root, stored_meta, indexed = await service.document(doc_id)
-    if indexed and doc_id not in service.index:
-        return await _unlinked_view(service, doc_id)
+    if doc_id not in service.index:
+        return await _index_view(service, doc_id, stored_meta, indexed)
     meta = stored_meta or {}
     texts = await service.texts([doc_id])
     index = service.index
     try:
         sigs = index.signatures_of([doc_id])
+        root = index.root_of(doc_id)
         size = index.size_of(root)
     except KeyError:  # deleted while its page was drawn
         raise NotFound(f"no document {doc_id!r}") from None
@@ -100,19 +101,22 @@ async def document_view(service: Service, doc_id: str) -> DocumentView:
                         best[:DOC_MATCHES], service.params.threshold, indexed)  # fmt: skip
 
 
-async def _unlinked_view(service: Service, doc_id: str) -> DocumentView:
-    """The page of a document of the served index that no document here matches (alone in its
-    cluster): its matches are looked up as ``POST /v1/query`` looks a text up."""
-    sig = await service.indexed_signature(doc_id)
-    if sig is None:  # linked (or gone) while its page was drawn
-        if doc_id not in service.index:
-            raise NotFound(f"no document {doc_id!r}")
-        return await document_view(service, doc_id)
+async def _index_view(
+    service: Service, doc_id: str, meta: dict[str, Any] | None, indexed: bool
+) -> DocumentView:
+    """The page of a document memory does not hold (a flushed one of the service's own, or one
+    of the served index): its signature the store's or the index's, its matches looked up as
+    ``POST /v1/query`` looks a text up, its cluster the store's tables'."""
+    sig = await service.signature_of(doc_id)
+    if sig is None:  # deleted while its page was drawn
+        raise NotFound(f"no document {doc_id!r}")
     [(count, best)] = await service.query_signatures(sig[None, :], None, DOC_MATCHES + 1)
+    root, size = await service.root_and_size(doc_id)
+    texts = {} if indexed else await service.texts([doc_id])
     rows = [MatchRow(i, e, c) for i, e, c in best if i != doc_id]
-    shown, meta_cut, _, _ = _cut({}, None)
-    return DocumentView(doc_id, doc_id, 1, shown, meta_cut, None, 0, count - 1,
-                        rows[:DOC_MATCHES], service.params.threshold, True)  # fmt: skip
+    shown, meta_cut, text, text_cut = await asyncio.to_thread(_cut, meta or {}, texts.get(doc_id))
+    return DocumentView(doc_id, root, size, shown, meta_cut, text, text_cut, count - 1,
+                        rows[:DOC_MATCHES], service.params.threshold, indexed)  # fmt: skip
 
 
 def _cut(meta: dict[str, Any], text: str | None) -> tuple[str, int, str | None, int]:

@@ -64,6 +64,7 @@ from neardup.app.service.errors import (
     StoreUnavailable,
     json_limits,
 )
+from neardup.app.service.faults import faulted
 from neardup.app.service.flush import Flusher, Mark
 from neardup.app.service.index import Found, Plan, Removal, ServiceIndex, merged
 from neardup.app.service.limits import BatchLimits, Budgets, ProbeLimiter
@@ -237,6 +238,8 @@ class Service:
         self._synced = time.monotonic()
         #: The index's compaction, running in the background (``_compact_soon``).
         self._compacting: asyncio.Task[None] | None = None
+        #: Flushed documents leaving memory, in the background (``evict_soon``).
+        self._evicting: asyncio.Task[None] | None = None
         #: How many times the index was compacted since the start.
         self.compactions = 0
         #: The task reading the served index's manifest every INDEX_REFRESH seconds.
@@ -413,22 +416,29 @@ class Service:
         """The index and the protected sets as the store holds them (its live documents), and
         the log position they reflect: one snapshot, read in the calling thread."""
         num_perm = self.params.num_perm
-        chunks = (
-            (nums, ids, np.frombuffer(blob, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
-            for nums, ids, blob in self.store.iter_signatures(RECOVERY_CHUNK)
-        )
         index = ServiceIndex(self.params, self.settings.max_matches)
         with self.store.recovering():  # one snapshot, whose log position is then ours
             flush = None if self.flusher is None else self.flusher.read()
+            mark = None if self.flusher is None else self.flusher.mark
+            if flush is not None:  # a shared store's, read in this snapshot
+                mark = Mark.from_json(flush[0].get("committed")) or Mark()
             # Numbers flushed are never given again (the store's largest may have been deleted).
-            flushed = -1 if self.flusher is None else self.flusher.mark.through
+            flushed = -1 if mark is None else mark.through
             extent = max(self.store.extent(), flushed + 1)
-            count = self.store.document_count()
+            total = self.store.document_count()
+            # Flushed documents are the index's (and their clusters the tables'): only the
+            # memtable is read, unless the tables are to be filled from memory (once).
+            after = flushed if self.store.clusters_filled() else -1
+            count = self.store.document_count(after) if after >= 0 else total
             log.info("recovering: reading up to %d documents from the store", count)
+            chunks = (
+                (nums, ids, np.frombuffer(b, dtype="<u4").reshape(-1, num_perm).astype(np.uint32))
+                for nums, ids, b in self.store.iter_signatures(RECOVERY_CHUNK, after)
+            )
             every = self.settings.recovery_log_seconds
-            index.load(count, extent, _recovery_progress(chunks, count, every))
+            index.load(count, extent, _recovery_progress(chunks, count, every), total)
             sets = self.store.protected_sets()
-        self._link_all(index)
+            self._link_all(index)
         _release_free_memory()
         state = _State(index, {}, {}, {}, None, flush)
         for row in sets:
@@ -457,12 +467,18 @@ class Service:
         """Link into a freshly loaded ``index`` the indexed documents its documents match (a
         lookup by key of every document of the service's: the cost grows with them, not with
         the served index)."""
-        if self.served is None:
+        served = self.served
+        if served is None:
             return
-        count = len(index)
+        count = index.held
+        if self.flusher is not None:  # the memtable's clusters, whole (flushed members too)
+            index.fault_in(faulted(self.store, served, index, index.documents_since(0)))
         for lo in range(0, count, RECOVERY_CHUNK):
             sigs = index.slot_signatures(lo, min(lo + RECOVERY_CHUNK, count))
-            plan = linking_plan(index, [], sigs[:0], self.served.near(sigs, self.params.threshold))
+            near = served.near(sigs, self.params.threshold)
+            if self.flusher is not None:  # what they match that memory does not hold
+                index.fault_in(faulted(self.store, served, index, near.sigs))
+            plan = linking_plan(index, [], sigs[:0], near)
             if plan.ids:
                 index.apply(plan)
         if index.linked:
@@ -519,15 +535,16 @@ class Service:
                         "service's documents are checked against the index by id",
                         served.version, latest.version)  # fmt: skip
             known = await asyncio.to_thread(deleted_since, served.index, latest)
-            deleted = sorted({*known, *await self.read_index(_own_ids)})
+            deleted = sorted({*known, *await self._io_call(_own_ids, self.store)})
         while True:
             since, reloads = self.index.next_number, self.reloads
-            ids, sigs = await self._matched_new_rows(latest, added)
+            ids, sigs, flushed_hits = await self._matched_new_rows(latest, added)
             async with self._lock:
                 if self.reloads != reloads:  # the index was rebuilt meanwhile: look again
                     if served.version >= latest.version:  # (and the served index read again)
                         return False
                     continue
+                await self._fault_in([*deleted, *flushed_hits])
                 gone = [i for i in deleted if self.index.is_indexed(i)]
                 touched = list(gone)
                 for doc_id in gone:  # no longer in the index: not answered from memory either
@@ -564,14 +581,8 @@ class Service:
         the index alone: not at all, or by the batch's new row once the flush that follows
         (started now) settles the delete. Deleted OVERRULED_BATCH at a time, a store write
         each (one log entry per document for the replicas)."""
-        own = {
-            i: n
-            for i in deleted
-            if (n := self.index.number(i)) is not None
-            and i in self.index
-            and not self.index.is_indexed(i)
-            and n <= flusher.served_through
-        }
+        numbered = await self._io_call(self.store.numbered, deleted)
+        own = {i: n for i, (n, _) in numbered.items() if n <= flusher.served_through}
         if not own:
             return
         stored = await self._io_call(self.store.digests, sorted(own))
@@ -580,6 +591,7 @@ class Service:
         for lo in range(0, len(overruled), OVERRULED_BATCH):
             batch = overruled[lo : lo + OVERRULED_BATCH]
             async with self._writing():
+                await self._fault_in(batch)  # (flushed: memory may hold them no more)
                 # deleted or replaced meanwhile (here, or by another replica): left alone
                 batch = [i for i in batch if self.index.number(i) == own[i] and i in self.index]
                 if not batch:
@@ -606,17 +618,32 @@ class Service:
 
     async def _matched_new_rows(
         self, latest: DocIndex, added: list[IndexPart]
-    ) -> tuple[list[str], NDArray[np.uint32]]:
+    ) -> tuple[list[str], NDArray[np.uint32], list[str]]:
         """The rows of ``added`` (parts of ``latest``) that a document of the service's own
-        matches: read a batch at a time, each looked up as a reader (``read_index``)."""
+        matches: read a batch at a time, each looked up as a reader (``read_index``) among
+        those in memory, and among the flushed ones in ``latest`` (when they leave memory);
+        and the ids of those flushed ones (whose clusters the linking brings back)."""
         ids: list[str] = []
         kept = [np.empty((0, self.params.num_perm), dtype=np.uint32)]
+        hits: set[str] = set()
         batches = latest.signature_batches(added)
         while (batch := await asyncio.to_thread(next, batches, None)) is not None:
-            rows = await self.read_index(partial(_matched_rows, *batch, self.served))
-            ids += [batch[0][k] for k in rows]
-            kept.append(batch[1][rows])
-        return ids, np.concatenate(kept)
+            rows = set(await self.read_index(partial(_matched_rows, *batch, self.served)))
+            if self.flusher is not None and self.served is not None:
+                near = await asyncio.to_thread(
+                    self.served.near, batch[1], self.params.threshold, latest
+                )
+                found = {i for hits_k in near.rows for i, _ in hits_k} - set(batch[0])
+                own = await self._io_call(self.store.numbered, sorted(found))
+                for k, row in enumerate(near.rows):
+                    matched = [i for i, _ in row if i in own and i != batch[0][k]]
+                    if matched:
+                        rows.add(k)
+                        hits.update(matched)
+            order = sorted(rows)
+            ids += [batch[0][k] for k in order]
+            kept.append(batch[1][order])
+        return ids, np.concatenate(kept), sorted(hits)
 
     def _refresh_plan(
         self,
@@ -654,10 +681,37 @@ class Service:
             return None
         return self.served.near(sigs, self.params.threshold if threshold is None else threshold)
 
-    def _plan_looked_up(self, ids: list[str], sigs: NDArray[np.uint32]) -> Plan:
-        """``ServiceIndex.plan`` of new documents with the indexed documents they match linked
-        in first. Blocking: off the loop, under the write lock."""
-        return linking_plan(self.index, ids, sigs, self._near(sigs))
+    async def _looked_up(
+        self, ids: list[str], sigs: NDArray[np.uint32]
+    ) -> tuple[Plan, Near | None]:
+        """``ServiceIndex.plan`` of new documents with the clusters of the documents they match
+        in the index brought back (``_fault_in``) and the indexed documents in none linked in
+        first; and what they matched there. Under the write lock."""
+        near = await self._near_faulted(sigs)
+        plan = await asyncio.to_thread(linking_plan, self.index, ids, sigs, near)
+        return plan, near
+
+    async def _near_faulted(self, sigs: NDArray[np.uint32]) -> Near | None:
+        """``_near``, with the clusters of what it found brought back into memory. Under the
+        write lock."""
+        near = await asyncio.to_thread(self._near, sigs)
+        if near is not None:
+            await self._fault_in(near.sigs)
+        return near
+
+    async def _fault_in(self, ids: Iterable[str]) -> None:
+        """Bring back into memory the clusters of ``ids`` that it does not hold, and the
+        service's own flushed documents among them (app/service/faults.py): every document a
+        write's plan reads is then in memory. Only a service whose documents are flushed lets
+        them leave memory. Under the write lock."""
+        served, index = self.served, self.index
+        if served is None or self.flusher is None:
+            return
+        wanted = [i for i in ids if i not in index]
+        if wanted:
+            found = await self._io_call(faulted, self.store, served, index, wanted)
+            if found:
+                self.index.fault_in(found)
 
     def _replace_clusters(
         self, removal: Removal, doc_id: str, sigs: NDArray[np.uint32], near: Near | None
@@ -705,6 +759,8 @@ class Service:
             await self._apply(changes)
             if ids is None:
                 ids = self.index.linked_ids() + await self._io_call(self.store.linked_members)
+            if self.flusher is not None:  # the others' clusters are the tables' (not held)
+                ids = [i for i in ids if i in self.index]
             if ids:  # (a write commits and ends the transaction; else it is rolled back)
                 await self._write(sync_clusters, self.store, self.index, ids)
         finally:
@@ -821,9 +877,10 @@ class Service:
             self._pruner.cancel()
             with suppress(asyncio.CancelledError):
                 await self._pruner
-        if self._compacting is not None:
-            with suppress(Exception):
-                await self._compacting
+        for task in (self._compacting, self._evicting):
+            if task is not None:
+                with suppress(Exception):
+                    await task
         if self._follower is not None:
             self._follower.cancel()
             with suppress(asyncio.CancelledError):
@@ -882,9 +939,9 @@ class Service:
             fresh_ids = [docs[i].id for i in fresh]
             left: dict[int, Found] = {}
             if if_new:
-                plan, left = await asyncio.to_thread(self._plan_if_new, fresh_ids, sigs[fresh])
+                plan, left = await self._plan_if_new(fresh_ids, sigs[fresh])
             else:
-                plan = await asyncio.to_thread(self._plan_looked_up, fresh_ids, sigs[fresh])
+                plan, _ = await self._looked_up(fresh_ids, sigs[fresh])
             duplicates = {docs[fresh[k]].id: found for k, found in left.items()}
             fresh = [i for k, i in enumerate(fresh) if k not in left]
             rows = [
@@ -898,6 +955,7 @@ class Service:
             # Documents re-sent unchanged (a resumed ingest, a retry): their matches among the
             # documents before them, in one pass off the event loop (the lock keeps writers out).
             again = [d.id for d in docs if d.id in known]
+            await self._fault_in([*again, *indexed])
             if again:
                 matched = await asyncio.to_thread(self.index.earlier_matches, again)
                 found.update(zip(again, matched, strict=True))
@@ -910,15 +968,15 @@ class Service:
                 for d in docs
             ]
 
-    def _plan_if_new(
+    async def _plan_if_new(
         self, ids: list[str], sigs: NDArray[np.uint32]
     ) -> tuple[Plan, dict[int, Found]]:
         """``ServiceIndex.plan_if_new``, the indexed documents not linked here counted as
-        registered matches (a document with one is a duplicate). Blocking: off the loop."""
-        near = self._near(sigs)
-        cap = self.settings.max_matches
-        extra = None if near is None else [near.found(k, cap, self.index) for k in range(len(ids))]
-        return self.index.plan_if_new(ids, sigs, extra)
+        registered matches (a document with one is a duplicate). Under the write lock."""
+        near = await self._near_faulted(sigs)
+        index, cap = self.index, self.settings.max_matches
+        extra = None if near is None else [near.found(k, cap, index) for k in range(len(ids))]
+        return await asyncio.to_thread(index.plan_if_new, ids, sigs, extra)
 
     def _duplicate(self, doc: NewDoc, found: Found) -> Registered:
         """A document left out under ``if_new``: its cluster is its best match's."""
@@ -957,7 +1015,13 @@ class Service:
         self, sigs: NDArray[np.uint32], threshold: float | None, limit: int | None
     ) -> list[tuple[int, list[tuple[str, float, str]]]]:
         """``query`` of texts of those signatures (the threshold not checked again)."""
-        return await self.read_index(partial(_query_matches, sigs, threshold, limit, self))
+        found = await self.read_index(partial(_query_matches, sigs, threshold, limit, self))
+        if self.flusher is None:
+            return [(n, [(i, e, r or i) for i, e, r in best]) for n, best in found]
+        # Matches memory does not hold (flushed, indexed): their roots are the tables'.
+        held_not = sorted({i for _, b in found for i, _, r in b if r is None})
+        rows = await self._read_call(self.store.read_cluster_rows, held_not)
+        return [(n, [(i, e, r or rows.get(i, (i, 0))[0]) for i, e, r in best]) for n, best in found]
 
     async def indexed_signature(self, doc_id: str) -> NDArray[np.uint32] | None:
         """The signature of ``doc_id`` if it is a document of the served index that is not
@@ -987,15 +1051,44 @@ class Service:
 
     async def document(self, doc_id: str) -> tuple[str, str, dict[str, Any] | None, bool]:
         """(id, cluster root, meta, indexed) of a registered document: one of the service's
-        own, or of the served index (no meta: None; indexed True)."""
-        if self.index.number(doc_id) is None:
+        own (the store's), or of the served index (no meta: None; indexed True)."""
+        index = self.index
+        held = doc_id in index
+        # Held: the service's own if it has a number. Not held: flushed (the store's), or in
+        # the served index only, or unknown (the store is asked only when documents leave
+        # memory: its thread serves writes too).
+        stored = None
+        if index.number(doc_id) is not None or (not held and self.flusher is not None):
+            stored = await self._io_call(self.store.document, doc_id)
+        if stored is None:
             if self.served is not None and await asyncio.to_thread(self._in_served, doc_id):
-                return doc_id, self.root(doc_id), None, True
+                return doc_id, (await self.root_and_size(doc_id))[0], None, True
             raise NotFound(f"no document {doc_id!r}")
-        stored = await self._io_call(self.store.document, doc_id)
-        if stored is None or doc_id not in self.index:
-            raise NotFound(f"no document {doc_id!r}")
-        return doc_id, self.index.root_of(doc_id), stored.meta, False
+        return doc_id, (await self.root_and_size(doc_id))[0], stored.meta, False
+
+    async def root_and_size(self, doc_id: str) -> tuple[str, int]:
+        """The root and size of ``doc_id``'s cluster: memory's if it holds the document, else
+        the store's tables (a flushed document, or an indexed one), else itself alone."""
+        index = self.index
+        if doc_id in index:
+            root = index.root_of(doc_id)
+            return root, index.size_of(root)
+        if self.flusher is None:  # nothing leaves memory: an indexed document in no cluster
+            return doc_id, 1
+        rows = await self._read_call(self.store.read_cluster_rows, [doc_id])
+        return rows.get(doc_id, (doc_id, 1))
+
+    async def signature_of(self, doc_id: str) -> NDArray[np.uint32] | None:
+        """The signature of a registered document: memory's, the store's (one of the service's
+        own flushed ones) or the served index's; None if unknown."""
+        index = self.index
+        if doc_id in index:
+            sig: NDArray[np.uint32] = index.signatures_of([doc_id])[0]
+            return sig
+        own = await self._read_call(self.store.read_numbered, [doc_id])
+        if doc_id in own:
+            return np.frombuffer(own[doc_id][1], dtype="<u4").astype(np.uint32)
+        return await self.indexed_signature(doc_id)
 
     def _known(self, doc_id: str) -> int:
         num = self.index.number(doc_id)
@@ -1006,6 +1099,10 @@ class Service:
     async def texts(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The stored texts of those documents (none when STORE_TEXT is off)."""
         nums = {n: i for i in doc_ids if (n := self.index.number(i)) is not None}
+        flushed = [i for i in doc_ids if i not in self.index]
+        if flushed and self.flusher is not None:  # (in memory no more)
+            numbered = await self._read_call(self.store.read_numbered, flushed)
+            nums.update((num, i) for i, (num, _) in numbered.items())
         found = await self._io_call(self.store.texts, list(nums))
         return {nums[n]: text for n, text in found.items()}
 
@@ -1020,11 +1117,12 @@ class Service:
             [sig] = await self.pool.signatures([doc.text])
             digest = text_digest(doc.text)
             async with self._writing():
+                await self._fault_in([doc.id])
                 await self._refuse_indexed(doc.id, "replace")
                 num = self.index.number(doc.id)
                 stored = None if num is None else await self._io_call(self.store.document, doc.id)
                 if num is None or stored is None:
-                    plan = await asyncio.to_thread(self._plan_looked_up, [doc.id], sig[None, :])
+                    plan, _ = await self._looked_up([doc.id], sig[None, :])
                     row = self._stored(doc, plan.start, digest, sig)
                     clusters = await asyncio.to_thread(self.index.cluster_write, plan)
                     await self._write(self.store.add_documents, [row], clusters)
@@ -1040,8 +1138,8 @@ class Service:
                     [found] = await asyncio.to_thread(self.index.earlier_matches, [doc.id])
                     return self._result(doc, found, created=False)
                 row = self._stored(doc, self.index.next_number, digest, sig)
+                near = await self._near_faulted(sig[None, :])
                 removal = await asyncio.to_thread(self.index.plan_removal, doc.id)
-                near = await asyncio.to_thread(self._near, sig[None, :])
                 clusters = await asyncio.to_thread(
                     self._replace_clusters, removal, doc.id, sig[None, :], near
                 )
@@ -1062,6 +1160,7 @@ class Service:
     async def delete(self, doc_id: str) -> None:
         """Delete a document; its cluster is regrouped from the remaining members."""
         async with self._writing():
+            await self._fault_in([doc_id])
             await self._refuse_indexed(doc_id, "delete")
             num = self._known(doc_id)
             # Regrouping the cluster grows with its size: planned off the event loop.
@@ -1073,6 +1172,8 @@ class Service:
             await self._write(self.store.delete_document, num, clusters)
             self._hide_flushed(doc_id, num)
             self.index.apply_removal(removal)
+            if twin is not None:  # what it matches brought back: flushed documents too
+                await self._near_faulted(twin[None, :])
             if self._link_twin(doc_id, twin):
                 await self._sync_linked([doc_id])
 
@@ -1110,11 +1211,26 @@ class Service:
 
     async def cluster(self, root: str) -> list[str]:
         """The sorted member ids of the cluster rooted at ``root`` (a document of the service's
-        own alone, or a linked indexed one: itself), every one, from the store's tables
-        (NotFound if not a root). The web pages' cluster pages: they draw the members'
-        signatures from memory, so an indexed document linked in nowhere is not found."""
-        linked = self.index.is_indexed(root)
-        return (await self.cluster_slice(root, None, _EVERY, indexed=linked)).members
+        own alone: itself), every one, from the store's tables (NotFound if not a root). The
+        web pages' cluster pages: an indexed document in no cluster is not found (its document
+        page shows it)."""
+        return (await self.cluster_slice(root, None, _EVERY, indexed=False)).members
+
+    async def member_signatures(self, ids: Sequence[str]) -> dict[str, NDArray[np.uint32]]:
+        """The signature of each of ``ids`` that is a registered document: memory's, else the
+        store's (the service's own flushed ones), else the served index's."""
+        index = self.index
+        held = [i for i in ids if i in index]
+        found = dict(zip(held, index.signatures_of(held), strict=True)) if held else {}
+        rest = [i for i in ids if i not in index]
+        if rest:
+            own = await self._read_call(self.store.read_numbered, rest)
+            for doc_id, (_, sig) in own.items():
+                found[doc_id] = np.frombuffer(sig, dtype="<u4").astype(np.uint32)
+            rest = [i for i in rest if i not in own]
+        if rest and self.served is not None:
+            found.update(await asyncio.to_thread(self.served.index.id_signatures, rest))
+        return found
 
     async def largest_clusters(
         self, offset: int, limit: int
@@ -1240,6 +1356,32 @@ class Service:
                 if self.flusher is not None and self.flushing:
                     self.flusher.soon()
 
+    def evict_soon(self) -> None:
+        """Let the flushed documents leave memory, in the background (``_evict``), once a
+        version holding them is served."""
+        if self._evicting is None or self._evicting.done():
+            self._evicting = asyncio.create_task(self._evict())
+
+    async def _evict(self) -> None:
+        """Swap in the index of the memtable and the clusters holding one of its documents
+        (``ServiceIndex.evicted``): the flushed documents are answered from the index's parts
+        and the store's tables, and brought back when a write touches them (``_fault_in``).
+        Built off the event loop while writers wait for the lock."""
+        flusher = self.flusher
+        if flusher is None:
+            return
+        async with self._lock:
+            through, before = flusher.served_through, self.index
+            try:
+                self.index = await asyncio.to_thread(before.evicted, through)
+            except Exception:  # the index in use is intact: it keeps the flushed documents
+                log.exception("could not let the flushed documents leave memory")
+                return
+            log.debug(
+                "flushed documents left memory through=%d held=%d->%d",
+                through, before.held, self.index.held,
+            )  # fmt: skip
+
     def _compact_soon(self) -> None:
         """Compact the index in the background once its removed documents' slots are as many
         as the live documents (``ServiceIndex.wants_compaction``)."""
@@ -1329,18 +1471,24 @@ class Service:
                     self.index.apply_removal(removal)
                 sigs = np.frombuffer(change.sigs, dtype="<u4").astype(np.uint32)
                 sigs = sigs.reshape(len(change.ids), self.params.num_perm)
-                plan = await asyncio.to_thread(self._plan_looked_up, change.ids, sigs)
+                plan, _ = await self._looked_up(change.ids, sigs)
                 if change.nums is None or plan.start != change.nums[0]:
                     raise RuntimeError(f"log entry {change.seq} does not follow the index")
                 self.index.apply(plan)
             elif change.kind == "delete" and change.nums is not None:
+                await self._fault_in([change.name])
                 if self.index.number(change.name) == change.nums[0]:
                     removal = await asyncio.to_thread(self.index.plan_removal, change.name)
                     flushed = self._flushed_number(change.nums[0])
                     twin = None if flushed else await asyncio.to_thread(self._twin, change.name)
                     self.index.apply_removal(removal)
                     self._hide_flushed(change.name, change.nums[0])
+                    if twin is not None:
+                        await self._near_faulted(twin[None, :])
                     self._link_twin(change.name, twin)
+                elif change.name not in self.index:  # flushed and let go: its row hidden
+                    self.index.dropped()
+                    self._hide_flushed(change.name, change.nums[0])
             elif change.kind == "flush" and change.nums is not None:
                 if (flusher := self.flusher) is not None:
                     flusher.batch_taken(change.nums[0])
@@ -1387,10 +1535,17 @@ class Service:
         """Logged deletes of flushed documents (``_flushed_deletes``) as one step on the
         index: each cluster they leave regrouped once (``ServiceIndex.plan_removals``)."""
         gone: dict[str, int] = {}
+        let_go: dict[str, int] = {}  # flushed and not held: counted and hidden only
         for change in deletes:
             assert change.nums is not None
             if self.index.number(change.name) == change.nums[0]:
                 gone[change.name] = change.nums[0]
+            elif change.name not in self.index:
+                let_go[change.name] = change.nums[0]
+        if let_go:
+            self.index.dropped(len(let_go))
+            for doc_id, num in let_go.items():
+                self._hide_flushed(doc_id, num)
         if not gone:
             return
         removals = await asyncio.to_thread(self.index.plan_removals, list(gone))
@@ -1406,11 +1561,15 @@ class Service:
         sigs = np.frombuffer(add.sigs, dtype="<u4").astype(np.uint32)
         sigs = sigs.reshape(1, self.params.num_perm)
         removal = None
+        await self._fault_in([delete.name])
+        near = await self._near_faulted(sigs)
         if delete.nums is not None and self.index.number(delete.name) == delete.nums[0]:
             removal = await asyncio.to_thread(self.index.plan_removal, delete.name)
-        near = await asyncio.to_thread(self._near, sigs)
-        if removal is not None:
-            self.index.apply_removal(removal)
+        if removal is not None or (delete.nums is not None and delete.name not in self.index):
+            if removal is not None:
+                self.index.apply_removal(removal)
+            else:  # flushed and let go
+                self.index.dropped()
             assert delete.nums is not None
             self._hide_flushed(delete.name, delete.nums[0])
         plan = linking_plan(self.index, [delete.name], sigs, near)
@@ -1665,9 +1824,10 @@ def _hits(
     return [Hits(c, found) for c, found in zip(counts, listed, strict=True)]
 
 
-def _own_ids(index: ServiceIndex) -> list[str]:
-    """The ids of the service's own live documents."""
-    return index.documents_since(0)
+def _own_ids(store: Store) -> list[str]:
+    """The ids of every document of the service's own (the store's: flushed ones are not
+    held in memory). Blocking: the store's thread."""
+    return [i for _, ids, _ in store.iter_signatures(RECOVERY_CHUNK) for i in ids]
 
 
 def _alone(root: str, after: str | None) -> ClusterSlice:
@@ -1689,10 +1849,10 @@ def _query_matches(
     limit: int | None,
     service: Service,
     index: ServiceIndex,
-) -> list[tuple[int, list[tuple[str, float, str]]]]:
+) -> list[tuple[int, list[tuple[str, float, str | None]]]]:
     """Per signature, its matches' count and the best as (id, estimate, root), the served
-    index's documents among them; copies of one text are looked up once and share one
-    result."""
+    index's documents among them (root None: not held in memory); copies of one text are
+    looked up once and share one result."""
     if not len(sigs):
         return []
     distinct, inverse = np.unique(sigs, axis=0, return_inverse=True)
@@ -1701,7 +1861,10 @@ def _query_matches(
     if near is not None:
         cap = index.max_matches if limit is None else min(limit, index.max_matches)
         matched = [merged(f, near.found(d, cap, index), cap) for d, f in enumerate(matched)]
-    found = [(f.count, [(i, e, service.root(i, index)) for i, e in f.best]) for f in matched]
+    found = [
+        (f.count, [(i, e, index.root_of(i) if i in index else None) for i, e in f.best])
+        for f in matched
+    ]
     return [found[d] for d in inverse.reshape(-1).tolist()]
 
 

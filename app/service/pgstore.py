@@ -1052,6 +1052,16 @@ class PostgresStore:
         )
         return {r[0]: bytes(r[1]) for r in rows}
 
+    def numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """The number and signature bytes of those of ``ids`` that are registered."""
+        rows = self._run(
+            lambda c: c.execute(
+                "SELECT id, num, sig FROM documents WHERE id = ANY(%s) AND NOT deleted",
+                (list(ids),),
+            ).fetchall()
+        )
+        return {r[0]: (int(r[1]), bytes(r[2])) for r in rows}
+
     def document(self, doc_id: str) -> StoredDoc | None:
         """One registered document by id, or None."""
         row = self._run(
@@ -1086,19 +1096,24 @@ class PostgresStore:
         )
         return int(row[0]) if row is not None else 0
 
-    def document_count(self) -> int:
-        """How many documents are registered (deleted ones not counted)."""
+    def document_count(self, after: int = -1) -> int:
+        """How many documents are registered (numbered after ``after``; deleted ones not
+        counted)."""
         row = self._run(
-            lambda c: c.execute("SELECT count(*) FROM documents WHERE NOT deleted").fetchone()
+            lambda c: c.execute(
+                "SELECT count(*) FROM documents WHERE NOT deleted AND num > %s", (after,)
+            ).fetchone()
         )
         return int(row[0]) if row is not None else 0
 
-    def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]:
+    def iter_signatures(
+        self, batch: int, after: int = -1
+    ) -> Iterator[tuple[list[int], list[str], bytes]]:
         """Every registered document's (nums, ids, concatenated signature bytes), ``batch``
-        rows at a time, read with a binary COPY."""
+        rows at a time (those numbered after ``after``), read with a binary COPY."""
         sql = (
-            "COPY (SELECT num, id, sig FROM documents WHERE NOT deleted ORDER BY num) "
-            "TO STDOUT (FORMAT BINARY)"
+            "COPY (SELECT num, id, sig FROM documents WHERE NOT deleted "
+            f"AND num > {int(after)} ORDER BY num) TO STDOUT (FORMAT BINARY)"
         )
         with self._guard(), self._connection().cursor().copy(sql) as copy:
             copy.set_types(["int8", "text", "bytea"])
@@ -1283,6 +1298,14 @@ class PostgresStore:
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
         return self._run(lambda c: cluster_reads.cluster_rows(_PgSql(c), ids))
+
+    def read_cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """``cluster_rows`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda c: cluster_reads.cluster_rows(_PgSql(c), ids))
+
+    def read_numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """``numbered`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda c: cluster_reads.numbered(_PgSql(c), ids, " AND NOT deleted"))
 
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at

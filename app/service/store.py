@@ -230,6 +230,7 @@ class Store(Protocol):
     def set_settings(self, settings: dict[str, str]) -> dict[str, str]: ...
     def probe(self) -> None: ...
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]: ...
+    def numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]: ...
     def add_documents(
         self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
     ) -> None: ...
@@ -244,6 +245,8 @@ class Store(Protocol):
     def clusters_filled(self) -> bool: ...
     def fill_clusters(self, rows: Iterable[ClusterRow]) -> bool: ...
     def cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]: ...
+    def read_cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]: ...
+    def read_numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]: ...
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]: ...
     def clusters_page(
         self,
@@ -265,8 +268,10 @@ class Store(Protocol):
     def document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
-    def document_count(self) -> int: ...
-    def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]: ...
+    def document_count(self, after: int = -1) -> int: ...
+    def iter_signatures(
+        self, batch: int, after: int = -1
+    ) -> Iterator[tuple[list[int], list[str], bytes]]: ...
     def put_protected_set(self, row: ProtectedSetRow) -> None: ...
     def delete_protected_set(self, name: str) -> bool: ...
     def protected_sets(self) -> list[ProtectedSetRow]: ...
@@ -524,6 +529,11 @@ class SQLiteStore:
         """The text digests of those of ``ids`` that are registered."""
         return dict(self._rows_in("SELECT id, digest FROM documents WHERE id IN ({})", ids))
 
+    def numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """The number and signature bytes of those of ``ids`` that are registered."""
+        rows = self._rows_in("SELECT id, num, sig FROM documents WHERE id IN ({})", ids)
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def add_documents(
         self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
     ) -> None:
@@ -600,6 +610,14 @@ class SQLiteStore:
         """(root, size) of each of ``ids`` that is in a cluster of two or more."""
         return cluster_reads.cluster_rows(_SQLiteSql(self._db), ids)
 
+    def read_cluster_rows(self, ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """``cluster_rows`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda db: cluster_reads.cluster_rows(db, ids))
+
+    def read_numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """``numbered`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda db: cluster_reads.numbered(db, ids))
+
     def cluster_members(self, root: str, after: str | None, limit: int) -> list[str]:
         """The member ids of the cluster rooted at ``root`` after ``after``, in id order, at
         most ``limit`` (none if ``root`` roots no cluster of two or more)."""
@@ -670,7 +688,7 @@ class SQLiteStore:
         sql = "SELECT num, text FROM documents WHERE num IN ({}) AND text IS NOT NULL"
         return dict(self._rows_in(sql, nums))
 
-    def _rows_in(self, sql: str, keys: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+    def _rows_in(self, sql: str, keys: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
         """The rows of ``sql`` (with an ``IN ({})`` slot) for ``keys``, 500 bound values a query,
         under SQLite's limit on parameters."""
         for lo in range(0, len(keys), 500):
@@ -682,14 +700,20 @@ class SQLiteStore:
         row = self._db.execute("SELECT MAX(num) FROM documents").fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
-    def document_count(self) -> int:
-        """How many documents are registered."""
-        row = self._db.execute("SELECT COUNT(*) FROM documents").fetchone()
+    def document_count(self, after: int = -1) -> int:
+        """How many documents are registered (numbered after ``after``)."""
+        sql = "SELECT COUNT(*) FROM documents" + (" WHERE num > ?" if after >= 0 else "")
+        row = self._db.execute(sql, (after,) if after >= 0 else ()).fetchone()
         return int(row[0])
 
-    def iter_signatures(self, batch: int) -> Iterator[tuple[list[int], list[str], bytes]]:
-        """Every document's (nums, ids, concatenated signature bytes), ``batch`` rows at a time."""
-        cursor = self._db.execute("SELECT num, id, sig FROM documents ORDER BY num")
+    def iter_signatures(
+        self, batch: int, after: int = -1
+    ) -> Iterator[tuple[list[int], list[str], bytes]]:
+        """Every document's (nums, ids, concatenated signature bytes), ``batch`` rows at a time
+        (those numbered after ``after``)."""
+        cursor = self._db.execute(
+            "SELECT num, id, sig FROM documents WHERE num > ? ORDER BY num", (after,)
+        )
         while rows := cursor.fetchmany(batch):
             yield [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
 

@@ -167,7 +167,8 @@ async def _cluster_view(service: Service, root: str, page: int, find: str | None
     rows = list(range(lo, min(lo + PAGE_ROWS, len(ranked.groups))))
     ids = [ranked.groups[k][0] for k in rows]
     shown = ids if ids[:1] == [root] else [root, *ids]
-    sigs = service.index.signatures_of(shown)
+    signatures = await service.member_signatures(shown)
+    sigs = np.stack([signatures[i] for i in shown])  # (KeyError: deleted meanwhile)
     texts = await service.texts(shown)
     params = service.params
     view = await asyncio.to_thread(_page_view, root, shown, sigs, texts, params.k, params.tokenizer)
@@ -182,7 +183,7 @@ async def _cluster_view(service: Service, root: str, page: int, find: str | None
             replace(member, estimate=ranked.estimates[k], copies=copies,
                     copy_count=len(group) - 1, chain=chain)
         )  # fmt: skip
-    matrix = _matrix(service.index.signatures_of(ids)) if ids else None
+    matrix = _matrix(np.stack([signatures[i] for i in ids])) if ids else None
     return replace(
         view, members=members_shown, ids=ids, matrix=matrix, size=len(members),
         distinct=len(ranked.groups), page=page, pages=pages, threshold=params.threshold,
@@ -204,20 +205,24 @@ async def _ranking(service: Service, root: str, members: list[str]) -> _Ranked:
     digests = await service.digests(members)
     groups = await asyncio.to_thread(_copies, members, digests)
     reps = [g[0] for g in groups]
-    index = service.index
-    root_sig = index.signatures_of([root])[0]
+    # Memory's, the store's or the index's (a flushed cluster is not held in memory).
+    root_sig = (await service.member_signatures([root]))[root]
     est = np.zeros(len(reps), dtype=np.float64)
+    kept: dict[str, NDArray[np.uint32]] = {}
     for lo in range(0, len(reps), _SLAB):
-        slab = [(k, i) for k, i in enumerate(reps[lo : lo + _SLAB], start=lo) if i in index]
+        found = await service.member_signatures(reps[lo : lo + _SLAB])
+        slab = [(k, i) for k, i in enumerate(reps[lo : lo + _SLAB], start=lo) if i in found]
         if slab:  # (a member deleted meanwhile keeps estimate 0)
-            sigs = index.signatures_of([i for _, i in slab])
+            sigs = np.stack([found[i] for _, i in slab])
             est[[k for k, _ in slab]] = (sigs == root_sig).mean(axis=1)
+        if len(reps) <= CHAIN_LIMIT:
+            kept.update(found)
         await asyncio.sleep(0)
     order = sorted(range(len(groups)), key=lambda k: (reps[k] != root, est[k], reps[k]))
     chains = None
-    if len(reps) <= CHAIN_LIMIT and all(i in index for i in reps):
+    if len(reps) <= CHAIN_LIMIT and all(i in kept for i in reps):
         params = service.params
-        sigs = index.signatures_of(reps)
+        sigs = np.stack([kept[i] for i in reps])
         chains = await asyncio.to_thread(
             _chains, reps, sigs, est, reps.index(root), params.bands, params.threshold
         )

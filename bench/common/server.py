@@ -158,6 +158,7 @@ def start_server(
     timeout: float = READY_TIMEOUT,
     data_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
+    repo: Path | None = None,
 ) -> Server:
     """Start ``python -m neardup serve`` on a free loopback port and wait until it is ready.
 
@@ -169,6 +170,8 @@ def start_server(
         data_dir: the server's ``--data-dir``.
         env: ``NEARDUP_*`` settings for the server's environment; with ``NEARDUP_PORT`` the
             port is that one, and no ``--port`` is passed.
+        repo: another checkout to run the server of (its ``.venv``, from its root): a
+            benchmark's "before"; default this one, with this interpreter.
 
     Returns:
         The ready server. On any failure its process group is killed before raising.
@@ -183,7 +186,8 @@ def start_server(
     log = tmp / f"server-{port}.log"
     environ = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     environ.update(settings)
-    cmd = [sys.executable, "-m", "neardup", "serve"]
+    python = sys.executable if repo is None else str(repo / ".venv" / "bin" / "python")
+    cmd = [python, "-m", "neardup", "serve"]
     cmd += [] if "NEARDUP_PORT" in settings else ["--port", str(port)]
     cmd += ["--data-dir", str(data_dir or tmp / "data"), *args]
     started = time.perf_counter()
@@ -193,7 +197,7 @@ def start_server(
             stdout=out,
             stderr=subprocess.STDOUT,
             env=environ,
-            cwd=REPO_ROOT,
+            cwd=REPO_ROOT if repo is None else repo,
             start_new_session=True,
         )
     server = Server(f"http://{HOST}:{port}", process, log)

@@ -9,6 +9,7 @@ browser session (see ``security``). Sign-in forms posted from another site are r
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -108,12 +109,16 @@ async def overview(
 async def find(request: Request, service: ServiceDep, id: str = "") -> Response:
     """A document by id: to its cluster's page, on the page holding its row; else the overview
     saying so (404)."""
-    if id and id in service.index:
-        root = service.index.root_of(id)
+    root, indexed = "", False
+    if id:
+        with suppress(NotFound):
+            _, root, _, indexed = await service.document(id)
+    alone = root == id and indexed
+    if alone and (await service.root_and_size(id))[1] == 1:  # an indexed one: its page
+        return RedirectResponse(f"/ui/documents/{quote(id, safe='')}", status_code=303)
+    if root:
         target = f"/ui/clusters/{quote(root, safe='')}?find={quote(id, safe='')}"
         return RedirectResponse(target, status_code=303)
-    if id and await service.indexed_signature(id) is not None:  # alone: its document's page
-        return RedirectResponse(f"/ui/documents/{quote(id, safe='')}", status_code=303)
     response = await overview(request, service, find_id=id or None)
     response.status_code = 404 if id else 200
     return response
