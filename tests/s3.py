@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = ["S3Server", "start_s3_server"]
@@ -55,6 +56,16 @@ class S3Server:
         # the client's region, which S3 refuses for us-east-1).
         self.filesystem().call_s3("create_bucket", Bucket=name)
         return name
+
+    def download(self, url: str, target: Path) -> Path:
+        """The objects under ``url`` copied to the local directory ``target``."""
+        fs = self.filesystem()
+        root = url.removeprefix("s3://")
+        for key in fs.find(root):
+            local = target / key[len(root) + 1 :]
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(fs.cat_file(key))
+        return target
 
     def stop(self) -> None:
         self.server.stop()

@@ -46,17 +46,6 @@ def _add(url: str, ids: list[str], texts: list[str]) -> DocIndex:
     return DocIndex.open(url)
 
 
-def _download(s3_server: S3Server, url: str, target: Path) -> Path:
-    """The objects under ``url`` copied to the local directory ``target``."""
-    fs = s3_server.filesystem()
-    root = url.removeprefix("s3://")
-    for key in fs.find(root):
-        local = target / key[len(root) + 1 :]
-        local.parent.mkdir(parents=True, exist_ok=True)
-        local.write_bytes(fs.cat_file(key))
-    return target
-
-
 def _listing(idx: Path) -> list[str]:
     """Every file under ``idx`` (relative paths), the random part of each name left out."""
     names = (str(p.relative_to(idx)) for p in idx.rglob("*") if p.is_file())
@@ -116,7 +105,7 @@ def test_an_index_on_s3_holds_and_answers_what_one_on_a_local_directory_does(
     assert (on_s3.version, on_s3.rows, on_s3.params) == (here.version, here.rows, here.params)
     asked = [*texts[::7], "alpha beta gamma delta epsilon zeta eta theta", "nothing like it"]
     assert _answers(on_s3, asked) == _answers(here, asked)
-    copy = _download(s3_server, url, tmp_path / "copy")
+    copy = s3_server.download(url, tmp_path / "copy")
     assert _part_files(copy) == _part_files(Path(local))
     assert index_table(copy).equals(index_table(Path(local)))
     assert _listing(copy) == _listing(Path(local))
@@ -152,7 +141,7 @@ def test_a_part_larger_than_a_block_is_uploaded_in_parts_and_read_by_ranges(
     assert got.exact.tolist() == want.exact.tolist() == list(range(len(asked)))
     assert np.array_equal(got.sigs, want.sigs)
     assert on_s3.id_digests(ids[5000:5003]) == here.id_digests(ids[5000:5003])
-    copy = _download(s3_server, url, tmp_path / "copy")
+    copy = s3_server.download(url, tmp_path / "copy")
     assert _part_files(copy) == _part_files(Path(local))
 
 

@@ -122,17 +122,6 @@ def _commands(idx: str, tmp: Path, capsys, out: str) -> list[Any]:
     return said
 
 
-def _download(s3_server: S3Server, url: str, target: Path) -> Path:
-    """The objects under ``url`` copied to the local directory ``target``."""
-    fs = s3_server.filesystem()
-    root = url.removeprefix("s3://")
-    for key in fs.find(root):
-        local = target / key[len(root) + 1 :]
-        local.parent.mkdir(parents=True, exist_ok=True)
-        local.write_bytes(fs.cat_file(key))
-    return target
-
-
 def test_dedup_and_the_index_commands_on_s3_answer_as_on_a_local_directory(
     s3_server: S3Server, s3, tmp_path: Path, capsys
 ) -> None:
@@ -158,7 +147,7 @@ def test_dedup_and_the_index_commands_on_s3_answer_as_on_a_local_directory(
     for name in ("out0.jsonl", "removed0.jsonl", "removed1.jsonl"):
         # byte for byte but the part names (``index_part``), which are random
         assert _unnamed((on_s3 / name).read_bytes()) == _unnamed((here / name).read_bytes())
-    copy = _download(s3_server, idx, tmp_path / "copy")
+    copy = s3_server.download(idx, tmp_path / "copy")
     assert index_table(copy).equals(index_table(here / "idx"))
     _, manifest = latest_manifest(copy)
     [part] = manifest["parts"]
