@@ -76,6 +76,7 @@ def faulted(
         if lost:  # the tables name a member that is neither the store's nor the index's
             log.warning("cluster members not found, left out: %s", lost[:5])
             gone = [m for m in gone if m not in lost]
-        out.append(faults(gone, [m for m in group if m in index]))
+        if gone:
+            out.append(faults(gone, [m for m in group if m in index]))
     out += [faults([i], []) for i in alone if i in own]
     return out

@@ -152,3 +152,29 @@ def test_a_faulted_document_counts_as_earlier_the_members_registered_before_it_w
     _fault(full, evicted, [last])
     found = evicted.earlier_matches([last])
     assert found == full.earlier_matches([last]) and found[0].count >= len(group) - 1
+
+
+def test_a_cluster_member_found_nowhere_is_left_out_not_an_error():
+    """The tables name a member that neither the store nor the index holds (a damaged store):
+    logged and left out; a cluster whose every missing member is so brings nothing back."""
+
+    class Tables:
+        def cluster_rows(self, ids):
+            return {i: ("ghost", 2) for i in ids}
+
+        def cluster_members(self, root, after, limit):
+            return [] if after else ["ghost", "phantom"]
+
+        def numbered(self, ids):
+            return {}
+
+    class Served:
+        class index:
+            @staticmethod
+            def id_signatures(ids):
+                return {}
+
+    from neardup.app.service.faults import faulted
+
+    full = _full(IDS, [len(IDS)])
+    assert faulted(Tables(), Served(), full.evicted(full.next_number), ["ghost"]) == []
