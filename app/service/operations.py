@@ -1081,14 +1081,7 @@ class Service:
     async def signature_of(self, doc_id: str) -> NDArray[np.uint32] | None:
         """The signature of a registered document: memory's, the store's (one of the service's
         own flushed ones) or the served index's; None if unknown."""
-        index = self.index
-        if doc_id in index:
-            sig: NDArray[np.uint32] = index.signatures_of([doc_id])[0]
-            return sig
-        own = await self._read_call(self.store.read_numbered, [doc_id])
-        if doc_id in own:
-            return np.frombuffer(own[doc_id][1], dtype="<u4").astype(np.uint32)
-        return await self.indexed_signature(doc_id)
+        return (await self.member_signatures([doc_id])).get(doc_id)
 
     def _known(self, doc_id: str) -> int:
         num = self.index.number(doc_id)
@@ -1228,8 +1221,10 @@ class Service:
             for doc_id, (_, sig) in own.items():
                 found[doc_id] = np.frombuffer(sig, dtype="<u4").astype(np.uint32)
             rest = [i for i in rest if i not in own]
-        if rest and self.served is not None:
-            found.update(await asyncio.to_thread(self.served.index.id_signatures, rest))
+        served = self.served
+        rest = [] if served is None else [i for i in rest if i not in served.hidden]
+        if rest and served is not None:  # (a deleted flushed document's row: hidden)
+            found.update(await asyncio.to_thread(served.index.id_signatures, rest))
         return found
 
     async def largest_clusters(

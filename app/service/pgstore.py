@@ -1054,13 +1054,7 @@ class PostgresStore:
 
     def numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """The number and signature bytes of those of ``ids`` that are registered."""
-        rows = self._run(
-            lambda c: c.execute(
-                "SELECT id, num, sig FROM documents WHERE id = ANY(%s) AND NOT deleted",
-                (list(ids),),
-            ).fetchall()
-        )
-        return {r[0]: (int(r[1]), bytes(r[2])) for r in rows}
+        return self._run(lambda c: cluster_reads.numbered(_PgSql(c), ids, " AND NOT deleted"))
 
     def document(self, doc_id: str) -> StoredDoc | None:
         """One registered document by id, or None."""

@@ -531,8 +531,7 @@ class SQLiteStore:
 
     def numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """The number and signature bytes of those of ``ids`` that are registered."""
-        rows = self._rows_in("SELECT id, num, sig FROM documents WHERE id IN ({})", ids)
-        return {r[0]: (r[1], r[2]) for r in rows}
+        return cluster_reads.numbered(_SQLiteSql(self._db), ids)
 
     def add_documents(
         self, docs: Sequence[StoredDoc], clusters: ClusterWrite | None = None
