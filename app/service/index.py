@@ -445,6 +445,7 @@ class ServiceIndex:
             for slot in group[1:]:
                 self._clusters.union(group[0], slot)
             at += len(c.ids)
+        self.version += 1  # (a reader that began meanwhile sees another version: read again)
 
     def dropped(self, count: int = 1) -> None:
         """``count`` documents of the service's own, not held here (flushed and let go), were

@@ -711,7 +711,8 @@ class Service:
         if wanted:
             found = await self._io_call(faulted, self.store, served, index, wanted)
             if found:
-                self.index.fault_in(found)
+                # Grows with the clusters brought back (their classes and buckets): off the loop.
+                await asyncio.to_thread(self.index.fault_in, found)
 
     def _replace_clusters(
         self, removal: Removal, doc_id: str, sigs: NDArray[np.uint32], near: Near | None
