@@ -34,6 +34,9 @@ log = logging.getLogger("neardup")
 #: changes them for all replicas at once (docs/api.md, "A shared store and replicas").
 ANSWER_SETTINGS = ("threshold", "ngram", "max_matches")
 
+#: The index an embedded store's service serves when INDEX is not set, inside DATA_DIR.
+DEFAULT_INDEX = "index"
+
 #: The Host header names a loopback server answers to by default (DNS rebinding sends others).
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 _WILDCARDS = {"", "0.0.0.0", "::", "[::]"}
@@ -85,10 +88,12 @@ class Settings(BaseSettings):
     store_url: str | None = None
     #: The PostgreSQL schema that holds the shared store's tables (docs/postgres.md).
     store_schema: str = "public"
-    #: A persistent index the service also answers for (``neardup dedup --index``; a directory
-    #: or an fsspec URL; docs/index.md): its documents are matched, linked into clusters and
-    #: known by id, and the service writes its own into it (FLUSH_ROWS, FLUSH_SECONDS). None:
-    #: the service's own documents only.
+    #: The persistent index the service answers for and writes its documents into
+    #: (FLUSH_ROWS, FLUSH_SECONDS; a directory or an fsspec URL; docs/index.md), shared with
+    #: ``neardup dedup --index``: its documents are matched, linked into clusters and known by
+    #: id. None: ``DATA_DIR/index`` (created at the first start) with the embedded store; with
+    #: a shared store (STORE_URL) none, as replicas must all read one index: set it to a
+    #: location every replica reads, else each replica holds every document in memory.
     index: str | None = None
     #: Seconds between two readings of the served index's manifest: parts committed since
     #: (by ``neardup dedup --index``, or a compaction) are then served, and the service's
@@ -236,10 +241,19 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def index_url(self) -> str | None:
+        """The index served: INDEX, else the data directory's (``DATA_DIR/index``) with the
+        embedded store, else None (a shared store's replicas need one INDEX they all read)."""
+        if self.index is not None:
+            return self.index
+        return None if self.store_url is not None else str(self.data_dir / DEFAULT_INDEX)
+
+    @property
     def flushes(self) -> bool:
-        """Whether the service writes its documents into the index it serves: with INDEX and
-        FLUSH_ROWS or FLUSH_SECONDS set (on a shared store, one replica at a time)."""
-        return self.index is not None and (self.flush_rows > 0 or self.flush_seconds > 0)
+        """Whether the service writes its documents into the index it serves: with an index
+        (``index_url``) and FLUSH_ROWS or FLUSH_SECONDS set (on a shared store, one replica at
+        a time)."""
+        return self.index_url is not None and (self.flush_rows > 0 or self.flush_seconds > 0)
 
     @property
     def compacts(self) -> bool:

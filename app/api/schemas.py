@@ -184,8 +184,9 @@ class ConfigResponse(BaseModel):
     lsh_threshold: float = Field(description="(1/bands) ** (1/rows): where the S-curve is steepest")
     index_served: bool = Field(
         default=False,
-        description="whether the service also answers for a persistent index, read only "
-        "(`neardup serve --index`; its location is not shown: a URL may hold credentials)",
+        description="whether the service answers for a persistent index (`neardup serve "
+        "--index`, else the data directory's with the embedded store; its location is not "
+        "shown: a URL may hold credentials)",
     )
     query_threshold_min: float = Field(
         description="the smallest `threshold` /v1/query takes: the bands' reach, the similarity "

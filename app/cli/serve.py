@@ -119,11 +119,11 @@ def _check_index(settings: Settings) -> None:
     from neardup.app.service.served import ServedIndex
     from neardup.core.engine import NeardupError
 
-    url = settings.index
+    url = settings.index_url
     if url is None:
         return
     try:
-        ServedIndex.open(url, settings.params)
+        ServedIndex.open(url, settings.params, create=settings.index is None)
     except NeardupError as exc:  # the URL's password, if any, is never printed
         raise NeardupError(" ".join(redact(str(exc), url).split())) from None
     except (OSError, ValueError) as exc:  # an fsspec URL it cannot open: one line all the same

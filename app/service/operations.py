@@ -393,8 +393,10 @@ class Service:
     def _recover(self) -> None:
         """Rebuild the index and the protected sets from the store, logging its progress."""
         started = time.perf_counter()
-        if self.settings.index is not None:  # the manifest only: no work per indexed document
-            self.served = ServedIndex.open(self.settings.index, self.params)
+        url = self.settings.index_url
+        if url is not None:  # the manifest only: no work per indexed document
+            # The data directory's index (INDEX unset) is created by the first start.
+            self.served = ServedIndex.open(url, self.params, create=self.settings.index is None)
             log.info(
                 "serving the index version=%d documents=%d", self.served.version, self.served.rows
             )
@@ -405,6 +407,11 @@ class Service:
                 self.flusher.start(resolve=self.flushing)
             if not self.flushing:
                 log.info("the index is served read only: FLUSH_ROWS and FLUSH_SECONDS are 0")
+        else:  # a shared store: replicas must read one index, which no default could name
+            log.warning(
+                "no index (NEARDUP_INDEX): every document is held in memory on each replica; "
+                "set it to a location every replica reads (docs/api.md, INDEX)"
+            )
         self._install(self._read_state())
         self.recovery_seconds = time.perf_counter() - started
         log.info(

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from neardup.app.service.errors import IndexNotServable
 from neardup.app.service.index import Found, Plan, ServiceIndex
-from neardup.core.engine import DocIndex, MinhashParams
+from neardup.core.engine import DocIndex, IndexConflictError, MinhashParams, commit_index
 
 __all__ = ["Near", "ServedIndex", "linking_plan", "matched_rows", "matched_rows_plan"]
 
@@ -58,10 +58,13 @@ class ServedIndex:
         self.hidden: set[str] = set()
 
     @classmethod
-    def open(cls, url: str, params: MinhashParams) -> ServedIndex:
-        """The latest version at ``url``, checked: IndexMissingError (none there),
-        IndexDamagedError, IndexParameterError naming the first parameter that differs from
-        ``params``, IndexNotServable for a part without a key table."""
+    def open(cls, url: str, params: MinhashParams, *, create: bool = False) -> ServedIndex:
+        """The latest version at ``url``, checked: IndexMissingError (none there; with
+        ``create``, an empty index of ``params`` is committed there first), IndexDamagedError,
+        IndexParameterError naming the first parameter that differs from ``params``,
+        IndexNotServable for a part without a key table."""
+        if create:
+            created(url, params)
         index = _checked(url, DocIndex.open(url), params)
         if any(p.ids is None for p in index.parts):
             # What id checks of a part without an id table use, imported now rather than by
@@ -113,6 +116,20 @@ class ServedIndex:
         if doc_id in self.hidden:
             return None
         return self.index.id_signatures([doc_id]).get(doc_id)
+
+
+def created(url: str, params: MinhashParams) -> bool:
+    """Commit an empty index of ``params`` at ``url`` (version 1, no parts) if nothing is
+    committed there yet (True); False if an index is there (or another process created it
+    meanwhile)."""
+    empty = DocIndex.open(url, missing_ok=True)
+    if empty.version:
+        return False
+    try:
+        commit_index(empty, params)
+    except IndexConflictError:  # created meanwhile: that one is served
+        return False
+    return True
 
 
 def _checked(url: str, index: DocIndex, params: MinhashParams) -> DocIndex:

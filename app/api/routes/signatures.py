@@ -19,7 +19,7 @@ async def config(request: Request, settings: SettingsDep) -> Response:
     return await answer(request, lambda _: ConfigResponse(
         **params.as_dict(), rows=params.rows, lsh_threshold=params.lsh_threshold,
         query_threshold_min=params.query_floor, tokenizer_version=params.tokenizer_version,
-        window_version=params.window_version, index_served=settings.index is not None,
+        window_version=params.window_version, index_served=settings.index_url is not None,
     ))  # fmt: skip
 
 

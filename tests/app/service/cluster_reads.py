@@ -36,6 +36,18 @@ async def cluster_or_indexed(service: Service, root: str) -> list[str]:
     return found.members
 
 
+async def every_cluster(service: Service) -> dict[str, list[str]]:
+    """Every cluster the tables hold, singletons included, by root: what the service answers
+    for, whatever its memory holds (flushed documents leave it)."""
+    found: dict[str, list[str]] = {}
+    after: str | None = None
+    while True:
+        members, after = await page(service, 1, 1_000, after)
+        found.update((m[0], m) for m in members)
+        if after is None:
+            return found
+
+
 # --- the oracle: memory ---------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from neardup.app.service.index import ServiceIndex
 from neardup.core.engine import MinhashParams
 from neardup.core.minhash import clusters as core_clusters
 from neardup.core.minhash import signatures
+from tests.app.service.cluster_reads import every_cluster
 from tests.fixtures import planted_corpus
 
 CORPUS = planted_corpus(4, n_clusters=6, n_borderline=3, n_singletons=10)
@@ -134,14 +135,14 @@ async def _updates(tmp_path, updates: int, live: int = 100) -> dict:
             await service._compacting
         stats = service.stats()
         rows = service.store._db.execute("SELECT count(*) FROM documents").fetchone()[0]
-        before = {g: service.index.members(g) for g in service.index.roots()}
+        before = await every_cluster(service)
         compactions = service.compactions
     finally:
         await service.close()
     size = sum(f.stat().st_size for f in (tmp_path / "data").glob("neardup.sqlite3*"))
     service = await Service.start(_settings(tmp_path))
     try:
-        after = {g: service.index.members(g) for g in service.index.roots()}
+        after = await every_cluster(service)
         restarted = service.stats()
     finally:
         await service.close()

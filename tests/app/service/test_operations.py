@@ -479,7 +479,8 @@ def test_cluster_largest_clusters_and_stats(service_in):
     assert largest == ([("g1-0", 4), ("g2-0", 2)], {4: 1, 2: 1})
     assert second == ([("g2-0", 2)], {4: 1, 2: 1})
     assert stats == {
-        "documents": 10, "indexed_documents": 0, "index_version": 0, "unflushed": 0,
+        # The data directory's index (created empty: version 1); nothing flushed yet.
+        "documents": 10, "indexed_documents": 0, "index_version": 1, "unflushed": 10,
         "index_flushes": 0, "index_parts": 0, "part_compactions": 0,
         "part_compactions_failed": 0, "indexed_linked": 0,
         "clusters": 2, "duplicates": 4, "protected_sets": 1, "broken_protected_sets": 0,
@@ -796,11 +797,15 @@ def test_decontamination_refuses_repeated_ids_and_colliding_piece_ids(service_in
 
 def test_a_restart_recovers_the_documents_and_the_protected_sets(service_in, caplog):
     """Everything stored is back after a restart: the index (clusters, numbering), the sets
-    and their sizes; recovery logs its progress (RECOVERY_CHUNK documents a read)."""
+    and their sizes; recovery logs its progress (RECOVERY_CHUNK documents a read). Nothing is
+    flushed (FLUSH_ROWS and FLUSH_SECONDS 0: the data directory's index read only), so the
+    restart reads every document back from the store, as a start after a kill -9 reads the
+    unflushed ones."""
     caplog.set_level(logging.INFO, logger="neardup")
+    unflushed = {"flush_rows": 0, "flush_seconds": 0}
 
     async def run():
-        async with service_in() as service:
+        async with service_in(**unflushed) as service:
             await service.register(_groups())
             await service.delete("s3")
             await service.put_protected_set("ev", SET_BODY, ProtectedFormat.JSONL)
@@ -808,7 +813,7 @@ def test_a_restart_recovers_the_documents_and_the_protected_sets(service_in, cap
         operations.RECOVERY_CHUNK = 3
         caplog.clear()
         try:
-            async with service_in(recovery_log_seconds=0) as again:
+            async with service_in(recovery_log_seconds=0, **unflushed) as again:
                 after = (await page(again, 1, 100, None), dict(again._set_bytes))
                 added = await again.register([NewDoc("new", THIRD, {})])
                 return (before, after, again.protected_set("ev").items, again.recovery_seconds,
@@ -1640,10 +1645,10 @@ def test_a_compaction_that_fails_leaves_the_index_in_use(service_in, monkeypatch
     count, removed, clusters = _run(run())
     assert count == 0 and removed == 5
     assert clusters == [["g1-0", "g1-1", "g1-2"], ["g2-1"]]
-    failed = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert [r.getMessage() for r in failed] == [
-        "could not compact the index; it keeps its removed slots"
-    ]
+    failed = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    # Each write after a failure tries again: how many tried depends on when the background
+    # task ran (the flusher's wake-ups move it), every one logged, none other.
+    assert failed and set(failed) == {"could not compact the index; it keeps its removed slots"}
 
 
 def test_a_decontamination_counts_each_cut_piece_in_its_working_memory(service_in):
