@@ -1057,10 +1057,10 @@ class Service:
         held = doc_id in index
         # Held: the service's own if it has a number. Not held: flushed (the store's), or in
         # the served index only, or unknown (the store is asked only when documents leave
-        # memory: its thread serves writes too).
+        # memory). Read on the read connection: never queued behind a write.
         stored = None
         if index.number(doc_id) is not None or (not held and self.flusher is not None):
-            stored = await self._io_call(self.store.document, doc_id)
+            stored = await self._read_call(self.store.read_document, doc_id)
         if stored is None:
             if self.served is not None and await asyncio.to_thread(self._in_served, doc_id):
                 return doc_id, (await self.root_and_size(doc_id))[0], None, True
@@ -1091,13 +1091,14 @@ class Service:
         return num
 
     async def texts(self, doc_ids: Sequence[str]) -> dict[str, str]:
-        """The stored texts of those documents (none when STORE_TEXT is off)."""
+        """The stored texts of those documents (none when STORE_TEXT is off), read on the read
+        connection (never queued behind a write)."""
         nums = {n: i for i in doc_ids if (n := self.index.number(i)) is not None}
         flushed = [i for i in doc_ids if i not in self.index]
         if flushed and self.flusher is not None:  # (in memory no more)
             numbered = await self._read_call(self.store.read_numbered, flushed)
             nums.update((num, i) for i, (num, _) in numbered.items())
-        found = await self._io_call(self.store.texts, list(nums))
+        found = await self._read_call(self.store.read_texts, list(nums))
         return {nums[n]: text for n, text in found.items()}
 
     async def replace(self, doc: NewDoc, meta_given: bool = True) -> Registered:
