@@ -92,10 +92,12 @@ STORE_AWAY = (
 
 
 #: What a client is told when the served index cannot be read: what its storage said (and its
-#: URL, which may hold credentials) goes to the log only. Nothing was stored.
+#: URL, which may hold credentials) goes to the log only. A write reads the index before it
+#: stores anything, so one answered this is not stored (but for a failure in the moment after
+#: its commit): sending it again is safe either way.
 INDEX_AWAY = (
-    "the index is unavailable (its storage cannot be read); nothing was stored; retry after "
-    "Retry-After seconds"
+    "the index is unavailable (its storage cannot be read); retry after Retry-After seconds "
+    "(sending a write again is safe)"
 )
 
 

@@ -143,8 +143,10 @@ class StoreUnavailable(NeardupError, ConnectionError):
 class IndexUnavailable(NeardupError, ConnectionError):
     """The served index (``--index``) cannot be read right now: its object store does not
     answer (unreachable endpoint, timeouts, throttling after the client's retries) or refuses
-    the credentials. The request stopped before storing anything. Answered 503 with
-    Retry-After; /readyz is 503 "index unavailable" until a read of the index works again."""
+    the credentials. A write looks its documents up in the index before storing them, so it
+    stopped before storing anything (but when the index fails in the moment after its commit:
+    sending it again is safe). Answered 503 with Retry-After; /readyz is 503 "index
+    unavailable" until a read of the index works again."""
 
 
 class LogPruned(StoreUnavailable):
