@@ -58,7 +58,7 @@ from neardup.core._index_parts import (
 )
 from neardup.core._params import MinhashParams
 from neardup.core._scripts import tokenizer_name, tokenizer_version
-from neardup.core._storage import _is_local, filesystem
+from neardup.core._storage import _is_local, check_bucket, filesystem
 from neardup.core._text import TOKENIZERS
 from neardup.core.errors import (
     IndexChangedError,
@@ -232,11 +232,14 @@ class DocIndex:
         """The latest committed version at ``url``, read from fresh listings and checked whole
         (``_index_log.read_latest``: IndexDamagedError for a missing version or a malformed
         manifest); IndexMissingError when there is none (with ``missing_ok``, the empty index of
-        version 0 instead)."""
+        version 0 instead, to create: IndexBucketError if it would be in a bucket that does not
+        exist, which the first write would create)."""
         fs, root = filesystem(url)
         version, manifest = read_latest(url, fs, root)
         if not version and not missing_ok:
             raise IndexMissingError(url)
+        if not version:
+            check_bucket(url, fs, root)
         return cls(url, fs, root, version, manifest)
 
     @property

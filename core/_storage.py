@@ -32,7 +32,7 @@ from neardup.core._formats import (
     corpus_format,
     protected_format,
 )
-from neardup.core.errors import CorpusError
+from neardup.core.errors import CorpusError, IndexBucketError
 
 __all__ = [
     "INDEX_DIRS",
@@ -40,6 +40,7 @@ __all__ = [
     "Output",
     "Source",
     "atomic_output",
+    "check_bucket",
     "check_output",
     "check_target",
     "expand_inputs",
@@ -97,6 +98,28 @@ def filesystem(target: str) -> tuple[Any, str]:
     except ImportError as exc:
         raise CorpusError(target, None, f"this URL scheme needs a package: {exc}") from None
     return fs, path
+
+
+#: The protocols of object stores whose client creates a missing bucket when a file is written
+#: under it (s3fs's ``makedirs``): a new index there is checked first (``check_bucket``).
+_BUCKETED = frozenset({"s3", "s3a"})
+
+
+def check_bucket(url: str, fs: Any, root: str) -> None:
+    """IndexBucketError if ``root`` (a path of ``fs``, from ``url``) is on an object store
+    (``s3://``) and its bucket does not exist: a write would create it. Asked of the bucket
+    itself (``HeadBucket``); a bucket these credentials may not ask about (403) is taken to
+    exist (a write will tell), and a store that does not answer raises its client's error."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    if not _BUCKETED & set(protocols):
+        return
+    bucket = root.split("/", 1)[0]
+    try:
+        fs.call_s3("head_bucket", Bucket=bucket)
+    except FileNotFoundError:
+        raise IndexBucketError(url, bucket) from None
+    except PermissionError:
+        pass
 
 
 def _static_root(path: str) -> str:

@@ -219,6 +219,7 @@ from neardup.core._writer import RowWriter, nan_as_null, nan_as_null_note
 from neardup.core.errors import (
     CorpusError,
     DuplicateIdError,
+    IndexBucketError,
     IndexChangedError,
     IndexConflictError,
     IndexDamagedError,
@@ -266,6 +267,7 @@ __all__ = [
     "Doc",
     "DocIndex",
     "DuplicateIdError",
+    "IndexBucketError",
     "IndexChangedError",
     "IndexConflictError",
     "IndexDamagedError",

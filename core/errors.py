@@ -14,6 +14,7 @@ Every error is a subclass of a builtin, so callers that only know Python's tree 
      +-- IndexDamagedError (ValueError)   a listed file or a version missing or wrong (names it)
      +-- IndexLayoutError (ValueError)    a part of an older layout where its table is needed
      +-- IndexMissingError (FileNotFoundError)  no committed index at the location
+     +-- IndexBucketError (FileNotFoundError)   a new index's bucket does not exist (s3://)
      +-- IndexConflictError (RuntimeError)      another run committed the same version first
      |    +-- IndexChangedError               ... or removed files of the version being read
      +-- WorkerError (RuntimeError)       a signature worker process died
@@ -26,6 +27,7 @@ from __future__ import annotations
 __all__ = [
     "CorpusError",
     "DuplicateIdError",
+    "IndexBucketError",
     "IndexChangedError",
     "IndexConflictError",
     "IndexDamagedError",
@@ -143,6 +145,20 @@ class IndexMissingError(NeardupError, FileNotFoundError):
     def __init__(self, url: str) -> None:
         super().__init__(f"{url}: no index here (no committed version under {url}/_index/)")
         self.url = url
+
+
+class IndexBucketError(NeardupError, FileNotFoundError):
+    """A new index on an object store (``s3://BUCKET/...``) whose bucket does not exist: its
+    client would create the bucket at the first write (a mistyped name, a new bucket), so
+    neardup refuses before writing anything; create the bucket first."""
+
+    def __init__(self, url: str, bucket: str) -> None:
+        super().__init__(
+            f"{url}: the bucket {bucket!r} does not exist (neardup never creates a bucket: "
+            "check the name, or create the bucket first)"
+        )
+        self.url = url
+        self.bucket = bucket
 
 
 class IndexParameterError(ParameterError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["S3Server", "start_s3_server"]
+__all__ = ["Outage", "S3Server", "start_s3_server"]
 
 #: Dummy credentials and region: moto accepts any, and nothing here reaches AWS.
 CREDENTIALS = {
@@ -80,3 +80,76 @@ def start_s3_server() -> S3Server:
     server.start()
     host, port = server.get_host_and_port()
     return S3Server(f"http://{host}:{port}", server)
+
+
+class Outage:
+    """A TCP relay to an S3 server that can be cut (``down``: its listener and every relayed
+    connection closed, new ones refused, as when the store is away) and restored (``up``: on the
+    same port). ``endpoint`` and ``env`` as ``S3Server``'s."""
+
+    def __init__(self, server: S3Server) -> None:
+        import socket
+        import threading
+
+        host, port = server.endpoint.removeprefix("http://").rsplit(":", 1)
+        self._target = (host, int(port))
+        self._socket, self._threading = socket, threading
+        self._guard = threading.Lock()
+        self._open: set[Any] = set()
+        self._listener: Any = None
+        self.port = 0
+        self.up()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        """The environment that points botocore at this relay."""
+        return {**CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
+
+    def up(self) -> None:
+        """Listen (again, on the same port) and relay."""
+        listener = self._socket.create_server(("127.0.0.1", self.port))
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        self._threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        """Refuse new connections and close every relayed one."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        with self._guard:
+            held, self._open = self._open, set()
+        for conn in held:
+            with _quiet():
+                conn.shutdown(self._socket.SHUT_RDWR)
+            conn.close()
+
+    def _accept(self, listener: Any) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:  # closed: down
+                return
+            try:
+                upstream = self._socket.create_connection(self._target)
+            except OSError:
+                client.close()
+                continue
+            with self._guard:
+                self._open |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                self._threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source: Any, sink: Any) -> None:
+        with _quiet():
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with _quiet():
+            sink.shutdown(self._socket.SHUT_WR)
+
+
+def _quiet() -> Any:
+    """Suppress the socket errors of a relay being cut."""
+    from contextlib import suppress
+
+    return suppress(OSError)

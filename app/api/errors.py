@@ -14,6 +14,7 @@ from neardup.app.service import (
     Conflict,
     DamagedStore,
     DataDirLocked,
+    IndexUnavailable,
     NotFound,
     OutOfReach,
     Overloaded,
@@ -52,6 +53,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (WorkerError, 503),
     (StoreFull, 507),
     (StoreUnavailable, 503),
+    (IndexUnavailable, 503),
     (SettingsChanged, 503),
     (DuplicateIdError, 422),
     (OutOfReach, 422),
@@ -89,12 +91,25 @@ STORE_AWAY = (
 )
 
 
+#: What a client is told when the served index cannot be read: what its storage said (and its
+#: URL, which may hold credentials) goes to the log only. A write reads the index before it
+#: stores anything, so one answered this is not stored (but for a failure in the moment after
+#: its commit): sending it again is safe either way.
+INDEX_AWAY = (
+    "the index is unavailable (its storage cannot be read); retry after Retry-After seconds "
+    "(sending a write again is safe)"
+)
+
+
 def detail_for(exc: Exception, where: str) -> str:
     """What a client is told of ``exc`` (raised while serving ``where``): its message, but a
-    generic one for a store that is away, whose message is logged instead."""
+    generic one for a store or an index that is away, whose message is logged instead."""
     if isinstance(exc, StoreUnavailable):
         log.warning("store unavailable on %s: %s", where, exc)
         return STORE_AWAY
+    if isinstance(exc, IndexUnavailable):
+        log.warning("index unavailable on %s: %s", where, exc)
+        return INDEX_AWAY
     return str(exc)
 
 

@@ -13,7 +13,8 @@ codes, in one place.
      +-- StoreFull                    a full (or failing) disk; nothing was stored        -> 507
      +-- StoreUnavailable             the shared database cannot be reached right now     -> 503
      |    +-- StoreRefused            it refuses this role: a privilege, the password, ... -> 503
-     +-- SettingsChanged              the store's answer settings changed under a replica -> 503
+     +-- IndexUnavailable             the served index's storage cannot be read right now -> 503
+ +-- SettingsChanged              the store's answer settings changed under a replica -> 503
      +-- ParameterMismatch            a store made with other index parameters (startup)
      |    +-- SettingsMismatch        other answer settings (THRESHOLD, NGRAM, ...) (startup)
      +-- DamagedStore                 a store file that is not a usable neardup store (startup)
@@ -33,6 +34,7 @@ __all__ = [
     "DamagedStore",
     "DataDirLocked",
     "IndexNotServable",
+    "IndexUnavailable",
     "LogPruned",
     "NotFound",
     "OutOfReach",
@@ -136,6 +138,15 @@ class StoreFull(NeardupError, OSError):
 class StoreUnavailable(NeardupError, ConnectionError):
     """The shared store (PostgreSQL) cannot be reached or did not answer in time; nothing was
     stored. Answered 503 with Retry-After; writes work again once the database is back."""
+
+
+class IndexUnavailable(NeardupError, ConnectionError):
+    """The served index (``--index``) cannot be read right now: its object store does not
+    answer (unreachable endpoint, timeouts, throttling after the client's retries) or refuses
+    the credentials. A write looks its documents up in the index before storing them, so it
+    stopped before storing anything (but when the index fails in the moment after its commit:
+    sending it again is safe). Answered 503 with Retry-After; /readyz is 503 "index
+    unavailable" until a read of the index works again."""
 
 
 class LogPruned(StoreUnavailable):

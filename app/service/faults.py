@@ -59,7 +59,7 @@ def faulted(
     groups = [[m for m in g if m not in ahead] for g in groups]
     alone = [i for i in alone if i not in ahead]
     others = [i for i in missing if i not in own and i not in ahead]
-    sigs = served.index.id_signatures(others) if others else {}
+    sigs = served.signatures(others) if others else {}
     width = index.params.num_perm
 
     def faults(members: list[str], held: list[str]) -> Faulted:

@@ -54,6 +54,7 @@ from neardup.app.service.clusters import ClusterWrite
 from neardup.app.service.compaction import Compactor, deleted_between, linked_parts
 from neardup.app.service.errors import (
     Conflict,
+    IndexUnavailable,
     LogPruned,
     NotFound,
     OutOfReach,
@@ -224,6 +225,10 @@ class Service:
         #: Why the last store write failed for lack of room (None once a write succeeds).
         self.store_full: str | None = None
         self._probed = 0.0
+        #: The served index's manifest read while it is ``down`` (``unready_reason``), in the
+        #: background: a storage away may take its client's retries to answer.
+        self._index_probe: asyncio.Task[None] | None = None
+        self._index_probed = 0.0
         self._follower: asyncio.Task[None] | None = None
         #: The last entry of a shared store's log that the index reflects (None: no log).
         self.log_position: int | None = None
@@ -355,6 +360,13 @@ class Service:
             self.store_full = None
         return result
 
+    def index_state(self) -> str | None:
+        """``up``, or ``down`` since a read of the served index failed for its storage (it is
+        not ready: ``index unavailable``) until one succeeds; None without a served index."""
+        if self.served is None:
+            return None
+        return "up" if self.served.down is None else "down"
+
     def store_state(self) -> str:
         """``up``, or ``down`` while the shared store cannot be reached (or refuses this role):
         known from the last call that tried it, and the follower tries every POLL_SECONDS."""
@@ -372,6 +384,9 @@ class Service:
             return "store unavailable"
         if self.log_lag() > POLL_SECONDS + self.settings.store_timeout:
             return "behind"
+        if self.served is not None and self.served.down is not None:
+            self._probe_index()
+            return "index unavailable"
         if self.store_full is None:
             return None
         now = time.monotonic()
@@ -381,6 +396,21 @@ class Service:
                 with suppress(StoreFull):
                     await self._write(self.store.probe)
         return None if self.store_full is None else "disk full"
+
+    def _probe_index(self) -> None:
+        """Read the served index's manifest in the background (at most every PROBE_INTERVAL,
+        one at a time): readiness returns once it is read (``ServedIndex.reading``)."""
+        running = self._index_probe is not None and not self._index_probe.done()
+        now = time.monotonic()
+        if running or self.served is None or now - self._index_probed < PROBE_INTERVAL:
+            return
+        self._index_probed = now
+
+        async def probe(served: ServedIndex) -> None:
+            with suppress(IndexUnavailable):
+                await asyncio.to_thread(served.probe)
+
+        self._index_probe = asyncio.create_task(probe(self.served))
 
     def log_lag(self) -> float:
         """Seconds since this replica last read the shared store's log (0 without one). It is
@@ -498,6 +528,8 @@ class Service:
             await asyncio.sleep(self.settings.index_refresh)
             try:
                 await self.refresh_index()
+            except IndexUnavailable:  # logged once by the index (and again once it is back)
+                pass
             except Exception:
                 log.exception("could not serve the index's new version; serving the one read")
 
@@ -885,7 +917,7 @@ class Service:
             self._pruner.cancel()
             with suppress(asyncio.CancelledError):
                 await self._pruner
-        for task in (self._compacting, self._evicting):
+        for task in (self._compacting, self._evicting, self._index_probe):
             if task is not None:
                 with suppress(Exception):
                     await task
@@ -1064,10 +1096,10 @@ class Service:
         held = doc_id in index
         # Held: the service's own if it has a number. Not held: flushed (the store's), or in
         # the served index only, or unknown (the store is asked only when documents leave
-        # memory: its thread serves writes too).
+        # memory). Read on the read connection: never queued behind a write.
         stored = None
         if index.number(doc_id) is not None or (not held and self.flusher is not None):
-            stored = await self._io_call(self.store.document, doc_id)
+            stored = await self._read_call(self.store.read_document, doc_id)
         if stored is None:
             if self.served is not None and await asyncio.to_thread(self._in_served, doc_id):
                 return doc_id, (await self.root_and_size(doc_id))[0], None, True
@@ -1098,13 +1130,14 @@ class Service:
         return num
 
     async def texts(self, doc_ids: Sequence[str]) -> dict[str, str]:
-        """The stored texts of those documents (none when STORE_TEXT is off)."""
+        """The stored texts of those documents (none when STORE_TEXT is off), read on the read
+        connection (never queued behind a write)."""
         nums = {n: i for i in doc_ids if (n := self.index.number(i)) is not None}
         flushed = [i for i in doc_ids if i not in self.index]
         if flushed and self.flusher is not None:  # (in memory no more)
             numbered = await self._read_call(self.store.read_numbered, flushed)
             nums.update((num, i) for i, (num, _) in numbered.items())
-        found = await self._io_call(self.store.texts, list(nums))
+        found = await self._read_call(self.store.read_texts, list(nums))
         return {nums[n]: text for n, text in found.items()}
 
     async def replace(self, doc: NewDoc, meta_given: bool = True) -> Registered:
@@ -1232,7 +1265,7 @@ class Service:
         served = self.served
         rest = [] if served is None else [i for i in rest if i not in served.hidden]
         if rest and served is not None:  # (a deleted flushed document's row: hidden)
-            found.update(await asyncio.to_thread(served.index.id_signatures, rest))
+            found.update(await asyncio.to_thread(served.signatures, rest))
         return found
 
     async def largest_clusters(

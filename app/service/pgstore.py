@@ -1057,31 +1057,20 @@ class PostgresStore:
         return self._run(lambda c: cluster_reads.numbered(_PgSql(c), ids, " AND NOT deleted"))
 
     def document(self, doc_id: str) -> StoredDoc | None:
-        """One registered document by id, or None."""
-        row = self._run(
-            lambda c: c.execute(
-                "SELECT num, id, digest, sig, meta, text FROM documents "
-                "WHERE id = %s AND NOT deleted",
-                (doc_id,),
-            ).fetchone()
-        )
-        if row is None:
-            return None
-        text = None if row[5] is None else bytes(row[5]).decode("utf-8")
-        return StoredDoc(
-            row[0], row[1], bytes(row[2]), bytes(row[3]), read_json(row[4], constants="null"), text
-        )
+        """One registered document by id, or None (on the store's connection, or a write's)."""
+        return self._run(lambda c: _document(c, doc_id))
+
+    def read_document(self, doc_id: str) -> StoredDoc | None:
+        """``document`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda c: _document(c, doc_id))
 
     def texts(self, nums: Sequence[int]) -> dict[int, str]:
         """The stored texts of those documents (when texts are stored)."""
-        rows = self._run(
-            lambda c: c.execute(
-                "SELECT num, text FROM documents WHERE num = ANY(%s) AND text IS NOT NULL "
-                "AND NOT deleted",
-                (list(nums),),
-            ).fetchall()
-        )
-        return {r[0]: bytes(r[1]).decode("utf-8") for r in rows}
+        return self._run(lambda c: _texts(c, nums))
+
+    def read_texts(self, nums: Sequence[int]) -> dict[int, str]:
+        """``texts`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda c: _texts(c, nums))
 
     def extent(self) -> int:
         """One more than the largest document number ever stored (0 when empty)."""
@@ -1593,6 +1582,29 @@ def _stored_version(conn: _Conn) -> int | None:
         return 1
     head = conn.execute("SELECT max(version) FROM schema_versions").fetchone()
     return int(head[0]) if head is not None and head[0] is not None else 1
+
+
+def _document(conn: _Conn, doc_id: str) -> StoredDoc | None:
+    """One registered document by id, or None."""
+    row = conn.execute(
+        "SELECT num, id, digest, sig, meta, text FROM documents WHERE id = %s AND NOT deleted",
+        (doc_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    text = None if row[5] is None else bytes(row[5]).decode("utf-8")
+    return StoredDoc(
+        row[0], row[1], bytes(row[2]), bytes(row[3]), read_json(row[4], constants="null"), text
+    )
+
+
+def _texts(conn: _Conn, nums: Sequence[int]) -> dict[int, str]:
+    """The stored texts of those documents (when texts are stored)."""
+    rows = conn.execute(
+        "SELECT num, text FROM documents WHERE num = ANY(%s) AND text IS NOT NULL AND NOT deleted",
+        (list(nums),),
+    ).fetchall()
+    return {r[0]: bytes(r[1]).decode("utf-8") for r in rows}
 
 
 def _rollback(conn: _Conn) -> None:

@@ -9,21 +9,71 @@ of a part written before id tables), so the cost of a request grows with the req
 the index.
 Parts committed after the start are served once ``newer`` finds them (the service reads the
 manifest every INDEX_REFRESH seconds).
+
+Every read of the served index goes through ``ServedIndex``: one its storage cannot answer (an
+object store away, timing out or refusing the credentials: ``storage_failed``) raises
+IndexUnavailable (503) and marks the index ``down`` until a read of it succeeds again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container
+import errno
+import logging
+import sys
+from collections.abc import Container, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from neardup.app.service.errors import IndexNotServable
+from neardup.app.service.errors import IndexNotServable, IndexUnavailable
 from neardup.app.service.index import Found, Plan, ServiceIndex
-from neardup.core.engine import DocIndex, IndexConflictError, MinhashParams, commit_index
+from neardup.core.engine import (
+    DocIndex,
+    IndexConflictError,
+    IndexDamagedError,
+    MinhashParams,
+    NeardupError,
+    commit_index,
+)
 
-__all__ = ["Near", "ServedIndex", "linking_plan", "matched_rows", "matched_rows_plan"]
+__all__ = [
+    "Near",
+    "ServedIndex",
+    "linking_plan",
+    "matched_rows",
+    "matched_rows_plan",
+    "storage_failed",
+]
+
+log = logging.getLogger("neardup")
+
+#: An OSError of these numbers is a file that is not there (or not a file): the index's state
+#: (core names it: IndexDamagedError, IndexChangedError), not its storage failing to answer.
+_ABSENT = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR}
+
+
+def storage_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` is the index's storage failing to answer, not the index's content:
+    botocore's errors (s3fs's client: endpoint unreachable, connect or read timeouts, no
+    credentials, after its retries), aiohttp's client errors, timeouts, and OSError but a
+    missing file (access denied, throttling, a connection reset); core reports some of those
+    as IndexDamagedError (a part it could not open or read), whose context they are then."""
+    if isinstance(exc, IndexDamagedError):
+        return exc.__context__ is not None and storage_failed(exc.__context__)
+    if isinstance(exc, NeardupError):  # core's and the service's own (StoreFull is an OSError)
+        return False
+    if isinstance(exc, OSError):
+        return exc.errno not in _ABSENT and not isinstance(
+            exc, FileNotFoundError | NotADirectoryError | IsADirectoryError
+        )
+    if isinstance(exc, TimeoutError):
+        return True
+    clients = [sys.modules.get("botocore.exceptions"), sys.modules.get("aiohttp")]
+    kinds = [getattr(m, n) for m, n in zip(clients, ("BotoCoreError", "ClientError"), strict=True)
+             if m is not None and hasattr(m, n)]  # fmt: skip
+    return bool(kinds) and isinstance(exc, tuple(kinds))
 
 
 @dataclass(frozen=True)
@@ -56,6 +106,34 @@ class ServedIndex:
         #: since they were flushed (app/service/flush.py): never answered, until the next flush
         #: commits their deletion.
         self.hidden: set[str] = set()
+        #: Why the last read of the index failed for its storage (``storage_failed``), until a
+        #: read succeeds again; None while it answers.
+        self.down: str | None = None
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """A read of the index: a failure of its storage raised as IndexUnavailable (the URL
+        left out of the message: it may hold credentials) and remembered in ``down``; a
+        success clears ``down``."""
+        try:
+            yield
+        except Exception as exc:
+            if not storage_failed(exc):
+                raise
+            said = " ".join(str(exc).replace(self.url, "<index>").split())
+            reason = f"{type(exc).__name__}: {said}"
+            if self.down is None:
+                log.warning("index unavailable, answering 503 until it is back: %s", reason)
+            self.down = reason
+            raise IndexUnavailable(f"the index cannot be read: {reason}") from exc
+        if self.down is not None:
+            log.info("index readable again")
+            self.down = None
+
+    def probe(self) -> None:
+        """Read the index's manifest (IndexUnavailable while its storage fails). Blocking."""
+        with self.reading():
+            DocIndex.open(self.url)
 
     @classmethod
     def open(cls, url: str, params: MinhashParams, *, create: bool = False) -> ServedIndex:
@@ -75,7 +153,8 @@ class ServedIndex:
     def newer(self, params: MinhashParams) -> DocIndex | None:
         """The index's latest version if newer than the one served, checked as at start (the
         same errors); None if it is the one served. Reads the manifest only."""
-        latest = DocIndex.open(self.url)
+        with self.reading():
+            latest = DocIndex.open(self.url)
         if latest.version <= self.index.version:
             return None
         return _checked(self.url, latest, params)
@@ -95,7 +174,8 @@ class ServedIndex:
     ) -> Near:
         """Every indexed document each of ``sigs`` matches (``DocIndex.near``) in the version
         served, or in ``version`` (one ``newer`` returned, not served yet)."""
-        found = (self.index if version is None else version).near(sigs, threshold)
+        with self.reading():
+            found = (self.index if version is None else version).near(sigs, threshold)
         rows: list[list[tuple[str, float]]] = [[] for _ in range(len(sigs))]
         hidden = self.hidden
         used: set[int] = set()
@@ -109,13 +189,19 @@ class ServedIndex:
 
     def digests(self, ids: list[str]) -> dict[str, bytes]:
         """The 16-byte text digest of every id of ``ids`` in the index (hidden ones not)."""
-        return self.index.id_digests([i for i in ids if i not in self.hidden])
+        with self.reading():
+            return self.index.id_digests([i for i in ids if i not in self.hidden])
 
     def signature(self, doc_id: str) -> NDArray[np.uint32] | None:
         """The signature of the indexed document ``doc_id`` (None: not in the index)."""
         if doc_id in self.hidden:
             return None
-        return self.index.id_signatures([doc_id]).get(doc_id)
+        return self.signatures([doc_id]).get(doc_id)
+
+    def signatures(self, ids: Sequence[str]) -> dict[str, NDArray[np.uint32]]:
+        """The signature of every id of ``ids`` in the index (hidden ones too)."""
+        with self.reading():
+            return self.index.id_signatures(list(ids))
 
 
 def created(url: str, params: MinhashParams) -> bool:

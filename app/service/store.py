@@ -266,7 +266,9 @@ class Store(Protocol):
     def linked_members(self) -> list[str]: ...
     def stored_clusters(self, ids: Sequence[str]) -> dict[int, StoredCluster]: ...
     def document(self, doc_id: str) -> StoredDoc | None: ...
+    def read_document(self, doc_id: str) -> StoredDoc | None: ...
     def texts(self, nums: Sequence[int]) -> dict[int, str]: ...
+    def read_texts(self, nums: Sequence[int]) -> dict[int, str]: ...
     def extent(self) -> int: ...
     def document_count(self, after: int = -1) -> int: ...
     def iter_signatures(
@@ -527,7 +529,8 @@ class SQLiteStore:
 
     def digests(self, ids: Sequence[str]) -> dict[str, bytes]:
         """The text digests of those of ``ids`` that are registered."""
-        return dict(self._rows_in("SELECT id, digest FROM documents WHERE id IN ({})", ids))
+        sql = "SELECT id, digest FROM documents WHERE id IN ({})"
+        return dict(_rows_in(_SQLiteSql(self._db), sql, ids))
 
     def numbered(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """The number and signature bytes of those of ``ids`` that are registered."""
@@ -672,27 +675,20 @@ class SQLiteStore:
         return cluster_sql.stored_clusters(_SQLiteSql(self._db), ids)
 
     def document(self, doc_id: str) -> StoredDoc | None:
-        """One document by id, or None."""
-        row = self._db.execute(
-            "SELECT num, id, digest, sig, meta, text FROM documents WHERE id = ?", (doc_id,)
-        ).fetchone()
-        if row is None:
-            return None
-        return StoredDoc(
-            row[0], row[1], row[2], row[3], read_json(row[4], constants="null"), row[5]
-        )
+        """One document by id, or None (on the write connection: a write's own read)."""
+        return _document(_SQLiteSql(self._db), doc_id)
+
+    def read_document(self, doc_id: str) -> StoredDoc | None:
+        """``document`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda db: _document(db, doc_id))
 
     def texts(self, nums: Sequence[int]) -> dict[int, str]:
         """The stored texts of those documents (when texts are stored)."""
-        sql = "SELECT num, text FROM documents WHERE num IN ({}) AND text IS NOT NULL"
-        return dict(self._rows_in(sql, nums))
+        return dict(_rows_in(_SQLiteSql(self._db), _TEXTS, nums))
 
-    def _rows_in(self, sql: str, keys: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
-        """The rows of ``sql`` (with an ``IN ({})`` slot) for ``keys``, 500 bound values a query,
-        under SQLite's limit on parameters."""
-        for lo in range(0, len(keys), 500):
-            chunk = list(keys[lo : lo + 500])
-            yield from self._db.execute(sql.format(",".join("?" * len(chunk))), chunk)
+    def read_texts(self, nums: Sequence[int]) -> dict[int, str]:
+        """``texts`` on the read connection (a reader's: never behind a write)."""
+        return self._read(lambda db: dict(_rows_in(db, _TEXTS, nums)))
 
     def extent(self) -> int:
         """One more than the largest document number (0 when empty)."""
@@ -851,6 +847,28 @@ class SQLiteStore:
             self._db.close()
         finally:
             self._lock.release()
+
+
+#: The stored texts of documents by number (an ``IN ({})`` slot, for ``_rows_in``).
+_TEXTS = "SELECT num, text FROM documents WHERE num IN ({}) AND text IS NOT NULL"
+
+
+def _document(db: _SQLiteSql, doc_id: str) -> StoredDoc | None:
+    """One document by id, or None."""
+    sql = "SELECT num, id, digest, sig, meta, text FROM documents WHERE id = ?"
+    rows = db.fetch(sql, (doc_id,))
+    if not rows:
+        return None
+    row = rows[0]
+    return StoredDoc(row[0], row[1], row[2], row[3], read_json(row[4], constants="null"), row[5])
+
+
+def _rows_in(db: _SQLiteSql, sql: str, keys: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql`` (with an ``IN ({})`` slot) for ``keys``, 500 bound values a query,
+    under SQLite's limit on parameters."""
+    for lo in range(0, len(keys), 500):
+        chunk = list(keys[lo : lo + 500])
+        yield from db.fetch(sql.format(",".join("?" * len(chunk))), chunk)
 
 
 class _SQLiteSql:

@@ -75,7 +75,7 @@ ENGINE_NAMES = {
     "index_params", "index_part_name", "index_record", "index_record_line", "run_info",
     "part_table", "binary_matrix", "IndexConflictError",
     "IndexChangedError", "IndexDamagedError", "IndexIdError", "IndexMissingError",
-    "IndexParameterError",
+    "IndexParameterError", "IndexBucketError",
     "index_info", "index_leftovers", "IndexLeftover", "compact_index", "CompactResult",
     # the service's background compaction (issue 30, part 5)
     "compaction_group", "index_part_version", "rewrite_group", "compaction_run",

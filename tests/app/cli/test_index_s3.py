@@ -249,3 +249,28 @@ def test_an_object_store_the_client_cannot_use_is_one_line_and_exit_2(
         assert line.startswith(f"neardup {name}: error: ") and message in line, line
         assert line.endswith(HINT) and "Traceback" not in done.stderr
         assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_new_index_in_a_bucket_that_does_not_exist_is_one_line_and_exit_2(
+    s3_server: S3Server, s3: str, tmp_path: Path
+) -> None:
+    """A mistyped bucket: s3fs would create it at the run's first write (a new bucket holding
+    the index); the run refuses before writing anything, the bucket is not made, and the same
+    run on the bucket that exists creates the index."""
+    write_docs(tmp_path / "d.jsonl", [Doc("a", BASE[0]), Doc("b", BASE[1])])
+    typo = f"{s3}-typo"
+    done = neardup("dedup", "d.jsonl", "--output", "o.jsonl", "--index", f"{typo}/idx", *FLAGS,
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    bucket = typo.removeprefix("s3://")
+    assert line == (
+        f"neardup dedup: error: {typo}/idx: the bucket '{bucket}' does not exist (neardup "
+        "never creates a bucket: check the name, or create the bucket first)"
+    )
+    assert not (tmp_path / "o.jsonl").exists()
+    assert not s3_server.filesystem().exists(bucket)
+    done = neardup("dedup", "d.jsonl", "--output", "o.jsonl", "--index", f"{s3}/idx", *FLAGS,
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert DocIndex.open(f"{s3}/idx").rows == 2

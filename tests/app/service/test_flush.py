@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -543,6 +545,80 @@ def test_the_store_records_deletes_of_flushed_documents_only(tmp_path) -> None:
     assert flush_module.Mark.from_json(flush_module.Mark(2, "t", 5, 1).as_json()) == (
         flush_module.Mark(2, "t", 5, 1)
     )
+
+
+def _hold_writes(store: Any) -> tuple[threading.Event, threading.Event]:
+    """Make the next write transaction of ``store`` wait, on the service's write thread and
+    holding the store's write lock (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's write lock),
+    until the second event is set; the first is set once it waits."""
+    holding, release = threading.Event(), threading.Event()
+    name = "_transaction" if isinstance(store, SQLiteStore) else "_write"
+    real = getattr(store, name)
+
+    @contextmanager
+    def held() -> Iterator[Any]:
+        with real() as opened:
+            if not holding.is_set():
+                holding.set()
+                release.wait(120)
+            yield opened
+
+    setattr(store, name, held)
+    return holding, release
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_flushed_document_is_read_while_a_write_holds_the_store(
+    tmp_path, threads, kind, request
+) -> None:
+    """A flushed document memory let go is answered (``GET /v1/documents/{id}``: meta,
+    cluster; its web page: text, matches) while a registration's write holds the store's
+    write thread and lock: read on the read connection, never queued behind the write."""
+    from neardup.app.service.lookups import document_view
+
+    url = str(tmp_path / "idx")
+    write_index(url, [("y", "eel fox gnu")])
+
+    async def run() -> list:
+        if kind == "sqlite":
+            service = await _start(tmp_path / "data", url, **ON_DEMAND)
+        else:
+            service = await _replica(request.getfixturevalue("pg_url"), url)
+        out: list = []
+        release = threading.Event()
+        try:
+            docs = [NewDoc("p", "ant bee cat dog", {"m": 1}), NewDoc("q", "ant bee cat", {})]
+            await service.register(docs)
+            await service.flush()
+            while service._evicting is None or not service._evicting.done():
+                await asyncio.sleep(0.01)
+            out.append(("p" in service.index, "q" in service.index))
+            holding, release = _hold_writes(service.store)
+            writing = asyncio.create_task(service.register([NewDoc("r", "one two three", {})]))
+            while not holding.is_set():
+                await asyncio.sleep(0.01)
+            out.append(await asyncio.wait_for(service.document("p"), 60))
+            out.append(await asyncio.wait_for(service.texts(["p", "q"]), 60))
+            view = await asyncio.wait_for(document_view(service, "p"), 60)
+            out.append((view.cluster, view.cluster_size, view.text, [m.id for m in view.matches]))
+            out.append(writing.done())  # the write still held while all of that was answered
+            release.set()
+            out.append((await writing)[0].status)
+            out.append(await service.document("r"))
+        finally:
+            release.set()
+            await service.close()
+        return out
+
+    assert asyncio.run(run()) == [
+        (False, False),
+        ("p", "p", {"m": 1}, False),
+        {"p": "ant bee cat dog", "q": "ant bee cat"},
+        ("p", 2, "ant bee cat dog", ["q"]),
+        False,
+        "created",
+        ("r", "r", {}, False),
+    ]
 
 
 def test_writes_while_a_flush_is_written_are_exact(tmp_path, threads, monkeypatch) -> None:

@@ -169,10 +169,9 @@ def test_a_cluster_member_found_nowhere_is_left_out_not_an_error():
             return {}
 
     class Served:
-        class index:
-            @staticmethod
-            def id_signatures(ids):
-                return {}
+        @staticmethod
+        def signatures(ids):
+            return {}
 
     from neardup.app.service.faults import faulted
 

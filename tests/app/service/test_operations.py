@@ -13,7 +13,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -1373,26 +1374,37 @@ def test_the_index_is_compacted_once_removed_slots_are_as_many_as_live_ones(
 
 
 class OneAtATime(LogStore):
-    """Records how many calls of the store run at once (SQLite is not thread-safe by itself),
-    and whether the listener is still waiting when the store is closed."""
+    """Records how many calls run at once on each of the store's connections (SQLite's are
+    not thread-safe by themselves): the writer's (``add_documents``) and the read thread's
+    (``read_document``); and whether the listener is still waiting when the store closes."""
 
     def __init__(self, data_dir) -> None:
         super().__init__(data_dir)
-        self.running = self.most = 0
+        self.running = {"write": 0, "read": 0}
+        self.most = {"write": 0, "read": 0}
         self.waiting = False
         self.closed_while_waiting: bool | None = None
         self.guard = threading.Lock()
 
-    def document(self, doc_id: str) -> StoredDoc | None:
+    @contextmanager
+    def _counted(self, connection: str) -> Iterator[None]:
         with self.guard:
-            self.running += 1
-            self.most = max(self.most, self.running)
+            self.running[connection] += 1
+            self.most[connection] = max(self.most[connection], self.running[connection])
         time.sleep(0.002)
         try:
-            return super().document(doc_id)
+            yield
         finally:
             with self.guard:
-                self.running -= 1
+                self.running[connection] -= 1
+
+    def add_documents(self, docs: Sequence[StoredDoc], clusters: Any = None) -> None:
+        with self._counted("write"):
+            super().add_documents(docs, clusters)
+
+    def read_document(self, doc_id: str) -> StoredDoc | None:
+        with self._counted("read"):
+            return super().read_document(doc_id)
 
     def wait_for_changes(self, timeout: float) -> None:
         self.waiting = True
@@ -1405,15 +1417,18 @@ class OneAtATime(LogStore):
         super().close()
 
 
-def test_the_store_is_called_from_one_thread_at_a_time(service_in, tmp_path):
-    """Concurrent reads queue for the store's one thread; closing waits for the follower's
-    wait on the store to end before the store closes."""
+def test_each_store_connection_is_called_from_one_thread_at_a_time(service_in, tmp_path):
+    """Concurrent reads queue for the store's read thread, concurrent writes for its write
+    thread (reads and writes run side by side, each connection used by one thread at a time);
+    closing waits for the follower's wait on the store to end before the store closes."""
 
     async def run():
         service = await _start(tmp_path, OneAtATime)
         try:
             await service.register([NewDoc("a", BASE, {"m": 1})])
-            docs = await asyncio.gather(*(service.document("a") for _ in range(8)))
+            reads = [service.document("a") for _ in range(8)]
+            writes = [service.register([NewDoc(f"w{i}", f"{OTHER} w{i}", {})]) for i in range(4)]
+            docs = (await asyncio.gather(*reads, *writes))[:8]
             await _until(lambda: service.store.waiting, "waiting")
         finally:
             await service.close()
@@ -1421,16 +1436,20 @@ def test_the_store_is_called_from_one_thread_at_a_time(service_in, tmp_path):
 
     docs, most, closed_while_waiting = _run(run())
     assert docs == [("a", "a", {"m": 1}, False)] * 8
-    assert most == 1 and closed_while_waiting is False
+    assert most == {"write": 1, "read": 1} and closed_while_waiting is False
 
 
 class Forgetful(SQLiteStore):
-    """A store whose rows vanish after the index saw them (another deletion's race)."""
+    """A store whose rows vanish after the index saw them (another deletion's race): on both
+    connections, the writer's (a replace's read) and the read thread's (a document's)."""
 
     forget = False
 
     def document(self, doc_id: str) -> StoredDoc | None:
         return None if self.forget else super().document(doc_id)
+
+    def read_document(self, doc_id: str) -> StoredDoc | None:
+        return None if self.forget else super().read_document(doc_id)
 
 
 def test_a_document_gone_from_the_store_is_not_found_and_replace_registers_it(service_in, tmp_path):
