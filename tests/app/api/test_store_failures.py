@@ -143,7 +143,7 @@ def test_a_full_disk_is_507_stores_nothing_and_makes_the_service_unready(tmp_pat
         response = c.post("/v1/documents", json={"documents": BATCH + BIG})
         assert response.status_code == 507, response.text
         assert "full" in response.json()["detail"]
-        assert _ready(c) == (503, {"status": "disk full", "store": "up"})
+        assert _ready(c) == (503, {"status": "disk full", "store": "up", "index": "up"})
         assert c.get("/readyz").headers["Retry-After"] == "1"
         assert c.get("/healthz").status_code == 200
         assert c.get("/v1/stats").json()["documents"] == 1
@@ -151,13 +151,13 @@ def test_a_full_disk_is_507_stores_nothing_and_makes_the_service_unready(tmp_pat
         # Space returns: the next write succeeds and readiness follows at once.
         _free_the_disk(db)
         assert post_docs(c, BATCH + BIG) == 200
-        assert _ready(c) == (200, {"status": "ready", "store": "up"})
+        assert _ready(c) == (200, {"status": "ready", "store": "up", "index": "up"})
         # Full again; this time readiness comes back by itself (its probe write fits).
         _fill_the_disk(c)
         assert post_docs(c, [{"id": "big-2", "text": BIG[0]["text"] + " more"}]) == 507
-        assert _ready(c) == (503, {"status": "disk full", "store": "up"})
+        assert _ready(c) == (503, {"status": "disk full", "store": "up", "index": "up"})
         _free_the_disk(db)
-        assert _ready(c, within=10.0) == (200, {"status": "ready", "store": "up"})
+        assert _ready(c, within=10.0) == (200, {"status": "ready", "store": "up", "index": "up"})
     with client(tmp_path) as c:  # exactly what was acknowledged, after a restart
         assert c.get("/v1/stats").json()["documents"] == 5
         assert c.get("/v1/documents/big-2").status_code == 404
@@ -182,12 +182,12 @@ def test_a_commit_failing_for_the_disk_is_507_and_rolled_back(tmp_path, monkeypa
         assert c.delete("/v1/protected-sets/ev").status_code == 507
         assert _ready(c) == (
             503,
-            {"status": "disk full", "store": "up"},
+            {"status": "disk full", "store": "up", "index": "up"},
         )  # the probe's commit fails too
         assert not real.in_transaction  # rolled back
         monkeypatch.setattr(store, "_db", real)
         assert c.get("/v1/protected-sets/ev").status_code == 200  # still there
-        assert _ready(c, within=10.0) == (200, {"status": "ready", "store": "up"})
+        assert _ready(c, within=10.0) == (200, {"status": "ready", "store": "up", "index": "up"})
         assert c.delete("/v1/protected-sets/ev").status_code == 204
 
 
