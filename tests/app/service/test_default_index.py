@@ -94,3 +94,35 @@ def test_a_replica_without_index_says_it_holds_everything(tmp_path, pg_url, capl
     served, flusher = asyncio.run(run())
     assert served is None and flusher is None
     assert any("no index (NEARDUP_INDEX)" in r.getMessage() for r in caplog.records)
+
+
+def test_a_data_directory_from_before_the_default_moves_into_its_index(service_in, tmp_path):
+    """A data directory whose documents were never flushed (made before the default index:
+    its index removed here) starts with every document unflushed, answers as before, and its
+    first flush writes them all into the new index; after a restart memory holds none."""
+    import shutil
+
+    async def run():
+        async with service_in(flush_rows=0, flush_seconds=0) as old:
+            await old.register(_docs())
+            before = await every_cluster(old)
+        shutil.rmtree(tmp_path / "data" / "index")
+        async with service_in() as moved:
+            waiting, held = moved.unflushed(), moved.index.held
+            same = await every_cluster(moved) == before
+            version = await moved.flush()
+        async with service_in() as again:
+            return (
+                waiting,
+                held,
+                same,
+                version,
+                again.index.held,
+                await every_cluster(again),
+                before,
+            )
+
+    waiting, held, same, version, held_after, after, before = asyncio.run(run())
+    assert waiting == 5 and held == 5 and same
+    assert version == 2 and DocIndex.open(str(tmp_path / "data" / "index")).rows == 5
+    assert held_after == 0 and after == before
