@@ -45,6 +45,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+from numpy.typing import NDArray
 
 from bench.common.latency import summarize
 from bench.common.machine import now
@@ -57,19 +58,36 @@ __all__ = ["main", "measure"]
 BATCH = 10_000
 #: Documents signed (and stored) per task of the fast build.
 CHUNK = 50_000
+#: Seeds the synthetic signatures (``--real-docs``).
+SYNTHETIC_SEED = 10**12
 PARAMS: dict[str, Any] = {}  # the defaults (128 permutations, 16 bands of 8, 0.8)
 
 
+#: Documents whose words are drawn together (from one generator seeded by their block's number).
+BLOCK = 1_000
+#: The vocabulary of the synthetic texts (``bench.index.lookups._text``'s: 50,000 words).
+_WORDS = np.array([f"w{w}" for w in range(50_000)], dtype=object)
+
+
+def _block(b: int) -> NDArray[Any]:
+    """The 60 words of each document of block ``b`` (documents ``b * BLOCK`` onward), as the
+    vocabulary's strings: one generator a block, so any range of documents is cheap to make."""
+    return _WORDS[np.random.default_rng(b).integers(0, 50_000, size=(BLOCK, 60))]
+
+
 def _texts(start: int, n: int) -> list[tuple[str, str]]:
-    """Documents ``start`` to ``start + n - 1``: every tenth a near copy of an earlier one."""
+    """Documents ``start`` to ``start + n - 1`` (``bench.index.lookups._text``'s kind of text:
+    "document I" then 60 words of 50,000): every tenth a near copy of the one nine before it
+    (its last word changed)."""
     out = []
-    for i in range(start, start + n):
-        if i % 10 == 9:
-            words = _text(i - 9, np.random.default_rng(i - 9)).split()
-            words[-1] = f"changed{i}"
-            out.append((f"doc{i:09d}", " ".join(words)))
-        else:
-            out.append((f"doc{i:09d}", _text(i, np.random.default_rng(i))))
+    for b in range(start // BLOCK, (start + n - 1) // BLOCK + 1):
+        words = _block(b)
+        for i in range(max(start, b * BLOCK), min(start + n, (b + 1) * BLOCK)):
+            if i % 10 == 9:
+                row = [*words[i - 9 - b * BLOCK, :59], f"changed{i}"]
+                out.append((f"doc{i:09d}", f"document {i - 9} " + " ".join(row)))
+            else:
+                out.append((f"doc{i:09d}", f"document {i} " + " ".join(words[i - b * BLOCK])))
     return out
 
 
@@ -111,16 +129,26 @@ async def _build(
         await service.close()
 
 
-def _signed(lo: int, n: int) -> tuple[list[str], list[str], list[bytes], bytes]:
+def _signed(lo: int, n: int, real: bool = True) -> tuple[list[str], list[str], list[bytes], bytes]:
     """Documents ``lo`` to ``lo + n - 1`` (a pool's task): ids, texts, 32-byte text digests
-    and little-endian uint32 signatures (as bytes)."""
+    and little-endian uint32 signatures (as bytes): their texts' (``real``), or synthetic (random,
+    a near copy's its original's with 3 of its entries changed)."""
     from neardup.app.config import Settings
     from neardup.core.engine import batch_signatures, text_digest
 
     params = Settings(**PARAMS).params
     docs = _texts(lo, n)
     texts = [t for _, t in docs]
-    sigs = batch_signatures(texts, params).astype("<u4")
+    if real:
+        sigs = batch_signatures(texts, params).astype("<u4")
+    else:
+        rng = np.random.default_rng(SYNTHETIC_SEED + lo)
+        sigs = rng.integers(0, 2**32, size=(n, params.num_perm), dtype="<u4")
+        copies = np.arange(9 - lo % 10, n, 10)
+        copies = copies[copies >= 9]
+        sigs[copies] = sigs[copies - 9]
+        changed = np.linspace(0, params.num_perm - 1, 3).astype(np.int64)
+        sigs[np.ix_(copies, changed)] = rng.integers(0, 2**32, size=(len(copies), 3), dtype="<u4")
     return [i for i, _ in docs], texts, [text_digest(t) for t in texts], sigs.tobytes()
 
 
@@ -140,11 +168,13 @@ def _pair_rows(lo: int, ids: list[str], sigs: np.ndarray[Any, Any], bands: int, 
     ]
 
 
-def _ahead(pool: Any, starts: range, docs: int, chunk: int, most: int) -> Iterator[Any]:
+def _ahead(
+    pool: Any, starts: range, docs: int, chunk: int, most: int, real_from: int
+) -> Iterator[Any]:
     """``_signed`` of each start in order, at most ``most`` tasks submitted ahead (memory)."""
     pending: deque[Any] = deque()
     for lo in starts:
-        pending.append(pool.submit(_signed, lo, min(chunk, docs - lo)))
+        pending.append(pool.submit(_signed, lo, min(chunk, docs - lo), lo >= real_from))
         if len(pending) >= most:
             yield pending.popleft().result()
     while pending:
@@ -158,10 +188,13 @@ def build(
     flush_docs: int = 1_000_000,
     jobs: int = 2,
     chunk: int = CHUNK,
+    real_docs: int | None = None,
 ) -> None:
     """``docs`` documents registered and flushed every ``flush_docs``, straight through the
     writers (see the module's docstring): the store's rows and clusters, the index's parts,
-    the flush marks; ``chunk`` documents signed a task and stored a transaction."""
+    the flush marks; ``chunk`` documents signed a task and stored a transaction; the last
+    ``real_docs`` (default: all) with their texts' signatures, those before with synthetic
+    ones (``_signed``)."""
     from concurrent.futures import ProcessPoolExecutor
 
     from neardup.app.config import Settings
@@ -182,7 +215,10 @@ def build(
         store_id, mark = state["store"], Mark.from_json(state["committed"]) or Mark()
         with ProcessPoolExecutor(jobs) as pool:
             starts = range(0, docs, chunk)
-            tasks = _ahead(pool, starts, docs, chunk, jobs + 1)
+            real_from = 0 if real_docs is None else max(0, docs - real_docs)
+            if real_from % chunk:
+                raise ValueError(f"--real-docs must leave a multiple of {chunk} before them")
+            tasks = _ahead(pool, starts, docs, chunk, jobs + 1, real_from)
             ids: list[str] = []
             digests: dict[str, bytes] = {}
             sigs: list[np.ndarray[Any, Any]] = []
@@ -276,6 +312,7 @@ def measure(
     flush_docs: int = 1_000_000,
     jobs: int = 2,
     through_service: bool = False,
+    real_docs: int | None = None,
 ) -> dict[str, Any]:
     """Build ``docs`` flushed documents under ``work`` (straight through the writers, or
     ``through_service``), then serve them before and after (each on a copy when both)."""
@@ -284,14 +321,17 @@ def measure(
     if through_service:
         asyncio.run(_build(built / "data", built / "idx", docs))
     else:
-        build(built / "data", built / "idx", docs, flush_docs, jobs)
+        build(built / "data", built / "idx", docs, flush_docs, jobs, real_docs=real_docs)
     build_s = time.perf_counter() - started
     runs = [] if before is None else [_serve("before", work, built, docs, before)]
     runs.append(_serve("after", work, built, docs, None, copy=before is not None))
     from neardup.core.engine import DocIndex
 
     parts = len(DocIndex.open(str(built / "idx")).parts)
-    return {"docs": docs, "build_s": round(build_s, 1), "parts": parts, "runs": runs}
+    real = docs if through_service or real_docs is None else min(docs, real_docs)
+    return {
+        "docs": docs, "build_s": round(build_s, 1), "parts": parts, "real_docs": real, "runs": runs
+    }  # fmt: skip
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
@@ -308,6 +348,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
         for r in result["runs"]
     ]
     built = f"build {result['build_s']} s, {result['parts']} parts in the index"
+    if result["real_docs"] < result["docs"]:
+        built += f", the last {result['real_docs']:,} with their texts' signatures"
     return "\n".join([f"`{command}` ({now()}, {built})", "", head, *rows])
 
 
@@ -323,14 +365,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, default=2, help="processes signing (fast build)")
     parser.add_argument(
+        "--real-docs", type=int, help="only the last N signed from their texts (fast build)"
+    )
+    parser.add_argument(
         "--through-service", action="store_true", help="build through Service.register (slow)"
     )
     args = parser.parse_args(argv)
     docs = 20_000 if args.quick else args.docs
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         result = measure(
-            docs, Path(tmp), args.before, args.flush_docs, args.jobs, args.through_service
-        )
+            docs, Path(tmp), args.before, args.flush_docs, args.jobs, args.through_service,
+            args.real_docs,
+        )  # fmt: skip
     command = "python -m bench.index.memtable " + " ".join(sys.argv[1:] if argv is None else argv)
     print(markdown(result, command) if args.markdown else json.dumps(result, indent=2))
     return 0
