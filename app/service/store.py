@@ -924,9 +924,7 @@ def _open(path: Path) -> sqlite3.Connection:
                 f"({LAYOUT_VERSION}): run the neardup version that wrote it"
             )
         sized = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cluster_sizes'").fetchone()
-        counted = db.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'document_count'"
-        ).fetchone()
+        counted = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'document_count'").fetchone()
         # One transaction: a crash never leaves ``cluster_sizes`` or ``document_count`` made
         # but not counted (a store made before them is counted once, here).
         db.executescript(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import sys
@@ -41,7 +42,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
@@ -52,6 +53,12 @@ from bench.common.machine import now
 from bench.common.memory import MIB, proc_memory
 from bench.common.server import start_server, stop_server
 from bench.index.lookups import _text
+
+if TYPE_CHECKING:
+    from neardup.app.service.clusters import ClusterRow
+    from neardup.app.service.flush import Mark
+    from neardup.app.service.store import SQLiteStore
+    from neardup.core.engine import MinhashParams
 
 __all__ = ["main", "measure"]
 
@@ -152,7 +159,9 @@ def _signed(lo: int, n: int, real: bool = True) -> tuple[list[str], list[str], l
     return [i for i, _ in docs], texts, [text_digest(t) for t in texts], sigs.tobytes()
 
 
-def _pair_rows(lo: int, ids: list[str], sigs: np.ndarray[Any, Any], bands: int, threshold: float):
+def _pair_rows(
+    lo: int, ids: list[str], sigs: NDArray[np.uint32], bands: int, threshold: float
+) -> list[ClusterRow]:
     """The clusters of two among documents ``lo`` to ``lo + len(ids) - 1`` (``lo`` a multiple
     of 10): each near copy with its original when the service's rule confirms them (they agree
     on every row of a band, and their estimate is at least ``threshold``)."""
@@ -221,7 +230,7 @@ def build(
             tasks = _ahead(pool, starts, docs, chunk, jobs + 1, real_from)
             ids: list[str] = []
             digests: dict[str, bytes] = {}
-            sigs: list[np.ndarray[Any, Any]] = []
+            sigs: list[NDArray[np.uint32]] = []
             for lo, (chunk_ids, texts, chunk_digests, raw) in zip(starts, tasks, strict=True):
                 chunk_sigs = np.frombuffer(raw, dtype="<u4").reshape(len(chunk_ids), -1)
                 rows = [
@@ -243,8 +252,16 @@ def build(
         store.close()
 
 
-def _flush(store: Any, url: str, params: Any, store_id: str, mark: Any, ids: list[str],
-           digests: dict[str, bytes], sigs: list[np.ndarray[Any, Any]]) -> Any:
+def _flush(
+    store: SQLiteStore,
+    url: str,
+    params: MinhashParams,
+    store_id: str,
+    mark: Mark,
+    ids: list[str],
+    digests: dict[str, bytes],
+    sigs: list[NDArray[np.uint32]],
+) -> Mark:
     """One flush of ``ids`` as the service's flusher makes it: written, its attempt recorded,
     committed, its mark recorded as committed. The mark."""
     from neardup.app.service.flush import Batch, _digest_halves, commit_flush, write_flush
@@ -358,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--before", type=Path, help="a checkout to serve the 'before' from")
     parser.add_argument("--work", type=Path, help="where to build (default: a temporary dir)")
+    parser.add_argument("--keep", type=Path, help="build in this new directory, and keep it")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--quick", action="store_true", help="20,000 documents")
     parser.add_argument(
@@ -372,7 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     docs = 20_000 if args.quick else args.docs
-    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+    keep = contextlib.nullcontext(str(args.keep)) if args.keep else None
+    with keep or tempfile.TemporaryDirectory(dir=args.work) as tmp:
         result = measure(
             docs, Path(tmp), args.before, args.flush_docs, args.jobs, args.through_service,
             args.real_docs,

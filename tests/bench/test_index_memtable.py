@@ -89,9 +89,7 @@ async def _answers(data: Path, url: Path, text: str) -> tuple[Any, ...]:
 
 def test_the_fast_build_leaves_the_state_registering_and_flushing_leaves(tmp_path: Path) -> None:
     docs, flush_docs = 2_000, 1_000
-    asyncio.run(
-        _build(tmp_path / "s" / "data", tmp_path / "s" / "idx", docs, 500, flush_docs)
-    )
+    asyncio.run(_build(tmp_path / "s" / "data", tmp_path / "s" / "idx", docs, 500, flush_docs))
     build(tmp_path / "f" / "data", tmp_path / "f" / "idx", docs, flush_docs, jobs=2, chunk=500)
     service, fast = (_store_rows(tmp_path / k / "data") for k in ("s", "f"))
     assert len(service["documents"]) == docs and len(service["members"]) > 100
@@ -99,7 +97,9 @@ def test_the_fast_build_leaves_the_state_registering_and_flushing_leaves(tmp_pat
     assert fast == service
     assert _index_rows(tmp_path / "f" / "idx") == _index_rows(tmp_path / "s" / "idx")
     near = _texts(docs - 1, 1)[0][1]  # a near copy of document docs - 10
-    answers = [asyncio.run(_answers(tmp_path / k / "data", tmp_path / k / "idx", near)) for k in "sf"]
+    answers = [
+        asyncio.run(_answers(tmp_path / k / "data", tmp_path / k / "idx", near)) for k in "sf"
+    ]
     assert answers[0][0]["documents"] == docs and answers[0][0]["clusters"] > 100
     assert answers[0][2][0][0] > 0  # the query matched
     assert answers[1] == answers[0]
