@@ -4,27 +4,33 @@ were all registered through the service and flushed, before (``--before REPO``: 
 whose service holds every document in memory) and after (this checkout: the memtable and the
 clusters holding one of its documents only), on copies of the same data, in one run.
 
-Built straight through the store's and the index's own writers (``build``; ``--through-service``:
-in process through the service itself, ``Service.register`` in batches of 10,000, then one
-``flush``, about 3 ms a document): synthetic texts (``bench.index.lookups._text``: ASCII
-words), every tenth a near copy of an earlier one (one word changed), so a tenth of the
-documents are in clusters of two. The fast build leaves what a service registering them and
-flushing every ``--flush-docs`` documents leaves (tests/bench/test_index_memtable.py checks it
-against the service at a small size): their signatures computed in bulk (``batch_signatures``,
-in ``--jobs`` processes), their rows written by ``SQLiteStore.add_documents`` with their
-clusters (each near copy and its original, when the service's rule confirms the pair: a band
-in common and an estimate at least the threshold; unrelated texts are taken to match nothing,
-which the test checks), each flush written and committed by the service's own
-``write_flush``/``commit_flush`` and its mark recorded as the flusher records it.
-Measured per server (``--workers 1``, ``--flush-rows 10000``): seconds to ``/readyz``, RssAnon
-and VmHWM once ready, single-text ``POST /v1/query`` p50/p99 (half near copies of registered
-texts, half new), then one registration of 1,000 new documents (a tenth near copies of
-flushed ones: their clusters brought back) and RssAnon after it.
+Built straight through the store's and the index's own writers (``build``;
+``--through-service``: in process through the service itself, ``Service.register`` in batches
+of 10,000, then one ``flush``, about 3 ms a document): synthetic texts ("document I" and 60
+words of 50,000, drawn a block of 1,000 documents at a time), every tenth a near copy of the
+one nine before it (its last word changed), so a fifth of the documents are in clusters of
+two. The fast build leaves what a service registering them and flushing every
+``--flush-docs`` documents leaves (tests/bench/test_index_memtable.py checks it against the
+service at a small size: the store's rows, clusters, counts and marks, the index's parts, a
+query): signatures computed in bulk (``batch_signatures``, in ``--jobs`` processes), rows
+written by ``SQLiteStore.add_documents`` with their clusters (each near copy with its
+original, when the service's rule confirms the pair: a band in common and an estimate at
+least the threshold; unrelated texts are taken to match nothing, which the test checks), each
+flush written and committed by the service's own ``write_flush``/``commit_flush`` and its
+marks recorded as the flusher records them. With ``--real-docs N`` only the last N documents
+are signed from their texts; those before get synthetic signatures (random; a near copy's is
+its original's with 3 of 128 entries changed, so the pairs still cluster), stated in the
+table's heading: their texts are stored but are not what their signatures were made from.
+
+Measured per server (``--workers 1``, ``--flush-rows 10000``): seconds to ``/readyz``, RssAnon,
+VmRSS and VmHWM once ready, single-text ``POST /v1/query`` p50/p99 (half near copies of the
+last flushed documents, half new texts), then one registration of 1,000 new documents (a
+tenth near copies of others of the same batch) and RssAnon after it.
 
 Run from the repository root::
 
     python -m bench.index.memtable [--docs 100000] [--before ../main] [--markdown] [--quick]
-        [--flush-docs 1000000] [--jobs 2] [--through-service]
+        [--flush-docs 1000000] [--jobs 2] [--real-docs N] [--through-service] [--keep DIR]
 
 Without ``--before`` (as ``make bench`` runs it) only this checkout's server is measured.
 """
@@ -340,11 +346,11 @@ def measure(
     else:
         build(built / "data", built / "idx", docs, flush_docs, jobs, real_docs=real_docs)
     build_s = time.perf_counter() - started
-    runs = [] if before is None else [_serve("before", work, built, docs, before)]
-    runs.append(_serve("after", work, built, docs, None, copy=before is not None))
     from neardup.core.engine import DocIndex
 
-    parts = len(DocIndex.open(str(built / "idx")).parts)
+    parts = len(DocIndex.open(str(built / "idx")).parts)  # as served (the seed's included)
+    runs = [] if before is None else [_serve("before", work, built, docs, before)]
+    runs.append(_serve("after", work, built, docs, None, copy=before is not None))
     real = docs if through_service or real_docs is None else min(docs, real_docs)
     return {
         "docs": docs, "build_s": round(build_s, 1), "parts": parts, "real_docs": real, "runs": runs
