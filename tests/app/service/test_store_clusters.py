@@ -721,9 +721,7 @@ def test_a_flushing_start_reads_the_held_documents_clusters_not_every_linked_mem
         try:
             assert service.flusher is not None
             await checked(service, ids)
-            assert service.store.cluster_rows(["i1", "i2"]) == {
-                "i1": ("d00", 2), "i2": ("d01", 2)
-            }
+            assert service.store.cluster_rows(["i1", "i2"]) == {"i1": ("d00", 2), "i2": ("d01", 2)}
         finally:
             await service.close()
 
