@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import pyarrow.parquet as pq
 from bench.index.memtable import _build, _texts, build, markdown, measure
 from neardup.app.config import Settings
 from neardup.app.service import Service
-from neardup.core.engine import DocIndex
+from neardup.core.engine import DocIndex, read_json
 from tests.app.service.cluster_reads import page
 
 
@@ -37,7 +36,7 @@ def _store_rows(data: Path) -> dict[str, Any]:
     try:
         flush = dict(db.execute("SELECT key, value FROM index_flush"))
         marks = {
-            k: {f: v for f, v in json.loads(flush[k]).items() if f != "token"}
+            k: {f: v for f, v in read_json(flush[k]).items() if f != "token"}
             for k in ("committed", "attempt")
         }
         members = db.execute(
