@@ -615,6 +615,10 @@ class ServiceIndex:
         """The id of the document in ``slot``."""
         return self._ids[slot]
 
+    def held_ids(self) -> list[str]:
+        """The ids of the documents held in memory (``held``)."""
+        return list(self._num_of)
+
     def linked_ids(self) -> list[str]:
         """The ids of the linked indexed documents."""
         if not self._linked:

@@ -797,7 +797,15 @@ class Service:
         try:
             self._synced = time.monotonic()
             await self._apply(changes)
-            if ids is None:
+            if ids is None and self.flusher is not None:
+                # Only held ones are synced (the others' clusters are the tables'): the store's
+                # rows of the held documents' clusters, not every linked member's (O(memory)).
+                held = self.index.held_ids()
+                stored = await self._io_call(self.store.stored_clusters, held)
+                kept = set(held)
+                linked = {i for c in stored.values() for i, own in c.members if not own}
+                ids = self.index.linked_ids() + sorted(linked & kept)
+            elif ids is None:
                 ids = self.index.linked_ids() + await self._io_call(self.store.linked_members)
             if self.flusher is not None:  # the others' clusters are the tables' (not held)
                 ids = [i for i in ids if i in self.index]

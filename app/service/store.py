@@ -142,6 +142,20 @@ _COUNT_SIZES = (
     "DELETE FROM cluster_sizes; INSERT INTO cluster_sizes (size, clusters) "
     "SELECT size, count(*) FROM clusters WHERE own > 0 GROUP BY size;"
 )
+#: How many documents the store holds (one row), kept by triggers in the transaction of every
+#: write to ``documents``: a start reads the count, not every row (``document_count``).
+_DOCUMENT_COUNT = """
+CREATE TABLE document_count (one INTEGER PRIMARY KEY CHECK (one = 0), documents INTEGER NOT NULL);
+INSERT INTO document_count VALUES (0, (SELECT count(*) FROM documents));
+CREATE TRIGGER documents_counted_insert AFTER INSERT ON documents
+BEGIN
+    UPDATE document_count SET documents = documents + 1;
+END;
+CREATE TRIGGER documents_counted_delete AFTER DELETE ON documents
+BEGIN
+    UPDATE document_count SET documents = documents - 1;
+END;
+"""
 
 #: The store's layout version (``PRAGMA user_version``): 1 once the cluster tables are filled
 #: (a store made before them, version 0, is filled once at start from the recovered clusters);
@@ -696,10 +710,12 @@ class SQLiteStore:
         return 0 if row[0] is None else int(row[0]) + 1
 
     def document_count(self, after: int = -1) -> int:
-        """How many documents are registered (numbered after ``after``)."""
-        sql = "SELECT COUNT(*) FROM documents" + (" WHERE num > ?" if after >= 0 else "")
-        row = self._db.execute(sql, (after,) if after >= 0 else ()).fetchone()
-        return int(row[0])
+        """How many documents are registered (numbered after ``after``: those read, a range
+        of the table; all of them: the count its triggers keep, read in O(1))."""
+        if after < 0:
+            return int(self._db.execute("SELECT documents FROM document_count").fetchone()[0])
+        sql = "SELECT COUNT(*) FROM documents WHERE num > ?"
+        return int(self._db.execute(sql, (after,)).fetchone()[0])
 
     def iter_signatures(
         self, batch: int, after: int = -1
@@ -926,8 +942,13 @@ def _open(path: Path) -> sqlite3.Connection:
                 f"({LAYOUT_VERSION}): run the neardup version that wrote it"
             )
         sized = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cluster_sizes'").fetchone()
-        # One transaction: a crash never leaves ``cluster_sizes`` made but not counted.
-        db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} {'' if sized else _COUNT_SIZES} COMMIT;")
+        counted = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'document_count'").fetchone()
+        # One transaction: a crash never leaves ``cluster_sizes`` or ``document_count`` made
+        # but not counted (a store made before them is counted once, here).
+        db.executescript(
+            f"BEGIN IMMEDIATE; {_SCHEMA} {'' if sized else _COUNT_SIZES} "
+            f"{'' if counted else _DOCUMENT_COUNT} COMMIT;"
+        )
         columns = {row[1] for row in db.execute("PRAGMA table_info(protected_sets)")}
         if "format" not in columns:
             db.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_FORMAT} COMMIT;")

@@ -691,3 +691,38 @@ def test_store_clusters_after_a_replica_follows_many_flushed_rows_deleted(
 
     # b held none of them (flushed, let go): counted and hidden, nothing planned in memory
     assert asyncio.run(run()) == []
+
+
+def test_a_flushing_start_reads_the_held_documents_clusters_not_every_linked_member(
+    tmp_path, threads, monkeypatch
+) -> None:
+    """At start with ``--index`` and flushing, the clusters of linked indexed documents are
+    synced for those memory holds, read by their clusters (O(memory)): the store's every
+    linked member is not read (``linked_members``: O(the clusters' members))."""
+    write_index(str(tmp_path / "a"), [("i1", "ant bee cat dog"), ("i2", "eel fox gnu ant")])
+    ids = ["d00", "d01", "i1", "i2"]
+
+    async def run() -> None:
+        service = await _start(tmp_path / "fa", index=str(tmp_path / "a"), **ON_DEMAND)
+        try:
+            await service.register([NewDoc("d00", "ant bee cat dog", {})])
+            await service.flush()  # d00 and i1 leave memory once it is served
+            await service.refresh_index()
+            await service.register([NewDoc("d01", "eel fox gnu ant", {})])
+            await checked(service, ids)
+        finally:
+            await service.close()
+
+        def refused(self: SQLiteStore) -> list[str]:
+            raise AssertionError("every linked member read at start")
+
+        monkeypatch.setattr(SQLiteStore, "linked_members", refused)
+        service = await _start(tmp_path / "fa", index=str(tmp_path / "a"), **ON_DEMAND)
+        try:
+            assert service.flusher is not None
+            await checked(service, ids)
+            assert service.store.cluster_rows(["i1", "i2"]) == {"i1": ("d00", 2), "i2": ("d01", 2)}
+        finally:
+            await service.close()
+
+    asyncio.run(run())
