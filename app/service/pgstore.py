@@ -109,11 +109,12 @@ STATEMENT_TIMEOUT_MS = 30_000
 IDLE_IN_WRITE_MS = 60_000
 
 #: The version of the store's layout this neardup writes (``schema_versions``).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: The tables the store reads and writes (the role needs SELECT, INSERT, UPDATE, DELETE).
 TABLES = (
     "params", "documents", "protected_sets", "changes", "probe", "schema_versions", "budgets",
     "index_flush", "index_deletes", "clusters", "cluster_members", "cluster_sizes",
+    "document_count",
 )  # fmt: skip
 #: The sequences the store draws from (the role needs USAGE).
 SEQUENCES = ("probe_id_seq", "index_deletes_seq_seq")
@@ -236,6 +237,64 @@ $$;
 DROP TRIGGER IF EXISTS clusters_sized ON clusters;
 CREATE TRIGGER clusters_sized AFTER INSERT OR DELETE OR UPDATE OF size, own ON clusters
     FOR EACH ROW EXECUTE FUNCTION clusters_sized();
+""",
+    # 7: how many documents are alive (not ``deleted``), one row, so that a start reads it
+    # instead of counting every row (``document_count``): counted here once (in the migration's
+    # transaction, under the write lock), then kept by statement-level triggers in the
+    # transaction of every statement that inserts, updates, deletes or truncates ``documents``
+    # (a ``COPY`` of a batch adds its alive rows once, not a row at a time). Every such
+    # statement runs under the write lock, so the one row adds no waiting.
+    7: """
+CREATE TABLE IF NOT EXISTS document_count (
+    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+    documents BIGINT NOT NULL
+);
+DELETE FROM document_count;
+INSERT INTO document_count (documents) SELECT count(*) FROM documents WHERE NOT deleted;
+CREATE OR REPLACE FUNCTION documents_counted_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE n BIGINT;
+BEGIN
+    SELECT count(*) INTO n FROM added WHERE NOT deleted;
+    IF n <> 0 THEN UPDATE document_count SET documents = documents + n; END IF;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION documents_counted_update() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE n BIGINT;
+BEGIN
+    SELECT (SELECT count(*) FROM became WHERE NOT deleted)
+        - (SELECT count(*) FROM was WHERE NOT deleted) INTO n;
+    IF n <> 0 THEN UPDATE document_count SET documents = documents + n; END IF;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION documents_counted_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE n BIGINT;
+BEGIN
+    SELECT count(*) INTO n FROM gone WHERE NOT deleted;
+    IF n <> 0 THEN UPDATE document_count SET documents = documents - n; END IF;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION documents_counted_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE document_count SET documents = 0;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS documents_counted_insert ON documents;
+CREATE TRIGGER documents_counted_insert AFTER INSERT ON documents
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION documents_counted_insert();
+DROP TRIGGER IF EXISTS documents_counted_update ON documents;
+CREATE TRIGGER documents_counted_update AFTER UPDATE ON documents
+    REFERENCING OLD TABLE AS was NEW TABLE AS became
+    FOR EACH STATEMENT EXECUTE FUNCTION documents_counted_update();
+DROP TRIGGER IF EXISTS documents_counted_delete ON documents;
+CREATE TRIGGER documents_counted_delete AFTER DELETE ON documents
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION documents_counted_delete();
+DROP TRIGGER IF EXISTS documents_counted_truncate ON documents;
+CREATE TRIGGER documents_counted_truncate AFTER TRUNCATE ON documents
+    FOR EACH STATEMENT EXECUTE FUNCTION documents_counted_truncate();
 """,
 }
 #: ``clusters``' and ``cluster_members``' ids in the contract's order (code points).
@@ -1081,12 +1140,16 @@ class PostgresStore:
 
     def document_count(self, after: int = -1) -> int:
         """How many documents are registered (numbered after ``after``; deleted ones not
-        counted)."""
-        row = self._run(
-            lambda c: c.execute(
-                "SELECT count(*) FROM documents WHERE NOT deleted AND num > %s", (after,)
-            ).fetchone()
-        )
+        counted): the kept count (``document_count``, layout 7) when ``after`` is negative,
+        else counted from the table."""
+        if after < 0:
+            row = self._run(lambda c: c.execute("SELECT documents FROM document_count").fetchone())
+        else:
+            row = self._run(
+                lambda c: c.execute(
+                    "SELECT count(*) FROM documents WHERE NOT deleted AND num > %s", (after,)
+                ).fetchone()
+            )
         return int(row[0]) if row is not None else 0
 
     def iter_signatures(
