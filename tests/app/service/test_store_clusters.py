@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neardup.app.config import Settings
-from neardup.app.service import NewDoc, NotFound, Service
+from neardup.app.service import NewDoc, NotFound, Service, pgstore
 from neardup.app.service.index import ServiceIndex
 from neardup.app.service.store import SQLiteStore, Store
 from tests.app.service.cluster_reads import answers_as_memory, cluster_or_indexed, page
@@ -481,7 +481,7 @@ def test_store_clusters_filled_once_on_postgres_from_layout_4(pg_url, threads) -
     asyncio.run(run(True))
     with psycopg.connect(pg_url) as c:
         versions = [r[0] for r in c.execute("SELECT version FROM schema_versions ORDER BY 1")]
-        assert versions[-1] == 6
+        assert versions[-1] == pgstore.SCHEMA_VERSION
 
 
 @given(spec=scenarios(), on_b=st.lists(st.booleans(), min_size=12, max_size=12))
