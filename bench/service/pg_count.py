@@ -4,10 +4,11 @@ writes, and what a start reads instead of counting every row.
 Writes: batches of synthetic documents (a 512-byte signature, about 1 KB of text each) added
 with ``PostgresStore.add_documents``, then a tenth of them deleted in one
 ``delete_documents``, on a store with the count's triggers and on one with them dropped (the
-writes before layout 7), interleaved rounds (each first in every other), a new database each. Reads: a store of ROWS
-documents (a tenth deleted) filled with one ``INSERT ... SELECT``; a ``COUNT(*)`` of the alive
-rows (what a start ran before, twice: the second from a warm cache) against the kept count
-read, and the migration from layout 6 (the count made once) timed as a store's open.
+writes before layout 7), interleaved rounds (each first in every other), a new database each.
+Reads: a store of ROWS documents (a tenth deleted) filled with one ``INSERT ... SELECT``; a
+``COUNT(*)`` of the alive rows (what a start ran before, twice: the second from a warm cache)
+against the kept count read, and the migration from layout 6 (the count made once) timed as a
+store's open.
 
 Run from the repository root (a throwaway PostgreSQL server of the system's binaries,
 ``bench.common.postgres``, fsync on)::
